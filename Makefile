@@ -1,0 +1,30 @@
+# Thin wrapper over CMake. `make run` and `make test` install missing Debian packages first.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all deps build run test test-asan clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: every scenario against the embedded local platform.
+run: build
+	./$(BUILD)/abxlua run scenarios/
+
+# Every test of the project (unit, envd, platform, runner, scenarios).
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900
+
+test-asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DABX_SANITIZE=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900
+
+clean:
+	rm -rf $(BUILD) build-asan

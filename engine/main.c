@@ -1,0 +1,19 @@
+/*
+ * main.c: `abxlua` subcommand dispatch. The engine subcommands (run, list, help) live in cli.c; the
+ * local platform (serve) and envd are separate processes that happen to share this binary.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "local/envd/envd.h"
+#include "local/serve.h"
+
+int main(int argc, char **argv)
+{
+  if (argc >= 2 && strcmp(argv[1], "serve") == 0)
+    return abx_serve_main(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "envd") == 0)
+    return abx_envd_main(argc - 1, argv + 1);
+  return abx_cli_main(argc, argv);
+}

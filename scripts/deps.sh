@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages abxlua builds and runs with, only when one is missing.
+# Idempotent: a second run installs nothing and makes no network request.
+set -euo pipefail
+pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
+      libmicrohttpd-dev libjansson-dev libssl-dev bubblewrap iproute2 procps python3 curl)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
