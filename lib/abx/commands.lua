@@ -1,0 +1,298 @@
+-- abx.commands: `sbx.commands`, processes through envd's process.Process service.
+--
+--   local r = sbx.commands:run("echo hi")                  -- {stdout, stderr, exit_code, error}
+--   local h = sbx.commands:run("cat", { background = true, stdin = true })
+--   h:send_stdin("x\n"); h:close_stdin(); local r2 = h:wait()
+--
+-- Idiom: run() does NOT raise on a non-zero exit code; it returns exit_code and envd's error text.
+-- A process killed by a signal has exit_code -1 (as envd reports it) and `error` like
+-- "signal: killed" (reference/envd-protocol.md §4.3). It raises only when the call itself failed:
+-- Timeout when its `timeout` elapsed (envd kills the process and ends the stream with
+-- deadline_exceeded, §4.4), and the mapped kind of any other Connect or HTTP error.
+-- Units: seconds; `timeout` 0 means none.
+-- Source: reference/envd-protocol.md §2 (Connect), §3 (ProtoJSON shapes), §4 (process.Process).
+
+local core = require("abx.core")
+local errmap = require("abx.errmap")
+local envd = require("abx.envd")
+
+local commands = {}
+
+---@class abx.Commands
+---@field _sbx abx.Sandbox
+local Commands = {}
+Commands.__index = Commands
+
+---@class abx.CommandHandle
+---@field pid integer
+local Handle = {}
+Handle.__index = Handle
+
+--- The commands object of a sandbox (internal: abx.sandbox builds it).
+---@param sbx abx.Sandbox
+---@return abx.Commands
+function commands.new(sbx)
+  return setmetatable({ _sbx = sbx }, Commands)
+end
+
+local function client(self)
+  return self._sbx._envd
+end
+
+--- Applies one ProcessEvent (reference §3 "Oneof shapes", §4.3) to a handle's state.
+---@param h table handle
+---@param ev table the `event` object
+local function apply_event(h, ev)
+  local data = ev.data
+  if type(data) == "table" then
+    if data.stdout then
+      local chunk = core.b64decode(data.stdout)
+      h._out[#h._out + 1] = chunk
+      if h._on_stdout then h._on_stdout(chunk) end
+    elseif data.stderr then
+      local chunk = core.b64decode(data.stderr)
+      h._err[#h._err + 1] = chunk
+      if h._on_stderr then h._on_stderr(chunk) end
+    elseif data.pty then
+      h._out[#h._out + 1] = core.b64decode(data.pty)
+    end
+  elseif type(ev["end"]) == "table" then
+    local e = ev["end"]
+    h._end = {
+      exit_code = math.tointeger(e.exitCode or 0) or -1, -- 0 is left out of JSON (§3)
+      error = type(e.error) == "string" and e.error or nil,
+      status = type(e.status) == "string" and e.status or nil,
+    }
+  end -- keepalive (and a repeated start) carry nothing for us (§9)
+end
+
+--- Reads the first message, which must be `start{pid}` (reference §4.3). Returns the pid.
+--- Raises: Protocol, and whatever envd.next_message raises.
+local function read_start(st, request)
+  local msg = envd.next_message(st, request)
+  local ev = msg and msg.event
+  local pid = type(ev) == "table" and type(ev.start) == "table" and math.tointeger(ev.start.pid)
+  if not pid then errmap.raise_protocol(200, request, "a first event start{pid}") end
+  return pid
+end
+
+--- Reads events until the end of the stream, filling the handle.
+--- Raises: the end envelope's error kind (Timeout for deadline_exceeded), Protocol when the stream
+--- ends without an end event, Transport.
+local function consume(h, st, request)
+  while true do
+    local msg = envd.next_message(st, request)
+    if msg == nil then break end
+    if type(msg.event) == "table" then apply_event(h, msg.event) end
+  end
+  if not h._end then errmap.raise_protocol(200, request, "an end event before the end of stream") end
+end
+
+local function result_of(h)
+  return {
+    stdout = table.concat(h._out),
+    stderr = table.concat(h._err),
+    exit_code = h._end.exit_code,
+    error = h._end.error,
+  }
+end
+
+local function new_handle(cmds, pid, opts, stdin)
+  return setmetatable({
+    pid = pid, _commands = cmds, _stdin = stdin, _out = {}, _err = {}, _waiters = {},
+    _on_stdout = opts.on_stdout, _on_stderr = opts.on_stderr, _done = false,
+  }, Handle)
+end
+
+--- Starts the reader task of a background handle: it appends output, calls the callbacks, and
+--- wakes every waiter when the stream ends. Nothing escapes the task (an escaped error would end
+--- the run); the error is kept and wait() raises it.
+local function start_reader(h, st, request)
+  h._stream = st
+  h._task = core.spawn(function()
+    local ok, err = pcall(consume, h, st, request)
+    st:close()
+    if not ok then h._error = err end
+    h._done = true
+    local waiters = h._waiters
+    h._waiters = {}
+    for _, task in ipairs(waiters) do core.unpark(task) end
+  end)
+end
+
+--- Runs `/bin/bash -l -c <cmd>` (reference §4.4 "SDK call patterns") as `user`.
+--- Foreground: yields until the process ends and returns {stdout, stderr, exit_code, error}; a
+--- non-zero exit is NOT an error (see the file header). Background: returns a CommandHandle once
+--- envd reported the pid; output is read by a task, `handle:wait()` gives the result.
+--- Callbacks get each chunk as it arrives (on the reader task when in background).
+--- Raises: Timeout (the process outlived `timeout`, envd killed it), InvalidArgument (e.g. a cwd
+--- that does not exist), Authentication (bad access token or user), NotFound, SandboxGone,
+--- RateLimit, Sandbox, Protocol, Transport.
+---@param cmd string
+---@param opts? {cwd?: string, envs?: table<string,string>, user?: string, timeout?: number,
+---  on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string), background?: boolean,
+---  stdin?: boolean}
+---@return table|abx.CommandHandle
+function Commands:run(cmd, opts)
+  opts = opts or {}
+  local msg = {
+    process = { cmd = "/bin/bash", args = { "-l", "-c", cmd }, envs = opts.envs or {}, cwd = opts.cwd },
+    stdin = opts.stdin and true or false, -- false gives /dev/null (§4.4)
+  }
+  local st, request = client(self):stream("process.Process/Start", msg, {
+    user = opts.user or "user", timeout = opts.timeout or 60,
+  })
+  local ok, pid = pcall(read_start, st, request)
+  if not ok then st:close(); error(pid, 0) end
+  local h = new_handle(self, pid, opts, opts.stdin and true or false)
+  if opts.background then
+    start_reader(h, st, request)
+    return h
+  end
+  local ok2, err = pcall(consume, h, st, request)
+  st:close()
+  if not ok2 then error(err, 0) end
+  return result_of(h)
+end
+
+--- Attaches to a running process by pid: process.Process/Connect (reference §4.4). The handle
+--- receives the output produced from now on (envd discards output nobody is subscribed to).
+--- `timeout` (default 60 s, 0 = none) bounds only this stream, not the process.
+--- Raises: NotFound (no such process), Authentication, SandboxGone, Sandbox, Protocol, Transport.
+---@param pid integer
+---@param opts? {timeout?: number, on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string)}
+---@return abx.CommandHandle
+function Commands:connect(pid, opts)
+  opts = opts or {}
+  local st, request = client(self):stream("process.Process/Connect",
+    { process = { pid = pid } }, { timeout = opts.timeout or 60 })
+  local ok, got = pcall(read_start, st, request)
+  if not ok then st:close(); error(got, 0) end
+  local h = new_handle(self, got, opts, nil)
+  start_reader(h, st, request)
+  return h
+end
+
+--- Live processes: process.Process/List with body `{}` (reference §2.1, §4.4).
+--- Raises: Authentication, SandboxGone, Sandbox, Protocol, Transport, Timeout.
+---@return {pid: integer, tag: string|nil, cmd: string, args: string[], envs: table, cwd: string|nil}[]
+function Commands:list()
+  local resp = client(self):unary("process.Process/List", {})
+  local out = {}
+  for _, p in ipairs(resp.processes or {}) do
+    local cfg = type(p.config) == "table" and p.config or {}
+    out[#out + 1] = {
+      pid = math.tointeger(p.pid), tag = p.tag, cmd = cfg.cmd, args = cfg.args or {},
+      envs = cfg.envs or {}, cwd = cfg.cwd,
+    }
+  end
+  return out
+end
+
+--- Sends SIGTERM or SIGKILL: process.Process/SendSignal (reference §4.2 `enum Signal`).
+--- true when sent, false when there is no such process (`not_found`, as the SDK's kill).
+--- Raises: InvalidArgument (another signal name, checked here), Authentication, Sandbox, Transport.
+---@param pid integer
+---@param signal "SIGTERM"|"SIGKILL"
+---@return boolean
+function Commands:signal(pid, signal)
+  if signal ~= "SIGTERM" and signal ~= "SIGKILL" then
+    core.error("InvalidArgument", 0, "signal must be \"SIGTERM\" or \"SIGKILL\", got " .. tostring(signal))
+  end
+  local ok, err = pcall(client(self).unary, client(self), "process.Process/SendSignal",
+    { process = { pid = pid }, signal = "SIGNAL_" .. signal })
+  if ok then return true end
+  if errmap.has_code(err, "not_found") then return false end
+  error(err, 0)
+end
+
+--- Kills a process with SIGKILL (reference §4.4 "SDK call patterns": kill). false when it did not
+--- exist. Raises: as signal.
+---@param pid integer
+---@return boolean
+function Commands:kill(pid)
+  return self:signal(pid, "SIGKILL")
+end
+
+--- Writes to a process' stdin: process.Process/SendInput (reference §4.2; bytes are base64, §3).
+--- Raises: Sandbox (`internal`: stdin disabled or closed, §4.4), NotFound, Authentication, Transport.
+---@param pid integer
+---@param data string
+function Commands:send_stdin(pid, data)
+  client(self):unary("process.Process/SendInput",
+    { process = { pid = pid }, input = { stdin = core.b64encode(data) } })
+end
+
+--- Closes a process' stdin (EOF): process.Process/CloseStdin (envd >= 0.5.2, reference §4.1).
+--- Raises: NotFound, Sandbox, Authentication, Transport.
+---@param pid integer
+function Commands:close_stdin(pid)
+  client(self):unary("process.Process/CloseStdin", { process = { pid = pid } })
+end
+
+--- Yields until the process ends and returns {stdout, stderr, exit_code, error} (no raise on a
+--- non-zero exit). Raises: the error that ended the stream (Timeout when the command's timeout
+--- elapsed), an error raised by a callback, Sandbox when the handle was disconnected first.
+---@return {stdout: string, stderr: string, exit_code: integer, error: string|nil}
+function Handle:wait()
+  while not self._done do
+    self._waiters[#self._waiters + 1] = core.current()
+    core.park()
+  end
+  if self._disconnected and not self._end then
+    core.error("Sandbox", 0, "command handle disconnected before the process ended",
+      { request = "POST /process.Process/Start" })
+  end
+  if self._error then error(self._error, 0) end
+  return result_of(self)
+end
+
+--- Kills the process (SIGKILL). false when it had already gone. Raises: as Commands:signal.
+---@return boolean
+function Handle:kill()
+  return self._commands:kill(self.pid)
+end
+
+--- Writes to the process' stdin. The process must have been started with `stdin = true`.
+--- Raises: InvalidArgument (started without stdin, checked locally), and as Commands:send_stdin.
+---@param data string
+function Handle:send_stdin(data)
+  if self._stdin == false then
+    core.error("InvalidArgument", 0, "process " .. self.pid .. " was started without stdin = true")
+  end
+  self._commands:send_stdin(self.pid, data)
+end
+
+--- Closes the process' stdin. Raises: as Commands:close_stdin.
+function Handle:close_stdin()
+  self._commands:close_stdin(self.pid)
+end
+
+--- Output received so far. Raises: nothing.
+---@return string
+function Handle:stdout()
+  return table.concat(self._out)
+end
+
+--- Error output received so far. Raises: nothing.
+---@return string
+function Handle:stderr()
+  return table.concat(self._err)
+end
+
+--- Whether the stream has ended. Raises: nothing.
+---@return boolean
+function Handle:done()
+  return self._done
+end
+
+--- Stops receiving output; the process keeps running (reference §4.4). Idempotent.
+--- Raises: nothing.
+function Handle:disconnect()
+  if self._stream and not self._done then
+    self._disconnected = true
+    self._stream:close()
+  end
+end
+
+return commands

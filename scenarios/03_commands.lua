@@ -1,0 +1,193 @@
+-- 03_commands: commands through envd's process service: output, exit codes, cwd, envs, users,
+-- timeouts, background processes, stdin, signals, reconnecting, large output, streaming callbacks.
+-- Fixtures: ctx.base_sandbox (one per test). Markers: none.
+-- Protocol: reference/envd-protocol.md §4 (process.Process: Start/Connect streams, List,
+--           SendInput, CloseStdin, SendSignal; EndEvent exit codes; Connect-Timeout-Ms kills the
+--           process), §2.3-2.4 (streams, errors), §6.2 (users, home /home/user).
+-- Background commands that get signalled use `exec sleep N` so the signalled pid is the sleep itself
+-- (bash -l -c does not always exec its last command, and a surviving child keeps the pipe open).
+local t = require("abx.test")
+local files = require("abx.files")
+
+local function listed(sbx, pid)
+  for _, p in ipairs(sbx.commands:list()) do
+    if p.pid == pid then return p end
+  end
+  return nil
+end
+
+t.test("a command returns its stdout and exit code 0", function(ctx)
+  local r = ctx.base_sandbox.commands:run("echo hello")
+  t.eq(r.stdout, "hello\n")
+  t.eq(r.stderr, "")
+  t.eq(r.exit_code, 0)
+  t.eq(r.error, nil)
+end)
+
+t.test("a command's stderr is returned apart from stdout", function(ctx)
+  local r = ctx.base_sandbox.commands:run("echo out; echo oops >&2")
+  t.eq(r.stdout, "out\n")
+  t.eq(r.stderr, "oops\n")
+  t.eq(r.exit_code, 0)
+end)
+
+t.test("a failing command returns exit code 1 without raising", function(ctx)
+  local r = ctx.base_sandbox.commands:run("false")
+  t.eq(r.exit_code, 1)
+  t.match(r.error, "exit status 1")
+end)
+
+t.test("a command's non-zero exit code N is returned as is", function(ctx)
+  local r = ctx.base_sandbox.commands:run("echo before; exit 42")
+  t.eq(r.exit_code, 42)
+  t.eq(r.stdout, "before\n")
+end)
+
+t.test("a killed background process ends with exit code -1 and an error", function(ctx)
+  local cmds = ctx.base_sandbox.commands
+  local h = cmds:run("exec sleep 30", { background = true })
+  t.ok(h.pid > 0, "the handle carries the pid")
+  t.eq(h:kill(), true)
+  local r = h:wait()
+  t.eq(r.exit_code, -1)
+  t.match(r.error, "killed")
+  t.eq(cmds:kill(h.pid), false)
+end)
+
+t.test("cwd sets the working directory", function(ctx)
+  t.eq(ctx.base_sandbox.commands:run("pwd", { cwd = "/tmp" }).stdout, "/tmp\n")
+end)
+
+t.test("a cwd that does not exist gives InvalidArgument", function(ctx)
+  t.raises("InvalidArgument", function()
+    ctx.base_sandbox.commands:run("pwd", { cwd = "/no/such/dir" })
+  end)
+end)
+
+t.test("envs are set for the command", function(ctx)
+  local r = ctx.base_sandbox.commands:run("printf '%s|%s' \"$ABX_A\" \"$ABX_B\"",
+    { envs = { ABX_A = "one", ABX_B = "two words" } })
+  t.eq(r.stdout, "one|two words")
+end)
+
+t.test("commands run as user by default and as root on request", function(ctx)
+  local cmds = ctx.base_sandbox.commands
+  t.eq(cmds:run("id -un").stdout, "user\n")
+  t.eq(cmds:run("id -un", { user = "root" }).stdout, "root\n")
+  t.eq(cmds:run("id -u", { user = "root" }).stdout, "0\n")
+end)
+
+t.test("the default home and working directory are /home/user", function(ctx)
+  t.eq(ctx.base_sandbox.commands:run("echo \"$HOME\"; pwd").stdout, "/home/user\n/home/user\n")
+end)
+
+t.test("a command timeout raises Timeout and the process is gone", function(ctx)
+  local cmds = ctx.base_sandbox.commands
+  local started = os.time()
+  local err = t.raises("Timeout", function() cmds:run("sleep 31", { timeout = 1 }) end)
+  t.ok(os.time() - started < 20, "the timeout fired long before the command would have ended")
+  t.ok(err.message ~= nil, "the Timeout carries a message")
+  t.eventually(function()
+    for _, p in ipairs(cmds:list()) do
+      if p.args[3] == "sleep 31" then t.fail("process " .. p.pid .. " still listed") end
+    end
+  end, { timeout = 10, interval = 0.5 })
+end)
+
+t.test("stdin sent to a background process reaches it and close_stdin gives EOF", function(ctx)
+  local h = ctx.base_sandbox.commands:run("cat", { background = true, stdin = true })
+  h:send_stdin("hello ")
+  h:send_stdin("stdin\n")
+  h:close_stdin()
+  local r = h:wait()
+  t.eq(r.stdout, "hello stdin\n")
+  t.eq(r.exit_code, 0)
+end)
+
+t.test("send_stdin without stdin opt-in raises InvalidArgument", function(ctx)
+  local h = ctx.base_sandbox.commands:run("exec sleep 20", { background = true })
+  t.raises("InvalidArgument", function() h:send_stdin("x") end)
+  t.eq(h:kill(), true)
+end)
+
+t.test("the process list shows a running background process", function(ctx)
+  local cmds = ctx.base_sandbox.commands
+  local h = cmds:run("exec sleep 32", { background = true, cwd = "/tmp" })
+  local p = listed(ctx.base_sandbox, h.pid)
+  t.ok(p, "pid " .. h.pid .. " is listed")
+  t.eq(p.cmd, "/bin/bash")
+  t.eq(p.args[#p.args], "exec sleep 32")
+  t.eq(p.cwd, "/tmp")
+  t.eq(h:kill(), true)
+  h:wait()
+  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 10 })
+end)
+
+t.test("SIGTERM ends a process", function(ctx)
+  local cmds = ctx.base_sandbox.commands
+  local h = cmds:run("exec sleep 33", { background = true })
+  t.eq(cmds:signal(h.pid, "SIGTERM"), true)
+  local r = h:wait()
+  t.eq(r.exit_code, -1)
+  t.match(r.error, "terminated")
+end)
+
+t.test("SIGKILL ends a process", function(ctx)
+  local cmds = ctx.base_sandbox.commands
+  local h = cmds:run("exec sleep 34", { background = true })
+  t.eq(cmds:signal(h.pid, "SIGKILL"), true)
+  local r = h:wait()
+  t.eq(r.exit_code, -1)
+  t.match(r.error, "killed")
+end)
+
+t.test("signalling an unknown pid returns false", function(ctx)
+  t.eq(ctx.base_sandbox.commands:kill(999999), false)
+end)
+
+t.test("connecting to a running process by pid receives its later output", function(ctx)
+  local cmds = ctx.base_sandbox.commands
+  local h = cmds:run("sleep 2; echo later; exit 3", { background = true })
+  h:disconnect()
+  local again = cmds:connect(h.pid)
+  t.eq(again.pid, h.pid)
+  local r = again:wait()
+  t.eq(r.stdout, "later\n")
+  t.eq(r.exit_code, 3)
+end)
+
+t.test("5 MiB of output arrive intact", function(ctx)
+  local n = 5 * 1024 * 1024
+  local cmds = ctx.base_sandbox.commands
+  local r = cmds:run("head -c " .. n .. " /dev/zero | tr '\\0' 'x'")
+  t.eq(r.exit_code, 0)
+  t.eq(#r.stdout, n)
+  local remote = cmds:run("head -c " .. n .. " /dev/zero | tr '\\0' 'x' | sha256sum").stdout
+  t.eq(remote:match("^(%x+)"), files.sha256(r.stdout))
+  t.ok(r.stdout == string.rep("x", n), "every byte is 'x'")
+end)
+
+t.test("output reaches on_stdout callbacks while the process runs", function(ctx)
+  local seen = {}
+  local h = ctx.base_sandbox.commands:run("echo first; sleep 4; echo second", {
+    background = true,
+    on_stdout = function(chunk) seen[#seen + 1] = chunk end,
+  })
+  t.eventually(function()
+    t.ok(table.concat(seen):find("first", 1, true), "first line seen")
+  end, { timeout = 3, interval = 0.1 })
+  t.eq(h:done(), false)
+  t.eq(h:stdout(), "first\n")
+  local r = h:wait()
+  t.eq(table.concat(seen), "first\nsecond\n")
+  t.eq(r.stdout, "first\nsecond\n")
+end)
+
+t.test("stderr reaches on_stderr callbacks in the foreground", function(ctx)
+  local seen = {}
+  local r = ctx.base_sandbox.commands:run("echo e1 >&2; echo e2 >&2", {
+    on_stderr = function(chunk) seen[#seen + 1] = chunk end,
+  })
+  t.eq(table.concat(seen), "e1\ne2\n")
+  t.eq(r.stderr, "e1\ne2\n")
+end)
