@@ -1,0 +1,30 @@
+/*
+ * api.h: the E2B control plane of the local platform (REST, JSON).
+ *
+ * Routes:  GET /health (no key, 200 "Health check successful"); with header X-API-Key:
+ *          POST /sandboxes, GET /v2/sandboxes, GET /sandboxes (deprecated), GET|DELETE
+ *          /sandboxes/{id}, POST /sandboxes/{id}/timeout, POST /sandboxes/{id}/connect.
+ * Shapes:  reference/e2b-control-plane.md §3.2 (NewSandbox), §3.3 (Sandbox, ListedSandbox,
+ *          SandboxDetail), §3.4 (per-endpoint behaviour); errors {"code":<status>,"message"} (§2).
+ * Units:   timeouts in seconds (TTL), times RFC3339 UTC.
+ * Errors:  400 validation / bad id / bad token, 401 key, 404 unknown, 405 method, 500 start failure.
+ */
+#ifndef ABX_LOCAL_API_H
+#define ABX_LOCAL_API_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+#define ABX_ENVD_VERSION "0.5.7"
+#define ABX_CLIENT_ID "6532622b"
+#define ABX_MAX_TIMEOUT_S 86400
+
+/* Set once at startup (strings borrowed for the life of the process). */
+void abx_api_config(const char *api_key, const char *domain);
+
+/* Answer one control-plane request whose body (`len` bytes, may be NULL) is fully received.
+ * `url` is the decoded path without the query. */
+enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, const char *url,
+                               const char *body, size_t len);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * ingress.h: route data-plane requests into a sandbox port and proxy them, streaming the answer.
+ *
+ * Routing: Host `<port>-<id>.<anything>` (port before the first '-', id up to the first '.',
+ *          any `:port` of the Host dropped), or Host localhost / 127.0.0.1 / an IP literal /
+ *          `sandbox.<domain>` with both `E2b-Sandbox-Id` and `E2b-Sandbox-Port` headers
+ *          (reference/e2b-control-plane.md §7.1, §7.4). Anything else goes to the control plane.
+ * Proxy:   method, path+query and body (≤ ABX_INGRESS_MAX_BODY) are forwarded to 127.0.0.1:<port>
+ *          inside the sandbox's network namespace; hop-by-hop headers are dropped and Host becomes
+ *          `localhost:<port>`. Status and headers come back as soon as upstream sends them; the body
+ *          is streamed through a bounded buffer (ABX_INGRESS_BUF), so Connect server streams deliver
+ *          events as they happen. No API key is needed.
+ * Errors:  502 {"sandboxId","message","code":502}: "The sandbox was not found" (unknown id) or
+ *          "The sandbox is running but port is not open" (connection refused); 400 for half or
+ *          malformed routing info; 413 for bodies over the limit (sent by serve.c).
+ */
+#ifndef ABX_LOCAL_INGRESS_H
+#define ABX_LOCAL_INGRESS_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+#define ABX_INGRESS_MAX_BODY (256u * 1024 * 1024)
+#define ABX_INGRESS_BUF (64u * 1024)
+
+struct abx_route {
+  char id[32];
+  int port;
+};
+
+/* Set once at startup: the platform's domain (borrowed). */
+void abx_ingress_config(const char *domain);
+
+/* Decide where a request goes: 1 = ingress (route filled), 0 = control plane, -1 = malformed
+ * routing information (msg filled, answer 400). */
+int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *msg, size_t msglen);
+
+/* Proxy the request. `raw_uri` is the request target as received (path and query, undecoded).
+ * Takes ownership of `*body` (malloc'd, may be NULL) and sets *body to NULL. */
+enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
+                                   const char *method, const char *raw_uri, char **body, size_t len);
+
+/* Wait up to `ms` milliseconds for running upstream transfers to finish (shutdown). */
+void abx_ingress_drain(int ms);
+
+#endif

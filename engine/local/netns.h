@@ -1,0 +1,31 @@
+/*
+ * netns.h: open TCP sockets inside a sandbox's network namespace, and hook them into libcurl.
+ *
+ * How:     the calling thread saves its own netns (/proc/thread-self/ns/net), setns()es into the
+ *          sandbox's netns, creates the socket, and setns()es back. A socket keeps the namespace it
+ *          was created in, so connect() to 127.0.0.1:PORT then reaches the sandbox's loopback
+ *          (DESIGN.md "The local platform").
+ * Errors:  -1 with errno set; failing to return to the original namespace aborts the process (a
+ *          thread left in a sandbox's namespace would be a security hole).
+ */
+#ifndef ABX_LOCAL_NETNS_H
+#define ABX_LOCAL_NETNS_H
+
+#include <curl/curl.h>
+#include <sys/types.h>
+
+/* Open /proc/<pid>/ns/net read-only, close-on-exec. Returns the fd or -1. */
+int abx_netns_open(pid_t pid);
+
+/* Create an AF_INET stream socket (SOCK_CLOEXEC) inside the network namespace `netns_fd`.
+ * Returns the socket fd or -1 (errno set). */
+int abx_netns_socket_fd(int netns_fd);
+
+/* Same, naming the namespace by a process id inside it (/proc/<pid>/ns/net). */
+int abx_netns_socket(pid_t pid);
+
+/* Make `curl` open its sockets inside `*netns_fd` (CURLOPT_OPENSOCKETFUNCTION). `netns_fd` must
+ * outlive the transfer; the caller keeps ownership of it. */
+void abx_netns_curl(CURL *curl, int *netns_fd);
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * spawner.c: fork+exec requests served by the main thread. Contract in spawner.h.
+ */
+#include "local/spawner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+struct job {
+  const char *path;
+  char *const *argv;
+  char *const *envp;
+  int pass_fd, log_fd;
+  pid_t pid;
+  int done;
+  struct job *next;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t job_cv = PTHREAD_COND_INITIALIZER;  /* a job was queued */
+static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a job finished */
+static struct job *queue;
+static int stopped;
+
+pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd)
+{
+  struct job j = {path, argv, envp, pass_fd, log_fd, -1, 0, NULL};
+  pthread_mutex_lock(&mu);
+  if (stopped) {
+    pthread_mutex_unlock(&mu);
+    return -1;
+  }
+  struct job **tail = &queue;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = &j;
+  pthread_cond_broadcast(&job_cv);
+  while (!j.done)
+    pthread_cond_wait(&done_cv, &mu);
+  pthread_mutex_unlock(&mu);
+  return j.pid;
+}
+
+static void child(struct job *j)
+{
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  setpgid(0, 0);
+  int devnull = open("/dev/null", O_RDWR);
+  if (devnull < 0)
+    _exit(126);
+  /* Move the inherited fds above 10 first so the dup2s below cannot clobber each other. */
+  int pass = fcntl(j->pass_fd, F_DUPFD, 10), log = fcntl(j->log_fd >= 0 ? j->log_fd : devnull, F_DUPFD, 10);
+  if (pass < 0 || log < 0 || dup2(devnull, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 ||
+      dup2(pass, 3) < 0)
+    _exit(126);
+  close_range(4, ~0U, 0);
+  execve(j->path, j->argv, j->envp);
+  _exit(127);
+}
+
+void abx_spawner_poll(int ms)
+{
+  pthread_mutex_lock(&mu);
+  if (!queue) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&job_cv, &mu, &ts);
+  }
+  while (queue) {
+    struct job *j = queue;
+    queue = j->next;
+    pid_t pid = fork();
+    if (pid == 0)
+      child(j);
+    if (pid > 0)
+      setpgid(pid, pid); /* also in the parent: no window where killpg misses it */
+    j->pid = pid;
+    j->done = 1;
+  }
+  pthread_cond_broadcast(&done_cv);
+  pthread_mutex_unlock(&mu);
+}
+
+void abx_spawner_stop(void)
+{
+  pthread_mutex_lock(&mu);
+  stopped = 1;
+  for (struct job *j = queue; j; j = j->next) {
+    j->pid = -1;
+    j->done = 1;
+  }
+  queue = NULL;
+  pthread_cond_broadcast(&done_cv);
+  pthread_mutex_unlock(&mu);
+}
