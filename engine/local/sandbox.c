@@ -106,7 +106,7 @@ static int prepare_dir(struct abx_sandbox *sb)
 
 /* argv for bwrap; strings are owned by `store` (freed by the caller). */
 struct argv_buf {
-  char *v[96];
+  char *v[160];
   int n;
   char *own[16];
   int nown;
@@ -114,7 +114,7 @@ struct argv_buf {
 
 static void add(struct argv_buf *a, const char *s)
 {
-  if (a->n < 95)
+  if (a->n < 159)
     a->v[a->n++] = (char *)s;
 }
 
@@ -176,6 +176,13 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
       continue;
     }
     add(a, own(a, strdup(host)));
+  }
+  static const char *dirs[] = {"/home", "/opt", "/opt/abx", "/var", "/var/tmp"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    add(a, "--perms");
+    add(a, i == 4 ? "1777" : "0755");
+    add(a, "--dir");
+    add(a, dirs[i]);
   }
   add(a, "--ro-bind");
   add(a, "/etc");
@@ -273,15 +280,28 @@ static void log_tail(const char *dir, char *out, size_t outlen)
 
 static void teardown(struct abx_sandbox *sb)
 {
-  if (sb->pid > 0) {
-    killpg(sb->pid, SIGKILL);
-    kill(sb->pid, SIGKILL);
-  }
+  /* Kill the namespace's first process first: the outer bwrap then reaps it and exits by itself,
+   * so no zombie is left to the host's init. Then make sure with SIGKILL to the whole group. */
   if (sb->child_pid > 0)
     kill(sb->child_pid, SIGKILL);
-  if (sb->pid > 0)
+  if (sb->pid > 0) {
+    /* Wait (1 s) for bwrap to exit without reaping it, so its pid and group stay reserved for
+     * the killpg below; then reap. */
+    int64_t deadline = abx_mono_ns() + 1000000000LL;
+    for (;;) {
+      siginfo_t si = {0};
+      if (waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == sb->pid)
+        break;
+      if (abx_mono_ns() >= deadline)
+        break;
+      struct timespec ts = {0, 5 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    killpg(sb->pid, SIGKILL);
+    kill(sb->pid, SIGKILL);
     while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
       ;
+  }
   if (sb->child_pid > 0) {
     /* The namespace's first process dies last; when it is gone (or a zombie) all are gone. */
     int64_t deadline = abx_mono_ns() + 2000000000LL;

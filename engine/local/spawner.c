@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,7 @@ static void child(struct job *j)
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
+  umask(022); /* bwrap creates the sandbox's intermediate dirs with it */
   int devnull = open("/dev/null", O_RDWR);
   if (devnull < 0)
     _exit(126);
