@@ -1,0 +1,273 @@
+/*
+ * core.c: "abx.core" tasks, time, errors and secrets (contract: docs/ENGINE.md).
+ *
+ * Every function that waits follows one protocol: register the wait on the current task, yield
+ * with lua_yieldk, and let the loop resume the coroutine with (true, results...) or
+ * (false, error). The continuation 'resume_k' turns that into returns or a raised error.
+ */
+#include "core.h"
+
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "errors.h"
+#include "loop.h"
+#include "secrets.h"
+
+struct abx_loop *abx_core_loop(lua_State *L)
+{
+  return lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* Continuation shared by sleep and park: the stack above 'keep' holds (ok, values...).
+ * [-0, +n, v] */
+static int resume_k(lua_State *L, int status, lua_KContext keep)
+{
+  (void)status;
+  int base = (int)keep + 1;
+  if (!lua_toboolean(L, base))
+    return lua_error(L); /* the error value is on top */
+  return lua_gettop(L) - base;
+}
+
+/* core.run(fn, ...) -> ok, task_errors
+ * Runs fn as the first task and drives the loop until every task finished. Not a task itself. */
+static int core_run(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  if (loop->current)
+    return luaL_error(L, "core.run cannot be called from inside a task");
+  abx_task_spawn(loop, L, lua_gettop(L) - 1);
+  lua_pop(L, 1);
+  if (abx_loop_run(loop) != 0)
+    return luaL_error(L, "the event loop failed (curl multi error)");
+  lua_pushboolean(L, loop->task_errors == 0);
+  lua_pushinteger(L, loop->task_errors);
+  return 2;
+}
+
+/* core.spawn(fn, ...) -> task. Starts on the next loop turn. */
+static int core_spawn(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  abx_task_spawn(loop, L, lua_gettop(L) - 1);
+  return 1;
+}
+
+/* core.current() -> task | nil */
+static int core_current(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  if (!loop->current || loop->current->ref == LUA_NOREF)
+    lua_pushnil(L);
+  else
+    lua_rawgeti(L, LUA_REGISTRYINDEX, loop->current->ref);
+  return 1;
+}
+
+/* core.sleep(seconds): yields at least that long. Raises Timeout when the deadline passes. */
+static int core_sleep(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  double s = luaL_checknumber(L, 1);
+  luaL_argcheck(L, s >= 0, 1, "seconds must not be negative");
+  struct abx_task *t = abx_task_require(L, loop, "core.sleep");
+  lua_settop(L, 0);
+  abx_task_wait(t, NULL, ABX_TASK_WAITING);
+  t->wake_ms = abx_now_ms() + s * 1000.0;
+  if (t->wake_ms == 0)
+    t->wake_ms = 1;
+  return lua_yieldk(L, 0, 0, resume_k);
+}
+
+/* core.park() -> values given to core.unpark. Raises Timeout when the deadline passes. */
+static int core_park(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  struct abx_task *t = abx_task_require(L, loop, "core.park");
+  lua_settop(L, 0);
+  abx_task_wait(t, NULL, ABX_TASK_PARKED);
+  return lua_yieldk(L, 0, 0, resume_k);
+}
+
+/* core.unpark(task, ...) -> boolean: false when the task is not parked. */
+static int core_unpark(lua_State *L)
+{
+  struct abx_task *t = abx_task_check(L, 1);
+  if (t->state != ABX_TASK_PARKED) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  int n = lua_gettop(L) - 1;
+  if (!lua_checkstack(t->co, n + 1))
+    return luaL_error(L, "stack overflow unparking a task");
+  lua_pushboolean(t->co, 1);
+  lua_xmove(L, t->co, n);
+  abx_task_ready(t, n + 1);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* core.set_deadline(task, seconds|nil): seconds from now; nil clears. */
+static int core_set_deadline(lua_State *L)
+{
+  struct abx_task *t = abx_task_check(L, 1);
+  if (lua_isnoneornil(L, 2))
+    t->deadline_ms = 0;
+  else
+    t->deadline_ms = abx_now_ms() + luaL_checknumber(L, 2) * 1000.0;
+  return 0;
+}
+
+/* core.abort(task, kind, message): cancels what the task waits on; it resumes with that error. */
+static int core_abort(lua_State *L)
+{
+  struct abx_task *t = abx_task_check(L, 1);
+  abx_task_abort(t, luaL_checkstring(L, 2), luaL_optstring(L, 3, "aborted"));
+  return 0;
+}
+
+static int core_now(lua_State *L)
+{
+  lua_pushnumber(L, abx_now_ms() / 1000.0);
+  return 1;
+}
+
+static int core_time(lua_State *L)
+{
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  lua_pushnumber(L, (double)tv.tv_sec + (double)tv.tv_usec / 1e6);
+  return 1;
+}
+
+/* core.error(kind, status, message [, extra]) raises an abx.error; 'extra' fields are copied. */
+static int core_error(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  const char *kind = luaL_checkstring(L, 1);
+  int status = (int)luaL_optinteger(L, 2, 0);
+  const char *msg = luaL_optstring(L, 3, "");
+  abx_error_push(L, loop->secrets, kind, status, msg);
+  if (lua_istable(L, 4)) {
+    lua_pushnil(L);
+    while (lua_next(L, 4)) {
+      if (lua_type(L, -2) == LUA_TSTRING) {
+        const char *k = lua_tostring(L, -2);
+        if (strcmp(k, "kind") && strcmp(k, "status") && strcmp(k, "message")) {
+          if (lua_type(L, -1) == LUA_TSTRING) {
+            abx_secrets_push_masked(L, loop->secrets, lua_tostring(L, -1));
+            lua_setfield(L, -4, k);
+            lua_pop(L, 1);
+            continue;
+          }
+          lua_pushvalue(L, -2);
+          lua_insert(L, -2);
+          lua_settable(L, -4);
+          continue;
+        }
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_Debug ar; /* where: the first Lua frame above us, unless 'extra' named it */
+  int has_where = lua_getfield(L, -1, "where") != LUA_TNIL;
+  lua_pop(L, 1);
+  if (!has_where && lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+    lua_pushfstring(L, "%s:%d", ar.short_src, ar.currentline);
+    lua_setfield(L, -2, "where");
+  }
+  return lua_error(L);
+}
+
+/* core.is_error(v) -> boolean */
+static int core_is_error(lua_State *L)
+{
+  lua_pushboolean(L, abx_error_is(L, 1));
+  return 1;
+}
+
+/* core.new_error(kind, status, message) -> error value (not raised). */
+static int core_new_error(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  abx_error_push(L, loop->secrets, luaL_checkstring(L, 1), (int)luaL_optinteger(L, 2, 0),
+                 luaL_optstring(L, 3, ""));
+  return 1;
+}
+
+/* core.add_secret(value): registers a value (and derived forms) for masking. */
+static int core_add_secret(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  size_t n;
+  const char *s = luaL_optlstring(L, 1, NULL, &n);
+  if (s)
+    abx_secrets_add(loop->secrets, s, n);
+  return 0;
+}
+
+/* core.mask(text) -> text with every registered secret replaced by "***". */
+static int core_mask(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  size_t n, out_n;
+  const char *s = luaL_tolstring(L, 1, &n);
+  char *m = abx_secrets_mask(loop->secrets, s, n, &out_n);
+  if (!m)
+    return luaL_error(L, "out of memory while masking");
+  lua_pushlstring(L, m, out_n);
+  free(m);
+  return 1;
+}
+
+/* core.abort_all(kind, message) -> n: aborts every waiting or parked task but the caller (used at
+ * the end of a run for helper tasks still blocked on streams). */
+static int core_abort_all(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  const char *kind = luaL_checkstring(L, 1), *msg = luaL_optstring(L, 2, "aborted");
+  int n = 0;
+  for (struct abx_task *t = loop->tasks; t; t = t->next) {
+    if (t == loop->current)
+      continue;
+    if (t->state == ABX_TASK_WAITING || t->state == ABX_TASK_PARKED) {
+      t->wake_ms = 0;
+      abx_task_abort(t, kind, msg);
+      n++;
+    }
+  }
+  lua_pushinteger(L, n);
+  return 1;
+}
+
+/* core.live_tasks() -> number of tasks not finished */
+static int core_live_tasks(lua_State *L)
+{
+  lua_pushinteger(L, abx_core_loop(L)->live);
+  return 1;
+}
+
+static const luaL_Reg core_funcs[] = {
+  {"abort_all", core_abort_all}, {"live_tasks", core_live_tasks},
+  {"run", core_run},           {"spawn", core_spawn},     {"current", core_current},
+  {"sleep", core_sleep},       {"park", core_park},       {"unpark", core_unpark},
+  {"set_deadline", core_set_deadline}, {"abort", core_abort}, {"now", core_now},
+  {"time", core_time},         {"error", core_error},     {"is_error", core_is_error},
+  {"new_error", core_new_error}, {"add_secret", core_add_secret}, {"mask", core_mask},
+  {NULL, NULL}};
+
+int abx_core_open(lua_State *L, struct abx_loop *loop)
+{
+  abx_error_init(L);
+  luaL_newlibtable(L, core_funcs);
+  lua_pushlightuserdata(L, loop);
+  luaL_setfuncs(L, core_funcs, 1);
+  abx_core_http_register(L, loop);
+  abx_core_util_register(L, loop);
+  return 1;
+}

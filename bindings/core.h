@@ -1,0 +1,25 @@
+/*
+ * core.h: the internal Lua module "abx.core" (contract: docs/ENGINE.md). Scenarios never require it;
+ * the lib/abx modules build the scenario API on it.
+ */
+#ifndef ABX_CORE_H
+#define ABX_CORE_H
+
+#include <lua.h>
+
+struct abx_loop;
+
+/* Opens "abx.core" with 'loop' as upvalue 1 of every function; pushes the module. [-0, +1, m] */
+int abx_core_open(lua_State *L, struct abx_loop *loop);
+
+/* Adds the HTTP functions (request, stream) to the module table at the top. [-0, +0, m] */
+void abx_core_http_register(lua_State *L, struct abx_loop *loop);
+
+/* Adds the utilities (encodings, files, environment, platform child) to the module at the top.
+ * [-0, +0, m] */
+void abx_core_util_register(lua_State *L, struct abx_loop *loop);
+
+/* The loop stored as upvalue 1 of the running C function. [-0, +0, -] */
+struct abx_loop *abx_core_loop(lua_State *L);
+
+#endif

@@ -1,0 +1,499 @@
+/*
+ * core_http.c: core.request and core.stream (contract: docs/ENGINE.md "HTTP").
+ *
+ * core.request(req) -> { status, headers, body }          yields until the transfer ends
+ * core.stream(req)  -> abx.stream                          yields until the response headers
+ * stream:next()     -> "message"|"end", json | "http", body | nil      yields per envelope
+ * Raises: Transport (connection failed), Timeout (transfer or task deadline), Protocol (body
+ * over max_body, headers over 256 KiB, malformed envelopes, truncated stream).
+ * Source: reference/envd-protocol.md §2.3 (envelopes), §2.1 (content types).
+ */
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "errors.h"
+#include "http.h"
+#include "loop.h"
+
+#define STREAM_MT "abx.stream"
+#define MAX_REQ_HEADERS 64
+
+enum op_kind { OP_REQUEST, OP_STREAM };
+enum stream_wait { SW_NONE, SW_OPEN, SW_NEXT };
+
+/* One in-flight plain request, owned by the waiting task until it completes or is cancelled. */
+struct request_op {
+  struct abx_wait wait;       /* first: the loop hands us back this pointer */
+  enum op_kind kind;
+  struct abx_loop *loop;
+  struct abx_task *task;
+  struct abx_transfer *t;
+  char what[160];             /* "METHOD url" for error messages (masked when raised) */
+};
+
+/* A Connect stream: a userdata that outlives single waits. */
+struct stream {
+  struct abx_wait wait;
+  enum op_kind kind;
+  struct abx_loop *loop;
+  struct abx_transfer *t;     /* NULL once closed */
+  int in_multi;
+  struct abx_task *waiter;
+  enum stream_wait waiting;
+  int finished;               /* nil was returned: nothing more to read */
+  struct stream *prev, *next; /* loop->streams list of open streams */
+  char what[160];
+};
+
+static const char *failure_kind(enum abx_http_failure f)
+{
+  switch (f) {
+  case ABX_HTTP_ETIMEOUT: return "Timeout";
+  case ABX_HTTP_ETRANSPORT: return "Transport";
+  default: return "Protocol";
+  }
+}
+
+/* Pushes (false, error) for a failed transfer onto 'co'. [-0, +2, m] */
+static void push_failure(lua_State *co, struct abx_loop *loop, const char *what,
+                         struct abx_transfer *t, const char *kind, const char *msg)
+{
+  char buf[512];
+  snprintf(buf, sizeof buf, "%s: %s", what, msg ? msg : t->error);
+  lua_pushboolean(co, 0);
+  abx_error_push(co, loop->secrets, kind ? kind : failure_kind(t->failure), 0, buf);
+  lua_pushstring(co, what);
+  lua_setfield(co, -2, "request");
+}
+
+static void push_headers(lua_State *co, struct abx_transfer *t)
+{
+  lua_createtable(co, 0, (int)t->nheaders);
+  for (size_t i = 0; i < t->nheaders; i++) {
+    if (lua_getfield(co, -1, t->headers[i].name) == LUA_TNIL) { /* first value wins */
+      lua_pop(co, 1);
+      lua_pushstring(co, t->headers[i].value);
+      lua_setfield(co, -2, t->headers[i].name);
+    } else {
+      lua_pop(co, 1);
+    }
+  }
+}
+
+static void loop_remove(struct abx_loop *loop, struct abx_transfer *t)
+{
+  curl_multi_remove_handle(loop->multi, t->easy);
+  loop->transfers--;
+}
+
+static void request_cancel(struct abx_wait *w)
+{
+  struct request_op *op = (struct request_op *)w;
+  loop_remove(op->loop, op->t);
+  abx_transfer_free(op->t);
+  free(op);
+}
+
+static void request_done(struct request_op *op, CURLcode rc)
+{
+  struct abx_transfer *t = op->t;
+  lua_State *co = op->task->co;
+  abx_transfer_finish(t, rc);
+  loop_remove(op->loop, t);
+  lua_checkstack(co, 4);
+  if (t->failure != ABX_HTTP_OK) {
+    push_failure(co, op->loop, op->what, t, NULL, NULL);
+  } else {
+    lua_pushboolean(co, 1);
+    lua_createtable(co, 0, 3);
+    lua_pushinteger(co, t->status);
+    lua_setfield(co, -2, "status");
+    push_headers(co, t);
+    lua_setfield(co, -2, "headers");
+    lua_pushlstring(co, t->body.data ? t->body.data : "", t->body.len);
+    lua_setfield(co, -2, "body");
+  }
+  abx_task_ready(op->task, 2);
+  abx_transfer_free(t);
+  free(op);
+}
+
+/* ---- streams ---------------------------------------------------------------------------- */
+
+static void stream_unlink(struct stream *s)
+{
+  struct abx_loop *loop = s->loop;
+  if (s->prev)
+    s->prev->next = s->next;
+  else if (loop->streams == s)
+    loop->streams = s->next;
+  if (s->next)
+    s->next->prev = s->prev;
+  s->prev = s->next = NULL;
+}
+
+static void stream_release(struct stream *s)
+{
+  if (!s->t)
+    return;
+  if (s->in_multi)
+    loop_remove(s->loop, s->t);
+  s->in_multi = 0;
+  abx_transfer_free(s->t);
+  s->t = NULL;
+  stream_unlink(s);
+}
+
+/* The waiting task gave up (deadline): the stream stays usable, only the wait ends. */
+static void stream_cancel(struct abx_wait *w)
+{
+  struct stream *s = (struct stream *)w;
+  s->waiter = NULL;
+  s->waiting = SW_NONE;
+}
+
+/* Pushes the answer for a task waiting on 's' if one is available. Returns the number of values
+ * pushed onto 'co' (0: nothing yet). Used both before yielding and from the loop. */
+static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
+{
+  struct abx_transfer *t = s->t;
+  lua_checkstack(co, 4);
+  if (!t) {
+    lua_pushboolean(co, 0);
+    abx_error_push(co, s->loop->secrets, "Protocol", 0, "stream is closed");
+    return 2;
+  }
+  if (mode == SW_OPEN) {
+    if (t->headers_done) {
+      lua_pushboolean(co, 1);
+      return 1;
+    }
+    if (t->done) {
+      push_failure(co, s->loop, s->what, t, NULL,
+                   t->failure == ABX_HTTP_OK ? "no response headers" : NULL);
+      return 2;
+    }
+    return 0;
+  }
+  if (s->finished) {
+    lua_pushboolean(co, 1);
+    lua_pushnil(co);
+    return 2;
+  }
+  if (t->status == 200 && t->q_head) {
+    struct abx_stream_msg *m = abx_transfer_pop(t);
+    lua_pushboolean(co, 1);
+    lua_pushstring(co, (m->flags & ABX_CONNECT_FLAG_END) ? "end" : "message");
+    lua_pushlstring(co, m->data, m->len);
+    if (m->flags & ABX_CONNECT_FLAG_END)
+      s->finished = 1;
+    free(m);
+    return 3;
+  }
+  if (!t->done)
+    return 0;
+  if (t->failure != ABX_HTTP_OK) {
+    push_failure(co, s->loop, s->what, t, NULL, NULL);
+    return 2;
+  }
+  if (t->status != 200) {
+    s->finished = 1;
+    lua_pushboolean(co, 1);
+    lua_pushliteral(co, "http");
+    lua_pushlstring(co, t->body.data ? t->body.data : "", t->body.len);
+    return 3;
+  }
+  push_failure(co, s->loop, s->what, t, "Protocol",
+               abx_connect_partial(&t->decoder) ? "stream truncated inside an envelope"
+                                                : "stream ended without an end-of-stream envelope");
+  return 2;
+}
+
+static void deliver_streams(struct abx_loop *loop)
+{
+  for (struct stream *s = loop->streams; s; s = s->next) {
+    if (!s->t || !s->t->dirty || !s->waiter)
+      continue;
+    s->t->dirty = 0;
+    struct abx_task *task = s->waiter;
+    int n = stream_try(s, task->co, s->waiting);
+    if (n > 0) {
+      s->waiter = NULL;
+      s->waiting = SW_NONE;
+      abx_task_ready(task, n);
+    }
+  }
+}
+
+static void on_done(struct abx_loop *loop, CURLMsg *msg)
+{
+  char *priv = NULL;
+  curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+  struct abx_transfer *t = (struct abx_transfer *)priv;
+  if (!t || !t->owner)
+    return;
+  /* request_op and stream both start with (struct abx_wait, enum op_kind) */
+  enum op_kind kind = ((struct request_op *)t->owner)->kind;
+  if (kind == OP_REQUEST) {
+    request_done(t->owner, msg->data.result);
+    return;
+  }
+  struct stream *s = t->owner;
+  abx_transfer_finish(t, msg->data.result);
+  loop_remove(loop, t);
+  s->in_multi = 0;
+}
+
+/* ---- request building ------------------------------------------------------------------- */
+
+struct req_strings {
+  char *headers[MAX_REQ_HEADERS + 1];
+  int n;
+};
+
+static void req_strings_free(struct req_strings *rs)
+{
+  for (int i = 0; i < rs->n; i++)
+    free(rs->headers[i]);
+  rs->n = 0;
+}
+
+static int field_string(lua_State *L, int idx, const char *name, const char **out, size_t *len)
+{
+  int ty = lua_getfield(L, idx, name);
+  if (ty == LUA_TNIL) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (ty != LUA_TSTRING)
+    luaL_error(L, "request field '%s' must be a string, got %s", name, lua_typename(L, ty));
+  *out = lua_tolstring(L, -1, len);
+  lua_pop(L, 1); /* the string stays alive in the request table */
+  return 1;
+}
+
+/* Reads a request table at 'idx' into 'r' and 'rs'. Header names and values must not contain
+ * CR or LF (header injection). [-0, +0, v] */
+static void read_request(lua_State *L, int idx, struct abx_http_request *r, struct req_strings *rs,
+                         char *what, size_t what_len)
+{
+  luaL_checktype(L, idx, LUA_TTABLE);
+  memset(r, 0, sizeof *r);
+  r->method = "GET";
+  size_t n;
+  field_string(L, idx, "method", &r->method, &n);
+  if (!field_string(L, idx, "url", &r->url, &n))
+    luaL_error(L, "request needs a 'url'");
+  field_string(L, idx, "body", &r->body, &r->body_len);
+  field_string(L, idx, "connect_to", &r->connect_to, &n);
+  lua_getfield(L, idx, "timeout");
+  double timeout = luaL_optnumber(L, -1, 60);
+  lua_pop(L, 1);
+  r->timeout_ms = (long)(timeout * 1000.0);
+  lua_getfield(L, idx, "max_body");
+  r->max_body = (size_t)luaL_optinteger(L, -1, 64 * 1024 * 1024);
+  lua_pop(L, 1);
+  const char *q = strchr(r->url, '?'); /* queries may carry signatures: leave them out */
+  snprintf(what, what_len, "%s %.*s", r->method, (int)(q ? (size_t)(q - r->url) : strlen(r->url)),
+           r->url);
+  if (lua_getfield(L, idx, "headers") == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (rs->n >= MAX_REQ_HEADERS) {
+        req_strings_free(rs);
+        luaL_error(L, "request has more than %d headers", MAX_REQ_HEADERS);
+      }
+      const char *k = lua_tostring(L, -2), *v = lua_tostring(L, -1);
+      if (!k || !v || strpbrk(k, "\r\n:") || strpbrk(v, "\r\n")) {
+        req_strings_free(rs);
+        luaL_error(L, "request header names and values must be strings without CR, LF (and "
+                      "no ':' in names)");
+      }
+      size_t len = strlen(k) + strlen(v) + 3;
+      char *h = malloc(len);
+      if (!h) {
+        req_strings_free(rs);
+        luaL_error(L, "out of memory");
+      }
+      snprintf(h, len, "%s: %s", k, v);
+      rs->headers[rs->n++] = h;
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  rs->headers[rs->n] = NULL;
+  r->headers = (const char *const *)rs->headers;
+}
+
+static int request_k(lua_State *L, int status, lua_KContext keep)
+{
+  (void)status;
+  int base = (int)keep + 1;
+  if (!lua_toboolean(L, base))
+    return lua_error(L);
+  return lua_gettop(L) - base;
+}
+
+static struct abx_transfer *start_transfer(lua_State *L, struct abx_loop *loop,
+                                           struct abx_http_request *r, struct req_strings *rs)
+{
+  struct abx_transfer *t = abx_transfer_new(r);
+  req_strings_free(rs);
+  if (!t)
+    luaL_error(L, "out of memory starting a transfer");
+  if (curl_multi_add_handle(loop->multi, t->easy) != CURLM_OK) {
+    abx_transfer_free(t);
+    luaL_error(L, "curl refused the transfer");
+  }
+  loop->transfers++;
+  return t;
+}
+
+/* core.request(req) -> resp. See the file comment. */
+static int core_request(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  struct abx_task *task = abx_task_require(L, loop, "core.request");
+  struct abx_http_request r;
+  struct req_strings rs = {.n = 0};
+  struct request_op *op = calloc(1, sizeof *op);
+  if (!op)
+    return luaL_error(L, "out of memory");
+  read_request(L, 1, &r, &rs, op->what, sizeof op->what);
+  op->wait.cancel = request_cancel;
+  op->kind = OP_REQUEST;
+  op->loop = loop;
+  op->task = task;
+  op->t = start_transfer(L, loop, &r, &rs);
+  op->t->owner = op;
+  lua_settop(L, 0);
+  abx_task_wait(task, &op->wait, ABX_TASK_WAITING);
+  return lua_yieldk(L, 0, 0, request_k);
+}
+
+static struct stream *stream_check(lua_State *L, int idx)
+{
+  return luaL_checkudata(L, idx, STREAM_MT);
+}
+
+/* Waits on stream 's' (at stack index 1) in 'mode'; returns results directly when ready. */
+static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
+{
+  struct abx_task *task = abx_task_require(L, s->loop, "stream:next");
+  if (s->waiter)
+    return luaL_error(L, "another task is already waiting on this stream");
+  lua_settop(L, 1);
+  int n = stream_try(s, L, mode);
+  if (n > 0)
+    return request_k(L, LUA_OK, 1);
+  s->waiter = task;
+  s->waiting = mode;
+  abx_task_wait(task, &s->wait, ABX_TASK_WAITING);
+  return lua_yieldk(L, 0, 1, request_k);
+}
+
+/* core.stream(req) -> stream. req.message is the JSON request message (one envelope). */
+static int core_stream(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  abx_task_require(L, loop, "core.stream");
+  luaL_checktype(L, 1, LUA_TTABLE);
+  size_t mlen;
+  lua_getfield(L, 1, "message");
+  const char *msg = luaL_optlstring(L, -1, "{}", &mlen);
+  if (mlen > ABX_CONNECT_MAX_MSG)
+    return luaL_error(L, "stream request message over %d bytes", ABX_CONNECT_MAX_MSG);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  unsigned char prefix[5];
+  abx_connect_prefix(prefix, 0, (uint32_t)mlen);
+  luaL_addlstring(&b, (const char *)prefix, 5);
+  luaL_addlstring(&b, msg, mlen);
+  luaL_pushresult(&b);
+  lua_setfield(L, 1, "body");  /* the request table carries the envelope as its body */
+  lua_pop(L, 1);
+
+  struct stream *s = lua_newuserdatauv(L, sizeof *s, 0);
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, STREAM_MT);
+  lua_insert(L, 1);            /* stream req */
+  s->wait.cancel = stream_cancel;
+  s->kind = OP_STREAM;
+  s->loop = loop;
+  struct abx_http_request r;
+  struct req_strings rs = {.n = 0};
+  read_request(L, 2, &r, &rs, s->what, sizeof s->what);
+  r.streaming = 1;
+  if (rs.n < MAX_REQ_HEADERS) {
+    rs.headers[rs.n++] = strdup("Content-Type: application/connect+json");
+    rs.headers[rs.n] = NULL;
+    if (!rs.headers[rs.n - 1]) {
+      rs.n--;
+      req_strings_free(&rs);
+      return luaL_error(L, "out of memory");
+    }
+  }
+  r.method = "POST";
+  s->t = start_transfer(L, loop, &r, &rs);
+  s->t->owner = s;
+  s->in_multi = 1;
+  s->next = loop->streams;
+  if (s->next)
+    ((struct stream *)s->next)->prev = s;
+  loop->streams = s;
+  return stream_wait(L, s, SW_OPEN);
+}
+
+/* stream:next() -> kind, payload | nil. See the file comment. */
+static int stream_next(lua_State *L)
+{
+  return stream_wait(L, stream_check(L, 1), SW_NEXT);
+}
+
+/* stream:status() -> HTTP status (0 before headers). */
+static int stream_status(lua_State *L)
+{
+  struct stream *s = stream_check(L, 1);
+  lua_pushinteger(L, s->t ? s->t->status : 0);
+  return 1;
+}
+
+/* stream:close(): cancels the transfer. Idempotent; also __gc and __close. No yield. */
+static int stream_close(lua_State *L)
+{
+  struct stream *s = stream_check(L, 1);
+  if (s->waiter) {
+    struct abx_task *w = s->waiter;
+    s->waiter = NULL;
+    abx_task_abort(w, "Protocol", "stream closed while a task was waiting on it");
+  }
+  stream_release(s);
+  return 0;
+}
+
+static const luaL_Reg stream_methods[] = {
+  {"next", stream_next}, {"status", stream_status}, {"close", stream_close}, {NULL, NULL}};
+
+static const luaL_Reg http_funcs[] = {
+  {"request", core_request}, {"stream", core_stream}, {NULL, NULL}};
+
+void abx_core_http_register(lua_State *L, struct abx_loop *loop)
+{
+  loop->on_done_msg = on_done;
+  loop->after_perform = deliver_streams;
+  if (luaL_newmetatable(L, STREAM_MT)) {
+    lua_pushlightuserdata(L, loop);
+    luaL_setfuncs(L, stream_methods, 1);
+    lua_pushcfunction(L, stream_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, stream_close);
+    lua_setfield(L, -2, "__close");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, loop);
+  luaL_setfuncs(L, http_funcs, 1);
+}

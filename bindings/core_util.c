@@ -1,0 +1,345 @@
+/*
+ * core_util.c: "abx.core" utilities: encodings (OpenSSL), YAML, files, environment, the
+ * platform child and masked output (contract: docs/ENGINE.md "Utilities").
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <lauxlib.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "errors.h"
+#include "loop.h"
+#include "platform.h"
+#include "secrets.h"
+#include "yaml_lua.h"
+
+#define MAX_READ_FILE (64 * 1024 * 1024)
+
+/* core.b64encode(bytes) -> standard base64 with padding */
+static int core_b64encode(lua_State *L)
+{
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  size_t cap = 4 * ((n + 2) / 3) + 1;
+  luaL_Buffer b;
+  unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, cap);
+  int len = EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
+  luaL_pushresultsize(&b, (size_t)len);
+  return 1;
+}
+
+/* core.b64decode(text) -> bytes | nil, message. Accepts the standard and URL-safe alphabets,
+ * with or without padding (ProtoJSON parsers accept all four: reference/envd-protocol.md §3). */
+static int core_b64decode(lua_State *L)
+{
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  char *norm = malloc(n + 4);
+  if (!norm)
+    return luaL_error(L, "out of memory");
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '-')
+      c = '+';
+    else if (c == '_')
+      c = '/';
+    else if (c == '\n' || c == '\r' || c == ' ')
+      continue;
+    norm[m++] = c;
+  }
+  while (m % 4)
+    norm[m++] = '=';
+  size_t pad = 0;
+  if (m >= 1 && norm[m - 1] == '=')
+    pad++;
+  if (m >= 2 && norm[m - 2] == '=')
+    pad++;
+  luaL_Buffer b;
+  unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, m / 4 * 3 + 1);
+  int len = m ? EVP_DecodeBlock(out, (const unsigned char *)norm, (int)m) : 0;
+  free(norm);
+  if (len < 0) {
+    lua_pushnil(L);
+    lua_pushliteral(L, "invalid base64");
+    return 2;
+  }
+  luaL_pushresultsize(&b, (size_t)len - pad);
+  return 1;
+}
+
+/* core.sha256(bytes) -> lower-case hex digest */
+static int core_sha256(lua_State *L)
+{
+  size_t n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int mdlen = 0;
+  if (!EVP_Digest(s, n, md, &mdlen, EVP_sha256(), NULL))
+    return luaL_error(L, "sha256 failed");
+  char hex[2 * EVP_MAX_MD_SIZE + 1];
+  for (unsigned int i = 0; i < mdlen; i++)
+    snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  lua_pushlstring(L, hex, 2 * mdlen);
+  return 1;
+}
+
+/* core.random_hex(nbytes) -> 2*nbytes hex characters from the OpenSSL CSPRNG */
+static int core_random_hex(lua_State *L)
+{
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n > 0 && n <= 256, 1, "between 1 and 256 bytes");
+  unsigned char buf[256];
+  if (RAND_bytes(buf, (int)n) != 1)
+    return luaL_error(L, "no randomness available");
+  char hex[513];
+  for (lua_Integer i = 0; i < n; i++)
+    snprintf(hex + 2 * i, 3, "%02x", buf[i]);
+  lua_pushlstring(L, hex, (size_t)(2 * n));
+  return 1;
+}
+
+/* Reads a whole file into a malloc'd buffer; NULL with errno on failure. */
+static char *slurp(const char *path, size_t *len, size_t max)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  size_t cap = 8192, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    if (n == cap) {
+      if (cap >= max) {
+        free(buf);
+        fclose(f);
+        errno = EFBIG;
+        return NULL;
+      }
+      cap *= 2;
+      char *nb = realloc(buf, cap);
+      if (!nb) {
+        free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0)
+      break;
+  }
+  fclose(f);
+  *len = n;
+  return buf;
+}
+
+/* core.read_file(path) -> bytes | nil, message */
+static int core_read_file(lua_State *L)
+{
+  const char *path = luaL_checkstring(L, 1);
+  size_t n;
+  char *buf = slurp(path, &n, MAX_READ_FILE);
+  if (!buf) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushlstring(L, buf, n);
+  free(buf);
+  return 1;
+}
+
+/* core.yaml_load(path) -> value. Raises InvalidArgument "file:line:col: problem". */
+static int core_yaml_load(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  const char *path = luaL_checkstring(L, 1);
+  size_t n;
+  char *buf = slurp(path, &n, 4 * 1024 * 1024);
+  if (!buf)
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s: %s", path,
+                           strerror(errno));
+  char err[512];
+  int rc = abx_yaml_push(L, path, buf, n, err, sizeof err);
+  free(buf);
+  if (rc != 0)
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s", err);
+  return 1;
+}
+
+/* core.yaml_parse(text [, name]) -> value. Raises InvalidArgument like yaml_load. */
+static int core_yaml_parse(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  size_t n;
+  const char *text = luaL_checklstring(L, 1, &n);
+  const char *name = luaL_optstring(L, 2, "<string>");
+  char err[512];
+  if (abx_yaml_push(L, name, text, n, err, sizeof err) != 0)
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s", err);
+  return 1;
+}
+
+static int core_getenv(lua_State *L)
+{
+  const char *v = getenv(luaL_checkstring(L, 1));
+  if (v)
+    lua_pushstring(L, v);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
+/* core.isdir(path) -> boolean; core.exists(path) -> boolean */
+static int core_isdir(lua_State *L)
+{
+  struct stat st;
+  lua_pushboolean(L, stat(luaL_checkstring(L, 1), &st) == 0 && S_ISDIR(st.st_mode));
+  return 1;
+}
+
+static int core_exists(lua_State *L)
+{
+  struct stat st;
+  lua_pushboolean(L, stat(luaL_checkstring(L, 1), &st) == 0);
+  return 1;
+}
+
+static int collect(lua_State *L, const char *dir, lua_Integer *n, int depth)
+{
+  if (depth > 32)
+    return 0;
+  struct dirent **names;
+  int count = scandir(dir, &names, NULL, alphasort);
+  if (count < 0)
+    return -1;
+  for (int i = 0; i < count; i++) {
+    const char *nm = names[i]->d_name;
+    if (nm[0] == '.') { /* ".", "..", and hidden files are never scenarios */
+      free(names[i]);
+      continue;
+    }
+    lua_pushfstring(L, "%s/%s", dir, nm);
+    const char *full = lua_tostring(L, -1);
+    struct stat st;
+    if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
+      collect(L, full, n, depth + 1);
+      lua_pop(L, 1);
+    } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+      lua_rawseti(L, -2, ++*n);
+    } else {
+      lua_pop(L, 1);
+    }
+    free(names[i]);
+  }
+  free(names);
+  return 0;
+}
+
+/* core.list_files(dir) -> array of regular files below dir, sorted by path (depth first). */
+static int core_list_files(lua_State *L)
+{
+  const char *dir = luaL_checkstring(L, 1);
+  lua_newtable(L);
+  lua_Integer n = 0;
+  if (collect(L, dir, &n, 0) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", dir, strerror(errno));
+    return 2;
+  }
+  return 1;
+}
+
+/* core.platform_start(extra_args, timeout_s, log_path) -> { pid = n, ready = json } */
+static int core_platform_start(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  const char *extra[32];
+  int n = 0;
+  if (lua_istable(L, 1)) {
+    for (int i = 1; i <= 30; i++) {
+      if (lua_rawgeti(L, 1, i) != LUA_TSTRING) {
+        lua_pop(L, 1);
+        break;
+      }
+      extra[n++] = lua_tostring(L, -1);
+      lua_pop(L, 1); /* the string stays alive in the table */
+    }
+  }
+  extra[n] = NULL;
+  double timeout = luaL_optnumber(L, 2, 20);
+  const char *log = luaL_optstring(L, 3, NULL);
+  struct abx_platform p;
+  char err[512];
+  if (abx_platform_start(&p, extra, log, (int)(timeout * 1000), err, sizeof err) != 0)
+    return abx_error_raise(L, loop->secrets, "Transport", 0, "%s", err);
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, p.pid);
+  lua_setfield(L, -2, "pid");
+  lua_pushstring(L, p.ready);
+  lua_setfield(L, -2, "ready");
+  return 1;
+}
+
+/* core.platform_stop(pid, timeout_s) -> exit status */
+static int core_platform_stop(lua_State *L)
+{
+  pid_t pid = (pid_t)luaL_checkinteger(L, 1);
+  double timeout = luaL_optnumber(L, 2, 10);
+  lua_pushinteger(L, abx_platform_stop(pid, (int)(timeout * 1000)));
+  return 1;
+}
+
+static int write_masked(lua_State *L, FILE *f)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  size_t n, out_n;
+  const char *s = luaL_checklstring(L, 1, &n);
+  char *m = abx_secrets_mask(loop->secrets, s, n, &out_n);
+  if (!m)
+    return luaL_error(L, "out of memory while masking");
+  fwrite(m, 1, out_n, f);
+  fflush(f);
+  free(m);
+  return 0;
+}
+
+/* core.write(text), core.ewrite(text): stdout / stderr, masked */
+static int core_write(lua_State *L) { return write_masked(L, stdout); }
+static int core_ewrite(lua_State *L) { return write_masked(L, stderr); }
+
+static int core_isatty(lua_State *L)
+{
+  lua_pushboolean(L, isatty(luaL_optinteger(L, 1, 1)));
+  return 1;
+}
+
+static int core_version(lua_State *L)
+{
+  lua_pushstring(L, ABX_VERSION);
+  lua_pushstring(L, ABX_GIT_COMMIT);
+  return 2;
+}
+
+static const luaL_Reg util_funcs[] = {
+  {"b64encode", core_b64encode}, {"b64decode", core_b64decode}, {"sha256", core_sha256},
+  {"random_hex", core_random_hex}, {"read_file", core_read_file}, {"yaml_load", core_yaml_load},
+  {"yaml_parse", core_yaml_parse}, {"getenv", core_getenv}, {"isdir", core_isdir},
+  {"exists", core_exists}, {"list_files", core_list_files},
+  {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
+  {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},
+  {"version", core_version}, {NULL, NULL}};
+
+void abx_core_util_register(lua_State *L, struct abx_loop *loop)
+{
+  lua_pushlightuserdata(L, loop);
+  luaL_setfuncs(L, util_funcs, 1);
+}

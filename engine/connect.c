@@ -1,0 +1,99 @@
+/*
+ * connect.c: Connect envelope codec. See connect.h for the contract.
+ *
+ * The decoder is a two-state machine (header, payload) fed arbitrary slices, as curl hands the body
+ * over in whatever pieces the network produced: envelopes may be split across or merged within
+ * chunks (reference/envd-protocol.md §2.3).
+ */
+#include "connect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void abx_connect_decoder_init(struct abx_connect_decoder *d)
+{
+  memset(d, 0, sizeof *d);
+}
+
+void abx_connect_decoder_free(struct abx_connect_decoder *d)
+{
+  free(d->payload);
+  d->payload = NULL;
+}
+
+static int fail(struct abx_connect_decoder *d, const char *why)
+{
+  d->dead = 1;
+  snprintf(d->error, sizeof d->error, "%s", why);
+  return ABX_CONNECT_EPROTO;
+}
+
+int abx_connect_feed(struct abx_connect_decoder *d, const char *data, size_t len,
+                     abx_connect_msg_fn fn, void *ud)
+{
+  if (d->dead)
+    return ABX_CONNECT_EPROTO;
+  while (len > 0) {
+    if (d->header_len < 5) {
+      size_t n = 5 - d->header_len;
+      if (n > len)
+        n = len;
+      memcpy(d->header + d->header_len, data, n);
+      d->header_len += n;
+      data += n;
+      len -= n;
+      if (d->header_len < 5)
+        break;
+      unsigned flags = d->header[0];
+      if (flags & ABX_CONNECT_FLAG_COMPRESSED)
+        return fail(d, "compressed envelope, but no compression was negotiated");
+      if (flags & ~(unsigned)(ABX_CONNECT_FLAG_COMPRESSED | ABX_CONNECT_FLAG_END))
+        return fail(d, "envelope with reserved flag bits set");
+      uint32_t plen = ((uint32_t)d->header[1] << 24) | ((uint32_t)d->header[2] << 16) |
+                      ((uint32_t)d->header[3] << 8) | (uint32_t)d->header[4];
+      if (plen > ABX_CONNECT_MAX_MSG) {
+        char why[96];
+        snprintf(why, sizeof why, "envelope of %u bytes exceeds the %u-byte limit", plen,
+                 ABX_CONNECT_MAX_MSG);
+        return fail(d, why);
+      }
+      free(d->payload);
+      d->payload = malloc(plen ? plen : 1);
+      if (!d->payload)
+        return fail(d, "out of memory for an envelope");
+      d->payload_len = plen;
+      d->payload_have = 0;
+    }
+    size_t want = d->payload_len - d->payload_have;
+    size_t n = want < len ? want : len;
+    memcpy(d->payload + d->payload_have, data, n);
+    d->payload_have += n;
+    data += n;
+    len -= n;
+    if (d->payload_have == d->payload_len) {
+      unsigned flags = d->header[0];
+      d->header_len = 0;
+      if (fn(ud, flags, d->payload, d->payload_len) != 0)
+        return fail(d, "message rejected by the consumer");
+      free(d->payload);
+      d->payload = NULL;
+      d->payload_len = d->payload_have = 0;
+    }
+  }
+  return ABX_CONNECT_OK;
+}
+
+int abx_connect_partial(const struct abx_connect_decoder *d)
+{
+  return d->header_len > 0;
+}
+
+void abx_connect_prefix(unsigned char out[5], unsigned flags, uint32_t len)
+{
+  out[0] = (unsigned char)flags;
+  out[1] = (unsigned char)(len >> 24);
+  out[2] = (unsigned char)(len >> 16);
+  out[3] = (unsigned char)(len >> 8);
+  out[4] = (unsigned char)len;
+}

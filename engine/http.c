@@ -1,0 +1,271 @@
+/*
+ * http.c: libcurl transfers. See http.h.
+ */
+#include "http.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int buf_append(struct abx_buf *b, const char *data, size_t len)
+{
+  if (b->len + len + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + len + 1)
+      cap *= 2;
+    char *n = realloc(b->data, cap);
+    if (!n)
+      return -1;
+    b->data = n;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, data, len);
+  b->len += len;
+  b->data[b->len] = '\0';
+  return 0;
+}
+
+static void clear_headers(struct abx_transfer *t)
+{
+  for (size_t i = 0; i < t->nheaders; i++) {
+    free(t->headers[i].name);
+    free(t->headers[i].value);
+  }
+  free(t->headers);
+  t->headers = NULL;
+  t->nheaders = 0;
+  t->headers_bytes = 0;
+}
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
+{
+  struct abx_transfer *t = ud;
+  size_t len = size * nmemb;
+  t->headers_bytes += len;
+  if (t->headers_bytes > ABX_HTTP_MAX_HEADERS) {
+    t->failure = ABX_HTTP_EOVERFLOW;
+    snprintf(t->error, sizeof t->error, "response headers exceed %u bytes", ABX_HTTP_MAX_HEADERS);
+    return 0;
+  }
+  if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response: drop 1xx headers */
+    clear_headers(t);
+    t->headers_bytes = len;
+    return len;
+  }
+  if (len <= 2 && (data[0] == '\r' || data[0] == '\n')) {
+    long code = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (code >= 200) {
+      t->status = code;
+      t->headers_done = 1;
+      t->dirty = 1;
+    }
+    return len;
+  }
+  const char *colon = memchr(data, ':', len);
+  if (!colon)
+    return len;
+  size_t nlen = (size_t)(colon - data);
+  const char *v = colon + 1, *end = data + len;
+  while (v < end && (*v == ' ' || *v == '\t'))
+    v++;
+  while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
+    end--;
+  struct abx_http_header *h = realloc(t->headers, (t->nheaders + 1) * sizeof *h);
+  if (!h)
+    return 0;
+  t->headers = h;
+  char *name = strndup(data, nlen), *value = strndup(v, (size_t)(end - v));
+  if (!name || !value) {
+    free(name);
+    free(value);
+    return 0;
+  }
+  for (char *p = name; *p; p++)
+    *p = (char)tolower((unsigned char)*p);
+  h[t->nheaders].name = name;
+  h[t->nheaders].value = value;
+  t->nheaders++;
+  return len;
+}
+
+static int on_message(void *ud, unsigned flags, const char *payload, size_t len)
+{
+  struct abx_transfer *t = ud;
+  struct abx_stream_msg *m = malloc(sizeof *m + len + 1);
+  if (!m)
+    return -1;
+  m->next = NULL;
+  m->flags = flags;
+  m->len = len;
+  memcpy(m->data, payload, len);
+  m->data[len] = '\0';
+  if (t->q_tail)
+    t->q_tail->next = m;
+  else
+    t->q_head = m;
+  t->q_tail = m;
+  t->q_bytes += len;
+  if (flags & ABX_CONNECT_FLAG_END)
+    t->saw_end = 1;
+  t->dirty = 1;
+  return 0;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
+{
+  struct abx_transfer *t = ud;
+  size_t len = size * nmemb;
+  if (t->streaming && t->status == 200) {
+    if (t->q_bytes > ABX_HTTP_STREAM_QUEUE) {
+      t->paused = 1; /* curl hands the same bytes over again after unpausing */
+      return CURL_WRITEFUNC_PAUSE;
+    }
+    if (t->saw_end)
+      return len; /* bytes after the end-of-stream envelope are ignored */
+    if (abx_connect_feed(&t->decoder, data, len, on_message, t) != ABX_CONNECT_OK) {
+      t->failure = ABX_HTTP_EPROTO;
+      snprintf(t->error, sizeof t->error, "malformed Connect stream: %s", t->decoder.error);
+      return 0;
+    }
+    return len;
+  }
+  if (t->body.len + len > t->max_body) {
+    t->failure = ABX_HTTP_EOVERFLOW;
+    snprintf(t->error, sizeof t->error, "response body exceeds %zu bytes", t->max_body);
+    return 0;
+  }
+  if (buf_append(&t->body, data, len) != 0) {
+    t->failure = ABX_HTTP_EOVERFLOW;
+    snprintf(t->error, sizeof t->error, "out of memory for a %zu-byte response body",
+             t->body.len + len);
+    return 0;
+  }
+  t->dirty = 1;
+  return len;
+}
+
+struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
+{
+  struct abx_transfer *t = calloc(1, sizeof *t);
+  if (!t)
+    return NULL;
+  t->easy = curl_easy_init();
+  if (!t->easy)
+    goto fail;
+  t->max_body = req->max_body ? req->max_body : 64u * 1024u * 1024u;
+  t->streaming = req->streaming;
+  abx_connect_decoder_init(&t->decoder);
+  CURL *e = t->easy;
+  curl_easy_setopt(e, CURLOPT_URL, req->url);
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)t);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 15000L);
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : 0L);
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_USERAGENT, "abxlua/" ABX_VERSION);
+  if (req->connect_to) { /* "::HOST:PORT": any host and port of the URL connect there */
+    char entry[512];
+    snprintf(entry, sizeof entry, "::%s", req->connect_to);
+    t->connect_to = curl_slist_append(NULL, entry);
+    if (!t->connect_to)
+      goto fail;
+    curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to);
+  }
+  struct curl_slist *h = NULL;
+  for (const char *const *p = req->headers; p && *p; p++) {
+    struct curl_slist *n = curl_slist_append(h, *p);
+    if (!n)
+      goto fail;
+    h = n;
+  }
+  struct curl_slist *n = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+  if (!n)
+    goto fail;
+  t->req_headers = n;
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->req_headers);
+  if (req->body) {
+    t->req_body = malloc(req->body_len ? req->body_len : 1);
+    if (!t->req_body)
+      goto fail;
+    memcpy(t->req_body, req->body, req->body_len);
+    t->req_body_len = req->body_len;
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req_body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->req_body_len);
+  }
+  if (strcmp(req->method, "GET") == 0 && !req->body)
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  else if (strcmp(req->method, "HEAD") == 0)
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  else
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+  return t;
+fail:
+  abx_transfer_free(t);
+  return NULL;
+}
+
+void abx_transfer_free(struct abx_transfer *t)
+{
+  if (!t)
+    return;
+  if (t->easy)
+    curl_easy_cleanup(t->easy);
+  curl_slist_free_all(t->req_headers);
+  curl_slist_free_all(t->connect_to);
+  free(t->req_body);
+  clear_headers(t);
+  free(t->body.data);
+  abx_connect_decoder_free(&t->decoder);
+  while (t->q_head) {
+    struct abx_stream_msg *m = t->q_head;
+    t->q_head = m->next;
+    free(m);
+  }
+  free(t);
+}
+
+void abx_transfer_finish(struct abx_transfer *t, CURLcode result)
+{
+  t->done = 1;
+  t->dirty = 1;
+  t->result = result;
+  if (result == CURLE_OK || t->failure != ABX_HTTP_OK)
+    return;
+  if (result == CURLE_OPERATION_TIMEDOUT)
+    t->failure = ABX_HTTP_ETIMEOUT;
+  else
+    t->failure = ABX_HTTP_ETRANSPORT;
+  if (t->error[0] == '\0')
+    snprintf(t->error, sizeof t->error, "%s", curl_easy_strerror(result));
+}
+
+struct abx_stream_msg *abx_transfer_pop(struct abx_transfer *t)
+{
+  struct abx_stream_msg *m = t->q_head;
+  if (!m)
+    return NULL;
+  t->q_head = m->next;
+  if (!t->q_head)
+    t->q_tail = NULL;
+  t->q_bytes -= m->len;
+  if (t->paused && t->q_bytes <= ABX_HTTP_STREAM_QUEUE / 2 && !t->done) {
+    t->paused = 0;
+    curl_easy_pause(t->easy, CURLPAUSE_CONT);
+  }
+  return m;
+}
+
+const char *abx_transfer_header(const struct abx_transfer *t, const char *name)
+{
+  for (size_t i = 0; i < t->nheaders; i++)
+    if (strcmp(t->headers[i].name, name) == 0)
+      return t->headers[i].value;
+  return NULL;
+}

@@ -1,0 +1,106 @@
+/*
+ * http.h: HTTP transfers over libcurl's multi interface (no Lua).
+ *
+ * A transfer is one request. Plain transfers collect the whole body; stream transfers feed the
+ * body into a Connect envelope decoder and queue the messages for the consumer.
+ * Units:   timeout_ms for the whole transfer (0: none, then the task's deadline bounds it).
+ * Limits:  response headers <= ABX_HTTP_MAX_HEADERS bytes in all; plain bodies <= max_body bytes;
+ *          queued stream messages <= ABX_HTTP_STREAM_QUEUE bytes (the transfer is paused beyond,
+ *          so a slow consumer applies backpressure instead of growing memory). Over a limit the
+ *          transfer fails with ABX_HTTP_EOVERFLOW (error kind Protocol).
+ * Errors:  'result' holds the CURLcode; 'failure' classifies it (see enum abx_http_failure).
+ * Source:  curl docs/examples/multi-app.c and ephiperfifo.c (CURLOPT_PRIVATE back-pointer).
+ */
+#ifndef ABX_HTTP_H
+#define ABX_HTTP_H
+
+#include <curl/curl.h>
+#include <stddef.h>
+
+#include "connect.h"
+
+#define ABX_HTTP_MAX_HEADERS (256u * 1024u)
+#define ABX_HTTP_STREAM_QUEUE (8u * 1024u * 1024u)
+
+enum abx_http_failure {
+  ABX_HTTP_OK = 0,
+  ABX_HTTP_ETIMEOUT,   /* curl's timeout elapsed */
+  ABX_HTTP_ETRANSPORT, /* connection refused, reset, DNS, ... */
+  ABX_HTTP_EOVERFLOW,  /* body or headers over the limit */
+  ABX_HTTP_EPROTO,     /* malformed Connect envelope stream */
+};
+
+struct abx_buf {
+  char *data;
+  size_t len, cap;
+};
+
+struct abx_http_header {
+  char *name;  /* lower-cased */
+  char *value; /* trimmed */
+};
+
+struct abx_stream_msg {
+  struct abx_stream_msg *next;
+  unsigned flags;
+  size_t len;
+  char data[]; /* payload, NUL-terminated for convenience */
+};
+
+struct abx_transfer {
+  CURL *easy;
+  struct curl_slist *req_headers;
+  struct curl_slist *connect_to; /* CURLOPT_CONNECT_TO list */
+  char *req_body;         /* owned copy */
+  size_t req_body_len;
+  size_t max_body;
+  long status;            /* final HTTP status (not 1xx) */
+  int headers_done;       /* the final response's headers are complete */
+  struct abx_http_header *headers;
+  size_t nheaders, headers_bytes;
+  struct abx_buf body;    /* plain transfers, or a stream whose status is not 200 */
+  int done;               /* curl reported the transfer finished */
+  CURLcode result;
+  enum abx_http_failure failure;
+  char error[CURL_ERROR_SIZE + 128];
+  /* streams */
+  int streaming;
+  struct abx_connect_decoder decoder;
+  struct abx_stream_msg *q_head, *q_tail;
+  size_t q_bytes;
+  int paused;
+  int saw_end;            /* the end-of-stream envelope arrived */
+  int dirty;              /* something for the consumer arrived since it last looked */
+  void *owner;            /* the binding object that owns this transfer */
+};
+
+struct abx_http_request {
+  const char *method;
+  const char *url;
+  const char *const *headers; /* "Name: value" strings, NULL-terminated */
+  const char *body;
+  size_t body_len;
+  long timeout_ms;
+  size_t max_body;
+  const char *connect_to;     /* "HOST:PORT" or NULL */
+  int streaming;
+};
+
+/* Creates a transfer for 'req' (copies everything it needs). Returns NULL when out of memory;
+ * the caller adds t->easy to its multi handle. */
+struct abx_transfer *abx_transfer_new(const struct abx_http_request *req);
+
+/* Removes nothing from any multi handle; frees the easy handle and every buffer. */
+void abx_transfer_free(struct abx_transfer *t);
+
+/* Records curl's final result for the transfer (called when CURLMSG_DONE arrives). */
+void abx_transfer_finish(struct abx_transfer *t, CURLcode result);
+
+/* Pops the next stream message (caller frees it), or NULL. Unpauses a paused transfer once the
+ * queue is small again. */
+struct abx_stream_msg *abx_transfer_pop(struct abx_transfer *t);
+
+/* First value of header 'name' (lower case), or NULL. */
+const char *abx_transfer_header(const struct abx_transfer *t, const char *name);
+
+#endif

@@ -1,0 +1,300 @@
+/*
+ * loop.c: tasks, timers and the libcurl multi loop. See loop.h.
+ *
+ * One loop turn: resume every ready task (in the order they became ready), then poll curl for at
+ * most the time until the next timer or deadline, perform, hand finished transfers and stream
+ * data to the bindings (which push resume values), then fire sleeps and deadlines.
+ */
+#include "loop.h"
+
+#include <lauxlib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "errors.h"
+#include "secrets.h"
+
+#define TASK_MT "abx.task"
+#define MAX_POLL_MS 500
+
+double abx_now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static const char *const state_names[] = {"ready", "waiting", "parked", "done"};
+
+static int task_status(lua_State *L)
+{
+  struct abx_task *t = abx_task_check(L, 1);
+  const char *s = state_names[t->state];
+  if (t->state == ABX_TASK_WAITING && t->wake_ms > 0)
+    s = "waiting";
+  lua_pushstring(L, s);
+  return 1;
+}
+
+static int task_tostring(lua_State *L)
+{
+  struct abx_task *t = abx_task_check(L, 1);
+  lua_pushfstring(L, "abx.task(%p, %s)", (void *)t, state_names[t->state]);
+  return 1;
+}
+
+static const luaL_Reg task_methods[] = {{"status", task_status}, {NULL, NULL}};
+
+struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets)
+{
+  struct abx_loop *loop = calloc(1, sizeof *loop);
+  if (!loop)
+    return NULL;
+  loop->L = L;
+  loop->secrets = secrets;
+  loop->multi = curl_multi_init();
+  if (!loop->multi) {
+    free(loop);
+    return NULL;
+  }
+  if (luaL_newmetatable(L, TASK_MT)) {
+    lua_pushcfunction(L, task_tostring);
+    lua_setfield(L, -2, "__tostring");
+    luaL_newlib(L, task_methods);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  return loop;
+}
+
+void abx_loop_free(struct abx_loop *loop)
+{
+  if (!loop)
+    return;
+  curl_multi_cleanup(loop->multi);
+  free(loop);
+}
+
+struct abx_task *abx_task_check(lua_State *L, int idx)
+{
+  return luaL_checkudata(L, idx, TASK_MT);
+}
+
+static void list_remove(struct abx_loop *loop, struct abx_task *t)
+{
+  if (t->prev)
+    t->prev->next = t->next;
+  else
+    loop->tasks = t->next;
+  if (t->next)
+    t->next->prev = t->prev;
+  t->prev = t->next = NULL;
+}
+
+struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs)
+{
+  luaL_checkstack(L, 3, "spawning a task");
+  struct abx_task *t = lua_newuserdatauv(L, sizeof *t, 1);   /* fn args... ud */
+  memset(t, 0, sizeof *t);
+  luaL_setmetatable(L, TASK_MT);
+  lua_State *co = lua_newthread(L);                            /* fn args... ud co */
+  lua_setiuservalue(L, -2, 1);                                 /* fn args... ud */
+  lua_insert(L, -(nargs + 2));                                 /* ud fn args... */
+  lua_xmove(L, co, nargs + 1);                                 /* ud */
+  t->loop = loop;
+  t->co = co;
+  t->nargs = nargs;
+  t->state = ABX_TASK_READY;
+  lua_pushvalue(L, -1);
+  t->ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  t->next = loop->tasks;
+  if (loop->tasks)
+    loop->tasks->prev = t;
+  loop->tasks = t;
+  loop->live++;
+  return t;
+}
+
+struct abx_task *abx_task_require(lua_State *L, struct abx_loop *loop, const char *what)
+{
+  struct abx_task *t = loop->current;
+  if (!t)
+    luaL_error(L, "%s must be called from a task (inside a test or core.run)", what);
+  if (t->co != L)
+    luaL_error(L, "%s cannot wait inside a coroutine created with coroutine.create/wrap; "
+                  "call it from the test function itself or use core.spawn", what);
+  return t;
+}
+
+void abx_task_wait(struct abx_task *t, struct abx_wait *w, enum abx_task_state state)
+{
+  t->wait = w;
+  t->state = state;
+}
+
+void abx_task_ready(struct abx_task *t, int nargs)
+{
+  t->wait = NULL;
+  t->wake_ms = 0;
+  t->nargs = nargs;
+  t->state = ABX_TASK_READY;
+}
+
+void abx_task_abort(struct abx_task *t, const char *kind, const char *message)
+{
+  if (t->state != ABX_TASK_WAITING && t->state != ABX_TASK_PARKED)
+    return;
+  struct abx_wait *w = t->wait;
+  t->wait = NULL;
+  if (w && w->cancel)
+    w->cancel(w);
+  lua_checkstack(t->co, 3);
+  lua_pushboolean(t->co, 0);
+  abx_error_push(t->co, t->loop->secrets, kind, 0, message);
+  abx_task_ready(t, 2);
+}
+
+/* A task's coroutine finished (ok or not): report an escaped error, release the task. */
+static void task_finish(struct abx_loop *loop, struct abx_task *t, int status)
+{
+  lua_State *L = loop->L;
+  if (status != LUA_OK && status != LUA_YIELD) {
+    const char *msg = NULL;
+    if (abx_error_is(t->co, -1) || !lua_isstring(t->co, -1))
+      msg = luaL_tolstring(t->co, -1, NULL);
+    else
+      msg = lua_tostring(t->co, -1);
+    luaL_traceback(L, t->co, msg, 0);
+    size_t n;
+    const char *tb = lua_tolstring(L, -1, &n);
+    char *masked = abx_secrets_mask(loop->secrets, tb, n, NULL);
+    fprintf(stderr, "abxlua: internal error in a task: %s\n", masked ? masked : tb);
+    free(masked);
+    lua_pop(L, 1);
+    loop->task_errors++;
+  }
+  lua_resetthread(t->co); /* runs pending to-be-closed variables (5.4.4: not lua_closethread) */
+  t->state = ABX_TASK_DONE;
+  list_remove(loop, t);
+  loop->live--;
+  luaL_unref(L, LUA_REGISTRYINDEX, t->ref);
+  t->ref = LUA_NOREF;
+}
+
+static void resume_task(struct abx_loop *loop, struct abx_task *t)
+{
+  int nres = 0;
+  int nargs = t->nargs;
+  if (!t->started) {
+    t->started = 1;
+  }
+  t->nargs = 0;
+  t->state = ABX_TASK_WAITING; /* a binding that yields sets the precise state */
+  loop->current = t;
+  int status = lua_resume(t->co, loop->L, nargs, &nres);
+  loop->current = NULL;
+  if (status == LUA_YIELD) {
+    lua_pop(t->co, nres);
+    if (t->state == ABX_TASK_WAITING && !t->wait && t->wake_ms == 0) {
+      /* coroutine.yield() straight to the loop: treat as a cooperative pause */
+      abx_task_ready(t, 0);
+    }
+    return;
+  }
+  task_finish(loop, t, status);
+}
+
+static double next_timer_ms(struct abx_loop *loop)
+{
+  double next = 0;
+  for (struct abx_task *t = loop->tasks; t; t = t->next) {
+    if (t->wake_ms > 0 && (next == 0 || t->wake_ms < next))
+      next = t->wake_ms;
+    if (t->deadline_ms > 0 && t->state != ABX_TASK_READY && (next == 0 || t->deadline_ms < next))
+      next = t->deadline_ms;
+  }
+  return next;
+}
+
+static void fire_timers(struct abx_loop *loop)
+{
+  double now = abx_now_ms();
+  for (struct abx_task *t = loop->tasks; t; t = t->next) {
+    if (t->state == ABX_TASK_READY)
+      continue;
+    if (t->deadline_ms > 0 && t->deadline_ms <= now) {
+      t->deadline_ms = 0;
+      t->wake_ms = 0;
+      abx_task_abort(t, "Timeout", "the test's deadline passed while it was waiting");
+    } else if (t->wake_ms > 0 && t->wake_ms <= now) {
+      lua_checkstack(t->co, 1);
+      lua_pushboolean(t->co, 1);
+      abx_task_ready(t, 1);
+    }
+  }
+}
+
+/* Every live task is parked with no deadline, and nothing else can wake one: abort them all. */
+static void break_deadlock(struct abx_loop *loop)
+{
+  for (struct abx_task *t = loop->tasks; t; t = t->next)
+    if (t->state == ABX_TASK_PARKED)
+      abx_task_abort(t, "Internal", "deadlock: every task is parked and nothing can wake them");
+}
+
+int abx_loop_run(struct abx_loop *loop)
+{
+  while (loop->live > 0) {
+    int ran = 1;
+    while (ran) { /* run ready tasks until none is left; newly readied ones run this turn too */
+      ran = 0;
+      for (struct abx_task *t = loop->tasks; t;) {
+        struct abx_task *next = t->next;
+        if (t->state == ABX_TASK_READY) {
+          resume_task(loop, t);
+          ran = 1;
+          break; /* the list may have changed: start again from the head */
+        }
+        t = next;
+      }
+    }
+    if (loop->live == 0)
+      break;
+
+    double next = next_timer_ms(loop);
+    if (loop->transfers == 0 && next == 0) {
+      int any_ready = 0;
+      for (struct abx_task *t = loop->tasks; t; t = t->next)
+        any_ready |= t->state == ABX_TASK_READY;
+      if (!any_ready)
+        break_deadlock(loop);
+      continue;
+    }
+    int timeout = MAX_POLL_MS;
+    if (next > 0) {
+      double d = next - abx_now_ms();
+      timeout = d <= 0 ? 0 : (d < MAX_POLL_MS ? (int)d + 1 : MAX_POLL_MS);
+    }
+    int running = 0;
+    if (loop->transfers > 0) {
+      if (curl_multi_poll(loop->multi, NULL, 0, timeout, NULL) != CURLM_OK)
+        return -1;
+      if (curl_multi_perform(loop->multi, &running) != CURLM_OK)
+        return -1;
+      CURLMsg *msg;
+      int left;
+      while ((msg = curl_multi_info_read(loop->multi, &left)) != NULL)
+        if (msg->msg == CURLMSG_DONE && loop->on_done_msg)
+          loop->on_done_msg(loop, msg);
+      if (loop->after_perform)
+        loop->after_perform(loop);
+    } else if (timeout > 0) {
+      struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    fire_timers(loop);
+  }
+  return 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * loop.h: the engine's event loop: libcurl multi, timers, and tasks (one Lua coroutine each).
+ *
+ * Model:   one engine thread, one lua_State. A binding that waits (HTTP, timer, park) registers an
+ *          abx_wait on the current task and yields (lua_yieldk). The loop resumes a task only from
+ *          its own turn, never from inside a libcurl callback. Resume values are pushed onto the
+ *          task's coroutine by whoever completes the wait: (true, results...) or (false, error).
+ * Units:   times are milliseconds of CLOCK_MONOTONIC (double) in C; Lua speaks seconds.
+ * Limits:  a poll never sleeps longer than 500 ms, so deadlines are honoured within that.
+ * Errors:  an error that escapes a task is printed (masked) with its traceback on stderr and
+ *          counted in loop->task_errors; the run then exits 3.
+ */
+#ifndef ABX_LOOP_H
+#define ABX_LOOP_H
+
+#include <curl/curl.h>
+#include <lua.h>
+
+struct abx_secrets;
+struct abx_task;
+
+/* Something a task waits on. 'cancel' releases its resources when the wait is abandoned (the
+ * task's deadline passed, or the run is shutting down); it must not touch Lua. */
+struct abx_wait {
+  void (*cancel)(struct abx_wait *w);
+};
+
+enum abx_task_state { ABX_TASK_READY, ABX_TASK_WAITING, ABX_TASK_PARKED, ABX_TASK_DONE };
+
+struct abx_task {
+  struct abx_loop *loop;
+  lua_State *co;               /* the coroutine; anchored by the task userdata's user value */
+  int ref;                     /* registry ref to the task userdata while not done */
+  enum abx_task_state state;
+  int nargs;                   /* values pushed onto co for the next resume */
+  int started;                 /* 0 until the first resume (co holds function + args) */
+  double deadline_ms;          /* 0: none */
+  double wake_ms;              /* sleep: when to wake; 0: not sleeping */
+  struct abx_wait *wait;       /* what a WAITING task waits on (NULL for park and sleep) */
+  struct abx_task *prev, *next;/* the loop's list of live tasks */
+};
+
+struct abx_loop {
+  lua_State *L;                /* main state */
+  CURLM *multi;
+  struct abx_secrets *secrets;
+  struct abx_task *tasks;      /* live tasks (not done) */
+  struct abx_task *current;    /* the task being resumed, or NULL */
+  int live;                    /* number of live tasks */
+  int task_errors;             /* errors that escaped a task */
+  int transfers;               /* curl easy handles in 'multi' */
+  void (*after_perform)(struct abx_loop *loop); /* bindings: deliver stream events */
+  void (*on_done_msg)(struct abx_loop *loop, CURLMsg *msg); /* bindings: a transfer ended */
+  void *streams;               /* bindings/core_http.c: live Connect streams */
+};
+
+/* Creates a loop over 'L' (kept, not owned). Returns NULL when curl cannot be initialised. */
+struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets);
+void abx_loop_free(struct abx_loop *loop);
+
+/* Monotonic clock in milliseconds. */
+double abx_now_ms(void);
+
+/* Creates a task running the function at the top of L's stack with the 'nargs' values above it
+ * (popped). Pushes the task userdata ("abx.task"). [-(nargs+1), +1, m] */
+struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs);
+
+/* The task userdata at 'idx', or raises a type error. [-0, +0, v] */
+struct abx_task *abx_task_check(lua_State *L, int idx);
+
+/* The task that is running now; raises when called outside a task or from a coroutine the task
+ * created itself (a yield there would not reach the loop). [-0, +0, v] */
+struct abx_task *abx_task_require(lua_State *L, struct abx_loop *loop, const char *what);
+
+/* Marks the current task as waiting on 'w' (NULL: parked or sleeping). */
+void abx_task_wait(struct abx_task *t, struct abx_wait *w, enum abx_task_state state);
+
+/* Makes a waiting task ready; the caller has pushed 'nargs' resume values onto t->co. */
+void abx_task_ready(struct abx_task *t, int nargs);
+
+/* Cancels the task's wait (if any) and makes it ready with (false, error{kind,message}). */
+void abx_task_abort(struct abx_task *t, const char *kind, const char *message);
+
+/* Runs until no task is live. Returns 0, or -1 when curl's multi interface failed. */
+int abx_loop_run(struct abx_loop *loop);
+
+#endif

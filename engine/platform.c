@@ -1,0 +1,133 @@
+/*
+ * platform.c: start and stop the local platform child. See platform.h.
+ *
+ * This runs before the event loop starts and after it ends, so its bounded blocking waits
+ * (poll with a deadline) do not stall any test.
+ */
+#include "platform.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
+                       int timeout_ms, char *err, size_t errlen)
+{
+  int fds[2];
+  memset(p, 0, sizeof *p);
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    snprintf(err, errlen, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(err, errlen, "fork: %s", strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) /* the engine died before prctl took effect */
+      _exit(1);
+    setpgid(0, 0); /* a terminal's Ctrl-C reaches the engine, which stops us in order */
+    if (dup2(fds[1], 3) < 0)
+      _exit(127);
+    int log = open(log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                   0600);
+    if (log >= 0) {
+      dup2(log, 1);
+      dup2(log, 2);
+    }
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+      dup2(devnull, 0);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = "abxlua";
+    argv[n++] = "serve";
+    argv[n++] = "--port";
+    argv[n++] = "0";
+    argv[n++] = "--ready-fd";
+    argv[n++] = "3";
+    for (const char *const *e = extra; e && *e && n < 62; e++)
+      argv[n++] = *e;
+    argv[n] = NULL;
+    execv("/proc/self/exe", (char *const *)argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  p->pid = pid;
+  size_t have = 0;
+  double deadline = abx_now_ms() + timeout_ms;
+  while (have < sizeof p->ready - 1) {
+    int left = (int)(deadline - abx_now_ms());
+    if (left <= 0) {
+      snprintf(err, errlen, "the local platform did not report ready within %d ms (log: %s)",
+               timeout_ms, log_path ? log_path : "none");
+      goto fail;
+    }
+    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
+    int r = poll(&pfd, 1, left);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      continue;
+    ssize_t got = read(fds[0], p->ready + have, sizeof p->ready - 1 - have);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      snprintf(err, errlen, "the local platform exited before it was ready (log: %s)",
+               log_path ? log_path : "none");
+      goto fail;
+    }
+    have += (size_t)got;
+    p->ready[have] = '\0';
+    if (strchr(p->ready, '\n'))
+      break;
+  }
+  close(fds[0]);
+  char *nl = strchr(p->ready, '\n');
+  if (nl)
+    *nl = '\0';
+  return 0;
+fail:
+  close(fds[0]);
+  abx_platform_stop(pid, 2000);
+  p->pid = 0;
+  return -1;
+}
+
+int abx_platform_stop(pid_t pid, int timeout_ms)
+{
+  if (pid <= 0)
+    return -1;
+  kill(pid, SIGTERM);
+  double deadline = abx_now_ms() + timeout_ms;
+  int status;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      return status;
+    if (r < 0 && errno != EINTR)
+      return -1;
+    if (abx_now_ms() > deadline)
+      break;
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return status;
+}

@@ -1,0 +1,29 @@
+/*
+ * platform.h: runs the embedded local platform (`abxlua serve`) as a child of the engine.
+ *
+ * The child gets PR_SET_PDEATHSIG(SIGTERM), so it never outlives the engine even when the engine
+ * is killed with SIGKILL; on SIGTERM it kills its sandboxes and removes its state.
+ * Units:   timeouts in milliseconds.
+ * Errors:  -1 with a message in 'err' (spawn failure, no ready line before the deadline, child
+ *          exited early, malformed ready line).
+ */
+#ifndef ABX_PLATFORM_H
+#define ABX_PLATFORM_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct abx_platform {
+  pid_t pid;
+  char ready[1024]; /* the child's ready line: JSON {"url","port","api_key","domain"} */
+};
+
+/* Starts '/proc/self/exe serve --port 0 --ready-fd 3 <extra...>' with stdout and stderr sent to
+ * 'log_path' (appended), and waits up to 'timeout_ms' for the ready line. */
+int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
+                       int timeout_ms, char *err, size_t errlen);
+
+/* SIGTERM, wait up to 'timeout_ms', then SIGKILL. Returns the child's exit status or -1. */
+int abx_platform_stop(pid_t pid, int timeout_ms);
+
+#endif

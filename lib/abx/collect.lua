@@ -1,0 +1,89 @@
+-- abx.collect: finds scenario files and loads each in its own environment, gathering its tests.
+-- A file that does not load (syntax error, error at top level, unknown marker) becomes a
+-- collection error naming the file and line; the other files are still collected.
+local core = require("abx.core")
+local test_api = require("abx.test")
+
+local M = {}
+
+---Expands paths into sorted scenario files.
+---@param paths string[] files or directories
+---@return string[] files, string[] problems (paths that do not exist)
+function M.files(paths)
+  local out, seen, problems = {}, {}, {}
+  for _, p in ipairs(paths) do
+    if core.isdir(p) then
+      local list = core.list_files((p:gsub("/+$", "")))
+      for _, f in ipairs(list or {}) do
+        if f:match("%.lua$") and not seen[f] then seen[f] = true; out[#out + 1] = f end
+      end
+    elseif core.exists(p) then
+      if not seen[p] then seen[p] = true; out[#out + 1] = p end
+    else
+      problems[#problems + 1] = p
+    end
+  end
+  table.sort(out)
+  return out, problems
+end
+
+-- A scenario's globals: the standard library, read-only; reading an unknown name is an error so a
+-- typo fails loudly instead of yielding nil.
+local function scenario_env(path)
+  local env = {}
+  return setmetatable(env, {
+    __index = function(_, k)
+      local v = _G[k]
+      if v == nil then
+        error(string.format("%s: unknown global variable %q (declare it `local`)", path, tostring(k)), 2)
+      end
+      return v
+    end,
+  })
+end
+
+---Loads one scenario file.
+---@param path string
+---@param markers table registered marker names
+---@return table { path =, tests = {...}, error = "file:line: message" | nil }
+function M.load(path, markers)
+  local file = { path = path, tests = {} }
+  local names = {}
+  local function collector(spec)
+    if names[spec.name] then
+      error(string.format("duplicate test name %q (first at line %d)", spec.name, names[spec.name]), 3)
+    end
+    names[spec.name] = spec.line
+    for _, m in ipairs(spec.opts.markers or {}) do
+      if not markers[m] then
+        error(string.format("test %q uses unknown marker %q; register it under `markers:` in "
+          .. "config/abxlua.yaml", spec.name, tostring(m)), 3)
+      end
+    end
+    spec.file = path
+    spec.id = path .. "::" .. spec.name
+    spec.markers = { "e2e" }
+    for _, m in ipairs(spec.opts.markers or {}) do spec.markers[#spec.markers + 1] = m end
+    file.tests[#file.tests + 1] = spec
+  end
+  local chunk, err = loadfile(path, "t", scenario_env(path))
+  if not chunk then
+    file.error = err
+    return file
+  end
+  test_api._set_collector(collector)
+  local ok, lerr = xpcall(chunk, function(e)
+    if core.is_error(e) then return (e.where and (e.where .. ": ") or "") .. tostring(e) end
+    return tostring(e)
+  end)
+  test_api._set_collector(nil)
+  if not ok then
+    file.error = lerr
+    file.tests = {}
+  elseif #file.tests == 0 then
+    file.error = path .. ": no tests (a scenario file calls t.test at least once)"
+  end
+  return file
+end
+
+return M

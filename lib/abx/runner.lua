@@ -1,0 +1,139 @@
+-- abx.runner: runs collected tests on the event loop, `jobs` at a time, one task (coroutine) per
+-- test, with a deadline per test; classifies outcomes; kills every sandbox at the end (tracked,
+-- then swept by tag); reports through abx.console.
+-- Outcomes: passed, failed (the test raised: assertion or platform error), error (collection
+-- failed, or a teardown failed: reported beside the test's own outcome), skipped.
+local core = require("abx.core")
+local fixtures = require("abx.fixtures")
+local Tracker = require("abx.tracker")
+local provider = require("abx.provider")
+local console = require("abx.console")
+
+local M = {}
+
+local function message_handler(e)
+  local info = { error = e }
+  if core.is_error(e) then
+    info.kind = e.kind
+    info.message = (e.where and (e.where .. ": ") or "") .. tostring(e)
+    if e.kind ~= "Assertion" then info.traceback = debug.traceback("", 2) end
+  else
+    info.kind = "LuaError"
+    info.message = tostring(e)
+    info.traceback = debug.traceback("", 2)
+  end
+  return info
+end
+
+-- Runs one test in the current task. Returns its result record.
+local function run_one(test, run)
+  local result = { test = test, started = core.now(), outcome = "passed", errors = {} }
+  local me = core.current()
+  if test.opts.skip then
+    result.outcome, result.reason = "skipped", test.opts.skip
+    result.duration = 0
+    return result
+  end
+  local ctx, state = fixtures.new(test, run)
+  core.set_deadline(me, test.opts.timeout or run.defaults.test_timeout)
+  local ok, info = xpcall(test.fn, message_handler, ctx)
+  core.set_deadline(me, run.defaults.teardown_timeout)
+  if not ok then
+    if info.kind == "Skipped" then
+      result.outcome, result.reason = "skipped", info.error.message
+    else
+      result.outcome, result.failure = "failed", info
+    end
+  end
+  local terrs = fixtures.teardown(state, run)
+  core.set_deadline(me, nil)
+  if #terrs > 0 then result.teardown_errors = terrs end
+  result.sandboxes = {}
+  for _, s in ipairs(state.sandboxes) do result.sandboxes[#result.sandboxes + 1] = s.id end
+  result.duration = core.now() - result.started
+  return result
+end
+
+---Runs every test of `files` (from abx.collect) and returns the exit code.
+---@param files table[] collected files
+---@param opts table { config =, provider_name =, jobs =, exitfirst =, run_id = }
+function M.run(files, opts)
+  local cfg = opts.config
+  local defaults = cfg.defaults
+  local run = { run_id = opts.run_id, defaults = defaults, results = {} }
+  local out = console.new({ verbose = opts.verbose })
+  local started = core.now()
+
+  local tests, collection_errors = {}, {}
+  for _, f in ipairs(files) do
+    if f.error then collection_errors[#collection_errors + 1] = f end
+    for _, t in ipairs(f.tests) do
+      t.index = #tests + 1
+      tests[#tests + 1] = t
+    end
+  end
+  for _, f in ipairs(collection_errors) do out:collection_error(f) end
+  if #tests == 0 then
+    out:summary({ passed = 0, failed = 0, errors = #collection_errors }, core.now() - started)
+    return #collection_errors > 0 and 1 or 5
+  end
+
+  local pname, psettings = require("abx.config").provider(cfg, opts.provider_name)
+  local conn, pinfo = provider.open(pname, psettings, run)
+  out:header(pname, pinfo, run.run_id, #tests, opts.jobs)
+  if not conn then
+    local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
+    for _, t in ipairs(tests) do
+      local r = { test = t, outcome = "skipped", reason = reason, duration = 0 }
+      run.results[#run.results + 1] = r
+      out:result(r)
+    end
+    local counts = console.count(run.results)
+    counts.errors = #collection_errors
+    out:summary(counts, core.now() - started, reason)
+    return #collection_errors > 0 and 1 or 0
+  end
+  run.conn = conn
+  run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
+
+  local ok, err = pcall(function()
+    local queue, next_i, stop = tests, 1, false
+    local workers, done_workers = opts.jobs, 0
+    local main = core.current()
+    local function worker()
+      while not stop and next_i <= #queue do
+        local t = queue[next_i]
+        next_i = next_i + 1
+        local r = run_one(t, run)
+        run.results[#run.results + 1] = r
+        out:result(r)
+        if opts.exitfirst and (r.outcome == "failed" or r.teardown_errors) then stop = true end
+      end
+      done_workers = done_workers + 1
+      if done_workers == workers then core.unpark(main) end
+    end
+    if workers > #queue then workers = #queue end
+    for _ = 1, workers do core.spawn(worker) end
+    core.park()
+  end)
+  if not ok then out:internal_error(err) end
+
+  -- cleanup: tracked sandboxes, then the sweep by tag; helper tasks still blocked are released
+  local cleanup = run.tracker:cleanup(conn)
+  core.abort_all("Internal", "the run ended")
+  if pinfo.stop then pinfo.stop() end
+  out:cleanup(cleanup, run.tracker)
+
+  local counts = console.count(run.results)
+  counts.errors = #collection_errors
+  for _, r in ipairs(run.results) do
+    if r.teardown_errors then counts.errors = counts.errors + 1 end
+  end
+  out:failures(run.results)
+  out:summary(counts, core.now() - started)
+  if not ok then return 3 end
+  if counts.failed > 0 or counts.errors > 0 or #cleanup.errors > 0 then return 1 end
+  return 0
+end
+
+return M

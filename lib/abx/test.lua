@@ -1,0 +1,89 @@
+-- abx.test: what scenario files require. `t.test` registers a test with the runner that is
+-- collecting the file; the assertions come from abx.assert.
+--
+--   local t = require("abx.test")
+--   t.test("kill twice returns false", { markers = { "e2e_slow" }, timeout = 120 }, function(ctx)
+--     local sbx = ctx.sandbox_factory({ template = "base" })
+--     t.eq(sbx:kill(), true)
+--     t.eq(sbx:kill(), false)
+--   end)
+local core = require("abx.core")
+local A = require("abx.assert")
+
+local M = {}
+
+-- The runner installs a collector while it loads a scenario file (collector(test_spec)).
+local collector = nil
+
+---Called by the runner around loading one file.
+---@param fn function|nil
+function M._set_collector(fn) collector = fn end
+
+local OPTION_KEYS = { markers = "table", timeout = "number", known_issue = "string",
+  requires = "table", raises = "string", skip = "string" }
+
+---Registers a test.
+---@param name string a sentence about the platform
+---@param opts table|function { markers = {...}, timeout = seconds, requires = {...} } or the function
+---@param fn function|nil function(ctx)
+---Raises: a Lua error (collection error) for a malformed declaration
+function M.test(name, opts, fn)
+  if fn == nil and type(opts) == "function" then
+    fn, opts = opts, {}
+  end
+  if type(name) ~= "string" or name == "" then
+    error("t.test: the first argument must be the test name (a non-empty string)", 2)
+  end
+  if type(opts) ~= "table" then error("t.test(" .. name .. "): options must be a table", 2) end
+  if type(fn) ~= "function" then error("t.test(" .. name .. "): the test function is missing", 2) end
+  for k, v in pairs(opts) do
+    local want = OPTION_KEYS[k]
+    if not want then
+      error(string.format("t.test(%q): unknown option %q (known: markers, timeout, requires, "
+        .. "known_issue, raises, skip)", name, tostring(k)), 2)
+    end
+    if type(v) ~= want then
+      error(string.format("t.test(%q): option %q must be a %s", name, k, want), 2)
+    end
+  end
+  if not collector then
+    error("t.test must be called while abxlua collects a scenario file", 2)
+  end
+  local info = debug.getinfo(2, "Sl")
+  collector({ name = name, opts = opts, fn = fn, line = info and info.currentline or 0 })
+end
+
+M.eq, M.neq, M.ok, M.match, M.raises, M.fail = A.eq, A.neq, A.ok, A.match, A.raises, A.fail
+
+---Skips the running test with a reason.
+---Raises: an error of kind "Skipped" that the runner turns into the outcome "skipped"
+function M.skip(reason)
+  core.error("Skipped", 0, reason or "skipped")
+end
+
+---Calls fn until it returns without raising, at most `timeout` seconds, sleeping `interval`
+---between tries. For eventually consistent operations only (listing, start-up).
+---@param fn function
+---@param opts table|nil { timeout = 30, interval = 0.5 }
+---@return any the results of the successful call
+---Raises: the last error of fn when the time is up
+function M.eventually(fn, opts)
+  opts = opts or {}
+  local deadline = core.now() + (opts.timeout or 30)
+  local interval = opts.interval or 0.5
+  while true do
+    local res = table.pack(pcall(fn))
+    if res[1] then return table.unpack(res, 2, res.n) end
+    local err = res[2]
+    if core.is_error(err) and err.kind == "Timeout" and err.message:find("deadline passed", 1, true) then
+      error(err, 0) -- the test's own deadline: stop retrying
+    end
+    if core.now() + interval > deadline then
+      if core.is_error(err) then error(err, 0) end
+      A.fail("eventually: gave up after " .. (opts.timeout or 30) .. " s: " .. tostring(err), 2)
+    end
+    core.sleep(interval)
+  end
+end
+
+return M
