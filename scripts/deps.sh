@@ -3,7 +3,7 @@
 # Idempotent: a second run installs nothing and makes no network request.
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
-      libmicrohttpd-dev libjansson-dev libssl-dev bubblewrap iproute2 procps python3 curl)
+      libmicrohttpd-dev libjansson-dev libssl-dev lua-argparse bubblewrap iproute2 procps python3 curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
