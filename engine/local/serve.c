@@ -136,7 +136,7 @@ static int key_valid(const char *k)
   for (const char *p = k + 4; *p; p++)
     if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
       return 0;
-  return strlen(k) < 200;
+  return strlen(k) < 60;
 }
 
 static void destroy_list(struct abx_sandbox *s)
@@ -213,11 +213,12 @@ int abx_serve_main(int argc, char **argv)
       fprintf(stderr, "abxlua serve: ABX_LOCAL_API_KEY must match ^e2b_[0-9a-f]+$\n");
       return 4;
     }
-    snprintf(key, sizeof key, "%s", envkey);
-    if (strlen(envkey) >= sizeof key) {
+    size_t klen = strlen(envkey);
+    if (klen >= sizeof key) {
       fprintf(stderr, "abxlua serve: ABX_LOCAL_API_KEY is too long\n");
       return 4;
     }
+    memcpy(key, envkey, klen + 1);
   } else {
     memcpy(key, "e2b_", 4);
     if (abx_rand_hex(key + 4, 40) != 0) {
