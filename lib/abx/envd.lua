@@ -176,7 +176,8 @@ end
 --- Starts a server-streaming Connect call (`application/connect+json`, one request envelope,
 --- reference/envd-protocol.md §2.3) and returns the open stream once its headers arrived.
 --- `timeout` (seconds, 0 = none) becomes `Connect-Timeout-Ms` (§2.2); on Start envd then kills the
---- process when it elapses (§4.4). The transfer itself is allowed `timeout` + request_timeout.
+--- process when it elapses (§4.4). The transfer itself is allowed `timeout` + request_timeout
+--- (no limit when `timeout` is 0).
 --- Raises: the kind mapped from a non-200 answer (envd's 401 is plain HTTP, §2.3), Transport,
 --- Timeout, Protocol.
 ---@param rpc string e.g. "process.Process/Start"
@@ -191,7 +192,7 @@ function Client:stream(rpc, msg, opts)
   h["Connect-Protocol-Version"] = "1"
   h["Keepalive-Ping-Interval"] = tostring(envd.KEEPALIVE_S)
   local timeout = opts.timeout or 0
-  local transfer = nil
+  local transfer = 0 -- core: 0 is no transfer limit; the task's deadline still bounds every wait
   if timeout > 0 then
     h["Connect-Timeout-Ms"] = string.format("%d", math.ceil(timeout * 1000))
     transfer = timeout + self.request_timeout
@@ -200,10 +201,11 @@ function Client:stream(rpc, msg, opts)
     method = "POST", url = url, headers = h, message = cjson.encode(msg),
     timeout = transfer, connect_to = connect_to,
   })
-  if st:status() ~= 200 then
+  local status = st:status()
+  if status ~= 200 then
     local _, body = st:next()
     st:close()
-    errmap.raise_envd_http(st:status(), type(body) == "string" and body or "", request)
+    errmap.raise_envd_http(status, type(body) == "string" and body or "", request)
   end
   return st, request
 end
