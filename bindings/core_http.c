@@ -378,6 +378,16 @@ static struct stream *stream_check(lua_State *L, int idx)
   return luaL_checkudata(L, idx, STREAM_MT);
 }
 
+/* Continuation of core.stream: on success the result is the stream itself (stack index 1). */
+static int open_k(lua_State *L, int status, lua_KContext keep)
+{
+  (void)status;
+  if (!lua_toboolean(L, (int)keep + 1))
+    return lua_error(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
 /* Waits on stream 's' (at stack index 1) in 'mode'; returns results directly when ready. */
 static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
 {
@@ -385,13 +395,14 @@ static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
   if (s->waiter)
     return luaL_error(L, "another task is already waiting on this stream");
   lua_settop(L, 1);
+  lua_KFunction k = mode == SW_OPEN ? open_k : request_k;
   int n = stream_try(s, L, mode);
   if (n > 0)
-    return request_k(L, LUA_OK, 1);
+    return k(L, LUA_OK, 1);
   s->waiter = task;
   s->waiting = mode;
   abx_task_wait(task, &s->wait, ABX_TASK_WAITING);
-  return lua_yieldk(L, 0, 1, request_k);
+  return lua_yieldk(L, 0, 1, k);
 }
 
 /* core.stream(req) -> stream. req.message is the JSON request message (one envelope). */
