@@ -197,7 +197,7 @@ end
 ---@return boolean
 function Commands:signal(pid, signal)
   if signal ~= "SIGTERM" and signal ~= "SIGKILL" then
-    core.error("InvalidArgument", 0, "signal must be \"SIGTERM\" or \"SIGKILL\", got " .. tostring(signal))
+    errmap.raise("InvalidArgument", 0, "signal must be \"SIGTERM\" or \"SIGKILL\", got " .. tostring(signal))
   end
   local ok, err = pcall(client(self).unary, client(self), "process.Process/SendSignal",
     { process = { pid = pid }, signal = "SIGNAL_" .. signal })
@@ -240,7 +240,7 @@ function Handle:wait()
     core.park()
   end
   if self._disconnected and not self._end then
-    core.error("Sandbox", 0, "command handle disconnected before the process ended",
+    errmap.raise("Sandbox", 0, "command handle disconnected before the process ended",
       { request = "POST /process.Process/Start" })
   end
   if self._error then error(self._error, 0) end
@@ -258,7 +258,7 @@ end
 ---@param data string
 function Handle:send_stdin(data)
   if self._stdin == false then
-    core.error("InvalidArgument", 0, "process " .. self.pid .. " was started without stdin = true")
+    errmap.raise("InvalidArgument", 0, "process " .. self.pid .. " was started without stdin = true")
   end
   self._commands:send_stdin(self.pid, data)
 end

@@ -48,7 +48,7 @@ end
 function envd.host_port(url)
   local scheme, hostport = url:match("^(%a[%w+.-]*)://([^/?#]+)")
   if not hostport then
-    core.error("InvalidArgument", 0, "not an http(s) URL: " .. tostring(url))
+    errmap.raise("InvalidArgument", 0, "not an http(s) URL: " .. tostring(url))
   end
   hostport = hostport:gsub("^.*@", "")
   if hostport:match(":%d+$") then return hostport end
@@ -72,7 +72,7 @@ Client.__index = Client
 ---@return abx.EnvdClient
 function envd.client(o)
   if o.routing ~= "headers" and o.routing ~= "host" then
-    core.error("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\", got "
+    errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\", got "
       .. tostring(o.routing))
   end
   if o.access_token then core.add_secret(o.access_token) end

@@ -59,6 +59,33 @@ local PLAIN_HTTP_CODE = {
   [504] = "deadline_exceeded",
 }
 
+--- "file:line" of the innermost caller outside lib/abx/ (the scenario line that made the call), or
+--- nil when there is none (e.g. on a background reader task).
+---@return string|nil
+local function caller_where()
+  for level = 3, 40 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    if info.currentline > 0 and info.source:sub(1, 1) == "@"
+      and not info.source:find("^@lib/abx/") then
+      return info.short_src .. ":" .. info.currentline
+    end
+  end
+  return nil
+end
+
+--- Raises an abx.error through core.error, with `where` set to the scenario line that made the call.
+--- Raises: always, the given kind.
+---@param kind string
+---@param status integer
+---@param message string
+---@param extra? table extra fields (request, code)
+function errmap.raise(kind, status, message, extra)
+  extra = extra or {}
+  extra.where = extra.where or caller_where()
+  core.error(kind, status, message, extra)
+end
+
 --- Decodes a JSON body; nil when it is not JSON or not an object.
 ---@param body string|nil
 ---@return table|nil
@@ -99,7 +126,7 @@ function errmap.raise_api(resp, request, not_found_kind)
   local obj = errmap.decode_object(resp.body)
   local extra = { request = request }
   if obj and type(obj.error_code) == "string" then extra.code = obj.error_code end
-  core.error(errmap.api_kind(resp.status, not_found_kind), resp.status,
+  errmap.raise(errmap.api_kind(resp.status, not_found_kind), resp.status,
     body_message(obj, resp.body), extra)
 end
 
@@ -109,7 +136,7 @@ end
 ---@param request string
 ---@param what string what was expected
 function errmap.raise_protocol(status, request, what)
-  core.error("Protocol", status, "unexpected answer: " .. what, { request = request })
+  errmap.raise("Protocol", status, "unexpected answer: " .. what, { request = request })
 end
 
 --- Kind for a Connect code (reference/envd-protocol.md §2.4).
@@ -127,7 +154,7 @@ end
 function errmap.raise_connect(err, request)
   local code = type(err.code) == "string" and err.code or "unknown"
   local msg = type(err.message) == "string" and err.message or code
-  core.error(errmap.connect_kind(code), CONNECT_STATUS[code] or 500, msg,
+  errmap.raise(errmap.connect_kind(code), CONNECT_STATUS[code] or 500, msg,
     { request = request, code = code })
 end
 
@@ -149,7 +176,7 @@ function errmap.raise_envd_http(status, body, request)
   end
   code = code or PLAIN_HTTP_CODE[status] or "unknown"
   local kind = status == 507 and "NotEnoughSpace" or errmap.connect_kind(code)
-  core.error(kind, status, body_message(obj, body), { request = request, code = code })
+  errmap.raise(kind, status, body_message(obj, body), { request = request, code = code })
 end
 
 --- Tells whether `err` is an abx.error with this Connect code (e.g. "not_found", "already_exists").

@@ -114,7 +114,7 @@ end
 function Files:read(path, opts)
   opts = opts or {}
   if opts.format and opts.format ~= "text" and opts.format ~= "bytes" then
-    core.error("InvalidArgument", 0, "format must be \"text\" or \"bytes\"")
+    errmap.raise("InvalidArgument", 0, "format must be \"text\" or \"bytes\"")
   end
   local resp = client(self):http("GET", files_path(path, opts.user or "user"), {
     max_body = opts.max_body or files.MAX_READ_BYTES,

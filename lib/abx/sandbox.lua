@@ -53,11 +53,11 @@ Sandbox.__index = Sandbox
 ---@return abx.Connection
 function sandbox.connection(o)
   if type(o) ~= "table" or type(o.api_url) ~= "string" then
-    core.error("InvalidArgument", 0, "sandbox.connection: api_url is required")
+    errmap.raise("InvalidArgument", 0, "sandbox.connection: api_url is required")
   end
   local routing = o.envd_routing or "headers"
   if routing ~= "headers" and routing ~= "host" then
-    core.error("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\"")
+    errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\"")
   end
   if o.api_key then core.add_secret(o.api_key) end
   return setmetatable({
@@ -376,7 +376,7 @@ end
 function sandbox.parse_time(s)
   local y, mo, d, h, mi, sec, rest = tostring(s):match(
     "^(%d+)-(%d+)-(%d+)[Tt ](%d+):(%d+):(%d+%.?%d*)(.*)$")
-  if not y then core.error("InvalidArgument", 0, "not an RFC 3339 time: " .. tostring(s)) end
+  if not y then errmap.raise("InvalidArgument", 0, "not an RFC 3339 time: " .. tostring(s)) end
   y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
   -- days from civil (H. Hinnant), proleptic Gregorian
   y = mo <= 2 and y - 1 or y
