@@ -1,0 +1,5 @@
+# The scenario suite against the embedded local platform (acceptance of the foundation issue).
+# RUN_SERIAL: the "no sandbox process left" check must not see other tests' sandboxes.
+add_test(NAME scenarios COMMAND bash ${CMAKE_SOURCE_DIR}/tests/scenarios/run_scenarios.sh
+         $<TARGET_FILE:abxlua> 40 WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(scenarios PROPERTIES RUN_SERIAL TRUE TIMEOUT 900)
