@@ -99,16 +99,24 @@ function Client:with_token(token)
 end
 
 --- URL for `path` and the connect_to override of the chosen routing (reference/e2b-control-plane.md
---- §7.1, §7.3, §7.4). "headers": the fixed sandbox URL; "host": http://49983-<id>.<domain>, connected
---- to the api_url's host and port (the local platform serves ingress on the API port).
+--- §7.1, §7.3, §7.4). "headers": the fixed sandbox URL. "host": <scheme>://49983-<id>.<domain> with
+--- the api_url's scheme; when the api_url's host is loopback or an IP literal (the local platform
+--- serves its ingress on the API port, and *.localhost need not resolve) the connection goes to the
+--- api_url's host and port whatever the name; otherwise the name is resolved normally.
 ---@param path string starts with "/"
 ---@return string url, string|nil connect_to
 function Client:url(path)
   if self.routing == "headers" then
     return (self.envd_url:gsub("/+$", "")) .. path, nil
   end
-  return string.format("http://%d-%s.%s%s", envd.PORT, self.sandbox_id, self.domain, path),
-    envd.host_port(self.api_url)
+  local scheme = self.api_url:match("^(%a+)://") or "http"
+  local url = string.format("%s://%d-%s.%s%s", scheme, envd.PORT, self.sandbox_id, self.domain, path)
+  local hostport = envd.host_port(self.api_url)
+  local host = hostport:match("^%[(.*)%]") or hostport:match("^([^:]+)")
+  if host == "localhost" or host:match("^[%d.]+$") or host:find(":", 1, true) then
+    return url, hostport
+  end
+  return url, nil
 end
 
 --- Headers for an envd call. `user` adds `Authorization: Basic base64("<user>:")`
