@@ -125,6 +125,8 @@ end
 --- non-zero exit is NOT an error (see the file header). Background: returns a CommandHandle once
 --- envd reported the pid; output is read by a task, `handle:wait()` gives the result.
 --- Callbacks get each chunk as it arrives (on the reader task when in background).
+--- `timeout` (default 60 s, 0 = none) bounds the process' lifetime in background too: envd kills it
+--- when it elapses (reference §4.4), as the SDKs' default timeoutMs does.
 --- Raises: Timeout (the process outlived `timeout`, envd killed it), InvalidArgument (e.g. a cwd
 --- that does not exist), Authentication (bad access token or user), NotFound, SandboxGone,
 --- RateLimit, Sandbox, Protocol, Transport.
