@@ -1,0 +1,629 @@
+#!/usr/bin/env python3
+"""tests/envd/test_envd.py: envd (`abxlua envd`) over real HTTP, inside bubblewrap.
+
+Usage: test_envd.py <path to abxlua>. Runs envd in a bwrap sandbox (own pid namespace, a
+throwaway /etc/passwd with root and user:1000, /home/user on a temp dir) on a free loopback
+port, then checks the process and filesystem Connect services, /files, /init and auth.
+Protocol source: /work/shared/reference/envd-protocol.md (sections cited per check).
+Exit code 0 when every check passes; 77 (skip) when bwrap is missing or cannot run.
+"""
+import base64
+import hashlib
+import http.client
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+TOKEN = "tok-secret-123"
+FAILS = []
+PORT = 0
+
+
+def check(cond, what):
+    if not cond:
+        FAILS.append(what)
+        print("  FAIL:", what, flush=True)
+    return cond
+
+
+def conn():
+    return http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+
+
+def basic(user):
+    return "Basic " + base64.b64encode((user + ":").encode()).decode()
+
+
+def hdrs(user=None, token=TOKEN, extra=None):
+    h = {}
+    if token:
+        h["X-Access-Token"] = token
+    if user:
+        h["Authorization"] = basic(user)
+    if extra:
+        h.update(extra)
+    return h
+
+
+def unary(path, msg, user=None, token=TOKEN, ctype="application/json", raw=None, extra=None):
+    c = conn()
+    body = raw if raw is not None else json.dumps(msg).encode()
+    h = hdrs(user, token, extra)
+    h["Content-Type"] = ctype
+    c.request("POST", path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    try:
+        j = json.loads(data) if data else None
+    except ValueError:
+        j = None
+    return r.status, j
+
+
+def envelope(msg):
+    p = json.dumps(msg).encode()
+    return struct.pack(">BI", 0, len(p)) + p
+
+
+class Stream:
+    """A server stream: iterate (flags, json) envelopes incrementally."""
+
+    def __init__(self, path, msg, user=None, token=TOKEN, extra=None, raw=None):
+        self.c = conn()
+        h = hdrs(user, token, extra)
+        h["Content-Type"] = "application/connect+json"
+        self.c.request("POST", path, body=raw if raw is not None else envelope(msg), headers=h)
+        self.r = self.c.getresponse()
+        self.status = self.r.status
+
+    def next(self):
+        head = self.r.read(5)
+        if len(head) < 5:
+            return None
+        flags, n = struct.unpack(">BI", head)
+        payload = self.r.read(n)
+        return flags, json.loads(payload)
+
+    def all(self):
+        out = []
+        if self.status != 200:
+            self.body = self.r.read()
+            self.c.close()
+            return out
+        while True:
+            e = self.next()
+            if e is None:
+                break
+            out.append(e)
+        self.c.close()
+        return out
+
+    def close(self):
+        self.c.close()
+
+
+def run(cmd, args=(), user=None, envs=None, cwd=None, stdin=False, extra=None, tag=None):
+    proc = {"cmd": cmd, "args": list(args)}
+    if envs:
+        proc["envs"] = envs
+    if cwd is not None:
+        proc["cwd"] = cwd
+    msg = {"process": proc, "stdin": stdin}
+    if tag:
+        msg["tag"] = tag
+    s = Stream("/process.Process/Start", msg, user=user, extra=extra)
+    return summarize(s.status, s.all())
+
+
+def summarize(status, evs):
+    """-> dict(status, pid, stdout, stderr, end, trailer, order_ok, keepalives)"""
+    res = {"status": status, "pid": None, "stdout": b"", "stderr": b"", "end": None,
+           "trailer": None, "keepalives": 0, "events": evs}
+    order_ok = True
+    for i, (flags, m) in enumerate(evs):
+        if flags == 2:
+            res["trailer"] = m
+            order_ok = order_ok and i == len(evs) - 1
+            continue
+        ev = m.get("event", {})
+        if "start" in ev:
+            res["pid"] = ev["start"].get("pid")
+            order_ok = order_ok and i == 0
+        elif "data" in ev:
+            d = ev["data"]
+            if "stdout" in d:
+                res["stdout"] += base64.b64decode(d["stdout"])
+            if "stderr" in d:
+                res["stderr"] += base64.b64decode(d["stderr"])
+        elif "keepalive" in ev:
+            res["keepalives"] += 1
+        elif "end" in ev:
+            res["end"] = ev["end"]
+    res["order_ok"] = order_ok
+    return res
+
+
+def sign(path, op, user, token, exp=None):
+    raw = f"{path}:{op}:{user}:{token}" + (f":{exp}" if exp is not None else "")
+    return "v1_" + base64.b64encode(hashlib.sha256(raw.encode()).digest()).decode().rstrip("=")
+
+
+def files_get(path, user=None, token=TOKEN, params=None):
+    q = {"path": path}
+    if user:
+        q["username"] = user
+    if params:
+        q.update(params)
+    c = conn()
+    c.request("GET", "/files?" + urllib.parse.urlencode(q), headers=hdrs(None, token))
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data
+
+
+def files_post(path, data, user=None, token=TOKEN, ctype="application/octet-stream",
+               params=None):
+    q = {}
+    if path is not None:
+        q["path"] = path
+    if user:
+        q["username"] = user
+    if params:
+        q.update(params)
+    c = conn()
+    h = hdrs(None, token)
+    h["Content-Type"] = ctype
+    c.request("POST", "/files?" + urllib.parse.urlencode(q), body=data, headers=h)
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    try:
+        return r.status, json.loads(body)
+    except ValueError:
+        return r.status, body
+
+
+def list_pids():
+    st, j = unary("/process.Process/List", {})
+    return st, [p["pid"] for p in (j or {}).get("processes", [])], j
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def t_health_init():
+    c = conn()
+    c.request("GET", "/health")
+    r = c.getresponse()
+    check(r.status == 204 and r.read() == b"", "GET /health -> 204 empty")
+    st, j = unary("/process.Process/List", {}, token=None)
+    check(st == 200, f"List before a token is set -> 200 (got {st})")
+    c = conn()
+    c.request("POST", "/init", body=json.dumps({"accessToken": TOKEN, "envVars": {"FOO": "bar"}}),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    r.read()
+    check(r.status == 204, f"first /init -> 204 (got {r.status})")
+    check(r.getheader("X-Envd-Version") == "0.5.7", "X-Envd-Version: 0.5.7")
+    st, j = unary("/process.Process/List", {}, token=None)
+    check(st == 401 and j == {"code": 401, "message": "unauthorized access, please provide a "
+                                "valid access token or method signing if supported"},
+          f"List without token -> 401 JSON (got {st} {j})")
+    st, j = unary("/process.Process/List", {}, token="wrong")
+    check(st == 401, f"List with a wrong token -> 401 (got {st})")
+    s = Stream("/process.Process/Start", {"process": {"cmd": "true"}}, token=None)
+    s.all()
+    check(s.status == 401, f"Start without token -> plain 401 (got {s.status})")
+    c = conn()
+    c.request("POST", "/init", body=b"{}", headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    r.read()
+    check(r.status == 401, f"second /init without token -> 401 (got {r.status})")
+    c = conn()
+    c.request("POST", "/init", body=json.dumps({"envVars": {"FOO": "bar"}}),
+              headers={"Content-Type": "application/json", "X-Access-Token": TOKEN})
+    r = c.getresponse()
+    r.read()
+    check(r.status == 204, f"second /init with token -> 204 (got {r.status})")
+
+
+def t_connect_codec():
+    st, j = unary("/process.Process/List", None, raw=b"")
+    check(st == 400 and j and j.get("code") == "invalid_argument", f"empty unary body -> 400 "
+          f"invalid_argument (got {st} {j})")
+    st, j = unary("/process.Process/List", None, raw=b"{nope")
+    check(st == 400 and j and j.get("code") == "invalid_argument", "bad JSON -> invalid_argument")
+    st, _ = unary("/process.Process/List", None, raw=b"", ctype="application/proto")
+    check(st == 415, f"application/proto -> 415 (got {st})")
+    st, j = unary("/process.Process/List", {"unknownField": 1}, ctype="application/json; charset=utf-8")
+    check(st == 200, f"unknown fields ignored, charset accepted (got {st})")
+    s = Stream("/process.Process/Start", None, raw=b"\x00\x00\x00")
+    evs = s.all()
+    check(s.status == 200 and len(evs) == 1 and evs[0][0] == 2 and
+          evs[0][1].get("error", {}).get("code") == "invalid_argument",
+          f"truncated envelope -> 200 + end-stream invalid_argument (got {s.status} {evs})")
+    s = Stream("/process.Process/Start", None, raw=struct.pack(">BI", 0, 0xFFFFFFF0) + b"{}")
+    evs = s.all()
+    check(len(evs) == 1 and evs[0][0] == 2 and "error" in evs[0][1], "huge envelope length -> error")
+    st, j = unary("/filesystem.Filesystem/Nope", {})
+    check(st == 404, f"unknown method -> 404 (got {st})")
+
+
+def t_start_basic():
+    r = run("/bin/sh", ["-c", "echo out; echo err >&2"])
+    check(r["status"] == 200 and r["order_ok"], "Start stream shape (start first, trailer last)")
+    check(isinstance(r["pid"], int) and r["pid"] > 0, f"start event has pid ({r['pid']})")
+    check(r["stdout"] == b"out\n" and r["stderr"] == b"err\n",
+          f"stdout/stderr ({r['stdout']!r} {r['stderr']!r})")
+    check(r["end"] == {"exited": True, "status": "exit status 0"}, f"end exit 0 ({r['end']})")
+    check(r["trailer"] == {}, f"end-stream {{}} ({r['trailer']})")
+    r = run("/bin/sh", ["-c", "exit 3"])
+    check(r["end"] == {"exitCode": 3, "exited": True, "status": "exit status 3",
+                       "error": "exit status 3"}, f"end exit 3 ({r['end']})")
+    r = run("/bin/sh", ["-c", "kill -9 $$"])
+    check(r["end"] == {"exitCode": -1, "status": "signal: killed", "error": "signal: killed"},
+          f"end killed ({r['end']})")
+    r = run("/no/such/binary")
+    check(r["trailer"].get("error", {}).get("code") == "invalid_argument" and r["pid"] is None,
+          f"spawn failure -> invalid_argument ({r['trailer']})")
+
+
+def t_cwd_env_user():
+    r = run("pwd", cwd="/tmp")
+    check(r["stdout"] == b"/tmp\n", f"cwd /tmp ({r['stdout']!r})")
+    r = run("pwd")
+    check(r["stdout"] == b"/root\n", f"root default cwd is home ({r['stdout']!r})")
+    r = run("pwd", user="user")
+    check(r["stdout"] == b"/home/user\n", f"user default cwd is home ({r['stdout']!r})")
+    r = run("pwd", user="user", cwd="sub/..")
+    check(r["stdout"] == b"/home/user\n", f"relative cwd joins home ({r['stdout']!r})")
+    r = run("pwd", cwd="/does/not/exist")
+    err = r["trailer"].get("error", {})
+    check(err.get("code") == "invalid_argument" and "does not exist" in err.get("message", ""),
+          f"missing cwd -> invalid_argument ({err})")
+    r = run("/bin/sh", ["-c", 'echo "$FOO|$BAR|$E2B_SANDBOX|$HOME|$USER|$LOGNAME|$PATH"'],
+            user="user", envs={"BAR": "baz"})
+    check(r["stdout"] == b"bar|baz|true|/home/user|user|user|"
+          b"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n",
+          f"environment ({r['stdout']!r})")
+    r = run("/bin/sh", ["-c", "echo $FOO"], envs={"FOO": "override"})
+    check(r["stdout"] == b"override\n", "request envs override /init envVars")
+    r = run("env")
+    check(TOKEN.encode() not in r["stdout"] and b"ENVD" not in r["stdout"],
+          "no envd environment or token leaks into children")
+    r = run("id", ["-u"], user="user")
+    check(r["stdout"] == b"1000\n", f"user runs as uid 1000 ({r['stdout']!r})")
+    r = run("id", ["-G"], user="user")
+    check(r["stdout"].split() == [b"1000"], f"user groups ({r['stdout']!r})")
+    r = run("id", ["-u"], user="root")
+    check(r["stdout"] == b"0\n", f"root runs as uid 0 ({r['stdout']!r})")
+    r = run("id", user="nobody2")
+    err = r["trailer"].get("error", {}) if r["trailer"] else {}
+    check(err.get("code") == "unauthenticated" and err.get("message") ==
+          "invalid username: 'nobody2'", f"unknown user -> unauthenticated ({err})")
+    st, j = unary("/process.Process/List", {}, user="nobody2")
+    check(st == 401 and j.get("code") == "unauthenticated", "unary unknown user -> 401")
+    r = run("/bin/sh", ["-c", "ls -l /proc/self/fd | wc -l"])
+    check(r["stdout"].strip() == b"5", f"child has only fds 0-2 (+ls's own) ({r['stdout']!r})")
+
+
+def t_timeout():
+    t0 = time.time()
+    r = run("sleep", ["30"], extra={"Connect-Timeout-Ms": "1000"})
+    dt = time.time() - t0
+    check(r["pid"] is not None and dt < 8, f"timeout stream ended in {dt:.1f}s")
+    check(r["trailer"].get("error", {}).get("code") == "deadline_exceeded",
+          f"timeout -> deadline_exceeded ({r['trailer']})")
+    check(r["end"] is not None and r["end"].get("status") == "signal: killed",
+          f"timeout kills with SIGKILL ({r['end']})")
+    st, pids, _ = list_pids()
+    check(st == 200 and r["pid"] not in pids, f"timed-out process gone from List ({pids})")
+
+
+def start_bg(cmd, args=(), stdin=False, tag=None, user=None, extra=None):
+    msg = {"process": {"cmd": cmd, "args": list(args)}, "stdin": stdin}
+    if tag:
+        msg["tag"] = tag
+    s = Stream("/process.Process/Start", msg, user=user, extra=extra)
+    first = s.next()
+    pid = first[1]["event"]["start"]["pid"] if first and first[0] == 0 else None
+    return s, pid
+
+
+def t_stdin_signal_connect():
+    s, pid = start_bg("cat", stdin=True, tag="catter")
+    check(pid is not None, "cat started")
+    st, pids, lj = list_pids()
+    info = [p for p in (lj or {}).get("processes", []) if p["pid"] == pid]
+    check(info and info[0].get("tag") == "catter" and info[0]["config"]["cmd"] == "cat",
+          f"List shows pid, tag, config ({info})")
+    st, j = unary("/process.Process/SendInput", {"process": {"pid": pid},
+                                                 "input": {"stdin": base64.b64encode(b"hello\n").decode()}})
+    check(st == 200 and j == {}, f"SendInput -> 200 {{}} ({st} {j})")
+    st, j = unary("/process.Process/SendInput", {"process": {"tag": "catter"},
+                                                 "input": {"stdin": "d29ybGQK"}})
+    check(st == 200, f"SendInput by tag ({st} {j})")
+    st, j = unary("/process.Process/CloseStdin", {"process": {"pid": pid}})
+    check(st == 200, f"CloseStdin ({st})")
+    st, j = unary("/process.Process/CloseStdin", {"process": {"pid": pid}})
+    check(st in (200, 404), f"CloseStdin twice is harmless ({st})")
+    r = summarize(200, [(0, {"event": {"start": {"pid": pid}}})] + s.all())
+    check(r["stdout"] == b"hello\nworld\n" and r["end"] == {"exited": True, "status": "exit status 0"},
+          f"cat echoes stdin then EOF ({r['stdout']!r} {r['end']})")
+    st, j = unary("/process.Process/SendInput", {"process": {"pid": 999999},
+                                                 "input": {"stdin": "eA=="}})
+    check(st == 404 and j.get("code") == "not_found", f"SendInput unknown pid -> not_found ({st})")
+    s2, pid2 = start_bg("sleep", ["30"])
+    st, j = unary("/process.Process/SendInput", {"process": {"pid": pid2}, "input": {"stdin": "eA=="}})
+    check(st == 500 and j.get("code") == "internal", f"SendInput stdin disabled -> internal ({st} {j})")
+    st, j = unary("/process.Process/SendSignal", {"process": {"pid": pid2}, "signal": "SIGNAL_UNSPECIFIED"})
+    check(st == 501 and j.get("code") == "unimplemented", f"bad signal -> unimplemented ({st} {j})")
+    st, j = unary("/process.Process/SendSignal", {"process": {"pid": pid2}, "signal": "SIGNAL_SIGTERM"})
+    check(st == 200, f"SendSignal SIGTERM ({st} {j})")
+    r = summarize(200, s2.all())
+    check(r["end"] == {"exitCode": -1, "status": "signal: terminated", "error": "signal: terminated"},
+          f"SIGTERM end ({r['end']})")
+    st, j = unary("/process.Process/SendSignal", {"process": {"pid": 999999}, "signal": 9})
+    check(st == 404 and j.get("code") == "not_found", f"SendSignal unknown pid ({st} {j})")
+    # Connect to a running process
+    s3, pid3 = start_bg("/bin/sh", ["-c", "sleep 1; echo late; exit 4"])
+    s3.close()  # client goes away; the process keeps running
+    c = Stream("/process.Process/Connect", {"process": {"pid": pid3}})
+    r = summarize(c.status, c.all())
+    check(r["pid"] == pid3 and r["stdout"] == b"late\n" and r["end"] and r["end"].get("exitCode") == 4,
+          f"Connect gets live output and end ({r['pid']} {r['stdout']!r} {r['end']})")
+    c = Stream("/process.Process/Connect", {"process": {"pid": 999999}})
+    evs = c.all()
+    check(c.status == 200 and len(evs) == 1 and evs[0][1].get("error", {}).get("code") == "not_found"
+          and evs[0][1]["error"].get("message") == "process with pid 999999 not found",
+          f"Connect unknown pid -> end-stream not_found ({evs})")
+    # keepalive
+    r = run("sleep", ["2.5"], extra={"Keepalive-Ping-Interval": "1"})
+    check(r["keepalives"] >= 1, f"keepalive events with Keepalive-Ping-Interval: 1 ({r['keepalives']})")
+    # disconnect keeps the process running
+    s4, pid4 = start_bg("/bin/sh", ["-c", "sleep 1; echo done > /tmp/after-disconnect"])
+    s4.close()
+    time.sleep(2.5)
+    r = run("cat", ["/tmp/after-disconnect"])
+    check(r["stdout"] == b"done\n", f"process survives client disconnect ({r['stdout']!r})")
+    st, j = unary("/process.Process/Update", {"process": {"pid": 1}})
+    check(st == 501, f"Update -> unimplemented ({st})")
+
+
+def t_big_output():
+    r = run("/bin/sh", ["-c", "head -c 5242880 /dev/urandom > /tmp/big; cat /tmp/big; echo -n tail"])
+    st, data = files_get("/tmp/big")
+    check(st == 200 and len(data) == 5242880, f"/files GET of 5 MiB ({st} {len(data)})")
+    check(r["stdout"] == data + b"tail", f"5 MiB stdout intact and in order ({len(r['stdout'])})")
+
+
+def t_filesystem():
+    fs = "/filesystem.Filesystem/"
+    st, j = unary(fs + "MakeDir", {"path": "/home/user/d1/d2"}, user="user")
+    e = (j or {}).get("entry", {})
+    check(st == 200 and e.get("type") == "FILE_TYPE_DIRECTORY" and e.get("name") == "d2" and
+          e.get("path") == "/home/user/d1/d2" and e.get("owner") == "user" and
+          e.get("mode") == 0o755 and e.get("permissions") == "drwxr-xr-x",
+          f"MakeDir entry ({st} {j})")
+    st, j = unary(fs + "MakeDir", {"path": "~/d1/d2"}, user="user")
+    check(st == 409 and j.get("code") == "already_exists", f"MakeDir again -> already_exists ({st})")
+    st, _ = files_post("/home/user/d1/f.txt", b"hello", user="user")
+    st, j = unary(fs + "MakeDir", {"path": "d1/f.txt"}, user="user")
+    check(st == 400 and j.get("code") == "invalid_argument", f"MakeDir on a file ({st} {j})")
+    st, j = unary(fs + "Stat", {"path": "/home/user/d1/f.txt"}, user="user")
+    e = (j or {}).get("entry", {})
+    check(st == 200 and e.get("type") == "FILE_TYPE_FILE" and e.get("size") == "5" and
+          e.get("permissions") == "-rw-r--r--" and e.get("mode") == 0o644 and
+          e.get("owner") == "user" and e.get("group") == "user" and
+          e.get("modifiedTime", "").endswith("Z"), f"Stat entry ({j})")
+    st, j = unary(fs + "Move", {"source": "d1/f.txt", "destination": "d1/d2/d3/g.txt"}, user="user")
+    e = (j or {}).get("entry", {})
+    check(st == 200 and e.get("path") == "/home/user/d1/d2/d3/g.txt" and e.get("name") == "g.txt",
+          f"Move returns destination entry ({st} {j})")
+    st, j = unary(fs + "Move", {"source": "d1/missing", "destination": "d1/x"}, user="user")
+    check(st == 404 and j.get("code") == "not_found", f"Move missing source ({st})")
+    st, j = unary(fs + "ListDir", {"path": "/home/user/d1"}, user="user")
+    names = [x["path"] for x in (j or {}).get("entries", [])]
+    check(st == 200 and names == ["/home/user/d1/d2"], f"ListDir depth 1 ({names})")
+    st, j = unary(fs + "ListDir", {"path": "/home/user/d1", "depth": 3}, user="user")
+    names = sorted(x["path"] for x in (j or {}).get("entries", []))
+    check(names == ["/home/user/d1/d2", "/home/user/d1/d2/d3", "/home/user/d1/d2/d3/g.txt"],
+          f"ListDir depth 3 ({names})")
+    st, j = unary(fs + "ListDir", {"path": "/home/user/nope"}, user="user")
+    check(st == 404 and j.get("code") == "not_found", f"ListDir missing ({st})")
+    st, j = unary(fs + "ListDir", {"path": "/home/user/d1/d2/d3/g.txt"}, user="user")
+    check(st == 400 and j.get("code") == "invalid_argument", f"ListDir on a file ({st})")
+    st, j = unary(fs + "Remove", {"path": "/home/user/d1"}, user="user")
+    check(st == 200, f"Remove ({st} {j})")
+    st, j = unary(fs + "Stat", {"path": "/home/user/d1"}, user="user")
+    check(st == 404 and j.get("code") == "not_found", f"Stat after Remove -> not_found ({st})")
+    st, j = unary(fs + "Remove", {"path": "/home/user/d1"}, user="user")
+    check(st == 200, f"Remove of a missing path is OK ({st})")
+    st, j = unary(fs + "MakeDir", {"path": "/root/u"}, user="user")
+    check(st == 403 and j.get("code") == "permission_denied", f"user cannot write /root ({st} {j})")
+    st, j = unary(fs + "MakeDir", {"path": "/root/r"}, user="root")
+    check(st == 200 and j["entry"].get("owner") == "root", f"root can write /root ({st} {j})")
+    st, j = unary(fs + "Stat", {"path": "/root/r"}, user="user")
+    check(st == 403, f"user cannot stat inside /root (0700) ({st} {j})")
+
+
+def t_files():
+    allb = bytes(range(256)) * 4
+    st, j = files_post("/home/user/bin.dat", allb, user="user")
+    check(st == 200 and j == [{"path": "/home/user/bin.dat", "name": "bin.dat", "type": "file"}],
+          f"POST octet-stream ({st} {j})")
+    st, data = files_get("/home/user/bin.dat", user="user")
+    check(st == 200 and data == allb, "all 256 byte values round trip")
+    st, j = unary("/filesystem.Filesystem/Stat", {"path": "/home/user/bin.dat"})
+    check(j and j["entry"].get("owner") == "user" and j["entry"].get("mode") == 0o644,
+          f"uploaded file owned by user, 0644 ({j})")
+    big = os.urandom(10 * 1024 * 1024 + 7)
+    st, j = files_post("/home/user/deep/er/big.bin", big, user="user")
+    check(st == 200, f"POST 10 MiB ({st})")
+    st, data = files_get("/home/user/deep/er/big.bin", user="user")
+    check(st == 200 and data == big, f"10 MiB round trip ({len(data)})")
+    st, j = unary("/filesystem.Filesystem/Stat", {"path": "/home/user/deep"})
+    check(j and j["entry"].get("owner") == "user", "created parent dirs owned by user")
+    b = "XyZzy123boundary"
+    parts = []
+    for name, content in (("/home/user/m/a.txt", b"AAA"), ("/home/user/m/b.bin", bytes(range(256)))):
+        parts.append(f"--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+                     f"Content-Type: application/octet-stream\r\n\r\n".encode() + content + b"\r\n")
+    parts.append(f"--{b}\r\nContent-Disposition: form-data; name=\"other\"\r\n\r\nignored\r\n".encode())
+    body = b"".join(parts) + f"--{b}--\r\n".encode()
+    st, j = files_post(None, body, user="user", ctype=f"multipart/form-data; boundary={b}")
+    check(st == 200 and [x["path"] for x in j] == ["/home/user/m/a.txt", "/home/user/m/b.bin"],
+          f"multipart upload of two parts ({st} {j})")
+    check(files_get("/home/user/m/a.txt")[1] == b"AAA" and
+          files_get("/home/user/m/b.bin")[1] == bytes(range(256)), "multipart contents")
+    st, j = files_post("/home/user/x", b"x", ctype="text/plain")
+    check(st == 400, f"other content type -> 400 ({st})")
+    st, data = files_get("/home/user/missing.txt")
+    check(st == 404 and json.loads(data).get("code") == 404, f"missing file -> 404 JSON ({st} {data})")
+    st, data = files_get("/home/user")
+    check(st == 400, f"directory -> 400 ({st})")
+    st, j = files_post("/root/nope.txt", b"x", user="user")
+    check(st in (401, 403), f"user cannot upload into /root ({st} {j})")
+    # signatures (§8): test vectors first, to validate the helper
+    check(sign("/home/user/a.txt", "read", "", "tok") == "v1_Zkbb3914oLJLvMBzCAHQhm2ydBLxbSx2eQUR/kLdvIY",
+          "signature helper matches reference vector 1")
+    check(sign("/home/user/a.txt", "write", "user", "tok", 1700000000) ==
+          "v1_x09R0+VxB2mRzkxWcRyFCpiJmFv0okUrtgQ6q12G0jM", "signature helper matches vector 2")
+    p = "/home/user/bin.dat"
+    st, _ = files_get(p, user="user", token=None)
+    check(st == 401, f"/files without token or signature -> 401 ({st})")
+    st, _ = files_get(p, user="user", token="bad")
+    check(st == 401, f"/files with wrong token -> 401 ({st})")
+    st, data = files_get(p, user="user", token=None,
+                         params={"signature": sign(p, "read", "user", TOKEN)})
+    check(st == 200 and data == allb, f"/files with a valid signature ({st})")
+    st, _ = files_get(p, user="user", token=None, params={"signature": sign(p, "write", "user", TOKEN)})
+    check(st == 401, f"write signature refused for read ({st})")
+    exp = int(time.time()) + 60
+    st, _ = files_get(p, user="user", token=None, params={
+        "signature": sign(p, "read", "user", TOKEN, exp), "signature_expiration": str(exp)})
+    check(st == 200, f"signature with future expiration ({st})")
+    exp = int(time.time()) - 5
+    st, data = files_get(p, user="user", token=None, params={
+        "signature": sign(p, "read", "user", TOKEN, exp), "signature_expiration": str(exp)})
+    check(st == 401 and b"expired" in data, f"expired signature -> 401 ({st} {data})")
+    st, j = files_post("/home/user/signed.txt", b"s", user="user", token=None,
+                       params={"signature": sign("/home/user/signed.txt", "write", "user", TOKEN)})
+    check(st == 200, f"signed upload ({st} {j})")
+
+
+def t_default_user():
+    c = conn()
+    c.request("POST", "/init", body=json.dumps({"defaultUser": "user", "defaultWorkdir": "/tmp"}),
+              headers={"Content-Type": "application/json", "X-Access-Token": TOKEN})
+    r = c.getresponse()
+    r.read()
+    check(r.status == 204, "/init defaultUser")
+    r = run("/bin/sh", ["-c", "id -un; pwd"])
+    check(r["stdout"] == b"user\n/tmp\n", f"default user and workdir ({r['stdout']!r})")
+
+
+def find_envd(root):
+    """Host pid of the envd process below bwrap (pid `root`)."""
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"/opt/abx/abxlua", b"envd"]:
+                    return pid
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                todo += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return None
+
+
+def main():
+    global PORT
+    binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/abxlua")
+    if not shutil.which("bwrap"):
+        print("SKIP: bwrap not installed")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="envd-test-")
+    os.chmod(tmp, 0o755)
+    with open(f"{tmp}/passwd", "w") as f:
+        f.write("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n")
+    with open(f"{tmp}/group", "w") as f:
+        f.write("root:x:0:\nuser:x:1000:\n")
+    os.mkdir(f"{tmp}/home")
+    os.chown(f"{tmp}/home", 1000, 1000)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    PORT = s.getsockname()[1]
+    s.close()
+    cmd = ["bwrap", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--die-with-parent",
+           "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+           "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+           "--ro-bind", "/etc", "/etc", "--ro-bind", f"{tmp}/passwd", "/etc/passwd",
+           "--ro-bind", f"{tmp}/group", "/etc/group", "--perms", "0755", "--dir", "/home", "--bind", f"{tmp}/home", "/home/user",
+           "--perms", "0700", "--dir", "/root", "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev",
+           "--ro-bind", binary, "/opt/abx/abxlua", "--clearenv", "--setenv", "ENVD_SECRET_VAR", "x",
+           "/opt/abx/abxlua", "envd", "--port", str(PORT), "--host", "127.0.0.1"]
+    log = open(f"{tmp}/envd.log", "w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                c = conn()
+                c.request("GET", "/health")
+                if c.getresponse().status == 204:
+                    break
+            except OSError:
+                time.sleep(0.1)
+            if proc.poll() is not None:
+                break
+        else:
+            print("envd did not become healthy")
+        if proc.poll() is not None:
+            print("SKIP or FAIL: envd exited early:", open(f"{tmp}/envd.log").read())
+            return 1
+        for t in (t_health_init, t_connect_codec, t_start_basic, t_cwd_env_user, t_timeout,
+                  t_stdin_signal_connect, t_big_output, t_filesystem, t_files, t_default_user):
+            print(t.__name__, flush=True)
+            try:
+                t()
+            except Exception as ex:  # an exception is a failure of that group
+                import traceback
+                traceback.print_exc()
+                FAILS.append(f"{t.__name__}: {ex!r}")
+        envd_pid = find_envd(proc.pid)
+        check(envd_pid is not None, "envd process found under bwrap")
+        if envd_pid:
+            os.kill(envd_pid, 15)
+        try:
+            rc = proc.wait(timeout=10)
+            check(rc == 0, f"envd exits 0 on SIGTERM (rc {rc})")
+        except subprocess.TimeoutExpired:
+            check(False, "envd stops within 10 s of SIGTERM")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+        logtext = open(f"{tmp}/envd.log").read()
+        if FAILS:
+            print("--- envd log ---\n" + logtext[-4000:])
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{len(FAILS)} failure(s)")
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
