@@ -1,0 +1,10 @@
+# C unit tests of the engine core: one executable per engine file, plain C with tests/unit/check.h.
+foreach(name connect secrets yaml_lua)
+  add_executable(test_${name} ${CMAKE_SOURCE_DIR}/tests/unit/test_${name}.c)
+  target_compile_options(test_${name} PRIVATE -Wall -Wextra -Werror)
+  target_link_libraries(test_${name} PRIVATE abx_engine)
+  add_test(NAME unit:${name} COMMAND test_${name})
+  set_tests_properties(unit:${name} PROPERTIES TIMEOUT 60)
+endforeach()
+# test_connect counts malloc requests (an over-long envelope must not be allocated)
+target_link_options(test_connect PRIVATE -Wl,--wrap=malloc)
