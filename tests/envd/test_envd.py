@@ -407,6 +407,56 @@ def t_big_output():
     check(r["stdout"] == data + b"tail", f"5 MiB stdout intact and in order ({len(r['stdout'])})")
 
 
+def t_streams_more():
+    # a slow client: envd must apply backpressure, not drop output (12 MiB > 4 MiB queue)
+    s = Stream("/process.Process/Start", {"process": {"cmd": "/bin/sh", "args": [
+        "-c", "head -c 12582912 /dev/urandom | tee /tmp/big2"]}, "stdin": False})
+    first = s.next()
+    time.sleep(2)
+    r = summarize(200, [first] + s.all())
+    st, data = files_get("/tmp/big2")
+    check(len(r["stdout"]) == 12582912 and r["stdout"] == data,
+          f"slow reader still gets all 12 MiB in order ({len(r['stdout'])})")
+    # two subscribers see the same output; Connect after exit gets start + end (retention)
+    s1, pid = start_bg("/bin/sh", ["-c", "sleep 1; echo shared; exit 2"])
+    c = Stream("/process.Process/Connect", {"process": {"pid": pid}})
+    r1 = summarize(200, [(0, {"event": {"start": {"pid": pid}}})] + s1.all())
+    r2 = summarize(c.status, c.all())
+    check(r1["stdout"] == b"shared\n" and r2["stdout"] == b"shared\n" and
+          r2["end"] and r2["end"].get("exitCode") == 2, f"two subscribers ({r1['stdout']!r} {r2['stdout']!r})")
+    c = Stream("/process.Process/Connect", {"process": {"pid": pid}})
+    r3 = summarize(c.status, c.all())
+    check(r3["pid"] == pid and r3["end"] and r3["end"].get("exitCode") == 2 and r3["trailer"] == {},
+          f"Connect after exit answers start + retained end ({r3['events']})")
+    st, pids, _ = list_pids()
+    check(pid not in pids, "ended process not in List")
+    # Connect-Timeout-Ms on Connect bounds only the stream
+    s5, pid5 = start_bg("sleep", ["3"])
+    c = Stream("/process.Process/Connect", {"process": {"pid": pid5}}, extra={"Connect-Timeout-Ms": "500"})
+    r = summarize(c.status, c.all())
+    check(r["trailer"].get("error", {}).get("code") == "deadline_exceeded", f"Connect deadline ({r['trailer']})")
+    st, pids, _ = list_pids()
+    check(pid5 in pids, "Connect deadline does not kill the process")
+    s5.all()
+    # oversized and malformed requests
+    st, j = unary("/process.Process/List", None, raw=b"{" + b" " * (5 * 1024 * 1024) + b"}")
+    check(st in (400, 413, 429) and j and j.get("code") in ("resource_exhausted", "invalid_argument"),
+          f"oversized unary body rejected ({st} {j})")
+    st, j = unary("/process.Process/SendInput", {"process": {"pid": 1}, "input": {"stdin": "!!!"}})
+    check(st == 400, f"bad base64 -> invalid_argument ({st} {j})")
+    for raw in (b"\x02\x00\x00\x00\x02{}", b"\x01\x00\x00\x00\x02{}", b"\x00\x00\x00\x00\x02[]",
+                os.urandom(64), b"\x00\x00\x00\x00\x05nulls"):
+        s = Stream("/process.Process/Start", None, raw=raw)
+        evs = s.all()
+        check(s.status == 200 and len(evs) == 1 and evs[0][0] == 2 and "error" in evs[0][1],
+              f"malformed stream request {raw[:8]!r} -> end-stream error ({evs})")
+    st, j = unary("/process.Process/Start", {})
+    check(st == 415, f"unary content type on a stream method -> 415 ({st})")
+    c = conn()
+    c.request("GET", "/health")
+    check(c.getresponse().status == 204, "still healthy after malformed input")
+
+
 def t_filesystem():
     fs = "/filesystem.Filesystem/"
     st, j = unary(fs + "MakeDir", {"path": "/home/user/d1/d2"}, user="user")
@@ -486,6 +536,10 @@ def t_files():
           f"multipart upload of two parts ({st} {j})")
     check(files_get("/home/user/m/a.txt")[1] == b"AAA" and
           files_get("/home/user/m/b.bin")[1] == bytes(range(256)), "multipart contents")
+    body = (f"--{b}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/home/user/m/empty\"\r\n"
+            f"\r\n\r\n--{b}--\r\n").encode()
+    st, j = files_post(None, body, user="user", ctype=f"multipart/form-data; boundary={b}")
+    check(st == 200 and files_get("/home/user/m/empty") == (200, b""), f"multipart empty file ({st} {j})")
     st, j = files_post("/home/user/x", b"x", ctype="text/plain")
     check(st == 400, f"other content type -> 400 ({st})")
     st, data = files_get("/home/user/missing.txt")
@@ -595,7 +649,7 @@ def main():
             print("SKIP or FAIL: envd exited early:", open(f"{tmp}/envd.log").read())
             return 1
         for t in (t_health_init, t_connect_codec, t_start_basic, t_cwd_env_user, t_timeout,
-                  t_stdin_signal_connect, t_big_output, t_filesystem, t_files, t_default_user):
+                  t_stdin_signal_connect, t_big_output, t_streams_more, t_filesystem, t_files, t_default_user):
             print(t.__name__, flush=True)
             try:
                 t()

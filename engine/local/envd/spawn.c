@@ -175,6 +175,7 @@ pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int
   *out_fd = pout[0];
   *err_fd = perr[0];
   *in_fd = s->stdin_pipe ? pin[1] : -1;
+  if (*in_fd >= 0) fcntl(*in_fd, F_SETFL, O_NONBLOCK); /* writes wait in poll, with a deadline */
   pout[0] = perr[0] = -1;
   if (s->stdin_pipe) pin[1] = -1;
 out:
