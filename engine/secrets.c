@@ -1,8 +1,9 @@
 /*
  * secrets.c: secret registry and masking. See secrets.h.
  *
- * Masking is a plain scan for every registered form, longest first, so that a value that contains
- * another (a Basic header contains the base64 of the key) is masked whole.
+ * Masking finds every occurrence of every registered form, then replaces each group of
+ * overlapping occurrences by "***", so nested secrets (a Basic header holds the base64 of the key)
+ * vanish whole.
  */
 #include "secrets.h"
 
@@ -130,38 +131,44 @@ void abx_secrets_add(struct abx_secrets *s, const char *value, size_t len)
 
 char *abx_secrets_mask(const struct abx_secrets *s, const char *text, size_t len, size_t *out_len)
 {
-  size_t cap = len + 1, o = 0;
-  char *out = malloc(cap);
-  if (!out)
+  /* ends[i]: one past the furthest end of an occurrence starting at byte i (0: none). Overlapping
+   * occurrences merge into one "***"; adjacent ones stay separate ("******"). */
+  size_t *ends = calloc(len ? len : 1, sizeof *ends);
+  char *out = malloc(len + 1); /* each occurrence is >= ABX_SECRET_MIN_LEN bytes, becomes 3 */
+  if (!ends || !out) {
+    free(ends);
+    free(out);
     return NULL;
-  size_t i = 0;
-  while (i < len) {
-    size_t hit = 0;
-    for (size_t k = 0; s && k < s->n; k++) {
-      if (s->lens[k] <= len - i && text[i] == s->forms[k][0] &&
-          memcmp(text + i, s->forms[k], s->lens[k]) == 0) {
-        hit = s->lens[k];
-        break;
-      }
+  }
+  for (size_t k = 0; s && k < s->n; k++) {
+    const char *from = text;
+    size_t left = len;
+    const char *hit;
+    while (left >= s->lens[k] && (hit = memmem(from, left, s->forms[k], s->lens[k])) != NULL) {
+      size_t at = (size_t)(hit - text);
+      if (ends[at] < at + s->lens[k])
+        ends[at] = at + s->lens[k];
+      size_t adv = (size_t)(hit - from) + 1;
+      from += adv;
+      left -= adv;
     }
-    if (hit) {
-      if (o + 4 > cap) { /* "***" is never longer than the secret it replaces, but be exact */
-        cap = o + 4 + (len - i);
-        char *n = realloc(out, cap);
-        if (!n) {
-          free(out);
-          return NULL;
-        }
-        out = n;
-      }
+  }
+  size_t o = 0;
+  for (size_t i = 0; i < len;) {
+    if (ends[i]) {
+      size_t stop = ends[i];
+      for (size_t j = i + 1; j < stop; j++) /* extend over occurrences that overlap this one */
+        if (ends[j] > stop)
+          stop = ends[j];
       memcpy(out + o, "***", 3);
       o += 3;
-      i += hit;
+      i = stop;
     } else {
       out[o++] = text[i++];
     }
   }
   out[o] = '\0';
+  free(ends);
   if (out_len)
     *out_len = o;
   return out;

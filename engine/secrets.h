@@ -4,7 +4,7 @@
  * A registered value is also masked in its derived forms: standard base64, URL-encoded,
  * JSON-escaped, and the HTTP Basic form base64("<value>:"). Each is replaced by "***".
  * Limits:  values shorter than ABX_SECRET_MIN_LEN bytes are ignored (masking "a" would destroy
- *          every message); at most ABX_SECRETS_MAX values, the oldest kept.
+ *          every message); at most ABX_SECRETS_MAX forms (about 7 per value), the oldest kept.
  * Errors:  none; allocation failure drops the value from the registry (and says so on stderr).
  */
 #ifndef ABX_SECRETS_H
@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #define ABX_SECRET_MIN_LEN 6
-#define ABX_SECRETS_MAX 4096
+#define ABX_SECRETS_MAX 65536
 
 struct abx_secrets;
 

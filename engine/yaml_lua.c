@@ -62,6 +62,8 @@ static int next_event(struct ctx *c, yaml_event_t *ev)
   return 0;
 }
 
+/* Fills the table at the top with the children of a sequence or mapping. For a mapping, a
+ * second table (the keys seen, null values included) sits just below it. */
 static int parse_children(struct ctx *c, int depth, int mapping)
 {
   lua_State *L = c->L;
@@ -83,12 +85,15 @@ static int parse_children(struct ctx *c, int depth, int mapping)
       lua_pushlstring(L, (const char *)ev.data.scalar.value, ev.data.scalar.length);
       yaml_mark_t mark = ev.start_mark;
       yaml_event_delete(&ev);
-      lua_pushvalue(L, -1);
-      if (lua_rawget(L, -3) != LUA_TNIL) {
+      lua_pushvalue(L, -1);                       /* seen map key key */
+      if (lua_rawget(L, -4) != LUA_TNIL) {         /* seen map key seen[key] */
         lua_pop(L, 2);
         return fail(c, &mark, "duplicate key in mapping");
       }
       lua_pop(L, 1);
+      lua_pushvalue(L, -1);
+      lua_pushboolean(L, 1);
+      lua_rawset(L, -5);                          /* seen[key] = true */
       if (next_event(c, &ev))
         return -1;
       if (parse_node(c, &ev, depth + 1))
@@ -111,10 +116,14 @@ static int parse_node(struct ctx *c, yaml_event_t *ev, int depth)
     yaml_event_delete(ev);
     return r;
   }
-  luaL_checkstack(L, 4, "YAML nesting");
+  luaL_checkstack(L, 6, "YAML nesting");
   int r = 0;
   switch (ev->type) {
   case YAML_SCALAR_EVENT:
+    if (ev->data.scalar.anchor) {
+      r = fail(c, &ev->start_mark, "anchors (&name) are not supported; write the value out");
+      break;
+    }
     push_scalar(L, ev);
     break;
   case YAML_ALIAS_EVENT:
@@ -127,12 +136,16 @@ static int parse_node(struct ctx *c, yaml_event_t *ev, int depth)
       r = fail(c, &ev->start_mark, "anchors (&name) are not supported; write the value out");
       break;
     }
+    if (mapping)
+      lua_newtable(L); /* keys seen, so that a duplicate of a null-valued key is caught */
     lua_newtable(L);
     yaml_event_delete(ev);
     if (parse_children(c, depth, mapping)) {
-      lua_pop(L, 1);
+      lua_pop(L, mapping ? 2 : 1);
       return -1;
     }
+    if (mapping)
+      lua_remove(L, -2);
     return 0;
   }
   default:

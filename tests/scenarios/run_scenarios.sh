@@ -7,8 +7,11 @@ set -u
 abxlua=$1
 min_passed=${2:-40}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$abxlua" run scenarios/ -j 4 >"$out" 2>&1
+# A TMPDIR of our own: the platform's state dir (and so every bwrap command line of this run's
+# sandboxes) lives below it, which tells our processes from any other test's.
+run_tmp=$(mktemp -d)
+trap 'rm -f "$out"; rm -rf "$run_tmp"' EXIT
+TMPDIR=$run_tmp "$abxlua" run scenarios/ -j 4 >"$out" 2>&1
 rc=$?
 cat "$out"
 last=$(tail -n 1 "$out")
@@ -20,10 +23,16 @@ failed=$(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed.*/\2/p' <<<"$last")
 [ "$failed" -eq 0 ] || fail "$failed tests failed"
 [ "$passed" -ge "$min_passed" ] || fail "only $passed passed, expected at least $min_passed"
 grep -q '^cleanup: ' "$out" || fail "no cleanup line"
-# Processes that belong to a sandbox: bubblewrap, or envd inside one. Give exits a moment.
+# Processes of this run: command line or environment naming our TMPDIR (the platform child and
+# every bwrap of its sandboxes). envd runs under bwrap with --die-with-parent. Give exits a moment.
 for _ in 1 2 3 4 5 6 7 8 9 10; do
-  left=$(for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done |
-    grep -E '^(bwrap |/opt/abx/abxlua envd)' || true)
+  left=$(for d in /proc/[0-9]*; do
+      [ "$d" = "/proc/$$" ] && continue
+      if tr '\0' '\n' 2>/dev/null <"$d/environ" | grep -qx "TMPDIR=$run_tmp" ||
+         tr '\0' ' ' 2>/dev/null <"$d/cmdline" | grep -qF "$run_tmp"; then
+        echo "${d#/proc/}: $(tr '\0' ' ' <"$d/cmdline" 2>/dev/null)"
+      fi
+    done)
   [ -z "$left" ] && break
   sleep 0.5
 done
