@@ -93,6 +93,24 @@ static void list_remove(struct abx_loop *loop, struct abx_task *t)
   t->prev = t->next = NULL;
 }
 
+/* Count hook of every task coroutine: a test busy in Lua never reaches a wait where its deadline
+ * could stop it, so every HOOK_COUNT instructions the running task's deadline is checked here
+ * (redis does the same with luaMaskCountHook). */
+#define HOOK_COUNT 100000
+
+static void deadline_hook(lua_State *L, lua_Debug *ar)
+{
+  (void)ar;
+  struct abx_loop *loop = *(struct abx_loop **)lua_getextraspace(L);
+  struct abx_task *t = loop ? loop->current : NULL;
+  if (!t || t->co != L || t->deadline_ms == 0 || abx_now_ms() < t->deadline_ms)
+    return;
+  t->deadline_ms = 0;
+  abx_error_push(L, loop->secrets, "Timeout", 0,
+                 "the test's deadline passed while it was running Lua code (busy loop?)");
+  lua_error(L);
+}
+
 struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs)
 {
   luaL_checkstack(L, 3, "spawning a task");
@@ -100,6 +118,8 @@ struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs)
   memset(t, 0, sizeof *t);
   luaL_setmetatable(L, TASK_MT);
   lua_State *co = lua_newthread(L);                            /* fn args... ud co */
+  *(struct abx_loop **)lua_getextraspace(co) = loop;
+  lua_sethook(co, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
   lua_setiuservalue(L, -2, 1);                                 /* fn args... ud */
   lua_insert(L, -(nargs + 2));                                 /* ud fn args... */
   lua_xmove(L, co, nargs + 1);                                 /* ud */
