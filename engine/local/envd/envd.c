@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,15 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   *con_cls = NULL;
 }
 
+/* Streams are many small writes: disable Nagle so events are not held back by delayed ACKs. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+  if (toe != MHD_CONNECTION_NOTIFY_STARTED) return;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  int one = 1;
+  if (ci) setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: abxlua envd [--port PORT] [--host ADDR] [--version] [--help]\n"
@@ -271,7 +281,8 @@ int abx_envd_main(int argc, char **argv) {
       MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
           MHD_USE_ERROR_LOG,
       (uint16_t)port, NULL, NULL, on_request, &e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned)640, MHD_OPTION_END);
   int rc = 0;
   if (!d) {

@@ -109,6 +109,11 @@ enum MHD_Result envd_rpc_dispatch(struct envd *e, struct MHD_Connection *c,
   struct envd_call call = {.e = e, .conn = c};
   json_t *req = NULL, *out = NULL;
   enum MHD_Result ok;
+  const char *cpv = envd_header(c, "Connect-Protocol-Version");
+  if (cpv && strcmp(cpv, "1") != 0) {
+    envd_fail(&err, "invalid_argument", "connect-protocol-version must be \"1\": got \"%s\"", cpv);
+    goto fail;
+  }
   if (envd_user_from_basic(e, c, &call.user, &err) < 0) goto fail;
   if (too_big) {
     envd_fail(&err, "resource_exhausted", "message size exceeds limit %u", ENVD_MAX_MSG);
