@@ -35,6 +35,13 @@ function M.open(name, p, run)
       core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
     end
     core.add_secret(ready.api_key)
+    -- the ready line comes after the listen socket exists; one health check proves it answers
+    local hok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
+    if not hok or health.status ~= 200 then
+      core.platform_stop(child.pid, 5)
+      core.error("Transport", 0, "the local platform started but GET /health failed: "
+        .. (hok and ("status " .. health.status) or tostring(health)) .. " (log: " .. info.log .. ")")
+    end
     opts.api_url, opts.api_key, opts.domain = ready.url, ready.api_key, ready.domain
     opts.envd_url = ready.url
     info.endpoint = ready.url
