@@ -245,6 +245,33 @@ static int core_abort_all(lua_State *L)
   return 1;
 }
 
+/* core.on_interrupt(fn): fn runs in a new task after each SIGINT/SIGTERM (the first one; a second
+ * signal exits at once, printing the note given to core.interrupt_note). */
+static int core_on_interrupt(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  if (loop->on_interrupt_ref != LUA_NOREF)
+    luaL_unref(L, LUA_REGISTRYINDEX, loop->on_interrupt_ref);
+  lua_pushvalue(L, 1);
+  loop->on_interrupt_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  return 0;
+}
+
+/* core.interrupt_note(text): what a second interrupt prints before exiting. */
+static int core_interrupt_note(lua_State *L)
+{
+  abx_interrupt_note(luaL_checkstring(L, 1));
+  return 0;
+}
+
+/* core.interrupted() -> number of interrupts received */
+static int core_interrupted(lua_State *L)
+{
+  lua_pushinteger(L, abx_interrupt_count());
+  return 1;
+}
+
 /* core.live_tasks() -> number of tasks not finished */
 static int core_live_tasks(lua_State *L)
 {
@@ -254,6 +281,8 @@ static int core_live_tasks(lua_State *L)
 
 static const luaL_Reg core_funcs[] = {
   {"abort_all", core_abort_all}, {"live_tasks", core_live_tasks},
+  {"on_interrupt", core_on_interrupt}, {"interrupt_note", core_interrupt_note},
+  {"interrupted", core_interrupted},
   {"run", core_run},           {"spawn", core_spawn},     {"current", core_current},
   {"sleep", core_sleep},       {"park", core_park},       {"unpark", core_unpark},
   {"set_deadline", core_set_deadline}, {"abort", core_abort}, {"now", core_now},

@@ -76,6 +76,7 @@ int abx_cli_main(int argc, char **argv)
   }
   luaL_openlibs(L);
   preload(L, loop);
+  abx_signals_install();
 
   int rc = 3;
   lua_pushcfunction(L, traceback);

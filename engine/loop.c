@@ -8,7 +8,9 @@
 #include "loop.h"
 
 #include <lauxlib.h>
+#include <signal.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +20,56 @@
 
 #define TASK_MT "abx.task"
 #define MAX_POLL_MS 500
+
+/* Signal state is the one static mutable state in C: a signal handler has no other way to reach
+ * the loop. Only async-signal-safe operations touch it inside the handler. */
+static volatile sig_atomic_t interrupts;
+static char second_note[1024] = "abxlua: interrupted twice: exiting now\n";
+
+static void on_signal(int sig)
+{
+  (void)sig;
+  interrupts++;
+  if (interrupts >= 2) {
+    ssize_t w = write(2, second_note, strlen(second_note));
+    (void)w;
+    _exit(2);
+  }
+}
+
+void abx_signals_install(void)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+void abx_interrupt_note(const char *note)
+{
+  snprintf(second_note, sizeof second_note, "%s\n", note);
+}
+
+int abx_interrupt_count(void)
+{
+  return interrupts;
+}
+
+/* A new interrupt: run the Lua handler in a task of its own. */
+static void dispatch_interrupt(struct abx_loop *loop)
+{
+  int n = interrupts;
+  if (n == loop->interrupts_seen)
+    return;
+  loop->interrupts_seen = n;
+  if (loop->on_interrupt_ref == LUA_NOREF || loop->on_interrupt_ref == 0)
+    return;
+  lua_rawgeti(loop->L, LUA_REGISTRYINDEX, loop->on_interrupt_ref);
+  abx_task_spawn(loop, loop->L, 0);
+  lua_pop(loop->L, 1);
+}
 
 double abx_now_ms(void)
 {
@@ -54,6 +106,7 @@ struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets)
     return NULL;
   loop->L = L;
   loop->secrets = secrets;
+  loop->on_interrupt_ref = LUA_NOREF;
   loop->multi = curl_multi_init();
   if (!loop->multi) {
     free(loop);
@@ -267,6 +320,7 @@ static void break_deadlock(struct abx_loop *loop)
 int abx_loop_run(struct abx_loop *loop)
 {
   while (loop->live > 0) {
+    dispatch_interrupt(loop);
     int ran = 1;
     while (ran) { /* run ready tasks until none is left; newly readied ones run this turn too */
       ran = 0;

@@ -52,6 +52,8 @@ struct abx_loop {
   void (*after_perform)(struct abx_loop *loop); /* bindings: deliver stream events */
   void (*on_done_msg)(struct abx_loop *loop, CURLMsg *msg); /* bindings: a transfer ended */
   void *streams;               /* bindings/core_http.c: live Connect streams */
+  int on_interrupt_ref;        /* registry ref of the Lua interrupt handler, or LUA_NOREF */
+  int interrupts_seen;         /* interrupts already handed to the handler */
 };
 
 /* Creates a loop over 'L' (kept, not owned). Returns NULL when curl cannot be initialised. */
@@ -80,6 +82,17 @@ void abx_task_ready(struct abx_task *t, int nargs);
 
 /* Cancels the task's wait (if any) and makes it ready with (false, error{kind,message}). */
 void abx_task_abort(struct abx_task *t, const char *kind, const char *message);
+
+/* Installs SIGINT and SIGTERM handlers. The first signal is counted and handed to the loop (which
+ * spawns the Lua handler registered with core.on_interrupt); a second one writes 'note' (set with
+ * abx_interrupt_note) to stderr and exits 2 at once. */
+void abx_signals_install(void);
+
+/* The text printed when a second signal ends the process (copied; at most 1 KiB). */
+void abx_interrupt_note(const char *note);
+
+/* Number of SIGINT/SIGTERM received so far. */
+int abx_interrupt_count(void);
 
 /* Runs until no task is live. Returns 0, or -1 when curl's multi interface failed. */
 int abx_loop_run(struct abx_loop *loop);

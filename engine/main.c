@@ -11,6 +11,13 @@
 
 int main(int argc, char **argv)
 {
+  /* `abxlua help serve|envd`: their help lives with them, outside the Lua command line */
+  if (argc >= 3 && strcmp(argv[1], "help") == 0 &&
+      (strcmp(argv[2], "serve") == 0 || strcmp(argv[2], "envd") == 0)) {
+    char *help_argv[] = {argv[2], "--help", NULL};
+    return strcmp(argv[2], "serve") == 0 ? abx_serve_main(2, help_argv)
+                                         : abx_envd_main(2, help_argv);
+  }
   if (argc >= 2 && strcmp(argv[1], "serve") == 0)
     return abx_serve_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "envd") == 0)

@@ -163,7 +163,7 @@ int abx_serve_main(int argc, char **argv)
     if (!v || strncmp(a, "--", 2) != 0) {
       fprintf(stderr, "abxlua serve: bad or incomplete option '%s'\n", a);
       usage(stderr);
-      return 2;
+      return 4;
     }
     char *end = NULL;
     if (strcmp(a, "--host") == 0)
@@ -176,19 +176,19 @@ int abx_serve_main(int argc, char **argv)
       port = strtol(v, &end, 10);
       if (!*v || *end || port < 0 || port > 65535) {
         fprintf(stderr, "abxlua serve: --port must be 0..65535\n");
-        return 2;
+        return 4;
       }
     } else if (strcmp(a, "--ready-fd") == 0) {
       long fd = strtol(v, &end, 10);
       if (!*v || *end || fd < 0 || fd > 65535 || fcntl((int)fd, F_GETFD) < 0) {
         fprintf(stderr, "abxlua serve: --ready-fd %s is not an open file descriptor\n", v);
-        return 2;
+        return 4;
       }
       ready_fd = (int)fd;
     } else {
       fprintf(stderr, "abxlua serve: unknown option '%s'\n", a);
       usage(stderr);
-      return 2;
+      return 4;
     }
     i++;
   }
@@ -197,13 +197,13 @@ int abx_serve_main(int argc, char **argv)
     host = "127.0.0.1";
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
     fprintf(stderr, "abxlua serve: --host must be a loopback IPv4 address (127.x.x.x)\n");
-    return 2;
+    return 4;
   }
   for (const char *p = domain; *p; p++)
     if (!(*p == '.' || *p == '-' || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
           (*p >= 'A' && *p <= 'Z')) || !*domain) {
       fprintf(stderr, "abxlua serve: --domain must be a host name\n");
-      return 2;
+      return 4;
     }
 
   char key[64];

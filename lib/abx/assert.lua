@@ -7,16 +7,27 @@ local M = {}
 
 local LONG = 120 -- strings longer than this are shown by length and sha256 prefix
 
+-- Quotes a string on one line: control characters as \n, \t or \ddd (unlike %q, which keeps
+-- a backslash-newline that splits the failure message).
+local function quote(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    if c == "\n" then return "\\n" elseif c == "\t" then return "\\t"
+    elseif c == "\r" then return "\\r" elseif c == '"' then return '\\"'
+    elseif c == "\\" then return "\\\\" end
+    return string.format("\\%03d", c:byte())
+  end) .. '"'
+end
+
 ---Renders a value for a failure message: short strings quoted, long ones summarised.
 ---@param v any
 ---@return string
 function M.show(v)
   if type(v) == "string" then
     if #v > LONG then
-      return string.format("<%d bytes, sha256 %s..., starts %q>", #v, core.sha256(v):sub(1, 12),
-        v:sub(1, 40))
+      return string.format("<%d bytes, sha256 %s..., starts %s>", #v, core.sha256(v):sub(1, 12),
+        quote(v:sub(1, 40)))
     end
-    return string.format("%q", v)
+    return quote(v)
   elseif type(v) == "table" and not core.is_error(v) then
     local parts, n = {}, 0
     for k, x in pairs(v) do

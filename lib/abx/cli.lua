@@ -10,7 +10,9 @@ local M = {}
 
 local function build_parser()
   local p = argparse("abxlua", "End-to-end test engine for E2B-compatible sandbox platforms.")
-    :epilog("Run `abxlua <command> --help` for a command's options.\n"
+    :epilog("Also: `abxlua serve` (the embedded local E2B platform) and `abxlua envd` (the\n"
+      .. "in-sandbox daemon); `abxlua help serve` shows their options.\n"
+      .. "Run `abxlua <command> --help` for a command's options.\n"
       .. "Exit codes: 0 ok, 1 failures/errors, 2 interrupted, 3 internal error, 4 usage error, 5 nothing collected.")
   p:flag("--version", "Print the version and exit.")
   p:command_target("command")
@@ -87,7 +89,12 @@ end
 
 local function cmd_run(args)
   local cfg = config.load(config.find(args.config))
-  if args.timeout then cfg.defaults.test_timeout = args.timeout end
+  if args.timeout then
+    if args.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end
+    cfg.defaults.test_timeout = args.timeout
+  end
+  -- resolve the provider now: an unknown name is a usage error, not a failure inside the run
+  config.provider(cfg, args.provider)
   local files, err = load_files(args, cfg)
   if not files then return nil, err end
   local jobs = args.jobs or cfg.defaults.jobs

@@ -35,7 +35,7 @@ local function scenario_env(path)
     __index = function(_, k)
       local v = _G[k]
       if v == nil then
-        error(string.format("%s: unknown global variable %q (declare it `local`)", path, tostring(k)), 2)
+        error(string.format("unknown global variable %q (declare it `local`)", tostring(k)), 2)
       end
       return v
     end,

@@ -66,6 +66,15 @@ function M.load(path)
         .. "provider, providers, markers)", path, tostring(k)))
     end
   end
+  for k in pairs(type(raw.defaults) == "table" and raw.defaults or {}) do
+    if M.DEFAULTS.defaults[k] == nil then
+      local names = {}
+      for n in pairs(M.DEFAULTS.defaults) do names[#names + 1] = n end
+      table.sort(names)
+      core.error("InvalidArgument", 0, string.format("%s: unknown key defaults.%s (known: %s)", path,
+        tostring(k), table.concat(names, ", ")))
+    end
+  end
   local cfg = merge(M.DEFAULTS, raw)
   cfg.defaults = merge(M.DEFAULTS.defaults, raw.defaults)
   for _, key in ipairs({ "jobs", "max_sandboxes", "test_timeout", "teardown_timeout", "sandbox_ttl",

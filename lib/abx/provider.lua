@@ -45,12 +45,16 @@ function M.open(name, p, run)
     opts.api_url, opts.api_key, opts.domain = ready.url, ready.api_key, ready.domain
     opts.envd_url = ready.url
     info.endpoint = ready.url
-    info.stop = function() core.platform_stop(child.pid, 15) end
+    info.stop = function(keep_log)
+      core.platform_stop(child.pid, 15)
+      if not keep_log then os.remove(info.log) end -- the log only matters when something failed
+    end
     info.pid = child.pid
   else
     local key, key_src = first_env("ABX_SANDBOX_API_KEY", "E2B_API_KEY")
     local url = first_env("ABX_SANDBOX_BASE_URL", "E2B_API_URL") or p.api_url
     local domain = first_env("ABX_SANDBOX_DOMAIN", "E2B_DOMAIN") or p.domain
+    info.endpoint = url
     if not key then
       info.missing = { "ABX_SANDBOX_API_KEY" }
       return nil, info

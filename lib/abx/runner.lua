@@ -11,7 +11,28 @@ local console = require("abx.console")
 
 local M = {}
 
-local function message_handler(e)
+-- The innermost frame in the scenario file: where a Timeout or a platform error surfaced when the
+-- error itself carries no location.
+local function scenario_where(file)
+  for level = 3, 60 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if info.short_src == file and info.currentline > 0 then
+      return file .. ":" .. info.currentline
+    end
+  end
+  return nil
+end
+
+local function message_handler_for(file)
+  return function(e)
+    if core.is_error(e) and not e.where then e.where = scenario_where(file) end
+    return M.describe(e)
+  end
+end
+
+---Turns an error value into { error, kind, message, traceback }.
+function M.describe(e)
   local info = { error = e }
   if core.is_error(e) then
     info.kind = e.kind
@@ -36,7 +57,9 @@ local function run_one(test, run)
   end
   local ctx, state = fixtures.new(test, run)
   core.set_deadline(me, test.opts.timeout or run.defaults.test_timeout)
-  local ok, info = xpcall(test.fn, message_handler, ctx)
+  run.active[me] = true
+  local ok, info = xpcall(test.fn, message_handler_for(test.file), ctx)
+  run.active[me] = nil
   core.set_deadline(me, run.defaults.teardown_timeout)
   if not ok then
     if info.kind == "Skipped" then
@@ -60,7 +83,7 @@ end
 function M.run(files, opts)
   local cfg = opts.config
   local defaults = cfg.defaults
-  local run = { run_id = opts.run_id, defaults = defaults, results = {} }
+  local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {} }
   local out = console.new({ verbose = opts.verbose })
   local started = core.now()
 
@@ -74,6 +97,7 @@ function M.run(files, opts)
   end
   for _, f in ipairs(collection_errors) do out:collection_error(f) end
   if #tests == 0 then
+    out:line("no tests collected" .. (#collection_errors > 0 and " (see the collection errors above)" or ""))
     out:summary({ passed = 0, failed = 0, errors = #collection_errors }, core.now() - started)
     return #collection_errors > 0 and 1 or 5
   end
@@ -90,14 +114,30 @@ function M.run(files, opts)
     end
     local counts = console.count(run.results)
     counts.errors = #collection_errors
+    out:line("cleanup: nothing to clean (no sandbox was created)")
     out:summary(counts, core.now() - started, reason)
     return #collection_errors > 0 and 1 or 0
   end
   run.conn = conn
   run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
 
+  core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
+    .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
+  local stop = false
+  core.on_interrupt(function()
+    if run.interrupted then return end
+    run.interrupted = true
+    stop = true
+    out:line("abxlua: interrupted: stopping the running tests, then cleaning up "
+      .. "(interrupt again to exit at once)")
+    for task in pairs(run.active) do
+      core.abort(task, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)")
+      core.set_deadline(task, 0) -- a test busy in Lua stops at the next count-hook check
+    end
+  end)
+
   local ok, err = pcall(function()
-    local queue, next_i, stop = tests, 1, false
+    local queue, next_i = tests, 1
     local workers, done_workers = opts.jobs, 0
     local main = core.current()
     local function worker()
@@ -121,16 +161,21 @@ function M.run(files, opts)
   -- cleanup: tracked sandboxes, then the sweep by tag; helper tasks still blocked are released
   local cleanup = run.tracker:cleanup(conn)
   core.abort_all("Internal", "the run ended")
-  if pinfo.stop then pinfo.stop() end
-  out:cleanup(cleanup, run.tracker)
-
   local counts = console.count(run.results)
   counts.errors = #collection_errors
   for _, r in ipairs(run.results) do
     if r.teardown_errors then counts.errors = counts.errors + 1 end
   end
+  local clean = ok and counts.failed == 0 and counts.errors == 0 and #cleanup.errors == 0
+  if pinfo.stop then pinfo.stop(not clean) end
+  out:cleanup(cleanup, run.tracker)
+  if not clean and pinfo.log then out:line("local platform log: " .. pinfo.log) end
   out:failures(run.results)
+  if run.interrupted then
+    out:line(string.format("interrupted: %d of %d tests did not run", #tests - #run.results, #tests))
+  end
   out:summary(counts, core.now() - started)
+  if run.interrupted then return 2 end
   if not ok then return 3 end
   if counts.failed > 0 or counts.errors > 0 or #cleanup.errors > 0 then return 1 end
   return 0

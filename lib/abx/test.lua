@@ -34,6 +34,9 @@ function M.test(name, opts, fn)
   if type(name) ~= "string" or name == "" then
     error("t.test: the first argument must be the test name (a non-empty string)", 2)
   end
+  if opts == nil or (type(opts) == "table" and fn == nil) then
+    error("t.test(" .. name .. "): the test function is missing", 2)
+  end
   if type(opts) ~= "table" then error("t.test(" .. name .. "): options must be a table", 2) end
   if type(fn) ~= "function" then error("t.test(" .. name .. "): the test function is missing", 2) end
   for k, v in pairs(opts) do

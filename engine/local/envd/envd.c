@@ -246,20 +246,20 @@ int abx_envd_main(int argc, char **argv) {
         port = strtol(optarg, &end, 10);
         if (!*optarg || *end || port <= 0 || port > 65535) {
           fprintf(stderr, "envd: invalid port '%s'\n", optarg);
-          return 2;
+          return 4;
         }
         break;
       }
       case 'H': host = optarg; break;
       case 'v': printf("%s\n", ENVD_VERSION); return 0;
       case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 2;
+      default: usage(stderr); return 4;
     }
   }
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
     fprintf(stderr, "envd: invalid host '%s' (IPv4 address expected)\n", host);
-    return 2;
+    return 4;
   }
   /* Signals are handled synchronously: every thread inherits this mask. */
   sigset_t set;
