@@ -1,0 +1,34 @@
+# Runner cases: scenario files with known outcomes, run by tests/runner/run_case.sh from the source
+# root (where config/abxlua.yaml is found). Each case's header states its expected outcome.
+set(ABX_RUNNER_DIR ${CMAKE_SOURCE_DIR}/tests/runner)
+
+function(abx_runner_case name last_line_regex exit_code)
+  add_test(NAME runner:${name}
+    COMMAND bash ${ABX_RUNNER_DIR}/run_case.sh $<TARGET_FILE:abxlua> ${ABX_RUNNER_DIR}/${name}.lua
+            "${last_line_regex}" ${exit_code}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(runner:${name} PROPERTIES TIMEOUT 120)
+endfunction()
+
+abx_runner_case(outcomes_basic "^1 passed, 2 failed, 2 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(assertions "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(syntax_error "^1 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(top_level_error "^1 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(unknown_marker "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(unknown_global "^1 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(timeout "^1 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(teardown "^3 passed, 1 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(finalizer_error "^1 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(fixtures "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(sweep "^1 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(eventually "^4 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+
+# The command line: --version, help, list, usage errors (exit 4), nothing collected (exit 5).
+add_test(NAME runner:cli COMMAND bash ${ABX_RUNNER_DIR}/cli.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runner:cli PROPERTIES TIMEOUT 120)
+
+# After a run, none of its processes (platform, bwrap, envd) is left on the host.
+add_test(NAME runner:cleanup COMMAND bash ${ABX_RUNNER_DIR}/cleanup.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runner:cleanup PROPERTIES TIMEOUT 120)

@@ -1,0 +1,10 @@
+-- Runner case: a test that uses a marker config/abxlua.yaml does not register.
+-- Expected: a collection error naming the file, line 10, the test and the marker; no test runs:
+-- 0 passed, 1 error; exit code 1.
+-- expect-line: ^ERROR +tests/runner/unknown_marker\.lua \(collection\): tests/runner/unknown_marker\.lua:10: .*"uses a typo".*unknown marker "e2e_slwo"
+-- expect-no-line: ^(PASSED|FAILED)
+local t = require("abx.test")
+
+t.test("registered marker", { markers = { "e2e_slow" } }, function() t.eq(1, 1) end)
+
+t.test("uses a typo", { markers = { "e2e_slwo" } }, function() t.eq(1, 1) end)
