@@ -22,6 +22,9 @@ abx_runner_case(finalizer_error "^1 passed, 0 failed, 0 skipped, 0 xfailed, 1 er
 abx_runner_case(fixtures "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(sweep "^1 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(eventually "^4 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(parallel "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(exitfirst "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(select_k "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 
 # The command line: --version, help, list, usage errors (exit 4), nothing collected (exit 5).
 add_test(NAME runner:cli COMMAND bash ${ABX_RUNNER_DIR}/cli.sh $<TARGET_FILE:abxlua>
@@ -32,3 +35,4 @@ set_tests_properties(runner:cli PROPERTIES TIMEOUT 120)
 add_test(NAME runner:cleanup COMMAND bash ${ABX_RUNNER_DIR}/cleanup.sh $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:cleanup PROPERTIES TIMEOUT 120)
+
