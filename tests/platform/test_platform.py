@@ -341,6 +341,10 @@ def t_ttl(s, ctx):
             break
         time.sleep(0.2)
     check(st == 404, "sandbox still there after its TTL")
+    # the registry forgets the sandbox first, then kills it and removes its state: allow a moment
+    gone_by = time.time() + 5
+    while os.path.exists(os.path.join(s.state_dir, sid)) and time.time() < gone_by:
+        time.sleep(0.1)
     check(not os.path.exists(os.path.join(s.state_dir, sid)), "state dir of expired sandbox left")
 
 

@@ -324,6 +324,20 @@ static void free_dead(struct envd_proc *dead) {
   }
 }
 
+/* Frees a process record whose process never started or is not watched (no reader thread). */
+static void discard_unstarted(struct envd_proc *p, void *first)
+{
+  p->subs = NULL;
+  free(first);
+  p->in_fd = -1;
+  pthread_mutex_destroy(&p->mu);
+  pthread_mutex_destroy(&p->in_mu);
+  pthread_cond_destroy(&p->cond);
+  json_decref(p->config);
+  free(p->tag);
+  free(p);
+}
+
 struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
                                   struct envd_sub **sub, struct envd_err *err) {
   struct envd_procs *t = e->procs;
@@ -352,15 +366,7 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
   p->pid = envd_fork_exec(e, s, &p->in_fd, &p->out_fd, &p->err_fd, err);
   if (p->pid < 0) {
     pthread_mutex_unlock(&t->mu);
-    p->subs = NULL;
-    free(first);
-    p->in_fd = -1;
-    pthread_mutex_destroy(&p->mu);
-    pthread_mutex_destroy(&p->in_mu);
-    pthread_cond_destroy(&p->cond);
-    json_decref(p->config);
-    free(p->tag);
-    free(p);
+    discard_unstarted(p, first);
     return NULL;
   }
   if (pthread_create(&p->reader, NULL, reader_main, p) != 0) {
@@ -371,15 +377,7 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
     close(p->err_fd);
     if (p->in_fd >= 0) close(p->in_fd);
     envd_fail(err, "internal", "cannot start reader thread");
-    p->subs = NULL;
-    free(first);
-    p->in_fd = -1;
-    pthread_mutex_destroy(&p->mu);
-    pthread_mutex_destroy(&p->in_mu);
-    pthread_cond_destroy(&p->cond);
-    json_decref(p->config);
-    free(p->tag);
-    free(p);
+    discard_unstarted(p, first);
     return NULL;
   }
   p->next = t->list;
