@@ -358,16 +358,22 @@ static int core_request(lua_State *L)
   struct abx_task *task = abx_task_require(L, loop, "core.request");
   struct abx_http_request r;
   struct req_strings rs = {.n = 0};
+  char what[160];
+  read_request(L, 1, &r, &rs, what, sizeof what);  /* may raise: nothing allocated yet */
+  struct abx_transfer *t = start_transfer(L, loop, &r, &rs);
   struct request_op *op = calloc(1, sizeof *op);
-  if (!op)
+  if (!op) {
+    loop_remove(loop, t);
+    abx_transfer_free(t);
     return luaL_error(L, "out of memory");
-  read_request(L, 1, &r, &rs, op->what, sizeof op->what);
+  }
+  memcpy(op->what, what, sizeof what);
   op->wait.cancel = request_cancel;
   op->kind = OP_REQUEST;
   op->loop = loop;
   op->task = task;
-  op->t = start_transfer(L, loop, &r, &rs);
-  op->t->owner = op;
+  op->t = t;
+  t->owner = op;
   lua_settop(L, 0);
   abx_task_wait(task, &op->wait, ABX_TASK_WAITING);
   return lua_yieldk(L, 0, 0, request_k);
