@@ -5,6 +5,7 @@ local core = require("abx.core")
 local argparse = require("argparse")
 local config = require("abx.config")
 local collect = require("abx.collect")
+local select = require("abx.select")
 
 local M = {}
 
@@ -22,7 +23,11 @@ local function build_parser()
   run:argument("paths", "Scenario files or directories (searched recursively for *.lua).")
     :args("*")
   run:option("-j --jobs", "Tests to run at once (default: config defaults.jobs)."):convert(tonumber)
-  run:option("-k", "Only tests whose name contains this text."):target("keyword")
+  run:option("-k", "Only tests whose name matches this expression (words are case-insensitive "
+    .. "substrings; and, or, not, parentheses)."):target("keyword")
+  run:option("-m", "Only tests whose markers match this expression (e.g. \"not e2e_slow\").")
+    :target("markexpr")
+  run:option("--profile", "A named selection from config `profiles:` (-m / -k given here win).")
   run:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   run:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
   run:option("--timeout", "Seconds per test unless a test sets its own.")
@@ -32,7 +37,9 @@ local function build_parser()
 
   local list = p:command("list", "List the tests that would run, one per line, with markers.")
   list:argument("paths", "Scenario files or directories."):args("*")
-  list:option("-k", "Only tests whose name contains this text."):target("keyword")
+  list:option("-k", "Only tests whose name matches this expression."):target("keyword")
+  list:option("-m", "Only tests whose markers match this expression."):target("markexpr")
+  list:option("--profile", "A named selection from config `profiles:` (-m / -k given here win).")
   list:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
 
   local help = p:command("help", "Show help for abxlua or one of its commands.")
@@ -45,12 +52,38 @@ local function usage_error(p, msg)
   return 4
 end
 
-local function selected(files, keyword)
-  if not keyword then return files end
+-- Compiles the selection (-k, -m, --profile) into one predicate, or nil when nothing is selected
+-- out. A bad expression or unknown profile raises InvalidArgument (a usage error, exit 4).
+local function selection(args, cfg)
+  local k, m = args.keyword, args.markexpr
+  if args.profile then
+    local prof = config.profile(cfg, args.profile)
+    k = k or prof.k
+    m = m or prof.m
+  end
+  local preds = {}
+  for _, sel in ipairs({ { k, "k" }, { m, "m" } }) do
+    if sel[1] then
+      local ok, pred = pcall(select.compile, sel[1], sel[2], cfg.markers)
+      if not ok then core.error("InvalidArgument", 0, tostring(pred)) end
+      preds[#preds + 1] = pred
+    end
+  end
+  if #preds == 0 then return nil end
+  return function(t)
+    for _, pred in ipairs(preds) do
+      if not pred(t) then return false end
+    end
+    return true
+  end
+end
+
+local function selected(files, pred)
+  if not pred then return files end
   for _, f in ipairs(files) do
     local keep = {}
     for _, t in ipairs(f.tests) do
-      if t.name:find(keyword, 1, true) then keep[#keep + 1] = t end
+      if pred(t) then keep[#keep + 1] = t end
     end
     f.tests = keep
   end
@@ -58,13 +91,14 @@ local function selected(files, keyword)
 end
 
 local function load_files(args, cfg)
+  local pred = selection(args, cfg)
   local paths = args.paths
   if #paths == 0 then paths = { "scenarios" } end
   local names, missing = collect.files(paths)
   if #missing > 0 then return nil, "no such file or directory: " .. table.concat(missing, ", ") end
   local files = {}
   for _, path in ipairs(names) do files[#files + 1] = collect.load(path, cfg.markers) end
-  return selected(files, args.keyword)
+  return selected(files, pred)
 end
 
 local function cmd_list(args)

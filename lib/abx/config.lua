@@ -59,11 +59,12 @@ function M.load(path)
       core.error("InvalidArgument", 0, path .. ": the top level must be a mapping")
     end
   end
-  local known = { defaults = true, provider = true, providers = true, markers = true }
+  local known = { defaults = true, provider = true, providers = true, markers = true,
+    profiles = true }
   for k in pairs(raw) do
     if not known[k] then
       core.error("InvalidArgument", 0, string.format("%s: unknown top-level key %q (known: defaults, "
-        .. "provider, providers, markers)", path, tostring(k)))
+        .. "provider, providers, markers, profiles)", path, tostring(k)))
     end
   end
   for k in pairs(type(raw.defaults) == "table" and raw.defaults or {}) do
@@ -85,6 +86,22 @@ function M.load(path)
     core.error("InvalidArgument", 0, (path or "config") .. ": markers must be a mapping name: description")
   end
   cfg.markers.e2e = cfg.markers.e2e or "every test"
+  cfg.profiles = raw.profiles or {}
+  if type(cfg.profiles) ~= "table" then
+    core.error("InvalidArgument", 0, (path or "config") .. ": profiles must be a mapping name: {m, k}")
+  end
+  for name, prof in pairs(cfg.profiles) do
+    if type(prof) ~= "table" then
+      core.error("InvalidArgument", 0, string.format("%s: profiles.%s must be a mapping with "
+        .. "optional keys m and k", path or "config", tostring(name)))
+    end
+    for k, v in pairs(prof) do
+      if (k ~= "m" and k ~= "k") or type(v) ~= "string" then
+        core.error("InvalidArgument", 0, string.format("%s: profiles.%s.%s: only m and k (strings) "
+          .. "are allowed", path or "config", tostring(name), tostring(k)))
+      end
+    end
+  end
   cfg.path = path
   return cfg
 end
@@ -103,6 +120,21 @@ function M.provider(cfg, name)
       table.concat(names, ", ")))
   end
   return name, p
+end
+
+---Resolves a selection profile by name.
+---@return table profile { m = string|nil, k = string|nil }
+---Raises: InvalidArgument for an unknown profile, listing the configured names
+function M.profile(cfg, name)
+  local p = cfg.profiles and cfg.profiles[name]
+  if type(p) ~= "table" then
+    local names = {}
+    for k in pairs(cfg.profiles or {}) do names[#names + 1] = k end
+    table.sort(names)
+    core.error("InvalidArgument", 0, string.format("unknown profile %q (configured: %s)", name,
+      #names > 0 and table.concat(names, ", ") or "none; add `profiles:` to the config"))
+  end
+  return p
 end
 
 return M

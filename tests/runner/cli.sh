@@ -61,6 +61,8 @@ run run_help 0 run --help
 has run_help out '^Usage: abxlua run'
 has run_help out '-j <jobs>'
 has run_help out '-k <k>'
+has run_help out '-m <m>'
+has run_help out '--profile <profile>'
 has run_help out '--timeout <timeout>'
 has run_help out '-x, --exitfirst'
 
@@ -101,6 +103,25 @@ run no_lua 5 run "$tmp/empty"
 
 # -k selecting nothing collects nothing
 run k_none 5 run -k no-test-has-this-name tests/runner/helpers/passes.lua
+
+# selection expressions: -m / -k / --profile on list; a bad expression or profile is a usage error
+run list_m 0 list -m "e2e_slow" tests/runner/outcomes_basic.lua
+has list_m out '^tests/runner/outcomes_basic\.lua::passes \[e2e,e2e_slow\]$'
+lines list_m out 2
+run list_profile 0 list --profile fast tests/runner/outcomes_basic.lua
+has list_profile out '^4 tests collected$'
+run list_profile_m 0 list --profile fast -m e2e_slow tests/runner/outcomes_basic.lua
+has list_profile_m out '^1 tests collected$'
+run bad_paren 4 list -m "e2e and (e2e_slow" tests/runner/outcomes_basic.lua
+has bad_paren err "-m: expected '\)' at column 18 in 'e2e and \(e2e_slow'"
+run bad_k 4 run -k "stdout and" tests/runner/helpers/passes.lua
+has bad_k err "-k: .* at column 11 in 'stdout and'"
+run empty_m 4 run -m "" tests/runner/helpers/passes.lua
+has empty_m err '-m: empty expression'
+run unknown_mark 4 list -m "e2e_slow or nosuch" tests/runner/outcomes_basic.lua
+has unknown_mark err 'unknown marker "nosuch".*markers:.*config/abxlua\.yaml'
+run unknown_profile 4 run --profile nosuch tests/runner/helpers/passes.lua
+has unknown_profile err 'unknown profile "nosuch" \(configured: all, fast\)'
 
 # a passing file exits 0
 run passes 0 run tests/runner/helpers/passes.lua -j 1

@@ -4,7 +4,8 @@
 #   run_case.sh ABXLUA CASE.lua LAST_LINE_REGEX EXIT_CODE
 #
 # Runs `ABXLUA run CASE.lua <args>` from the source root (config/abxlua.yaml is found relative to
-# the working directory), with <args> from the case's `-- args:` header line (default: -j 1).
+# the working directory), with <args> from the case's `-- args:` header line (default: -j 1; shell
+# quoting is honoured, e.g. -m "not e2e_slow").
 # Checks, and lists every check that did not hold:
 #   - the last line of stdout matches LAST_LINE_REGEX (grep -E);
 #   - the exit code is EXIT_CODE;
@@ -31,8 +32,8 @@ args=$(directive args | head -n 1)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 start=$(date +%s.%N)
-# shellcheck disable=SC2086 # args is a word list on purpose
-NO_COLOR=1 "$abxlua" run "$case_rel" $args >"$tmp/out" 2>"$tmp/err"
+eval "argv=($args)"
+NO_COLOR=1 "$abxlua" run "$case_rel" "${argv[@]}" >"$tmp/out" 2>"$tmp/err"
 code=$?
 end=$(date +%s.%N)
 elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')

@@ -25,6 +25,10 @@ abx_runner_case(eventually "^4 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\
 abx_runner_case(parallel "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(exitfirst "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(select_k "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(select_k_expr "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(select_m "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(select_m_or "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(select_profile "^1 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 
 # The command line: --version, help, list, usage errors (exit 4), nothing collected (exit 5).
 add_test(NAME runner:cli COMMAND bash ${ABX_RUNNER_DIR}/cli.sh $<TARGET_FILE:abxlua>
