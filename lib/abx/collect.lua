@@ -44,9 +44,15 @@ end
 
 ---Loads one scenario file.
 ---@param path string
+local KINDS = { Authentication = true, NotFound = true, SandboxNotFound = true,
+  InvalidArgument = true, Conflict = true, RateLimit = true, Timeout = true, SandboxGone = true,
+  NotEnoughSpace = true, Protocol = true, Transport = true, Sandbox = true, Assertion = true,
+  LuaError = true }
+
 ---@param markers table registered marker names
+---@param catalog table|nil the known-issues catalog (abx.known_issues)
 ---@return table { path =, tests = {...}, error = "file:line: message" | nil }
-function M.load(path, markers)
+function M.load(path, markers, catalog)
   local file = { path = path, tests = {} }
   local names = {}
   local function collector(spec)
@@ -62,8 +68,21 @@ function M.load(path, markers)
     end
     spec.file = path
     spec.id = path .. "::" .. spec.name
+    local ki = spec.opts.known_issue
+    if ki and not (catalog and catalog.entries[ki]) then
+      error(string.format("test %q references unknown known issue %q; add it to %s or fix the id",
+        spec.name, ki, catalog and catalog.path or "config/known_issues.yaml"), 3)
+    end
+    if spec.opts.raises and not ki then
+      error(string.format("test %q: `raises` only goes with `known_issue`", spec.name), 3)
+    end
+    if spec.opts.raises and not KINDS[spec.opts.raises] then
+      error(string.format("test %q: raises = %q is not an error kind (e.g. NotFound, Timeout)",
+        spec.name, spec.opts.raises), 3)
+    end
     spec.markers = { "e2e" }
     for _, m in ipairs(spec.opts.markers or {}) do spec.markers[#spec.markers + 1] = m end
+    if ki then spec.markers[#spec.markers + 1] = "known_issue" end
     file.tests[#file.tests + 1] = spec
   end
   local chunk, err = loadfile(path, "t", scenario_env(path))

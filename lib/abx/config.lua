@@ -8,7 +8,8 @@ M.DEFAULTS = {
     sandbox_ttl = 300, template = "base", request_timeout = 60 },
   provider = "local",
   providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" } },
-  markers = { e2e = "every test" },
+  markers = { e2e = "every test", known_issue = "a strict expected failure" },
+  known_issues = "config/known_issues.yaml",
 }
 
 local function merge(base, over)
@@ -60,11 +61,11 @@ function M.load(path)
     end
   end
   local known = { defaults = true, provider = true, providers = true, markers = true,
-    profiles = true }
+    known_issues = true, profiles = true }
   for k in pairs(raw) do
     if not known[k] then
       core.error("InvalidArgument", 0, string.format("%s: unknown top-level key %q (known: defaults, "
-        .. "provider, providers, markers, profiles)", path, tostring(k)))
+        .. "provider, providers, markers, profiles, known_issues)", path, tostring(k)))
     end
   end
   for k in pairs(type(raw.defaults) == "table" and raw.defaults or {}) do

@@ -8,7 +8,8 @@ local M = {}
 M.__index = M
 
 local COLORS = { passed = "\27[32m", failed = "\27[31m", skipped = "\27[33m", error = "\27[31m",
-  xfailed = "\27[33m", reset = "\27[0m" }
+  xfailed = "\27[33m", xpassed = "\27[31m", reset = "\27[0m" }
+local LABELS = { xpassed = "XPASS" }
 
 function M.new(opts)
   local color = core.isatty(1) and not core.getenv("NO_COLOR")
@@ -32,9 +33,11 @@ function M:collection_error(f)
 end
 
 function M:result(r)
-  local label = string.upper(r.outcome)
+  local label = LABELS[r.outcome] or string.upper(r.outcome)
   local line = string.format("%-8s %s::%s (%.2fs)", label, r.test.file, r.test.name, r.duration or 0)
-  if r.outcome == "skipped" and r.reason then line = line .. " - " .. r.reason end
+  if (r.outcome == "skipped" or r.outcome == "xfailed" or r.outcome == "xpassed") and r.reason then
+    line = line .. " - " .. r.reason
+  end
   if r.outcome == "failed" and r.failure then
     line = line .. " - " .. (r.failure.kind or "error")
   end
@@ -76,8 +79,11 @@ end
 
 ---Counts outcomes.
 function M.count(results)
-  local c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, errors = 0 }
-  for _, r in ipairs(results) do c[r.outcome] = (c[r.outcome] or 0) + 1 end
+  local c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 }
+  for _, r in ipairs(results) do
+    c[r.outcome] = (c[r.outcome] or 0) + 1
+    if r.outcome == "xpassed" then c.failed = c.failed + 1 end -- strict: an XPASS fails the run
+  end
   return c
 end
 

@@ -8,6 +8,7 @@ local fixtures = require("abx.fixtures")
 local Tracker = require("abx.tracker")
 local provider = require("abx.provider")
 local console = require("abx.console")
+local known_issues = require("abx.known_issues")
 
 local M = {}
 
@@ -68,6 +69,8 @@ local function run_one(test, run)
       result.outcome, result.failure = "failed", info
     end
   end
+  local entry = test.opts.known_issue and run.catalog and run.catalog.entries[test.opts.known_issue]
+  known_issues.classify(result, entry, run.provider, test.opts.raises)
   local terrs = fixtures.teardown(state, run)
   core.set_deadline(me, nil)
   if #terrs > 0 then result.teardown_errors = terrs end
@@ -77,52 +80,50 @@ local function run_one(test, run)
   return result
 end
 
----Runs every test of `files` (from abx.collect) and returns the exit code.
----@param files table[] collected files
----@param opts table { config =, provider_name =, jobs =, exitfirst =, run_id = }
-function M.run(files, opts)
-  local cfg = opts.config
-  local defaults = cfg.defaults
-  local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {} }
-  local out = console.new({ verbose = opts.verbose })
-  local started = core.now()
+-- The run record that reports are written from (abx.report.*). Results are in collection order.
+local function new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
+  local v, commit = core.version()
+  return {
+    run_id = run.run_id, provider = pname, endpoint = pinfo and pinfo.endpoint,
+    engine_version = v, git_commit = commit, started_at = started_wall,
+    selection = opts.selection or {}, jobs = opts.jobs, results = {},
+    collection_errors = collection_errors, total = #tests,
+  }
+end
 
-  local tests, collection_errors = {}, {}
-  for _, f in ipairs(files) do
-    if f.error then collection_errors[#collection_errors + 1] = f end
-    for _, t in ipairs(f.tests) do
-      t.index = #tests + 1
-      tests[#tests + 1] = t
-    end
-  end
-  for _, f in ipairs(collection_errors) do out:collection_error(f) end
-  if #tests == 0 then
-    out:line("no tests collected" .. (#collection_errors > 0 and " (see the collection errors above)" or ""))
-    out:summary({ passed = 0, failed = 0, errors = #collection_errors }, core.now() - started)
-    return #collection_errors > 0 and 1 or 5
-  end
+local function finish_record(record, run, counts, cleanup, started)
+  table.sort(run.results, function(a, b) return a.test.index < b.test.index end)
+  record.results = run.results
+  record.counts = counts
+  record.cleanup = cleanup
+  record.interrupted = run.interrupted or false
+  record.duration = core.now() - started
+  record.finished_at = core.time()
+  return record
+end
 
-  local pname, psettings = require("abx.config").provider(cfg, opts.provider_name)
-  local conn, pinfo = provider.open(pname, psettings, run)
-  out:header(pname, pinfo, run.run_id, #tests, opts.jobs)
-  if not conn then
-    local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
-    for _, t in ipairs(tests) do
-      local r = { test = t, outcome = "skipped", reason = reason, duration = 0 }
-      run.results[#run.results + 1] = r
-      out:result(r)
-    end
-    local counts = console.count(run.results)
-    counts.errors = #collection_errors
-    out:line("cleanup: nothing to clean (no sandbox was created)")
-    out:summary(counts, core.now() - started, reason)
-    return #collection_errors > 0 and 1 or 0
+local function count_all(run, collection_errors)
+  local counts = console.count(run.results)
+  counts.errors = #collection_errors
+  for _, r in ipairs(run.results) do
+    if r.teardown_errors then counts.errors = counts.errors + 1 end
   end
-  run.conn = conn
-  run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
+  return counts
+end
 
-  core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
-    .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
+-- Every test skipped with one reason (no credentials): no sandbox, no cleanup needed.
+local function skip_all(run, out, tests, reason)
+  for _, t in ipairs(tests) do
+    local r = { test = t, outcome = "skipped", reason = reason, duration = 0 }
+    run.results[#run.results + 1] = r
+    out:result(r)
+  end
+  out:line("cleanup: nothing to clean (no sandbox was created)")
+  return { created = 0, tracked = 0, swept = 0, errors = {} }
+end
+
+-- Runs the tests `jobs` at a time. Returns ok, err (an internal error outside the tests).
+local function schedule(run, out, tests, opts)
   local stop = false
   core.on_interrupt(function()
     if run.interrupted then return end
@@ -135,37 +136,86 @@ function M.run(files, opts)
       core.set_deadline(task, 0) -- a test busy in Lua stops at the next count-hook check
     end
   end)
-
-  local ok, err = pcall(function()
-    local queue, next_i = tests, 1
-    local workers, done_workers = opts.jobs, 0
+  return pcall(function()
+    local next_i = 1
+    local workers, done_workers = math.min(opts.jobs, #tests), 0
     local main = core.current()
     local function worker()
-      while not stop and next_i <= #queue do
-        local t = queue[next_i]
+      while not stop and next_i <= #tests do
+        local t = tests[next_i]
         next_i = next_i + 1
         local r = run_one(t, run)
         run.results[#run.results + 1] = r
         out:result(r)
-        if opts.exitfirst and (r.outcome == "failed" or r.teardown_errors) then stop = true end
+        if opts.exitfirst and (r.outcome == "failed" or r.outcome == "xpassed"
+            or r.teardown_errors) then
+          stop = true
+        end
       end
       done_workers = done_workers + 1
       if done_workers == workers then core.unpark(main) end
     end
-    if workers > #queue then workers = #queue end
     for _ = 1, workers do core.spawn(worker) end
     core.park()
   end)
+end
+
+---Runs every test of `files` (from abx.collect).
+---@param files table[] collected files
+---@param opts table { config, catalog, provider_name, jobs, exitfirst, run_id, verbose, selection }
+---@return integer exit code, table run record (see new_record)
+function M.run(files, opts)
+  local cfg = opts.config
+  local defaults = cfg.defaults
+  local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {},
+    catalog = opts.catalog, provider = opts.provider_name }
+  local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars })
+  local started, started_wall = core.now(), core.time()
+
+  local tests, collection_errors = {}, {}
+  for _, f in ipairs(files) do
+    if f.error then collection_errors[#collection_errors + 1] = { path = f.path, error = f.error } end
+    for _, t in ipairs(f.tests) do
+      t.index = #tests + 1
+      tests[#tests + 1] = t
+    end
+  end
+  for _, f in ipairs(collection_errors) do out:collection_error(f) end
+  if #tests == 0 then
+    out:line("no tests collected" .. (#collection_errors > 0 and " (see the collection errors above)" or ""))
+    local record = new_record(run, opts, opts.provider_name, nil, tests, collection_errors, started_wall)
+    local counts = count_all(run, collection_errors)
+    out:summary(counts, core.now() - started)
+    finish_record(record, run, counts, nil, started)
+    return #collection_errors > 0 and 1 or 5, record
+  end
+
+  local pname, psettings = require("abx.config").provider(cfg, opts.provider_name)
+  local conn, pinfo = provider.open(pname, psettings, run)
+  local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
+  out:header(pname, pinfo, run.run_id, #tests, opts.jobs)
+  if not conn then
+    local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
+    local cleanup = skip_all(run, out, tests, reason)
+    local counts = count_all(run, collection_errors)
+    out:summary(counts, core.now() - started, reason)
+    record.skip_reason = reason
+    finish_record(record, run, counts, cleanup, started)
+    return #collection_errors > 0 and 1 or 0, record
+  end
+  run.conn = conn
+  run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
+  core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
+    .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
+
+  local ok, err = schedule(run, out, tests, opts)
   if not ok then out:internal_error(err) end
 
   -- cleanup: tracked sandboxes, then the sweep by tag; helper tasks still blocked are released
   local cleanup = run.tracker:cleanup(conn)
+  cleanup.created = run.tracker.created
   core.abort_all("Internal", "the run ended")
-  local counts = console.count(run.results)
-  counts.errors = #collection_errors
-  for _, r in ipairs(run.results) do
-    if r.teardown_errors then counts.errors = counts.errors + 1 end
-  end
+  local counts = count_all(run, collection_errors)
   local clean = ok and counts.failed == 0 and counts.errors == 0 and #cleanup.errors == 0
   if pinfo.stop then pinfo.stop(not clean) end
   out:cleanup(cleanup, run.tracker)
@@ -175,10 +225,11 @@ function M.run(files, opts)
     out:line(string.format("interrupted: %d of %d tests did not run", #tests - #run.results, #tests))
   end
   out:summary(counts, core.now() - started)
-  if run.interrupted then return 2 end
-  if not ok then return 3 end
-  if counts.failed > 0 or counts.errors > 0 or #cleanup.errors > 0 then return 1 end
-  return 0
+  finish_record(record, run, counts, cleanup, started)
+  if run.interrupted then return 2, record end
+  if not ok then return 3, record end
+  if counts.failed > 0 or counts.errors > 0 or #cleanup.errors > 0 then return 1, record end
+  return 0, record
 end
 
 return M

@@ -40,3 +40,13 @@ add_test(NAME runner:cleanup COMMAND bash ${ABX_RUNNER_DIR}/cleanup.sh $<TARGET_
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:cleanup PROPERTIES TIMEOUT 120)
 
+
+# Known issues: strict expected failures (tests/runner/ki/ holds the config and the catalog)
+abx_runner_case(ki_xfail "^0 passed, 1 failed, 0 skipped, 2 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(ki_xpass "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(ki_scoped "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(ki_unknown "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+
+# The generated KNOWN-ISSUES files match config/known_issues.yaml
+add_test(NAME known_issues_docs COMMAND $<TARGET_FILE:abxlua> known-issues --check
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

@@ -1,0 +1,77 @@
+-- abx.suite: what run, list and known-issues share: load the config and the known-issues catalog,
+-- collect the scenario files, and apply the selection (-k, -m, --profile).
+local core = require("abx.core")
+local config = require("abx.config")
+local collect = require("abx.collect")
+local select = require("abx.select")
+local known_issues = require("abx.known_issues")
+
+local M = {}
+
+---Adds the selection options to an argparse command.
+function M.add_selection_options(cmd)
+  cmd:argument("paths", "Scenario files or directories (default: scenarios/; searched "
+    .. "recursively for *.lua)."):args("*")
+  cmd:option("-k", "Only tests whose name matches this expression (words are case-insensitive "
+    .. "substrings; and, or, not, parentheses)."):target("keyword")
+  cmd:option("-m", "Only tests whose markers match this expression (e.g. \"not e2e_slow\").")
+    :target("markexpr")
+  cmd:option("--profile", "A named selection from config `profiles:` (-m / -k given here win).")
+  cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
+end
+
+-- Compiles -k, -m and --profile into one predicate, or nil when nothing is selected out.
+-- Raises: InvalidArgument (usage error) for a bad expression or an unknown profile.
+local function selection(args, cfg)
+  local k, m = args.keyword, args.markexpr
+  if args.profile then
+    local prof = config.profile(cfg, args.profile)
+    k = k or prof.k
+    m = m or prof.m
+  end
+  local preds = {}
+  for _, sel in ipairs({ { k, "k" }, { m, "m" } }) do
+    if sel[1] then
+      local ok, pred = pcall(select.compile, sel[1], sel[2], cfg.markers)
+      if not ok then core.error("InvalidArgument", 0, tostring(pred)) end
+      preds[#preds + 1] = pred
+    end
+  end
+  if #preds == 0 then return nil, { k = k, m = m, profile = args.profile } end
+  return function(t)
+    for _, pred in ipairs(preds) do
+      if not pred(t) then return false end
+    end
+    return true
+  end, { k = k, m = m, profile = args.profile }
+end
+
+---Loads config, catalog and files; applies the selection.
+---@return table|nil suite { config, catalog, files, selection = {k, m, profile, paths} }
+---@return string|nil usage error
+---Raises: InvalidArgument for bad config, catalog or expressions (usage errors)
+function M.load(args)
+  local cfg = config.load(config.find(args.config))
+  local catalog = known_issues.load(cfg.known_issues)
+  local pred, sel = selection(args, cfg)
+  local paths = args.paths
+  if #paths == 0 then paths = { "scenarios" } end
+  sel.paths = paths
+  local names, missing = collect.files(paths)
+  if #missing > 0 then return nil, "no such file or directory: " .. table.concat(missing, ", ") end
+  local files = {}
+  for _, path in ipairs(names) do
+    local f = collect.load(path, cfg.markers, catalog)
+    if pred then
+      local keep = {}
+      for _, t in ipairs(f.tests) do
+        if pred(t) then keep[#keep + 1] = t end
+      end
+      f.tests = keep
+    end
+    files[#files + 1] = f
+  end
+  return { config = cfg, catalog = catalog, files = files, selection = sel }
+end
+
+return M
