@@ -1,0 +1,77 @@
+/*
+ * api_internal.h: what the control-plane files share: the request record, the route table's
+ * handler type, body/field parsing, id validation and the sandbox shapes.
+ *
+ * Files:   api.c (route table, dispatch, auth, these helpers), api_sandboxes.c (sandbox routes),
+ *          api_snapshots.c, api_volumes.c. A new route = one row in api.c's table plus a handler.
+ * Shapes:  reference/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
+ *          {"code":<status>,"message"} (§2).
+ * Errors:  helpers that can fail queue the error answer themselves and report it through *sent.
+ */
+#ifndef ABX_LOCAL_API_INTERNAL_H
+#define ABX_LOCAL_API_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stddef.h>
+
+#include "local/registry.h"
+
+#define ABX_API_MAX_PARAMS 2
+
+/* One control-plane request as the handlers see it. params[i] are the path segments matched by
+ * "{...}" in the route pattern, percent-decoded, at most 127 bytes (longer segments get 400). */
+struct abx_api_req {
+  struct MHD_Connection *c;
+  const char *method; /* "HEAD" is reported as "GET" */
+  const char *url;
+  const char *body;   /* may be NULL */
+  size_t len;
+  char params[ABX_API_MAX_PARAMS][128];
+};
+
+typedef enum MHD_Result (*abx_api_fn)(struct abx_api_req *r);
+
+/* The platform's domain (set by abx_api_config). */
+const char *abx_api_domain(void);
+
+/* Parse a JSON object body. An absent body gives {} unless `required`. On failure queues 400,
+ * stores MHD's result in *sent and returns NULL. */
+json_t *abx_api_body(struct abx_api_req *r, int required, enum MHD_Result *sent);
+
+/* Integer field: 1 present (*out set), 0 absent or null, -1 wrong type (integral reals accepted). */
+int abx_api_get_int(json_t *o, const char *key, long long *out);
+
+/* Field `key` absent/null or an object of strings (0), else -1 with a validation message. */
+int abx_api_check_str_map(json_t *o, const char *key, char *msg, size_t n);
+
+/* Field `key` absent/null or a boolean (0), else -1 with a validation message. */
+int abx_api_check_bool(json_t *o, const char *key, char *msg, size_t n);
+
+/* Sandbox id from a path segment: drop a legacy "-<clientID>" suffix, require ^[a-z0-9]+$
+ * (§2 "Sandbox ID"). Returns 0 or -1. */
+int abx_api_parse_id(const char *seg, char out[32]);
+
+/* params[0] as a sandbox id into out; on a malformed id queues 400 "Invalid sandbox ID". */
+int abx_api_sandbox_id(struct abx_api_req *r, char out[32], enum MHD_Result *sent);
+
+/* 404 with the standard message: Sandbox "<id>" doesn't exist or you don't have access to it. */
+enum MHD_Result abx_api_not_found(struct MHD_Connection *c, const char *id);
+
+/* Queue a 200 JSON array (stolen) with X-Next-Token when `next` is not NULL (§2 Pagination). */
+enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *next);
+
+/* Shapes (§3.3). Under the registry lock, or on a sandbox not yet listed. */
+json_t *abx_api_sandbox_json(const struct abx_sandbox *sb);
+json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail);
+
+/* api_sandboxes.c */
+enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_list(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_list_v2(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_get(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r);
+
+#endif
