@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""abxlua cleanup, the janitor: against a running `abxlua serve`, it lists sandboxes tagged
+e2e=<run id>, deletes nothing without --yes, kills only the matching tagged ones with --yes, and
+never touches an untagged sandbox. Usage: test_cleanup.py ABXLUA"""
+import json, os, subprocess, sys, tempfile, urllib.request
+
+abx = sys.argv[1]
+failures = []
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+r, w = os.pipe()
+serve = subprocess.Popen([abx, "serve", "--port", "0", "--ready-fd", str(w)], pass_fds=[w],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+os.close(w)
+ready = json.loads(os.fdopen(r).readline())
+url, key = ready["url"], ready["api_key"]
+
+def api(method, path, body=None):
+    req = urllib.request.Request(url + path, method=method, headers={"X-API-Key": key},
+                                 data=json.dumps(body).encode() if body is not None else None)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            data = resp.read()
+            return resp.status, json.loads(data) if data else None
+    except urllib.error.HTTPError as e:
+        return e.code, None
+
+def ids():
+    return {s["sandboxID"] for s in api("GET", "/v2/sandboxes")[1]}
+
+try:
+    made = {}
+    for name, meta in (("mine1", {"e2e": "runA"}), ("mine2", {"e2e": "runA"}),
+                       ("other", {"e2e": "runB"}), ("untagged", {"owner": "someone"})):
+        st, body = api("POST", "/sandboxes", {"templateID": "base", "timeout": 300, "metadata": meta})
+        check(st == 201, "create %s" % name)
+        made[name] = body["sandboxID"]
+
+    proj = tempfile.mkdtemp()
+    os.makedirs(os.path.join(proj, "config"))
+    with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
+        f.write("provider: here\nproviders:\n  here:\n    kind: remote\n    envd_routing: headers\n"
+                "    domain: localhost\n")
+    env = dict(os.environ, ABX_SANDBOX_API_KEY=key, ABX_SANDBOX_BASE_URL=url)
+    env.pop("E2B_API_KEY", None)
+
+    def cleanup(*args):
+        p = subprocess.run([abx, "cleanup", *args], cwd=proj, env=env, capture_output=True,
+                           text=True, timeout=120)
+        return p.returncode, p.stdout + p.stderr
+
+    code, out = cleanup()
+    check(code == 4 and "--run-id ID or --all-tagged" in out, "no filter is a usage error (4)")
+
+    code, out = cleanup("--run-id", "runA")
+    check(code == 1, "dry run exits 1 while tagged sandboxes remain (got %d)" % code)
+    check(made["mine1"] in out and made["mine2"] in out and made["other"] not in out,
+          "dry run lists exactly runA's sandboxes")
+    check("dry run, nothing deleted" in out, "dry run says so")
+    check(ids() == set(made.values()), "dry run deleted nothing")
+    check(key not in out, "the API key is never printed")
+
+    code, out = cleanup("--run-id", "runA", "--yes")
+    check(code == 0, "--yes exits 0 when nothing of the run remains (got %d)" % code)
+    left = ids()
+    check(made["mine1"] not in left and made["mine2"] not in left, "runA's sandboxes are killed")
+    check(made["other"] in left and made["untagged"] in left, "others are untouched")
+
+    code, out = cleanup("--all-tagged", "--older-than", "60")
+    check(code == 0 and made["other"] not in out, "--older-than 60 skips a fresh sandbox")
+
+    code, out = cleanup("--all-tagged", "--yes")
+    left = ids()
+    check(code == 0 and made["other"] not in left, "--all-tagged --yes kills every tagged sandbox")
+    check(made["untagged"] in left, "an untagged sandbox is never touched")
+    check(made["untagged"] not in out, "an untagged sandbox is not even listed")
+finally:
+    serve.terminate()
+    serve.wait(timeout=30)
+
+print("%d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)
