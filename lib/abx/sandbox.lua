@@ -84,14 +84,39 @@ function Connection:with(overrides)
   return c
 end
 
+-- Retries (issue 5, item 3): 429 (honouring Retry-After / RateLimit-Reset), 502, 503, 504 and
+-- transport failures are retried on idempotent calls with exponential backoff and jitter, at most
+-- RETRY.attempts attempts and RETRY.budget seconds in all. Every retry is logged (masked) on stderr.
+local RETRY = { attempts = 4, base = 0.5, cap = 8, budget = 30 }
+sandbox.RETRY = RETRY
+local RETRY_STATUS = { [429] = true, [502] = true, [503] = true, [504] = true }
+
+local function retry_delay(attempt, resp)
+  local d = math.min(RETRY.cap, RETRY.base * 2 ^ (attempt - 1))
+  d = d * (0.5 + math.random()) -- jitter: 50%..150%
+  if resp and resp.headers then
+    local hint = tonumber(resp.headers["retry-after"] or resp.headers["ratelimit-reset"] or "")
+    if hint and hint >= 0 then d = math.max(d, hint) end
+  end
+  return d
+end
+
+local function log_retry(request, attempt, why, delay)
+  core.ewrite(string.format("abxlua: retry %d/%d of %s after %s, in %.2fs\n", attempt,
+    RETRY.attempts - 1, request, why, delay))
+end
+
 --- One control-plane request. Returns the response whatever its status, and "METHOD path".
+--- With `retry = true` (idempotent calls), retryable answers and transport failures are retried
+--- (see RETRY above); the last answer or error is what the caller sees.
 --- Raises: Transport, Timeout, Protocol (from core.request).
 ---@param method string
 ---@param path string without query
 ---@param query? string already encoded
 ---@param body? table JSON body
+---@param retry? boolean
 ---@return table resp, string request
-function Connection:_call(method, path, query, body)
+function Connection:_call(method, path, query, body, retry)
   local h = { ["Accept"] = "application/json" }
   if self.api_key then h["X-API-Key"] = self.api_key end -- reference §1.2
   local payload
@@ -100,9 +125,32 @@ function Connection:_call(method, path, query, body)
     payload = cjson.encode(body)
   end
   local url = self.api_url .. path .. ((query and query ~= "") and ("?" .. query) or "")
-  local resp = core.request({ method = method, url = url, headers = h, body = payload,
-    timeout = self.request_timeout })
-  return resp, method .. " " .. path
+  local request = method .. " " .. path
+  local deadline = core.now() + RETRY.budget
+  local attempt = 1
+  while true do
+    local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
+      timeout = self.request_timeout })
+    local retryable, why
+    if ok then
+      retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status
+    else
+      retryable = core.is_error(resp) and resp.kind == "Transport"
+      why = tostring(resp)
+    end
+    if not (retry and retryable) or attempt >= RETRY.attempts then
+      if not ok then error(resp, 0) end
+      return resp, request
+    end
+    local delay = retry_delay(attempt, ok and resp or nil)
+    if core.now() + delay > deadline then
+      if not ok then error(resp, 0) end
+      return resp, request
+    end
+    log_retry(request, attempt, why, delay)
+    core.sleep(delay)
+    attempt = attempt + 1
+  end
 end
 
 --- Decodes a success body that must be a JSON object (or array when `array`).
@@ -160,6 +208,49 @@ local function merge_metadata(defaults, mine)
   return m
 end
 
+--- POST /sandboxes without ever leaking a duplicate: each attempt carries a unique tag
+--- (metadata e2e_attempt). A 429 is a known rejection and is retried like any idempotent call;
+--- when the outcome is unknown (transport failure, 502/503/504), the attempt's tag is looked up
+--- first and a sandbox it created is adopted (GET /sandboxes/{id} gives its tokens) instead of
+--- creating another one.
+--- Returns the create response (or a synthesized 201 for an adopted sandbox) and "POST /sandboxes".
+--- Raises: what core.request raises when every attempt failed.
+function Connection:_create_once(body)
+  local deadline = core.now() + RETRY.budget
+  local attempt = 1
+  while true do
+    body.metadata = body.metadata or {}
+    body.metadata.e2e_attempt = core.random_hex(8)
+    local ok, resp = pcall(self._call, self, "POST", "/sandboxes", nil, body, false)
+    local request = "POST /sandboxes"
+    local unknown = (not ok and core.is_error(resp) and resp.kind == "Transport")
+      or (ok and (resp.status == 502 or resp.status == 503 or resp.status == 504))
+    if ok and not unknown and resp.status ~= 429 then return resp, request end
+    if unknown then
+      local lok, items = pcall(self.list, self, { metadata = { e2e_attempt = body.metadata.e2e_attempt } })
+      if lok and #items > 0 then
+        local gok, dresp = pcall(self._call, self, "GET", "/sandboxes/" .. envd.quote(items[1].sandbox_id),
+          nil, nil, true)
+        if gok and dresp.status == 200 then
+          core.ewrite(string.format("abxlua: create outcome was unknown (%s); adopted sandbox %s "
+            .. "found by its attempt tag\n", ok and ("HTTP " .. resp.status) or tostring(resp),
+            items[1].sandbox_id))
+          dresp.status = 201
+          return dresp, request
+        end
+      end
+    end
+    local delay = retry_delay(attempt, ok and resp or nil)
+    if attempt >= RETRY.attempts or core.now() + delay > deadline then
+      if not ok then error(resp, 0) end
+      return resp, request
+    end
+    log_retry(request, attempt, ok and ("HTTP " .. resp.status) or tostring(resp), delay)
+    core.sleep(delay)
+    attempt = attempt + 1
+  end
+end
+
 --- Creates a sandbox: POST /sandboxes (reference §3.1, §3.2 NewSandbox); 201 -> Sandbox.
 --- Calls hooks.before_create(opts) before the request and hooks.created(sbx) after success.
 --- Raises: Authentication, NotFound (unknown template: 404), InvalidArgument (400), RateLimit,
@@ -176,8 +267,7 @@ function Connection:create(opts)
     secure = opts.secure ~= false, -- SDK default true (reference §3.2)
   }
   if opts.envs and next(opts.envs) then body.envVars = opts.envs end
-  if next(body.metadata) == nil then body.metadata = nil end
-  local resp, request = self:_call("POST", "/sandboxes", nil, body)
+  local resp, request = self:_create_once(body)
   if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
   local sbx = new_sandbox(self, decode_ok(resp, request), request)
   if self.hooks.created then self.hooks.created(sbx) end
@@ -193,7 +283,8 @@ end
 function Connection:connect(id, opts)
   opts = opts or {}
   local path = "/sandboxes/" .. envd.quote(id) .. "/connect"
-  local resp, request = self:_call("POST", path, nil, { timeout = math.ceil(opts.timeout or 300) })
+  local resp, request = self:_call("POST", path, nil, { timeout = math.ceil(opts.timeout or 300) },
+    true)
   if resp.status ~= 200 and resp.status ~= 201 then
     errmap.raise_api(resp, request, "SandboxNotFound")
   end
@@ -225,7 +316,7 @@ end
 ---@return table info {sandbox_id, template_id, alias, state, metadata, started_at, end_at,
 ---  envd_version, cpu_count, memory_mb, disk_size_mb, domain}
 function Connection:get_info(id)
-  local resp, request = self:_call("GET", "/sandboxes/" .. envd.quote(id))
+  local resp, request = self:_call("GET", "/sandboxes/" .. envd.quote(id), nil, nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request, "SandboxNotFound") end
   local d = decode_ok(resp, request)
   if type(d.sandboxID) ~= "string" then
@@ -258,7 +349,7 @@ function Connection:list_page(opts)
   if opts.state and #opts.state > 0 then q[#q + 1] = { "state", table.concat(opts.state, ",") } end
   if opts.limit then q[#q + 1] = { "limit", string.format("%d", opts.limit) } end
   if opts.next_token then q[#q + 1] = { "nextToken", opts.next_token } end
-  local resp, request = self:_call("GET", "/v2/sandboxes", envd.query(q))
+  local resp, request = self:_call("GET", "/v2/sandboxes", envd.query(q), nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
   local items = {}
   for _, d in ipairs(decode_ok(resp, request, true)) do items[#items + 1] = info_of(d) end
@@ -288,7 +379,7 @@ end
 ---@param id string
 ---@return boolean
 function Connection:kill(id)
-  local resp, request = self:_call("DELETE", "/sandboxes/" .. envd.quote(id))
+  local resp, request = self:_call("DELETE", "/sandboxes/" .. envd.quote(id), nil, nil, true)
   local killed
   if resp.status == 204 or resp.status == 200 then
     killed = true
@@ -312,7 +403,7 @@ end
 ---@param seconds number
 function Sandbox:set_timeout(seconds)
   local path = "/sandboxes/" .. envd.quote(self.id) .. "/timeout"
-  local resp, request = self.conn:_call("POST", path, nil, { timeout = math.ceil(seconds) })
+  local resp, request = self.conn:_call("POST", path, nil, { timeout = math.ceil(seconds) }, true)
   if resp.status ~= 204 and resp.status ~= 200 then
     errmap.raise_api(resp, request, "SandboxNotFound")
   end

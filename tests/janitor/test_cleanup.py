@@ -4,7 +4,7 @@ e2e=<run id>, deletes nothing without --yes, kills only the matching tagged ones
 never touches an untagged sandbox. Usage: test_cleanup.py ABXLUA"""
 import json, os, subprocess, sys, tempfile, urllib.request
 
-abx = sys.argv[1]
+abx = os.path.abspath(sys.argv[1])
 failures = []
 
 def check(cond, what):

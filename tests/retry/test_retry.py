@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Retries against a misbehaving control plane (fake_api.py): a lost create answer is resolved by
+the attempt tag (no duplicate), 503 on list is retried, 429 on kill waits Retry-After, and every
+retry is logged. Usage: test_retry.py ABXLUA"""
+import os, subprocess, sys, tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fake_api
+
+abx = os.path.abspath(sys.argv[1])
+here = os.path.dirname(os.path.abspath(__file__))
+failures = []
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+srv = fake_api.start()
+port = srv.server_address[1]
+proj = tempfile.mkdtemp()
+os.makedirs(os.path.join(proj, "config"))
+with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
+    f.write("provider: fake\nproviders:\n  fake:\n    kind: remote\n    envd_routing: headers\n"
+            "    domain: localhost\n")
+env = dict(os.environ, ABX_SANDBOX_API_KEY="e2b_0123456789abcdef",
+           ABX_SANDBOX_BASE_URL="http://127.0.0.1:%d" % port, NO_COLOR="1")
+p = subprocess.run([abx, "run", os.path.join(here, "retry_case.lua")], cwd=proj, env=env,
+                   capture_output=True, text=True, timeout=120)
+out = p.stdout + p.stderr
+print(out)
+log = srv.state.log
+posts = [e for e in log if e[1] == "POST"]
+deletes = [e for e in log if e[1] == "DELETE"]
+check(p.returncode == 0, "the run passed (exit %d)" % p.returncode)
+check(len(posts) == 1, "exactly one POST /sandboxes was sent (%d)" % len(posts))
+check(len(srv.state.sandboxes) == 0, "no sandbox is left on the fake platform")
+check(any(e[1] == "GET" and e[3] == 503 for e in log), "a list answered 503")
+check(len(deletes) >= 2 and deletes[0][3] == 429, "the first DELETE got 429 and was retried")
+if len(deletes) >= 2:
+    check(deletes[1][0] - deletes[0][0] >= 0.95, "the retry waited Retry-After (%.2fs)"
+          % (deletes[1][0] - deletes[0][0]))
+check("adopted sandbox" in out, "the adoption is logged")
+check("retry 1/3 of GET /v2/sandboxes after HTTP 503" in out, "the list retry is logged")
+check("retry 1/3 of DELETE /sandboxes/" in out, "the kill retry is logged")
+check("e2b_0123456789abcdef" not in out, "the key is masked")
+srv.shutdown()
+print("%d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)
