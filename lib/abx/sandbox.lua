@@ -88,6 +88,9 @@ end
 -- transport failures are retried on idempotent calls with exponential backoff and jitter, at most
 -- RETRY.attempts attempts and RETRY.budget seconds in all. Every retry is logged (masked) on stderr.
 local RETRY = { attempts = 4, base = 0.5, cap = 8, budget = 30 }
+-- Control-plane answers are small (a full page of 100 sandboxes is ~100 KiB): anything larger
+-- than this is a Protocol error rather than memory the engine keeps.
+local MAX_API_BODY = 16 * 1024 * 1024
 sandbox.RETRY = RETRY
 local RETRY_STATUS = { [429] = true, [502] = true, [503] = true, [504] = true }
 
@@ -130,7 +133,7 @@ function Connection:_call(method, path, query, body, retry)
   local attempt = 1
   while true do
     local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
-      timeout = self.request_timeout })
+      timeout = self.request_timeout, max_body = MAX_API_BODY })
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status

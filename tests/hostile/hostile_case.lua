@@ -1,0 +1,42 @@
+-- Hostile answers (run against tests/hostile/hostile_api.py by test_hostile.py): every call must
+-- end in a typed error, within the test's deadline, without crashing the engine.
+local t = require("abx.test")
+
+local function sbx(ctx) return ctx.conn:create({ template = "base" }) end
+
+local function start_fails(kind, mode)
+  return function(ctx)
+    local s = sbx(ctx)
+    t.raises(kind, function() s.commands:run(mode, { timeout = 5 }) end)
+  end
+end
+
+t.test("an envelope announcing 4 GiB is a Protocol error", start_fails("Protocol", "huge-length"))
+t.test("a stream cut inside an envelope is a Protocol error", start_fails("Protocol", "truncated"))
+t.test("a compressed envelope is a Protocol error", start_fails("Protocol", "compressed"))
+t.test("invalid JSON in an envelope is a Protocol error", start_fails("Protocol", "bad-json"))
+t.test("a stream without its end-of-stream envelope is a Protocol error", start_fails("Protocol", "no-end"))
+t.test("a stream whose first event is not start is a Protocol error", start_fails("Protocol", "first-not-start"))
+t.test("an endless stream ends at the command timeout", start_fails("Timeout", "endless"))
+
+t.test("invalid UTF-8 in stream data does not crash the engine", function(ctx)
+  local s = sbx(ctx)
+  local ok, err = pcall(function() return s.commands:run("bad-utf8", { timeout = 5 }) end)
+  t.ok(ok or require("abx.core").is_error(err), "a result or a typed error: " .. tostring(err))
+end)
+
+t.test("a truncated JSON body is a Protocol error", function(ctx)
+  t.raises("Protocol", function() ctx.conn:get_info("ibadjson") end)
+end)
+
+t.test("response headers over 256 KiB are a Protocol error", function(ctx)
+  t.raises("Protocol", function() ctx.conn:get_info("ihugeheaders") end)
+end)
+
+t.test("a body over the limit is a Protocol error", function(ctx)
+  t.raises("Protocol", function() ctx.conn:get_info("ihugebody") end)
+end)
+
+t.test("a server that never answers gives Timeout", function(ctx)
+  t.raises("Timeout", function() ctx.conn:get_info("isilent") end)
+end)
