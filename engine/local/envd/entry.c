@@ -2,7 +2,9 @@
  * entry.c: filesystem.EntryInfo as ProtoJSON.
  * Shapes:  {"name","type":"FILE_TYPE_*","path","size":"<int64 decimal>","mode":<perm bits>,
  *           "permissions":"-rw-r--r--","owner","group","modifiedTime":"RFC3339Z",
- *           "symlinkTarget"?}; zero values left out (ProtoJSON).
+ *           "symlinkTarget"?,"metadata"?:{key:value}}; zero values left out (ProtoJSON).
+ *          metadata: the entry's own xattrs user.e2b.<key> (not followed through symlinks),
+ *          prefix removed; left out when there are none or the filesystem has no xattrs.
  * Source:  reference/envd-protocol.md §5.1 (EntryInfo), §3 (int64 as string, timestamps).
  */
 #ifndef _GNU_SOURCE
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,6 +63,25 @@ static void rfc3339(const struct timespec *ts, char out[64]) {
       n += (size_t)snprintf(out + n, 64 - n, ".%09ld", ns);
   }
   snprintf(out + n, 64 - n, "Z");
+}
+
+json_t *envd_xattr_metadata(const char *path, int fd) {
+  char names[8192];
+  ssize_t n = fd >= 0 ? flistxattr(fd, names, sizeof names) : llistxattr(path, names, sizeof names);
+  if (n <= 0) return NULL;
+  json_t *m = NULL;
+  static const char pfx[] = ENVD_XATTR_PREFIX;
+  for (char *k = names; k < names + n; k += strlen(k) + 1) {
+    if (strncmp(k, pfx, sizeof pfx - 1) != 0 || !k[sizeof pfx - 1]) continue;
+    char val[4097];
+    ssize_t vl = fd >= 0 ? fgetxattr(fd, k, val, sizeof val - 1)
+                         : lgetxattr(path, k, val, sizeof val - 1);
+    if (vl < 0) continue;
+    val[vl] = 0;
+    if (!m) m = json_object();
+    json_object_set_new(m, k + sizeof pfx - 1, json_stringn(val, (size_t)vl));
+  }
+  return m;
 }
 
 json_t *envd_entry_info(const char *path, const char *shown) {
@@ -122,5 +144,7 @@ json_t *envd_entry_info(const char *path, const char *shown) {
   char tb[64];
   rfc3339(&ls.st_mtim, tb);
   json_object_set_new(j, "modifiedTime", json_string(tb));
+  json_t *md = envd_xattr_metadata(path, -1);
+  if (md) json_object_set_new(j, "metadata", md);
   return j;
 }

@@ -3,7 +3,8 @@
  * (libmicrohttpd, a thread per connection), routing, access-token auth, /health, /init, /envs.
  *
  * Routes:  GET /health → 204; POST /init → 204 + X-Envd-Version; GET /envs → env vars;
- *          GET|POST /files (files.c); POST /process.Process/<Method> (process_rpc.c);
+ *          GET /metrics (metrics.c); GET|POST /files (files.c);
+ *          POST /process.Process/<Method> (process_rpc.c; StreamInput fed incrementally);
  *          POST /filesystem.Filesystem/<Method> (filesystem.c).
  * Auth:    once /init set an access token, every route but GET /health, POST /init and /files
  *          needs X-Access-Token, else 401 {"code":401,"message":...} (RPCs too). A later /init
@@ -40,6 +41,7 @@ struct envd_req {
   bool too_big;
   bool queued; /* a reply was queued on the first call */
   struct envd_upload *up;
+  struct envd_sinput *si; /* StreamInput, applied as the body arrives */
 };
 
 static bool token_ok(struct envd *e, struct MHD_Connection *c) {
@@ -119,6 +121,7 @@ static enum MHD_Result route(struct envd *e, struct MHD_Connection *c, const cha
   if (strcmp(url, "/init") == 0 && post) return handle_init(e, c, r);
   if (strcmp(url, "/files") == 0 && get) return envd_files_get(e, c);
   if (!token_ok(e, c)) return envd_send_rest_err(c, 401, UNAUTHORIZED_MSG);
+  if (strcmp(url, "/metrics") == 0 && get) return envd_metrics(e, c);
   if (strcmp(url, "/envs") == 0 && get) {
     pthread_mutex_lock(&e->mu);
     json_t *vars = e->env_vars ? json_deep_copy(e->env_vars) : json_object();
@@ -163,6 +166,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       r->up = envd_files_post_begin(e, c, &r->queued);
       if (r->queued) return MHD_YES;
     }
+    if (strcmp(url, "/process.Process/StreamInput") == 0 && strcmp(method, "POST") == 0) {
+      if (!token_ok(e, c)) {
+        r->queued = true;
+        return envd_send_rest_err(c, 401, UNAUTHORIZED_MSG);
+      }
+      r->si = envd_stream_input_begin(e, c, &r->queued);
+    }
     return MHD_YES;
   }
   if (*upload_data_size) {
@@ -171,6 +181,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->queued) return MHD_YES;
     if (r->up) {
       envd_files_post_data(r->up, upload_data, n);
+      return MHD_YES;
+    }
+    if (r->si) {
+      envd_stream_input_data(r->si, upload_data, n);
       return MHD_YES;
     }
     if (r->too_big || r->len + n > ENVD_MAX_MSG + 5) {
@@ -198,6 +212,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->up = NULL;
     return envd_files_post_end(up);
   }
+  if (r->si) {
+    struct envd_sinput *si = r->si;
+    r->si = NULL;
+    return envd_stream_input_end(si);
+  }
   return route(e, c, url, method, r);
 }
 
@@ -206,6 +225,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   struct envd_req *r = *con_cls;
   if (!r) return;
   envd_files_post_free(r->up);
+  envd_stream_input_free(r->si);
   free(r->body);
   free(r);
   *con_cls = NULL;
@@ -273,8 +293,9 @@ int abx_envd_main(int argc, char **argv) {
 
   struct envd e = {0};
   pthread_mutex_init(&e.mu, NULL);
-  if (envd_procs_init(&e) < 0) {
-    fprintf(stderr, "envd: cannot start the process table\n");
+  if (envd_procs_init(&e) < 0 || envd_watchers_init(&e) < 0) {
+    fprintf(stderr, "envd: cannot start the process or watcher table\n");
+    envd_procs_shutdown(&e);
     return 1;
   }
   struct MHD_Daemon *d = MHD_start_daemon(
@@ -300,6 +321,7 @@ int abx_envd_main(int argc, char **argv) {
     e.stopping = 1;
     MHD_stop_daemon(d);
   }
+  envd_watchers_shutdown(&e);
   envd_procs_shutdown(&e);
   free(e.token);
   free(e.default_user);

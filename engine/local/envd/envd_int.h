@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define ENVD_VERSION "0.5.7"
+#define ENVD_VERSION "0.6.4"
 #define ENVD_MAX_MSG (4u * 1024u * 1024u)
 #define ENVD_CHUNK (32u * 1024u)
 #define ENVD_PATH_ENV "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -37,6 +37,9 @@ struct envd {
   json_t *env_vars;      /* object string -> string, from /init envVars */
   volatile int stopping; /* set on SIGTERM/SIGINT; streams end soon after */
   struct envd_procs *procs;
+  struct envd_watchers *watchers;
+  /* /metrics: the previous /proc/stat sample (guarded by mu); cpu_prev_total 0: none yet. */
+  unsigned long long cpu_prev_total, cpu_prev_idle;
 };
 
 /* A Connect error: code is a static Connect code name, msg is malloc'd (may be NULL). */
@@ -149,6 +152,11 @@ const char *envd_errno_code(int err);
  * path). Returns new object or NULL with errno set. */
 json_t *envd_entry_info(const char *path, const char *shown);
 
+/* File metadata (§7 X-Metadata-*, EntryInfo.metadata): xattrs ENVD_XATTR_PREFIX<key>. */
+#define ENVD_XATTR_PREFIX "user.e2b."
+/* {key: value} of fd's (fd >= 0) or path's own (lgetxattr) metadata; NULL when none. */
+json_t *envd_xattr_metadata(const char *path, int fd);
+
 /* ---- rpc.c: Connect plumbing shared by process.Process and filesystem.Filesystem -------- */
 
 enum envd_kind { ENVD_UNARY, ENVD_SERVER_STREAM, ENVD_CLIENT_STREAM };
@@ -174,6 +182,20 @@ enum MHD_Result envd_rpc_dispatch(struct envd *e, struct MHD_Connection *c,
 /* Streaming error reply: HTTP 200 connect+json with a lone end-stream envelope (§2.3). */
 enum MHD_Result envd_send_stream_err(struct MHD_Connection *c, const struct envd_err *err);
 
+/* Stream helpers (process_rpc.c). Connect-Timeout-Ms: 1..10 digits → ms; 0 when absent or 0;
+ * -1 when malformed. Keepalive-Ping-Interval seconds → ms (default 90 s). Whether the client
+ * socket fd was closed by the peer. */
+int64_t envd_timeout_header(struct MHD_Connection *c);
+int64_t envd_keepalive_ms(struct MHD_Connection *c);
+bool envd_client_gone(int fd);
+
+/* Watch RPCs (watch.c), listed in filesystem.c's method table. */
+enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req);
+int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err);
+int envd_rpc_get_watcher_events(struct envd_call *c, json_t *req, json_t **out,
+                                struct envd_err *err);
+int envd_rpc_remove_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err);
+
 /* Method tables (process_rpc.c, filesystem.c). */
 extern const struct envd_method envd_process_methods[];
 extern const struct envd_method envd_filesystem_methods[];
@@ -190,7 +212,25 @@ bool envd_files_post_data(struct envd_upload *up, const char *data, size_t len);
 enum MHD_Result envd_files_post_end(struct envd_upload *up);
 /* Free without replying (connection aborted). */
 void envd_files_post_free(struct envd_upload *up);
-/* GET /files. */
+/* GET /files (Accept-Encoding: gzip → gzip body). */
 enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c);
+
+/* StreamInput (process_rpc.c), fed incrementally like an upload. begin checks the content type
+ * (415), Connect-Protocol-Version and the Basic user after envd.c checked the token; it returns
+ * NULL with *queued set when it queued a reply itself. */
+struct envd_sinput;
+struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c,
+                                            bool *queued);
+void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len);
+enum MHD_Result envd_stream_input_end(struct envd_sinput *si); /* replies; frees si */
+void envd_stream_input_free(struct envd_sinput *si);
+
+/* GET /metrics (metrics.c): {ts, cpu_count, cpu_used_pct, mem_*, disk_*} (§7). */
+enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c);
+
+/* Watchers (watch.c): the table of CreateWatcher watchers; shutdown stops their threads. */
+struct envd_watchers;
+int envd_watchers_init(struct envd *e);
+void envd_watchers_shutdown(struct envd *e);
 
 #endif

@@ -5,8 +5,17 @@
  * Auth:    no token set → allowed; X-Access-Token header must match if present; otherwise a v1
  *          signature: "v1_" + base64 (std, no padding) of sha256(path:op:username:token[:exp]),
  *          op "read"/"write", compared in constant time; signature_expiration < now → 401.
- * Shapes:  GET → 200 application/octet-stream, streamed from the file descriptor.
- *          POST → 200 [{"path":"/abs","name":"base","type":"file"}...].
+ * Shapes:  GET → 200 application/octet-stream, streamed from the file descriptor; with
+ *          Accept-Encoding: gzip (q > 0) the body is gzip (Content-Encoding: gzip), compressed
+ *          while streaming; Vary: Accept-Encoding always.
+ *          POST → 200 [{"path":"/abs","name":"base","type":"file","metadata"?:{..}}...].
+ *          Content-Encoding: gzip bodies (octet-stream or multipart) are inflated while they
+ *          arrive (concatenated members allowed); more than ENVD_GUNZIP_MAX (1 GiB) of output,
+ *          corrupt or truncated data → 400.
+ * Metadata: X-Metadata-<Key>: <value> headers → xattrs user.e2b.<lowercased key> on every
+ *          uploaded file, replacing its whole user.e2b.* set (no headers: the set is cleared).
+ *          Printable ASCII only, key ≤ 246 bytes, keys + values ≤ 4096 bytes, else 400; a
+ *          filesystem without user xattrs → 500 naming the path (only when metadata is sent).
  *          Errors {"code":<status>,"message":".."}: 400 (directory, no path, bad content type,
  *          duplicate path), 401 (auth, unknown user), 403 (permission), 404 (missing),
  *          507 (disk full), 500.
@@ -19,6 +28,7 @@
 #endif
 #include "local/envd/envd_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -28,8 +38,14 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
+
+#define ENVD_GUNZIP_MAX (1ULL << 30)
+#define META_KEY_MAX 246
+#define META_TOTAL_MAX 4096
 
 static const char *query(struct MHD_Connection *c, const char *k) {
   return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
@@ -133,6 +149,81 @@ static unsigned errno_status(int er) {
   }
 }
 
+/* Whether Accept-Encoding lists gzip with a non-zero q. */
+static bool wants_gzip(struct MHD_Connection *c) {
+  const char *h = envd_header(c, "Accept-Encoding");
+  while (h && *h) {
+    while (*h == ' ' || *h == '\t' || *h == ',') h++;
+    size_t tl = strcspn(h, ",;");
+    size_t n = tl;
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+    bool gz = (n == 4 && strncasecmp(h, "gzip", 4) == 0) ||
+              (n == 6 && strncasecmp(h, "x-gzip", 6) == 0);
+    const char *end = h + strcspn(h, ",");
+    bool q0 = false;
+    const char *q = h + tl;
+    if (*q == ';') {
+      const char *qq = strstr(q, "q=");
+      if (qq && qq < end) q0 = strtod(qq + 2, NULL) <= 0;
+    }
+    if (gz && !q0) return true;
+    h = end;
+  }
+  return false;
+}
+
+struct gz_get {
+  int fd;
+  bool eof, done;
+  z_stream z;
+  unsigned char in[64 * 1024];
+};
+
+static ssize_t gz_get_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+  struct gz_get *g = cls;
+  if (g->done) return MHD_CONTENT_READER_END_OF_STREAM;
+  g->z.next_out = (unsigned char *)buf;
+  g->z.avail_out = (uInt)(max > (1u << 30) ? (1u << 30) : max);
+  for (;;) {
+    if (g->z.avail_in == 0 && !g->eof) {
+      ssize_t n = read(g->fd, g->in, sizeof g->in);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+      if (n == 0) g->eof = true;
+      g->z.next_in = g->in;
+      g->z.avail_in = (uInt)n;
+    }
+    int rc = deflate(&g->z, g->eof ? Z_FINISH : Z_NO_FLUSH);
+    if (rc == Z_STREAM_ERROR) return MHD_CONTENT_READER_END_WITH_ERROR;
+    size_t produced = (size_t)((char *)g->z.next_out - buf);
+    if (rc == Z_STREAM_END) g->done = true;
+    if (produced > 0) return (ssize_t)produced;
+    if (g->done) return MHD_CONTENT_READER_END_OF_STREAM;
+  }
+}
+
+static void gz_get_free(void *cls) {
+  struct gz_get *g = cls;
+  deflateEnd(&g->z);
+  close(g->fd);
+  free(g);
+}
+
+/* A streamed gzip response of fd (taken over), or NULL (fd closed). */
+static struct MHD_Response *gzip_response(int fd) {
+  struct gz_get *g = calloc(1, sizeof *g);
+  if (!g || deflateInit2(&g->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    free(g);
+    close(fd);
+    return NULL;
+  }
+  g->fd = fd;
+  struct MHD_Response *r =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, gz_get_cb, g, gz_get_free);
+  if (!r) gz_get_free(g);
+  return r;
+}
+
 enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c) {
   struct envd_user u;
   enum MHD_Result res = MHD_NO;
@@ -160,10 +251,14 @@ enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c) {
     res = envd_send_rest_err(c, 400, msg);
   } else {
     fcntl(fd, F_SETFL, 0);
-    struct MHD_Response *r = MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+    bool gz = wants_gzip(c);
+    struct MHD_Response *r =
+        gz ? gzip_response(fd) : MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
     if (!r) {
-      close(fd);
+      if (!gz) close(fd);
     } else {
+      if (gz) MHD_add_response_header(r, "Content-Encoding", "gzip");
+      MHD_add_response_header(r, "Vary", "Accept-Encoding");
       const char *base = strrchr(path, '/');
       snprintf(msg, sizeof msg, "inline; filename=\"%s\"", base ? base + 1 : path);
       MHD_add_response_header(r, "Content-Type", "application/octet-stream");
@@ -186,6 +281,11 @@ struct envd_upload {
   char *cur;
   size_t cur_written;
   json_t *result, *seen;
+  json_t *meta; /* X-Metadata-* as {lowercased key: value} */
+  size_t meta_total;
+  z_stream *gz; /* Content-Encoding: gzip */
+  bool gz_end;  /* the last member ended (more input starts a new member) */
+  uint64_t gz_out;
   unsigned fail_status;
   char *fail_msg;
 };
@@ -204,6 +304,32 @@ static void close_cur(struct envd_upload *up) {
   free(up->cur);
   up->cur = NULL;
   up->cur_written = 0;
+}
+
+/* Replace the user.e2b.* xattrs of the open file with up->meta. */
+static bool apply_meta(struct envd_upload *up) {
+  static const char pfx[] = ENVD_XATTR_PREFIX;
+  char names[8192];
+  ssize_t n = flistxattr(up->fd, names, sizeof names);
+  for (char *k = names; n > 0 && k < names + n; k += strlen(k) + 1)
+    if (strncmp(k, pfx, sizeof pfx - 1) == 0) fremovexattr(up->fd, k);
+  const char *key;
+  json_t *v;
+  json_object_foreach(up->meta, key, v) {
+    char name[sizeof pfx + META_KEY_MAX];
+    snprintf(name, sizeof name, "%s%s", pfx, key);
+    const char *val = json_string_value(v);
+    if (fsetxattr(up->fd, name, val, strlen(val), 0) < 0) {
+      int er = errno;
+      if (er == ENOTSUP)
+        return up_fail(up, 500,
+                       "cannot store metadata on '%s': the filesystem does not support user "
+                       "extended attributes (%s)", up->cur, strerror(er));
+      return up_fail(up, er == ENOSPC || er == E2BIG ? 400 : errno_status(er),
+                     "cannot store metadata on '%s': %s", up->cur, strerror(er));
+    }
+  }
+  return true;
 }
 
 /* Open `target` (raw path from the query or part filename) for writing as the user. */
@@ -238,9 +364,12 @@ static bool open_target(struct envd_upload *up, const char *target) {
   }
   up->fd = fd;
   up->cur = path;
+  if (!apply_meta(up)) return false;
   const char *base = strrchr(path, '/');
-  json_array_append_new(up->result, json_pack("{s:s,s:s,s:s}", "path", path, "name",
-                                               base && base[1] ? base + 1 : path, "type", "file"));
+  json_t *ent = json_pack("{s:s,s:s,s:s}", "path", path, "name", base && base[1] ? base + 1 : path,
+                          "type", "file");
+  if (json_object_size(up->meta)) json_object_set(ent, "metadata", up->meta);
+  json_array_append_new(up->result, ent);
   return true;
 }
 
@@ -277,6 +406,40 @@ static enum MHD_Result part_iter(void *cls, enum MHD_ValueKind kind, const char 
   return MHD_YES;
 }
 
+static enum MHD_Result meta_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value) {
+  struct envd_upload *up = cls;
+  static const char hp[] = "X-Metadata-";
+  if (up->fail_status || !key || strncasecmp(key, hp, sizeof hp - 1) != 0) return MHD_YES;
+  const char *k = key + sizeof hp - 1;
+  size_t kl = strlen(k), vl = value ? strlen(value) : 0;
+  if (kl == 0 || kl > META_KEY_MAX) {
+    up_fail(up, 400, "metadata key '%s' must have 1 to 246 bytes%s", k, NULL);
+    return MHD_YES;
+  }
+  char lk[META_KEY_MAX + 1];
+  for (size_t i = 0; i <= kl; i++) lk[i] = (char)tolower((unsigned char)k[i]);
+  for (size_t i = 0; i < kl; i++)
+    if (k[i] < 0x21 || k[i] > 0x7e) {
+      up_fail(up, 400, "metadata key '%s' is not printable ASCII%s", k, NULL);
+      return MHD_YES;
+    }
+  for (size_t i = 0; i < vl; i++)
+    if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] > 0x7e) {
+      up_fail(up, 400, "metadata value of '%s' is not printable ASCII%s", k, NULL);
+      return MHD_YES;
+    }
+  json_t *old = json_object_get(up->meta, lk);
+  if (old) up->meta_total -= kl + strlen(json_string_value(old));
+  up->meta_total += kl + vl;
+  if (up->meta_total > META_TOTAL_MAX) {
+    up_fail(up, 400, "metadata exceeds %s bytes in total%s", "4096", NULL);
+    return MHD_YES;
+  }
+  json_object_set_new(up->meta, lk, json_string(value ? value : ""));
+  return MHD_YES;
+}
+
 struct envd_upload *envd_files_post_begin(struct envd *e, struct MHD_Connection *c,
                                           bool *queued) {
   struct envd_user u;
@@ -298,12 +461,22 @@ struct envd_upload *envd_files_post_begin(struct envd *e, struct MHD_Connection 
   up->fd = -1;
   up->result = json_array();
   up->seen = json_object();
+  up->meta = json_object();
+  MHD_get_connection_values(c, MHD_HEADER_KIND, meta_header, up);
   const char *qp = query(c, "path");
   const char *ct = envd_header(c, "Content-Type");
   const char *ce = envd_header(c, "Content-Encoding");
   if (qp && *qp) up->qpath = strdup(qp);
-  if (ce && *ce && strcasecmp(ce, "identity") != 0) {
+  bool gz = ce && (strcasecmp(ce, "gzip") == 0 || strcasecmp(ce, "x-gzip") == 0);
+  if (up->fail_status) {
+    /* invalid metadata: nothing is written */
+  } else if (ce && *ce && strcasecmp(ce, "identity") != 0 && !gz) {
     up_fail(up, 400, "unsupported content encoding '%s'%s", ce, NULL);
+  } else if (gz && (!(up->gz = calloc(1, sizeof *up->gz)) ||
+                    inflateInit2(up->gz, 15 + 16) != Z_OK)) {
+    free(up->gz);
+    up->gz = NULL;
+    up_fail(up, 500, "cannot start gzip decoding%s%s", "", NULL);
   } else if (ct && strncasecmp(ct, "multipart/form-data", 19) == 0) {
     up->pp = MHD_create_post_processor(c, 64 * 1024, part_iter, up);
     if (!up->pp) up_fail(up, 400, "invalid multipart request%s%s", "", NULL);
@@ -319,7 +492,41 @@ struct envd_upload *envd_files_post_begin(struct envd *e, struct MHD_Connection 
   return up;
 }
 
+static bool post_plain(struct envd_upload *up, const char *data, size_t len);
+
+/* Inflate gzip input and pass the output on; bounded by ENVD_GUNZIP_MAX. */
+static bool post_gunzip(struct envd_upload *up, const char *data, size_t len) {
+  unsigned char out[64 * 1024];
+  up->gz->next_in = (unsigned char *)data;
+  up->gz->avail_in = (uInt)len;
+  while (up->gz->avail_in > 0 && !up->fail_status) {
+    if (up->gz_end) {
+      inflateReset(up->gz); /* concatenated gzip members */
+      up->gz_end = false;
+    }
+    up->gz->next_out = out;
+    up->gz->avail_out = sizeof out;
+    int rc = inflate(up->gz, Z_NO_FLUSH);
+    size_t n = sizeof out - up->gz->avail_out;
+    if (rc != Z_OK && rc != Z_STREAM_END && !(rc == Z_BUF_ERROR && n > 0))
+      return up_fail(up, 400, "invalid gzip body: %s%s", up->gz->msg ? up->gz->msg : "corrupt data",
+                     NULL);
+    up->gz_out += n;
+    if (up->gz_out > ENVD_GUNZIP_MAX)
+      return up_fail(up, 400, "decompressed body exceeds %s%s", "1 GiB", NULL);
+    if (n && !post_plain(up, (const char *)out, n)) return false;
+    if (rc == Z_STREAM_END) up->gz_end = true;
+  }
+  return !up->fail_status;
+}
+
 bool envd_files_post_data(struct envd_upload *up, const char *data, size_t len) {
+  if (up->fail_status) return false;
+  if (up->gz) return post_gunzip(up, data, len);
+  return post_plain(up, data, len);
+}
+
+static bool post_plain(struct envd_upload *up, const char *data, size_t len) {
   if (up->fail_status) return false;
   if (up->pp) {
     if (MHD_post_process(up->pp, data, len) != MHD_YES)
@@ -335,6 +542,9 @@ void envd_files_post_free(struct envd_upload *up) {
   close_cur(up);
   json_decref(up->result);
   json_decref(up->seen);
+  json_decref(up->meta);
+  if (up->gz) inflateEnd(up->gz);
+  free(up->gz);
   free(up->qpath);
   free(up->fail_msg);
   free(up);
@@ -342,6 +552,8 @@ void envd_files_post_free(struct envd_upload *up) {
 
 enum MHD_Result envd_files_post_end(struct envd_upload *up) {
   struct MHD_Connection *c = up->c;
+  if (up->gz && !up->fail_status && !up->gz_end)
+    up_fail(up, 400, "invalid gzip body: %s%s", "unexpected end of data", NULL);
   if (up->pp) {
     if (MHD_destroy_post_processor(up->pp) != MHD_YES)
       up_fail(up, 400, "malformed multipart body%s%s", "", NULL);

@@ -1,6 +1,7 @@
 /*
  * filesystem.c: the filesystem.Filesystem service, unary RPCs: Stat, MakeDir, Move, ListDir,
- * Remove. Watch RPCs answer `unimplemented`. Every operation runs under the requesting
+ * Remove; the watch RPCs (WatchDir, CreateWatcher, GetWatcherEvents, RemoveWatcher) are in
+ * watch.c. Every operation runs under the requesting
  * user's filesystem identity (envd_fs_enter), so permissions are the user's.
  * Shapes:  responses {"entry":EntryInfo} (Stat, MakeDir, Move), {"entries":[EntryInfo...]}
  *          (ListDir), {} (Remove); EntryInfo in entry.c.
@@ -205,24 +206,14 @@ static int rpc_remove(struct envd_call *c, json_t *req, json_t **out, struct env
   return rc;
 }
 
-static int rpc_watch_unary(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
-  return envd_fail(err, "unimplemented", "watchers are not supported by this envd");
-}
-
-static enum MHD_Result rpc_watch_dir(struct envd_call *c, json_t *req) {
-  struct envd_err err = {.code = "unimplemented",
-                         .msg = (char *)"WatchDir is not supported by this envd"};
-  return envd_send_stream_err(c->conn, &err);
-}
-
 const struct envd_method envd_filesystem_methods[] = {
     {"Stat", ENVD_UNARY, rpc_stat, NULL},
     {"MakeDir", ENVD_UNARY, rpc_make_dir, NULL},
     {"Move", ENVD_UNARY, rpc_move, NULL},
     {"ListDir", ENVD_UNARY, rpc_list_dir, NULL},
     {"Remove", ENVD_UNARY, rpc_remove, NULL},
-    {"WatchDir", ENVD_SERVER_STREAM, NULL, rpc_watch_dir},
-    {"CreateWatcher", ENVD_UNARY, rpc_watch_unary, NULL},
-    {"GetWatcherEvents", ENVD_UNARY, rpc_watch_unary, NULL},
-    {"RemoveWatcher", ENVD_UNARY, rpc_watch_unary, NULL},
+    {"WatchDir", ENVD_SERVER_STREAM, NULL, envd_rpc_watch_dir},
+    {"CreateWatcher", ENVD_UNARY, envd_rpc_create_watcher, NULL},
+    {"GetWatcherEvents", ENVD_UNARY, envd_rpc_get_watcher_events, NULL},
+    {"RemoveWatcher", ENVD_UNARY, envd_rpc_remove_watcher, NULL},
     {NULL, ENVD_UNARY, NULL, NULL}};

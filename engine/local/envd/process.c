@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,7 +45,8 @@ struct envd_proc {
   pthread_mutex_t mu;
   pthread_cond_t cond;
   pthread_mutex_t in_mu;
-  int in_fd, out_fd, err_fd;
+  int in_fd, out_fd, err_fd; /* PTY: out_fd is the master, in_fd a dup of it, err_fd -1 */
+  bool pty;
   bool exited, ended, timed_out;
   int wstatus;
   int64_t ended_at, deadline;
@@ -198,8 +200,9 @@ static json_t *end_event(int st) {
 static void *reader_main(void *arg) {
   struct envd_proc *p = arg;
   int fds[2] = {p->out_fd, p->err_fd};
-  const char *names[2] = {"stdout", "stderr"};
-  char *buf = malloc(ENVD_CHUNK);
+  const char *names[2] = {p->pty ? "pty" : "stdout", "stderr"};
+  size_t chunk = p->pty ? ENVD_PTY_CHUNK : ENVD_CHUNK;
+  char *buf = malloc(chunk);
   int64_t quiet_since = 0;
   while (buf && (fds[0] >= 0 || fds[1] >= 0)) {
     pthread_mutex_lock(&p->mu);
@@ -228,7 +231,7 @@ static void *reader_main(void *arg) {
     for (int k = 0; k < np; k++) {
       if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       int i = map[k];
-      ssize_t n = read(fds[i], buf, ENVD_CHUNK);
+      ssize_t n = read(fds[i], buf, chunk); /* a PTY master reads EIO once the slave is gone */
       if (n > 0)
         publish_data(p, names[i], buf, (size_t)n);
       else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -361,6 +364,7 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
   p->config = json_incref(s->config);
   p->subs = first;
   p->refs = 2; /* the table and the caller */
+  p->pty = s->pty;
   if (s->timeout_ms > 0) p->deadline = envd_now_ms() + s->timeout_ms;
   pthread_mutex_lock(&t->mu);
   p->pid = envd_fork_exec(e, s, &p->in_fd, &p->out_fd, &p->err_fd, err);
@@ -507,41 +511,70 @@ json_t *envd_proc_list(struct envd *e) {
   return res;
 }
 
-int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len,
-                          struct envd_err *err) {
-  int rc = 0;
-  pthread_mutex_lock(&p->in_mu);
-  if (p->in_fd < 0) {
-    rc = envd_fail(err, "internal", "stdin not enabled or closed");
-    goto out;
-  }
+/* Write all of data to p->in_fd, waiting at most 10 s for space. Caller holds p->in_mu. */
+static int write_in(struct envd_proc *p, const void *data, size_t len, const char *what,
+                    struct envd_err *err) {
+  if (p->in_fd < 0)
+    return envd_fail(err, "internal", p->pty ? "error writing to %s: process has ended"
+                                             : "%s not enabled or closed", what);
   const char *d = data;
   int64_t deadline = envd_now_ms() + 10000;
   while (len > 0) {
     struct pollfd pf = {.fd = p->in_fd, .events = POLLOUT};
     int64_t left = deadline - envd_now_ms();
-    if (left <= 0) {
-      rc = envd_fail(err, "internal", "error writing to stdin: timeout");
-      break;
-    }
+    if (left <= 0) return envd_fail(err, "internal", "error writing to %s: timeout", what);
     int pr = poll(&pf, 1, (int)left);
     if (pr < 0 && errno == EINTR) continue;
     if (pr <= 0) continue;
     ssize_t n = write(p->in_fd, d, len);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) continue;
-      rc = envd_fail(err, "internal", "error writing to stdin: %s", strerror(errno));
-      break;
+      return envd_fail(err, "internal", "error writing to %s: %s", what, strerror(errno));
     }
     d += n;
     len -= (size_t)n;
   }
-out:
+  return 0;
+}
+
+int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len,
+                          struct envd_err *err) {
+  if (p->pty) return envd_fail(err, "internal", "error writing to stdin: process has a tty, "
+                                                "send pty input instead");
+  pthread_mutex_lock(&p->in_mu);
+  int rc = write_in(p, data, len, "stdin", err);
+  pthread_mutex_unlock(&p->in_mu);
+  return rc;
+}
+
+int envd_proc_write_pty(struct envd_proc *p, const void *data, size_t len, struct envd_err *err) {
+  if (!p->pty) return envd_fail(err, "internal", "error writing to tty: process has no tty");
+  pthread_mutex_lock(&p->in_mu);
+  int rc = write_in(p, data, len, "tty", err);
+  pthread_mutex_unlock(&p->in_mu);
+  return rc;
+}
+
+bool envd_proc_is_pty(const struct envd_proc *p) { return p->pty; }
+
+int envd_proc_resize(struct envd_proc *p, uint16_t cols, uint16_t rows, struct envd_err *err) {
+  if (!p->pty) return envd_fail(err, "internal", "error resizing tty: process has no tty");
+  int rc = 0;
+  pthread_mutex_lock(&p->in_mu);
+  struct winsize ws = {.ws_row = rows, .ws_col = cols};
+  if (p->in_fd < 0)
+    rc = envd_fail(err, "internal", "error resizing tty: process has ended");
+  else if (ioctl(p->in_fd, TIOCSWINSZ, &ws) < 0)
+    rc = envd_fail(err, "internal", "error resizing tty: %s", strerror(errno));
   pthread_mutex_unlock(&p->in_mu);
   return rc;
 }
 
 int envd_proc_close_stdin(struct envd_proc *p, struct envd_err *err) {
+  if (p->pty)
+    return envd_fail(err, "unknown",
+                     "cannot close stdin for PTY process %d: send the end-of-transmission "
+                     "byte (0x04) instead", (int)p->pid);
   pthread_mutex_lock(&p->in_mu);
   if (p->in_fd >= 0) close(p->in_fd);
   p->in_fd = -1;

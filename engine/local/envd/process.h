@@ -6,7 +6,8 @@
  *          is a queue of ready-to-send stream envelopes (ProcessEvent data/end messages).
  *          Output read while nobody is subscribed is discarded (§4.4).
  * Units:   times in milliseconds of CLOCK_MONOTONIC; sizes in bytes.
- * Limits:  reads of ENVD_CHUNK (32 KiB); a subscriber queue holds at most ENVD_SUB_MAX (4 MiB)
+ * Limits:  reads of ENVD_CHUNK (32 KiB) for pipes, ENVD_PTY_CHUNK (16 KiB) for a PTY; a
+ *          subscriber queue holds at most ENVD_SUB_MAX (4 MiB)
  *          before the reader blocks (backpressure: no output is lost for a subscribed stream).
  *          Ended processes are retained ENVD_RETAIN_MS (30 s) for Connect.
  * Errors:  Connect codes through struct envd_err: invalid_argument (spawn failure),
@@ -19,6 +20,7 @@
 #include "local/envd/envd_int.h"
 
 #define ENVD_SUB_MAX (4u * 1024u * 1024u)
+#define ENVD_PTY_CHUNK (16u * 1024u)
 #define ENVD_RETAIN_MS 30000
 
 struct envd_proc;
@@ -34,6 +36,8 @@ struct envd_spawn {
   json_t *config;
   const char *tag; /* NULL: none */
   bool stdin_pipe;
+  bool pty;                /* run on a pseudo-terminal of cols x rows (stdin_pipe ignored) */
+  uint16_t cols, rows;
   const struct envd_user *user;
   int64_t timeout_ms; /* 0: no limit; >0: SIGKILL the group when elapsed */
 };
@@ -82,16 +86,27 @@ json_t *envd_proc_list(struct envd *e);
 int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len,
                           struct envd_err *err);
 
-/* Close stdin; idempotent. */
+/* Close stdin; idempotent. Errors: unknown "cannot close stdin for PTY process" on a PTY. */
 int envd_proc_close_stdin(struct envd_proc *p, struct envd_err *err);
+
+/* Whether p runs on a PTY. */
+bool envd_proc_is_pty(const struct envd_proc *p);
+
+/* Write to the PTY master (waits at most 10 s). Errors: internal (no tty, closed, failure). */
+int envd_proc_write_pty(struct envd_proc *p, const void *data, size_t len, struct envd_err *err);
+
+/* Resize the PTY (TIOCSWINSZ). Errors: internal "error resizing tty: ..." (no tty, ended). */
+int envd_proc_resize(struct envd_proc *p, uint16_t cols, uint16_t rows, struct envd_err *err);
 
 /* Send sig to the process group (and the process). Errors: internal. */
 int envd_proc_signal(struct envd_proc *p, int sig, struct envd_err *err);
 
 /* spawn.c: build the environment, resolve the command on PATH, fork and exec as the user in a
  * new session. Returns the pid with the parent ends of the pipes (*in_fd -1 without a stdin
- * pipe) or -1 with err (invalid_argument). Called with the table lock held so the reaper
- * cannot lose the child's exit before it is registered. */
+ * pipe) or -1 with err (invalid_argument). With s->pty the child gets the PTY slave as its
+ * controlling terminal on fds 0-2; *out_fd is the master, *in_fd a dup of it, *err_fd -1.
+ * Called with the table lock held so the reaper cannot lose the child's exit before it is
+ * registered. */
 pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int *out_fd,
                      int *err_fd, struct envd_err *err);
 

@@ -1,11 +1,19 @@
 /*
- * process_rpc.c: the process.Process service: List, Start, Connect, SendInput, SendSignal,
- * CloseStdin (Update and StreamInput answer `unimplemented`: no PTY yet).
+ * process_rpc.c: the process.Process service: List, Start (pipes or a PTY), Connect, Update
+ * (PTY resize), SendInput, StreamInput (client stream, read incrementally), SendSignal,
+ * CloseStdin.
  *
  * Streams (Start, Connect): HTTP 200 application/connect+json, chunked; envelopes
  *   {"event":{"start":{"pid":N}}}, then {"event":{"data":{"stdout"|"stderr":"<b64>"}}} and
  *   {"event":{"keepalive":{}}} after Keepalive-Ping-Interval seconds of silence (default 90),
  *   then {"event":{"end":{...}}}, then the end-stream envelope {} or {"error":{...}}.
+ * PTY:     Start with {"pty":{"size":{"cols","rows"}}} → output only as data.pty (16 KiB chunks);
+ *   input {"pty":"b64"}; stdin input to a PTY process and pty input to a pipe process → internal;
+ *   Update {process, pty:{size}} → TIOCSWINSZ (no tty → internal "error resizing tty");
+ *   CloseStdin on a PTY → unknown.
+ * StreamInput: request body = envelopes {"start":{"process":SEL}}, then {"data":{"input":
+ *   {"stdin"|"pty":"b64"}}} / {"keepalive":{}}, each applied as it arrives; response (200,
+ *   connect+json) one message envelope {} then end-stream {}, or a lone end-stream error.
  * Deadlines: Connect-Timeout-Ms on Start kills the process group when it elapses and ends the
  *   stream with deadline_exceeded after the end event; on Connect it bounds the stream only.
  *   A client that goes away unsubscribes; the process keeps running.
@@ -22,12 +30,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define KEEPALIVE_DEFAULT_MS 90000
 #define START_DEADLINE_GRACE_MS 5000
 
-/* Connect-Timeout-Ms: 1..10 digits. Returns 0 (absent or 0), ms, or -1 when malformed. */
-static int64_t timeout_header(struct MHD_Connection *c) {
+int64_t envd_timeout_header(struct MHD_Connection *c) {
   const char *h = envd_header(c, "Connect-Timeout-Ms");
   if (!h) return 0;
   size_t n = strlen(h);
@@ -35,7 +43,7 @@ static int64_t timeout_header(struct MHD_Connection *c) {
   return strtoll(h, NULL, 10);
 }
 
-static int64_t keepalive_ms(struct MHD_Connection *c) {
+int64_t envd_keepalive_ms(struct MHD_Connection *c) {
   const char *h = envd_header(c, "Keepalive-Ping-Interval");
   if (!h || !*h || strspn(h, "0123456789") != strlen(h) || strlen(h) > 6)
     return KEEPALIVE_DEFAULT_MS;
@@ -57,7 +65,7 @@ struct pstream {
   int fd;          /* client socket, for disconnect checks */
 };
 
-static bool client_gone(int fd) {
+bool envd_client_gone(int fd) {
   if (fd < 0) return false;
   struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
   return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
@@ -119,7 +127,7 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
         end_stream(st, NULL, NULL);
     } else if (st->deadline && now >= st->deadline) {
       end_stream(st, "deadline_exceeded", "context deadline exceeded");
-    } else if (client_gone(st->fd)) {
+    } else if (envd_client_gone(st->fd)) {
       return MHD_CONTENT_READER_END_WITH_ERROR;
     } else if (now - st->last_send >= st->keepalive) {
       json_t *j = json_pack("{s:{s:{}}}", "event", "keepalive");
@@ -156,7 +164,7 @@ static enum MHD_Result send_stream(struct envd_call *c, struct envd_proc *p, str
   st->e = c->e;
   st->p = p;
   st->s = s;
-  st->keepalive = keepalive_ms(c->conn);
+  st->keepalive = envd_keepalive_ms(c->conn);
   st->deadline = deadline;
   st->start_call = start_call;
   const union MHD_ConnectionInfo *ci =
@@ -220,13 +228,18 @@ static enum MHD_Result rpc_start(struct envd_call *c, json_t *req) {
   char *rcwd = NULL;
   struct envd_proc *p = NULL;
   struct envd_sub *s = NULL;
-  int64_t timeout = timeout_header(c->conn);
+  int64_t timeout = envd_timeout_header(c->conn);
   if (timeout < 0) {
     envd_fail(&err, "invalid_argument", "invalid Connect-Timeout-Ms header");
     goto fail;
   }
-  if (envd_jget(req, "pty", NULL)) {
-    envd_fail(&err, "unimplemented", "pty is not supported by this envd");
+  json_t *pty = envd_jget(req, "pty", NULL);
+  uint32_t cols = 0, rows = 0;
+  if (pty && (!json_is_object(pty) ||
+              envd_jget_u32(envd_jget(pty, "size", NULL), "cols", NULL, &cols) < 0 ||
+              envd_jget_u32(envd_jget(pty, "size", NULL), "rows", NULL, &rows) < 0 ||
+              cols > 65535 || rows > 65535)) {
+    envd_fail(&err, "invalid_argument", "invalid pty size");
     goto fail;
   }
   if (!json_is_object(proc) || !json_is_string(cmd) || !*json_string_value(cmd) ||
@@ -268,6 +281,9 @@ static enum MHD_Result rpc_start(struct envd_call *c, json_t *req) {
                           .config = config,
                           .tag = tag ? json_string_value(tag) : NULL,
                           .stdin_pipe = !in || json_is_true(in),
+                          .pty = pty != NULL,
+                          .cols = (uint16_t)cols,
+                          .rows = (uint16_t)rows,
                           .user = &c->user,
                           .timeout_ms = timeout};
   p = envd_proc_spawn(c->e, &sp, &s, &err);
@@ -288,7 +304,7 @@ fail:
 
 static enum MHD_Result rpc_connect(struct envd_call *c, json_t *req) {
   struct envd_err err = {0};
-  int64_t timeout = timeout_header(c->conn);
+  int64_t timeout = envd_timeout_header(c->conn);
   struct envd_proc *p = NULL;
   if (timeout < 0)
     envd_fail(&err, "invalid_argument", "invalid Connect-Timeout-Ms header");
@@ -307,8 +323,9 @@ static enum MHD_Result rpc_connect(struct envd_call *c, json_t *req) {
   return send_stream(c, p, s, timeout ? envd_now_ms() + timeout : 0, false);
 }
 
-static int rpc_send_input(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
-  json_t *input = envd_jget(req, "input", NULL);
+/* Apply a ProcessInput {stdin|pty: b64} to p. Errors: unimplemented (neither), invalid_argument,
+ * internal (wrong kind of input for the process, write failure). */
+static int apply_input(struct envd_proc *p, json_t *input, struct envd_err *err) {
   json_t *in = envd_jget(input, "stdin", NULL), *pty = envd_jget(input, "pty", NULL);
   if (!in && !pty) return envd_fail(err, "unimplemented", "invalid input type");
   if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
@@ -316,14 +333,25 @@ static int rpc_send_input(struct envd_call *c, json_t *req, json_t **out, struct
   size_t n = 0;
   unsigned char *data = envd_b64_decode(json_string_value(in ? in : pty), &n);
   if (!data) return envd_fail(err, "invalid_argument", "input is not valid base64");
-  struct envd_proc *p = select_proc(c, req, err);
-  int rc = -1;
-  if (p && pty)
-    envd_fail(err, "internal", "error writing to tty: process has no tty");
-  else if (p)
-    rc = envd_proc_write_stdin(p, data, n, err);
-  envd_proc_unref(p);
+  int rc = in ? envd_proc_write_stdin(p, data, n, err) : envd_proc_write_pty(p, data, n, err);
   free(data);
+  return rc;
+}
+
+static int rpc_send_input(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+  json_t *input = envd_jget(req, "input", NULL);
+  json_t *in = envd_jget(input, "stdin", NULL), *pty = envd_jget(input, "pty", NULL);
+  if (!in && !pty) return envd_fail(err, "unimplemented", "invalid input type");
+  size_t n = 0;
+  if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
+    return envd_fail(err, "invalid_argument", "input must be base64 bytes");
+  unsigned char *probe = envd_b64_decode(json_string_value(in ? in : pty), &n);
+  if (!probe) return envd_fail(err, "invalid_argument", "input is not valid base64");
+  free(probe);
+  struct envd_proc *p = select_proc(c, req, err);
+  if (!p) return -1;
+  int rc = apply_input(p, input, err);
+  envd_proc_unref(p);
   return rc;
 }
 
@@ -356,13 +384,176 @@ static int rpc_close_stdin(struct envd_call *c, json_t *req, json_t **out, struc
 }
 
 static int rpc_update(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
-  return envd_fail(err, "unimplemented", "pty is not supported by this envd");
+  json_t *pty = envd_jget(req, "pty", NULL), *size = envd_jget(pty, "size", NULL);
+  uint32_t cols = 0, rows = 0;
+  if (pty && (envd_jget_u32(size, "cols", NULL, &cols) < 0 ||
+              envd_jget_u32(size, "rows", NULL, &rows) < 0 || cols > 65535 || rows > 65535))
+    return envd_fail(err, "invalid_argument", "invalid pty size");
+  struct envd_proc *p = select_proc(c, req, err);
+  if (!p) return -1;
+  int rc = 0;
+  if (pty) rc = envd_proc_resize(p, (uint16_t)cols, (uint16_t)rows, err);
+  envd_proc_unref(p);
+  return rc;
 }
 
+/* Reached only if envd.c did not route StreamInput to the incremental path below. */
 static enum MHD_Result rpc_stream_input(struct envd_call *c, json_t *req) {
-  struct envd_err err = {.code = "unimplemented",
-                         .msg = (char *)"StreamInput is not supported by this envd"};
+  struct envd_err err = {.code = "internal", .msg = (char *)"StreamInput was not routed"};
   return envd_send_stream_err(c->conn, &err);
+}
+
+/* ---- StreamInput: client stream, applied while the request body arrives ------------------ */
+
+struct envd_sinput {
+  struct envd *e;
+  struct MHD_Connection *conn;
+  struct envd_call call;
+  struct envd_proc *p;
+  unsigned char *buf;
+  size_t len, cap;
+  struct envd_err err;
+};
+
+struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c,
+                                            bool *queued) {
+  *queued = false;
+  struct envd_sinput *si = calloc(1, sizeof *si);
+  if (!si) {
+    *queued = true;
+    envd_send_rest_err(c, 500, "out of memory");
+    return NULL;
+  }
+  si->e = e;
+  si->conn = c;
+  si->call.e = e;
+  si->call.conn = c;
+  const char *ct = envd_header(c, "Content-Type");
+  size_t n = ct ? strcspn(ct, ";") : 0;
+  while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t')) n--;
+  if (!ct || n != 24 || strncasecmp(ct, "application/connect+json", 24) != 0) {
+    static const char msg[] = "unsupported content type";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+    if (r) {
+      MHD_add_response_header(r, "Accept-Post", "application/connect+json");
+      MHD_queue_response(c, 415, r);
+      MHD_destroy_response(r);
+    }
+    *queued = true;
+    free(si);
+    return NULL;
+  }
+  const char *cpv = envd_header(c, "Connect-Protocol-Version");
+  if (cpv && strcmp(cpv, "1") != 0)
+    envd_fail(&si->err, "invalid_argument", "connect-protocol-version must be \"1\": got \"%s\"",
+              cpv);
+  else
+    envd_user_from_basic(e, c, &si->call.user, &si->err);
+  return si;
+}
+
+static void sinput_message(struct envd_sinput *si, const unsigned char *m, size_t n) {
+  json_error_t je;
+  json_t *j = n ? json_loadb((const char *)m, n, 0, &je) : NULL;
+  if (!json_is_object(j)) {
+    envd_fail(&si->err, "invalid_argument", "unmarshal message: %s",
+              n ? "not a JSON object" : "zero-length payload is not a valid JSON object");
+    json_decref(j);
+    return;
+  }
+  json_t *start = envd_jget(j, "start", NULL), *data = envd_jget(j, "data", NULL);
+  if (start) {
+    struct envd_proc *p = select_proc(&si->call, start, &si->err);
+    if (p) {
+      envd_proc_unref(si->p);
+      si->p = p;
+    }
+  } else if (data) {
+    if (!si->p)
+      envd_fail(&si->err, "failed_precondition", "the first message must be start{process}");
+    else
+      apply_input(si->p, envd_jget(data, "input", NULL), &si->err);
+  } else if (!envd_jget(j, "keepalive", NULL)) {
+    envd_fail(&si->err, "unimplemented", "invalid event type");
+  }
+  json_decref(j);
+}
+
+void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len) {
+  if (si->err.code) return; /* failed: the rest of the body is drained unread */
+  if (si->len + len > si->cap) {
+    size_t cap = si->cap ? si->cap : 4096;
+    while (cap < si->len + len) cap *= 2;
+    unsigned char *b = realloc(si->buf, cap);
+    if (!b) {
+      envd_fail(&si->err, "internal", "out of memory");
+      return;
+    }
+    si->buf = b;
+    si->cap = cap;
+  }
+  memcpy(si->buf + si->len, data, len);
+  si->len += len;
+  size_t off = 0;
+  while (!si->err.code && si->len - off >= 5) {
+    const unsigned char *b = si->buf + off;
+    uint32_t n = ((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) | b[4];
+    if (b[0] & 0x01) {
+      envd_fail(&si->err, "internal", "protocol error: sent compressed message without compression");
+      break;
+    }
+    if (b[0] & 0x02) {
+      envd_fail(&si->err, "invalid_argument", "protocol error: end-of-stream flag in request");
+      break;
+    }
+    if (n > ENVD_MAX_MSG) {
+      envd_fail(&si->err, "resource_exhausted", "message size %u exceeds limit %u", n,
+                ENVD_MAX_MSG);
+      break;
+    }
+    if (si->len - off - 5 < n) break;
+    sinput_message(si, b + 5, n);
+    off += 5 + (size_t)n;
+  }
+  if (si->err.code) off = si->len;
+  memmove(si->buf, si->buf + off, si->len - off);
+  si->len -= off;
+}
+
+void envd_stream_input_free(struct envd_sinput *si) {
+  if (!si) return;
+  envd_proc_unref(si->p);
+  envd_err_clear(&si->err);
+  free(si->buf);
+  free(si);
+}
+
+enum MHD_Result envd_stream_input_end(struct envd_sinput *si) {
+  if (!si->err.code && si->len > 0)
+    envd_fail(&si->err, "invalid_argument", "protocol error: incomplete envelope");
+  if (!si->err.code && !si->p)
+    envd_fail(&si->err, "invalid_argument", "no start message in the input stream");
+  enum MHD_Result ok;
+  if (si->err.code) {
+    ok = envd_send_stream_err(si->conn, &si->err);
+  } else {
+    json_t *empty = json_object();
+    size_t l1 = 0, l2 = 0;
+    char *m = envd_envelope(0, empty, &l1), *end = envd_end_envelope(NULL, &l2);
+    char *both = m && end ? malloc(l1 + l2) : NULL;
+    if (both) {
+      memcpy(both, m, l1);
+      memcpy(both + l1, end, l2);
+    }
+    ok = both ? envd_send(si->conn, 200, "application/connect+json", both, l1 + l2) : MHD_NO;
+    free(both);
+    free(m);
+    free(end);
+    json_decref(empty);
+  }
+  envd_stream_input_free(si);
+  return ok;
 }
 
 const struct envd_method envd_process_methods[] = {

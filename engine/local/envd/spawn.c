@@ -4,6 +4,8 @@
  * request envs (last wins); envd's own environment never reaches the child.
  * Child: new session (own process group), signals unblocked and reset, all fds but 0-2 closed,
  * supplementary groups, gid, uid, cwd, execve. Exec failure is reported through a CLOEXEC pipe.
+ * PTY: posix_openpt master kept by envd; the slave (chowned to the user) becomes the child's
+ * controlling terminal (setsid + TIOCSCTTY) and its fds 0-2; the size is set before fork.
  * Source: reference/envd-protocol.md §4.4 (Start).
  */
 #ifndef _GNU_SOURCE
@@ -17,8 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <termios.h>
 #include <unistd.h>
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -96,6 +100,7 @@ static void child(const struct envd_spawn *s, const char *path, char **argv, cha
   for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setsid();
+  if (s->pty && ioctl(in, TIOCSCTTY, 0) < 0) goto fail;
   if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0) goto fail;
   if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
     for (int fd = 3; fd < 65536; fd++)
@@ -111,6 +116,71 @@ fail:;
   ssize_t w = write(report, &er, sizeof er);
   (void)w;
   _exit(127);
+}
+
+/* Read the child's exec report: 0 when exec succeeded (EOF), else fills err and returns -1. */
+static int exec_report(int fd, const char *cmd, struct envd_err *err) {
+  int child_errno = 0;
+  ssize_t n;
+  do n = read(fd, &child_errno, sizeof child_errno);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof child_errno) return 0;
+  /* The child failed before exec and exits 127; the reaper collects it. */
+  envd_fail(err, "invalid_argument", "error starting process '%s': %s", cmd,
+            strerror(child_errno));
+  return -1;
+}
+
+/* PTY variant of the fork: master to *out_fd (and a dup to *in_fd for writes and resizes). */
+static pid_t fork_pty(const struct envd_spawn *s, const char *path, char **argv, char **env,
+                      int *in_fd, int *out_fd, int *err_fd, struct envd_err *err) {
+  int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), slave = -1, rep[2] = {-1, -1};
+  int in_dup = -1;
+  pid_t pid = -1;
+  char name[128];
+  if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0 ||
+      ptsname_r(master, name, sizeof name) != 0) {
+    envd_fail(err, "internal", "error creating pty: %s", strerror(errno));
+    goto out;
+  }
+  slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0) {
+    envd_fail(err, "internal", "error opening pty slave %s: %s", name, strerror(errno));
+    goto out;
+  }
+  if (fchown(slave, s->user->uid, (gid_t)-1) < 0) { /* best effort: tty(1) works without it */
+  }
+  struct winsize ws = {.ws_row = s->rows ? s->rows : 24, .ws_col = s->cols ? s->cols : 80};
+  ioctl(master, TIOCSWINSZ, &ws);
+  in_dup = fcntl(master, F_DUPFD_CLOEXEC, 3);
+  if (in_dup < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+    envd_fail(err, "internal", "pipe: %s", strerror(errno));
+    goto out;
+  }
+  pid = fork();
+  if (pid < 0) {
+    envd_fail(err, "invalid_argument", "error starting process: fork: %s", strerror(errno));
+    goto out;
+  }
+  if (pid == 0) child(s, path, argv, env, slave, slave, slave, rep[1]);
+  close(rep[1]);
+  rep[1] = -1;
+  if (exec_report(rep[0], s->cmd, err) < 0) {
+    pid = -1;
+    goto out;
+  }
+  fcntl(in_dup, F_SETFL, O_NONBLOCK); /* shared file description: the reader tolerates EAGAIN */
+  *out_fd = master;
+  *in_fd = in_dup;
+  *err_fd = -1;
+  master = in_dup = -1;
+out:
+  if (master >= 0) close(master);
+  if (in_dup >= 0) close(in_dup);
+  if (slave >= 0) close(slave);
+  if (rep[0] >= 0) close(rep[0]);
+  if (rep[1] >= 0) close(rep[1]);
+  return pid;
 }
 
 pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int *out_fd,
@@ -137,6 +207,10 @@ pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int
   }
   argv[0] = (char *)s->cmd;
   for (size_t i = 0; i < s->nargs; i++) argv[i + 1] = (char *)s->args[i];
+  if (s->pty) {
+    pid = fork_pty(s, path, argv, env, in_fd, out_fd, err_fd, err);
+    goto out;
+  }
   if (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 || pipe2(rep, O_CLOEXEC) < 0) {
     envd_fail(err, "internal", "pipe: %s", strerror(errno));
     goto out;
@@ -161,14 +235,7 @@ pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int
   if (pid == 0) child(s, path, argv, env, pin[0], pout[1], perr[1], rep[1]);
   close(rep[1]);
   rep[1] = -1;
-  int child_errno = 0;
-  ssize_t n;
-  do n = read(rep[0], &child_errno, sizeof child_errno);
-  while (n < 0 && errno == EINTR);
-  if (n == (ssize_t)sizeof child_errno) {
-    /* The child failed before exec and exits 127; the reaper collects it. */
-    envd_fail(err, "invalid_argument", "error starting process '%s': %s", s->cmd,
-              strerror(child_errno));
+  if (exec_report(rep[0], s->cmd, err) < 0) {
     pid = -1;
     goto out;
   }
