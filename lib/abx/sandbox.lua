@@ -228,6 +228,7 @@ function Connection:_create_once(body)
     local request = "POST /sandboxes"
     local unknown = (not ok and core.is_error(resp) and resp.kind == "Transport")
       or (ok and (resp.status == 502 or resp.status == 503 or resp.status == 504))
+    if not ok and not unknown then error(resp, 0) end -- Timeout, Interrupted, ...: not retried
     if ok and not unknown and resp.status ~= 429 then return resp, request end
     if unknown then
       local lok, items = pcall(self.list, self, { metadata = { e2e_attempt = body.metadata.e2e_attempt } })

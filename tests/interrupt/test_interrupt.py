@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Interrupts (issue 5, item 1): SIGINT mid-run with live sandboxes cleans up and exits 2; a second
+SIGINT exits at once printing the tag; SIGKILL of the engine leaves no process behind on the local
+provider, and against a separately running platform `abxlua cleanup --yes --run-id` then removes
+what the killed run left. Usage: test_interrupt.py ABXLUA"""
+import json, os, signal, subprocess, sys, tempfile, time, urllib.request
+
+abx = os.path.abspath(sys.argv[1])
+root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+case = os.path.join(root, "tests", "interrupt", "slow_case.lua")
+failures = []
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+def procs_with(text):
+    """pids whose command line or environment mentions text"""
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        for f in ("cmdline", "environ"):
+            try:
+                with open("/proc/%s/%s" % (d, f), "rb") as fh:
+                    if text.encode() in fh.read():
+                        found.append(int(d))
+                        break
+            except OSError:
+                pass
+    return found
+
+def wait_gone(text, seconds=10):
+    end = time.time() + seconds
+    while time.time() < end:
+        if not procs_with(text):
+            return True
+        time.sleep(0.2)
+    return not procs_with(text)
+
+def wait_for_sandboxes(tmp, n, seconds=30):
+    """bwrap processes of this run (their command lines name the run's TMPDIR)"""
+    end = time.time() + seconds
+    while time.time() < end:
+        bw = [p for p in procs_with(tmp) if b"bwrap" in open("/proc/%d/cmdline" % p, "rb").read()]
+        if len(bw) >= n:
+            return True
+        time.sleep(0.2)
+    return False
+
+def start_run(tmp, extra_env=None, cwd=root, args=()):
+    env = dict(os.environ, TMPDIR=tmp, NO_COLOR="1", **(extra_env or {}))
+    return subprocess.Popen([abx, "run", case, "-j", "4", *args], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+# 1. one SIGINT: teardown, cleanup, exit 2, nothing left
+tmp = tempfile.mkdtemp()
+p = start_run(tmp)
+check(wait_for_sandboxes(tmp, 4), "four sandboxes are live before the interrupt")
+t0 = time.time()
+p.send_signal(signal.SIGINT)
+out, _ = p.communicate(timeout=60)
+print(out)
+check(p.returncode == 2, "SIGINT exits 2 (got %s)" % p.returncode)
+check(time.time() - t0 < 30, "the interrupted run ended in %.1fs" % (time.time() - t0))
+check("interrupted: stopping the running tests" in out, "the interrupt is announced")
+check(out.count(" - Interrupted") == 4 and " - Timeout" not in out,
+      "the four running tests end with kind Interrupted (not Timeout)")
+check("cleanup:" in out, "the cleanup line is printed")
+check(wait_gone(tmp), "no process of the run remains")
+
+# 2. two SIGINTs: exit at once with the tag
+tmp = tempfile.mkdtemp()
+p = start_run(tmp, {"E2E_RUN_ID": "twice%d" % os.getpid()})
+check(wait_for_sandboxes(tmp, 4), "sandboxes are live before the double interrupt")
+p.send_signal(signal.SIGINT)
+time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+out, _ = p.communicate(timeout=30)
+check(p.returncode == 2, "a second SIGINT exits 2 (got %s)" % p.returncode)
+check("e2e=twice%d" % os.getpid() in out, "the second interrupt prints the run's tag")
+check(wait_gone(tmp, 15), "the platform child and its sandboxes still go away (parent death)")
+
+# 3. SIGKILL of the engine on the local provider: the platform child follows, nothing remains
+tmp = tempfile.mkdtemp()
+p = start_run(tmp)
+check(wait_for_sandboxes(tmp, 4), "sandboxes are live before SIGKILL")
+p.kill()
+p.wait()
+check(wait_gone(tmp, 15), "after SIGKILL of the engine no sandbox process remains")
+
+# 4. SIGKILL against a separately running platform, then the janitor
+r, w = os.pipe()
+serve = subprocess.Popen([abx, "serve", "--port", "0", "--ready-fd", str(w)], pass_fds=[w],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+os.close(w)
+ready = json.loads(os.fdopen(r).readline())
+proj = tempfile.mkdtemp()
+os.makedirs(os.path.join(proj, "config"))
+with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
+    f.write("provider: here\nproviders:\n  here:\n    kind: remote\n    envd_routing: headers\n"
+            "    domain: localhost\n")
+run_id = "killed%d" % os.getpid()
+renv = {"ABX_SANDBOX_API_KEY": ready["api_key"], "ABX_SANDBOX_BASE_URL": ready["url"],
+        "E2B_SANDBOX_URL": ready["url"], "E2E_RUN_ID": run_id}
+
+def tagged():
+    req = urllib.request.Request(ready["url"] + "/v2/sandboxes", headers={"X-API-Key": ready["api_key"]})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return [s for s in json.loads(resp.read()) if (s.get("metadata") or {}).get("e2e") == run_id]
+
+try:
+    p = start_run(tempfile.mkdtemp(), renv, cwd=proj)
+    end = time.time() + 30
+    while time.time() < end and len(tagged()) < 4:
+        time.sleep(0.2)
+    check(len(tagged()) == 4, "the run holds 4 tagged sandboxes on the platform")
+    p.kill()
+    p.wait()
+    time.sleep(0.5)
+    check(len(tagged()) == 4, "after SIGKILL they are still there (nobody cleaned up)")
+    env = dict(os.environ, **renv)
+    c = subprocess.run([abx, "cleanup", "--run-id", run_id, "--yes"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=120)
+    print(c.stdout + c.stderr)
+    check(c.returncode == 0, "abxlua cleanup --yes --run-id exits 0 (got %d)" % c.returncode)
+    check(len(tagged()) == 0, "abxlua cleanup --yes --run-id leaves nothing")
+finally:
+    serve.terminate()
+    serve.wait(timeout=30)
+
+print("%d failure(s)" % len(failures))
+sys.exit(1 if failures else 0)
