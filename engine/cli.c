@@ -17,6 +17,7 @@
 #include "core.h"
 #include "embedded.h"
 #include "loop.h"
+#include "platform.h"
 #include "secrets.h"
 
 static int load_embedded(lua_State *L)
@@ -77,6 +78,7 @@ int abx_cli_main(int argc, char **argv)
   luaL_openlibs(L);
   preload(L, loop);
   abx_signals_install();
+  abx_platform_set_exe(argv[0]);
 
   int rc = 3;
   lua_pushcfunction(L, traceback);

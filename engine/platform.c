@@ -20,6 +20,16 @@
 
 #include "loop.h"
 
+/* The engine's executable. Set once at start-up, before any child exists; read-only after. */
+static char self_exe[4096] = "/proc/self/exe";
+
+void abx_platform_set_exe(const char *argv0)
+{
+  char resolved[4096];
+  if (argv0 && strchr(argv0, '/') && realpath(argv0, resolved))
+    snprintf(self_exe, sizeof self_exe, "%s", resolved);
+}
+
 int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
                        int timeout_ms, char *err, size_t errlen)
 {
@@ -64,7 +74,7 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
     for (const char *const *e = extra; e && *e && n < 62; e++)
       argv[n++] = *e;
     argv[n] = NULL;
-    execv("/proc/self/exe", (char *const *)argv);
+    execv(self_exe, (char *const *)argv);
     _exit(127);
   }
   close(fds[1]);

@@ -18,7 +18,11 @@ struct abx_platform {
   char ready[1024]; /* the child's ready line: JSON {"url","port","api_key","domain"} */
 };
 
-/* Starts '/proc/self/exe serve --port 0 --ready-fd 3 <extra...>' with stdout and stderr sent to
+/* Remembers the engine's own executable (from argv[0] when it names a path), used to start the
+ * platform child. Without it, /proc/self/exe is used, which under valgrind names valgrind. */
+void abx_platform_set_exe(const char *argv0);
+
+/* Starts '<the engine's executable> serve --port 0 --ready-fd 3 <extra...>' with stdout and stderr sent to
  * 'log_path' (appended), and waits up to 'timeout_ms' for the ready line. */
 int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
                        int timeout_ms, char *err, size_t errlen);
