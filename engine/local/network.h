@@ -1,0 +1,95 @@
+/*
+ * network.h: each sandbox's link, its outbound rules and its traffic access token
+ * (reference/e2b-control-plane.md §3.2 SandboxNetworkConfig, §3.4 PUT network, §7.4).
+ *
+ * Link:    the platform owns one "hub" network namespace, created on first use (unshare on a
+ *          thread, kept alive by an fd; forwarding off, an nftables forward chain with policy drop;
+ *          no NAT, no other interface). Sandbox k (1..16383) gets a veth pair: `abxh<k>` in the hub
+ *          with 10.200.0.0 + 4k + 1 /30, `eth0` in the sandbox with + 2 /30 and a default route via
+ *          the hub end. Nothing is added to the host's own namespace: "allowed" outbound traffic
+ *          can reach the hub end of the sandbox's own link and nothing beyond this machine.
+ * Rules:   table `inet abx` in the sandbox's namespace, chain `out` (hook output): loopback and
+ *          established flows pass; then allowOut entries accept (allow beats deny); denyOut entries,
+ *          and everything when allow_internet_access is false, are rejected (TCP reset, else
+ *          icmpx admin-prohibited); the hub end of the own link is accepted; the rest is rejected.
+ *          Applied atomically with `nft -f -` run in the sandbox's namespace; sandbox processes
+ *          have no CAP_NET_ADMIN, so they cannot change them. allowOut domain names are accepted
+ *          and reported but match nothing (no DNS leaves the machine).
+ * Token:   allowPublicTraffic=false gives a 64-hex-digit trafficAccessToken; the ingress then
+ *          requires header e2b-traffic-access-token on every port but envd's (constant-time
+ *          comparison).
+ * Without: when `ip` or `nft` is missing or the hub cannot be made, sandboxes keep loopback only
+ *          (every outbound connection fails, so every deny holds) and a warning is printed once.
+ * Locking: own mutexes; callers may hold the registry lock (order: registry, then network).
+ * Errors:  int functions return 0, or -1 with a message in msg/err.
+ */
+#ifndef ABX_LOCAL_NETWORK_H
+#define ABX_LOCAL_NETWORK_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stddef.h>
+
+#define ABX_NET_ENVD_PORT 49983
+#define ABX_NET_MAX_ENTRIES 256
+#define ABX_NET_TOKEN_HEADER "e2b-traffic-access-token"
+
+/* Outbound rules: internet (allow_internet_access) and string arrays allow/deny (owned, may be
+ * NULL for empty). */
+struct abx_net_rules {
+  int internet;
+  json_t *allow;
+  json_t *deny;
+};
+
+/* Check one allowOut (allow_domain=1) or denyOut (0) entry: an IPv4/IPv6 address, a CIDR, or
+ * (allowOut only) a domain name, optionally "*."-prefixed. 0 or -1. */
+int abx_network_entry_ok(const char *s, int allow_domain);
+
+/* Record the network settings of sandbox `id` before it starts. Takes ownership of the json in
+ * `rules`. public_traffic=0 makes a traffic access token. 0, or -1 (no randomness, msg set). */
+int abx_network_register(const char *id, int public_traffic, struct abx_net_rules *rules,
+                         char *msg, size_t msglen);
+
+/* Give the started sandbox (its namespace `netns_fd`) its link and rules. No-op for an unknown
+ * id or when networking is unavailable. 0, or -1 with err set (nothing is left behind). */
+int abx_network_attach(const char *id, int netns_fd, char *err, size_t errlen);
+
+/* Delete the sandbox's link (its veth pair) and free its address block; settings are kept. */
+void abx_network_detach(const char *id);
+
+/* Drop the sandbox's settings (after detach). Unknown ids are ignored. */
+void abx_network_forget(const char *id);
+
+/* Replace the outbound rules of a known sandbox (PUT network): takes ownership of the json in
+ * `rules`. Returns 204, 404 (unknown id) or 500 (msg set; the old rules stay). */
+int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, size_t msglen);
+
+/* Add the network fields of `id` to a response object. detail=0 (Sandbox): trafficAccessToken
+ * (string or null). detail=1 (SandboxDetail): allowInternetAccess, network {allowPublicTraffic,
+ * allowOut, denyOut}, and the extension abxNetwork {hostAddress, sandboxAddress, hostNamespace}
+ * when the sandbox has a link. */
+void abx_network_json(const char *id, json_t *o, int detail);
+
+/* Ingress check of a request to `port` of sandbox `id` carrying `token` (NULL when absent).
+ * NULL when allowed, else the 403 message. */
+const char *abx_network_traffic_denied(const char *id, int port, const char *token);
+
+/* Shutdown: delete every remaining link and close the hub namespace. */
+void abx_network_shutdown(void);
+
+/* ---- control plane (api_network.c) ---- */
+
+/* POST /sandboxes: read allow_internet_access (or allowInternetAccess) and network
+ * {allowPublicTraffic, allowOut, denyOut, egressProxy} from `req` and register them for `id`.
+ * Returns 0, 400 (msg: bad type, bad CIDR/IP, too many entries, allowPublicTraffic=false without
+ * secure, egressProxy set) or 500 (msg). */
+int abx_api_network_create(const char *id, json_t *req, int secure, char *msg, size_t msglen);
+
+/* Route PUT /sandboxes/{id}/network (api.c's table), body {allowOut?, denyOut?,
+ * allow_internet_access? | allowInternetAccess?}: replaces the rules (an omitted field is cleared;
+ * internet access then defaults to true). 204, 400, 404, 500. */
+struct abx_api_req;
+enum MHD_Result abx_api_sandbox_network(struct abx_api_req *r);
+
+#endif
