@@ -13,6 +13,7 @@
 
 #include "local/api_internal.h"
 #include "local/http_util.h"
+#include "local/network.h"
 #include "local/registry.h"
 
 static const char *g_key;
@@ -41,6 +42,18 @@ static const struct route {
   {"DELETE", "/sandboxes/{id}", abx_api_sandbox_kill},
   {"POST", "/sandboxes/{id}/timeout", abx_api_sandbox_timeout},
   {"POST", "/sandboxes/{id}/connect", abx_api_sandbox_connect},
+  {"POST", "/sandboxes/{id}/resume", abx_api_sandbox_resume},
+  {"POST", "/sandboxes/{id}/pause", abx_api_sandbox_pause},
+  {"POST", "/sandboxes/{id}/refreshes", abx_api_sandbox_refreshes},
+  {"GET", "/sandboxes/{id}/metrics", abx_api_sandbox_metrics},
+  {"POST", "/sandboxes/{id}/snapshots", abx_api_snapshot_create},
+  {"GET", "/snapshots", abx_api_snapshot_list},
+  {"DELETE", "/templates/{id}", abx_api_template_delete},
+  {"POST", "/volumes", abx_api_volume_create},
+  {"GET", "/volumes", abx_api_volume_list},
+  {"GET", "/volumes/{id}", abx_api_volume_get},
+  {"DELETE", "/volumes/{id}", abx_api_volume_delete},
+  {"PUT", "/sandboxes/{id}/network", abx_api_sandbox_network},
 };
 
 /* 1 when `url` matches `pattern` (params filled), 0 when not, -1 when a parameter is too long. */
@@ -126,6 +139,24 @@ json_t *abx_api_body(struct abx_api_req *r, int required, enum MHD_Result *sent)
     return NULL;
   }
   return j;
+}
+
+int abx_api_timeout_body(struct abx_api_req *r, int required, long long *t, enum MHD_Result *sent)
+{
+  json_t *req = abx_api_body(r, required, sent);
+  if (!req)
+    return -1;
+  int ri = abx_api_get_int(req, "timeout", t);
+  json_decref(req);
+  if (ri < 0 || (ri == 0 && required)) {
+    *sent = abx_http_error(r->c, 400, "validation error: field 'timeout' is required and must be an integer");
+    return -1;
+  }
+  if (*t < 0)
+    *t = 0;
+  if (*t > ABX_MAX_TIMEOUT_S)
+    *t = ABX_MAX_TIMEOUT_S;
+  return 0;
 }
 
 int abx_api_check_str_map(json_t *o, const char *key, char *msg, size_t n)
@@ -247,6 +278,8 @@ json_t *abx_api_sandbox_json(const struct abx_sandbox *sb)
                         sb->alias);
   if (o && sb->secure)
     json_object_set_new(o, "envdAccessToken", json_string(sb->token));
+  if (o)
+    abx_network_json(sb->id, o, 0);
   return o;
 }
 
@@ -254,17 +287,22 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail)
 {
   char started[32], end[32];
   abx_rfc3339(sb->started_ns, started);
-  abx_rfc3339(sb->end_ns, end);
+  abx_rfc3339(sb->paused ? sb->paused_ns : sb->end_ns, end);
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:O}", "templateID",
                         sb->template_id, "alias", sb->alias, "sandboxID", sb->id, "clientID",
                         ABX_CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
                         (json_int_t)cpu_count(), "memoryMB", (json_int_t)memory_mb(), "diskSizeMB",
-                        (json_int_t)disk_mb(), "state", "running", "envdVersion", ABX_ENVD_VERSION,
+                        (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion", ABX_ENVD_VERSION,
                         "metadata", sb->metadata);
+  if (o && sb->volume_mounts)
+    json_object_set_new(o, "volumeMounts", json_deep_copy(sb->volume_mounts));
   if (o && detail) {
-    json_object_set_new(o, "domain", json_string(g_domain));
+    json_object_set_new(o, "domain", sb->paused ? json_null() : json_string(g_domain));
+    json_object_set_new(o, "lifecycle", json_pack("{s:b,s:s}", "autoResume", 0, "onTimeout",
+                                                  sb->auto_pause ? "pause" : "kill"));
     if (sb->secure)
       json_object_set_new(o, "envdAccessToken", json_string(sb->token));
+    abx_network_json(sb->id, o, 1);
   }
   return o;
 }

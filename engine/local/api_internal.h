@@ -2,8 +2,9 @@
  * api_internal.h: what the control-plane files share: the request record, the route table's
  * handler type, body/field parsing, id validation and the sandbox shapes.
  *
- * Files:   api.c (route table, dispatch, auth, these helpers), api_sandboxes.c (sandbox routes),
- *          api_snapshots.c, api_volumes.c. A new route = one row in api.c's table plus a handler.
+ * Files:   api.c (route table, dispatch, auth, these helpers), api_sandboxes.c (create, list,
+ *          get, kill, timeout), api_lifecycle.c (connect, resume, pause, refreshes, metrics),
+ *          api_snapshots.c (snapshots, DELETE /templates), api_volumes.c (volumes). A new route = one row in api.c's table plus a handler.
  * Shapes:  reference/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
  *          {"code":<status>,"message"} (§2).
  * Errors:  helpers that can fail queue the error answer themselves and report it through *sent.
@@ -42,6 +43,11 @@ json_t *abx_api_body(struct abx_api_req *r, int required, enum MHD_Result *sent)
 /* Integer field: 1 present (*out set), 0 absent or null, -1 wrong type (integral reals accepted). */
 int abx_api_get_int(json_t *o, const char *key, long long *out);
 
+/* A {timeout} body (seconds; negative counts as 0, capped at ABX_MAX_TIMEOUT_S). With `required`
+ * the body and the field must be there; otherwise *t keeps its default when absent. 0, or -1
+ * with a 400 queued (*sent). */
+int abx_api_timeout_body(struct abx_api_req *r, int required, long long *t, enum MHD_Result *sent);
+
 /* Field `key` absent/null or an object of strings (0), else -1 with a validation message. */
 int abx_api_check_str_map(json_t *o, const char *key, char *msg, size_t n);
 
@@ -72,6 +78,23 @@ enum MHD_Result abx_api_sandbox_list_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_get(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r);
+
+/* api_lifecycle.c */
 enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
+
+/* api_snapshots.c */
+enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);
+enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r);
+enum MHD_Result abx_api_template_delete(struct abx_api_req *r);
+
+/* api_volumes.c */
+enum MHD_Result abx_api_volume_create(struct abx_api_req *r);
+enum MHD_Result abx_api_volume_list(struct abx_api_req *r);
+enum MHD_Result abx_api_volume_get(struct abx_api_req *r);
+enum MHD_Result abx_api_volume_delete(struct abx_api_req *r);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "local/http_util.h"
 #include "local/netns.h"
+#include "local/network.h"
 #include "local/registry.h"
 
 static const char *g_domain;
@@ -361,9 +362,18 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
 enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
                                    const char *method, const char *raw_uri, char **body, size_t len)
 {
-  int netns = abx_registry_netns(route->id);
+  int netns = abx_registry_netns_running(route->id);
+  if (netns == -2) /* no auto-resume: E2B's default */
+    return proxy_error(c, route->id, "The sandbox is paused");
   if (netns < 0)
     return proxy_error(c, route->id, "The sandbox was not found");
+  const char *denied = abx_network_traffic_denied(
+    route->id, route->port, MHD_lookup_connection_value(c, MHD_HEADER_KIND, ABX_NET_TOKEN_HEADER));
+  if (denied) {
+    close(netns);
+    return abx_http_json(c, 403, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
+                                           denied, "code", 403));
+  }
   struct px *p = calloc(1, sizeof *p);
   CURL *curl = p ? curl_easy_init() : NULL;
   if (!curl) {

@@ -4,16 +4,21 @@
  * Shapes:  struct abx_sandbox below; ids are "i" + 20 chars [a-z0-9]
  *          (reference/e2b-control-plane.md §2 "Sandbox ID").
  * Units:   started_ns / end_ns are CLOCK_REALTIME nanoseconds since the epoch.
- * Locking: abx_registry_lock() guards the list and every field of a listed sandbox; a sandbox
- *          removed with abx_registry_take*() belongs to the caller, who destroys it
- *          (abx_sandbox_destroy, sandbox.h) without the lock held.
+ * Locking: abx_registry_lock() guards the list, refs and the plain fields of a listed sandbox.
+ *          Sandboxes are reference-counted: the list holds one ref, abx_registry_get() another;
+ *          the last abx_registry_put() destroys (abx_sandbox_destroy, sandbox.h) without the lock.
+ *          Operations that touch a sandbox's processes or files hold its `op` mutex (order: op,
+ *          then registry) and check `listed` first: a killed sandbox is unlisted.
  */
 #ifndef ABX_LOCAL_REGISTRY_H
 #define ABX_LOCAL_REGISTRY_H
 
 #include <jansson.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
+
+struct abx_template;
 
 struct abx_sandbox {
   char id[32];
@@ -29,6 +34,18 @@ struct abx_sandbox {
   int netns_fd;        /* /proc/<child_pid>/ns/net, held open for the sandbox's lifetime */
   char *dir;           /* <state-dir>/<id>, owned */
   struct abx_sandbox *next;
+  /* lifecycle (api_sandboxes.c, lifecycle.c) */
+  struct abx_template *tmpl; /* ref + sandbox use held (rootfs.h) */
+  int auto_pause;            /* TTL pauses instead of killing */
+  int paused;                /* frozen (cgroup.h); paused sandboxes have no TTL */
+  int64_t paused_ns;         /* when it was paused (endAt while paused) */
+  json_t *volume_mounts;     /* [{name,path,readOnly}], owned; a use of each volume is held */
+  char **volume_dirs;        /* host dirs, parallel to volume_mounts, owned */
+  uint64_t cpu_prev_ns;      /* last metrics sample: cgroup CPU time and monotonic time */
+  int64_t cpu_prev_mono;
+  int refs;                  /* under the registry lock: the list's ref + abx_registry_get()s */
+  int listed;
+  pthread_mutex_t op;        /* serializes pause/resume/snapshot/kill of this sandbox */
 };
 
 void abx_registry_lock(void);
@@ -40,20 +57,31 @@ struct abx_sandbox *abx_registry_head(void);
 /* Under the lock: the sandbox with `id`, or NULL. */
 struct abx_sandbox *abx_registry_find(const char *id);
 
-/* Add a fully started sandbox (takes ownership). Takes the lock itself. */
+/* Add a fully started sandbox (its first ref becomes the list's). Takes the lock itself. */
 void abx_registry_add(struct abx_sandbox *sb);
 
-/* Remove and return the sandbox with `id` (NULL when unknown). Takes the lock itself. */
-struct abx_sandbox *abx_registry_take(const char *id);
-
-/* Remove and return every sandbox whose TTL passed (end_ns <= now_ns) or whose bwrap exited (it
- * is reaped here; pid is then set to 0). A NULL-terminated ->next list. Takes the lock itself. */
-struct abx_sandbox *abx_registry_take_expired(int64_t now_ns);
-
-/* Remove and return every sandbox (shutdown). Takes the lock itself. */
+/* Unlist and return every sandbox as a ->next list; each list ref passes to the caller
+ * (shutdown). Takes the lock itself. */
 struct abx_sandbox *abx_registry_take_all(void);
+
+/* Find `id` and take a ref (NULL when unknown or unlisted). Takes the lock itself. */
+struct abx_sandbox *abx_registry_get(const char *id);
+
+/* Drop a ref; the last one destroys the sandbox (abx_sandbox_destroy). Takes the lock itself. */
+void abx_registry_put(struct abx_sandbox *sb);
+
+/* Unlist `sb` (its list ref then belongs to the caller, who puts it). Returns 1 when it was
+ * listed, 0 when someone else unlisted it first. Takes the lock itself. */
+int abx_registry_unlist(struct abx_sandbox *sb);
+
+/* Take a ref on every listed sandbox that is due: running and past its TTL, or whose bwrap exited
+ * (reaped here, pid set to 0). At most `max` into out[]; returns the count. Takes the lock. */
+size_t abx_registry_due(int64_t now_ns, struct abx_sandbox **out, size_t max);
 
 /* Under the lock: dup() of the sandbox's netns fd, or -1 when `id` is unknown. Takes the lock. */
 int abx_registry_netns(const char *id);
+
+/* Like abx_registry_netns, but -2 when the sandbox is paused. */
+int abx_registry_netns_running(const char *id);
 
 #endif

@@ -16,31 +16,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "local/cgroup.h"
 #include "local/envd_client.h"
 #include "local/http_util.h"
 #include "local/netns.h"
+#include "local/network.h"
+#include "local/rootfs.h"
 #include "local/spawner.h"
+#include "local/volume.h"
 
 #define BWRAP "/usr/bin/bwrap"
 #define START_DEADLINE_NS (10LL * 1000000000LL)
 
-static const struct abx_template templates[] = {
-  {"base", "base", "host"},
-};
-
 static const char *g_state_dir;
 static const char *g_exe;
-
-const struct abx_template *abx_template_find(const char *ref)
-{
-  for (size_t i = 0; i < sizeof templates / sizeof templates[0]; i++) {
-    size_t n = strlen(templates[i].id);
-    if (strncmp(ref, templates[i].id, n) == 0 &&
-        (ref[n] == 0 || strcmp(ref + n, ":default") == 0 || strcmp(ref + n, ":latest") == 0))
-      return &templates[i];
-  }
-  return NULL;
-}
 
 void abx_sandbox_config(const char *state_dir, const char *exe_path)
 {
@@ -64,44 +53,13 @@ int abx_rmtree(const char *path)
   return access(path, F_OK) == 0 ? -1 : 0;
 }
 
-static int write_file(const char *dir, const char *name, const char *text)
-{
-  char p[4096];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
-  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return -1;
-  size_t n = strlen(text);
-  int ok = write(fd, text, n) == (ssize_t)n;
-  close(fd);
-  return ok ? 0 : -1;
-}
-
-static int make_dir(const char *dir, const char *name, mode_t mode, uid_t uid)
-{
-  char p[4096];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
-  if (mkdir(p, mode) != 0 || chmod(p, mode) != 0 || chown(p, uid, uid) != 0)
-    return -1;
-  return 0;
-}
-
 static int prepare_dir(struct abx_sandbox *sb)
 {
   if (asprintf(&sb->dir, "%s/%s", g_state_dir, sb->id) < 0) {
     sb->dir = NULL;
     return -1;
   }
-  if (mkdir(sb->dir, 0700) != 0)
-    return -1;
-  if (make_dir(sb->dir, "home", 0755, 1000) || make_dir(sb->dir, "root", 0700, 0) ||
-      make_dir(sb->dir, "tmp", 01777, 0))
-    return -1;
-  if (write_file(sb->dir, "passwd",
-                 "root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n") ||
-      write_file(sb->dir, "group", "root:x:0:\nuser:x:1000:\n"))
-    return -1;
-  return 0;
+  return mkdir(sb->dir, 0700);
 }
 
 /* argv for bwrap; strings are owned by `store` (freed by the caller). */
@@ -137,7 +95,6 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
 {
   static const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE",
                                "CAP_FOWNER", "CAP_KILL"};
-  static const char *toplinks[] = {"bin", "lib", "lib64", "sbin", "lib32", "libx32"};
   add(a, "bwrap");
   add(a, "--unshare-pid");
   add(a, "--unshare-net");
@@ -153,55 +110,9 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
     add(a, "--cap-add");
     add(a, caps[i]);
   }
-  add(a, "--ro-bind");
-  add(a, "/usr");
-  add(a, "/usr");
-  for (size_t i = 0; i < sizeof toplinks / sizeof toplinks[0]; i++) {
-    char host[32], target[256];
-    snprintf(host, sizeof host, "/%s", toplinks[i]);
-    struct stat st;
-    if (lstat(host, &st) != 0)
-      continue;
-    if (S_ISLNK(st.st_mode)) {
-      ssize_t k = readlink(host, target, sizeof target - 1);
-      if (k <= 0)
-        continue;
-      target[k] = 0;
-      add(a, "--symlink");
-      add(a, own(a, strdup(target)));
-    } else if (S_ISDIR(st.st_mode)) {
-      add(a, "--ro-bind");
-      add(a, own(a, strdup(host)));
-    } else {
-      continue;
-    }
-    add(a, own(a, strdup(host)));
-  }
-  static const char *dirs[] = {"/home", "/opt", "/opt/abx", "/var", "/var/tmp"};
-  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-    add(a, "--perms");
-    add(a, i == 4 ? "1777" : "0755");
-    add(a, "--dir");
-    add(a, dirs[i]);
-  }
-  add(a, "--ro-bind");
-  add(a, "/etc");
-  add(a, "/etc");
-  add(a, "--ro-bind");
-  add(a, path_in(a, sb->dir, "passwd"));
-  add(a, "/etc/passwd");
-  add(a, "--ro-bind");
-  add(a, path_in(a, sb->dir, "group"));
-  add(a, "/etc/group");
-  add(a, "--bind");
-  add(a, path_in(a, sb->dir, "home"));
-  add(a, "/home/user");
-  add(a, "--bind");
-  add(a, path_in(a, sb->dir, "root"));
-  add(a, "/root");
-  add(a, "--bind");
-  add(a, path_in(a, sb->dir, "tmp"));
-  add(a, "/tmp");
+  add(a, "--bind"); /* the overlay root (rootfs.h), recursively: its per-directory overlays too */
+  add(a, path_in(a, sb->dir, "rootfs"));
+  add(a, "/");
   add(a, "--proc");
   add(a, "/proc");
   add(a, "--dev");
@@ -209,6 +120,13 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, "--ro-bind");
   add(a, g_exe);
   add(a, "/opt/abx/abxlua");
+  size_t nv = json_array_size(sb->volume_mounts);
+  for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
+    json_t *m = json_array_get(sb->volume_mounts, i);
+    add(a, json_is_true(json_object_get(m, "readOnly")) ? "--ro-bind" : "--bind");
+    add(a, sb->volume_dirs[i]);
+    add(a, json_string_value(json_object_get(m, "path")));
+  }
   add(a, "--chdir");
   add(a, "/");
   add(a, "--info-fd");
@@ -284,6 +202,8 @@ static void teardown(struct abx_sandbox *sb)
    * so no zombie is left to the host's init. Then make sure with SIGKILL to the whole group. */
   if (sb->child_pid > 0)
     kill(sb->child_pid, SIGKILL);
+  if (sb->dir)
+    abx_cgroup_kill_all(sb->id); /* a paused sandbox: SIGKILL everything, then thaw so it dies */
   if (sb->pid > 0) {
     /* Wait (1 s) for bwrap to exit without reaping it, so its pid and group stay reserved for
      * the killpg below; then reap. */
@@ -321,10 +241,14 @@ static void teardown(struct abx_sandbox *sb)
       nanosleep(&ts, NULL);
     }
   }
+  abx_network_detach(sb->id);
   if (sb->netns_fd >= 0)
     close(sb->netns_fd);
-  if (sb->dir)
+  if (sb->dir) {
+    abx_cgroup_remove(sb->id);
+    abx_rootfs_umount(sb->dir);
     abx_rmtree(sb->dir);
+  }
   free(sb->dir);
   sb->dir = NULL;
   sb->pid = sb->child_pid = 0;
@@ -338,8 +262,15 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   struct argv_buf a = {.n = 0, .nown = 0};
   sb->netns_fd = -1;
   sb->pid = sb->child_pid = 0;
+  char *cgroups[ABX_CGROUP_MAX + 1] = {NULL};
   if (prepare_dir(sb) != 0) {
     snprintf(err, errlen, "cannot prepare sandbox state dir: %s", strerror(errno));
+    goto fail;
+  }
+  if (abx_rootfs_mount(sb->tmpl, sb->dir, err, errlen) != 0)
+    goto fail;
+  if (abx_cgroup_create(sb->id, cgroups) != 0) {
+    snprintf(err, errlen, "cannot create the sandbox's cgroups: %s", strerror(errno));
     goto fail;
   }
   char logp[4096];
@@ -352,7 +283,7 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   build_argv(&a, sb);
   char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                   "HOME=/root", "LANG=C.UTF-8", NULL};
-  sb->pid = abx_spawner_run(BWRAP, a.v, envp, pipefd[1], logfd);
+  sb->pid = abx_spawner_run(BWRAP, a.v, envp, pipefd[1], logfd, cgroups);
   close(pipefd[1]);
   pipefd[1] = -1;
   if (sb->pid <= 0) {
@@ -373,6 +304,8 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
     snprintf(err, errlen, "cannot open the sandbox network namespace: %s", strerror(errno));
     goto fail;
   }
+  if (abx_network_attach(sb->id, sb->netns_fd, err, errlen) != 0)
+    goto fail;
   int exited = 0;
   if (abx_envd_wait_health(sb->netns_fd, sb->pid, &exited, deadline, err, errlen) != 0) {
     if (exited)
@@ -394,6 +327,8 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   close(logfd);
   for (int i = 0; i < a.nown; i++)
     free(a.own[i]);
+  for (int i = 0; cgroups[i]; i++)
+    free(cgroups[i]);
   return 0;
 fail:
   if (pipefd[0] >= 0)
@@ -404,15 +339,30 @@ fail:
     close(logfd);
   for (int i = 0; i < a.nown; i++)
     free(a.own[i]);
+  for (int i = 0; cgroups[i]; i++)
+    free(cgroups[i]);
   teardown(sb);
   return -1;
 }
+
+void abx_sandbox_stop(struct abx_sandbox *sb) { teardown(sb); }
 
 void abx_sandbox_destroy(struct abx_sandbox *sb)
 {
   if (!sb)
     return;
   teardown(sb);
+  abx_network_forget(sb->id);
   json_decref(sb->metadata);
+  size_t nv = json_array_size(sb->volume_mounts);
+  for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
+    if (sb->volume_dirs[i])
+      abx_volume_release(json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name")));
+    free(sb->volume_dirs[i]);
+  }
+  free(sb->volume_dirs);
+  json_decref(sb->volume_mounts);
+  abx_template_put(sb->tmpl, 1);
+  pthread_mutex_destroy(&sb->op);
   free(sb);
 }

@@ -20,10 +20,15 @@
 
 #include "local/api.h"
 #include "local/http_util.h"
+#include "local/cgroup.h"
 #include "local/ingress.h"
+#include "local/lifecycle.h"
+#include "local/network.h"
 #include "local/registry.h"
+#include "local/rootfs.h"
 #include "local/sandbox.h"
 #include "local/spawner.h"
+#include "local/volume.h"
 
 #define API_MAX_BODY (1024u * 1024)
 
@@ -139,15 +144,6 @@ static int key_valid(const char *k)
   return strlen(k) < 60;
 }
 
-static void destroy_list(struct abx_sandbox *s)
-{
-  while (s) {
-    struct abx_sandbox *next = s->next;
-    abx_sandbox_destroy(s);
-    s = next;
-  }
-}
-
 int abx_serve_main(int argc, char **argv)
 {
   const char *host = "127.0.0.1", *domain = "localhost", *state_opt = NULL;
@@ -261,6 +257,17 @@ int abx_serve_main(int argc, char **argv)
   sigaction(SIGINT, &sact, NULL);
   signal(SIGPIPE, SIG_IGN);
 
+  char err[512];
+  abx_cgroup_init();
+  int rfs = abx_rootfs_init(state, err, sizeof err);
+  if (rfs != 0 || abx_volume_init(state) != 0) {
+    fprintf(stderr, "abxlua serve: %s\n", rfs ? err : "cannot create the volumes dir");
+    abx_rootfs_shutdown();
+    abx_cgroup_shutdown();
+    if (created_state)
+      abx_rmtree(state);
+    return 1;
+  }
   curl_global_init(CURL_GLOBAL_DEFAULT);
   abx_sandbox_config(state, exe);
   abx_api_config(key, domain);
@@ -274,6 +281,8 @@ int abx_serve_main(int argc, char **argv)
     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650, MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "abxlua serve: cannot listen on %s:%ld\n", host, port);
+    abx_rootfs_shutdown();
+    abx_cgroup_shutdown();
     if (created_state)
       abx_rmtree(state);
     curl_global_cleanup();
@@ -303,14 +312,17 @@ int abx_serve_main(int argc, char **argv)
 
   while (!g_stop) {
     abx_spawner_poll(100);
-    destroy_list(abx_registry_take_expired(abx_now_ns()));
+    abx_lifecycle_tick(abx_now_ns());
   }
 
   abx_spawner_stop();
-  destroy_list(abx_registry_take_all());
+  abx_lifecycle_shutdown();
   MHD_stop_daemon(d);
-  destroy_list(abx_registry_take_all()); /* sandboxes finished by in-flight creates */
+  abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
+  abx_rootfs_shutdown();
+  abx_cgroup_shutdown();
   abx_ingress_drain(2000);
+  abx_network_shutdown();
   if (created_state)
     abx_rmtree(state);
   curl_global_cleanup();

@@ -17,6 +17,7 @@ struct job {
   char *const *argv;
   char *const *envp;
   int pass_fd, log_fd;
+  char *const *cgroups;
   pid_t pid;
   int done;
   struct job *next;
@@ -28,9 +29,10 @@ static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a job finished */
 static struct job *queue;
 static int stopped;
 
-pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd)
+pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd,
+                      char *const cgroups[])
 {
-  struct job j = {path, argv, envp, pass_fd, log_fd, -1, 0, NULL};
+  struct job j = {path, argv, envp, pass_fd, log_fd, cgroups, -1, 0, NULL};
   pthread_mutex_lock(&mu);
   if (stopped) {
     pthread_mutex_unlock(&mu);
@@ -53,6 +55,12 @@ static void child(struct job *j)
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
+  for (char *const *cg = j->cgroups; cg && *cg; cg++) { /* "0": the writing process (cgroup v1) */
+    int fd = open(*cg, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || write(fd, "0", 1) != 1)
+      _exit(125);
+    close(fd);
+  }
   umask(022); /* bwrap creates the sandbox's intermediate dirs with it */
   int devnull = open("/dev/null", O_RDWR);
   if (devnull < 0)

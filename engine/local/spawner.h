@@ -7,6 +7,8 @@
  *          which calls abx_spawner_poll() in its loop.
  * Shapes:  the child gets stdin from /dev/null, stdout and stderr on `log_fd`, `pass_fd` as fd 3,
  *          every other fd closed, its own process group (pgid == pid), and the environment `envp`.
+ *          Before exec it joins each cgroup whose cgroup.procs path is in `cgroups` (NULL-terminated,
+ *          may be NULL); failing to join one exits 125, so no sandbox runs outside its cgroups.
  * Errors:  abx_spawner_run returns the pid, or -1 when fork failed or the spawner is stopped.
  */
 #ifndef ABX_LOCAL_SPAWNER_H
@@ -16,7 +18,8 @@
 
 /* Ask the spawner thread to fork and execve(path, argv, envp); blocks until it has forked.
  * Any thread. Returns the child pid or -1. */
-pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd);
+pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd,
+                      char *const cgroups[]);
 
 /* Serve pending requests, waiting at most `ms` milliseconds for one. Only the spawner thread. */
 void abx_spawner_poll(int ms);

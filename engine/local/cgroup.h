@@ -1,0 +1,59 @@
+/*
+ * cgroup.h: one cgroup per sandbox in the cgroup v1 freezer, memory and cpuacct hierarchies:
+ * pause (freeze with memory intact), resume (thaw) and the figures behind GET /metrics.
+ *
+ * Layout:  /sys/fs/cgroup/<h><own cgroup of serve in h>/abxlua/serve.<pid>/<sandbox id> for h in
+ *          freezer, memory, cpuacct (nested under serve's own cgroup so any limit on serve still
+ *          holds). bwrap joins them between fork and exec (spawner.h), so every sandbox process
+ *          is inside from its first instruction. A hierarchy that is not mounted is skipped;
+ *          without the freezer, pause answers 500.
+ * Units:   bytes, nanoseconds of CPU time; deadlines CLOCK_MONOTONIC ns.
+ * Errors:  int functions return 0, or -1 (errno set where it means something).
+ * Source:  DESIGN.md "The local platform"; kernel Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst.
+ */
+#ifndef ABX_LOCAL_CGROUP_H
+#define ABX_LOCAL_CGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ABX_CGROUP_MAX 3 /* hierarchies */
+
+/* Find the hierarchies and create serve's parent cgroups. Call once at startup. Returns the
+ * number of usable hierarchies (0 is not an error: no pause, no metrics figures). */
+int abx_cgroup_init(void);
+
+/* 1 when the freezer hierarchy is usable. */
+int abx_cgroup_can_freeze(void);
+
+/* Create the sandbox's cgroups and fill procs[] with the malloc'd paths of their cgroup.procs
+ * files, NULL-terminated (procs must hold ABX_CGROUP_MAX + 1). Returns 0 or -1. */
+int abx_cgroup_create(const char *id, char *procs[ABX_CGROUP_MAX + 1]);
+
+/* Freeze every process of the sandbox and wait until the freezer reports FROZEN (deadline
+ * CLOCK_MONOTONIC ns). On failure the sandbox is thawed again and -1 returned. */
+int abx_cgroup_freeze(const char *id, int64_t deadline_mono);
+
+/* Thaw the sandbox. Returns 0 or -1. */
+int abx_cgroup_thaw(const char *id);
+
+/* SIGKILL every process listed in the sandbox's freezer cgroup, then thaw it so they can die. */
+void abx_cgroup_kill_all(const char *id);
+
+struct abx_cgroup_stats {
+  uint64_t cpu_ns;    /* cpuacct.usage */
+  uint64_t mem_used;  /* memory.usage_in_bytes */
+  uint64_t mem_cache; /* "cache" in memory.stat */
+  uint64_t mem_limit; /* memory.limit_in_bytes (huge when unlimited) */
+};
+
+/* Read the figures (missing ones are 0). Returns 0, or -1 when no hierarchy could be read. */
+int abx_cgroup_stats(const char *id, struct abx_cgroup_stats *st);
+
+/* Remove the sandbox's cgroups (waits up to 2 s for the last processes to leave). */
+void abx_cgroup_remove(const char *id);
+
+/* Remove serve's parent cgroups (shutdown). */
+void abx_cgroup_shutdown(void);
+
+#endif

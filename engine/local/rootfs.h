@@ -1,0 +1,90 @@
+/*
+ * rootfs.h: templates (the base template and snapshots) and each sandbox's overlay root.
+ *
+ * Parts:   a sandbox's / is one overlayfs ("root" part) plus one overlayfs mounted over each host
+ *          directory the template takes from the host: /usr, /etc and whichever of /bin /sbin
+ *          /lib /lib32 /lib64 /libx32 are real directories (symlinks, as on merged-/usr hosts,
+ *          are copied as symlinks). Overlayfs does not look through mounts inside a lower
+ *          directory, hence one overlay per host directory rather than one over a bind-mounted tree.
+ *          Nothing else of the host is ever a layer: not /root, /home, /work, /tmp, /opt, /var,
+ *          nor the state dir.
+ * Layers:  a template is a chain of layer dirs, newest first; each layer holds one subdir per part.
+ *          base: <state>/templates/base/{root,etc,usr,...}: root is the skeleton (home/user 1000:1000
+ *          0755, root 0700, tmp and var/tmp 1777, opt/abx/abxlua mount point, proc, dev, run, mnt,
+ *          srv, a mount point per host part, the host's top-level symlinks); etc holds passwd and
+ *          group with root and user (uid 1000). A snapshot adds a copy of the sandbox's upper
+ *          dirs (cp -a: modes, owners, xattrs, whiteouts) as <state>/templates/<id>.<seq>.
+ *          lowerdir of part p = layer_n/p : ... : base/p [: /p for host parts].
+ * Sandbox: <sbdir>/upper/<part>, <sbdir>/work/<part>, merged at <sbdir>/rootfs, which bwrap binds
+ *          (recursively) as the sandbox's /.
+ * Names:   template ids are ^[a-z0-9][a-z0-9_-]{0,62}$; references accept "<id>", "<id>:default"
+ *          and "<id>:latest" (reference/e2b-control-plane.md §3.2 templateID, §3.1 notes: a snapshot
+ *          is a template).
+ * Locking: one templates mutex inside this file; templates are reference-counted: a sandbox, a
+ *          child snapshot and the list each hold one, and a layer dir is removed with its last ref.
+ * Errors:  int functions return 0, or -1 with a message in err.
+ */
+#ifndef ABX_LOCAL_ROOTFS_H
+#define ABX_LOCAL_ROOTFS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ABX_TEMPLATE_MAX_DEPTH 32
+
+struct abx_template {
+  char id[64];
+  char alias[64];
+  char *layer;                  /* layer dir, owned */
+  struct abx_template *parent;  /* ref held; NULL for base */
+  int depth;                    /* base 0 */
+  int is_snapshot;
+  char source_sandbox[32];      /* snapshots: the sandbox it was taken from */
+  int64_t created_ns;
+  int refs;                     /* under the templates mutex */
+  int sandboxes;                /* live sandboxes using it (DELETE answers 400 while > 0) */
+  int listed;
+  struct abx_template *next;
+};
+
+/* Build the base template under <state_dir>/templates. Once, at startup. */
+int abx_rootfs_init(const char *state_dir, char *err, size_t errlen);
+
+/* 1 when `name` is a valid template id. */
+int abx_template_valid_id(const char *name);
+
+/* Look up a listed template by reference and take a ref (and a sandbox use when `sandbox`).
+ * NULL when unknown. */
+struct abx_template *abx_template_get(const char *ref, int sandbox);
+
+/* Drop a ref (and a sandbox use when `sandbox`); the last ref removes the layer dir. */
+void abx_template_put(struct abx_template *t, int sandbox);
+
+/* Mount the sandbox root of template `t` under `sbdir` (which exists). */
+int abx_rootfs_mount(const struct abx_template *t, const char *sbdir, char *err, size_t errlen);
+
+/* Unmount whatever abx_rootfs_mount mounted under `sbdir` (idempotent). */
+void abx_rootfs_umount(const char *sbdir);
+
+/* Bytes used by the sandbox's upper dirs. */
+uint64_t abx_rootfs_disk_used(const char *sbdir);
+
+/* Copy the upper dirs of the sandbox at `sbdir` (frozen by the caller) into a new snapshot
+ * template on top of `from`, named `id`, listed (replacing an earlier snapshot with that id).
+ * Returns 0, or -1 with err; *status gets 400 (bad name, too deep, name of a non-snapshot
+ * template) or 500. */
+int abx_snapshot_create(struct abx_template *from, const char *sbdir, const char *id,
+                        const char *source_sandbox, int *status, char *err, size_t errlen);
+
+/* Snapshots, newest first, as {"snapshotID","names","sandboxID","createdNs"} objects (new
+ * array); filters may be NULL. */
+json_t *abx_snapshot_list(const char *sandbox_id, const char *name);
+
+/* Delete a listed template: 0 deleted, 404 unknown, 400 in use or the base template. */
+int abx_template_delete(const char *ref, char *msg, size_t msglen);
+
+/* Drop every template (shutdown, after every sandbox is gone). */
+void abx_rootfs_shutdown(void);
+
+#endif
