@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "dotenv.h"
 #include "errors.h"
 #include "loop.h"
 #include "platform.h"
@@ -329,6 +330,48 @@ static int core_version(lua_State *L)
   return 2;
 }
 
+/* core.dotenv_parse(text) -> { KEY = value, ... }, { {line =, message =}, ... }
+ * The syntax is engine/dotenv.h's; a later binding of a key wins. Raises for input over 1 MiB. */
+struct dotenv_ud {
+  lua_State *L;
+  int pairs, errors;
+};
+
+static void dotenv_pair(void *ud, const char *key, const char *value, size_t vlen)
+{
+  struct dotenv_ud *d = ud;
+  lua_pushlstring(d->L, value, vlen);
+  lua_setfield(d->L, d->pairs, key);
+}
+
+static void dotenv_error(void *ud, int line, const char *msg)
+{
+  struct dotenv_ud *d = ud;
+  lua_createtable(d->L, 0, 2);
+  lua_pushinteger(d->L, line);
+  lua_setfield(d->L, -2, "line");
+  lua_pushstring(d->L, msg);
+  lua_setfield(d->L, -2, "message");
+  lua_rawseti(d->L, d->errors, (lua_Integer)lua_rawlen(d->L, d->errors) + 1);
+}
+
+static int core_dotenv_parse(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  size_t n;
+  const char *text = luaL_checklstring(L, 1, &n);
+  if (n > ABX_DOTENV_MAX)
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                           "a .env text is at most 1 MiB (got %zu bytes)", n);
+  lua_settop(L, 1);
+  lua_newtable(L); /* 2: pairs */
+  lua_newtable(L); /* 3: errors */
+  struct dotenv_ud d = {L, 2, 3};
+  if (abx_dotenv_parse(text, n, dotenv_pair, dotenv_error, &d) < 0)
+    return abx_error_raise(L, loop->secrets, "Internal", 0, "out of memory parsing a .env text");
+  return 2;
+}
+
 static const luaL_Reg util_funcs[] = {
   {"b64encode", core_b64encode}, {"b64decode", core_b64decode}, {"sha256", core_sha256},
   {"random_hex", core_random_hex}, {"read_file", core_read_file}, {"yaml_load", core_yaml_load},
@@ -336,7 +379,7 @@ static const luaL_Reg util_funcs[] = {
   {"exists", core_exists}, {"list_files", core_list_files},
   {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
   {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},
-  {"version", core_version}, {NULL, NULL}};
+  {"version", core_version}, {"dotenv_parse", core_dotenv_parse}, {NULL, NULL}};
 
 void abx_core_util_register(lua_State *L, struct abx_loop *loop)
 {

@@ -2,6 +2,7 @@
 -- A file that does not load (syntax error, error at top level, unknown marker) becomes a
 -- collection error naming the file and line; the other files are still collected.
 local core = require("abx.core")
+local config = require("abx.config")
 local test_api = require("abx.test")
 
 local M = {}
@@ -64,6 +65,13 @@ function M.load(path, markers, catalog)
       if not markers[m] then
         error(string.format("test %q uses unknown marker %q; register it under `markers:` in "
           .. "config/abxlua.yaml", spec.name, tostring(m)), 3)
+      end
+    end
+    for i, c in ipairs(spec.opts.requires or {}) do
+      if type(c) ~= "string" or not config.CAPABILITY_SET[c] then
+        error(string.format("test %q requires unknown capability %s (requires[%d]; known: %s)",
+          spec.name, type(c) == "string" and string.format("%q", c) or tostring(c), i,
+          table.concat(config.CAPABILITIES, ", ")), 3)
       end
     end
     spec.file = path

@@ -3,6 +3,20 @@ local core = require("abx.core")
 
 local M = {}
 
+-- What a provider can do beyond the core lifecycle, files and commands. A test names the ones it
+-- needs in `requires`; a provider lists the ones it has in `capabilities:`.
+M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
+  "code_interpreter", "metrics", "templates_build", "pty", "watch" }
+M.CAPABILITY_SET = {}
+for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
+
+-- The embedded local platform's capabilities when the config does not list them.
+M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
+  "metrics", "pty", "watch" }
+
+local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
+  envd_routing = "string", envd_url = "string", capabilities = "table", description = "string" }
+
 M.DEFAULTS = {
   defaults = { jobs = 4, max_sandboxes = 5, test_timeout = 300, teardown_timeout = 60,
     sandbox_ttl = 300, template = "base", request_timeout = 60 },
@@ -46,6 +60,41 @@ function M.find(explicit)
   end
   if core.exists("config/abxlua.yaml") then return "config/abxlua.yaml" end
   return nil
+end
+
+-- Checks providers.<name> and fills in its capabilities (a list) and capability set.
+local function check_provider(path, name, p)
+  local where = string.format("%s: providers.%s", path or "config", tostring(name))
+  if type(p) ~= "table" then core.error("InvalidArgument", 0, where .. " must be a mapping") end
+  for k, v in pairs(p) do
+    local want = PROVIDER_KEYS[k]
+    if not want then
+      core.error("InvalidArgument", 0, string.format("%s: unknown key %q (known: kind, api_url, "
+        .. "domain, envd_routing, envd_url, capabilities, description)", where, tostring(k)))
+    end
+    if type(v) ~= want then
+      core.error("InvalidArgument", 0, string.format("%s.%s must be a %s", where, k,
+        want == "table" and "list" or want))
+    end
+  end
+  if p.kind ~= "local" and p.kind ~= "remote" then
+    core.error("InvalidArgument", 0, where .. ".kind must be local or remote, got "
+      .. tostring(p.kind))
+  end
+  if p.envd_routing and p.envd_routing ~= "host" and p.envd_routing ~= "headers" then
+    core.error("InvalidArgument", 0, where .. ".envd_routing must be host or headers, got "
+      .. p.envd_routing)
+  end
+  local caps = p.capabilities or (p.kind == "local" and M.LOCAL_CAPABILITIES or {})
+  local list, set = {}, {}
+  for i, c in ipairs(caps) do
+    if type(c) ~= "string" or not M.CAPABILITY_SET[c] then
+      core.error("InvalidArgument", 0, string.format("%s.capabilities[%d]: unknown capability "
+        .. "%q (known: %s)", where, i, tostring(c), table.concat(M.CAPABILITIES, ", ")))
+    end
+    if not set[c] then list[#list + 1] = c; set[c] = true end
+  end
+  p.capabilities, p.capability_set = list, set
 end
 
 ---Loads and validates the configuration.
@@ -103,6 +152,17 @@ function M.load(path)
       end
     end
   end
+  if type(cfg.providers) ~= "table" then
+    core.error("InvalidArgument", 0, (path or "config") .. ": providers must be a mapping")
+  end
+  local providers = {}
+  for name, p in pairs(cfg.providers) do
+    local copy = {}
+    for k, v in pairs(type(p) == "table" and p or {}) do copy[k] = v end
+    providers[name] = type(p) == "table" and copy or p
+    check_provider(path, name, providers[name])
+  end
+  cfg.providers = providers
   cfg.path = path
   return cfg
 end

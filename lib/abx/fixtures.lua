@@ -1,13 +1,30 @@
 -- abx.fixtures: the per-test context (ctx) and its teardown.
 --   ctx.base_sandbox       created on first access (template from config), killed after the test
+--   ctx.code_sandbox       likewise, template E2E_CODE_TEMPLATE (default code-interpreter-v1)
+--   ctx.server_sandbox     likewise, template E2E_SERVER_TEMPLATE (default python-hello)
 --   ctx.sandbox_factory(o) creates a tracked sandbox with options `o` (as conn:create)
 --   ctx.workdir            a fresh directory in base_sandbox, created on first access
 --   ctx.conn, ctx.run_id, ctx.test_name
 --   ctx.finally(fn)        runs fn at teardown (last registered runs first)
 -- Every sandbox is tagged e2e=<run id> by the connection and registered with the run's tracker.
 local core = require("abx.core")
+local provider = require("abx.provider")
 
 local M = {}
+
+-- Templates of the lazy fixtures: the variable (environment, then .env) or the default.
+M.TEMPLATES = {
+  code_sandbox = { "E2E_CODE_TEMPLATE", "code-interpreter-v1" },
+  server_sandbox = { "E2E_SERVER_TEMPLATE", "python-hello" },
+}
+
+---The template a lazy fixture creates its sandbox from.
+---@param fixture string "code_sandbox" or "server_sandbox"
+---@return string
+function M.template(fixture)
+  local var, default = M.TEMPLATES[fixture][1], M.TEMPLATES[fixture][2]
+  return (provider.lookup(var)) or default
+end
 
 ---Creates the context for one test.
 ---@param test table the collected test
@@ -34,6 +51,10 @@ function M.new(test, run)
 
   local lazy = {
     base_sandbox = function() return ctx.sandbox_factory({}) end,
+    code_sandbox = function() return ctx.sandbox_factory({ template = M.template("code_sandbox") }) end,
+    server_sandbox = function()
+      return ctx.sandbox_factory({ template = M.template("server_sandbox") })
+    end,
     workdir = function()
       local sbx = ctx.base_sandbox
       local dir = "/home/user/e2e-" .. run.run_id .. "/t" .. test.index
@@ -46,8 +67,8 @@ function M.new(test, run)
     __index = function(t, k)
       local make = lazy[k]
       if not make then
-        error("ctx has no fixture " .. tostring(k) .. " (fixtures: base_sandbox, sandbox_factory, "
-          .. "workdir, conn, run_id, test_name, finally)", 2)
+        error("ctx has no fixture " .. tostring(k) .. " (fixtures: base_sandbox, code_sandbox, "
+          .. "server_sandbox, sandbox_factory, workdir, conn, run_id, test_name, finally)", 2)
       end
       local v = make()
       rawset(t, k, v)

@@ -56,6 +56,15 @@ local function run_one(test, run)
     result.duration = 0
     return result
   end
+  -- capabilities the provider lacks: skipped before any sandbox exists (names checked at collection)
+  for _, c in ipairs(test.opts.requires or {}) do
+    if not run.capabilities[c] then
+      result.outcome = "skipped"
+      result.reason = string.format("provider %s lacks capability %s", run.provider, c)
+      result.duration = 0
+      return result
+    end
+  end
   local ctx, state = fixtures.new(test, run)
   core.set_deadline(me, test.opts.timeout or run.defaults.test_timeout)
   run.active[me] = true
@@ -191,6 +200,8 @@ function M.run(files, opts)
   end
 
   local pname, psettings = require("abx.config").provider(cfg, opts.provider_name)
+  run.provider = pname
+  run.capabilities = psettings.capability_set or {}
   local conn, pinfo = provider.open(pname, psettings, run)
   local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
   out:header(pname, pinfo, run.run_id, #tests, opts.jobs)

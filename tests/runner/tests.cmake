@@ -50,3 +50,12 @@ abx_runner_case(ki_unknown "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors 
 # The generated KNOWN-ISSUES files match config/known_issues.yaml
 add_test(NAME known_issues_docs COMMAND $<TARGET_FILE:abxlua> known-issues --check
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+
+# Capabilities: `requires` names checked at collection; a capability the provider lacks skips
+abx_runner_case(cap_unknown "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(cap_skip "^1 passed, 0 failed, 2 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+
+# Providers, credentials (.env files, the environment wins, masked), doctor
+add_test(NAME runner:credentials COMMAND bash ${ABX_RUNNER_DIR}/credentials.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runner:credentials PROPERTIES TIMEOUT 180)
