@@ -59,3 +59,4 @@ abx_runner_case(cap_skip "^1 passed, 0 failed, 2 skipped, 0 xfailed in [0-9]+\\.
 add_test(NAME runner:credentials COMMAND bash ${ABX_RUNNER_DIR}/credentials.sh $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:credentials PROPERTIES TIMEOUT 180)
+abx_runner_case(fixture_templates "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
