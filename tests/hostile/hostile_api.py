@@ -56,10 +56,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            block = b"[" + b" " * 1048575
+            block = b"[" + b" " * (24 * 1048576 - 1)  # over the 16 MiB control-plane cap at once
             try:
-                for _ in range(200):  # 200 MiB unless the client hangs up first
+                for _ in range(8):  # ~200 MiB unless the client hangs up first
                     self.chunk(block)
+                    block = b" " * len(block)
             except (BrokenPipeError, ConnectionResetError):
                 return
             return

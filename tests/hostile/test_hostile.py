@@ -21,7 +21,7 @@ port = srv.server_address[1]
 proj = tempfile.mkdtemp()
 os.makedirs(os.path.join(proj, "config"))
 with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
-    f.write("provider: hostile\ndefaults:\n  request_timeout: 3\n  test_timeout: 20\n"
+    f.write("provider: hostile\ndefaults:\n  request_timeout: 8\n  test_timeout: 30\n"
             "providers:\n  hostile:\n    kind: remote\n    envd_routing: headers\n"
             "    domain: localhost\n")
 env = dict(os.environ, ABX_SANDBOX_API_KEY="e2b_00112233445566778899",
