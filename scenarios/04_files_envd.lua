@@ -2,8 +2,9 @@
 -- stat, make_dir, rename, remove, unusual names, parent creation, ownership.
 -- Fixtures: ctx.base_sandbox, ctx.workdir (a fresh directory per test). Markers: none.
 -- Protocol: reference/envd-protocol.md §7 (GET/POST /files, octet-stream upload, parents created
---           and chowned to the user), §5 (filesystem.Filesystem: Stat, ListDir depth, MakeDir
---           already_exists, Move, Remove), §3 (EntryInfo in ProtoJSON), §2.4 (not_found).
+--           and chowned to the user, X-Metadata-* headers, gzip both ways), §5 (filesystem.Filesystem:
+--           Stat, ListDir depth, MakeDir already_exists, Move, Remove, EntryInfo.metadata), §3
+--           (EntryInfo in ProtoJSON), §2.4 (not_found), §8 (v1 file URL signatures).
 local t = require("abx.test")
 local files = require("abx.files")
 
@@ -181,4 +182,113 @@ t.test("a file written as user is owned by user, as root by root", function(ctx)
   sbx.files:write(roots, "r", { user = "root" })
   t.eq(sbx.files:get_info(roots).owner, "root")
   t.eq(sbx.files:read(roots, { user = "root" }), "r")
+end)
+
+-- ---- metadata (§7 X-Metadata-*, §5.1 EntryInfo.metadata) -------------------------------------
+
+t.test("metadata written with a file comes back on write, get_info and list", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/meta.txt"
+  local entry = sbx.files:write(path, "m", { metadata = { owner = "qa", ["Build-ID"] = "42 x" } })
+  local want = { owner = "qa", ["build-id"] = "42 x" } -- envd lower-cases keys
+  t.eq(entry.metadata, want)
+  t.eq(sbx.files:get_info(path).metadata, want)
+  local listed = sbx.files:list(ctx.workdir)
+  t.eq(#listed, 1)
+  t.eq(listed[1].metadata, want)
+end)
+
+t.test("a new write replaces the metadata and a write without it clears it", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/meta.txt"
+  sbx.files:write(path, "1", { metadata = { owner = "qa", stage = "one" } })
+  sbx.files:write(path, "2", { metadata = { owner = "ops" } })
+  t.eq(sbx.files:get_info(path).metadata, { owner = "ops" })
+  sbx.files:write(path, "3")
+  t.eq(sbx.files:get_info(path).metadata, nil)
+  t.eq(sbx.files:read(path), "3")
+end)
+
+t.test("metadata that is not printable ASCII is refused and nothing is written", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/refused.txt"
+  t.raises("InvalidArgument", function()
+    sbx.files:write(path, "x", { metadata = { note = "caf\xe9" } })
+  end)
+  t.raises("InvalidArgument", function()
+    sbx.files:write(path, "x", { metadata = { big = string.rep("v", 4100) } })
+  end)
+  t.eq(sbx.files:exists(path), false)
+end)
+
+-- ---- gzip (§7) -------------------------------------------------------------------------------
+
+t.test("a gzip-encoded upload is stored decoded", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/gz-up.bin"
+  local parts = {}
+  for i = 1, 70000 do parts[i] = string.char(i % 251) end -- more than one 64 KiB deflate block
+  local data = table.concat(parts)
+  sbx.files:write(path, data, { gzip = true })
+  t.eq(remote_sha(sbx, path), files.sha256(data))
+  t.eq(sbx.files:get_info(path).size, #data)
+end)
+
+t.test("a gzip download is smaller and inflates back to the original", function(ctx)
+  local sbx = ctx.base_sandbox
+  local path, copy = ctx.workdir .. "/gz-down.txt", ctx.workdir .. "/gz-copy.txt"
+  local data = string.rep("abxlua gzip line\n", 20000)
+  sbx.files:write(path, data)
+  local gz = sbx.files:read_gzip(path)
+  t.eq(gz:sub(1, 3), "\31\139\8") -- gzip magic, deflate
+  t.ok(#gz < #data // 10, "compressed " .. #data .. " bytes to " .. #gz)
+  sbx.files:write(copy, gz, { content_encoding = "gzip" }) -- envd inflates it back
+  t.eq(files.sha256(sbx.files:read(copy)), files.sha256(data))
+  local r = sbx.commands:run("cmp '" .. path .. "' '" .. copy .. "'")
+  t.eq(r.exit_code, 0)
+end)
+
+-- ---- signed URLs (§8) ------------------------------------------------------------------------
+
+t.test("the v1 file signature matches the reference test vectors", function()
+  t.eq(files.sign("/home/user/a.txt", "read", nil, "tok"),
+    "v1_Zkbb3914oLJLvMBzCAHQhm2ydBLxbSx2eQUR/kLdvIY")
+  t.eq(files.sign("/home/user/a.txt", "write", "user", "tok", 1700000000),
+    "v1_x09R0+VxB2mRzkxWcRyFCpiJmFv0okUrtgQ6q12G0jM")
+end)
+
+t.test("a signed download URL reads a file without the access token", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/signed.txt"
+  t.eq(sbx.secure, true)
+  sbx.files:write(path, "signed bytes")
+  local url = sbx.files:download_url(path, { expires_in = 300 })
+  t.match(url, "signature=v1_")
+  t.match(url, "signature_expiration=%d+")
+  t.eq(sbx.files:read_url(url), "signed bytes")
+  t.eq(sbx.files:read_url(sbx.files:download_url(path)), "signed bytes") -- no expiration
+end)
+
+t.test("a signed upload URL writes a file owned by its user without the access token", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/up/signed-up.txt"
+  local entry = sbx.files:write_url(sbx.files:upload_url(path, { expires_in = 300 }), "uploaded")
+  t.eq(entry.path, path)
+  t.eq(sbx.files:read(path), "uploaded")
+  t.eq(sbx.files:get_info(path).owner, "user")
+end)
+
+t.test("an expired, tampered or unsigned file URL gives Authentication", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/guarded.txt"
+  sbx.files:write(path, "guarded")
+  local expired = sbx.files:download_url(path, { expires_in = -5 })
+  local err = t.raises("Authentication", function() sbx.files:read_url(expired) end)
+  t.eq(err.status, 401)
+  t.match(err.message, "expired")
+  local write_sig = sbx.files:upload_url(path) -- signed for "write", used to read
+  t.raises("Authentication", function() sbx.files:read_url(write_sig) end)
+  local other = sbx.files:download_url(ctx.workdir .. "/other.txt")
+  local moved = other:gsub("other%.txt", "guarded.txt") -- the signature of another path
+  t.raises("Authentication", function() sbx.files:read_url(moved) end)
+  local unsigned = sbx.files:download_url(path):gsub("&signature=[^&]*", "")
+  t.match(t.raises("Authentication", function() sbx.files:read_url(unsigned) end).message,
+    "missing signature")
+  t.raises("Authentication", function()
+    sbx.files:write_url(sbx.files:upload_url(path, { expires_in = -5 }), "overwrite")
+  end)
+  t.eq(sbx.files:read(path), "guarded")
 end)

@@ -15,6 +15,7 @@
 local core = require("abx.core")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
+local pty = require("abx.pty")
 
 local commands = {}
 
@@ -28,11 +29,14 @@ Commands.__index = Commands
 local Handle = {}
 Handle.__index = Handle
 
---- The commands object of a sandbox (internal: abx.sandbox builds it).
+--- The commands object of a sandbox (internal: abx.sandbox builds it). It also sets `sbx.pty`
+--- (abx.pty), which needs the same process service, so that sandbox.lua need not know about it.
 ---@param sbx abx.Sandbox
 ---@return abx.Commands
 function commands.new(sbx)
-  return setmetatable({ _sbx = sbx }, Commands)
+  local cmds = setmetatable({ _sbx = sbx }, Commands)
+  if sbx.pty == nil then sbx.pty = pty.new(sbx, cmds) end
+  return cmds
 end
 
 local function client(self)
@@ -54,7 +58,9 @@ local function apply_event(h, ev)
       h._err[#h._err + 1] = chunk
       if h._on_stderr then h._on_stderr(chunk) end
     elseif data.pty then
-      h._out[#h._out + 1] = core.b64decode(data.pty)
+      local chunk = core.b64decode(data.pty)
+      h._out[#h._out + 1] = chunk
+      if h._on_pty then h._on_pty(chunk) end
     end
   elseif type(ev["end"]) == "table" then
     local e = ev["end"]
@@ -63,7 +69,9 @@ local function apply_event(h, ev)
       error = type(e.error) == "string" and e.error or nil,
       status = type(e.status) == "string" and e.status or nil,
     }
-  end -- keepalive (and a repeated start) carry nothing for us (§9)
+  elseif type(ev.keepalive) == "table" then
+    h._keepalives = h._keepalives + 1 -- counted only, for tests of the interval (§9)
+  end -- a repeated start carries nothing for us
 end
 
 --- Reads the first message, which must be `start{pid}` (reference §4.3). Returns the pid.
@@ -97,11 +105,12 @@ local function result_of(h)
   }
 end
 
-local function new_handle(cmds, pid, opts, stdin)
+local function new_handle(cmds, pid, opts, stdin, mt)
   return setmetatable({
     pid = pid, _commands = cmds, _stdin = stdin, _out = {}, _err = {}, _waiters = {},
-    _on_stdout = opts.on_stdout, _on_stderr = opts.on_stderr, _done = false,
-  }, Handle)
+    _on_stdout = opts.on_stdout, _on_stderr = opts.on_stderr, _on_pty = opts.on_data,
+    _done = false, _keepalives = 0,
+  }, mt or Handle)
 end
 
 --- Starts the reader task of a background handle: it appends output, calls the callbacks, and
@@ -125,6 +134,8 @@ end
 --- non-zero exit is NOT an error (see the file header). Background: returns a CommandHandle once
 --- envd reported the pid; output is read by a task, `handle:wait()` gives the result.
 --- Callbacks get each chunk as it arrives (on the reader task when in background).
+--- `keepalive` (whole seconds, default 50 as the SDKs) is the Keepalive-Ping-Interval asked for
+--- (reference §4.4, §9); keepalive events are ignored, only counted (handle:keepalives()).
 --- `timeout` (default 60 s, 0 = none) bounds the process' lifetime in background too: envd kills it
 --- when it elapses (reference §4.4), as the SDKs' default timeoutMs does.
 --- Raises: Timeout (the process outlived `timeout`, envd killed it), InvalidArgument (e.g. a cwd
@@ -133,7 +144,7 @@ end
 ---@param cmd string
 ---@param opts? {cwd?: string, envs?: table<string,string>, user?: string, timeout?: number,
 ---  on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string), background?: boolean,
----  stdin?: boolean}
+---  stdin?: boolean, keepalive?: integer}
 ---@return table|abx.CommandHandle
 function Commands:run(cmd, opts)
   opts = opts or {}
@@ -142,7 +153,7 @@ function Commands:run(cmd, opts)
     stdin = opts.stdin and true or false, -- false gives /dev/null (§4.4)
   }
   local st, request = client(self):stream("process.Process/Start", msg, {
-    user = opts.user or "user", timeout = opts.timeout or 60,
+    user = opts.user or "user", timeout = opts.timeout or 60, keepalive = opts.keepalive,
   })
   local ok, pid = pcall(read_start, st, request)
   if not ok then st:close(); error(pid, 0) end
@@ -156,6 +167,27 @@ function Commands:run(cmd, opts)
   if not ok2 then error(err, 0) end
   return result_of(h)
 end
+
+--- Internal, for abx.pty: starts `msg` on process.Process/Start, reads start{pid} and returns a
+--- handle (metatable `mt`, which should fall back to CommandHandle) whose reader task is running.
+--- Raises: as Commands:run.
+---@param cmds abx.Commands
+---@param msg table StartRequest
+---@param stream_opts {user?: string, timeout?: number, keepalive?: integer}
+---@param handle_opts table callbacks (on_stdout, on_stderr, on_data)
+---@param mt table
+---@return table handle
+function commands._start_background(cmds, msg, stream_opts, handle_opts, mt)
+  local st, request = client(cmds):stream("process.Process/Start", msg, stream_opts)
+  local ok, pid = pcall(read_start, st, request)
+  if not ok then st:close(); error(pid, 0) end
+  local h = new_handle(cmds, pid, handle_opts, false, mt)
+  start_reader(h, st, request)
+  return h
+end
+
+--- CommandHandle methods, for abx.pty to inherit from.
+commands.Handle = Handle
 
 --- Attaches to a running process by pid: process.Process/Connect (reference §4.4). The handle
 --- receives the output produced from now on (envd discards output nobody is subscribed to).
@@ -280,6 +312,12 @@ end
 ---@return string
 function Handle:stderr()
   return table.concat(self._err)
+end
+
+--- How many keepalive events the stream has carried so far (reference §9). Raises: nothing.
+---@return integer
+function Handle:keepalives()
+  return self._keepalives
 end
 
 --- Whether the stream has ended. Raises: nothing.

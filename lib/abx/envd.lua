@@ -153,6 +153,32 @@ function Client:http(method, path, opts)
   })
 end
 
+--- One plain HTTP request to a full envd URL (one that Client:url built, e.g. a signed file URL),
+--- sent the way a browser or curl given only the URL would: no X-Access-Token, no Authorization.
+--- Only what this run's routing needs to reach the sandbox is added (the E2b-Sandbox-* headers in
+--- "headers" routing, the connect_to override for a loopback platform in "host" routing).
+--- Returns the response whatever its status.
+--- Raises: Transport, Timeout, Protocol (from core.request).
+---@param method string
+---@param url string
+---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
+---@return {status: integer, headers: table<string,string>, body: string}
+function Client:fetch(method, url, opts)
+  opts = opts or {}
+  local _, connect_to = self:url("/")
+  local h = {}
+  if self.routing == "headers" then
+    h["E2b-Sandbox-Id"] = self.sandbox_id
+    h["E2b-Sandbox-Port"] = tostring(envd.PORT)
+  end
+  for k, v in pairs(opts.headers or {}) do h[k] = v end
+  return core.request({
+    method = method, url = url, headers = h, body = opts.body,
+    timeout = opts.timeout or self.request_timeout, max_body = opts.max_body,
+    connect_to = connect_to,
+  })
+end
+
 --- A unary Connect call in JSON: POST /<service>/<Method>, `application/json`, bare message
 --- (reference/envd-protocol.md §2.1). An empty message is still sent as `{}` (§2.1).
 --- Raises: the kind mapped from the Connect or HTTP error (abx.errmap), Protocol on a 200 that is
@@ -185,12 +211,14 @@ end
 --- reference/envd-protocol.md §2.3) and returns the open stream once its headers arrived.
 --- `timeout` (seconds, 0 = none) becomes `Connect-Timeout-Ms` (§2.2); on Start envd then kills the
 --- process when it elapses (§4.4). The transfer itself is allowed `timeout` + request_timeout
---- (no limit when `timeout` is 0).
+--- (no limit when `timeout` is 0). `keepalive` (whole seconds >= 1, default envd.KEEPALIVE_S) is
+--- sent as `Keepalive-Ping-Interval`: envd sends a keepalive event after that much silence (§4.4,
+--- §9); tests ask for 1 s to see keepalives on a short stream.
 --- Raises: the kind mapped from a non-200 answer (envd's 401 is plain HTTP, §2.3), Transport,
 --- Timeout, Protocol.
 ---@param rpc string e.g. "process.Process/Start"
 ---@param msg table request message
----@param opts? {user?: string, timeout?: number}
+---@param opts? {user?: string, timeout?: number, keepalive?: integer}
 ---@return table stream (core stream), string request
 function Client:stream(rpc, msg, opts)
   opts = opts or {}
@@ -198,7 +226,12 @@ function Client:stream(rpc, msg, opts)
   local url, connect_to = self:url("/" .. rpc)
   local h = self:headers(opts.user)
   h["Connect-Protocol-Version"] = "1"
-  h["Keepalive-Ping-Interval"] = tostring(envd.KEEPALIVE_S)
+  local keepalive = opts.keepalive or envd.KEEPALIVE_S
+  if math.type(keepalive) ~= "integer" or keepalive < 1 then
+    errmap.raise("InvalidArgument", 0, "keepalive must be a whole number of seconds >= 1, got "
+      .. tostring(keepalive))
+  end
+  h["Keepalive-Ping-Interval"] = tostring(keepalive)
   local timeout = opts.timeout or 0
   local transfer = 0 -- core: 0 is no transfer limit; the task's deadline still bounds every wait
   if timeout > 0 then

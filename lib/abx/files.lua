@@ -8,9 +8,13 @@
 -- Entries: {name, path, type = "file"|"dir"|"symlink", size (bytes, number), mode (permission bits),
 --           permissions ("-rw-r--r--"), owner, group, modified_time (RFC 3339 string),
 --           symlink_target?}. For a symlink envd reports the target's type and sets symlink_target.
+--           metadata? (table of the user.e2b.* xattrs, envd >= 0.6.2)}.
 -- Users: every call acts as `opts.user` (default "user"): the `username` query on REST, the Basic
 --        header on RPCs (reference/envd-protocol.md §6.2).
--- Source: reference/envd-protocol.md §5 (filesystem.Filesystem), §7 (GET/POST /files), §2.4 (errors).
+-- Also:  watch_dir / create_watcher (abx.watch), signed URLs (download_url, upload_url, read_url,
+--        write_url; §8), metadata on write (X-Metadata-*), gzip on write and read (§7).
+-- Source: reference/envd-protocol.md §5 (filesystem.Filesystem), §7 (GET/POST /files), §8 (file URL
+--         signatures), §2.4 (errors).
 
 local core = require("abx.core")
 local cjson = require("cjson")
@@ -54,9 +58,10 @@ local FILE_TYPE = {
 }
 
 --- Normalizes an EntryInfo (ProtoJSON: camelCase, int64 size as a string, enum names, §3, §5.1).
+--- Also used by abx.watch for event entries. Raises: nothing.
 ---@param e table
 ---@return table
-local function entry_of(e)
+function files.entry_of(e)
   local t = e.type
   if type(t) == "number" then t = math.tointeger(t) end
   local function opt(v) if v == cjson.null then return nil end return v end
@@ -74,6 +79,66 @@ local function entry_of(e)
     metadata = type(e.metadata) == "table" and e.metadata or nil,
   }
 end
+local entry_of = files.entry_of
+
+-- CRC-32 (IEEE, as gzip uses), table-driven.
+local CRC_TABLE
+local function crc32(data)
+  if not CRC_TABLE then
+    CRC_TABLE = {}
+    for i = 0, 255 do
+      local c = i
+      for _ = 1, 8 do c = (c & 1) ~= 0 and (0xEDB88320 ~ (c >> 1)) or (c >> 1) end
+      CRC_TABLE[i] = c
+    end
+  end
+  local crc, tbl = 0xFFFFFFFF, CRC_TABLE
+  for i = 1, #data, 4096 do
+    for _, b in ipairs({ data:byte(i, i + 4095) }) do
+      crc = (crc >> 8) ~ tbl[(crc ~ b) & 0xFF]
+    end
+  end
+  return crc ~ 0xFFFFFFFF
+end
+
+--- gzip (RFC 1952) of `data`. abx.core has no deflate, so this is a valid gzip member whose
+--- deflate data (RFC 1951) is made of stored (uncompressed) blocks: any gunzip reads it, it is
+--- only not smaller than the input. Used for `write(..., { gzip = true })`.
+--- Raises: nothing.
+---@param data string
+---@return string
+function files.gzip(data)
+  if core.gzip then return core.gzip(data) end -- should the engine ever provide one
+  local out = { "\31\139\8\0\0\0\0\0\0\255" } -- magic, deflate, no flags, mtime 0, OS unknown
+  local n = #data
+  local i = 1
+  repeat
+    local len = math.min(65535, n - i + 1)
+    local final = (i + len > n) and 1 or 0
+    out[#out + 1] = string.pack("<BI2I2", final, len, len ~ 0xFFFF)
+    out[#out + 1] = data:sub(i, i + len - 1)
+    i = i + len
+  until i > n
+  out[#out + 1] = string.pack("<I4I4", crc32(data), n & 0xFFFFFFFF)
+  return table.concat(out)
+end
+
+--- The v1 signature of a file URL: "v1_" .. base64 (standard alphabet, no padding) of the raw
+--- sha256 of "path:operation:username:token[:expiration]" (reference §8). `user` nil or "" is the
+--- empty username; `expiration` is Unix seconds.
+--- Raises: nothing.
+---@param path string the `path` query value exactly as sent
+---@param operation "read"|"write"
+---@param user string|nil
+---@param token string the sandbox's envd access token
+---@param expiration? integer
+---@return string
+function files.sign(path, operation, user, token, expiration)
+  local raw = path .. ":" .. operation .. ":" .. (user or "") .. ":" .. token
+  if expiration then raw = raw .. ":" .. string.format("%d", expiration) end
+  local bin = core.sha256(raw):gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end)
+  return "v1_" .. (core.b64encode(bin):gsub("=+$", ""))
+end
 
 local function files_path(path, user)
   local q = { { "path", path } }
@@ -81,46 +146,199 @@ local function files_path(path, user)
   return "/files?" .. envd.query(q)
 end
 
---- Writes `data` (any bytes) to `path`, creating parent directories; the file is owned by the user
---- (reference §7 "POST /files": application/octet-stream, envd >= 0.5.7).
---- Raises: InvalidArgument (400), Authentication (401), NotEnoughSpace (507), SandboxGone (502),
---- Sandbox, Protocol (the 200 body is not an entry array), Transport, Timeout.
----@param path string
----@param data string
----@param opts? {user?: string}
----@return {path: string, name: string, type: string}
-function Files:write(path, data, opts)
-  opts = opts or {}
-  local request = "POST /files"
-  local resp = client(self):http("POST", files_path(path, opts.user or "user"), {
-    body = data, headers = { ["Content-Type"] = "application/octet-stream" },
-  })
+--- The first entry of a POST /files answer (reference §7: a JSON array of EntryInfo).
+local function upload_entry(resp, request)
   if resp.status ~= 200 and resp.status ~= 201 then
     errmap.raise_envd_http(resp.status, resp.body, request)
   end
   local arr = errmap.decode_object(resp.body)
   local e = arr and (arr[1] or (arr.path and arr))
   if type(e) ~= "table" then errmap.raise_protocol(resp.status, request, "a JSON array of entries") end
-  return { path = e.path, name = e.name, type = FILE_TYPE[e.type] or e.type }
+  return { path = e.path, name = e.name, type = FILE_TYPE[e.type] or e.type,
+    metadata = type(e.metadata) == "table" and e.metadata or nil }
+end
+
+--- Headers of an octet-stream upload with metadata and encoding options (reference §7).
+local function upload_headers(opts)
+  local h = { ["Content-Type"] = "application/octet-stream" }
+  for k, v in pairs(opts.metadata or {}) do
+    if type(k) ~= "string" or type(v) ~= "string" then
+      errmap.raise("InvalidArgument", 0, "metadata keys and values must be strings")
+    end
+    if k == "" or k:find("[^%w%-_%.]") then
+      errmap.raise("InvalidArgument", 0, "metadata key " .. string.format("%q", k)
+        .. " cannot be an HTTP header name (letters, digits, '-', '_', '.')")
+    end
+    h["X-Metadata-" .. k] = v
+  end
+  if opts.gzip or opts.content_encoding then
+    h["Content-Encoding"] = opts.content_encoding or "gzip"
+  end
+  return h
+end
+
+--- Writes `data` (any bytes) to `path`, creating parent directories; the file is owned by the user
+--- (reference §7 "POST /files": application/octet-stream, envd >= 0.5.7).
+--- `metadata` is sent as `X-Metadata-<key>: <value>` headers; envd stores it as xattrs (keys
+--- lower-cased) and every write replaces the whole set, so a write without it clears it (§7,
+--- envd >= 0.6.2). `gzip = true` sends the body gzip-encoded (`Content-Encoding: gzip`, see
+--- files.gzip); `content_encoding = "gzip"` sends `data` as is, as bytes that are already gzip.
+--- Raises: InvalidArgument (400: e.g. metadata not printable ASCII or over 4096 bytes; a metadata
+--- key that is no header name, checked here), Authentication (401), NotEnoughSpace (507),
+--- SandboxGone (502), Sandbox, Protocol (the 200 body is not an entry array), Transport, Timeout.
+---@param path string
+---@param data string
+---@param opts? {user?: string, metadata?: table<string,string>, gzip?: boolean,
+---  content_encoding?: string}
+---@return {path: string, name: string, type: string, metadata?: table<string,string>}
+function Files:write(path, data, opts)
+  opts = opts or {}
+  local headers = upload_headers(opts)
+  local body = opts.gzip and not opts.content_encoding and files.gzip(data) or data
+  local resp = client(self):http("POST", files_path(path, opts.user or "user"), {
+    body = body, headers = headers,
+  })
+  return upload_entry(resp, "POST /files")
 end
 
 --- Reads the whole file at `path` (reference §7 "GET /files"). `format` "text" and "bytes" both
 --- return the raw bytes as a Lua string (Lua strings are byte strings).
---- Raises: NotFound (404), InvalidArgument (400: a directory or bad path), Authentication,
---- SandboxGone, Sandbox, Protocol (over max_body), Transport, Timeout.
+--- `gzip = true` asks for a gzip transfer (`Accept-Encoding: gzip`) and returns the decoded bytes;
+--- that needs a gunzip in abx.core (core.gunzip), which this engine does not have yet: without it
+--- the option raises InvalidArgument (read_gzip gives the encoded bytes).
+--- Raises: NotFound (404), InvalidArgument (400: a directory or bad path; gzip without
+--- core.gunzip), Authentication, SandboxGone, Sandbox, Protocol (over max_body), Transport, Timeout.
 ---@param path string
----@param opts? {user?: string, format?: "text"|"bytes", max_body?: integer}
+---@param opts? {user?: string, format?: "text"|"bytes", max_body?: integer, gzip?: boolean}
 ---@return string
 function Files:read(path, opts)
   opts = opts or {}
   if opts.format and opts.format ~= "text" and opts.format ~= "bytes" then
     errmap.raise("InvalidArgument", 0, "format must be \"text\" or \"bytes\"")
   end
+  if opts.gzip then
+    if not core.gunzip then
+      errmap.raise("InvalidArgument", 0, "read with gzip = true needs core.gunzip, which this "
+        .. "engine lacks; files:read_gzip returns the gzip bytes as served")
+    end
+    return core.gunzip(self:read_gzip(path, opts))
+  end
   local resp = client(self):http("GET", files_path(path, opts.user or "user"), {
     max_body = opts.max_body or files.MAX_READ_BYTES,
   })
   if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files") end
   return resp.body
+end
+
+--- Reads `path` with `Accept-Encoding: gzip` and returns the body as served, gzip bytes
+--- (reference §7 "GET /files": `Content-Encoding: gzip`). Write them back with
+--- `write(p, bytes, { content_encoding = "gzip" })` and envd inflates them.
+--- Raises: Protocol (the answer was not gzip-encoded, or over max_body), and as read.
+---@param path string
+---@param opts? {user?: string, max_body?: integer}
+---@return string
+function Files:read_gzip(path, opts)
+  opts = opts or {}
+  local resp = client(self):http("GET", files_path(path, opts.user or "user"), {
+    max_body = opts.max_body or files.MAX_READ_BYTES, headers = { ["Accept-Encoding"] = "gzip" },
+  })
+  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files") end
+  local ce = resp.headers["content-encoding"]
+  if ce ~= "gzip" or resp.body:sub(1, 2) ~= "\31\139" then
+    errmap.raise_protocol(resp.status, "GET /files", "a gzip body (Content-Encoding: gzip), got "
+      .. tostring(ce or "identity"))
+  end
+  return resp.body
+end
+
+--- A URL of `path` for GET (operation "read") or POST (operation "write"), signed when the
+--- sandbox is secure (reference §8): `<envd url>/files?path=..&username=..&signature=..
+--- [&signature_expiration=..]`. The caller needs no access token to use it.
+local function signed_url(self, path, operation, opts)
+  opts = opts or {}
+  local user = opts.user or "user"
+  local q = { { "path", path }, { "username", user } }
+  local token = client(self).access_token
+  if token then
+    local exp
+    if opts.expires_in then
+      exp = math.floor(core.time()) + math.floor(opts.expires_in)
+    end
+    q[#q + 1] = { "signature", files.sign(path, operation, user, token, exp) }
+    if exp then q[#q + 1] = { "signature_expiration", string.format("%d", exp) } end
+  end
+  return (client(self):url("/files?" .. envd.query(q)))
+end
+
+--- A URL to download `path` without the access token (the SDKs' downloadUrl, reference §8):
+--- signed with operation "read" when the sandbox is secure; unsigned otherwise. `expires_in`
+--- (seconds from now) adds `signature_expiration`; after it envd answers 401.
+--- In "headers" routing the URL is the fixed sandbox URL and also needs the E2b-Sandbox-* headers
+--- (files:read_url adds them).
+--- Raises: nothing.
+---@param path string
+---@param opts? {user?: string, expires_in?: number}
+---@return string
+function Files:download_url(path, opts)
+  return signed_url(self, path, "read", opts)
+end
+
+--- A URL to upload to `path` with POST without the access token (the SDKs' uploadUrl, §8):
+--- signed with operation "write". Options as download_url.
+--- Raises: nothing.
+---@param path string
+---@param opts? {user?: string, expires_in?: number}
+---@return string
+function Files:upload_url(path, opts)
+  return signed_url(self, path, "write", opts)
+end
+
+--- GETs a file URL (from download_url) as a client holding only the URL would: no access token.
+--- Raises: Authentication (401: missing, invalid or expired signature), NotFound, InvalidArgument,
+--- SandboxGone, Sandbox, Protocol (over max_body), Transport, Timeout.
+---@param url string
+---@param opts? {max_body?: integer}
+---@return string
+function Files:read_url(url, opts)
+  opts = opts or {}
+  local resp = client(self):fetch("GET", url, { max_body = opts.max_body or files.MAX_READ_BYTES })
+  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files") end
+  return resp.body
+end
+
+--- POSTs `data` (application/octet-stream) to a file URL (from upload_url) without the access
+--- token. Returns the written entry.
+--- Raises: Authentication (401: missing, invalid or expired signature), InvalidArgument,
+--- NotEnoughSpace, SandboxGone, Sandbox, Protocol, Transport, Timeout.
+---@param url string
+---@param data string
+---@return {path: string, name: string, type: string}
+function Files:write_url(url, data)
+  local resp = client(self):fetch("POST", url, {
+    body = data, headers = { ["Content-Type"] = "application/octet-stream" },
+  })
+  return upload_entry(resp, "POST /files")
+end
+
+--- Watches a directory as a stream: see abx.watch.watch_dir (reference §5.1, §5.2).
+--- Raises: as abx.watch.watch_dir (NotFound, InvalidArgument, Authentication, Sandbox, Protocol,
+--- Transport, Timeout).
+---@param path string
+---@param opts? {recursive?: boolean, include_entry?: boolean, user?: string, timeout?: number,
+---  keepalive?: integer, on_event?: fun(ev: table), on_exit?: fun(err: table|nil)}
+---@return abx.WatchHandle
+function Files:watch_dir(path, opts)
+  return require("abx.watch").watch_dir(self, path, opts)
+end
+
+--- Creates a polling watcher: see abx.watch.create_watcher (reference §5.1, §5.2).
+--- Raises: as abx.watch.create_watcher (NotFound, InvalidArgument, Authentication, Sandbox,
+--- Protocol, Transport, Timeout).
+---@param path string
+---@param opts? {recursive?: boolean, include_entry?: boolean, user?: string}
+---@return abx.Watcher
+function Files:create_watcher(path, opts)
+  return require("abx.watch").create_watcher(self, path, opts)
 end
 
 --- Lists a directory: filesystem.Filesystem/ListDir (reference §5.2; depth 1 = direct children;
