@@ -1,6 +1,4 @@
 # Conformance (issue 4 item 8): the official E2B JS SDK (npm e2b, pinned in package-lock.json)
 # against `abxlua serve`; needs root, bubblewrap, node and npm (exit 77 = skipped).
-# PENDING: rename this file to tests.cmake once pause and snapshots are committed and
-# `bash tests/conformance/run.sh build/abxlua` passes on HEAD.
 add_test(NAME conformance COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conformance/run.sh $<TARGET_FILE:abxlua>)
 set_tests_properties(conformance PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
