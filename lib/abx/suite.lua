@@ -1,5 +1,6 @@
 -- abx.suite: what run, list and known-issues share: load the config and the known-issues catalog,
--- collect the scenario files, and apply the selection (-k, -m, --profile).
+-- collect the scenario files, and apply the selection (-k, -m, --profile), then the shard
+-- (--shard K/N).
 local core = require("abx.core")
 local config = require("abx.config")
 local collect = require("abx.collect")
@@ -18,6 +19,53 @@ function M.add_selection_options(cmd)
     :target("markexpr")
   cmd:option("--profile", "A named selection from config `profiles:` (-m / -k given here win).")
   cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
+end
+
+---Adds --shard to an argparse command (run, list).
+function M.add_shard_option(cmd)
+  cmd:option("--shard", "Run only part K of N of the selected tests (K/N, 1 <= K <= N): the "
+    .. "shards of one selection are disjoint and together make the whole.")
+end
+
+---Parses "K/N". Returns k, n, or nil and a usage error.
+function M.parse_shard(text)
+  local k, n = tostring(text):match("^%s*(%d+)%s*/%s*(%d+)%s*$")
+  k, n = tonumber(k), tonumber(n)
+  if not k or n < 1 or k < 1 or k > n then
+    return nil, "--shard must be K/N with 1 <= K <= N (e.g. 2/3), got " .. tostring(text)
+  end
+  return k, n
+end
+
+---Keeps shard k of n of `files` (after the selection), in place: the selected tests, and the
+---files that failed to collect (each counted as one item named by its path), sorted by id
+---(`file::name`, or the path), are dealt round-robin, so shard k keeps items k, k+n, k+2n, ...
+---The shards of one selection are disjoint, their union is the whole, and sizes differ by at most
+---one. A collection error is reported by its own shard only.
+---@param files table[] collected files (abx.collect), tests already selected
+---@param k integer
+---@param n integer
+function M.apply_shard(files, k, n)
+  local items = {}
+  for _, f in ipairs(files) do
+    if f.error then items[#items + 1] = { id = f.path, file = f } end
+    for _, t in ipairs(f.tests) do items[#items + 1] = { id = t.id, test = t } end
+  end
+  table.sort(items, function(a, b) return a.id < b.id end)
+  local keep, keep_error = {}, {}
+  for i, item in ipairs(items) do
+    if (i - 1) % n + 1 == k then
+      if item.test then keep[item.test] = true else keep_error[item.file] = true end
+    end
+  end
+  for _, f in ipairs(files) do
+    if f.error and not keep_error[f] then f.error = nil end
+    local kept = {}
+    for _, t in ipairs(f.tests) do
+      if keep[t] then kept[#kept + 1] = t end
+    end
+    f.tests = kept
+  end
 end
 
 -- Compiles -k, -m and --profile into one predicate, or nil when nothing is selected out.
@@ -51,6 +99,11 @@ end
 ---@return string|nil usage error
 ---Raises: InvalidArgument for bad config, catalog or expressions (usage errors)
 function M.load(args)
+  local shard_k, shard_n
+  if args.shard then
+    shard_k, shard_n = M.parse_shard(args.shard)
+    if not shard_k then return nil, shard_n end
+  end
   local cfg = config.load(config.find(args.config))
   local catalog = known_issues.load(cfg.known_issues)
   local pred, sel = selection(args, cfg)
@@ -70,6 +123,10 @@ function M.load(args)
       f.tests = keep
     end
     files[#files + 1] = f
+  end
+  if shard_k then
+    M.apply_shard(files, shard_k, shard_n)
+    sel.shard = shard_k .. "/" .. shard_n
   end
   return { config = cfg, catalog = catalog, files = files, selection = sel }
 end

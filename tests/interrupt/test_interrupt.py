@@ -3,7 +3,7 @@
 SIGINT exits at once printing the tag; SIGKILL of the engine leaves no process behind on the local
 provider, and against a separately running platform `abxlua cleanup --yes --run-id` then removes
 what the killed run left. Usage: test_interrupt.py ABXLUA"""
-import json, os, signal, subprocess, sys, tempfile, time, urllib.request
+import json, os, re, signal, subprocess, sys, tempfile, time, urllib.request
 
 abx = os.path.abspath(sys.argv[1])
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -65,7 +65,9 @@ print(out)
 check(p.returncode == 2, "SIGINT exits 2 (got %s)" % p.returncode)
 check(time.time() - t0 < 30, "the interrupted run ended in %.1fs" % (time.time() - t0))
 check("interrupted: stopping the running tests" in out, "the interrupt is announced")
-check(out.count(" - Interrupted") == 4 and " - Timeout" not in out,
+# result lines only ("FAILED   file::name (0.35s) - Interrupted"), not the short test summary
+check(len(re.findall(r"^FAILED +\S.* \([0-9.]+s\) - Interrupted$", out, re.M)) == 4
+      and " - Timeout" not in out,
       "the four running tests end with kind Interrupted (not Timeout)")
 check("cleanup:" in out, "the cleanup line is printed")
 check(wait_gone(tmp), "no process of the run remains")

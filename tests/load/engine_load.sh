@@ -11,8 +11,9 @@ NO_COLOR=1 /usr/bin/time -f "maxrss_kb=%M" "$abxlua" run tests/load/engine_500.l
 rc=$?
 end=$(date +%s.%N)
 last=$(grep -E '^[0-9]+ passed, ' "$out" | tail -n 1)
-lines=$(grep -cE '^(PASSED|FAILED|SKIPPED) +tests/load/engine_500\.lua::test [0-9]{3} ' "$out")
-unique=$(grep -oE '::test [0-9]{3} ' "$out" | sort -u | wc -l)
+# result lines carry the duration; the short test summary's "FAILED file::name - ..." lines do not
+lines=$(grep -cE '^(PASSED|FAILED|SKIPPED) +tests/load/engine_500\.lua::test [0-9]{3} \([0-9.]+s\)' "$out")
+unique=$(grep -oE '::test [0-9]{3} \(' "$out" | sort -u | wc -l)
 rss=$(sed -nE 's/^maxrss_kb=([0-9]+)/\1/p' "$out")
 printf 'engine load: 500 tests -j 64 in %.2fs, peak RSS %d KiB; %s\n' \
   "$(awk -v a="$start" -v b="$end" 'BEGIN{print b-a}')" "${rss:-0}" "$last"

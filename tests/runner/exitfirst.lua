@@ -3,6 +3,7 @@
 -- args: -x -j 1
 -- expect-line: ^PASSED +tests/runner/exitfirst\.lua::runs first
 -- expect-line: ^FAILED +tests/runner/exitfirst\.lua::fails second \([0-9.]+s\) - Assertion$
+-- expect-line: ^stopped at the first failure \(-x\): 1 of 3 tests were not started$
 -- expect-no-line: exitfirst\.lua::never starts
 local t = require("abx.test")
 

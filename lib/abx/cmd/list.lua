@@ -7,6 +7,7 @@ local M = {}
 function M.configure(parser)
   local cmd = parser:command("list", "List the tests that would run, one per line, with markers.")
   suite.add_selection_options(cmd)
+  suite.add_shard_option(cmd)
 end
 
 function M.execute(args)

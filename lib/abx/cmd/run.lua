@@ -2,6 +2,7 @@
 local core = require("abx.core")
 local config = require("abx.config")
 local suite = require("abx.suite")
+local console = require("abx.console")
 
 local M = {}
 
@@ -13,9 +14,94 @@ function M.configure(parser)
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
   run:flag("-x --exitfirst", "Stop starting tests after the first failure (cleanup still runs).")
   run:flag("-v --verbose", "Show tracebacks of failures.")
+  run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
+    .. "x xfailed, X xpassed, p passed, a all but passed, A all, N none.", "fE"):target("report_chars")
+  suite.add_shard_option(run)
+  run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
+  run:option("--json", "Write a JSON report to FILE."):argname("FILE")
+  run:option("--tap", "Write a TAP version 13 report to FILE."):argname("FILE")
+  run:option("--evidence", "Write a verification record DIR/<date>-<topic>.md (DIR is created)."):argname("DIR")
+  run:option("--evidence-topic", "Topic of the --evidence file name.", "e2e-run"):argname("NAME")
+    :target("evidence_topic")
+end
+
+-- The reports asked for, in the order they are written: { flag, module, path }.
+local REPORTS = { { "--junit", "junit" }, { "--json", "json" }, { "--tap", "tap" } }
+
+-- A usage error when a report file cannot be created where asked (checked before the run).
+local function check_report_paths(args)
+  for _, rep in ipairs(REPORTS) do
+    local path = args[rep[2]]
+    if path then
+      local dir = path:match("^(.*)/[^/]*$")
+      if path:sub(-1) == "/" or core.isdir(path) then
+        return rep[1] .. " " .. path .. ": is a directory; give a file name"
+      end
+      if dir and dir ~= "" and not core.isdir(dir) then
+        return rep[1] .. " " .. path .. ": no such directory " .. dir
+      end
+    end
+  end
+  if args.evidence_topic and not args.evidence_topic:match("^[%w][%w._-]*$") then
+    return "--evidence-topic may only contain letters, digits, '.', '_' and '-'"
+  end
+  return nil
+end
+
+-- The command line as it could be typed again (for the evidence record).
+local function command_line(args)
+  local function q(s)
+    s = tostring(s)
+    if s:match("^[%w@%%+=:,./_-]+$") then return s end
+    return "'" .. s:gsub("'", "'\\''") .. "'"
+  end
+  local parts = { "abxlua", "run" }
+  local function opt(flag, v) if v ~= nil then parts[#parts + 1] = flag .. " " .. q(v) end end
+  opt("--config", args.config); opt("--provider", args.provider); opt("-j", args.jobs)
+  opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
+  opt("--shard", args.shard); opt("--timeout", args.timeout)
+  if args.exitfirst then parts[#parts + 1] = "-x" end
+  if args.verbose then parts[#parts + 1] = "-v" end
+  if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
+  opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
+  opt("--evidence", args.evidence)
+  if args.evidence and args.evidence_topic ~= "e2e-run" then opt("--evidence-topic", args.evidence_topic) end
+  for _, p in ipairs(args.paths) do parts[#parts + 1] = q(p) end
+  return table.concat(parts, " ")
+end
+
+-- Writes every report asked for; a report that cannot be written is named on stderr and makes the
+-- run exit 3 (the others are still written).
+local function write_reports(args, record, code)
+  local failed = false
+  local function try(what, fn)
+    local ok, err = pcall(fn)
+    if not ok then
+      failed = true
+      local msg = core.is_error(err) and err.message or tostring(err)
+      core.ewrite("abxlua: " .. what .. ": " .. msg .. "\n")
+    end
+  end
+  for _, rep in ipairs(REPORTS) do
+    local path = args[rep[2]]
+    if path then try(rep[1], function() require("abx.report." .. rep[2]).write(path, record) end) end
+  end
+  if args.evidence then
+    try("--evidence", function()
+      local path = require("abx.report.evidence").write(args.evidence, record,
+        { topic = args.evidence_topic, command = command_line(args) })
+      core.ewrite("abxlua: evidence record written to " .. path .. "\n")
+    end)
+  end
+  if failed and code ~= 2 then return 3 end
+  return code
 end
 
 function M.execute(args)
+  local chars_ok, chars_err = console.report_chars(args.report_chars)
+  if not chars_ok then return nil, chars_err end
+  local perr = check_report_paths(args)
+  if perr then return nil, perr end
   local s, err = suite.load(args)
   if not s then return nil, err end
   local cfg = s.config
@@ -39,17 +125,19 @@ function M.execute(args)
     return nil, "E2E_RUN_ID may only contain letters, digits, '-' and '_'"
   end
   local runner = require("abx.runner")
+  console.configure({ report_chars = args.report_chars, exitfirst = args.exitfirst })
   local code, record = 3, nil
   local ok, errs = core.run(function()
     code, record = runner.run(s.files, { config = cfg, catalog = s.catalog,
       provider_name = provider_name, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
-      verbose = args.verbose, selection = s.selection })
+      verbose = args.verbose, selection = s.selection, report_chars = args.report_chars })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
     return 3
   end
   M.last_record = record
+  if record then code = write_reports(args, record, code) end
   return code
 end
 

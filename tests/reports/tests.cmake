@@ -1,0 +1,9 @@
+# Reports: --junit, --json, --tap, --evidence, -r, -x, the live status line, masking in every sink,
+# and --shard, checked by tests/reports/check_reports.py (one ctest per mode). JUnit is validated
+# against tests/reports/junit.xsd, JSON against tests/reports/report.schema.json.
+foreach(mode outputs known_issues secret hostile console shard schema_tools)
+  add_test(NAME reports:${mode}
+    COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/reports/check_reports.py $<TARGET_FILE:abxlua> ${mode}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(reports:${mode} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+endforeach()
