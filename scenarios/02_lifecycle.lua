@@ -1,9 +1,15 @@
--- 02_lifecycle: create, connect, get_info, list, kill, TTL (timeout), envs and the envd access token.
+-- 02_lifecycle: create, connect, get_info, list, kill, TTL (timeout), envs and the envd access token;
+-- pause and connect/resume cycles, connect never shortening the TTL, refreshes, auto-pause, metrics,
+-- listing paused sandboxes, paging with limit 1, kill of a paused sandbox.
 -- Fixtures: ctx.sandbox_factory (own sandbox per test), ctx.conn, ctx.run_id.
--- Markers: e2e_slow (TTL expiry).
--- Protocol: reference/e2b-control-plane.md §3.2-3.4 (NewSandbox, Sandbox, SandboxDetail, list
---           filters, kill 204/404, timeout), §6.1 (errors), §7 (envd routing);
+-- Markers: e2e_slow (TTL expiry, auto-pause at the TTL). Requires: pause, metrics (where used).
+-- Protocol: reference/e2b-control-plane.md §2 (pagination, X-Next-Token only when more remain),
+--           §3.2-3.4 (NewSandbox autoPause, Sandbox, SandboxDetail, list filters state/metadata,
+--           kill 204/404, timeout, refreshes, pause 204/409, connect 200/201, resume 201/409,
+--           metrics), §6.1 (errors), §7 (envd routing);
 --           reference/envd-protocol.md §6.1 (X-Access-Token, plain HTTP 401).
+-- User complaints covered: anchors.md §C items 8 (connect shortened the TTL), 9 (repeated
+-- pause/resume failed), 10 (kill of a paused sandbox), 12 (state=paused alone listed nothing).
 local t = require("abx.test")
 local sandbox = require("abx.sandbox")
 
@@ -12,6 +18,15 @@ local function find(list, id)
     if info.sandbox_id == id then return info end
   end
   return nil
+end
+
+-- A metadata value no other test (or run) uses.
+local function unique(ctx, what)
+  return what .. "-" .. ctx.run_id .. "-" .. tostring(math.random(1, 1e9))
+end
+
+local function end_at(sbx)
+  return sandbox.parse_time(sbx:get_info().end_at)
 end
 
 t.test("create returns a sandbox id and an envd version", function(ctx)
@@ -106,4 +121,162 @@ t.test("a secure sandbox rejects envd calls without the right access token", fun
   local err = t.raises("Authentication", function() wrong.commands:run("echo no") end)
   t.eq(err.status, 401)
   t.raises("Authentication", function() sbx:with({ access_token = false }).files:list("/") end)
+end)
+
+t.test("pause and connect three times in a row keep the files and each connect resumes the sandbox",
+  { requires = { "pause" }, timeout = 240 }, function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 300 })
+  for cycle = 1, 3 do
+    sbx.files:write("/home/user/cycle-" .. cycle, "written before pause " .. cycle)
+    t.eq(sbx:pause(), true, "pause in cycle " .. cycle)
+    t.eq(sbx:get_info().state, "paused", "state after pause in cycle " .. cycle)
+    t.eq(sbx:is_running(), false, "envd answers while paused (cycle " .. cycle .. ")")
+    t.eq(sbx:pause(), false, "a second pause in cycle " .. cycle .. " returns false (409)")
+    sbx:connect({ timeout = 300 })
+    t.eq(sbx.resumed, true, "connect resumed the paused sandbox in cycle " .. cycle)
+    t.eq(sbx:get_info().state, "running", "state after connect in cycle " .. cycle)
+    for k = 1, cycle do
+      t.eq(sbx.files:read("/home/user/cycle-" .. k), "written before pause " .. k,
+        "file of cycle " .. k .. " after resume " .. cycle)
+    end
+  end
+  t.eq(sbx.commands:run("echo still-usable").stdout, "still-usable\n")
+end)
+
+t.test("connect never shortens the TTL while set_timeout can", function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 600 })
+  local before = end_at(sbx)
+  local again = ctx.conn:connect(sbx.id, { timeout = 60 })
+  t.eq(again.resumed, false, "connect to a running sandbox answers 200, not resumed")
+  local after_short = end_at(sbx)
+  t.ok(after_short >= before - 1, string.format(
+    "connect with a shorter timeout moved end_at back by %.0f s", before - after_short))
+  ctx.conn:connect(sbx.id, { timeout = 1200 })
+  local extended = end_at(sbx)
+  t.ok(extended > before + 300, string.format(
+    "connect with a longer timeout should extend end_at (moved %.0f s, expected ~600)", extended - before))
+  sbx:set_timeout(60)
+  local shortened = end_at(sbx)
+  t.ok(shortened < extended - 600, string.format(
+    "set_timeout(60) should shorten end_at (moved %.0f s)", shortened - extended))
+end)
+
+t.test("refresh extends the TTL but never shortens it", function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 120 })
+  local before = end_at(sbx)
+  sbx:refresh(600)
+  local extended = end_at(sbx)
+  t.ok(extended > before + 300, string.format("refresh(600) moved end_at by %.0f s", extended - before))
+  sbx:refresh(20)
+  t.ok(end_at(sbx) >= extended - 1, "refresh(20) shortened the TTL")
+end)
+
+t.test("list with state paused alone returns the paused sandbox and not the running one",
+  { requires = { "pause" } }, function(ctx)
+  local tag = unique(ctx, "paused-list")
+  local paused = ctx.sandbox_factory({ metadata = { abx_case = tag } })
+  local running = ctx.sandbox_factory({ metadata = { abx_case = tag } })
+  t.eq(paused:pause(), true)
+  -- state=paused alone, no other filter (anchors §C item 12)
+  local all_paused = ctx.conn:list({ state = { "paused" } })
+  local info = find(all_paused, paused.id)
+  t.ok(info, "the paused sandbox is in list(state={paused})")
+  t.eq(info.state, "paused")
+  t.eq(info.metadata.abx_case, tag)
+  t.ok(not find(all_paused, running.id), "a running sandbox is in list(state={paused})")
+  for _, it in ipairs(all_paused) do t.eq(it.state, "paused", "state of " .. it.sandbox_id) end
+  -- with the metadata filter: exactly one each way, both without a state filter
+  local p = ctx.conn:list({ state = { "paused" }, metadata = { abx_case = tag } })
+  t.eq(#p, 1)
+  t.eq(p[1].sandbox_id, paused.id)
+  local r = ctx.conn:list({ state = { "running" }, metadata = { abx_case = tag } })
+  t.eq(#r, 1)
+  t.eq(r[1].sandbox_id, running.id)
+  t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 2, "no state filter lists running and paused")
+end)
+
+t.test("paging with limit 1 through next_token visits every tagged sandbox exactly once", function(ctx)
+  local tag = unique(ctx, "paging")
+  local want = {}
+  for _ = 1, 3 do
+    want[ctx.sandbox_factory({ metadata = { abx_case = tag } }).id] = true
+  end
+  local seen, pages, token = {}, 0, nil
+  repeat
+    local items
+    items, token = ctx.conn:list_page({ metadata = { abx_case = tag }, limit = 1, next_token = token })
+    pages = pages + 1
+    t.ok(#items <= 1, "a page of limit 1 had " .. #items .. " items")
+    for _, it in ipairs(items) do
+      t.ok(want[it.sandbox_id], "page " .. pages .. " listed a sandbox not tagged " .. tag)
+      t.ok(not seen[it.sandbox_id], it.sandbox_id .. " was listed twice")
+      seen[it.sandbox_id] = true
+    end
+    t.ok(pages <= 10, "more than 10 pages for 3 sandboxes")
+  until not token
+  for id in pairs(want) do t.ok(seen[id], id .. " was never listed") end
+  t.eq(pages, 3, "pages for 3 sandboxes with limit 1 (X-Next-Token only when more remain)")
+end)
+
+t.test("kill of a paused sandbox returns true and the sandbox is gone", { requires = { "pause" } },
+  function(ctx)
+  local tag = unique(ctx, "kill-paused")
+  local sbx = ctx.sandbox_factory({ metadata = { abx_case = tag } })
+  t.eq(sbx:pause(), true)
+  t.eq(sbx:kill(), true)
+  t.raises("SandboxNotFound", function() sbx:get_info() end)
+  t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 0, "the killed sandbox is still listed")
+  t.raises("SandboxNotFound", function() ctx.conn:connect(sbx.id, { timeout = 60 }) end)
+  t.eq(sbx:kill(), false)
+end)
+
+t.test("the deprecated resume resumes a paused sandbox and is a Conflict on a running one",
+  { requires = { "pause" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 300 })
+  sbx.files:write("/home/user/resume.txt", "kept")
+  local err = t.raises("Conflict", function() ctx.conn:resume(sbx.id, { timeout = 120 }) end)
+  t.eq(err.status, 409)
+  t.eq(sbx:pause(), true)
+  local resumed = ctx.conn:resume(sbx.id, { timeout = 120 })
+  t.eq(resumed.id, sbx.id)
+  t.eq(resumed.resumed, true)
+  t.eq(resumed.files:read("/home/user/resume.txt"), "kept")
+  t.eq(sbx:get_info().state, "running")
+end)
+
+t.test("pause, get_metrics and connect of an unknown sandbox raise SandboxNotFound",
+  { requires = { "pause" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 120 })
+  sbx:kill()
+  t.eq(t.raises("SandboxNotFound", function() sbx:pause() end).status, 404)
+  t.eq(t.raises("SandboxNotFound", function() sbx:get_metrics() end).status, 404)
+  t.eq(t.raises("SandboxNotFound", function() ctx.conn:connect(sbx.id) end).status, 404)
+  t.eq(t.raises("SandboxNotFound", function() sbx:refresh(30) end).status, 404)
+end)
+
+t.test("metrics report the CPU, memory and disk of a running sandbox", { requires = { "metrics" } },
+  function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 120 })
+  local now = os.time()
+  local m = sbx:get_metrics({ start = now - 60, ["end"] = now + 60 })
+  t.ok(#m >= 1, "no metrics for a running sandbox")
+  local last = m[#m]
+  t.ok(math.abs(last.timestamp_unix - now) < 120, "timestamp_unix far from now: " .. tostring(last.timestamp_unix))
+  t.ok(last.cpu_count >= 1, "cpu_count")
+  t.ok(last.cpu_used_pct >= 0 and last.cpu_used_pct <= 100, "cpu_used_pct " .. tostring(last.cpu_used_pct))
+  t.ok(last.mem_used > 0 and last.mem_total >= last.mem_used, "memory " .. last.mem_used .. "/" .. last.mem_total)
+  t.ok(last.disk_total > 0 and last.disk_used >= 0 and last.disk_used <= last.disk_total, "disk")
+end)
+
+t.test("an auto_pause sandbox is paused, not killed, at its TTL and connect resumes it",
+  { markers = { "e2e_slow" }, requires = { "pause" }, timeout = 120 }, function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 120, auto_pause = true })
+  sbx.files:write("/home/user/auto.txt", "auto-paused")
+  sbx:set_timeout(2) -- the TTL runs out now, after the file is written
+  t.eventually(function()
+    t.eq(ctx.conn:get_info(sbx.id).state, "paused")
+  end, { timeout = 60, interval = 1 })
+  sbx:connect({ timeout = 120 })
+  t.eq(sbx.resumed, true)
+  t.eq(sbx.files:read("/home/user/auto.txt"), "auto-paused")
 end)

@@ -8,6 +8,14 @@
 --   local sbx = conn:create{ template = "base", timeout = 300 }
 --   sbx.commands:run("echo hi"); sbx.files:write("/tmp/a", "x"); sbx:kill()
 --
+-- Lifecycle: sbx:pause() / conn:connect(id) (sbx.resumed) / conn:resume(id) / sbx:refresh(s) /
+--            sbx:set_timeout(s) / sbx:get_metrics() / sbx:update_network{...}.
+-- Ports:     sbx:get_host(port), sbx:port_url(port), sbx:http(port, {...}) (abx.http).
+-- Snapshots: sbx:create_snapshot{name}, conn:list_snapshots{...}, conn:delete_snapshot(id) are
+--            abx.snapshot; restore is conn:create{ template = snapshot_id }.
+-- Volumes:   conn:create_volume(name), conn:list_volumes(), conn:get_volume(id),
+--            conn:delete_volume(id) are abx.volume; mount with create{ volume_mounts = {...} }.
+--
 -- Units:  seconds (numbers) for every timeout; times from the API (started_at, end_at) are the RFC 3339
 --         strings it sent; sandbox.parse_time turns one into Unix seconds.
 -- Errors: abx.error tables via abx.errmap; `request` is "METHOD path", never headers or keys.
@@ -20,6 +28,9 @@ local errmap = require("abx.errmap")
 local envd = require("abx.envd")
 local commands = require("abx.commands")
 local files = require("abx.files")
+local http = require("abx.http")
+local snapshot = require("abx.snapshot")
+local volume = require("abx.volume")
 
 local sandbox = {}
 
@@ -41,6 +52,8 @@ Connection.__index = Connection
 ---@field envd_version string
 ---@field domain string
 ---@field secure boolean
+---@field traffic_access_token string|nil set when created with network.allow_public_traffic = false
+---@field resumed boolean|nil true when connect/resume resumed a paused sandbox (201)
 ---@field commands abx.Commands
 ---@field files abx.Files
 ---@field conn abx.Connection
@@ -182,7 +195,8 @@ local function new_sandbox(conn, s, request)
     errmap.raise_protocol(201, request, "a Sandbox with sandboxID and templateID")
   end
   local token = type(s.envdAccessToken) == "string" and s.envdAccessToken or false
-  if type(s.trafficAccessToken) == "string" then core.add_secret(s.trafficAccessToken) end
+  local traffic = type(s.trafficAccessToken) == "string" and s.trafficAccessToken or nil
+  if traffic then core.add_secret(traffic) end
   local domain = type(s.domain) == "string" and s.domain ~= "" and s.domain or conn.domain
   local sbx = setmetatable({
     id = s.sandboxID,
@@ -191,6 +205,7 @@ local function new_sandbox(conn, s, request)
     envd_version = s.envdVersion,
     domain = domain,
     secure = token and true or false,
+    traffic_access_token = traffic,
     conn = conn,
   }, Sandbox)
   sbx._envd = envd.client({
@@ -255,11 +270,57 @@ function Connection:_create_once(body)
   end
 end
 
+--- A list of strings for a JSON array field; nil (the field left out) when empty or nil, since
+--- cjson encodes an empty table as `{}` and an omitted rule list means "none" (reference §3.2).
+local function json_array(t)
+  if t == nil then return nil end
+  if type(t) ~= "table" then
+    errmap.raise("InvalidArgument", 0, "expected an array of strings, got " .. type(t))
+  end
+  if #t == 0 then return nil end
+  local a = {}
+  for i, v in ipairs(t) do a[i] = tostring(v) end
+  return a
+end
+
+--- The `network` object of NewSandbox (reference §3.2 SandboxNetworkConfig) from snake_case options.
+local function network_body(n)
+  if n == nil then return nil end
+  if type(n) ~= "table" then errmap.raise("InvalidArgument", 0, "network must be a table") end
+  local b = {}
+  if n.allow_public_traffic ~= nil then b.allowPublicTraffic = n.allow_public_traffic and true or false end
+  b.allowOut = json_array(n.allow_out)
+  b.denyOut = json_array(n.deny_out)
+  if n.mask_request_host then b.maskRequestHost = n.mask_request_host end
+  return b
+end
+
+--- The `volumeMounts` array of NewSandbox (reference §3.2, §5): {{name=, path=, read_only=}}.
+--- `readOnly` is sent only when read_only is set (the local platform's extension).
+local function volume_mounts_body(vm)
+  if vm == nil then return nil end
+  if type(vm) ~= "table" then errmap.raise("InvalidArgument", 0, "volume_mounts must be an array") end
+  local a = {}
+  for i, m in ipairs(vm) do
+    if type(m) ~= "table" or type(m.name) ~= "string" or type(m.path) ~= "string" then
+      errmap.raise("InvalidArgument", 0, "volume_mounts[" .. i .. "] must be {name=, path=}")
+    end
+    a[i] = { name = m.name, path = m.path }
+    if m.read_only ~= nil then a[i].readOnly = m.read_only and true or false end
+  end
+  return a
+end
+
 --- Creates a sandbox: POST /sandboxes (reference §3.1, §3.2 NewSandbox); 201 -> Sandbox.
+--- Options beyond the basics: `auto_pause` (pause instead of kill at the TTL), `allow_internet_access`
+--- (false: no outbound traffic), `network = {allow_public_traffic=, allow_out=, deny_out=}`
+--- (allow_public_traffic = false needs `secure` and gives sbx.traffic_access_token), and
+--- `volume_mounts = {{name=, path=, read_only=}}`. `template` may be a snapshot id (restore).
 --- Calls hooks.before_create(opts) before the request and hooks.created(sbx) after success.
 --- Raises: Authentication, NotFound (unknown template: 404), InvalidArgument (400), RateLimit,
 --- SandboxGone (502/503), Sandbox, Protocol, Transport, Timeout.
----@param opts? {template?: string, timeout?: number, metadata?: table, envs?: table, secure?: boolean}
+---@param opts? {template?: string, timeout?: number, metadata?: table, envs?: table, secure?: boolean,
+---  auto_pause?: boolean, allow_internet_access?: boolean, network?: table, volume_mounts?: table[]}
 ---@return abx.Sandbox
 function Connection:create(opts)
   opts = opts or {}
@@ -271,6 +332,12 @@ function Connection:create(opts)
     secure = opts.secure ~= false, -- SDK default true (reference §3.2)
   }
   if opts.envs and next(opts.envs) then body.envVars = opts.envs end
+  if opts.auto_pause ~= nil then body.autoPause = opts.auto_pause and true or false end
+  if opts.allow_internet_access ~= nil then
+    body.allow_internet_access = opts.allow_internet_access and true or false -- snake_case (§3.2)
+  end
+  body.network = network_body(opts.network)
+  body.volumeMounts = volume_mounts_body(opts.volume_mounts)
   local resp, request = self:_create_once(body)
   if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
   local sbx = new_sandbox(self, decode_ok(resp, request), request)
@@ -278,9 +345,11 @@ function Connection:create(opts)
   return sbx
 end
 
---- Connects to a running (or paused) sandbox: POST /sandboxes/{id}/connect, 200 or 201
---- (reference §3.4). `timeout` (default 300 s) becomes its new TTL if longer.
---- Raises: SandboxNotFound (404), Authentication, Conflict, Sandbox, Protocol, Transport, Timeout.
+--- Connects to a running or paused sandbox: POST /sandboxes/{id}/connect (reference §3.4). 200:
+--- it was running, its TTL is only extended to now + `timeout` (never shortened); 201: it was
+--- paused and is resumed with TTL now + `timeout`. The returned Sandbox has `resumed = true` after
+--- a 201, false after a 200. `timeout` defaults to 300 s.
+--- Raises: SandboxNotFound (404), Authentication, Conflict (409), Sandbox, Protocol, Transport, Timeout.
 ---@param id string
 ---@param opts? {timeout?: number}
 ---@return abx.Sandbox
@@ -292,7 +361,48 @@ function Connection:connect(id, opts)
   if resp.status ~= 200 and resp.status ~= 201 then
     errmap.raise_api(resp, request, "SandboxNotFound")
   end
-  return new_sandbox(self, decode_ok(resp, request), request)
+  local sbx = new_sandbox(self, decode_ok(resp, request), request)
+  sbx.resumed = resp.status == 201
+  return sbx
+end
+
+--- Resumes a paused sandbox through the deprecated route: POST /sandboxes/{id}/resume
+--- {timeout} (reference §3.1, §3.4; SDKs before Oct 2025). 201 -> Sandbox with `resumed = true`.
+--- `timeout` defaults to 300 s (the route's own default is 15 s).
+--- Raises: Conflict (409: it is already running), SandboxNotFound (404), Authentication, Sandbox,
+--- Protocol, Transport, Timeout.
+---@param id string
+---@param opts? {timeout?: number}
+---@return abx.Sandbox
+function Connection:resume(id, opts)
+  opts = opts or {}
+  local path = "/sandboxes/" .. envd.quote(id) .. "/resume"
+  local resp, request = self:_call("POST", path, nil, { timeout = math.ceil(opts.timeout or 300) },
+    false)
+  if resp.status ~= 201 and resp.status ~= 200 then
+    errmap.raise_api(resp, request, "SandboxNotFound")
+  end
+  local sbx = new_sandbox(self, decode_ok(resp, request), request)
+  sbx.resumed = true
+  return sbx
+end
+
+--- Pauses a sandbox: POST /sandboxes/{id}/pause (reference §3.4). true on 204; false on 409 (it is
+--- already paused, or in a state that cannot be paused), as the SDKs do. `memory = false` asks for
+--- a filesystem-only pause (sent only when given).
+--- Raises: SandboxNotFound (404), Authentication, Sandbox, Protocol, Transport, Timeout.
+---@param id string
+---@param opts? {memory?: boolean}
+---@return boolean
+function Connection:pause(id, opts)
+  opts = opts or {}
+  local body = nil
+  if opts.memory ~= nil then body = { memory = opts.memory and true or false } end
+  local resp, request = self:_call("POST", "/sandboxes/" .. envd.quote(id) .. "/pause", nil, body,
+    true)
+  if resp.status == 204 or resp.status == 200 then return true end
+  if resp.status == 409 then return false end
+  errmap.raise_api(resp, request, "SandboxNotFound")
 end
 
 --- snake_case info table of a SandboxDetail / ListedSandbox (reference §3.3).
@@ -311,6 +421,27 @@ local function info_of(d)
     memory_mb = math.tointeger(d.memoryMB) or d.memoryMB,
     disk_size_mb = math.tointeger(opt(d.diskSizeMB)) or opt(d.diskSizeMB),
     domain = opt(d.domain),
+    allow_internet_access = opt(d.allowInternetAccess),
+    network = type(d.network) == "table" and {
+      allow_public_traffic = opt(d.network.allowPublicTraffic),
+      allow_out = type(d.network.allowOut) == "table" and d.network.allowOut or {},
+      deny_out = type(d.network.denyOut) == "table" and d.network.denyOut or {},
+    } or nil,
+    lifecycle = type(d.lifecycle) == "table" and {
+      auto_resume = opt(d.lifecycle.autoResume), on_timeout = opt(d.lifecycle.onTimeout),
+    } or nil,
+    volume_mounts = type(d.volumeMounts) == "table" and (function()
+      local a = {}
+      for i, m in ipairs(d.volumeMounts) do
+        a[i] = { name = m.name, path = m.path, read_only = opt(m.readOnly) }
+      end
+      return a
+    end)() or nil,
+    -- the local platform's extension (GET /sandboxes/{id}): the sandbox's own link, whose host side
+    -- is the only address "outside" the sandbox that it may reach
+    abx_network = type(d.abxNetwork) == "table" and {
+      host_address = d.abxNetwork.hostAddress, sandbox_address = d.abxNetwork.sandboxAddress,
+    } or nil,
   }
 end
 
@@ -318,7 +449,10 @@ end
 --- Raises: SandboxNotFound (404), Authentication, Sandbox, Protocol, Transport, Timeout.
 ---@param id string
 ---@return table info {sandbox_id, template_id, alias, state, metadata, started_at, end_at,
----  envd_version, cpu_count, memory_mb, disk_size_mb, domain}
+---  envd_version, cpu_count, memory_mb, disk_size_mb, domain, allow_internet_access?,
+---  network? {allow_public_traffic, allow_out, deny_out}, lifecycle? {auto_resume, on_timeout},
+---  volume_mounts? {{name, path, read_only}}, abx_network? {host_address, sandbox_address} (local
+---  platform only: the sandbox's link)}
 function Connection:get_info(id)
   local resp, request = self:_call("GET", "/sandboxes/" .. envd.quote(id), nil, nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request, "SandboxNotFound") end
@@ -438,6 +572,143 @@ end
 function Sandbox:get_host(port)
   return string.format("%d-%s.%s", port, self.id, self.domain)
 end
+
+--- The URL a client outside the sandbox uses for `port`: "<scheme>://<port>-<id>.<domain>" with
+--- the API URL's scheme (reference §7.1). When the API URL is on loopback or an IP literal (the
+--- local platform serves its ingress on the API port) that port is added, as such a client needs it.
+--- Raises: nothing.
+---@param port integer
+---@return string
+function Sandbox:port_url(port)
+  return http.port_url(self, port)
+end
+
+--- One HTTP request to a server inside the sandbox on `port`, routed as this connection routes
+--- envd (host name or E2b-Sandbox-* headers); see abx.http.request. Never raises on an HTTP status.
+--- Raises: Transport, Timeout, Protocol.
+---@param port integer
+---@param opts? {method?: string, path?: string, headers?: table, body?: string,
+---  traffic_token?: boolean|string, timeout?: number}
+---@return {status: integer, headers: table<string,string>, body: string}
+function Sandbox:http(port, opts)
+  return http.request(self, port, opts)
+end
+
+--- Pauses this sandbox (see Connection:pause): true, or false when it was already paused.
+--- Raises: as Connection:pause.
+---@param opts? {memory?: boolean}
+---@return boolean
+function Sandbox:pause(opts)
+  return self.conn:pause(self.id, opts)
+end
+
+--- Connects to this sandbox again (see Connection:connect): resumes it when paused, extends its TTL
+--- when running. This handle takes the answer's tokens and domain; `self.resumed` tells whether it
+--- was resumed (201). Returns self.
+--- Raises: as Connection:connect.
+---@param opts? {timeout?: number}
+---@return abx.Sandbox
+function Sandbox:connect(opts)
+  local fresh = self.conn:connect(self.id, opts)
+  self.domain, self.secure, self._envd = fresh.domain, fresh.secure, fresh._envd
+  self.traffic_access_token = fresh.traffic_access_token
+  self.envd_version = fresh.envd_version
+  self.resumed = fresh.resumed
+  return self
+end
+
+--- Extends the TTL to now + `duration` seconds, never shortening it: POST /sandboxes/{id}/refreshes
+--- (reference §3.2 SandboxRefreshRequest: 0..3600, raised to 15 by the server).
+--- Raises: SandboxNotFound (404, also when paused), InvalidArgument (400), Authentication, Sandbox.
+---@param duration? number seconds (default: the server's 15)
+function Sandbox:refresh(duration)
+  local path = "/sandboxes/" .. envd.quote(self.id) .. "/refreshes"
+  local body = duration and { duration = math.ceil(duration) } or nil
+  local resp, request = self.conn:_call("POST", path, nil, body, true)
+  if resp.status ~= 204 and resp.status ~= 200 then
+    errmap.raise_api(resp, request, "SandboxNotFound")
+  end
+end
+
+--- Resource metrics: GET /sandboxes/{id}/metrics?start&end (Unix seconds, reference §3.1, §3.3
+--- SandboxMetric). Returns an array of {timestamp_unix, cpu_count, cpu_used_pct, mem_used,
+--- mem_total, mem_cache, disk_used, disk_total} (bytes; cpu_used_pct in percent).
+--- Raises: SandboxNotFound (404), InvalidArgument (400), Authentication, Sandbox, Protocol.
+---@param opts? {start?: number, ["end"]?: number}
+---@return table[]
+function Sandbox:get_metrics(opts)
+  opts = opts or {}
+  local q = {}
+  if opts.start then q[#q + 1] = { "start", string.format("%d", math.floor(opts.start)) } end
+  if opts["end"] then q[#q + 1] = { "end", string.format("%d", math.floor(opts["end"])) } end
+  local path = "/sandboxes/" .. envd.quote(self.id) .. "/metrics"
+  local resp, request = self.conn:_call("GET", path, envd.query(q), nil, true)
+  if resp.status ~= 200 then errmap.raise_api(resp, request, "SandboxNotFound") end
+  local out = {}
+  local function int(v) return math.tointeger(v) or v end
+  for i, m in ipairs(decode_ok(resp, request, true)) do
+    if type(m) ~= "table" then errmap.raise_protocol(resp.status, request, "SandboxMetric objects") end
+    out[i] = {
+      timestamp_unix = int(m.timestampUnix), cpu_count = int(m.cpuCount), cpu_used_pct = m.cpuUsedPct,
+      mem_used = int(m.memUsed), mem_total = int(m.memTotal), mem_cache = int(m.memCache),
+      disk_used = int(m.diskUsed), disk_total = int(m.diskTotal),
+    }
+  end
+  return out
+end
+
+--- Replaces the outbound rules: PUT /sandboxes/{id}/network (reference §3.2
+--- SandboxNetworkUpdateConfig: an omitted field is cleared, so `{}` restores the defaults).
+--- Raises: SandboxNotFound (404), InvalidArgument (400), Conflict, Authentication, Sandbox.
+---@param o {allow_out?: string[], deny_out?: string[], allow_internet_access?: boolean}
+function Sandbox:update_network(o)
+  o = o or {}
+  local body = { allowOut = json_array(o.allow_out), denyOut = json_array(o.deny_out) }
+  if o.allow_internet_access ~= nil then
+    body.allow_internet_access = o.allow_internet_access and true or false
+  end
+  local path = "/sandboxes/" .. envd.quote(self.id) .. "/network"
+  local resp, request = self.conn:_call("PUT", path, nil, body, true)
+  if resp.status ~= 204 and resp.status ~= 200 then
+    errmap.raise_api(resp, request, "SandboxNotFound")
+  end
+end
+
+--- Snapshots this sandbox (see abx.snapshot.create): {snapshot_id, names}.
+--- Raises: as abx.snapshot.create.
+---@param opts? {name?: string}
+---@return {snapshot_id: string, names: string[]}
+function Sandbox:create_snapshot(opts)
+  return snapshot.create(self, opts)
+end
+
+--- Snapshots, following X-Next-Token (see abx.snapshot.list). Raises: as abx.snapshot.list.
+---@param opts? {sandbox_id?: string, name?: string, limit?: integer}
+---@return {snapshot_id: string, names: string[]}[]
+function Connection:list_snapshots(opts)
+  return snapshot.list(self, opts)
+end
+
+--- One page of snapshots (see abx.snapshot.list_page). Raises: as abx.snapshot.list_page.
+function Connection:list_snapshots_page(opts)
+  return snapshot.list_page(self, opts)
+end
+
+--- Deletes a snapshot (see abx.snapshot.delete): true, or false when it did not exist.
+--- Raises: as abx.snapshot.delete.
+---@param id string
+---@return boolean
+function Connection:delete_snapshot(id)
+  return snapshot.delete(self, id)
+end
+
+--- Volumes (see abx.volume): create -> {volume_id, name, token}; list -> {{volume_id, name}};
+--- get -> {volume_id, name, token}; delete -> true / false when it did not exist.
+--- Raises: as the abx.volume functions.
+function Connection:create_volume(name) return volume.create(self, name) end
+function Connection:list_volumes() return volume.list(self) end
+function Connection:get_volume(id) return volume.get(self, id) end
+function Connection:delete_volume(id) return volume.delete(self, id) end
 
 --- The envd client (internal: used by abx.commands and abx.files).
 --- Raises: nothing.
