@@ -1,8 +1,9 @@
 # Thin wrapper over CMake. `make run` and `make test` install missing Debian packages first.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-asan clean
+.PHONY: all deps build run test test-asan fuzz clean
 
 all: build
 
@@ -26,5 +27,13 @@ test-asan: deps
 	@cmake --build build-asan -j $(JOBS)
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900
 
+# libFuzzer targets of tests/fuzz (clang, ASan, UBSan), each run FUZZ_SECONDS on a scratch copy of
+# its seed corpus; prints executions and coverage per target and fails when one crashes.
+fuzz:
+	@./scripts/deps.sh fuzz
+	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DABX_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target fuzz_all
+	./tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz
