@@ -298,5 +298,6 @@ int abx_core_open(lua_State *L, struct abx_loop *loop)
   luaL_setfuncs(L, core_funcs, 1);
   abx_core_http_register(L, loop);
   abx_core_util_register(L, loop);
+  abx_core_zlib_register(L, loop);
   return 1;
 }

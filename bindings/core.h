@@ -19,6 +19,9 @@ void abx_core_http_register(lua_State *L, struct abx_loop *loop);
  * [-0, +0, m] */
 void abx_core_util_register(lua_State *L, struct abx_loop *loop);
 
+/* Adds core.gzip and core.gunzip (zlib) to the module at the top. [-0, +0, m] */
+void abx_core_zlib_register(lua_State *L, struct abx_loop *loop);
+
 /* The loop stored as upvalue 1 of the running C function. [-0, +0, -] */
 struct abx_loop *abx_core_loop(lua_State *L);
 
