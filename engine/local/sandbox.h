@@ -7,8 +7,9 @@
  *          /etc writable copy-on-write); the abxlua binary is /opt/abx/abxlua (read-only) and runs
  *          `envd --port 49983`; volumes are bound at their paths (read-only when asked). The state
  *          dir, host /root, /home, /work and /tmp are never mounted in. Every process is in the
- *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with loopback only (DESIGN.md "The local
- *          platform"; reference/envd-protocol.md §7 /init).
+ *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with
+ *          loopback and eth0, a veth link into the platform's hub namespace, with outbound rules
+ *          (network.h; DESIGN.md "The local platform"; reference/envd-protocol.md §7 /init).
  * Units:   deadlines in CLOCK_MONOTONIC nanoseconds.
  * Errors:  abx_sandbox_start returns 0, or -1 with a message in err (the sandbox is then torn down).
  */
