@@ -1,13 +1,16 @@
 /*
  * api.h: the E2B control plane of the local platform (REST, JSON).
  *
- * Routes:  GET /health (no key, 200 "Health check successful"); with header X-API-Key:
- *          POST /sandboxes, GET /v2/sandboxes, GET /sandboxes (deprecated), GET|DELETE
- *          /sandboxes/{id}, POST /sandboxes/{id}/timeout, POST /sandboxes/{id}/connect.
+ * Routes:  GET /health (no key, 200 "Health check successful"); with header X-API-Key (table in
+ *          api.c): POST /sandboxes, GET /v2/sandboxes, GET /sandboxes (deprecated), GET|DELETE
+ *          /sandboxes/{id}, POST /sandboxes/{id}/{timeout,connect,resume,pause,refreshes,snapshots},
+ *          GET /sandboxes/{id}/metrics, PUT /sandboxes/{id}/network, GET /snapshots,
+ *          DELETE /templates/{id}, POST|GET /volumes, GET|DELETE /volumes/{id}.
  * Shapes:  reference/e2b-control-plane.md §3.2 (NewSandbox), §3.3 (Sandbox, ListedSandbox,
  *          SandboxDetail), §3.4 (per-endpoint behaviour); errors {"code":<status>,"message"} (§2).
  * Units:   timeouts in seconds (TTL), times RFC3339 UTC.
- * Errors:  400 validation / bad id / bad token, 401 key, 404 unknown, 405 method, 500 start failure.
+ * Errors:  400 validation / bad id / bad token, 401 key, 404 unknown, 405 method, 409 wrong state
+ *          (pause of a paused sandbox, resume of a running one, duplicate volume), 500 start failure.
  */
 #ifndef ABX_LOCAL_API_H
 #define ABX_LOCAL_API_H

@@ -256,8 +256,9 @@ def t_auto_pause(s, ctx):
     check(st == 201, "connect after autoPause %d" % st)
     check(ok(s, sid, "cat /home/user/k") == "kept\n", "files after autoPause")
     check(kill(s, sid) == 204, "kill")
-    sid = new(s, ctx, timeout=1)
+    sid = new(s, ctx, timeout=30)
     check(info(s, sid)["lifecycle"]["onTimeout"] == "kill", "lifecycle kill")
+    check(kill(s, sid) == 204, "kill 2")
 
 
 def t_metrics(s, ctx):
