@@ -214,7 +214,8 @@ static int core_exists(lua_State *L)
   return 1;
 }
 
-static int collect(lua_State *L, const char *dir, lua_Integer *n, int depth)
+/* Appends the regular files below 'dir' to the table at absolute index 'tbl'. */
+static int collect(lua_State *L, int tbl, const char *dir, lua_Integer *n, int depth)
 {
   if (depth > 32)
     return 0;
@@ -232,10 +233,10 @@ static int collect(lua_State *L, const char *dir, lua_Integer *n, int depth)
     const char *full = lua_tostring(L, -1);
     struct stat st;
     if (stat(full, &st) == 0 && S_ISDIR(st.st_mode)) {
-      collect(L, full, n, depth + 1);
+      collect(L, tbl, full, n, depth + 1);
       lua_pop(L, 1);
     } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
-      lua_rawseti(L, -2, ++*n);
+      lua_rawseti(L, tbl, ++*n);
     } else {
       lua_pop(L, 1);
     }
@@ -251,7 +252,7 @@ static int core_list_files(lua_State *L)
   const char *dir = luaL_checkstring(L, 1);
   lua_newtable(L);
   lua_Integer n = 0;
-  if (collect(L, dir, &n, 0) != 0) {
+  if (collect(L, lua_gettop(L), dir, &n, 0) != 0) {
     lua_pushnil(L);
     lua_pushfstring(L, "%s: %s", dir, strerror(errno));
     return 2;

@@ -58,8 +58,9 @@ int abx_connect_feed(struct abx_connect_decoder *d, const char *data, size_t len
                  ABX_CONNECT_MAX_MSG);
         return fail(d, why);
       }
-      free(d->payload);
-      d->payload = malloc(plen ? plen : 1);
+      free(d->payload); /* the buffer grows with the bytes that arrive, not with the claim */
+      d->payload_cap = plen < 65536 ? plen : 65536;
+      d->payload = malloc(d->payload_cap ? d->payload_cap : 1);
       if (!d->payload)
         return fail(d, "out of memory for an envelope");
       d->payload_len = plen;
@@ -67,6 +68,18 @@ int abx_connect_feed(struct abx_connect_decoder *d, const char *data, size_t len
     }
     size_t want = d->payload_len - d->payload_have;
     size_t n = want < len ? want : len;
+    if (d->payload_have + n > d->payload_cap) {
+      size_t cap = d->payload_cap * 2;
+      if (cap < d->payload_have + n)
+        cap = d->payload_have + n;
+      if (cap > d->payload_len)
+        cap = d->payload_len;
+      char *grown = realloc(d->payload, cap);
+      if (!grown)
+        return fail(d, "out of memory for an envelope");
+      d->payload = grown;
+      d->payload_cap = cap;
+    }
     memcpy(d->payload + d->payload_have, data, n);
     d->payload_have += n;
     data += n;

@@ -30,7 +30,8 @@ typedef int (*abx_connect_msg_fn)(void *ud, unsigned flags, const char *payload,
 struct abx_connect_decoder {
   unsigned char header[5]; /* the envelope prefix being assembled */
   size_t header_len;       /* bytes of header[] filled, 0..5 */
-  char *payload;           /* buffer for the current payload (malloc'd, grows to its length) */
+  char *payload;           /* buffer for the current payload (malloc'd, grows as bytes arrive) */
+  size_t payload_cap;      /* bytes allocated for it (<= payload_len) */
   size_t payload_len;      /* announced length of the current payload */
   size_t payload_have;     /* bytes received of it */
   int dead;                /* set after a protocol error */

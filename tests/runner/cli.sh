@@ -128,6 +128,11 @@ run passes 0 run tests/runner/helpers/passes.lua -j 1
 has passes out '^PASSED +tests/runner/helpers/passes\.lua::still runs'
 has passes out '^1 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\.[0-9]{2}s$'
 
+# a directory with subdirectories is collected recursively (files below helpers/ too)
+run recursive 1 list tests/runner   # 1: the deliberately broken cases are collection errors
+has recursive out '^tests/runner/helpers/passes\.lua::still runs \[e2e\]'
+has recursive out '^tests/runner/outcomes_basic\.lua::'
+
 if [ "$failures" -gt 0 ]; then
   echo "$failures CLI check(s) failed"
   exit 1
