@@ -49,6 +49,8 @@ struct abx_loop {
   int live;                    /* number of live tasks */
   int task_errors;             /* errors that escaped a task */
   int transfers;               /* curl easy handles in 'multi' */
+  int trace;                   /* HTTP traces on stderr: 0 off, 1 requests and answers (-vv),
+                                  2 also body excerpts (-vvv); always masked */
   void (*after_perform)(struct abx_loop *loop); /* bindings: deliver stream events */
   void (*on_done_msg)(struct abx_loop *loop, CURLMsg *msg); /* bindings: a transfer ended */
   void *streams;               /* bindings/core_http.c: live Connect streams */

@@ -13,7 +13,8 @@ function M.configure(parser)
   run:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
   run:flag("-x --exitfirst", "Stop starting tests after the first failure (cleanup still runs).")
-  run:flag("-v --verbose", "Show tracebacks of failures.")
+  run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
+    .. "(masked) on stderr; -vvv: with body excerpts."):count("0-3")
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
     .. "x xfailed, X xpassed, p passed, a all but passed, A all, N none.", "fE"):target("report_chars")
   suite.add_shard_option(run)
@@ -61,7 +62,7 @@ local function command_line(args)
   opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
   opt("--shard", args.shard); opt("--timeout", args.timeout)
   if args.exitfirst then parts[#parts + 1] = "-x" end
-  if args.verbose then parts[#parts + 1] = "-v" end
+  if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
   opt("--evidence", args.evidence)
@@ -127,10 +128,11 @@ function M.execute(args)
   local runner = require("abx.runner")
   console.configure({ report_chars = args.report_chars, exitfirst = args.exitfirst })
   local code, record = 3, nil
+  if args.verbose >= 2 then core.set_trace(args.verbose - 1) end
   local ok, errs = core.run(function()
     code, record = runner.run(s.files, { config = cfg, catalog = s.catalog,
       provider_name = provider_name, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
-      verbose = args.verbose, selection = s.selection, report_chars = args.report_chars })
+      verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
