@@ -85,8 +85,7 @@ end
 -- The live status line: "[done/total] N running | counts | elapsed", cut to the terminal width.
 function M:status_text()
   local done = #self.results
-  local running = math.max(0, math.min(self.jobs, self.ntests - done))
-  if self.stopping then running = 0 end
+  local running = self.in_flight or math.max(0, math.min(self.jobs, self.ntests - done))
   local c = self.c
   local s = string.format("[%d/%d] %d running | %d passed, %d failed, %d skipped, %d xfailed",
     done, self.ntests, running, c.passed, c.failed + c.xpassed, c.skipped, c.xfailed)
@@ -95,6 +94,12 @@ function M:status_text()
   local width = tonumber(core.getenv("COLUMNS") or "") or 80
   if #s > width - 1 then s = s:sub(1, math.max(10, width - 1)) end
   return s
+end
+
+-- The runner calls this when a test starts: the status line counts the tests in flight.
+function M:test_started(test)
+  self.in_flight = (self.in_flight or 0) + 1
+  self:draw_status()
 end
 
 function M:draw_status()

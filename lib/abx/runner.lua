@@ -153,7 +153,9 @@ local function schedule(run, out, tests, opts)
       while not stop and next_i <= #tests do
         local t = tests[next_i]
         next_i = next_i + 1
+        out:test_started(t)
         local r = run_one(t, run)
+        out.in_flight = out.in_flight - 1
         run.results[#run.results + 1] = r
         out:result(r)
         if opts.exitfirst and (r.outcome == "failed" or r.outcome == "xpassed"
@@ -178,7 +180,8 @@ function M.run(files, opts)
   local defaults = cfg.defaults
   local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {},
     catalog = opts.catalog, provider = opts.provider_name }
-  local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars })
+  local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
+    exitfirst = opts.exitfirst })
   local started, started_wall = core.now(), core.time()
 
   local tests, collection_errors = {}, {}
