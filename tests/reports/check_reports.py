@@ -95,7 +95,13 @@ def validate_schemas(paths, label):
               p.stderr.decode(errors="replace"))
     try:
         import jsonschema
-    except ImportError:
+    except ImportError:  # e.g. a pyenv python first on PATH: Debian's python3-jsonschema then
+        p = subprocess.run(["/usr/bin/python3", "-c",
+                            "import json,sys,jsonschema; jsonschema.validate(json.load(open(sys.argv[1])),"
+                            " json.load(open(sys.argv[2])))", paths["json"], SCHEMA],
+                           capture_output=True)
+        check(p.returncode == 0, label + ": JSON validates against tests/reports/report.schema.json",
+              p.stderr.decode(errors="replace")[-500:])
         return
     with open(SCHEMA) as f:
         schema = json.load(f)
