@@ -143,6 +143,30 @@ t.test("pause and connect three times in a row keep the files and each connect r
   t.eq(sbx.commands:run("echo still-usable").stdout, "still-usable\n")
 end)
 
+t.test("list with state paused alone returns the paused sandbox and not the running one",
+  { requires = { "pause" } }, function(ctx)
+  local tag = unique(ctx, "paused-list")
+  local paused = ctx.sandbox_factory({ metadata = { abx_case = tag } })
+  local running = ctx.sandbox_factory({ metadata = { abx_case = tag } })
+  t.eq(paused:pause(), true)
+  -- state=paused alone, no other filter (anchors §C item 12)
+  local all_paused = ctx.conn:list({ state = { "paused" } })
+  local info = find(all_paused, paused.id)
+  t.ok(info, "the paused sandbox is in list(state={paused})")
+  t.eq(info.state, "paused")
+  t.eq(info.metadata.abx_case, tag)
+  t.ok(not find(all_paused, running.id), "a running sandbox is in list(state={paused})")
+  for _, it in ipairs(all_paused) do t.eq(it.state, "paused", "state of " .. it.sandbox_id) end
+  -- with the metadata filter: exactly one each way, both without a state filter
+  local p = ctx.conn:list({ state = { "paused" }, metadata = { abx_case = tag } })
+  t.eq(#p, 1)
+  t.eq(p[1].sandbox_id, paused.id)
+  local r = ctx.conn:list({ state = { "running" }, metadata = { abx_case = tag } })
+  t.eq(#r, 1)
+  t.eq(r[1].sandbox_id, running.id)
+  t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 2, "no state filter lists running and paused")
+end)
+
 t.test("connect never shortens the TTL while set_timeout can", function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 600 })
   local before = end_at(sbx)
@@ -171,31 +195,20 @@ t.test("refresh extends the TTL but never shortens it", function(ctx)
   t.ok(end_at(sbx) >= extended - 1, "refresh(20) shortened the TTL")
 end)
 
-t.test("list with state paused alone returns the paused sandbox and not the running one",
-  { requires = { "pause" } }, function(ctx)
-  local tag = unique(ctx, "paused-list")
-  local paused = ctx.sandbox_factory({ metadata = { abx_case = tag } })
-  local running = ctx.sandbox_factory({ metadata = { abx_case = tag } })
-  t.eq(paused:pause(), true)
-  -- state=paused alone, no other filter (anchors §C item 12)
-  local all_paused = ctx.conn:list({ state = { "paused" } })
-  local info = find(all_paused, paused.id)
-  t.ok(info, "the paused sandbox is in list(state={paused})")
-  t.eq(info.state, "paused")
-  t.eq(info.metadata.abx_case, tag)
-  t.ok(not find(all_paused, running.id), "a running sandbox is in list(state={paused})")
-  for _, it in ipairs(all_paused) do t.eq(it.state, "paused", "state of " .. it.sandbox_id) end
-  -- with the metadata filter: exactly one each way, both without a state filter
-  local p = ctx.conn:list({ state = { "paused" }, metadata = { abx_case = tag } })
-  t.eq(#p, 1)
-  t.eq(p[1].sandbox_id, paused.id)
-  local r = ctx.conn:list({ state = { "running" }, metadata = { abx_case = tag } })
-  t.eq(#r, 1)
-  t.eq(r[1].sandbox_id, running.id)
-  t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 2, "no state filter lists running and paused")
+t.test("kill of a paused sandbox returns true and the sandbox is gone", { requires = { "pause" } },
+  function(ctx)
+  local tag = unique(ctx, "kill-paused")
+  local sbx = ctx.sandbox_factory({ metadata = { abx_case = tag } })
+  t.eq(sbx:pause(), true)
+  t.eq(sbx:kill(), true)
+  t.raises("SandboxNotFound", function() sbx:get_info() end)
+  t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 0, "the killed sandbox is still listed")
+  t.raises("SandboxNotFound", function() ctx.conn:connect(sbx.id, { timeout = 60 }) end)
+  t.eq(sbx:kill(), false)
 end)
 
-t.test("paging with limit 1 through next_token visits every tagged sandbox exactly once", function(ctx)
+t.test("paging with limit 1 through next_token visits every tagged sandbox exactly once",
+  { timeout = 400 }, function(ctx)
   local tag = unique(ctx, "paging")
   local want = {}
   for _ = 1, 3 do
@@ -216,18 +229,6 @@ t.test("paging with limit 1 through next_token visits every tagged sandbox exact
   until not token
   for id in pairs(want) do t.ok(seen[id], id .. " was never listed") end
   t.eq(pages, 3, "pages for 3 sandboxes with limit 1 (X-Next-Token only when more remain)")
-end)
-
-t.test("kill of a paused sandbox returns true and the sandbox is gone", { requires = { "pause" } },
-  function(ctx)
-  local tag = unique(ctx, "kill-paused")
-  local sbx = ctx.sandbox_factory({ metadata = { abx_case = tag } })
-  t.eq(sbx:pause(), true)
-  t.eq(sbx:kill(), true)
-  t.raises("SandboxNotFound", function() sbx:get_info() end)
-  t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 0, "the killed sandbox is still listed")
-  t.raises("SandboxNotFound", function() ctx.conn:connect(sbx.id, { timeout = 60 }) end)
-  t.eq(sbx:kill(), false)
 end)
 
 t.test("the deprecated resume resumes a paused sandbox and is a Conflict on a running one",
@@ -280,3 +281,4 @@ t.test("an auto_pause sandbox is paused, not killed, at its TTL and connect resu
   t.eq(sbx.resumed, true)
   t.eq(sbx.files:read("/home/user/auto.txt"), "auto-paused")
 end)
+

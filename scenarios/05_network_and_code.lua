@@ -1,0 +1,219 @@
+-- 05_network_and_code: servers inside a sandbox reached from outside (port URLs, 502 for a closed
+-- port, content served by code running in the sandbox), the traffic access token, and outbound
+-- network rules (deny and restore).
+-- Fixtures: ctx.sandbox_factory (own sandbox per test). Markers: none.
+-- Requires: network_update (outbound rules).
+-- Protocol: reference/e2b-control-plane.md §3.2 (NewSandbox allow_internet_access, network
+--           allowPublicTraffic/allowOut/denyOut; SandboxNetworkUpdateConfig replaces the rules),
+--           §3.3 (trafficAccessToken), §3.4 (PUT /sandboxes/{id}/network 204), §7.1 (host
+--           <port>-<id>.<domain>), §7.4 (E2b-Sandbox-* headers, e2b-traffic-access-token only on
+--           non-envd ports, 403 and 502 JSON {sandboxId, message, code}).
+-- User complaints covered: anchors.md §C item 14 ("The sandbox is running but port is not open").
+-- Outbound reachability: the local platform never routes a sandbox beyond this machine; "outside"
+-- is the host side of the sandbox's own link (GET /sandboxes/{id} abxNetwork.hostAddress, in the
+-- platform's hub namespace, where a scenario cannot start a server). The probe therefore sends UDP
+-- datagrams to a closed port there: when traffic is allowed the host side's kernel answers with
+-- ICMP port-unreachable (ECONNREFUSED, "reached"); when it is denied the sandbox's own rules drop
+-- the datagram before it leaves (EPERM/EHOSTUNREACH, "blocked"). TCP cannot tell the two apart
+-- (a closed port and the deny rule both answer with a reset). tests/platform/test_network.py shows
+-- the same rules with a real TCP server on the host side.
+local t = require("abx.test")
+local http = require("abx.http")
+
+local PORT = 8080
+
+-- Starts python3's http.server on 127.0.0.1:PORT serving `dir`, detached from envd's stream.
+local function start_server(sbx, dir)
+  local r = sbx.commands:run(string.format("mkdir -p %s && cd %s && setsid python3 -m http.server %d "
+    .. "--bind 127.0.0.1 >/dev/null 2>&1 </dev/null & echo started", dir, dir, PORT))
+  t.eq(r.exit_code, 0, "starting http.server: " .. r.stderr)
+end
+
+-- Waits until the server answers something other than the edge's 502. Returns the response.
+local function wait_served(sbx, opts)
+  return t.eventually(function()
+    local r = sbx:http(PORT, opts)
+    t.neq(r.status, 502, "the port is still closed")
+    return r
+  end, { timeout = 30, interval = 0.3 })
+end
+
+local function json(body)
+  local ok, v = pcall(require("cjson").decode, body or "")
+  return ok and type(v) == "table" and v or {}
+end
+
+t.test("a port answers 502 'port is not open' before a server listens and 200 after", function(ctx)
+  local sbx = ctx.sandbox_factory({})
+  local before = sbx:http(PORT)
+  t.eq(before.status, 502, "a closed port through the edge")
+  local j = json(before.body)
+  t.eq(j.sandboxId, sbx.id)
+  t.eq(math.tointeger(j.code), 502)
+  t.match(j.message or "", "port is not open")
+  start_server(sbx, "/tmp/www")
+  local after = wait_served(sbx)
+  t.eq(after.status, 200)
+  t.match(after.body, "Directory listing")
+  local other = sbx:http(PORT + 1)
+  t.eq(other.status, 502, "another port stays closed")
+end)
+
+t.test("an HTTP service in the sandbox serves a file written through envd, at its port URL",
+  function(ctx)
+  local sbx = ctx.sandbox_factory({})
+  local content = "served-" .. ctx.run_id .. "-" .. tostring(math.random(1, 1e9)) .. "\n"
+  sbx.files:write("/home/user/www/hello.txt", content)
+  start_server(sbx, "/home/user/www")
+  local r = wait_served(sbx, { path = "/hello.txt" })
+  t.eq(r.status, 200)
+  t.eq(r.body, content)
+  t.eq(http.get(sbx, PORT, "/missing.txt").status, 404, "the server's own 404 passes through")
+  -- the host name a client outside would use: <port>-<id>.<domain> (reference §7.1)
+  t.eq(sbx:get_host(PORT), PORT .. "-" .. sbx.id .. "." .. sbx.domain)
+  t.match(sbx:port_url(PORT), "^https?://" .. PORT .. "%-" .. sbx.id .. "%." .. sbx.domain:gsub("%p", "%%%0"))
+  local by_host = sbx:with({})
+  by_host.conn = ctx.conn:with({ envd_routing = "host" })
+  local r2 = by_host:http(PORT, { path = "/hello.txt" })
+  t.eq(r2.status, 200, "GET " .. sbx:port_url(PORT) .. "/hello.txt")
+  t.eq(r2.body, content)
+  -- a POST reaches the server too (http.server answers 501 for an unsupported method)
+  t.eq(sbx:http(PORT, { method = "POST", path = "/hello.txt", body = "x" }).status, 501)
+end)
+
+-- Outbound probe, see the file header. Prints "reached", "blocked <errno>" or "silent".
+local PROBE = [[
+import errno, socket, sys
+host, port = sys.argv[1], int(sys.argv[2])
+res = "silent"
+for attempt in range(3):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(2)
+    try:
+        s.connect((host, port))
+        s.send(b"abx-probe")
+        s.recv(64)
+        res = "reached"
+    except ConnectionRefusedError:
+        res = "reached"
+    except socket.timeout:
+        res = "silent"
+    except OSError as e:
+        res = "blocked " + errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        s.close()
+    if res != "silent":
+        break
+print(res)
+]]
+
+-- The host side of the sandbox's link, or a skip when the platform does not expose it.
+local function host_side(sbx)
+  local info = sbx:get_info()
+  if not (info.abx_network and info.abx_network.host_address) then
+    t.skip("the platform exposes no host-side address (abxNetwork) to probe outbound traffic")
+  end
+  sbx.files:write("/tmp/abx-probe.py", PROBE)
+  return info.abx_network.host_address
+end
+
+local function probe(sbx, host)
+  local r = sbx.commands:run("python3 /tmp/abx-probe.py " .. host .. " 9", { timeout = 30 })
+  return (r.stdout:gsub("%s+$", ""))
+end
+
+local function expect(sbx, host, want, why)
+  local got = probe(sbx, host)
+  if want == "reached" then
+    t.eq(got, "reached", why .. ": the sandbox could not reach " .. host)
+  else
+    t.match(got, "^blocked ", why .. ": traffic to " .. host .. " was not blocked (" .. got .. ")")
+  end
+end
+
+t.test("network deny_out blocks traffic out of the sandbox and an update restores it",
+  { requires = { "network_update" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({})
+  local host = host_side(sbx)
+  expect(sbx, host, "reached", "default rules")
+  sbx:update_network({ deny_out = { host } })
+  expect(sbx, host, "blocked", "deny_out {host}")
+  local net = sbx:get_info().network
+  t.ok(net, "get_info has no network")
+  t.eq(net.deny_out[1], host)
+  sbx:update_network({})
+  expect(sbx, host, "reached", "after update_network{} (the rules are replaced, omitted = cleared)")
+  sbx:update_network({ deny_out = { "0.0.0.0/0" }, allow_out = { host .. "/32" } })
+  expect(sbx, host, "reached", "allow_out beats deny_out")
+  sbx:update_network({ deny_out = { "0.0.0.0/0" } })
+  expect(sbx, host, "blocked", "deny_out 0.0.0.0/0")
+  sbx:update_network({ allow_internet_access = false })
+  expect(sbx, host, "blocked", "allow_internet_access = false")
+  t.eq(sbx:get_info().allow_internet_access, false)
+  sbx:update_network({ allow_internet_access = true })
+  expect(sbx, host, "reached", "allow_internet_access = true again")
+end)
+
+t.test("a sandbox created without internet access is blocked until its network is updated",
+  { requires = { "network_update" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({ allow_internet_access = false })
+  local host = host_side(sbx)
+  t.eq(sbx:get_info().allow_internet_access, false)
+  expect(sbx, host, "blocked", "created with allow_internet_access = false")
+  sbx:update_network({ allow_internet_access = true })
+  expect(sbx, host, "reached", "after update_network{allow_internet_access = true}")
+  t.eq(sbx:get_info().allow_internet_access, true)
+end)
+
+t.test("create with network allow_out and deny_out applies the rules from the start",
+  { requires = { "network_update" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({ network = { deny_out = { "10.0.0.0/8" } } })
+  local host = host_side(sbx)
+  expect(sbx, host, "blocked", "created with deny_out 10.0.0.0/8")
+  local net = sbx:get_info().network
+  t.eq(net.deny_out[1], "10.0.0.0/8")
+  sbx:update_network({ deny_out = { "10.0.0.0/8" }, allow_out = { host } })
+  expect(sbx, host, "reached", "allow_out {host} beats deny_out 10.0.0.0/8")
+end)
+
+t.test("update_network with an invalid address is InvalidArgument and leaves the rules alone",
+  { requires = { "network_update" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({})
+  local host = host_side(sbx)
+  local err = t.raises("InvalidArgument", function() sbx:update_network({ deny_out = { "10.0.0.0/33" } }) end)
+  t.eq(err.status, 400)
+  expect(sbx, host, "reached", "after a rejected update")
+  sbx:kill()
+  t.eq(t.raises("SandboxNotFound", function() sbx:update_network({}) end).status, 404,
+    "update_network of a killed sandbox")
+end)
+
+t.test("without public traffic a non-envd port needs the traffic access token; envd's port does not",
+  function(ctx)
+  local err = t.raises("InvalidArgument", function()
+    ctx.sandbox_factory({ secure = false, network = { allow_public_traffic = false } })
+  end)
+  t.eq(err.status, 400, "public traffic off without secure")
+  local sbx = ctx.sandbox_factory({ secure = true, network = { allow_public_traffic = false } })
+  t.ok(type(sbx.traffic_access_token) == "string" and #sbx.traffic_access_token >= 16,
+    "create answered a trafficAccessToken")
+  t.eq(sbx:get_info().network.allow_public_traffic, false)
+  start_server(sbx, "/tmp/www")
+  local ok = wait_served(sbx)
+  t.eq(ok.status, 200, "with the token")
+  local missing = sbx:http(PORT, { traffic_token = false })
+  t.eq(missing.status, 403, "without the token")
+  local j = json(missing.body)
+  t.eq(math.tointeger(j.code), 403)
+  t.eq(j.sandboxId, sbx.id)
+  t.match(j.message or "", "e2b%-traffic%-access%-token")
+  local tok = sbx.traffic_access_token
+  local wrong = (tok:sub(1, 1) == "0" and "1" or "0") .. tok:sub(2)
+  t.eq(sbx:http(PORT, { traffic_token = wrong }).status, 403, "with a wrong token of the right length")
+  t.eq(sbx:http(PORT, { traffic_token = "wrong" }).status, 403, "with a short wrong token")
+  local health = sbx:http(49983, { path = "/health", traffic_token = false })
+  t.ok(health.status == 204 or health.status == 200, "envd's port without the token: " .. health.status)
+  t.eq(sbx.commands:run("echo envd-ok").stdout, "envd-ok\n", "envd calls need no traffic token")
+  -- connect answers the same token
+  t.eq(ctx.conn:connect(sbx.id, { timeout = 300 }).traffic_access_token, sbx.traffic_access_token)
+end)
