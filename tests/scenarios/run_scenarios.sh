@@ -37,4 +37,10 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
   sleep 0.5
 done
 [ -z "$left" ] || fail "sandbox processes survived the run: $left"
-echo "run_scenarios: ok ($passed passed, no sandbox process left)"
+# No mount of the run's platform (overlay roots, volumes) and no cgroup of a platform that is gone.
+mounts=$(grep -F "$run_tmp" /proc/self/mountinfo || true)
+[ -z "$mounts" ] || fail "mounts of the run survived: $mounts"
+stale=$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*abxlua/serve.*' -name 'serve.*' 2>/dev/null |
+  while read -r d; do pid=${d##*/serve.}; [ -d "/proc/$pid" ] || echo "$d"; done)
+[ -z "$stale" ] || fail "cgroups of a stopped platform survived: $stale"
+echo "run_scenarios: ok ($passed passed; no sandbox process, mount or cgroup left)"
