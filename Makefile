@@ -22,10 +22,12 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900
 
+# The whole suite under AddressSanitizer and UBSan (valgrind cannot run an ASan binary: the
+# memcheck test is left to `make test`).
 test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DABX_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900 -LE valgrind
 
 # libFuzzer targets of tests/fuzz (clang, ASan, UBSan), each run FUZZ_SECONDS on a scratch copy of
 # its seed corpus; prints executions and coverage per target and fails when one crashes.
