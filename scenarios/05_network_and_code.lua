@@ -35,7 +35,7 @@ local function wait_served(sbx, opts)
     local r = sbx:http(PORT, opts)
     t.neq(r.status, 502, "the port is still closed")
     return r
-  end, { timeout = 30, interval = 0.3 })
+  end, { timeout = 60, interval = 0.3 })
 end
 
 local function json(body)
@@ -57,6 +57,10 @@ t.test("a port answers 502 'port is not open' before a server listens and 200 af
   t.match(after.body, "Directory listing")
   local other = sbx:http(PORT + 1)
   t.eq(other.status, 502, "another port stays closed")
+  sbx:kill()
+  local gone = sbx:http(PORT)
+  t.eq(gone.status, 502, "a killed sandbox's port")
+  t.match(json(gone.body).message or "", "not found", "the edge's message for a killed sandbox")
 end)
 
 t.test("an HTTP service in the sandbox serves a file written through envd, at its port URL",
