@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "local/api_internal.h"
+#include "local/faults.h"
 #include "local/http_util.h"
 #include "local/network.h"
 #include "local/registry.h"
@@ -233,12 +234,10 @@ enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *
 {
   char *s = json_dumps(arr, JSON_COMPACT);
   json_decref(arr);
-  struct MHD_Response *r =
-    s ? MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE) : NULL;
-  if (!r) {
-    free(s);
+  struct MHD_Response *r = s ? abx_faults_response(s, strlen(s)) : NULL; /* copies */
+  free(s);
+  if (!r)
     return MHD_NO;
-  }
   MHD_add_response_header(r, "Content-Type", "application/json");
   if (next)
     MHD_add_response_header(r, "X-Next-Token", next);

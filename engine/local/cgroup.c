@@ -3,6 +3,7 @@
  */
 #include "local/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -236,4 +237,111 @@ void abx_cgroup_shutdown(void)
     if (g_abx[h][0])
       rmdir(g_abx[h]); /* fails while another serve uses it: fine */
   }
+}
+
+/* ---- crash recovery ----------------------------------------------------------------------- */
+
+int abx_cgroup_list_serves(pid_t *out, int max)
+{
+  int n = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    if (!g_abx[h][0])
+      continue;
+    DIR *d = opendir(g_abx[h]);
+    if (!d)
+      continue;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+      char *end = NULL;
+      if (strncmp(e->d_name, "serve.", 6) != 0)
+        continue;
+      long pid = strtol(e->d_name + 6, &end, 10);
+      if (end == e->d_name + 6 || *end || pid <= 0 || pid == (long)getpid())
+        continue;
+      int dup = 0;
+      for (int i = 0; i < n; i++)
+        dup |= out[i] == (pid_t)pid;
+      if (!dup)
+        out[n++] = (pid_t)pid;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+/* Calls fn(dir of one sandbox group) for every sandbox group of serve.<pid> in hierarchy h. */
+static int each_group(int h, pid_t pid, int (*fn)(int h, const char *dir))
+{
+  char base[700];
+  snprintf(base, sizeof base, "%.512s/serve.%d", g_abx[h], (int)pid);
+  DIR *d = opendir(base);
+  if (!d)
+    return 0;
+  int total = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+      continue;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%.200s", base, e->d_name);
+    total += fn(h, dir);
+  }
+  closedir(d);
+  return total;
+}
+
+static int kill_group(int h, const char *dir)
+{
+  char p[1100];
+  int n = 0;
+  snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+  FILE *f = fopen(p, "re");
+  if (f) {
+    long pid;
+    while (fscanf(f, "%ld", &pid) == 1)
+      if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0 && (h == H_FREEZER || !g_abx[H_FREEZER][0]))
+        n++; /* counted once: every hierarchy lists the same processes */
+    fclose(f);
+  }
+  if (h == H_FREEZER) {
+    snprintf(p, sizeof p, "%s/freezer.state", dir);
+    write_str(p, "THAWED");
+  }
+  return n;
+}
+
+static int rmdir_group(int h, const char *dir)
+{
+  (void)h;
+  int64_t deadline = abx_mono_ns() + 2000000000LL;
+  while (rmdir(dir) != 0) {
+    if (errno != EBUSY || abx_mono_ns() >= deadline)
+      return 0;
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return 1;
+}
+
+int abx_cgroup_kill_serve(pid_t pid)
+{
+  int n = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++)
+    if (g_abx[h][0])
+      n += each_group(h, pid, kill_group);
+  return n;
+}
+
+int abx_cgroup_remove_serve(pid_t pid)
+{
+  int n = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    if (!g_abx[h][0])
+      continue;
+    n += each_group(h, pid, rmdir_group);
+    char base[700];
+    snprintf(base, sizeof base, "%.512s/serve.%d", g_abx[h], (int)pid);
+    n += rmdir(base) == 0;
+  }
+  return n;
 }

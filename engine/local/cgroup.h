@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define ABX_CGROUP_MAX 3 /* hierarchies */
 
@@ -55,5 +56,17 @@ void abx_cgroup_remove(const char *id);
 
 /* Remove serve's parent cgroups (shutdown). */
 void abx_cgroup_shutdown(void);
+
+/* Crash recovery (recover.h), after abx_cgroup_init. The pids P of the serve.<P> groups beside
+ * ours (any hierarchy), at most `max`, into out; returns how many. */
+int abx_cgroup_list_serves(pid_t *out, int max);
+
+/* Thaw every sandbox group of serve.<pid> and SIGKILL every process in them; returns how many
+ * processes were signalled. */
+int abx_cgroup_kill_serve(pid_t pid);
+
+/* Remove serve.<pid> and its sandbox groups (waits up to 2 s for processes to leave); returns
+ * how many directories were removed. */
+int abx_cgroup_remove_serve(pid_t pid);
 
 #endif

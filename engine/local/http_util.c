@@ -4,6 +4,8 @@
  */
 #include "local/http_util.h"
 
+#include "local/faults.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +16,7 @@
 enum MHD_Result abx_http_text(struct MHD_Connection *c, unsigned status, const char *ctype,
                               const char *data, size_t len)
 {
-  struct MHD_Response *r =
-    MHD_create_response_from_buffer(len, (void *)(data ? data : ""), MHD_RESPMEM_MUST_COPY);
+  struct MHD_Response *r = abx_faults_response(data, len); /* copies; faults.h */
   if (!r)
     return MHD_NO;
   if (ctype)

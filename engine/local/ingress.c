@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "local/faults.h"
 #include "local/http_util.h"
 #include "local/netns.h"
 #include "local/network.h"
@@ -486,12 +487,19 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
     size = 0;
   else if (clen >= 0)
     size = (uint64_t)clen;
-  struct MHD_Response *r = MHD_create_response_from_callback(size, 16 * 1024, reader, p, reader_free);
+  char ctype[128] = "";
+  pthread_mutex_lock(&p->mu); /* the head is final once head_done is set */
+  for (struct curl_slist *l = p->resp; l; l = l->next)
+    if (strncasecmp(l->data, "content-type:", 13) == 0)
+      snprintf(ctype, sizeof ctype, "%s", l->data + 13 + strspn(l->data + 13, " \t"));
+  pthread_mutex_unlock(&p->mu);
+  /* faults.h: a body fault of `abxlua serve --faults` wraps the stream */
+  struct MHD_Response *r = abx_faults_stream(size, 16 * 1024, reader, p, reader_free, ctype);
   if (!r) {
     reader_free(p);
     return MHD_NO;
   }
-  pthread_mutex_lock(&p->mu); /* the head is final once head_done is set */
+  pthread_mutex_lock(&p->mu);
   for (struct curl_slist *l = p->resp; l; l = l->next) {
     char *colon = strchr(l->data, ':');
     if (!colon)

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <ftw.h>
 #include <poll.h>
 #include <signal.h>
@@ -91,10 +92,16 @@ static const char *path_in(struct argv_buf *a, const char *dir, const char *name
   return own(a, s);
 }
 
+/* Root in the sandbox keeps these (bwrap --cap-add) and its bounding set holds nothing else
+ * (spawner.h keep_caps), so no mount, module loading or raw network access, ever. */
+static const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE",
+                             "CAP_FOWNER", "CAP_KILL"};
+#define KEEP_CAPS                                                                                  \
+  ((1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) | (1ULL << CAP_CHOWN) |                             \
+   (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_FOWNER) | (1ULL << CAP_KILL))
+
 static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
 {
-  static const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE",
-                               "CAP_FOWNER", "CAP_KILL"};
   add(a, "bwrap");
   add(a, "--unshare-pid");
   add(a, "--unshare-net");
@@ -283,7 +290,7 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   build_argv(&a, sb);
   char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                   "HOME=/root", "LANG=C.UTF-8", NULL};
-  sb->pid = abx_spawner_run(BWRAP, a.v, envp, pipefd[1], logfd, cgroups);
+  sb->pid = abx_spawner_run(BWRAP, a.v, envp, pipefd[1], logfd, cgroups, KEEP_CAPS);
   close(pipefd[1]);
   pipefd[1] = -1;
   if (sb->pid <= 0) {

@@ -21,9 +21,11 @@
 #include "local/api.h"
 #include "local/http_util.h"
 #include "local/cgroup.h"
+#include "local/faults.h"
 #include "local/ingress.h"
 #include "local/lifecycle.h"
 #include "local/network.h"
+#include "local/recover.h"
 #include "local/registry.h"
 #include "local/rootfs.h"
 #include "local/sandbox.h"
@@ -119,18 +121,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return abx_http_error(c, 413, "request body too large");
   if (r->kind < 0)
     return abx_http_error(c, 400, r->msg);
+  enum MHD_Result fr; /* faults.h: --faults rules, on the control plane and the ingress alike */
+  if (abx_faults_before(c, method, r->kind == 1 ? r->raw_uri : url, &fr))
+    return fr;
   if (r->kind == 1)
-    return abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len);
-  return abx_api_handle(c, method, url, r->body, r->len);
+    fr = abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len);
+  else
+    fr = abx_api_handle(c, method, url, r->body, r->len);
+  return abx_faults_after(fr);
 }
 
 static void usage(FILE *f)
 {
   fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
-        "                    [--ready-fd FD] [--help]\n"
+        "                    [--ready-fd FD] [--faults FILE] [--help]\n"
         "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
         "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
-        "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n",
+        "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n"
+        "--faults FILE: YAML fault-injection rules (engine/local/faults.h); for tests only.\n"
+        "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
+        "removed (engine/local/recover.h).\n",
         f);
 }
 
@@ -144,9 +154,9 @@ static int key_valid(const char *k)
   return strlen(k) < 60;
 }
 
-int abx_serve_main(int argc, char **argv)
+static int serve_run(int argc, char **argv)
 {
-  const char *host = "127.0.0.1", *domain = "localhost", *state_opt = NULL;
+  const char *host = "127.0.0.1", *domain = "localhost", *state_opt = NULL, *faults = NULL;
   long port = 0;
   int ready_fd = -1;
   for (int i = 1; i < argc; i++) {
@@ -168,6 +178,8 @@ int abx_serve_main(int argc, char **argv)
       domain = v;
     else if (strcmp(a, "--state-dir") == 0)
       state_opt = v;
+    else if (strcmp(a, "--faults") == 0)
+      faults = v;
     else if (strcmp(a, "--port") == 0) {
       port = strtol(v, &end, 10);
       if (!*v || *end || port < 0 || port > 65535) {
@@ -202,6 +214,14 @@ int abx_serve_main(int argc, char **argv)
       return 4;
     }
 
+  if (faults) {
+    char ferr[512];
+    if (abx_faults_load(faults, ferr, sizeof ferr) != 0) {
+      fprintf(stderr, "abxlua serve: --faults %s\n", ferr);
+      return 4;
+    }
+  }
+
   char key[64];
   const char *envkey = getenv("ABX_LOCAL_API_KEY");
   if (envkey && *envkey) {
@@ -235,6 +255,9 @@ int abx_serve_main(int argc, char **argv)
     return 1;
   }
 
+  abx_cgroup_init();
+  abx_recover_stale(); /* recover.h: what crashed predecessors left */
+
   char state[4096];
   int created_state = 0;
   if (state_opt) {
@@ -247,8 +270,11 @@ int abx_serve_main(int argc, char **argv)
     created_state = 1;
   else if (errno != EEXIST) {
     fprintf(stderr, "abxlua serve: cannot create state dir %s: %s\n", state, strerror(errno));
+    abx_cgroup_shutdown();
     return 1;
   }
+  if (created_state && abx_recover_claim(state) != 0)
+    fprintf(stderr, "abxlua serve: warning: cannot write %s/owner\n", state);
 
   struct sigaction sact = {0};
   sact.sa_handler = on_signal;
@@ -258,7 +284,6 @@ int abx_serve_main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
 
   char err[512];
-  abx_cgroup_init();
   int rfs = abx_rootfs_init(state, err, sizeof err);
   if (rfs != 0 || abx_volume_init(state) != 0) {
     fprintf(stderr, "abxlua serve: %s\n", rfs ? err : "cannot create the volumes dir");
@@ -315,6 +340,7 @@ int abx_serve_main(int argc, char **argv)
     abx_lifecycle_tick(abx_now_ns());
   }
 
+  abx_faults_stop(); /* held (no_answer) and delayed requests end now */
   abx_spawner_stop();
   abx_lifecycle_shutdown();
   MHD_stop_daemon(d);
@@ -328,4 +354,11 @@ int abx_serve_main(int argc, char **argv)
   curl_global_cleanup();
   fprintf(stderr, "abxlua serve: stopped\n");
   return 0;
+}
+
+int abx_serve_main(int argc, char **argv)
+{
+  int rc = serve_run(argc, argv);
+  abx_faults_free();
+  return rc;
 }

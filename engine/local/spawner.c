@@ -7,8 +7,12 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +22,7 @@ struct job {
   char *const *envp;
   int pass_fd, log_fd;
   char *const *cgroups;
+  uint64_t keep_caps;
   pid_t pid;
   int done;
   struct job *next;
@@ -30,9 +35,9 @@ static struct job *queue;
 static int stopped;
 
 pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd,
-                      char *const cgroups[])
+                      char *const cgroups[], uint64_t keep_caps)
 {
-  struct job j = {path, argv, envp, pass_fd, log_fd, cgroups, -1, 0, NULL};
+  struct job j = {path, argv, envp, pass_fd, log_fd, cgroups, keep_caps, -1, 0, NULL};
   pthread_mutex_lock(&mu);
   if (stopped) {
     pthread_mutex_unlock(&mu);
@@ -47,6 +52,33 @@ pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], 
     pthread_cond_wait(&done_cv, &mu);
   pthread_mutex_unlock(&mu);
   return j.pid;
+}
+
+/* Shrink the capability bounding set to `keep` while the exec'd program (bwrap) still gets every
+ * capability this process has: they are made inheritable first, and for root execve gives
+ * permitted = bounding | inheritable (capabilities(7)). bwrap then sets the sandbox's permitted,
+ * effective and inheritable sets to its --cap-add list, so what runs in the sandbox can never
+ * regain more than `keep`, not even through a set-user-ID-root program. 0, or -1. */
+static int shrink_bounding(uint64_t keep)
+{
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct d[2];
+  memset(d, 0, sizeof d);
+  if (syscall(SYS_capget, &hdr, d) != 0)
+    return -1;
+  d[0].inheritable = d[0].permitted;
+  d[1].inheritable = d[1].permitted;
+  if (syscall(SYS_capset, &hdr, d) != 0)
+    return -1;
+  for (int cap = 0; cap < 64; cap++) {
+    if ((keep >> cap) & 1)
+      continue;
+    if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) < 0)
+      break; /* past the kernel's last capability */
+    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0)
+      return -1;
+  }
+  return 0;
 }
 
 static void child(struct job *j)
@@ -71,6 +103,12 @@ static void child(struct job *j)
       dup2(pass, 3) < 0)
     _exit(126);
   close_range(4, ~0U, 0);
+  if (j->keep_caps && shrink_bounding(j->keep_caps) != 0) {
+    static const char msg[] = "abxlua serve: cannot shrink the capability bounding set\n";
+    ssize_t w = write(2, msg, sizeof msg - 1); /* the sandbox log */
+    (void)w;
+    _exit(124);
+  }
   execve(j->path, j->argv, j->envp);
   _exit(127);
 }

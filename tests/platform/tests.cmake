@@ -5,3 +5,5 @@ add_test(NAME platform_network COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platfor
 set_tests_properties(platform_network PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 add_test(NAME platform_lifecycle COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_lifecycle.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_lifecycle PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+add_test(NAME platform_crash COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_crash_recovery.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_crash PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
