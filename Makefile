@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-asan fuzz clean
+.PHONY: all deps build run test test-load test-asan fuzz clean
 
 all: build
 
@@ -18,16 +18,21 @@ build: deps
 run: build
 	./$(BUILD)/abxlua run scenarios/
 
-# Every test of the project (unit, envd, platform, runner, scenarios).
+# Every test of the project (unit, envd, platform, runner, scenarios) but the platform load
+# benchmark, which needs the machine to itself: `make test-load`.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900
+	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900 -LE load
+
+# The platform load benchmark (200 sandboxes, 2,000 concurrent commands), alone on the machine.
+test-load: build
+	cd $(BUILD) && ctest --output-on-failure -L load --timeout 1500
 
 # The whole suite under AddressSanitizer and UBSan (valgrind cannot run an ASan binary: the
 # memcheck test is left to `make test`).
 test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DABX_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900 -LE valgrind
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900 -LE "valgrind|load"
 
 # libFuzzer targets of tests/fuzz (clang, ASan, UBSan), each run FUZZ_SECONDS on a scratch copy of
 # its seed corpus; prints executions and coverage per target and fails when one crashes.
