@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,12 +299,21 @@ static int serve_run(int argc, char **argv)
   abx_api_config(key, domain);
   abx_ingress_config(domain);
 
+  /* Each proxied stream holds about 5 fds (client socket, sandbox socket, curl's pipes): the
+   * default soft limit (1024) would stop at ~200 streams. The hard limit is ours to take. */
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   struct MHD_Daemon *d = MHD_start_daemon(
     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
       MHD_USE_ERROR_LOG,
     0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
     MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650, MHD_OPTION_END);
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650,
+    /* without it libmicrohttpd stops at FD_SETSIZE - 4 = 1020 connections, even with poll */
+    MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384, MHD_OPTION_END);
   if (!d) {
     fprintf(stderr, "abxlua serve: cannot listen on %s:%ld\n", host, port);
     abx_rootfs_shutdown();

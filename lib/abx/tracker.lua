@@ -12,20 +12,34 @@ function Tracker.new(max_live, run_id)
     created = 0 }, Tracker)
 end
 
+-- A freed slot is handed to the oldest waiter directly (release does not lower `live`), so a
+-- test that just started cannot take it first and starve the waiter. A waiter whose test gave up
+-- (deadline, interrupt) is marked cancelled and skipped.
 function Tracker:acquire()
-  while self.live >= self.max do
-    self.waiters[#self.waiters + 1] = core.current()
-    core.park()
+  local pending = {}
+  for _, w in ipairs(self.waiters) do
+    if not w.cancelled then pending[#pending + 1] = w end
   end
-  self.live = self.live + 1
+  self.waiters = pending
+  if self.live < self.max and #self.waiters == 0 then
+    self.live = self.live + 1
+    return
+  end
+  local entry = { task = core.current() }
+  self.waiters[#self.waiters + 1] = entry
+  local ok, err = pcall(core.park) -- resumed by release(), which passes its slot on
+  if not ok then
+    entry.cancelled = true
+    error(err, 0)
+  end
 end
 
 function Tracker:release()
-  self.live = self.live - 1
   while #self.waiters > 0 do
     local w = table.remove(self.waiters, 1)
-    if core.unpark(w) then break end -- a waiter that timed out meanwhile is skipped
+    if not w.cancelled and core.unpark(w.task) then return end -- the slot passes to w
   end
+  self.live = self.live - 1
 end
 
 ---Creates a sandbox within the live bound and tracks it.

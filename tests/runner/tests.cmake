@@ -61,3 +61,4 @@ add_test(NAME runner:credentials COMMAND bash ${ABX_RUNNER_DIR}/credentials.sh $
 set_tests_properties(runner:credentials PROPERTIES TIMEOUT 180)
 abx_runner_case(fixture_templates "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(zlib "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(slots "^8 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
