@@ -138,17 +138,10 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, "/");
   add(a, "--info-fd");
   add(a, "3");
-  const char *stub = getenv("ABX_SERVE_ENVD_CMD"); /* tests only: replace envd by a shell command */
-  if (stub && *stub) {
-    add(a, "/bin/sh");
-    add(a, "-c");
-    add(a, stub);
-  } else {
-    add(a, "/opt/abx/abxlua");
-    add(a, "envd");
-    add(a, "--port");
-    add(a, "49983");
-  }
+  add(a, "/opt/abx/abxlua");
+  add(a, "envd");
+  add(a, "--port");
+  add(a, "49983");
   a->v[a->n] = NULL;
 }
 
