@@ -517,17 +517,21 @@ end
 ---@param id string
 ---@return boolean
 function Connection:kill(id)
-  local resp, request = self:_call("DELETE", "/sandboxes/" .. envd.quote(id), nil, nil, true)
-  local killed
-  if resp.status == 204 or resp.status == 200 then
-    killed = true
-  elseif resp.status == 404 then
-    killed = false
-  else
-    errmap.raise_api(resp, request)
-  end
+  local killed = self:_delete("/sandboxes/" .. envd.quote(id))
   if self.hooks.killed then self.hooks.killed(id) end
   return killed
+end
+
+--- DELETE of a resource, retried like every idempotent call: true on 204/200, false on 404 (it
+--- was already gone: reference §6.1, kill and delete_snapshot).
+--- Raises: the mapped kind of any other status (errmap.raise_api), Transport, Timeout.
+---@param path string already quoted
+---@return boolean
+function Connection:_delete(path)
+  local resp, request = self:_call("DELETE", path, nil, nil, true)
+  if resp.status == 204 or resp.status == 200 then return true end
+  if resp.status == 404 then return false end
+  errmap.raise_api(resp, request)
 end
 
 --- Kills this sandbox (see Connection:kill). Raises: as Connection:kill.

@@ -102,10 +102,7 @@ end
 ---@param id string snapshot id
 ---@return boolean
 function snapshot.delete(conn, id)
-  local resp, request = conn:_call("DELETE", "/templates/" .. envd.quote(id), nil, nil, true)
-  if resp.status == 204 or resp.status == 200 then return true end
-  if resp.status == 404 then return false end
-  errmap.raise_api(resp, request)
+  return conn:_delete("/templates/" .. envd.quote(id))
 end
 
 return snapshot

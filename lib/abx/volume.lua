@@ -81,10 +81,7 @@ end
 ---@param id string
 ---@return boolean
 function volume.delete(conn, id)
-  local resp, request = conn:_call("DELETE", "/volumes/" .. envd.quote(id), nil, nil, true)
-  if resp.status == 204 or resp.status == 200 then return true end
-  if resp.status == 404 then return false end
-  errmap.raise_api(resp, request)
+  return conn:_delete("/volumes/" .. envd.quote(id))
 end
 
 return volume
