@@ -45,7 +45,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
   t->headers_bytes += len;
   if (t->headers_bytes > ABX_HTTP_MAX_HEADERS) {
     t->failure = ABX_HTTP_EOVERFLOW;
-    snprintf(t->error, sizeof t->error, "response headers exceed %u bytes", ABX_HTTP_MAX_HEADERS);
+    snprintf(t->reason, sizeof t->reason, "response headers exceed %u bytes",
+             ABX_HTTP_MAX_HEADERS);
     return 0;
   }
   if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response: drop 1xx headers */
@@ -126,19 +127,19 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
       return len; /* bytes after the end-of-stream envelope are ignored */
     if (abx_connect_feed(&t->decoder, data, len, on_message, t) != ABX_CONNECT_OK) {
       t->failure = ABX_HTTP_EPROTO;
-      snprintf(t->error, sizeof t->error, "malformed Connect stream: %s", t->decoder.error);
+      snprintf(t->reason, sizeof t->reason, "malformed Connect stream: %s", t->decoder.error);
       return 0;
     }
     return len;
   }
   if (t->body.len + len > t->max_body) {
     t->failure = ABX_HTTP_EOVERFLOW;
-    snprintf(t->error, sizeof t->error, "response body exceeds %zu bytes", t->max_body);
+    snprintf(t->reason, sizeof t->reason, "response body exceeds %zu bytes", t->max_body);
     return 0;
   }
   if (buf_append(&t->body, data, len) != 0) {
     t->failure = ABX_HTTP_EOVERFLOW;
-    snprintf(t->error, sizeof t->error, "out of memory for a %zu-byte response body",
+    snprintf(t->reason, sizeof t->reason, "out of memory for a %zu-byte response body",
              t->body.len + len);
     return 0;
   }
@@ -236,6 +237,8 @@ void abx_transfer_finish(struct abx_transfer *t, CURLcode result)
   t->done = 1;
   t->dirty = 1;
   t->result = result;
+  if (t->failure != ABX_HTTP_OK && t->reason[0]) /* ours, not curl's "Failure writing output" */
+    snprintf(t->error, sizeof t->error, "%s", t->reason);
   if (result == CURLE_OK || t->failure != ABX_HTTP_OK)
     return;
   if (result == CURLE_OPERATION_TIMEDOUT)

@@ -62,7 +62,9 @@ struct abx_transfer {
   int done;               /* curl reported the transfer finished */
   CURLcode result;
   enum abx_http_failure failure;
-  char error[CURL_ERROR_SIZE + 128];
+  char error[CURL_ERROR_SIZE + 128]; /* what failed, once done (curl's error buffer until then) */
+  char reason[CURL_ERROR_SIZE + 128]; /* our own reason for a failure (limits, framing, timeouts),
+                                         copied to 'error' when the transfer is done */
   /* streams */
   int streaming;
   struct abx_connect_decoder decoder;
