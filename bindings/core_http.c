@@ -9,11 +9,9 @@
  * Source: reference/envd-protocol.md §2.3 (envelopes), §2.1 (content types).
  */
 #include <lauxlib.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core.h"
 #include "errors.h"
@@ -53,97 +51,6 @@ struct stream {
   double started_ms;          /* for traces */
   int traced;                 /* the answer's headers were traced */
 };
-
-/* ---- HTTP traces (-vv) ------------------------------------------------------------------- */
-
-/* Writes one masked trace line to stderr. */
-static void trace_line(struct abx_loop *loop, const char *fmt, ...)
-{
-  char buf[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n < 0)
-    return;
-  size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
-  char *m = abx_secrets_mask(loop->secrets, buf, len, NULL);
-  fprintf(stderr, "abxlua: http %s\n", m ? m : "(trace dropped: out of memory)");
-  free(m);
-}
-
-/* Request line and headers, before the transfer starts. */
-static void trace_request(struct abx_loop *loop, const char *what, const char *const *headers,
-                          size_t body_len)
-{
-  if (loop->trace < 1)
-    return;
-  trace_line(loop, "> %s (%zu bytes)", what, body_len);
-  for (const char *const *h = headers; h && *h; h++)
-    trace_line(loop, ">   %s", *h);
-}
-
-/* Registers as secrets the string values of JSON fields whose names say they are credentials
- * ("...token", "...secret", "...key", "password"), so that a body excerpt traced before the Lua
- * side has seen the answer (envdAccessToken, trafficAccessToken, volume tokens) is masked too. */
-static void register_body_secrets(struct abx_loop *loop, const char *body, size_t len)
-{
-  static const char *const words[] = {"token", "secret", "key", "password", NULL};
-  for (size_t i = 0; i + 1 < len; i++) {
-    if (body[i] != '"')
-      continue;
-    size_t name = i + 1, j = name; /* "name" : "value" */
-    while (j < len && body[j] != '"' && j - name < 64)
-      j++;
-    if (j >= len || body[j] != '"')
-      continue;
-    size_t name_len = j - name, k = j + 1;
-    while (k < len && (body[k] == ' ' || body[k] == '\t'))
-      k++;
-    if (k >= len || body[k] != ':')
-      continue;
-    k++;
-    while (k < len && (body[k] == ' ' || body[k] == '\t'))
-      k++;
-    if (k >= len || body[k] != '"')
-      continue;
-    size_t value = k + 1, v = value;
-    while (v < len && body[v] != '"' && v - value < 4096)
-      v++;
-    if (v >= len || body[v] != '"')
-      continue;
-    int hit = 0;
-    for (const char *const *w = words; *w && !hit; w++) {
-      size_t wl = strlen(*w);
-      for (size_t a = 0; a + wl <= name_len && !hit; a++)
-        hit = strncasecmp(body + name + a, *w, wl) == 0;
-    }
-    if (hit)
-      abx_secrets_add(loop->secrets, body + value, v - value);
-    i = v;
-  }
-}
-
-/* Status, headers and (with -vvv) a body excerpt, when an answer is complete or its headers are. */
-static void trace_answer(struct abx_loop *loop, const char *what, struct abx_transfer *t,
-                         double started_ms)
-{
-  if (loop->trace < 1)
-    return;
-  if (t->failure != ABX_HTTP_OK) {
-    trace_line(loop, "< %s failed after %.0f ms: %s", what, abx_now_ms() - started_ms, t->error);
-    return;
-  }
-  trace_line(loop, "< %s %ld (%zu bytes, %.0f ms)", what, t->status, t->body.len,
-             abx_now_ms() - started_ms);
-  for (size_t i = 0; i < t->nheaders; i++)
-    trace_line(loop, "<   %s: %s", t->headers[i].name, t->headers[i].value);
-  if (loop->trace >= 2 && t->body.len > 0)
-    register_body_secrets(loop, t->body.data, t->body.len);
-  if (loop->trace >= 2 && t->body.len > 0)
-    trace_line(loop, "<   body: %.*s%s", (int)(t->body.len < 512 ? t->body.len : 512), t->body.data,
-               t->body.len > 512 ? "..." : "");
-}
 
 static const char *failure_kind(enum abx_http_failure f)
 {
@@ -200,7 +107,7 @@ static void request_done(struct request_op *op, CURLcode rc)
   lua_State *co = op->task->co;
   abx_transfer_finish(t, rc);
   loop_remove(op->loop, t);
-  trace_answer(op->loop, op->what, t, op->started_ms);
+  abx_trace_answer(op->loop, op->what, t, op->started_ms);
   lua_checkstack(co, 4);
   if (t->failure != ABX_HTTP_OK) {
     push_failure(co, op->loop, op->what, t, NULL, NULL);
@@ -268,7 +175,7 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
     if (t->headers_done) {
       if (!s->traced) {
         s->traced = 1;
-        trace_answer(s->loop, s->what, t, s->started_ms);
+        abx_trace_answer(s->loop, s->what, t, s->started_ms);
       }
       lua_pushboolean(co, 1);
       return 1;
@@ -463,7 +370,7 @@ static int core_request(lua_State *L)
   struct req_strings rs = {.n = 0};
   char what[160];
   read_request(L, 1, &r, &rs, what, sizeof what);  /* may raise: nothing allocated yet */
-  trace_request(loop, what, r.headers, r.body_len);
+  abx_trace_request(loop, what, r.headers, r.body_len);
   struct abx_transfer *t = start_transfer(L, loop, &r, &rs);
   struct request_op *op = calloc(1, sizeof *op);
   if (!op) {
@@ -561,7 +468,7 @@ static int core_stream(lua_State *L)
   snprintf(s->what, sizeof s->what, "POST %s", r.url);
   if (strchr(s->what, '?'))
     *strchr(s->what, '?') = '\0';
-  trace_request(loop, s->what, r.headers, r.body_len);
+  abx_trace_request(loop, s->what, r.headers, r.body_len);
   s->started_ms = abx_now_ms();
   s->t = start_transfer(L, loop, &r, &rs);
   s->t->owner = s;
