@@ -297,6 +297,7 @@ int abx_core_open(lua_State *L, struct abx_loop *loop)
   lua_pushlightuserdata(L, loop);
   luaL_setfuncs(L, core_funcs, 1);
   abx_core_http_register(L, loop);
+  abx_core_ndjson_register(L, loop);
   abx_core_util_register(L, loop);
   abx_core_zlib_register(L, loop);
   return 1;

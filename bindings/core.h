@@ -16,6 +16,33 @@ int abx_core_open(lua_State *L, struct abx_loop *loop);
 /* Adds the HTTP functions (request, stream) to the module table at the top. [-0, +0, m] */
 void abx_core_http_register(lua_State *L, struct abx_loop *loop);
 
+/* Adds core.ndjson (NDJSON streams over the HTTP stream machinery) to the module at the top.
+ * [-0, +0, m] */
+void abx_core_ndjson_register(lua_State *L, struct abx_loop *loop);
+
+/* How abx_core_stream_open frames and reads a stream. */
+struct abx_core_stream_opts {
+  int framing;               /* enum abx_http_framing: ABX_HTTP_CONNECT or ABX_HTTP_NDJSON */
+  const char *method;        /* overrides req.method when not NULL */
+  const char *content_type;  /* adds "Content-Type: <it>" when not NULL */
+  size_t max_line;           /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
+  long headers_timeout_ms;   /* until the response headers; 0: none */
+  long body_timeout_ms;      /* from the headers to the end of the body; 0: none */
+  lua_KFunction next_k;      /* continuation of stream:next, which finds the task's stack as
+                                [1] stream, [2] ok, [3...] values (error on top when not ok);
+                                NULL: return the values as they are */
+};
+
+/* Starts a stream transfer for the request table at index 1 (read as core.request reads it; its
+ * body is sent as is) and yields until the response headers arrive. Returns the stream
+ * (abx.stream; its methods are next, status, close). Raises like core.stream. Must be the last
+ * call of a lua_CFunction: return abx_core_stream_open(L, &o). [-?, +1, v] */
+int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o);
+
+/* The loop of the stream at 'idx' and its "METHOD url" (no query) for error messages.
+ * [-0, +0, v] */
+struct abx_loop *abx_core_stream_info(lua_State *L, int idx, const char **what);
+
 /* Adds the utilities (encodings, files, environment, platform child) to the module at the top.
  * [-0, +0, m] */
 void abx_core_util_register(lua_State *L, struct abx_loop *loop);

@@ -6,6 +6,8 @@
  * stream:next()     -> "message"|"end", json | "http", body | nil      yields per envelope
  * Raises: Transport (connection failed), Timeout (transfer or task deadline), Protocol (body
  * over max_body, headers over 256 KiB, malformed envelopes, truncated stream).
+ * NDJSON streams (core.ndjson, bindings/core_ndjson.c) are the same abx.stream, opened through
+ * abx_core_stream_open with their own framing and stream:next continuation.
  * Source: reference/envd-protocol.md §2.3 (envelopes), §2.1 (content types).
  */
 #include <lauxlib.h>
@@ -47,6 +49,7 @@ struct stream {
   enum stream_wait waiting;
   int finished;               /* nil was returned: nothing more to read */
   struct stream *prev, *next; /* loop->streams list of open streams */
+  lua_KFunction next_k;       /* continuation of stream:next: builds its results */
   char what[160];
   double started_ms;          /* for traces */
   int traced;                 /* the answer's headers were traced */
@@ -194,13 +197,16 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
   }
   if (t->status == 200 && t->q_head) {
     struct abx_stream_msg *m = abx_transfer_pop(t);
+    int ndjson = t->streaming == ABX_HTTP_NDJSON;
     lua_pushboolean(co, 1);
-    lua_pushstring(co, (m->flags & ABX_CONNECT_FLAG_END) ? "end" : "message");
+    lua_pushstring(co, ndjson ? "line" : (m->flags & ABX_CONNECT_FLAG_END) ? "end" : "message");
     lua_pushlstring(co, m->data, m->len);
+    if (ndjson)
+      lua_pushinteger(co, (lua_Integer)m->seq);
     if (m->flags & ABX_CONNECT_FLAG_END)
       s->finished = 1;
     free(m);
-    return 3;
+    return ndjson ? 4 : 3;
   }
   if (!t->done)
     return 0;
@@ -214,6 +220,12 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
     lua_pushliteral(co, "http");
     lua_pushlstring(co, t->body.data ? t->body.data : "", t->body.len);
     return 3;
+  }
+  if (t->streaming == ABX_HTTP_NDJSON) { /* the body ended cleanly: no more lines */
+    s->finished = 1;
+    lua_pushboolean(co, 1);
+    lua_pushnil(co);
+    return 2;
   }
   push_failure(co, s->loop, s->what, t, "Protocol",
                abx_connect_partial(&t->decoder) ? "stream truncated inside an envelope"
@@ -413,7 +425,7 @@ static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
   if (s->waiter)
     return luaL_error(L, "another task is already waiting on this stream");
   lua_settop(L, 1);
-  lua_KFunction k = mode == SW_OPEN ? open_k : request_k;
+  lua_KFunction k = mode == SW_OPEN ? open_k : s->next_k;
   int n = stream_try(s, L, mode);
   if (n > 0)
     return k(L, LUA_OK, 1);
@@ -421,6 +433,60 @@ static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
   s->waiting = mode;
   abx_task_wait(task, &s->wait, ABX_TASK_WAITING);
   return lua_yieldk(L, 0, 1, k);
+}
+
+/* See core.h. The request table is at index 1; the stream is returned once its headers arrived. */
+int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  struct stream *s = lua_newuserdatauv(L, sizeof *s, 0);
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, STREAM_MT);
+  lua_insert(L, 1);            /* stream req */
+  s->wait.cancel = stream_cancel;
+  s->kind = OP_STREAM;
+  s->loop = loop;
+  s->next_k = o->next_k ? o->next_k : request_k;
+  struct abx_http_request r;
+  struct req_strings rs = {.n = 0};
+  read_request(L, 2, &r, &rs, s->what, sizeof s->what);
+  r.streaming = o->framing;
+  r.max_line = o->max_line;
+  r.headers_timeout_ms = o->headers_timeout_ms;
+  r.body_timeout_ms = o->body_timeout_ms;
+  if (o->content_type && rs.n < MAX_REQ_HEADERS) {
+    size_t len = strlen(o->content_type) + sizeof "Content-Type: ";
+    rs.headers[rs.n] = malloc(len);
+    if (!rs.headers[rs.n]) {
+      req_strings_free(&rs);
+      return luaL_error(L, "out of memory");
+    }
+    snprintf(rs.headers[rs.n], len, "Content-Type: %s", o->content_type);
+    rs.headers[++rs.n] = NULL;
+  }
+  if (o->method)
+    r.method = o->method;
+  snprintf(s->what, sizeof s->what, "%s %s", r.method, r.url);
+  if (strchr(s->what, '?'))
+    *strchr(s->what, '?') = '\0';
+  abx_trace_request(loop, s->what, r.headers, r.body_len);
+  s->started_ms = abx_now_ms();
+  s->t = start_transfer(L, loop, &r, &rs);
+  s->t->owner = s;
+  s->in_multi = 1;
+  s->next = loop->streams;
+  if (s->next)
+    ((struct stream *)s->next)->prev = s;
+  loop->streams = s;
+  return stream_wait(L, s, SW_OPEN);
+}
+
+/* See core.h. [-0, +0, v] */
+struct abx_loop *abx_core_stream_info(lua_State *L, int idx, const char **what)
+{
+  struct stream *s = luaL_checkudata(L, idx, STREAM_MT);
+  *what = s->what;
+  return s->loop;
 }
 
 /* core.stream(req) -> stream. req.message is the JSON request message (one envelope). */
@@ -442,42 +508,10 @@ static int core_stream(lua_State *L)
   luaL_addlstring(&b, msg, mlen);
   luaL_pushresult(&b);
   lua_setfield(L, 1, "body");  /* the request table carries the envelope as its body */
-  lua_pop(L, 1);
-
-  struct stream *s = lua_newuserdatauv(L, sizeof *s, 0);
-  memset(s, 0, sizeof *s);
-  luaL_setmetatable(L, STREAM_MT);
-  lua_insert(L, 1);            /* stream req */
-  s->wait.cancel = stream_cancel;
-  s->kind = OP_STREAM;
-  s->loop = loop;
-  struct abx_http_request r;
-  struct req_strings rs = {.n = 0};
-  read_request(L, 2, &r, &rs, s->what, sizeof s->what);
-  r.streaming = 1;
-  if (rs.n < MAX_REQ_HEADERS) {
-    rs.headers[rs.n++] = strdup("Content-Type: application/connect+json");
-    rs.headers[rs.n] = NULL;
-    if (!rs.headers[rs.n - 1]) {
-      rs.n--;
-      req_strings_free(&rs);
-      return luaL_error(L, "out of memory");
-    }
-  }
-  r.method = "POST";
-  snprintf(s->what, sizeof s->what, "POST %s", r.url);
-  if (strchr(s->what, '?'))
-    *strchr(s->what, '?') = '\0';
-  abx_trace_request(loop, s->what, r.headers, r.body_len);
-  s->started_ms = abx_now_ms();
-  s->t = start_transfer(L, loop, &r, &rs);
-  s->t->owner = s;
-  s->in_multi = 1;
-  s->next = loop->streams;
-  if (s->next)
-    ((struct stream *)s->next)->prev = s;
-  loop->streams = s;
-  return stream_wait(L, s, SW_OPEN);
+  lua_settop(L, 1);
+  struct abx_core_stream_opts o = {.framing = ABX_HTTP_CONNECT, .method = "POST",
+                                   .content_type = "application/connect+json"};
+  return abx_core_stream_open(L, &o);
 }
 
 /* stream:next() -> kind, payload | nil. See the file comment. */

@@ -7,6 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double mono_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
 
 static int buf_append(struct abx_buf *b, const char *data, size_t len)
 {
@@ -60,6 +68,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
     if (code >= 200) {
       t->status = code;
       t->headers_done = 1;
+      t->headers_ms = mono_ms();
       t->dirty = 1;
     }
     return len;
@@ -91,14 +100,16 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
   return len;
 }
 
-static int on_message(void *ud, unsigned flags, const char *payload, size_t len)
+/* Queues one stream message (an envelope's payload or an NDJSON line). */
+static int enqueue(struct abx_transfer *t, unsigned flags, size_t seq, const char *payload,
+                   size_t len)
 {
-  struct abx_transfer *t = ud;
   struct abx_stream_msg *m = malloc(sizeof *m + len + 1);
   if (!m)
     return -1;
   m->next = NULL;
   m->flags = flags;
+  m->seq = seq;
   m->len = len;
   memcpy(m->data, payload, len);
   m->data[len] = '\0';
@@ -108,9 +119,49 @@ static int on_message(void *ud, unsigned flags, const char *payload, size_t len)
     t->q_head = m;
   t->q_tail = m;
   t->q_bytes += len;
+  t->dirty = 1;
+  return 0;
+}
+
+static int on_message(void *ud, unsigned flags, const char *payload, size_t len)
+{
+  struct abx_transfer *t = ud;
+  if (enqueue(t, flags, 0, payload, len) != 0)
+    return -1;
   if (flags & ABX_CONNECT_FLAG_END)
     t->saw_end = 1;
-  t->dirty = 1;
+  return 0;
+}
+
+/* An NDJSON line: empty ones carry nothing and are dropped (their number still counts). */
+static int on_line(void *ud, const struct abx_ndjson_line *line)
+{
+  if (line->len == 0)
+    return 0;
+  return enqueue(ud, 0, line->number, line->data, line->len);
+}
+
+/* Enforces headers_timeout_ms and body_timeout_ms; curl calls it at least once a second, also
+ * while nothing arrives. Non-zero aborts the transfer (CURLE_ABORTED_BY_CALLBACK). */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+  struct abx_transfer *t = ud;
+  double now = mono_ms();
+  if (!t->headers_done && t->headers_timeout_ms > 0 &&
+      now - t->started_ms > (double)t->headers_timeout_ms) {
+    t->failure = ABX_HTTP_ETIMEOUT;
+    snprintf(t->reason, sizeof t->reason, "no response headers within %ld ms",
+             t->headers_timeout_ms);
+    return 1;
+  }
+  if (t->headers_done && t->body_timeout_ms > 0 &&
+      now - t->headers_ms > (double)t->body_timeout_ms) {
+    t->failure = ABX_HTTP_ETIMEOUT;
+    snprintf(t->reason, sizeof t->reason,
+             "response body not complete within %ld ms of its headers", t->body_timeout_ms);
+    return 1;
+  }
   return 0;
 }
 
@@ -122,6 +173,14 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
     if (t->q_bytes > ABX_HTTP_STREAM_QUEUE) {
       t->paused = 1; /* curl hands the same bytes over again after unpausing */
       return CURL_WRITEFUNC_PAUSE;
+    }
+    if (t->streaming == ABX_HTTP_NDJSON) {
+      if (abx_ndjson_feed(&t->ndjson, data, len, on_line, t) != ABX_NDJSON_OK) {
+        t->failure = ABX_HTTP_EPROTO;
+        snprintf(t->reason, sizeof t->reason, "malformed NDJSON stream: %s", t->ndjson.error);
+        return 0;
+      }
+      return len;
     }
     if (t->saw_end)
       return len; /* bytes after the end-of-stream envelope are ignored */
@@ -158,6 +217,10 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
   t->max_body = req->max_body ? req->max_body : 64u * 1024u * 1024u;
   t->streaming = req->streaming;
   abx_connect_decoder_init(&t->decoder);
+  abx_ndjson_init(&t->ndjson, req->max_line);
+  t->headers_timeout_ms = req->headers_timeout_ms;
+  t->body_timeout_ms = req->body_timeout_ms;
+  t->started_ms = mono_ms();
   CURL *e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, req->url);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -171,6 +234,11 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : 0L);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_USERAGENT, "abxlua/" ABX_VERSION);
+  if (t->headers_timeout_ms > 0 || t->body_timeout_ms > 0) {
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+  }
   if (req->connect_to) { /* "::HOST:PORT": any host and port of the URL connect there */
     char entry[512];
     snprintf(entry, sizeof entry, "::%s", req->connect_to);
@@ -224,6 +292,7 @@ void abx_transfer_free(struct abx_transfer *t)
   clear_headers(t);
   free(t->body.data);
   abx_connect_decoder_free(&t->decoder);
+  abx_ndjson_free(&t->ndjson);
   while (t->q_head) {
     struct abx_stream_msg *m = t->q_head;
     t->q_head = m->next;
@@ -237,6 +306,11 @@ void abx_transfer_finish(struct abx_transfer *t, CURLcode result)
   t->done = 1;
   t->dirty = 1;
   t->result = result;
+  if (result == CURLE_OK && t->failure == ABX_HTTP_OK && t->streaming == ABX_HTTP_NDJSON &&
+      t->status == 200 && abx_ndjson_finish(&t->ndjson, on_line, t) != ABX_NDJSON_OK) {
+    t->failure = ABX_HTTP_EPROTO; /* the last line, without "\n", is over the bound */
+    snprintf(t->reason, sizeof t->reason, "malformed NDJSON stream: %s", t->ndjson.error);
+  }
   if (t->failure != ABX_HTTP_OK && t->reason[0]) /* ours, not curl's "Failure writing output" */
     snprintf(t->error, sizeof t->error, "%s", t->reason);
   if (result == CURLE_OK || t->failure != ABX_HTTP_OK)

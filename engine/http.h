@@ -1,13 +1,21 @@
 /*
  * http.h: HTTP transfers over libcurl's multi interface (no Lua).
  *
- * A transfer is one request. Plain transfers collect the whole body; stream transfers feed the
- * body into a Connect envelope decoder and queue the messages for the consumer.
- * Units:   timeout_ms for the whole transfer (0: none, then the task's deadline bounds it).
+ * A transfer is one request. Plain transfers collect the whole body; stream transfers feed a 200
+ * body into a decoder and queue what it finds for the consumer: Connect envelopes
+ * (ABX_HTTP_CONNECT, engine/connect.h) or NDJSON lines (ABX_HTTP_NDJSON, engine/ndjson.h: each
+ * non-empty line is one message, 'seq' its line number; a last line without "\n" is queued when
+ * the body ends). A stream whose status is not 200 collects its body like a plain transfer.
+ * Units:   timeout_ms for the whole transfer (0: none, then the task's deadline bounds it);
+ *          headers_timeout_ms from the start until the response headers, body_timeout_ms from the
+ *          headers until the end of the body (0: none; checked by curl's progress callback, at
+ *          least once a second), as the code interpreter's SDK clients bound them
+ *          (reference/envd-protocol.md §10 "Client behaviour").
  * Limits:  response headers <= ABX_HTTP_MAX_HEADERS bytes in all; plain bodies <= max_body bytes;
- *          queued stream messages <= ABX_HTTP_STREAM_QUEUE bytes (the transfer is paused beyond,
- *          so a slow consumer applies backpressure instead of growing memory). Over a limit the
- *          transfer fails with ABX_HTTP_EOVERFLOW (error kind Protocol).
+ *          an NDJSON line <= max_line bytes (default ABX_NDJSON_MAX_LINE, 16 MiB); queued stream
+ *          messages <= ABX_HTTP_STREAM_QUEUE bytes (the transfer is paused beyond, so a slow
+ *          consumer applies backpressure instead of growing memory). Over a limit the transfer
+ *          fails with ABX_HTTP_EOVERFLOW or ABX_HTTP_EPROTO (error kind Protocol).
  * Errors:  'result' holds the CURLcode; 'failure' classifies it (see enum abx_http_failure).
  * Source:  curl docs/examples/multi-app.c and ephiperfifo.c (CURLOPT_PRIVATE back-pointer).
  */
@@ -18,6 +26,7 @@
 #include <stddef.h>
 
 #include "connect.h"
+#include "ndjson.h"
 
 #define ABX_HTTP_MAX_HEADERS (256u * 1024u)
 #define ABX_HTTP_STREAM_QUEUE (8u * 1024u * 1024u)
@@ -27,7 +36,14 @@ enum abx_http_failure {
   ABX_HTTP_ETIMEOUT,   /* curl's timeout elapsed */
   ABX_HTTP_ETRANSPORT, /* connection refused, reset, DNS, ... */
   ABX_HTTP_EOVERFLOW,  /* body or headers over the limit */
-  ABX_HTTP_EPROTO,     /* malformed Connect envelope stream */
+  ABX_HTTP_EPROTO,     /* malformed Connect envelope stream, NDJSON line over its bound */
+};
+
+/* What a transfer does with a 200 body ('streaming' of a request and a transfer). */
+enum abx_http_framing {
+  ABX_HTTP_PLAIN = 0,   /* collect it (max_body) */
+  ABX_HTTP_CONNECT = 1, /* Connect envelopes */
+  ABX_HTTP_NDJSON = 2,  /* NDJSON lines */
 };
 
 struct abx_buf {
@@ -42,7 +58,8 @@ struct abx_http_header {
 
 struct abx_stream_msg {
   struct abx_stream_msg *next;
-  unsigned flags;
+  unsigned flags;         /* Connect envelope flags; 0 for NDJSON lines */
+  size_t seq;             /* NDJSON: the line number (1-based, empty lines counted) */
   size_t len;
   char data[]; /* payload, NUL-terminated for convenience */
 };
@@ -66,8 +83,11 @@ struct abx_transfer {
   char reason[CURL_ERROR_SIZE + 128]; /* our own reason for a failure (limits, framing, timeouts),
                                          copied to 'error' when the transfer is done */
   /* streams */
-  int streaming;
+  int streaming;          /* enum abx_http_framing */
   struct abx_connect_decoder decoder;
+  struct abx_ndjson ndjson;
+  long headers_timeout_ms, body_timeout_ms; /* 0: none */
+  double started_ms, headers_ms;            /* CLOCK_MONOTONIC, for the two timeouts */
   struct abx_stream_msg *q_head, *q_tail;
   size_t q_bytes;
   int paused;
@@ -85,7 +105,10 @@ struct abx_http_request {
   long timeout_ms;
   size_t max_body;
   const char *connect_to;     /* "HOST:PORT" or NULL */
-  int streaming;
+  int streaming;              /* enum abx_http_framing */
+  size_t max_line;            /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
+  long headers_timeout_ms;    /* 0: none */
+  long body_timeout_ms;       /* 0: none */
 };
 
 /* Creates a transfer for 'req' (copies everything it needs). Returns NULL when out of memory;
