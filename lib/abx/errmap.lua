@@ -8,6 +8,7 @@
 --   control plane  reference/e2b-control-plane.md §2 (error body {code:int, message}), §3.4, §6.1
 --   envd Connect   reference/envd-protocol.md §2.4 (codes, HTTP equivalents, plain-HTTP table)
 --   envd REST      reference/envd-protocol.md §7 and reference/e2b-control-plane.md §6.2
+--   code interp.   reference/envd-protocol.md §10 (port 49999)
 
 local core = require("abx.core")
 local cjson = require("cjson")
@@ -25,6 +26,24 @@ local API_KIND = {
   [429] = "RateLimit",
   [502] = "SandboxGone",
   [503] = "SandboxGone",
+  [507] = "NotEnoughSpace",
+}
+
+-- Code interpreter (port 49999), reference/envd-protocol.md §10: plain-text errors (400 when both
+-- context_id and language are given, 404 "Context <id> not found", 500 when a context cannot be
+-- created), FastAPI's 422 for a malformed request body; 502/503 come from the edge when the port
+-- is closed or the sandbox is gone (reference/e2b-control-plane.md §6.2), 401/403 from an edge
+-- that wants an access or traffic token.
+local CODE_KIND = {
+  [400] = "InvalidArgument",
+  [401] = "Authentication",
+  [403] = "Authentication",
+  [404] = "NotFound",
+  [422] = "InvalidArgument",
+  [429] = "RateLimit",
+  [502] = "SandboxGone",
+  [503] = "SandboxGone",
+  [504] = "Timeout",
   [507] = "NotEnoughSpace",
 }
 
@@ -177,6 +196,19 @@ function errmap.raise_envd_http(status, body, request)
   code = code or PLAIN_HTTP_CODE[status] or "unknown"
   local kind = status == 507 and "NotEnoughSpace" or errmap.connect_kind(code)
   errmap.raise(kind, status, body_message(obj, body), { request = request, code = code })
+end
+
+--- Raises the error of a code-interpreter answer whose status is not 200 (reference/envd-protocol.md
+--- §10): the kind from CODE_KIND (any other status: Sandbox), the message from the body (plain
+--- text, or the `message` of a JSON body).
+--- Raises: InvalidArgument (400, 422), Authentication (401, 403), NotFound (404), RateLimit,
+--- SandboxGone (502, 503), Timeout (504), NotEnoughSpace (507), Sandbox.
+---@param status integer
+---@param body string|nil
+---@param request string "METHOD path"
+function errmap.raise_code(status, body, request)
+  local obj = errmap.decode_object(body)
+  errmap.raise(CODE_KIND[status] or "Sandbox", status, body_message(obj, body), { request = request })
 end
 
 --- Tells whether `err` is an abx.error with this Connect code (e.g. "not_found", "already_exists").

@@ -74,6 +74,29 @@ local function route(sbx, port, path)
   return url, loopback_hostport(conn.api_url), {}
 end
 
+--- URL, connect_to and headers for a request to `path` on `port`: the routing (host name or
+--- E2b-Sandbox-* headers), the traffic token (see the file header) and `opts.headers` on top.
+--- For callers that start their own transfer (abx.code streams POST /execute).
+--- Raises: InvalidArgument (bad port or path).
+---@param sbx abx.Sandbox
+---@param port integer
+---@param path string starts with "/"
+---@param opts? {headers?: table<string,string>, traffic_token?: boolean|string}
+---@return string url, string|nil connect_to, table<string,string> headers
+function http.target(sbx, port, path, opts)
+  opts = opts or {}
+  check_port(port)
+  if type(path) ~= "string" or path:sub(1, 1) ~= "/" then
+    errmap.raise("InvalidArgument", 0, "path must start with \"/\", got " .. tostring(path))
+  end
+  local url, connect_to, h = route(sbx, port, path)
+  local tok = opts.traffic_token
+  if tok == nil or tok == true then tok = sbx.traffic_access_token end
+  if type(tok) == "string" then h[http.TRAFFIC_HEADER] = tok end -- the real one is a secret already
+  for k, v in pairs(opts.headers or {}) do h[k] = v end
+  return url, connect_to, h
+end
+
 --- One HTTP request to `port` inside the sandbox. Returns the answer whatever its status.
 --- Raises: InvalidArgument (bad port or path), Transport, Timeout, Protocol.
 ---@param sbx abx.Sandbox
@@ -83,16 +106,7 @@ end
 ---@return {status: integer, headers: table<string,string>, body: string}
 function http.request(sbx, port, opts)
   opts = opts or {}
-  check_port(port)
-  local path = opts.path or "/"
-  if type(path) ~= "string" or path:sub(1, 1) ~= "/" then
-    errmap.raise("InvalidArgument", 0, "path must start with \"/\", got " .. tostring(path))
-  end
-  local url, connect_to, h = route(sbx, port, path)
-  local tok = opts.traffic_token
-  if tok == nil or tok == true then tok = sbx.traffic_access_token end
-  if type(tok) == "string" then h[http.TRAFFIC_HEADER] = tok end -- the real one is a secret already
-  for k, v in pairs(opts.headers or {}) do h[k] = v end
+  local url, connect_to, h = http.target(sbx, port, opts.path or "/", opts)
   return core.request({
     method = opts.method or "GET", url = url, headers = h, body = opts.body,
     timeout = opts.timeout or sbx.conn.request_timeout, max_body = opts.max_body,

@@ -11,6 +11,8 @@
 -- Lifecycle: sbx:pause() / conn:connect(id) (sbx.resumed) / conn:resume(id) / sbx:refresh(s) /
 --            sbx:set_timeout(s) / sbx:get_metrics() / sbx:update_network{...}.
 -- Ports:     sbx:get_host(port), sbx:port_url(port), sbx:http(port, {...}) (abx.http).
+-- Code:      sbx:run_code(src, {...}), sbx:create_code_context{...}, list_code_contexts,
+--            restart_code_context, remove_code_context (abx.code, port 49999).
 -- Snapshots: sbx:create_snapshot{name}, conn:list_snapshots{...}, conn:delete_snapshot(id) are
 --            abx.snapshot; restore is conn:create{ template = snapshot_id }.
 -- Volumes:   conn:create_volume(name), conn:list_volumes(), conn:get_volume(id),
@@ -31,6 +33,7 @@ local files = require("abx.files")
 local http = require("abx.http")
 local snapshot = require("abx.snapshot")
 local volume = require("abx.volume")
+local code = require("abx.code")
 
 local sandbox = {}
 
@@ -713,6 +716,20 @@ function Connection:create_volume(name) return volume.create(self, name) end
 function Connection:list_volumes() return volume.list(self) end
 function Connection:get_volume(id) return volume.get(self, id) end
 function Connection:delete_volume(id) return volume.delete(self, id) end
+
+--- The code interpreter on port 49999 (see abx.code for shapes, options and errors;
+--- reference/envd-protocol.md §10): run_code(src, {language, context, envs, timeout,
+--- request_timeout, on_stdout, on_stderr, on_result, on_error}) -> Execution {logs = {stdout,
+--- stderr}, results, error, execution_count, text}; create_code_context{language, cwd} ->
+--- Context {id, language, cwd}; list_code_contexts() -> Context[]; restart_code_context(ctx);
+--- remove_code_context(ctx) -> true / false when it did not exist.
+--- Raises: as the abx.code functions (NotFound for an unknown context, InvalidArgument,
+--- Protocol for a malformed stream, Timeout, SandboxGone, Sandbox, Transport).
+function Sandbox:run_code(src, opts) return code.run(self, src, opts) end
+function Sandbox:create_code_context(opts) return code.create_context(self, opts) end
+function Sandbox:list_code_contexts(opts) return code.list_contexts(self, opts) end
+function Sandbox:restart_code_context(ctx, opts) return code.restart_context(self, ctx, opts) end
+function Sandbox:remove_code_context(ctx, opts) return code.remove_context(self, ctx, opts) end
 
 --- The envd client (internal: used by abx.commands and abx.files).
 --- Raises: nothing.

@@ -1,0 +1,13 @@
+# The code-interpreter client (sbx:run_code, code contexts; lib/abx/code.lua over core.ndjson)
+# against a fake control plane and code interpreter: both routings, broken streams, timeouts,
+# backpressure, and the 16 MiB line bound with bounded RSS.
+add_test(NAME code_interpreter
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/code_interpreter/test_code_interpreter.py
+                 $<TARGET_FILE:abxlua>)
+set_tests_properties(code_interpreter PROPERTIES TIMEOUT 300)
+if(ABX_SANITIZE)
+  # As for tests/hostile: a small quarantine so freed 16 MiB line buffers are not counted as ours;
+  # ASan's shadow memory and allocator raise the peak (75 MiB measured), hence 120 MiB, not 64.
+  set_tests_properties(code_interpreter PROPERTIES ENVIRONMENT
+                       "ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16;ABX_CODE_RSS_LIMIT_MB=120")
+endif()
