@@ -13,9 +13,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -46,6 +48,7 @@ struct envd_proc {
   pthread_cond_t cond;
   pthread_mutex_t in_mu;
   int in_fd, out_fd, err_fd; /* PTY: out_fd is the master, in_fd a dup of it, err_fd -1 */
+  int wake_fd;               /* eventfd: the reaper and shutdown wake the reader's poll */
   bool pty;
   bool exited, ended, timed_out;
   int wstatus;
@@ -75,12 +78,30 @@ static void wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until_ms) 
   pthread_cond_timedwait(c, m, &ts);
 }
 
+/* Wake the reader thread out of its poll (exit, shutdown). */
+static void wake_reader(struct envd_proc *p) {
+  uint64_t one = 1;
+  if (write(p->wake_fd, &one, sizeof one) < 0) { /* EAGAIN: a wake is already pending */
+  }
+}
+
+/* How long the reader may sleep in poll: until the Start deadline, or until woken (-1). A
+ * fixed short timeout here cost 10 wakes per second per process, which at 2,000 concurrent
+ * commands was most of the machine's CPU. Caller holds p->mu. */
+static int reader_timeout_ms(const struct envd_proc *p) {
+  if (!p->deadline || p->timed_out) return -1;
+  int64_t left = p->deadline - envd_now_ms();
+  return left <= 0 ? 0 : left >= INT32_MAX ? INT32_MAX : (int)left + 1;
+}
+
 static void *reaper_main(void *arg) {
   struct envd_procs *t = arg;
   sigset_t chld;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  struct timespec tick = {0, 200 * 1000000};
+  /* No polling: SIGCHLD wakes the reaper, and shutdown sends it one with pthread_kill. The
+   * 5 s tick is only a safety net (each idle wake of 200 envds costs CPU; see tests/load). */
+  struct timespec tick = {5, 0};
   while (!t->stop) {
     int st;
     pid_t pid;
@@ -93,6 +114,7 @@ static void *reaper_main(void *arg) {
         p->wstatus = st;
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->mu);
+        wake_reader(p);
         break;
       }
       pthread_mutex_unlock(&t->mu);
@@ -207,9 +229,10 @@ static void *reader_main(void *arg) {
   while (buf && (fds[0] >= 0 || fds[1] >= 0)) {
     pthread_mutex_lock(&p->mu);
     check_deadline(p);
-    bool exited = p->exited;
+    bool exited = p->exited || p->tab->stop;
+    int timeout = exited ? 50 : reader_timeout_ms(p);
     pthread_mutex_unlock(&p->mu);
-    struct pollfd pf[2];
+    struct pollfd pf[3];
     int np = 0, map[2];
     for (int i = 0; i < 2; i++)
       if (fds[i] >= 0) {
@@ -217,8 +240,17 @@ static void *reader_main(void *arg) {
         pf[np].events = POLLIN;
         map[np++] = i;
       }
-    int rc = poll(pf, (nfds_t)np, exited ? 50 : 100);
+    pf[np].fd = p->wake_fd;
+    pf[np].events = POLLIN;
+    pf[np].revents = 0;
+    int rc = poll(pf, (nfds_t)np + 1, timeout);
     if (rc < 0 && errno != EINTR) break;
+    if (pf[np].revents & POLLIN) {
+      uint64_t v;
+      if (read(p->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: drained already */
+      }
+      rc--;
+    }
     if (rc <= 0) {
       /* After exit, stop once the pipes stay quiet: background children may hold them. */
       if (exited) {
@@ -246,7 +278,9 @@ static void *reader_main(void *arg) {
   pthread_mutex_lock(&p->mu);
   while (!p->exited && !p->tab->stop) {
     check_deadline(p);
-    wait_until(&p->cond, &p->mu, envd_now_ms() + 100);
+    /* the reaper and shutdown broadcast p->cond; the 5 s bound is a safety net */
+    wait_until(&p->cond, &p->mu,
+               p->deadline && !p->timed_out ? p->deadline : envd_now_ms() + 5000);
   }
   if (!p->exited) p->wstatus = SIGKILL; /* shutting down: report as killed */
   json_t *j = end_event(p->wstatus);
@@ -280,6 +314,7 @@ static void proc_free(struct envd_proc *p) {
     free(s);
   }
   if (p->in_fd >= 0) close(p->in_fd);
+  close(p->wake_fd);
   pthread_mutex_destroy(&p->mu);
   pthread_mutex_destroy(&p->in_mu);
   pthread_cond_destroy(&p->cond);
@@ -333,6 +368,7 @@ static void discard_unstarted(struct envd_proc *p, void *first)
   p->subs = NULL;
   free(first);
   p->in_fd = -1;
+  close(p->wake_fd);
   pthread_mutex_destroy(&p->mu);
   pthread_mutex_destroy(&p->in_mu);
   pthread_cond_destroy(&p->cond);
@@ -346,7 +382,8 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
   struct envd_procs *t = e->procs;
   struct envd_proc *p = calloc(1, sizeof *p);
   struct envd_sub *first = calloc(1, sizeof *first);
-  if (!p || !first) {
+  int wake_fd = p && first ? eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
+  if (!p || !first || wake_fd < 0) {
     free(p);
     free(first);
     envd_fail(err, "internal", "out of memory");
@@ -360,6 +397,7 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
   pthread_mutex_init(&p->mu, NULL);
   pthread_mutex_init(&p->in_mu, NULL);
   p->tab = t;
+  p->wake_fd = wake_fd;
   p->tag = s->tag ? strdup(s->tag) : NULL;
   p->config = json_incref(s->config);
   p->subs = first;
@@ -617,6 +655,13 @@ void envd_procs_shutdown(struct envd *e) {
     pthread_mutex_unlock(&p->mu);
   }
   t->stop = 1;
+  for (struct envd_proc *p = list; p; p = p->next) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->mu);
+    wake_reader(p);
+  }
+  pthread_kill(t->reaper, SIGCHLD); /* out of sigtimedwait now, not at its next tick */
   pthread_join(t->reaper, NULL);
   while (list) {
     struct envd_proc *n = list->next;
