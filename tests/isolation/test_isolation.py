@@ -5,7 +5,7 @@ host loopback services, no reading another sandbox's files, no mount or module l
 the sandbox lacks the capabilities), request names that cannot leave the state directory, every
 control-plane route requires the API key, envd requires its token when secure.
 Usage: test_isolation.py ABXLUA"""
-import http.server, os, socket, sys, threading, uuid
+import http.server, os, socket, sys, tempfile, threading, uuid
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "platform"))
 import test_platform as tp  # Server, run_in
 
@@ -82,6 +82,16 @@ try:
     for bad in ("..", "../x", "a/b", "%2e%2e"):
         st, _, _ = s.json("GET", "/sandboxes/" + bad)
         check(st in (400, 404), "sandbox id %r is refused (%d)" % (bad, st))
+    # snapshot (template) and volume ids by path: a decoded "../" must not reach a directory
+    # outside the state dir, so a sentinel beside it survives every attempt
+    sentinel = tempfile.mkdtemp(prefix="abx-iso-sentinel-")
+    for bad in ("..", "%2e%2e", "..%2f..%2f" + os.path.basename(sentinel), "%2e%2e%2fx"):
+        for method, path in (("GET", "/volumes/" + bad), ("DELETE", "/volumes/" + bad),
+                             ("DELETE", "/templates/" + bad), ("GET", "/templates/" + bad)):
+            st, _, _ = s.json(method, path)
+            check(st in (400, 404, 405), "%s %s is refused (%d)" % (method, path, st))
+    check(os.path.isdir(sentinel), "a directory beside the state dir survives those requests")
+    os.rmdir(sentinel)
 
     # every control-plane route requires the key
     routes = [("GET", "/v2/sandboxes"), ("GET", "/sandboxes"), ("POST", "/sandboxes"),
