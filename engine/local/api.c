@@ -31,11 +31,7 @@ const char *abx_api_domain(void) { return g_domain; }
 /* ---- route table -------------------------------------------------------------------------- */
 
 /* Patterns are matched segment by segment; "{x}" matches one non-empty segment into params[]. */
-static const struct route {
-  const char *method;
-  const char *pattern;
-  abx_api_fn fn;
-} routes[] = {
+const struct abx_api_route abx_api_routes[] = {
   {"POST", "/sandboxes", abx_api_sandbox_create},
   {"GET", "/sandboxes", abx_api_sandbox_list},
   {"GET", "/v2/sandboxes", abx_api_sandbox_list_v2},
@@ -56,9 +52,9 @@ static const struct route {
   {"DELETE", "/volumes/{id}", abx_api_volume_delete},
   {"PUT", "/sandboxes/{id}/network", abx_api_sandbox_network},
 };
+const size_t abx_api_nroutes = sizeof abx_api_routes / sizeof abx_api_routes[0];
 
-/* 1 when `url` matches `pattern` (params filled), 0 when not, -1 when a parameter is too long. */
-static int match(const char *pattern, const char *url, struct abx_api_req *r)
+int abx_api_match(const char *pattern, const char *url, struct abx_api_req *r)
 {
   int np = 0;
   const char *p = pattern, *u = url;
@@ -105,18 +101,32 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
   if (!key_ok(c))
     return abx_http_error(c, 401, "Invalid API key");
   struct abx_api_req r = {.c = c, .method = method, .url = url, .body = body, .len = len};
+  const struct abx_api_route *route = NULL;
+  switch (abx_api_lookup(method, url, &r, &route)) {
+  case 0: return route->fn(&r);
+  case 400: return abx_http_error(c, 400, "validation error: path parameter is too long");
+  case 405: return abx_http_error(c, 405, "method not allowed");
+  default: return abx_http_error(c, 404, "not found");
+  }
+}
+
+int abx_api_lookup(const char *method, const char *url, struct abx_api_req *r,
+                   const struct abx_api_route **route)
+{
   int path_known = 0;
-  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-    int m = match(routes[i].pattern, url, &r);
+  for (size_t i = 0; i < abx_api_nroutes; i++) {
+    int m = abx_api_match(abx_api_routes[i].pattern, url, r);
     if (m < 0)
-      return abx_http_error(c, 400, "validation error: path parameter is too long");
+      return 400;
     if (m == 0)
       continue;
     path_known = 1;
-    if (strcmp(routes[i].method, method) == 0)
-      return routes[i].fn(&r);
+    if (strcmp(abx_api_routes[i].method, method) == 0) {
+      *route = &abx_api_routes[i];
+      return 0;
+    }
   }
-  return path_known ? abx_http_error(c, 405, "method not allowed") : abx_http_error(c, 404, "not found");
+  return path_known ? 405 : 404;
 }
 
 /* ---- shared helpers ----------------------------------------------------------------------- */

@@ -33,6 +33,32 @@ struct abx_api_req {
 
 typedef enum MHD_Result (*abx_api_fn)(struct abx_api_req *r);
 
+/* One row of the route table: method ("GET" also serves HEAD), path pattern ("{x}" matches one
+ * non-empty segment) and handler. */
+struct abx_api_route {
+  const char *method;
+  const char *pattern;
+  abx_api_fn fn;
+};
+
+/* api.c's route table, in matching order (the first row whose pattern and method fit wins). */
+extern const struct abx_api_route abx_api_routes[];
+extern const size_t abx_api_nroutes;
+
+/* Match `url` (a path without the query) against `pattern`, segment by segment. Returns 1 when
+ * it matches, with r->params[i] set to the segment in the i-th "{x}" place (NUL-terminated); 0
+ * when it does not (r->params may be partly written); -1 when a segment standing in a "{x}"
+ * place is 128 bytes or longer, which is reported as soon as it is met, before the rest of the
+ * path is compared. Only r->params is touched. Extern for tests/fuzz/fuzz_api_route.c. */
+int abx_api_match(const char *pattern, const char *url, struct abx_api_req *r);
+
+/* Find the route for `method` ("HEAD" already given as "GET") and `url`: 0 with *route set and
+ * r->params filled; 404 when no pattern matches the path; 405 when one does but for other
+ * methods; 400 when abx_api_match gave -1 (a parameter too long) on the way. Extern for
+ * tests/fuzz/fuzz_api_route.c; abx_api_handle turns the statuses into error answers. */
+int abx_api_lookup(const char *method, const char *url, struct abx_api_req *r,
+                   const struct abx_api_route **route);
+
 /* The platform's domain (set by abx_api_config). */
 const char *abx_api_domain(void);
 
@@ -53,6 +79,15 @@ int abx_api_check_str_map(json_t *o, const char *key, char *msg, size_t n);
 
 /* Field `key` absent/null or a boolean (0), else -1 with a validation message. */
 int abx_api_check_bool(json_t *o, const char *key, char *msg, size_t n);
+
+/* The `metadata` filter of GET /sandboxes and /v2/sandboxes: a query string "k=v&k2=v2" (split
+ * at the first '='; keys and values percent-decoded with '+' a space, then, when key and value
+ * both survive a second %XX decoding, that result, as the SDKs quote() before urlencode()) into
+ * a new object {key: value}. Empty pieces between '&' are skipped, the last of repeated keys
+ * wins, q NULL gives {}. NULL when a piece has no '=', a bad escape or an empty key. A pair whose
+ * key or value is not UTF-8 is left out of the object (jansson refuses it), which widens the
+ * filter. Extern for tests/fuzz/fuzz_api_route.c. */
+json_t *abx_api_parse_metadata_filter(const char *q);
 
 /* Sandbox id from a path segment: drop a legacy "-<clientID>" suffix, require ^[a-z0-9]+$
  * (§2 "Sandbox ID"). Returns 0 or -1. */

@@ -194,9 +194,7 @@ bad:
   return abx_http_error(c, 400, msg);
 }
 
-/* Parse the `metadata` filter (a query string, keys and values percent-encoded) into an object.
- * NULL on a malformed string. */
-static json_t *parse_metadata_filter(const char *q)
+json_t *abx_api_parse_metadata_filter(const char *q)
 {
   json_t *o = json_object();
   char *dup = strdup(q ? q : ""), *save = NULL;
@@ -274,7 +272,7 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
   char tpl[64] = "";
   if (v2 && tpq && *tpq)
     snprintf(tpl, sizeof tpl, "%.*s", (int)strcspn(tpq, ":"), tpq);
-  json_t *want = parse_metadata_filter(mq);
+  json_t *want = abx_api_parse_metadata_filter(mq);
   if (!want)
     return abx_http_error(c, 400, "Invalid metadata");
   int want_running = 1, want_paused = v2;
