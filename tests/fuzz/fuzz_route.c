@@ -8,8 +8,8 @@
  *   - abx_api_parse_id (engine/local/api_internal.h): the control plane's sandbox id segment;
  *   - abx_percent_decode (engine/local/http_util.h): path and query decoding, both modes;
  *   - abx_b64url_decode (engine/local/http_util.h).
- * Not reachable without a refactor (static): api.c's route matcher match() and api_sandboxes.c's
- * metadata-query parser parse_metadata_filter() (the latter's decoding is abx_percent_decode).
+ * The control plane's own route matcher and metadata-filter parser have their target,
+ * fuzz_api_route.c.
  *
  * Input: byte 0 = which headers exist (bit 0 Host, bit 1 E2b-Sandbox-Id, bit 2
  * E2b-Sandbox-Port), then up to four '\n'-separated fields: Host, E2b-Sandbox-Id,
