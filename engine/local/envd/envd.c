@@ -152,10 +152,10 @@ static enum MHD_Result route(struct envd *e, struct MHD_Connection *c, const cha
   return envd_send_rest_err(c, 404, "not found");
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls) {
+enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                const char *method, const char *version,
+                                const char *upload_data, size_t *upload_data_size,
+                                void **con_cls) {
   struct envd *e = cls;
   struct envd_req *r = *con_cls;
   if (!r) {
@@ -220,8 +220,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   return route(e, c, url, method, r);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                         enum MHD_RequestTerminationCode toe) {
+void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                       enum MHD_RequestTerminationCode toe) {
   struct envd_req *r = *con_cls;
   if (!r) return;
   envd_files_post_free(r->up);
@@ -301,9 +301,9 @@ int abx_envd_main(int argc, char **argv) {
   struct MHD_Daemon *d = MHD_start_daemon(
       MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
           MHD_USE_ERROR_LOG,
-      (uint16_t)port, NULL, NULL, on_request, &e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-      on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
+      (uint16_t)port, NULL, NULL, envd_on_request, &e, MHD_OPTION_SOCK_ADDR,
+      (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed, NULL,
+      MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned)640, MHD_OPTION_END);
   int rc = 0;
   if (!d) {

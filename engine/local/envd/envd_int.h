@@ -200,6 +200,16 @@ int envd_rpc_remove_watcher(struct envd_call *c, json_t *req, json_t **out, stru
 extern const struct envd_method envd_process_methods[];
 extern const struct envd_method envd_filesystem_methods[];
 
+/* envd.c: libmicrohttpd's access handler and completion callback of the daemon, cls the struct
+ * envd. Extern so tests/fuzz/fuzz_multipart.c drives the real request path (POST /files
+ * included) on a daemon of its own; only abx_envd_main starts the real one. */
+enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                const char *method, const char *version,
+                                const char *upload_data, size_t *upload_data_size,
+                                void **con_cls);
+void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                       enum MHD_RequestTerminationCode toe);
+
 /* /files (files.c). Per-request upload state lives in the request context. */
 struct envd_upload;
 /* Start a POST /files upload after auth; returns NULL and queues an error reply itself when
