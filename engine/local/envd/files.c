@@ -17,8 +17,8 @@
  *          Printable ASCII only, key ≤ 246 bytes, keys + values ≤ 4096 bytes, else 400; a
  *          filesystem without user xattrs → 500 naming the path (only when metadata is sent).
  *          Errors {"code":<status>,"message":".."}: 400 (directory, no path, bad content type,
- *          duplicate path), 401 (auth, unknown user), 403 (permission), 404 (missing),
- *          507 (disk full), 500.
+ *          duplicate path, a path that is not UTF-8, refused before anything is written),
+ *          401 (auth, unknown user), 403 (permission), 404 (missing), 507 (disk full), 500.
  * Files:   parents created (0755) and files created (0666 & ~umask 022) as the user, so owned by
  *          the user; existing files truncated and fchown'ed to the user.
  * Source:  reference/envd-protocol.md §7 (/files), §8 (signatures), §6.1.
@@ -279,6 +279,7 @@ struct envd_upload {
   char *qpath; /* resolved `path` query or NULL */
   int fd;
   char *cur;
+  char *cur_target; /* the name `cur` was opened by: query path or part file name */
   size_t cur_written;
   json_t *result, *seen;
   json_t *meta; /* X-Metadata-* as {lowercased key: value} */
@@ -303,6 +304,8 @@ static void close_cur(struct envd_upload *up) {
   up->fd = -1;
   free(up->cur);
   up->cur = NULL;
+  free(up->cur_target);
+  up->cur_target = NULL;
   up->cur_written = 0;
 }
 
@@ -342,6 +345,14 @@ static bool open_target(struct envd_upload *up, const char *target) {
     envd_err_clear(&err);
     return false;
   }
+  json_t *probe = json_string(path); /* the answer names the file: JSON strings are UTF-8 */
+  bool utf8 = probe != NULL;
+  json_decref(probe);
+  if (!utf8) {
+    up_fail(up, 400, "path is not valid UTF-8%s%s", "", NULL);
+    free(path);
+    return false;
+  }
   if (json_object_get(up->seen, path)) {
     up_fail(up, 400, "path '%s' is given more than once%s", path, NULL);
     free(path);
@@ -364,6 +375,7 @@ static bool open_target(struct envd_upload *up, const char *target) {
   }
   up->fd = fd;
   up->cur = path;
+  up->cur_target = strdup(target);
   if (!apply_meta(up)) return false;
   const char *base = strrchr(path, '/');
   json_t *ent = json_pack("{s:s,s:s,s:s}", "path", path, "name", base && base[1] ? base + 1 : path,
@@ -394,7 +406,12 @@ static enum MHD_Result part_iter(void *cls, enum MHD_ValueKind kind, const char 
   if (up->fail_status) return MHD_YES;
   if (!key || strcmp(key, "file") != 0) return MHD_YES;
   const char *target = up->qpath ? up->qpath : filename;
-  bool same = up->fd >= 0 && up->cur_written == 0 && off == 0;
+  /* libmicrohttpd opens every part with a call at offset 0, of 0 bytes when none of the part
+   * has arrived yet, and an empty part is that call alone: a call at offset 0 after it is the
+   * same part again or the next part. Only the name tells them apart, so two parts under one
+   * name, the first empty, make one file (the request named a path twice anyway). */
+  bool same = up->fd >= 0 && up->cur_written == 0 && off == 0 && target && up->cur_target &&
+              strcmp(target, up->cur_target) == 0;
   if (off == 0 && !same) {
     if (!target || !*target) {
       up_fail(up, 400, "missing file name for part%s%s", "", NULL);

@@ -66,7 +66,20 @@ enum MHD_Result envd_send_json(struct MHD_Connection *c, unsigned status, json_t
 }
 
 enum MHD_Result envd_send_rest_err(struct MHD_Connection *c, unsigned status, const char *msg) {
-  json_t *j = json_pack("{s:i,s:s}", "code", (int)status, "message", msg ? msg : "");
+  json_t *m = json_string(msg ? msg : "");
+  if (!m && msg) {
+    /* The message quotes a header or path that is not UTF-8, which a JSON string cannot hold:
+     * answer all the same, with every byte outside ASCII as '?'. */
+    char *ascii = strdup(msg);
+    for (char *p = ascii; p && *p; p++)
+      if ((unsigned char)*p > 0x7e) *p = '?';
+    m = ascii ? json_string(ascii) : NULL;
+    free(ascii);
+  }
+  json_t *j = json_object();
+  if (j) json_object_set_new(j, "code", json_integer(status));
+  if (j && m) json_object_set(j, "message", m);
+  json_decref(m);
   char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
   json_decref(j);
   if (!s) return MHD_NO;
