@@ -6,7 +6,7 @@
 #  - Otherwise (gcc, `make test`): the same sources with tests/fuzz/replay.c as main(), and one ctest
 #    per target that replays its seed corpus, so the targets and seeds cannot rot unnoticed.
 # Crashing inputs found by fuzzing are kept in tests/fuzz/<name>/crashes/ and are not replayed.
-set(ABX_FUZZ_TARGETS connect yaml json_lua dotenv select route api_route ndjson)
+set(ABX_FUZZ_TARGETS connect yaml json_lua dotenv select route api_route multipart ndjson)
 set(ABX_FUZZ_BINARIES "")
 foreach(name IN LISTS ABX_FUZZ_TARGETS)
   if(ABX_FUZZ)
@@ -24,6 +24,8 @@ foreach(name IN LISTS ABX_FUZZ_TARGETS)
 endforeach()
 target_link_libraries(fuzz_route PRIVATE abx_local)
 target_link_libraries(fuzz_api_route PRIVATE abx_local)
+target_link_libraries(fuzz_multipart PRIVATE abx_local)
+target_sources(fuzz_multipart PRIVATE ${CMAKE_SOURCE_DIR}/tests/fuzz/envd_jail.c)
 if(ABX_FUZZ)
   add_custom_target(fuzz_all DEPENDS ${ABX_FUZZ_BINARIES})
 endif()
