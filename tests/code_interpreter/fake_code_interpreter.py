@@ -277,20 +277,22 @@ class Handler(BaseHTTPRequestHandler):
             for _ in range(64):
                 self.chunk(b"x" * MiB)
             return self.chunk(b'"}\n' + line({"type": "end_of_execution"}))
+        # The next three outlast any client timeout a case sets by far (30 s): a client that gives up
+        # in time says so with Timeout, one that does not sees a body without end_of_execution.
         if mode == "stall":  # a first line, then silence
             self.chunk(normal_lines()[0])
-            time.sleep(20)
+            time.sleep(30)
             return
         if mode == "keepalive-forever":
-            until = time.time() + 20
+            until = time.time() + 30
             while time.time() < until:
                 self.chunk(line({"type": "keepalive"}))
                 time.sleep(0.2)
             return
-        if mode == "flood":  # arg MiB of 1 KiB stdout lines, as fast as the client takes them
+        if mode == "flood":  # arg MiB of 16 KiB stdout lines, as fast as the client takes them
             one = line({"type": "stdout", "text": ""})
-            one = line({"type": "stdout", "text": "f" * (1024 - len(one))})  # 1 KiB a line
-            block = one * 64
+            one = line({"type": "stdout", "text": "f" * (16384 - len(one))})  # 16 KiB a line
+            block = one * 4
             with LOCK:
                 STATS[sid] = {"sent": 0, "done": False}
             for _ in range(int(arg) * MiB // len(block)):
