@@ -131,6 +131,23 @@ t.test("a reader that stops early holds the server back (backpressure)", { timeo
     t.eq(cjson.decode(core.request({ url = stats_url, timeout = 5 }).body).done, true)
   end)
 
+t.test("reading a full queue lets the other tasks run (a cooperative pause every 64 items)",
+  { timeout = 60 }, function(ctx)
+    local st <close> = code.execute_stream(ctx.code_sandbox, "flood:16", { timeout = 50 })
+    t.eq((st:next()), "line")
+    core.sleep(1.5) -- the queue fills: 8 MiB of 16 KiB lines, far more than 64
+    local other_ran_at
+    local n = 0
+    core.spawn(function() other_ran_at = n end) -- ready now; runs at this task's next yield
+    while n < 200 do
+      local k = st:next()
+      if k ~= "line" then break end
+      n = n + 1
+    end
+    t.ok(other_ran_at ~= nil and other_ran_at <= 64,
+      "the other task ran after " .. tostring(other_ran_at) .. " lines read from the queue")
+  end)
+
 -- --- broken streams ---------------------------------------------------------------------------
 
 t.test("a stream that ends without end_of_execution is a Protocol error", function(ctx)
