@@ -713,7 +713,12 @@ class ClientStream:
         self.c.send(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
     def finish(self):
-        self.c.send(b"0\r\n\r\n")
+        try:
+            self.c.send(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            # an early answer (401, 415) may come and the connection close before the body is
+            # complete; the answer is still in this socket's receive queue
+            pass
         r = self.c.getresponse()
         body = r.read()
         self.c.close()
