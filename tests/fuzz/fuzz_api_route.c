@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_fields.h"
 #include "local/api_internal.h"
 #include "local/http_util.h"
 
@@ -262,19 +263,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (size < 1)
     return 0;
   const char *method = methods[data[0] % 7];
-  char *buf = malloc(size); /* the fields, NUL-terminated in place */
+  char *field[FUZZ_FIELDS];
+  char *buf = fuzz_fields(data, size, field);
   if (!buf)
     return 0;
-  memcpy(buf, data + 1, size - 1);
-  buf[size - 1] = 0;
-  char *field[4] = {buf, "", "", ""};
-  for (int i = 1; i < 4; i++) {
-    char *nl = strchr(field[i - 1], '\n');
-    if (!nl)
-      break;
-    *nl = 0;
-    field[i] = nl + 1;
-  }
   fuzz_lookup(method, field[0]);
   for (size_t i = 0; i < abx_api_nroutes; i++)
     fuzz_match(abx_api_routes[i].pattern, field[0], field[3]);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fuzz_fields.h"
 #include "local/api_internal.h"
 #include "local/http_util.h"
 #include "local/ingress.h"
@@ -67,19 +68,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (size < 1)
     return 0;
   unsigned mask = data[0];
-  char *buf = malloc(size); /* the fields, NUL-terminated in place */
+  char *field[FUZZ_FIELDS];
+  char *buf = fuzz_fields(data, size, field);
   if (!buf)
     return 0;
-  memcpy(buf, data + 1, size - 1);
-  buf[size - 1] = 0;
-  char *field[4] = {buf, "", "", ""};
-  for (int i = 1; i < 4; i++) {
-    char *nl = strchr(field[i - 1], '\n');
-    if (!nl)
-      break;
-    *nl = 0;
-    field[i] = nl + 1;
-  }
   hdr_host = (mask & 1) ? field[0] : NULL;
   hdr_id = (mask & 2) ? field[1] : NULL;
   hdr_port = (mask & 4) ? field[2] : NULL;
