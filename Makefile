@@ -23,9 +23,10 @@ run: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900 -LE load
 
-# The platform load benchmark (200 sandboxes, 2,000 concurrent commands), alone on the machine.
+# The platform load benchmark (200 sandboxes, 2,000 concurrent commands), alone on the machine;
+# --verbose so that its figures (latencies, CPU by side, peaks) are in the log even when it passes.
 test-load: build
-	cd $(BUILD) && ctest --output-on-failure -L load --timeout 1500
+	cd $(BUILD) && ctest --verbose -L load --timeout 1500
 
 # The whole suite under AddressSanitizer and UBSan (valgrind cannot run an ASan binary: the
 # memcheck test is left to `make test`).
