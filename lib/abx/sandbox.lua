@@ -34,6 +34,7 @@ local http = require("abx.http")
 local snapshot = require("abx.snapshot")
 local volume = require("abx.volume")
 local code = require("abx.code")
+local wire = require("abx.sandbox_wire")
 
 local sandbox = {}
 
@@ -273,47 +274,6 @@ function Connection:_create_once(body)
   end
 end
 
---- A list of strings for a JSON array field; nil (the field left out) when empty or nil, since
---- cjson encodes an empty table as `{}` and an omitted rule list means "none" (reference §3.2).
-local function json_array(t)
-  if t == nil then return nil end
-  if type(t) ~= "table" then
-    errmap.raise("InvalidArgument", 0, "expected an array of strings, got " .. type(t))
-  end
-  if #t == 0 then return nil end
-  local a = {}
-  for i, v in ipairs(t) do a[i] = tostring(v) end
-  return a
-end
-
---- The `network` object of NewSandbox (reference §3.2 SandboxNetworkConfig) from snake_case options.
-local function network_body(n)
-  if n == nil then return nil end
-  if type(n) ~= "table" then errmap.raise("InvalidArgument", 0, "network must be a table") end
-  local b = {}
-  if n.allow_public_traffic ~= nil then b.allowPublicTraffic = n.allow_public_traffic and true or false end
-  b.allowOut = json_array(n.allow_out)
-  b.denyOut = json_array(n.deny_out)
-  if n.mask_request_host then b.maskRequestHost = n.mask_request_host end
-  return b
-end
-
---- The `volumeMounts` array of NewSandbox (reference §3.2, §5): {{name=, path=, read_only=}}.
---- `readOnly` is sent only when read_only is set (the local platform's extension).
-local function volume_mounts_body(vm)
-  if vm == nil then return nil end
-  if type(vm) ~= "table" then errmap.raise("InvalidArgument", 0, "volume_mounts must be an array") end
-  local a = {}
-  for i, m in ipairs(vm) do
-    if type(m) ~= "table" or type(m.name) ~= "string" or type(m.path) ~= "string" then
-      errmap.raise("InvalidArgument", 0, "volume_mounts[" .. i .. "] must be {name=, path=}")
-    end
-    a[i] = { name = m.name, path = m.path }
-    if m.read_only ~= nil then a[i].readOnly = m.read_only and true or false end
-  end
-  return a
-end
-
 --- Creates a sandbox: POST /sandboxes (reference §3.1, §3.2 NewSandbox); 201 -> Sandbox.
 --- Options beyond the basics: `auto_pause` (pause instead of kill at the TTL), `allow_internet_access`
 --- (false: no outbound traffic), `network = {allow_public_traffic=, allow_out=, deny_out=}`
@@ -339,8 +299,8 @@ function Connection:create(opts)
   if opts.allow_internet_access ~= nil then
     body.allow_internet_access = opts.allow_internet_access and true or false -- snake_case (§3.2)
   end
-  body.network = network_body(opts.network)
-  body.volumeMounts = volume_mounts_body(opts.volume_mounts)
+  body.network = wire.network_body(opts.network)
+  body.volumeMounts = wire.volume_mounts_body(opts.volume_mounts)
   local resp, request = self:_create_once(body)
   if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
   local sbx = new_sandbox(self, decode_ok(resp, request), request)
@@ -408,46 +368,6 @@ function Connection:pause(id, opts)
   errmap.raise_api(resp, request, "SandboxNotFound")
 end
 
---- snake_case info table of a SandboxDetail / ListedSandbox (reference §3.3).
-local function info_of(d)
-  local function opt(v) if v == cjson.null then return nil end return v end
-  return {
-    sandbox_id = d.sandboxID,
-    template_id = d.templateID,
-    alias = opt(d.alias),
-    state = d.state,
-    metadata = type(d.metadata) == "table" and d.metadata or {},
-    started_at = d.startedAt,
-    end_at = d.endAt,
-    envd_version = d.envdVersion,
-    cpu_count = math.tointeger(d.cpuCount) or d.cpuCount, -- cjson decodes numbers as floats
-    memory_mb = math.tointeger(d.memoryMB) or d.memoryMB,
-    disk_size_mb = math.tointeger(opt(d.diskSizeMB)) or opt(d.diskSizeMB),
-    domain = opt(d.domain),
-    allow_internet_access = opt(d.allowInternetAccess),
-    network = type(d.network) == "table" and {
-      allow_public_traffic = opt(d.network.allowPublicTraffic),
-      allow_out = type(d.network.allowOut) == "table" and d.network.allowOut or {},
-      deny_out = type(d.network.denyOut) == "table" and d.network.denyOut or {},
-    } or nil,
-    lifecycle = type(d.lifecycle) == "table" and {
-      auto_resume = opt(d.lifecycle.autoResume), on_timeout = opt(d.lifecycle.onTimeout),
-    } or nil,
-    volume_mounts = type(d.volumeMounts) == "table" and (function()
-      local a = {}
-      for i, m in ipairs(d.volumeMounts) do
-        a[i] = { name = m.name, path = m.path, read_only = opt(m.readOnly) }
-      end
-      return a
-    end)() or nil,
-    -- the local platform's extension (GET /sandboxes/{id}): the sandbox's own link, whose host side
-    -- is the only address "outside" the sandbox that it may reach
-    abx_network = type(d.abxNetwork) == "table" and {
-      host_address = d.abxNetwork.hostAddress, sandbox_address = d.abxNetwork.sandboxAddress,
-    } or nil,
-  }
-end
-
 --- Details of a sandbox: GET /sandboxes/{id} (reference §3.4).
 --- Raises: SandboxNotFound (404), Authentication, Sandbox, Protocol, Transport, Timeout.
 ---@param id string
@@ -463,18 +383,7 @@ function Connection:get_info(id)
   if type(d.sandboxID) ~= "string" then
     errmap.raise_protocol(resp.status, request, "a SandboxDetail with sandboxID")
   end
-  return info_of(d)
-end
-
---- The `metadata` query value as the SDK builds it: `k=v&k2=v2` of percent-encoded keys and values;
---- the whole string is encoded again as the parameter value (reference §3.4, GET /v2/sandboxes).
-local function metadata_query(md)
-  local keys = {}
-  for k in pairs(md) do keys[#keys + 1] = k end
-  table.sort(keys)
-  local kv = {}
-  for _, k in ipairs(keys) do kv[#kv + 1] = { k, tostring(md[k]) } end
-  return envd.query(kv)
+  return wire.info_of(d)
 end
 
 --- One page of GET /v2/sandboxes (reference §2 "Pagination", §3.4). `limit` is the page size
@@ -486,14 +395,14 @@ end
 function Connection:list_page(opts)
   opts = opts or {}
   local q = {}
-  if opts.metadata and next(opts.metadata) then q[#q + 1] = { "metadata", metadata_query(opts.metadata) } end
+  if opts.metadata and next(opts.metadata) then q[#q + 1] = { "metadata", wire.metadata_query(opts.metadata) } end
   if opts.state and #opts.state > 0 then q[#q + 1] = { "state", table.concat(opts.state, ",") } end
   if opts.limit then q[#q + 1] = { "limit", string.format("%d", opts.limit) } end
   if opts.next_token then q[#q + 1] = { "nextToken", opts.next_token } end
   local resp, request = self:_call("GET", "/v2/sandboxes", envd.query(q), nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
   local items = {}
-  for _, d in ipairs(decode_ok(resp, request, true)) do items[#items + 1] = info_of(d) end
+  for _, d in ipairs(decode_ok(resp, request, true)) do items[#items + 1] = wire.info_of(d) end
   local token = resp.headers["x-next-token"]
   if token == "" then token = nil end
   return items, token
@@ -670,7 +579,7 @@ end
 ---@param o {allow_out?: string[], deny_out?: string[], allow_internet_access?: boolean}
 function Sandbox:update_network(o)
   o = o or {}
-  local body = { allowOut = json_array(o.allow_out), denyOut = json_array(o.deny_out) }
+  local body = { allowOut = wire.json_array(o.allow_out), denyOut = wire.json_array(o.deny_out) }
   if o.allow_internet_access ~= nil then
     body.allow_internet_access = o.allow_internet_access and true or false
   end
