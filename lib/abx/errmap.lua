@@ -158,6 +158,20 @@ function errmap.raise_protocol(status, request, what)
   errmap.raise("Protocol", status, "unexpected answer: " .. what, { request = request })
 end
 
+--- Decodes a success body that must be a JSON object (or a JSON array when `array`).
+--- Raises: Protocol (naming `request` and the shape expected).
+---@param resp {status: integer, body: string|nil}
+---@param request string "METHOD path"
+---@param array? boolean
+---@return table
+function errmap.decode_ok(resp, request, array)
+  local ok, v = pcall(cjson.decode, resp.body or "")
+  if not ok or type(v) ~= "table" or (array and next(v) ~= nil and v[1] == nil) then
+    errmap.raise_protocol(resp.status, request, array and "a JSON array" or "a JSON object")
+  end
+  return v
+end
+
 --- Kind for a Connect code (reference/envd-protocol.md §2.4).
 ---@param code string
 ---@return string

@@ -173,16 +173,6 @@ function Connection:_call(method, path, query, body, retry)
   end
 end
 
---- Decodes a success body that must be a JSON object (or array when `array`).
---- Raises: Protocol.
-local function decode_ok(resp, request, array)
-  local ok, v = pcall(cjson.decode, resp.body or "")
-  if not ok or type(v) ~= "table" or (array and next(v) ~= nil and v[1] == nil) then
-    errmap.raise_protocol(resp.status, request, array and "a JSON array" or "a JSON object")
-  end
-  return v
-end
-
 local function copy(t)
   local c = {}
   for k, v in pairs(t or {}) do c[k] = v end
@@ -303,9 +293,21 @@ function Connection:create(opts)
   body.volumeMounts = wire.volume_mounts_body(opts.volume_mounts)
   local resp, request = self:_create_once(body)
   if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
-  local sbx = new_sandbox(self, decode_ok(resp, request), request)
+  local sbx = new_sandbox(self, errmap.decode_ok(resp, request), request)
   if self.hooks.created then self.hooks.created(sbx) end
   return sbx
+end
+
+--- POST /sandboxes/{id}/<action> {timeout} (connect or resume): 200 or 201 -> Sandbox and status.
+--- Raises: SandboxNotFound (404) and the other kinds of errmap.raise_api, Protocol.
+local function reattach(conn, id, action, opts, retry)
+  local path = "/sandboxes/" .. envd.quote(id) .. "/" .. action
+  local resp, request = conn:_call("POST", path, nil,
+    { timeout = math.ceil((opts or {}).timeout or 300) }, retry)
+  if resp.status ~= 200 and resp.status ~= 201 then
+    errmap.raise_api(resp, request, "SandboxNotFound")
+  end
+  return new_sandbox(conn, errmap.decode_ok(resp, request), request), resp.status
 end
 
 --- Connects to a running or paused sandbox: POST /sandboxes/{id}/connect (reference §3.4). 200:
@@ -317,15 +319,8 @@ end
 ---@param opts? {timeout?: number}
 ---@return abx.Sandbox
 function Connection:connect(id, opts)
-  opts = opts or {}
-  local path = "/sandboxes/" .. envd.quote(id) .. "/connect"
-  local resp, request = self:_call("POST", path, nil, { timeout = math.ceil(opts.timeout or 300) },
-    true)
-  if resp.status ~= 200 and resp.status ~= 201 then
-    errmap.raise_api(resp, request, "SandboxNotFound")
-  end
-  local sbx = new_sandbox(self, decode_ok(resp, request), request)
-  sbx.resumed = resp.status == 201
+  local sbx, status = reattach(self, id, "connect", opts, true)
+  sbx.resumed = status == 201
   return sbx
 end
 
@@ -338,14 +333,7 @@ end
 ---@param opts? {timeout?: number}
 ---@return abx.Sandbox
 function Connection:resume(id, opts)
-  opts = opts or {}
-  local path = "/sandboxes/" .. envd.quote(id) .. "/resume"
-  local resp, request = self:_call("POST", path, nil, { timeout = math.ceil(opts.timeout or 300) },
-    false)
-  if resp.status ~= 201 and resp.status ~= 200 then
-    errmap.raise_api(resp, request, "SandboxNotFound")
-  end
-  local sbx = new_sandbox(self, decode_ok(resp, request), request)
+  local sbx = reattach(self, id, "resume", opts, false) -- not idempotent: never retried
   sbx.resumed = true
   return sbx
 end
@@ -379,7 +367,7 @@ end
 function Connection:get_info(id)
   local resp, request = self:_call("GET", "/sandboxes/" .. envd.quote(id), nil, nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request, "SandboxNotFound") end
-  local d = decode_ok(resp, request)
+  local d = errmap.decode_ok(resp, request)
   if type(d.sandboxID) ~= "string" then
     errmap.raise_protocol(resp.status, request, "a SandboxDetail with sandboxID")
   end
@@ -402,7 +390,7 @@ function Connection:list_page(opts)
   local resp, request = self:_call("GET", "/v2/sandboxes", envd.query(q), nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
   local items = {}
-  for _, d in ipairs(decode_ok(resp, request, true)) do items[#items + 1] = wire.info_of(d) end
+  for _, d in ipairs(errmap.decode_ok(resp, request, true)) do items[#items + 1] = wire.info_of(d) end
   local token = resp.headers["x-next-token"]
   if token == "" then token = nil end
   return items, token
@@ -562,7 +550,7 @@ function Sandbox:get_metrics(opts)
   if resp.status ~= 200 then errmap.raise_api(resp, request, "SandboxNotFound") end
   local out = {}
   local function int(v) return math.tointeger(v) or v end
-  for i, m in ipairs(decode_ok(resp, request, true)) do
+  for i, m in ipairs(errmap.decode_ok(resp, request, true)) do
     if type(m) ~= "table" then errmap.raise_protocol(resp.status, request, "SandboxMetric objects") end
     out[i] = {
       timestamp_unix = int(m.timestampUnix), cpu_count = int(m.cpuCount), cpu_used_pct = m.cpuUsedPct,

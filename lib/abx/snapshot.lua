@@ -12,19 +12,10 @@
 -- Errors: abx.error kinds through abx.errmap; create: 404 -> SandboxNotFound, 400 ->
 -- InvalidArgument (bad name); delete: 404 -> false, 400 (still used by a sandbox) -> InvalidArgument.
 
-local cjson = require("cjson")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
 
 local snapshot = {}
-
-local function decode(resp, request, array)
-  local ok, v = pcall(cjson.decode, resp.body or "")
-  if not ok or type(v) ~= "table" or (array and next(v) ~= nil and v[1] == nil) then
-    errmap.raise_protocol(resp.status, request, array and "a JSON array" or "a JSON object")
-  end
-  return v
-end
 
 local function info_of(s, status, request)
   if type(s) ~= "table" or type(s.snapshotID) ~= "string" then
@@ -52,7 +43,7 @@ function snapshot.create(sbx, opts)
   if resp.status ~= 201 and resp.status ~= 200 then
     errmap.raise_api(resp, request, "SandboxNotFound")
   end
-  local info = info_of(decode(resp, request), resp.status, request)
+  local info = info_of(errmap.decode_ok(resp, request), resp.status, request)
   if conn.hooks.snapshot_created then conn.hooks.snapshot_created(info) end
   return info
 end
@@ -73,7 +64,7 @@ function snapshot.list_page(conn, opts)
   local resp, request = conn:_call("GET", "/snapshots", envd.query(q), nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
   local items = {}
-  for i, s in ipairs(decode(resp, request, true)) do items[i] = info_of(s, resp.status, request) end
+  for i, s in ipairs(errmap.decode_ok(resp, request, true)) do items[i] = info_of(s, resp.status, request) end
   local token = resp.headers["x-next-token"]
   if token == "" then token = nil end
   return items, token

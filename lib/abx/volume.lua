@@ -13,19 +13,10 @@
 -- NotFound, delete 404 -> false.
 
 local core = require("abx.core")
-local cjson = require("cjson")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
 
 local volume = {}
-
-local function decode(resp, request, array)
-  local ok, v = pcall(cjson.decode, resp.body or "")
-  if not ok or type(v) ~= "table" or (array and next(v) ~= nil and v[1] == nil) then
-    errmap.raise_protocol(resp.status, request, array and "a JSON array" or "a JSON object")
-  end
-  return v
-end
 
 local function info_of(v, status, request)
   if type(v) ~= "table" or type(v.volumeID) ~= "string" or type(v.name) ~= "string" then
@@ -47,7 +38,7 @@ function volume.create(conn, name)
   if type(name) ~= "string" then errmap.raise("InvalidArgument", 0, "volume name must be a string") end
   local resp, request = conn:_call("POST", "/volumes", nil, { name = name }, false)
   if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
-  local info = info_of(decode(resp, request), resp.status, request)
+  local info = info_of(errmap.decode_ok(resp, request), resp.status, request)
   if conn.hooks.volume_created then conn.hooks.volume_created(info) end
   return info
 end
@@ -60,7 +51,7 @@ function volume.list(conn)
   local resp, request = conn:_call("GET", "/volumes", nil, nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
   local out = {}
-  for i, v in ipairs(decode(resp, request, true)) do out[i] = info_of(v, resp.status, request) end
+  for i, v in ipairs(errmap.decode_ok(resp, request, true)) do out[i] = info_of(v, resp.status, request) end
   return out
 end
 
@@ -72,7 +63,7 @@ end
 function volume.get(conn, id)
   local resp, request = conn:_call("GET", "/volumes/" .. envd.quote(id), nil, nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
-  return info_of(decode(resp, request), resp.status, request)
+  return info_of(errmap.decode_ok(resp, request), resp.status, request)
 end
 
 --- Deletes a volume and its data: DELETE /volumes/{id}. true on 204, false on 404.
