@@ -84,19 +84,6 @@ static int write_str(const char *path, const char *s)
   return ok ? 0 : -1;
 }
 
-static int read_str(const char *path, char *buf, size_t n)
-{
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t k = read(fd, buf, n - 1);
-  close(fd);
-  if (k < 0)
-    return -1;
-  buf[k] = 0;
-  return 0;
-}
-
 static void file_of(int h, const char *id, const char *file, char *out, size_t n)
 {
   snprintf(out, n, "%.590s/%.40s%s%.40s", g_base[h], id, file ? "/" : "", file ? file : "");
@@ -135,7 +122,7 @@ int abx_cgroup_freeze(const char *id, int64_t deadline_mono)
   if (write_str(p, "FROZEN") != 0)
     return -1;
   for (;;) {
-    if (read_str(p, st, sizeof st) == 0 && strncmp(st, "FROZEN", 6) == 0)
+    if (abx_read_small(p, st, sizeof st) >= 0 && strncmp(st, "FROZEN", 6) == 0)
       return 0;
     if (abx_mono_ns() >= deadline_mono)
       break;
@@ -177,7 +164,7 @@ void abx_cgroup_kill_all(const char *id)
 static uint64_t read_u64(const char *path)
 {
   char buf[64];
-  if (read_str(path, buf, sizeof buf) != 0)
+  if (abx_read_small(path, buf, sizeof buf) < 0)
     return 0;
   return strtoull(buf, NULL, 10);
 }

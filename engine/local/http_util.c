@@ -7,11 +7,13 @@
 #include "local/faults.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 enum MHD_Result abx_http_text(struct MHD_Connection *c, unsigned status, const char *ctype,
                               const char *data, size_t len)
@@ -142,6 +144,22 @@ int64_t abx_mono_ns(void)
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+ssize_t abx_read_small(const char *path, char *buf, size_t n)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t k = read(fd, buf, n - 1);
+  int e = errno;
+  close(fd);
+  if (k < 0) {
+    errno = e;
+    return -1;
+  }
+  buf[k] = 0;
+  return k;
 }
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";

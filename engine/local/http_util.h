@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Queue `body` (stolen reference; NULL sends an empty body) as JSON with `status`. Returns MHD's result. */
 enum MHD_Result abx_http_json(struct MHD_Connection *c, unsigned status, json_t *body);
@@ -42,6 +43,10 @@ void abx_rfc3339(int64_t ns, char out[32]);
 /* Current CLOCK_REALTIME / CLOCK_MONOTONIC time in nanoseconds. */
 int64_t abx_now_ns(void);
 int64_t abx_mono_ns(void);
+
+/* Reads at most n - 1 bytes of a small file (a /proc or cgroup entry) into buf, NUL-terminated.
+ * Returns the byte count, or -1 (errno set) when it cannot be opened or read. */
+ssize_t abx_read_small(const char *path, char *buf, size_t n);
 
 /* base64url with padding of `len` bytes into a malloc'd NUL-terminated string (NULL on OOM). */
 char *abx_b64url_encode(const unsigned char *in, size_t len);

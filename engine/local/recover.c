@@ -17,29 +17,17 @@
 #include <unistd.h>
 
 #include "local/cgroup.h"
+#include "local/http_util.h"
 #include "local/sandbox.h"
 
 #define MAX_STALE 256
-
-static ssize_t read_file(const char *path, char *buf, size_t n)
-{
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t k = read(fd, buf, n - 1);
-  close(fd);
-  if (k < 0)
-    return -1;
-  buf[k] = 0;
-  return k;
-}
 
 /* Start time (field 22 of /proc/<pid>/stat) and state letter; -1 when the process is gone. */
 static int proc_start(pid_t pid, unsigned long long *start, char *state)
 {
   char p[64], buf[1024];
   snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-  if (read_file(p, buf, sizeof buf) <= 0)
+  if (abx_read_small(p, buf, sizeof buf) <= 0)
     return -1;
   char *rp = strrchr(buf, ')');
   if (!rp || !rp[1])
@@ -62,7 +50,7 @@ static int is_serve_cmd(pid_t pid)
 {
   char p[64], buf[512];
   snprintf(p, sizeof p, "/proc/%d/cmdline", (int)pid);
-  ssize_t k = read_file(p, buf, sizeof buf);
+  ssize_t k = abx_read_small(p, buf, sizeof buf);
   if (k <= 0)
     return 0;
   size_t a0 = strlen(buf);
@@ -99,7 +87,7 @@ static unsigned long long owner_start_of(const char *dir)
 {
   char p[4200], buf[128];
   snprintf(p, sizeof p, "%s/owner", dir);
-  if (read_file(p, buf, sizeof buf) <= 0)
+  if (abx_read_small(p, buf, sizeof buf) <= 0)
     return 0;
   unsigned long long pid = 0, start = 0;
   if (sscanf(buf, "%llu %llu", &pid, &start) != 2)
