@@ -38,6 +38,9 @@ import tempfile
 import time
 import urllib.parse
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../platform"))
+import test_platform as tp  # noqa: E402  (sandbox_pids, alive, mounts_under)
+
 ENVD_PORT = 49983
 DATA_BYTES = 65536
 B64_LEN = (DATA_BYTES + 2) // 3 * 4
@@ -201,42 +204,8 @@ class Sampler:
 
 # ---- leftovers -----------------------------------------------------------------------------------
 
-def sandbox_pids(state_dir):
-    """Pids of processes whose command line names the state dir (bwrap) and all their descendants."""
-    procs = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open("/proc/%s/stat" % d) as f:
-                st = f.read()
-            rest = st[st.rindex(")") + 2:].split()
-            if rest[0] in "ZX":
-                continue
-            procs[int(d)] = (int(rest[1]), cmd)
-        except (OSError, ValueError, IndexError):
-            continue
-    found = {p for p, (_, cmd) in procs.items() if state_dir in cmd}
-    changed = True
-    while changed:
-        changed = False
-        for p, (pp, _) in procs.items():
-            if pp in found and p not in found:
-                found.add(p)
-                changed = True
-    return found
-
-
-def mounts_under(state_dir):
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = line.split()[4]
-            if mp == state_dir or mp.startswith(state_dir + "/"):
-                out.append(mp)
-    return out
+def live_sandbox_pids(state_dir):
+    return [p for p in tp.sandbox_pids(state_dir) if tp.alive(p)]
 
 
 def cgroup_dirs(pid):
@@ -677,7 +646,7 @@ def main():
         errors.append(str(e))
     sampler.sample()
 
-    alive_before = sandbox_pids(serve.state_dir)
+    alive_before = live_sandbox_pids(serve.state_dir)
     rc = serve.stop()
     report["total_s"] = time.monotonic() - t_begin
     if rc != 0:
@@ -685,8 +654,8 @@ def main():
     # leftovers (processes may take a moment to be reaped by init)
     deadline = time.time() + 10
     while True:
-        procs = sandbox_pids(serve.state_dir)
-        mnts = mounts_under(serve.state_dir)
+        procs = live_sandbox_pids(serve.state_dir)
+        mnts = tp.mounts_under(serve.state_dir)
         cgs = [d for d in serve.cgroups if os.path.exists(d)]
         state = os.path.exists(serve.state_dir)
         if not (procs or mnts or cgs or state) or time.time() > deadline:

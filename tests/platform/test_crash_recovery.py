@@ -6,6 +6,9 @@ a second live serve's state stays untouched. Exit 77 = skipped (not root or no b
 Usage: test_crash_recovery.py ABXLUA"""
 import glob, json, os, shutil, signal, subprocess, sys, tempfile, time, urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_platform import mounts_under  # noqa: E402
+
 abx = os.path.abspath(sys.argv[1])
 if os.geteuid() != 0 or not os.access("/usr/bin/bwrap", os.X_OK):
     print("skipped: needs root and /usr/bin/bwrap")
@@ -41,15 +44,6 @@ def api(s, method, path, body=None):
             return resp.status, json.loads(data) if data else None
     except urllib.error.HTTPError as e:
         return e.code, None
-
-def mounts_under(d):
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = line.split()[4].replace("\\040", " ")
-            if mp == d or mp.startswith(d + "/"):
-                out.append(mp)
-    return out
 
 def cgroup_dirs(pid):
     return [d for d in glob.glob("/sys/fs/cgroup/*/**/abxlua/serve.%d" % pid, recursive=True)

@@ -57,11 +57,6 @@ def host_upper(s, sid, *parts):
     return os.path.join(s.state_dir, sid, "upper", *parts)
 
 
-def mounts_under(path):
-    with open("/proc/self/mountinfo") as f:
-        return [ln.split()[4] for ln in f if ln.split()[4].startswith(path)]
-
-
 def freezer_dirs(pid):
     base = "/sys/fs/cgroup/freezer/abxlua/serve.%d" % pid
     return os.listdir(base) if os.path.isdir(base) else []
@@ -232,7 +227,7 @@ def t_kill_paused(s, ctx):
     time.sleep(0.2)
     check(not [p for p in pids if tp.alive(p)], "processes left: %r" % pids)
     check(sid not in freezer_dirs(s.proc.pid), "freezer cgroup left")
-    check(not mounts_under(os.path.join(s.state_dir, sid)), "overlay mounts left")
+    check(not tp.mounts_under(os.path.join(s.state_dir, sid)), "overlay mounts left")
     check(not os.path.exists(os.path.join(s.state_dir, sid)), "state dir left")
 
 
@@ -454,7 +449,7 @@ def t_shutdown_cleanup(s, ctx):
     ctx["stopped"] = True
     check(rc == 0, "serve exit %r %r" % (rc, err[-300:]))
     check(not [p for p in pids if tp.alive(p)], "processes left")
-    check(not mounts_under(s.state_dir), "mounts left: %r" % mounts_under(s.state_dir))
+    check(not tp.mounts_under(s.state_dir), "mounts left: %r" % tp.mounts_under(s.state_dir))
     check(not os.path.exists("/sys/fs/cgroup/freezer/abxlua/serve.%d" % pid), "freezer cgroup left")
     check(not os.path.exists("/sys/fs/cgroup/memory/abxlua/serve.%d" % pid) and
           not any(os.path.exists(d) for d in _memory_dirs(pid)), "memory cgroup left")

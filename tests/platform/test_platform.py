@@ -427,6 +427,17 @@ def sandbox_pids(state_dir):
     return found
 
 
+def mounts_under(d):
+    """Mount points at d or below it, from this process's mountinfo (spaces unescaped)."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].replace("\\040", " ")
+            if mp == d or mp.startswith(d + "/"):
+                out.append(mp)
+    return out
+
+
 def alive(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
