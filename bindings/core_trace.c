@@ -2,6 +2,7 @@
  * core_trace.c: HTTP traces of core.request, core.stream and core.ndjson (-vv, -vvv; contract:
  * docs/ENGINE.md, core.set_trace). Every line goes through the secrets registry before stderr.
  */
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,19 +14,32 @@
 #include "loop.h"
 #include "secrets.h"
 
-/* Writes one masked trace line to stderr. */
+#define TRACE_LINE_MAX 2048 /* bytes of a masked trace line shown; the rest becomes "..." */
+#define TRACE_BODY_MAX 512  /* bytes of a masked body shown at -vvv */
+
+/* Writes one trace line to stderr: formatted whole, masked whole, then cut to TRACE_LINE_MAX, so a
+ * secret across the cut is masked rather than shown in part. */
 static void trace_line(struct abx_loop *loop, const char *fmt, ...)
 {
-  char buf[2048];
+  char *buf = NULL;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  int n = vasprintf(&buf, fmt, ap);
   va_end(ap);
-  if (n < 0)
+  size_t len = 0;
+  char *m = n < 0 ? NULL : abx_secrets_mask(loop->secrets, buf, (size_t)n, &len);
+  free(buf);
+  if (!m) {
+    static const char oom[] = "abxlua: http (trace dropped: out of memory)\n";
+    abx_secrets_write(loop->secrets, stderr, oom, sizeof oom - 1);
     return;
-  size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
-  char *m = abx_secrets_mask(loop->secrets, buf, len, NULL);
-  fprintf(stderr, "abxlua: http %s\n", m ? m : "(trace dropped: out of memory)");
+  }
+  char *line = NULL;
+  int w = asprintf(&line, "abxlua: http %.*s%s\n", (int)(len < TRACE_LINE_MAX ? len : TRACE_LINE_MAX),
+                   m, len > TRACE_LINE_MAX ? "..." : "");
+  if (w >= 0)
+    abx_secrets_write(loop->secrets, stderr, line, (size_t)w);
+  free(line);
   free(m);
 }
 
@@ -42,7 +56,9 @@ void abx_trace_request(struct abx_loop *loop, const char *what, const char *cons
 
 /* Registers as secrets the string values of JSON fields whose names say they are credentials
  * ("...token", "...secret", "...key", "password"), so that a body excerpt traced before the Lua
- * side has seen the answer (envdAccessToken, trafficAccessToken, volume tokens) is masked too. */
+ * side has seen the answer (envdAccessToken, trafficAccessToken, volume tokens) is masked too. The
+ * body may be cut or not JSON at all, so fields are found by a scan; each value is decoded by
+ * jansson (escapes such as \/ and \u002b) and registered decoded, with all its forms. */
 static void register_body_secrets(struct abx_loop *loop, const char *body, size_t len)
 {
   static const char *const words[] = {"token", "secret", "key", "password", NULL};
@@ -64,9 +80,9 @@ static void register_body_secrets(struct abx_loop *loop, const char *body, size_
       k++;
     if (k >= len || body[k] != '"')
       continue;
-    size_t value = k + 1, v = value;
-    while (v < len && body[v] != '"' && v - value < 4096)
-      v++;
+    size_t v = k + 1; /* the closing quote: escaped quotes are part of the value */
+    while (v < len && body[v] != '"' && v - k < 4096)
+      v += body[v] == '\\' ? 2 : 1;
     if (v >= len || body[v] != '"')
       continue;
     int hit = 0;
@@ -75,8 +91,10 @@ static void register_body_secrets(struct abx_loop *loop, const char *body, size_
       for (size_t a = 0; a + wl <= name_len && !hit; a++)
         hit = strncasecmp(body + name + a, *w, wl) == 0;
     }
-    if (hit)
-      abx_secrets_add(loop->secrets, body + value, v - value);
+    json_t *value = hit ? json_loadb(body + k, v - k + 1, JSON_DECODE_ANY, NULL) : NULL;
+    if (json_is_string(value))
+      abx_secrets_add(loop->secrets, json_string_value(value), json_string_length(value));
+    json_decref(value);
     i = v;
   }
 }
@@ -95,9 +113,14 @@ void abx_trace_answer(struct abx_loop *loop, const char *what, struct abx_transf
              abx_now_ms() - started_ms);
   for (size_t i = 0; i < t->nheaders; i++)
     trace_line(loop, "<   %s: %s", t->headers[i].name, t->headers[i].value);
-  if (loop->trace >= 2 && t->body.len > 0)
-    register_body_secrets(loop, t->body.data, t->body.len);
-  if (loop->trace >= 2 && t->body.len > 0)
-    trace_line(loop, "<   body: %.*s%s", (int)(t->body.len < 512 ? t->body.len : 512), t->body.data,
-               t->body.len > 512 ? "..." : "");
+  if (loop->trace < 2 || t->body.len == 0)
+    return;
+  register_body_secrets(loop, t->body.data, t->body.len);
+  /* masked whole, then cut: a secret across the cut is masked, not shown in part */
+  size_t n = 0;
+  char *m = abx_secrets_mask(loop->secrets, t->body.data, t->body.len, &n);
+  if (m)
+    trace_line(loop, "<   body: %.*s%s", (int)(n < TRACE_BODY_MAX ? n : TRACE_BODY_MAX), m,
+               n > TRACE_BODY_MAX ? "..." : "");
+  free(m);
 }

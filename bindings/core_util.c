@@ -303,18 +303,19 @@ static int core_platform_stop(lua_State *L)
 static int write_masked(lua_State *L, FILE *f)
 {
   struct abx_loop *loop = abx_core_loop(L);
-  size_t n, out_n;
+  size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
-  char *m = abx_secrets_mask(loop->secrets, s, n, &out_n);
-  if (!m)
+  if (abx_secrets_write(loop->secrets, f, s, n) != 0)
     return luaL_error(L, "out of memory while masking");
-  fwrite(m, 1, out_n, f);
-  fflush(f);
-  free(m);
+  if (lua_toboolean(L, 2))
+    abx_secrets_flush(loop->secrets, f);
   return 0;
 }
 
-/* core.write(text), core.ewrite(text): stdout / stderr, masked */
+/* core.write(text [, flush]), core.ewrite(text [, flush]): writes text to stdout / stderr, masked
+ * across calls (a secret written in two pieces is masked; engine/secrets.h). A tail that may begin
+ * a secret is held back until the next write; flush = true writes it now (a status line that the
+ * next write erases). Raises: a Lua error when out of memory. */
 static int core_write(lua_State *L) { return write_masked(L, stdout); }
 static int core_ewrite(lua_State *L) { return write_masked(L, stderr); }
 

@@ -97,9 +97,10 @@ int abx_cli_main(int argc, char **argv)
   if (lua_pcall(L, 1, 1, 1) != LUA_OK) {
     size_t n;
     const char *msg = lua_tolstring(L, -1, &n);
-    char *m = abx_secrets_mask(secrets, msg ? msg : "?", msg ? n : 1, NULL);
-    fprintf(stderr, "abxlua: internal error: %s\n", m ? m : "?");
-    free(m);
+    static const char head[] = "abxlua: internal error: ";
+    abx_secrets_write(secrets, stderr, head, sizeof head - 1);
+    abx_secrets_write(secrets, stderr, msg ? msg : "?", msg ? n : 1);
+    abx_secrets_write(secrets, stderr, "\n", 1);
     goto out;
   }
   rc = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0;

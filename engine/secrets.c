@@ -14,10 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct abx_sink {
+  FILE *f;          /* NULL: unused */
+  char *buf;        /* bytes held back: the start of what may be a secret */
+  size_t len, cap;
+};
+
 struct abx_secrets {
   char **forms;     /* every registered form, sorted by length, longest first */
   size_t *lens;
   size_t n, cap;
+  struct abx_sink sinks[ABX_SINKS_MAX];
 };
 
 struct abx_secrets *abx_secrets_new(void)
@@ -29,6 +36,9 @@ void abx_secrets_free(struct abx_secrets *s)
 {
   if (!s)
     return;
+  abx_secrets_flush(s, NULL);
+  for (size_t i = 0; i < ABX_SINKS_MAX; i++)
+    free(s->sinks[i].buf);
   for (size_t i = 0; i < s->n; i++)
     free(s->forms[i]);
   free(s->forms);
@@ -87,24 +97,47 @@ static void add_base64(struct abx_secrets *s, const char *v, size_t len)
   free(out);
 }
 
+/* The letter of a control byte's short JSON escape (\b \f \n \r \t), or 0. */
+static char short_escape(unsigned char c)
+{
+  switch (c) {
+  case '\b': return 'b';
+  case '\f': return 'f';
+  case '\n': return 'n';
+  case '\r': return 'r';
+  case '\t': return 't';
+  default: return 0;
+  }
+}
+
+/* The JSON string forms of a value: '/' escaped as "\/" (PHP, some Java) or left alone (Python,
+ * Go, jansson, cjson); \b \f \n \r \t in their short escapes (what encoders write) or as \u00xx;
+ * '"', '\\' and other control bytes escaped in every form. Identical forms are kept once. */
 static void add_json_escaped(struct abx_secrets *s, const char *v, size_t len)
 {
   char *out = malloc(len * 6 + 1);
   if (!out)
     return;
-  size_t o = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char c = (unsigned char)v[i];
-    if (c == '"' || c == '\\' || c == '/') {
-      out[o++] = '\\';
-      out[o++] = (char)c;
-    } else if (c < 0x20) {
-      o += (size_t)sprintf(out + o, "\\u%04x", c);
-    } else {
-      out[o++] = (char)c;
+  for (int variant = 0; variant < 4; variant++) {
+    int slash = variant & 1, short_ctl = variant & 2;
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+      unsigned char c = (unsigned char)v[i];
+      char sc = short_ctl ? short_escape(c) : 0;
+      if (sc) {
+        out[o++] = '\\';
+        out[o++] = sc;
+      } else if (c == '"' || c == '\\' || (c == '/' && slash)) {
+        out[o++] = '\\';
+        out[o++] = (char)c;
+      } else if (c < 0x20) {
+        o += (size_t)snprintf(out + o, 7, "\\u%04x", c);
+      } else {
+        out[o++] = (char)c;
+      }
     }
+    add_form(s, out, o);
   }
-  add_form(s, out, o);
   free(out);
 }
 
@@ -129,17 +162,10 @@ void abx_secrets_add(struct abx_secrets *s, const char *value, size_t len)
   }
 }
 
-char *abx_secrets_mask(const struct abx_secrets *s, const char *text, size_t len, size_t *out_len)
+/* Finds every occurrence of every form: ends[i] is one past the furthest end of an occurrence
+ * starting at byte i (0: none). */
+static void mark(const struct abx_secrets *s, const char *text, size_t len, size_t *ends)
 {
-  /* ends[i]: one past the furthest end of an occurrence starting at byte i (0: none). Overlapping
-   * occurrences merge into one "***"; adjacent ones stay separate ("******"). */
-  size_t *ends = calloc(len ? len : 1, sizeof *ends);
-  char *out = malloc(len + 1); /* each occurrence is >= ABX_SECRET_MIN_LEN bytes, becomes 3 */
-  if (!ends || !out) {
-    free(ends);
-    free(out);
-    return NULL;
-  }
   for (size_t k = 0; s && k < s->n; k++) {
     const char *from = text;
     size_t left = len;
@@ -153,25 +179,159 @@ char *abx_secrets_mask(const struct abx_secrets *s, const char *text, size_t len
       left -= adv;
     }
   }
+}
+
+/* One past the end of the group of overlapping occurrences that starts at byte i (ends[i] != 0). */
+static size_t group_end(const size_t *ends, size_t i)
+{
+  size_t stop = ends[i];
+  for (size_t j = i + 1; j < stop; j++)
+    if (ends[j] > stop)
+      stop = ends[j];
+  return stop;
+}
+
+/* Copies text[0, len) into out with each group of occurrences replaced by "***"; no group may
+ * cross len. Returns the bytes written (at most len: a form is longer than 3 bytes). */
+static size_t render(const char *text, size_t len, const size_t *ends, char *out)
+{
   size_t o = 0;
   for (size_t i = 0; i < len;) {
     if (ends[i]) {
-      size_t stop = ends[i];
-      for (size_t j = i + 1; j < stop; j++) /* extend over occurrences that overlap this one */
-        if (ends[j] > stop)
-          stop = ends[j];
       memcpy(out + o, "***", 3);
       o += 3;
-      i = stop;
+      i = group_end(ends, i);
     } else {
       out[o++] = text[i++];
     }
   }
+  return o;
+}
+
+char *abx_secrets_mask(const struct abx_secrets *s, const char *text, size_t len, size_t *out_len)
+{
+  /* overlapping occurrences merge into one "***"; adjacent ones stay separate ("******") */
+  size_t *ends = calloc(len ? len : 1, sizeof *ends);
+  char *out = malloc(len + 1);
+  if (!ends || !out) {
+    free(ends);
+    free(out);
+    return NULL;
+  }
+  mark(s, text, len, ends);
+  size_t o = render(text, len, ends, out);
   out[o] = '\0';
   free(ends);
   if (out_len)
     *out_len = o;
   return out;
+}
+
+/* The longest suffix of text that is a proper prefix of some form (0: none): the bytes that could
+ * be the start of a secret whose rest is still to come. */
+static size_t partial_tail(const struct abx_secrets *s, const char *text, size_t len)
+{
+  size_t best = 0;
+  for (size_t k = 0; k < s->n && s->lens[k] - 1 > best; k++) { /* longest forms first */
+    size_t l = s->lens[k] - 1 < len ? s->lens[k] - 1 : len;
+    for (; l > best; l--)
+      if (text[len - l] == s->forms[k][0] && memcmp(text + len - l, s->forms[k], l) == 0) {
+        best = l;
+        break;
+      }
+  }
+  return best;
+}
+
+/* The held-back bytes of one output stream. */
+static struct abx_sink *sink_for(struct abx_secrets *s, FILE *f)
+{
+  for (size_t i = 0; i < ABX_SINKS_MAX; i++)
+    if (s->sinks[i].f == f)
+      return &s->sinks[i];
+  for (size_t i = 0; i < ABX_SINKS_MAX; i++)
+    if (!s->sinks[i].f) {
+      s->sinks[i].f = f;
+      return &s->sinks[i];
+    }
+  return NULL;
+}
+
+/* Writes text[0, len) masked to f and returns 0, or -1 when out of memory (nothing written). */
+static int write_masked(const struct abx_secrets *s, FILE *f, const char *text, size_t len)
+{
+  size_t n;
+  char *m = abx_secrets_mask(s, text, len, &n);
+  if (!m)
+    return -1;
+  fwrite(m, 1, n, f);
+  fflush(f);
+  free(m);
+  return 0;
+}
+
+int abx_secrets_write(struct abx_secrets *s, FILE *f, const char *text, size_t len)
+{
+  struct abx_sink *k = sink_for(s, f);
+  if (!k)
+    return write_masked(s, f, text, len);
+  if (k->len + len > k->cap) {
+    size_t cap = k->cap ? k->cap : 256;
+    while (cap < k->len + len)
+      cap *= 2;
+    char *b = realloc(k->buf, cap);
+    if (!b) { /* cannot hold: mask what is held and what is new apart */
+      abx_secrets_flush(s, f);
+      return write_masked(s, f, text, len);
+    }
+    k->buf = b;
+    k->cap = cap;
+  }
+  memcpy(k->buf + k->len, text, len);
+  size_t n = k->len + len;
+  size_t *ends = calloc(n ? n : 1, sizeof *ends);
+  char *out = malloc(n + 1);
+  if (!ends || !out) {
+    free(ends);
+    free(out);
+    k->len = n;
+    abx_secrets_flush(s, f);
+    return -1;
+  }
+  mark(s, k->buf, n, ends);
+  size_t cut = n - partial_tail(s, k->buf, n);
+  for (size_t i = 0; i < cut;) { /* a group that crosses the cut is held back whole */
+    if (!ends[i]) {
+      i++;
+      continue;
+    }
+    size_t e = group_end(ends, i);
+    if (e > cut) {
+      cut = i;
+      break;
+    }
+    i = e;
+  }
+  size_t o = render(k->buf, cut, ends, out);
+  fwrite(out, 1, o, f);
+  fflush(f);
+  memmove(k->buf, k->buf + cut, n - cut);
+  k->len = n - cut;
+  free(ends);
+  free(out);
+  return 0;
+}
+
+void abx_secrets_flush(struct abx_secrets *s, FILE *f)
+{
+  for (size_t i = 0; s && i < ABX_SINKS_MAX; i++) {
+    struct abx_sink *k = &s->sinks[i];
+    if (!k->f || (f && k->f != f))
+      continue;
+    if (k->len && write_masked(s, k->f, k->buf, k->len) != 0)
+      fputs("(output dropped: out of memory while masking)\n", k->f);
+    k->len = 0;
+  }
 }
 
 void abx_secrets_push_masked(lua_State *L, const struct abx_secrets *s, const char *text)

@@ -104,7 +104,7 @@ end
 
 function M:draw_status()
   if not self.in_progress then return end
-  core.write("\r\27[K" .. self:status_text())
+  core.write("\r\27[K" .. self:status_text(), true) -- shown now, not held back by the masking
   self.status_shown = true
 end
 

@@ -6,6 +6,7 @@
  */
 #include <lauxlib.h>
 #include <lualib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,6 +211,101 @@ static void test_many_values(void)
   abx_secrets_free(s);
 }
 
+/* The JSON forms encoders actually write: '/' left alone or escaped, \n short or \u000a. */
+static void test_json_variants(void)
+{
+  struct abx_secrets *s = abx_secrets_new();
+  add_str(s, "to/ken\nline");
+  CHECK_MASK(s, "{\"t\":\"to/ken\\nline\"}", "{\"t\":\"***\"}");     /* Python, Go, jansson */
+  CHECK_MASK(s, "{\"t\":\"to\\/ken\\nline\"}", "{\"t\":\"***\"}");   /* PHP */
+  CHECK_MASK(s, "{\"t\":\"to/ken\\u000aline\"}", "{\"t\":\"***\"}");
+  CHECK_MASK(s, "{\"t\":\"to\\/ken\\u000aline\"}", "{\"t\":\"***\"}");
+  abx_secrets_free(s);
+}
+
+/* Writes each piece through abx_secrets_write to one stream; returns what reached the stream
+ * before the final flush (*early) and in all (returned); both malloc'd. */
+static char *write_pieces(struct abx_secrets *s, const char *const *pieces, char **early)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CHECK(f != NULL);
+  for (const char *const *p = pieces; *p; p++)
+    CHECK(abx_secrets_write(s, f, *p, strlen(*p)) == 0);
+  fflush(f);
+  *early = strndup(buf, len);
+  abx_secrets_flush(s, f);
+  fclose(f);
+  return buf;
+}
+
+/* A secret written in two pieces is masked whatever the cut; what cannot begin a secret is written
+ * at once; a tail never completed is written at the flush, as is. */
+static void test_write_across_pieces(void)
+{
+  struct abx_secrets *s = abx_secrets_new();
+  add_str(s, TOKEN);
+  char line[64];
+  snprintf(line, sizeof line, "key=%s end\n", TOKEN);
+  for (size_t cut = 0; cut <= strlen(line); cut++) {
+    char a[64], *early;
+    snprintf(a, sizeof a, "%.*s", (int)cut, line);
+    const char *pieces[] = {a, line + cut, NULL};
+    char *all = write_pieces(s, pieces, &early);
+    CHECK_STR(all, "key=*** end\n");
+    CHECK_STR(early, "key=*** end\n"); /* nothing held once the line is complete */
+    free(all);
+    free(early);
+  }
+  /* every byte its own write */
+  char *bytes[64];
+  size_t n = strlen(line);
+  for (size_t i = 0; i < n; i++)
+    bytes[i] = strndup(line + i, 1);
+  bytes[n] = NULL;
+  char *early, *all = write_pieces(s, (const char *const *)bytes, &early);
+  CHECK_STR(all, "key=*** end\n");
+  free(all);
+  free(early);
+  for (size_t i = 0; i < n; i++)
+    free(bytes[i]);
+
+  const char *status[] = {"running 3 tests", NULL}; /* no tail that may begin a secret */
+  all = write_pieces(s, status, &early);
+  CHECK_STR(early, "running 3 tests");
+  free(all);
+  free(early);
+  const char *unfinished[] = {"ends with tok-9f8", NULL}; /* held until the flush, then as is */
+  all = write_pieces(s, unfinished, &early);
+  CHECK_STR(early, "ends with ");
+  CHECK_STR(all, "ends with tok-9f8");
+  free(all);
+  free(early);
+  abx_secrets_free(s);
+}
+
+/* A complete occurrence that overlaps the start of another secret is held until the other is
+ * complete or refuted, so the two still merge into one "***". */
+static void test_write_overlap_across_pieces(void)
+{
+  struct abx_secrets *s = abx_secrets_new();
+  add_str(s, "abcdef");
+  add_str(s, "defghijk");
+  const char *merged[] = {"x abcdef", "ghijk y", NULL};
+  char *early, *all = write_pieces(s, merged, &early);
+  CHECK_STR(all, "x *** y");
+  free(all);
+  free(early);
+  const char *refuted[] = {"x abcdef", "gz", NULL};
+  all = write_pieces(s, refuted, &early);
+  CHECK_STR(all, "x ***gz");
+  CHECK_STR(early, "x ***gz");
+  free(all);
+  free(early);
+  abx_secrets_free(s);
+}
+
 static void test_push_masked(void)
 {
   lua_State *L = luaL_newstate();
@@ -233,6 +329,9 @@ int main(void)
   RUN(test_overlap_leaves_nothing);
   RUN(test_unchanged_bytes);
   RUN(test_many_values);
+  RUN(test_json_variants);
+  RUN(test_write_across_pieces);
+  RUN(test_write_overlap_across_pieces);
   RUN(test_push_masked);
   return check_report();
 }
