@@ -3,6 +3,7 @@
 -- collection error naming the file and line; the other files are still collected.
 local core = require("abx.core")
 local config = require("abx.config")
+local output = require("abx.output")
 local test_api = require("abx.test")
 
 local M = {}
@@ -28,13 +29,14 @@ function M.files(paths)
   return out, problems
 end
 
--- A scenario's globals: the standard library, read-only; reading an unknown name is an error so a
--- typo fails loudly instead of yielding nil.
+-- A scenario's globals: the standard library, read-only, with print and io masked (abx.output);
+-- reading an unknown name is an error so a typo fails loudly instead of yielding nil.
 local function scenario_env(path)
   local env = {}
   return setmetatable(env, {
     __index = function(_, k)
-      local v = _G[k]
+      local v = output.GLOBALS[k]
+      if v == nil then v = _G[k] end
       if v == nil then
         error(string.format("unknown global variable %q (declare it `local`)", tostring(k)), 2)
       end
