@@ -260,7 +260,9 @@ static int core_list_files(lua_State *L)
   return 1;
 }
 
-/* core.platform_start(extra_args, timeout_s, log_path) -> { pid = n, ready = json } */
+/* core.platform_start(extra_args, timeout_s, log_path) -> { pid = n, ready = json }: starts
+ * `abxlua serve` (engine/platform.h); its stdout and stderr are appended to log_path (created or
+ * made mode 0600, never through a symlink; nil: /dev/null). Raises Transport when it does not start. */
 static int core_platform_start(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
@@ -288,6 +290,65 @@ static int core_platform_start(lua_State *L)
   lua_setfield(L, -2, "pid");
   lua_pushstring(L, p.ready);
   lua_setfield(L, -2, "ready");
+  return 1;
+}
+
+/* Creates 'path' and its missing parents mode 0700. The directory itself must end up a real
+ * directory (not a symlink) owned by the effective user, mode 0700 (set if it was wider). Returns
+ * 0, or -1 with a message in err. */
+static int private_dir(const char *path, char *err, size_t errlen)
+{
+  char buf[4096];
+  if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+    snprintf(err, errlen, "path too long: %.400s", path);
+    return -1;
+  }
+  for (char *p = buf + 1;; p++) {
+    if (*p != '/' && *p != '\0')
+      continue;
+    char c = *p;
+    *p = '\0';
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+      snprintf(err, errlen, "cannot create %.400s: %s", buf, strerror(errno));
+      return -1;
+    }
+    *p = c;
+    if (!c)
+      break;
+  }
+  struct stat st;
+  if (lstat(buf, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+    snprintf(err, errlen, "%.400s is not a directory of this user", buf);
+    return -1;
+  }
+  if ((st.st_mode & 077) && chmod(buf, 0700) != 0) {
+    snprintf(err, errlen, "cannot make %.400s private: %s", buf, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* core.state_dir() -> path | nil, message: abxlua's private state directory, created mode 0700:
+ * $XDG_STATE_HOME/abxlua (an absolute XDG_STATE_HOME), else $HOME/.local/state/abxlua, else
+ * ${TMPDIR:-/tmp}/abxlua-state-<uid>. nil and a message when it cannot be created or is not a
+ * directory of this user. */
+static int core_state_dir(lua_State *L)
+{
+  const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME"), *tmp = getenv("TMPDIR");
+  char path[4096], err[512];
+  if (xdg && xdg[0] == '/')
+    snprintf(path, sizeof path, "%s/abxlua", xdg);
+  else if (home && home[0] == '/')
+    snprintf(path, sizeof path, "%s/.local/state/abxlua", home);
+  else
+    snprintf(path, sizeof path, "%s/abxlua-state-%u", tmp && *tmp ? tmp : "/tmp",
+             (unsigned)geteuid());
+  if (private_dir(path, err, sizeof err) != 0) {
+    lua_pushnil(L);
+    lua_pushstring(L, err);
+    return 2;
+  }
+  lua_pushstring(L, path);
   return 1;
 }
 
@@ -381,6 +442,7 @@ static const luaL_Reg util_funcs[] = {
   {"exists", core_exists}, {"list_files", core_list_files},
   {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
   {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},
+  {"state_dir", core_state_dir},
   {"version", core_version}, {"dotenv_parse", core_dotenv_parse}, {NULL, NULL}};
 
 void abx_core_util_register(lua_State *L, struct abx_loop *loop)

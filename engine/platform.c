@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,8 +55,15 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
     setpgid(0, 0); /* a terminal's Ctrl-C reaches the engine, which stops us in order */
     if (dup2(fds[1], 3) < 0)
       _exit(127);
-    int log = open(log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-                   0600);
+    /* the log is private: created 0600, an existing one made 0600, never through a symlink */
+    int log = log_path ? open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600)
+                       : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (log >= 0 && log_path && fchmod(log, 0600) != 0) {
+      close(log);
+      log = -1;
+    }
+    if (log < 0) /* the output is dropped rather than mixed into the engine's */
+      log = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (log >= 0) {
       dup2(log, 1);
       dup2(log, 2);

@@ -23,7 +23,9 @@ struct abx_platform {
 void abx_platform_set_exe(const char *argv0);
 
 /* Starts '<the engine's executable> serve --port 0 --ready-fd 3 <extra...>' with stdout and stderr sent to
- * 'log_path' (appended), and waits up to 'timeout_ms' for the ready line. */
+ * 'log_path' (appended; created or made mode 0600, never through a symlink; NULL or unopenable:
+ * /dev/null), and waits up to 'timeout_ms' for the ready line. Serve gives its API key only on the
+ * ready line, never in the log. Returns 0, or -1 with a message in err. */
 int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
                        int timeout_ms, char *err, size_t errlen);
 

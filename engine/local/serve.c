@@ -328,7 +328,11 @@ static int serve_run(int argc, char **argv)
   char url[64];
   snprintf(url, sizeof url, "http://%s:%d", host, bound);
   printf("abxlua serve: listening on %s (domain %s)\n", url, domain);
-  printf("abxlua serve: api key %s\n", key);
+  /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
+  if (ready_fd >= 0)
+    printf("abxlua serve: api key e2b_**** (on the ready line)\n");
+  else
+    printf("abxlua serve: api key %s\n", key);
   fflush(stdout);
   if (ready_fd >= 0) {
     json_t *j = json_pack("{s:s,s:i,s:s,s:s}", "url", url, "port", bound, "api_key", key,

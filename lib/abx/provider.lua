@@ -4,7 +4,8 @@
 -- under its two names (ABX_SANDBOX_* first, then E2B_*) in the environment, then in .env at the
 -- project root (the working directory), then in scenarios/.env; the first found wins. API URL and
 -- domain fall back to the provider's config. Where each value came from is recorded; the API key
--- and every secret-looking .env value are registered with core.add_secret (masked in every sink).
+-- and every secret-looking .env value are registered with core.add_secret (masked in every sink),
+-- under every kind of provider.
 local core = require("abx.core")
 local cjson = require("cjson")
 local sandbox = require("abx.sandbox")
@@ -130,6 +131,7 @@ function M.resolve(name, p)
   local r = { name = name, kind = p.kind, envd_routing = p.envd_routing or "host",
     capabilities = p.capabilities or {}, credentials = {}, missing = {} }
   if p.kind == "local" then
+    M.dotenv() -- secret-looking .env values are masked under `local` too
     r.envd_routing = p.envd_routing or "headers"
     r.domain = p.domain or "localhost"
     return r
@@ -169,15 +171,23 @@ end
 ---@param p table provider settings from the config
 ---@param run table { run_id =, defaults = }
 ---@return table|nil conn a sandbox.connection, or nil when credentials are missing
----@return table info { endpoint =, stop = function, missing = {names}, resolved = (M.resolve) }
+---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
+---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
+---  removed by stop unless keep_log)
 ---Raises: Transport when the local platform does not start
 function M.open(name, p, run)
   local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
   local opts = { request_timeout = run.defaults.request_timeout,
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host" }
   if p.kind == "local" then
-    local tmp = core.getenv("TMPDIR") or "/tmp"
-    info.log = tmp .. "/abxlua-serve-" .. run.run_id .. ".log"
+    M.dotenv() -- registers the secret-looking .env values: masked under `local` too
+    -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
+    local dir, derr = core.state_dir()
+    if dir then
+      info.log = dir .. "/serve-" .. run.run_id .. ".log"
+    else
+      core.ewrite("abxlua: warning: the local platform's log is not kept: " .. derr .. "\n")
+    end
     local child = core.platform_start({ "--domain", p.domain or "localhost" }, 20, info.log)
     local ok, ready = pcall(cjson.decode, child.ready)
     if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string" then
@@ -190,14 +200,16 @@ function M.open(name, p, run)
     if not hok or health.status ~= 200 then
       core.platform_stop(child.pid, 5)
       core.error("Transport", 0, "the local platform started but GET /health failed: "
-        .. (hok and ("status " .. health.status) or tostring(health)) .. " (log: " .. info.log .. ")")
+        .. (hok and ("status " .. health.status) or tostring(health)) .. " (log: "
+        .. tostring(info.log) .. ")")
     end
     opts.api_url, opts.api_key, opts.domain = ready.url, ready.api_key, ready.domain
     opts.envd_url = ready.url
     info.endpoint = ready.url
     info.stop = function(keep_log)
       core.platform_stop(child.pid, 15)
-      if not keep_log then os.remove(info.log) end -- the log only matters when something failed
+      -- the log only matters when something failed
+      if info.log and not keep_log then os.remove(info.log) end
     end
     info.pid = child.pid
   else

@@ -65,7 +65,7 @@ $left")
 if [ -n "$port" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
   problems+=("the platform's port $port still accepts connections")
 fi
-log="${TMPDIR:-/tmp}/abxlua-serve-$run_id.log"
+log="${XDG_STATE_HOME:-$HOME/.local/state}/abxlua/serve-$run_id.log"
 [ ! -e "$log" ] || problems+=("the platform log $log was kept although the run passed")
 for id in "${ids[@]}"; do
   for d in "${TMPDIR:-/tmp}"/abxlua-serve.*/"$id"; do
