@@ -127,7 +127,7 @@ static int core_set_deadline(lua_State *L)
 static int core_abort(lua_State *L)
 {
   struct abx_task *t = abx_task_check(L, 1);
-  abx_task_abort(t, luaL_checkstring(L, 2), luaL_optstring(L, 3, "aborted"));
+  abx_task_abort(t, abx_error_check_kind(L, 2), luaL_optstring(L, 3, "aborted"));
   return 0;
 }
 
@@ -149,7 +149,7 @@ static int core_time(lua_State *L)
 static int core_error(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
-  const char *kind = luaL_checkstring(L, 1);
+  const char *kind = abx_error_check_kind(L, 1);
   int status = (int)luaL_optinteger(L, 2, 0);
   const char *msg = luaL_optstring(L, 3, "");
   abx_error_push(L, loop->secrets, kind, status, msg);
@@ -195,7 +195,7 @@ static int core_is_error(lua_State *L)
 static int core_new_error(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
-  abx_error_push(L, loop->secrets, luaL_checkstring(L, 1), (int)luaL_optinteger(L, 2, 0),
+  abx_error_push(L, loop->secrets, abx_error_check_kind(L, 1), (int)luaL_optinteger(L, 2, 0),
                  luaL_optstring(L, 3, ""));
   return 1;
 }
@@ -230,7 +230,7 @@ static int core_mask(lua_State *L)
 static int core_abort_all(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
-  const char *kind = luaL_checkstring(L, 1), *msg = luaL_optstring(L, 2, "aborted");
+  const char *kind = abx_error_check_kind(L, 1), *msg = luaL_optstring(L, 2, "aborted");
   int n = 0;
   for (struct abx_task *t = loop->tasks; t; t = t->next) {
     if (t == loop->current)
@@ -296,6 +296,8 @@ int abx_core_open(lua_State *L, struct abx_loop *loop)
   luaL_newlibtable(L, core_funcs);
   lua_pushlightuserdata(L, loop);
   luaL_setfuncs(L, core_funcs, 1);
+  abx_error_push_kinds(L); /* core.KINDS: engine/errors.c abx_error_kinds */
+  lua_setfield(L, -2, "KINDS");
   abx_core_http_register(L, loop);
   abx_core_ndjson_register(L, loop);
   abx_core_util_register(L, loop);

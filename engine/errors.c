@@ -5,10 +5,83 @@
 
 #include <lauxlib.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "secrets.h"
 
 #define ERROR_MT "abx.error"
+
+/* Sources of the statuses: reference/e2b-control-plane.md §6 (control plane and envd HTTP), §7.4
+ * and e2b-dev/infra packages/shared/pkg/proxy/template/{sandbox_paused,sandbox_not_found,
+ * port_closed}.go (the edge's answers), reference/envd-protocol.md §2.4 (Connect codes). */
+const struct abx_error_kind abx_error_kinds[] = {
+  {"Authentication", "401/403: missing or wrong API key, access token or traffic token"},
+  {"NotFound", "404: no such file, process, template, snapshot, volume or code context"},
+  {"SandboxNotFound", "404 on a sandbox route of the control plane"},
+  {"InvalidArgument", "400/422 from the platform, or a bad call caught before sending"},
+  {"Conflict", "409: the object's state forbids the call (already paused, already exists)"},
+  {"RateLimit", "429: too many requests; the same call can succeed later"},
+  {"PayloadTooLarge", "413: a body over the platform's limit; repeating the call cannot help"},
+  {"Timeout", "a deadline passed: the test's, the call's, or the platform's 504"},
+  {"SandboxPaused", "the edge answered for a paused sandbox: 409 {sandboxId, canAutoResume}"},
+  {"SandboxGone", "the sandbox is killed, expired or unknown to the edge: 502/404 {sandboxId}, 503"},
+  {"PortNotOpen", "the sandbox runs but nothing listens on the port: 502 {sandboxId, port}"},
+  {"NotEnoughSpace", "507: the sandbox's disk is full"},
+  {"Protocol", "an answer that breaks the protocol: shape, framing, a size limit"},
+  {"Transport", "the connection failed (refused, reset, DNS)"},
+  {"Sandbox", "any other platform error (500 and unmapped statuses)"},
+  {"Assertion", "a failed check (t.eq, t.ok, ...)"},
+  {"Skipped", "t.skip: the runner turns it into the outcome skipped"},
+  {"Interrupted", "the run was interrupted (SIGINT/SIGTERM)"},
+  {"Internal", "an engine failure: deadlock, out of memory, the run ended under a task"},
+  {"LuaError", "a plain Lua error (not an abx.error), as the runner reports it"},
+  {NULL, NULL},
+};
+
+const char *abx_error_kind_find(const char *name)
+{
+  for (const struct abx_error_kind *k = abx_error_kinds; name && k->name; k++)
+    if (strcmp(k->name, name) == 0)
+      return k->name;
+  return NULL;
+}
+
+void abx_error_push_kind_names(lua_State *L)
+{
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (const struct abx_error_kind *k = abx_error_kinds; k->name; k++) {
+    if (k != abx_error_kinds)
+      luaL_addstring(&b, ", ");
+    luaL_addstring(&b, k->name);
+  }
+  luaL_pushresult(&b);
+}
+
+void abx_error_push_kinds(lua_State *L)
+{
+  lua_newtable(L);
+  lua_Integer i = 0;
+  for (const struct abx_error_kind *k = abx_error_kinds; k->name; k++) {
+    lua_pushstring(L, k->name);
+    lua_rawseti(L, -2, ++i);
+    lua_pushstring(L, k->doc);
+    lua_setfield(L, -2, k->name);
+  }
+}
+
+const char *abx_error_check_kind(lua_State *L, int arg)
+{
+  const char *name = lua_tostring(L, arg);
+  const char *kind = abx_error_kind_find(name);
+  if (kind)
+    return kind;
+  abx_error_push_kind_names(L);
+  abx_error_raise(L, NULL, "InvalidArgument", 0, "unknown error kind %s%s%s (valid: %s)",
+                  name ? "\"" : "", name ? name : luaL_typename(L, arg), name ? "\"" : "",
+                  lua_tostring(L, -1));
+  return NULL; /* not reached */
+}
 
 static int error_tostring(lua_State *L)
 {
@@ -37,6 +110,15 @@ void abx_error_init(lua_State *L)
 void abx_error_push(lua_State *L, struct abx_secrets *secrets, const char *kind, int status,
                     const char *message)
 {
+  if (!abx_error_kind_find(kind)) {
+    abx_error_push_kind_names(L);
+    lua_pushfstring(L, "unknown error kind \"%s\" (valid: %s): %s", kind ? kind : "(null)",
+                    lua_tostring(L, -1), message ? message : "");
+    lua_remove(L, -2);
+    abx_error_push(L, secrets, "Internal", status, lua_tostring(L, -1));
+    lua_remove(L, -2);
+    return;
+  }
   lua_createtable(L, 0, 5);
   lua_pushstring(L, kind);
   lua_setfield(L, -2, "kind");

@@ -330,10 +330,25 @@ static void reader_free(void *cls)
   px_release(p);
 }
 
+/* The edge's own answers, one documented shape each so that a client tells them apart by status
+ * and fields, not message text (ingress.h "Errors"). */
 static enum MHD_Result proxy_error(struct MHD_Connection *c, const char *id, const char *message)
 {
   return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message", message,
                                          "code", 502));
+}
+
+static enum MHD_Result port_closed(struct MHD_Connection *c, const struct abx_route *route)
+{
+  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:i}", "sandboxId", route->id, "message",
+                                         "The sandbox is running but port is not open", "port",
+                                         route->port, "code", 502));
+}
+
+static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id)
+{
+  return abx_http_json(c, 409, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", id, "message",
+                                         "The sandbox is paused", "code", 409, "canAutoResume", 0));
 }
 
 struct hdr_ctx {
@@ -367,7 +382,7 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
 {
   int netns = abx_registry_netns_running(route->id);
   if (netns == -2) /* no auto-resume: E2B's default */
-    return proxy_error(c, route->id, "The sandbox is paused");
+    return sandbox_paused(c, route->id);
   if (netns < 0)
     return proxy_error(c, route->id, "The sandbox was not found");
   const char *denied = abx_network_traffic_denied(
@@ -474,7 +489,7 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   if (failed) {
     px_release(p);
     if (rc == CURLE_COULDNT_CONNECT)
-      return proxy_error(c, route->id, "The sandbox is running but port is not open");
+      return port_closed(c, route);
     int still = abx_registry_netns(route->id);
     if (still < 0)
       return proxy_error(c, route->id, "The sandbox was not found");

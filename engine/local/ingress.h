@@ -10,9 +10,14 @@
  *          `localhost:<port>`. Status and headers come back as soon as upstream sends them; the body
  *          is streamed through a bounded buffer (ABX_INGRESS_BUF), so Connect server streams deliver
  *          events as they happen. No API key is needed.
- * Errors:  502 {"sandboxId","message","code":502}: "The sandbox was not found" (unknown id) or
- *          "The sandbox is running but port is not open" (connection refused); 400 for half or
- *          malformed routing info; 413 for bodies over the limit (sent by serve.c).
+ * Errors:  the edge's own answers, told apart by status and fields (lib/abx/errmap.lua edge_kind):
+ *          unknown or killed sandbox: 502 {"sandboxId","message":"The sandbox was not found",
+ *            "code":502} (reference/e2b-control-plane.md §7.4);
+ *          paused sandbox (no auto-resume): 409 {"sandboxId","message":"The sandbox is paused",
+ *            "code":409,"canAutoResume":false} (e2b-dev/infra proxy/template/sandbox_paused.go);
+ *          running sandbox, connection to the port refused: 502 {"sandboxId","message":"The
+ *            sandbox is running but port is not open","port":<port>,"code":502} (port_closed.go);
+ *          400 for half or malformed routing info; 413 for bodies over the limit (serve.c).
  */
 #ifndef ABX_LOCAL_INGRESS_H
 #define ABX_LOCAL_INGRESS_H

@@ -120,8 +120,12 @@ end
 ---@param kind string an error kind (DESIGN.md), e.g. "NotFound"
 ---@param fn function
 ---@return table err
----Raises: Assertion
+---Raises: Assertion; InvalidArgument (naming the valid kinds) when `kind` is not one of core.KINDS
 function M.raises(kind, fn, ...)
+  if type(kind) ~= "string" or not core.KINDS[kind] then
+    core.error("InvalidArgument", 0, "t.raises: unknown error kind " .. M.show(kind) .. " (valid: "
+      .. table.concat(core.KINDS, ", ") .. ")")
+  end
   local ok, err = pcall(fn, ...)
   if ok then
     M.fail("expected a " .. kind .. " error, but nothing was raised", 2)

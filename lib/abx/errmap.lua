@@ -16,13 +16,14 @@ local cjson = require("cjson")
 local errmap = {}
 
 -- Control plane, reference/e2b-control-plane.md §6.1 (route-specific 404s are chosen by the caller;
--- 400 -> InvalidArgument, 502/503 -> SandboxGone and 507 -> NotEnoughSpace are abxlua's finer kinds,
--- DESIGN.md "Protocol").
+-- 400 -> InvalidArgument, 413 -> PayloadTooLarge, 502/503 -> SandboxGone and 507 -> NotEnoughSpace
+-- are abxlua's finer kinds, DESIGN.md "Protocol"; 413 is not RateLimit: repeating it cannot help).
 local API_KIND = {
   [400] = "InvalidArgument",
   [401] = "Authentication",
   [404] = "NotFound",
   [409] = "Conflict",
+  [413] = "PayloadTooLarge",
   [429] = "RateLimit",
   [502] = "SandboxGone",
   [503] = "SandboxGone",
@@ -39,6 +40,7 @@ local CODE_KIND = {
   [401] = "Authentication",
   [403] = "Authentication",
   [404] = "NotFound",
+  [413] = "PayloadTooLarge",
   [422] = "InvalidArgument",
   [429] = "RateLimit",
   [502] = "SandboxGone",
@@ -94,7 +96,8 @@ local function caller_where()
 end
 
 --- Raises an abx.error through core.error, with `where` set to the scenario line that made the call.
---- Raises: always, the given kind.
+--- Raises: always, the given kind; InvalidArgument naming the valid kinds when `kind` is not one
+--- of core.KINDS.
 ---@param kind string
 ---@param status integer
 ---@param message string
@@ -126,6 +129,27 @@ local function body_message(obj, body)
   return "(empty body)"
 end
 
+--- The kind of an answer of the edge proxy itself (not of the server behind it), told by its
+--- documented shape, never by its message text: a JSON object with a string `sandboxId` and
+---   status 409 or a `canAutoResume` field   -> "SandboxPaused"  (the sandbox is paused)
+---   a `port` field                          -> "PortNotOpen"    (it runs; nothing listens)
+---   status 502 or 404 otherwise             -> "SandboxGone"    (killed, expired or unknown)
+--- Sources: reference/e2b-control-plane.md §7.4 (502 {sandboxId, message, code}); e2b-dev/infra
+--- packages/shared/pkg/proxy/template/sandbox_paused.go (409 {sandboxId, message, code,
+--- canAutoResume}), port_closed.go (502 {sandboxId, message, port}), sandbox_not_found.go (404 or,
+--- in older edges, 502 {sandboxId, message}). envd and the code interpreter never send
+--- `sandboxId`. Returns nil for any other answer. Raises: nothing.
+---@param status integer
+---@param obj table|nil the decoded body
+---@return string|nil
+function errmap.edge_kind(status, obj)
+  if type(obj) ~= "table" or type(obj.sandboxId) ~= "string" then return nil end
+  if status == 409 or obj.canAutoResume ~= nil then return "SandboxPaused" end
+  if obj.port ~= nil then return "PortNotOpen" end
+  if status == 502 or status == 404 then return "SandboxGone" end
+  return nil
+end
+
 --- Kind for a control-plane status (reference/e2b-control-plane.md §6.1).
 ---@param status integer
 ---@param not_found_kind? string kind for 404 on this route (default "NotFound")
@@ -136,8 +160,8 @@ function errmap.api_kind(status, not_found_kind)
 end
 
 --- Raises the abx.error for a control-plane answer with status >= 300.
---- Raises: the mapped kind (Authentication, SandboxNotFound, NotFound, Conflict, RateLimit,
---- InvalidArgument, SandboxGone, NotEnoughSpace, Sandbox).
+--- Raises: the mapped kind (Authentication, SandboxNotFound, NotFound, Conflict, PayloadTooLarge,
+--- RateLimit, InvalidArgument, SandboxGone, NotEnoughSpace, Sandbox).
 ---@param resp {status: integer, body: string}
 ---@param request string "METHOD path"
 ---@param not_found_kind? string
@@ -195,12 +219,18 @@ end
 --- A JSON body with a string `code` is a Connect error; an integer `code` (envd's own 401, the
 --- ingress' 502, REST errors) is read as an HTTP status through the plain-HTTP table; anything
 --- else is mapped by the response status. 507 is NotEnoughSpace (reference/e2b-control-plane.md
---- §6.2). Raises: the mapped kind.
+--- §6.2); 413 (or an integer `code` 413, which the plain-HTTP table turns into resource_exhausted)
+--- is PayloadTooLarge, not RateLimit. An answer of the edge (errmap.edge_kind) is SandboxPaused,
+--- SandboxGone or PortNotOpen with Connect code "unavailable". Raises: the mapped kind.
 ---@param status integer
 ---@param body string|nil
 ---@param request string
 function errmap.raise_envd_http(status, body, request)
   local obj = errmap.decode_object(body)
+  local edge = errmap.edge_kind(status, obj)
+  if edge then
+    errmap.raise(edge, status, body_message(obj, body), { request = request, code = "unavailable" })
+  end
   local code
   if obj and type(obj.code) == "string" then
     code = obj.code
@@ -209,20 +239,24 @@ function errmap.raise_envd_http(status, body, request)
   end
   code = code or PLAIN_HTTP_CODE[status] or "unknown"
   local kind = status == 507 and "NotEnoughSpace" or errmap.connect_kind(code)
+  if status == 413 or (obj and obj.code == 413) then kind = "PayloadTooLarge" end
   errmap.raise(kind, status, body_message(obj, body), { request = request, code = code })
 end
 
 --- Raises the error of a code-interpreter answer whose status is not 200 (reference/envd-protocol.md
 --- §10): the kind from CODE_KIND (any other status: Sandbox), the message from the body (plain
 --- text, or the `message` of a JSON body).
---- Raises: InvalidArgument (400, 422), Authentication (401, 403), NotFound (404), RateLimit,
---- SandboxGone (502, 503), Timeout (504), NotEnoughSpace (507), Sandbox.
+--- An answer of the edge (errmap.edge_kind) gives SandboxPaused, SandboxGone or PortNotOpen.
+--- Raises: InvalidArgument (400, 422), Authentication (401, 403), NotFound (404),
+--- PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen, SandboxGone (502, 503),
+--- Timeout (504), NotEnoughSpace (507), Sandbox.
 ---@param status integer
 ---@param body string|nil
 ---@param request string "METHOD path"
 function errmap.raise_code(status, body, request)
   local obj = errmap.decode_object(body)
-  errmap.raise(CODE_KIND[status] or "Sandbox", status, body_message(obj, body), { request = request })
+  errmap.raise(errmap.edge_kind(status, obj) or CODE_KIND[status] or "Sandbox", status,
+    body_message(obj, body), { request = request })
 end
 
 --- Tells whether `err` is an abx.error with this Connect code (e.g. "not_found", "already_exists").

@@ -459,13 +459,15 @@ end
 
 --- Whether envd answers GET /health through the routing (reference/envd-protocol.md §9; a 502 from
 --- the edge means gone, reference/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
---- knows the sandbox also counts as not running.
+--- knows the sandbox also counts as not running, and so does the edge's answer for a paused
+--- sandbox (409 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused).
 --- Raises: Authentication, Sandbox (another status), Transport, Timeout.
 ---@return boolean
 function Sandbox:is_running()
   local resp = self._envd:http("GET", "/health", { timeout = 5 })
   if resp.status == 200 or resp.status == 204 then return true end
   if resp.status == 502 or resp.status == 404 then return false end
+  if errmap.edge_kind(resp.status, errmap.decode_object(resp.body)) then return false end
   errmap.raise_envd_http(resp.status, resp.body, "GET /health")
 end
 

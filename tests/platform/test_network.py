@@ -254,14 +254,15 @@ def wait_port(s, sid, port, headers=None):
 def t_ports(s, ctx):
     sid = ctx["a"]
     st, _, j = s.json("GET", "/", key=False, host="8080-%s.localhost" % sid)
-    check(st == 502 and j == {"sandboxId": sid, "message": NOT_OPEN, "code": 502}, "before %d %r" % (st, j))
+    check(st == 502 and j == {"sandboxId": sid, "message": NOT_OPEN, "port": 8080, "code": 502},
+          "before %d %r" % (st, j))
     start_http(s, sid, 8080)
     st, data = wait_port(s, sid, 8080)
     check(st == 200 and b"Directory listing" in data, "after: %d %r" % (st, data[:200]))
     st, _, data = s.request("GET", "/", key=False, headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "8080"})
     check(st == 200 and b"Directory listing" in data, "header routing %d" % st)
     st, _, j = s.json("GET", "/", key=False, host="8081-%s.localhost" % sid)
-    check(st == 502 and j["message"] == NOT_OPEN, "other port %d %r" % (st, j))
+    check(st == 502 and j["message"] == NOT_OPEN and j["port"] == 8081, "other port %d %r" % (st, j))
     st, _, j = s.json("GET", "/", key=False, host="8080-inotthere00000000000.localhost")
     check(st == 502 and j == {"sandboxId": "inotthere00000000000", "message": "The sandbox was not found",
                               "code": 502}, "unknown sandbox %d %r" % (st, j))

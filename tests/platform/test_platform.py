@@ -344,7 +344,7 @@ def t_ingress_routing(s, ctx):
     check(st == 204, "envd health by host %d" % st)
     st, _, j = s.json("GET", "/health", key=False, host="8080-%s.localhost" % sid)
     check(st == 502 and j == {"sandboxId": sid, "message": "The sandbox is running but port is not open",
-                              "code": 502}, "closed port %d %r" % (st, j))
+                              "port": 8080, "code": 502}, "closed port %d %r" % (st, j))
     st, _, j = s.json("GET", "/health", key=False, headers={"E2b-Sandbox-Id": "inotthere00000000000",
                                                             "E2b-Sandbox-Port": "49983"})
     check(st == 502 and j == {"sandboxId": "inotthere00000000000", "message": "The sandbox was not found",
