@@ -37,8 +37,6 @@ void abx_secrets_free(struct abx_secrets *s)
   if (!s)
     return;
   abx_secrets_flush(s, NULL);
-  for (size_t i = 0; i < ABX_SINKS_MAX; i++)
-    free(s->sinks[i].buf);
   for (size_t i = 0; i < s->n; i++)
     free(s->forms[i]);
   free(s->forms);
@@ -272,6 +270,8 @@ static int write_masked(const struct abx_secrets *s, FILE *f, const char *text, 
 
 int abx_secrets_write(struct abx_secrets *s, FILE *f, const char *text, size_t len)
 {
+  if (len == 0) /* nothing to add; what is held stays held */
+    return 0;
   struct abx_sink *k = sink_for(s, f);
   if (!k)
     return write_masked(s, f, text, len);
@@ -330,7 +330,8 @@ void abx_secrets_flush(struct abx_secrets *s, FILE *f)
       continue;
     if (k->len && write_masked(s, k->f, k->buf, k->len) != 0)
       fputs("(output dropped: out of memory while masking)\n", k->f);
-    k->len = 0;
+    free(k->buf); /* the slot is free again; the next write to the stream takes one anew */
+    memset(k, 0, sizeof *k);
   }
 }
 

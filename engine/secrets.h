@@ -54,7 +54,8 @@ char *abx_secrets_mask(const struct abx_secrets *s, const char *text, size_t len
  * new text is dropped). */
 int abx_secrets_write(struct abx_secrets *s, FILE *f, const char *text, size_t len);
 
-/* Writes the held-back tail of f (NULL: of every stream) masked and forgets it. */
+/* Writes the held-back tail of f (NULL: of every stream) masked and forgets the stream (call it
+ * before closing a stream written through abx_secrets_write). */
 void abx_secrets_flush(struct abx_secrets *s, FILE *f);
 
 /* Pushes the masked form of the NUL-terminated 'text'. [-0, +1, m] */

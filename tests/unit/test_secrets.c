@@ -271,6 +271,11 @@ static void test_write_across_pieces(void)
   for (size_t i = 0; i < n; i++)
     free(bytes[i]);
 
+  const char *empty[] = {"", "tok-9f", "", "8e7d6c5b4a!", "", NULL}; /* empty writes change nothing */
+  all = write_pieces(s, empty, &early);
+  CHECK_STR(early, "***!");
+  free(all);
+  free(early);
   const char *status[] = {"running 3 tests", NULL}; /* no tail that may begin a secret */
   all = write_pieces(s, status, &early);
   CHECK_STR(early, "running 3 tests");
