@@ -1,5 +1,6 @@
 -- abx.envd: the plumbing every envd call shares (routing, headers, unary and streaming Connect calls,
--- REST), used by abx.sandbox, abx.commands and abx.files. Scenarios never require it.
+-- REST), used by abx.sandbox, abx.commands and abx.files. Scenarios never require it. The URL,
+-- connect_to and routing headers come from abx.route, as for every other port.
 --
 -- Shapes: a client is created per sandbox by abx.sandbox:
 --   envd.client{ sandbox_id=, domain=, routing="headers"|"host", api_url=, envd_url=,
@@ -12,6 +13,7 @@
 local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.errmap")
+local route = require("abx.route")
 
 local envd = {}
 
@@ -42,18 +44,9 @@ function envd.query(pairs_)
   return table.concat(parts, "&")
 end
 
---- "HOST:PORT" of an http(s) URL, the form core.request's `connect_to` takes.
----@param url string
----@return string
-function envd.host_port(url)
-  local scheme, hostport = url:match("^(%a[%w+.-]*)://([^/?#]+)")
-  if not hostport then
-    errmap.raise("InvalidArgument", 0, "not an http(s) URL: " .. tostring(url))
-  end
-  hostport = hostport:gsub("^.*@", "")
-  if hostport:match(":%d+$") then return hostport end
-  return hostport .. (scheme == "https" and ":443" or ":80")
-end
+--- "HOST:PORT" of an http(s) URL (see abx.route.host_port).
+--- Raises: InvalidArgument (not an http(s) URL).
+envd.host_port = route.host_port
 
 ---@class abx.EnvdClient
 ---@field sandbox_id string
@@ -98,38 +91,25 @@ function Client:with_token(token)
   return c
 end
 
---- URL for `path` and the connect_to override of the chosen routing (reference/e2b-control-plane.md
---- §7.1, §7.3, §7.4). "headers": the fixed sandbox URL. "host": <scheme>://49983-<id>.<domain> with
---- the api_url's scheme; when the api_url's host is loopback or an IP literal (the local platform
---- serves its ingress on the API port, and *.localhost need not resolve) the connection goes to the
---- api_url's host and port whatever the name; otherwise the name is resolved normally.
+--- URL for `path` on envd's port and the connect_to override of the routing: abx.route.target
+--- (reference/e2b-control-plane.md §7.1, §7.3, §7.4).
+--- Raises: InvalidArgument (bad path or URL).
 ---@param path string starts with "/"
 ---@return string url, string|nil connect_to
 function Client:url(path)
-  if self.routing == "headers" then
-    return (self.envd_url:gsub("/+$", "")) .. path, nil
-  end
-  local scheme = self.api_url:match("^(%a+)://") or "http"
-  local url = string.format("%s://%d-%s.%s%s", scheme, envd.PORT, self.sandbox_id, self.domain, path)
-  local hostport = envd.host_port(self.api_url)
-  local host = hostport:match("^%[(.*)%]") or hostport:match("^([^:]+)")
-  if host == "localhost" or host:match("^[%d.]+$") or host:find(":", 1, true) then
-    return url, hostport
-  end
-  return url, nil
+  local url, connect_to = route.target(self, envd.PORT, path)
+  return url, connect_to
 end
 
---- Headers for an envd call. `user` adds `Authorization: Basic base64("<user>:")`
---- (reference/envd-protocol.md §6.2); the access token goes in `X-Access-Token` (§6.1); routing
---- headers per reference/e2b-control-plane.md §7.4.
+--- Headers for an envd call: the routing headers (abx.route: E2b-Sandbox-* in "headers" routing,
+--- reference/e2b-control-plane.md §7.4), the access token in `X-Access-Token`
+--- (reference/envd-protocol.md §6.1), and for `user` `Authorization: Basic base64("<user>:")`
+--- (§6.2).
+--- Raises: nothing.
 ---@param user string|nil
 ---@return table<string, string>
 function Client:headers(user)
-  local h = {}
-  if self.routing == "headers" then
-    h["E2b-Sandbox-Id"] = self.sandbox_id
-    h["E2b-Sandbox-Port"] = tostring(envd.PORT)
-  end
+  local _, _, h = route.target(self, envd.PORT, "/")
   if self.access_token then h["X-Access-Token"] = self.access_token end
   if user then h["Authorization"] = "Basic " .. core.b64encode(user .. ":") end
   return h
@@ -165,12 +145,7 @@ end
 ---@return {status: integer, headers: table<string,string>, body: string}
 function Client:fetch(method, url, opts)
   opts = opts or {}
-  local _, connect_to = self:url("/")
-  local h = {}
-  if self.routing == "headers" then
-    h["E2b-Sandbox-Id"] = self.sandbox_id
-    h["E2b-Sandbox-Port"] = tostring(envd.PORT)
-  end
+  local _, connect_to, h = route.target(self, envd.PORT, "/")
   for k, v in pairs(opts.headers or {}) do h[k] = v end
   return core.request({
     method = method, url = url, headers = h, body = opts.body,

@@ -7,10 +7,10 @@
 --   http.request(sbx, 8080, { method = "POST", path = "/x", body = "...",
 --     headers = { ["Content-Type"] = "text/plain" }, traffic_token = false })
 --
--- Routing (reference/e2b-control-plane.md §7.1, §7.4): "host" routing sends to
--- <scheme>://<port>-<id>.<domain> (to the API URL's address when that is loopback or an IP
--- literal); "headers" routing sends to the fixed sandbox URL with E2b-Sandbox-Id and
--- E2b-Sandbox-Port: <port>.
+-- Routing (reference/e2b-control-plane.md §7.1, §7.4), computed by abx.route as for envd: "host"
+-- routing sends to <scheme>://<port>-<id>.<domain> (to the API URL's address when that is
+-- loopback or an IP literal; a domain's own port is kept, never doubled); "headers" routing
+-- sends to the fixed sandbox URL with E2b-Sandbox-Id and E2b-Sandbox-Port: <port>.
 -- Traffic token: a sandbox created with network.allow_public_traffic = false has
 -- sbx.traffic_access_token; it is sent as `e2b-traffic-access-token` unless traffic_token = false;
 -- a string sends that value instead (negative tests).
@@ -19,59 +19,45 @@
 -- Errors: Transport, Timeout, Protocol (from core.request); InvalidArgument for bad arguments.
 
 local core = require("abx.core")
-local errmap = require("abx.errmap")
-local envd = require("abx.envd")
+local options = require("abx.options")
+local route = require("abx.route")
 
 local http = {}
+
+--- Options of sbx:http / http.request (http.get takes the same; its method and path win).
+local REQUEST = options.define("sbx:http", "One HTTP request to a port inside the sandbox; the "
+  .. "answer whatever its status.", {
+    { "method", "string", "HTTP method (default GET)" },
+    { "path", "string", "path and query, starting with \"/\" (default \"/\")" },
+    { "headers", "table<string,string>", "request headers, on top of the routing headers" },
+    { "body", "string", "request body (bytes)" },
+    { "traffic_token", "boolean|string", "false: no traffic token; a string: send that one "
+      .. "(default: the sandbox's, when it has one)" },
+    { "timeout", "number", "seconds for the whole transfer (default the connection's request_timeout)" },
+    { "max_body", "integer", "largest answer body accepted, bytes (default 64 MiB)" },
+  })
+http.REQUEST_OPTIONS = REQUEST
 
 --- The header that carries the traffic access token (reference §7.4).
 http.TRAFFIC_HEADER = "e2b-traffic-access-token"
 
-local function check_port(port)
-  if math.type(port) ~= "integer" or port < 1 or port > 65535 then
-    errmap.raise("InvalidArgument", 0, "port must be an integer 1..65535, got " .. tostring(port))
-  end
+--- What abx.route needs of a sandbox: its id and domain with its connection's routing.
+---@param sbx abx.Sandbox
+---@return table
+local function route_of(sbx)
+  local conn = sbx.conn
+  return { routing = conn.envd_routing, api_url = conn.api_url, envd_url = conn.envd_url,
+    sandbox_id = sbx.id, domain = sbx.domain }
 end
 
---- Whether the API URL's host is loopback or an IP literal: then the platform's ingress is at the
---- API URL's address, whatever the host name says. Returns that "HOST:PORT" or nil.
-local function loopback_hostport(api_url)
-  local hostport = envd.host_port(api_url)
-  local host = hostport:match("^%[(.*)%]") or hostport:match("^([^:]+)")
-  if host == "localhost" or host:match("^[%d.]+$") or host:find(":", 1, true) then
-    return hostport
-  end
-  return nil
-end
-
---- "<scheme>://<port>-<id>.<domain>[:<api port>]": the URL a client outside uses for `port`.
+--- "<scheme>://<port>-<id>.<domain>[:<api port>]": the URL a client outside uses for `port`
+--- (abx.route.port_url: a domain that carries a port keeps it, never gets a second one).
 --- Raises: InvalidArgument (bad port).
 ---@param sbx abx.Sandbox
 ---@param port integer
 ---@return string
 function http.port_url(sbx, port)
-  check_port(port)
-  local api_url = sbx.conn.api_url
-  local scheme = api_url:match("^(%a+)://") or "https"
-  local url = string.format("%s://%s", scheme, sbx:get_host(port))
-  local lb = loopback_hostport(api_url)
-  if lb then
-    local p = lb:match(":(%d+)$")
-    local default = (scheme == "https" and "443") or "80"
-    if p and p ~= default then url = url .. ":" .. p end
-  end
-  return url
-end
-
---- URL, connect_to and routing headers for `path` on `port`.
-local function route(sbx, port, path)
-  local conn = sbx.conn
-  if conn.envd_routing == "headers" then
-    return (conn.envd_url:gsub("/+$", "")) .. path, nil,
-      { ["E2b-Sandbox-Id"] = sbx.id, ["E2b-Sandbox-Port"] = tostring(port) }
-  end
-  local url = http.port_url(sbx, port) .. path
-  return url, loopback_hostport(conn.api_url), {}
+  return route.port_url(route_of(sbx), port)
 end
 
 --- URL, connect_to and headers for a request to `path` on `port`: the routing (host name or
@@ -85,11 +71,7 @@ end
 ---@return string url, string|nil connect_to, table<string,string> headers
 function http.target(sbx, port, path, opts)
   opts = opts or {}
-  check_port(port)
-  if type(path) ~= "string" or path:sub(1, 1) ~= "/" then
-    errmap.raise("InvalidArgument", 0, "path must start with \"/\", got " .. tostring(path))
-  end
-  local url, connect_to, h = route(sbx, port, path)
+  local url, connect_to, h = route.target(route_of(sbx), port, path)
   local tok = opts.traffic_token
   if tok == nil or tok == true then tok = sbx.traffic_access_token end
   if type(tok) == "string" then h[http.TRAFFIC_HEADER] = tok end -- the real one is a secret already
@@ -105,7 +87,7 @@ end
 ---  traffic_token?: boolean|string, timeout?: number, max_body?: integer}
 ---@return {status: integer, headers: table<string,string>, body: string}
 function http.request(sbx, port, opts)
-  opts = opts or {}
+  opts = options.check(REQUEST, opts)
   local url, connect_to, h = http.target(sbx, port, opts.path or "/", opts)
   return core.request({
     method = opts.method or "GET", url = url, headers = h, body = opts.body,
@@ -123,7 +105,7 @@ end
 ---@return {status: integer, headers: table<string,string>, body: string}
 function http.get(sbx, port, path, opts)
   local o = {}
-  for k, v in pairs(opts or {}) do o[k] = v end
+  for k, v in pairs(options.check(REQUEST, opts, "http.get")) do o[k] = v end
   o.method, o.path = "GET", path or "/"
   return http.request(sbx, port, o)
 end
