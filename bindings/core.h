@@ -22,7 +22,7 @@ void abx_core_ndjson_register(lua_State *L, struct abx_loop *loop);
 
 /* How abx_core_stream_open frames and reads a stream. */
 struct abx_core_stream_opts {
-  int framing;               /* enum abx_http_framing: ABX_HTTP_CONNECT or ABX_HTTP_NDJSON */
+  int framing;               /* enum abx_http_framing: ABX_HTTP_CONNECT, _NDJSON or _RAW */
   const char *method;        /* overrides req.method when not NULL */
   const char *content_type;  /* adds "Content-Type: <it>" when not NULL */
   size_t max_line;           /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
@@ -59,6 +59,29 @@ void abx_trace_request(struct abx_loop *loop, const char *what, const char *cons
                        size_t body_len);
 void abx_trace_answer(struct abx_loop *loop, const char *what, struct abx_transfer *t,
                       double started_ms);
+
+/* Request tables (core_body.c): the "Name: value" header strings of one request, owned. */
+#define ABX_CORE_MAX_REQ_HEADERS 64
+struct abx_core_req_strings {
+  char *headers[ABX_CORE_MAX_REQ_HEADERS + 1];
+  int n;
+};
+
+/* Frees the header strings (n becomes 0). */
+void abx_core_req_strings_free(struct abx_core_req_strings *rs);
+
+/* Reads the request table at 'idx' (docs/ENGINE.md "HTTP": method, url, headers, body or
+ * body_file, timeout, max_body, connect_to) into 'r' and 'rs', and "METHOD url" (no query) into
+ * 'what'. A body_file (a Lua file handle, read from its current position by the transfer) must
+ * stay referenced until the transfer ends: the caller keeps the request table on its stack.
+ * Header names and values must not contain CR or LF (header injection). Raises a Lua error for
+ * a malformed table, an abx.error InvalidArgument for a closed body_file. [-0, +0, v] */
+struct abx_http_request;
+void abx_core_read_request(lua_State *L, int idx, struct abx_http_request *r,
+                           struct abx_core_req_strings *rs, char *what, size_t what_len);
+
+/* Adds core.body_stream (a response body read in chunks) to the module at the top. [-0, +0, m] */
+void abx_core_body_register(lua_State *L, struct abx_loop *loop);
 
 /* The loop stored as upvalue 1 of the running C function. [-0, +0, -] */
 struct abx_loop *abx_core_loop(lua_State *L);

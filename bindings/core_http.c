@@ -3,6 +3,7 @@
  *
  * core.request(req) -> { status, headers, body }          yields until the transfer ends
  * core.stream(req)  -> abx.stream                          yields until the response headers
+ * (request tables and core.body_stream, a body read in chunks: bindings/core_body.c)
  * stream:next()     -> "message"|"end", json | "http", body | nil      yields per envelope
  * Raises: Transport (connection failed), Timeout (transfer or task deadline), Protocol (body
  * over max_body, headers over 256 KiB, malformed envelopes, truncated stream).
@@ -22,7 +23,6 @@
 #include "secrets.h"
 
 #define STREAM_MT "abx.stream"
-#define MAX_REQ_HEADERS 64
 
 enum op_kind { OP_REQUEST, OP_STREAM };
 enum stream_wait { SW_NONE, SW_OPEN, SW_NEXT };
@@ -66,6 +66,7 @@ static const char *failure_kind(enum abx_http_failure f)
   switch (f) {
   case ABX_HTTP_ETIMEOUT: return "Timeout";
   case ABX_HTTP_ETRANSPORT: return "Transport";
+  case ABX_HTTP_ESOURCE: return "InvalidArgument";
   default: return "Protocol";
   }
 }
@@ -205,7 +206,10 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
     struct abx_stream_msg *m = abx_transfer_pop(t);
     int ndjson = t->streaming == ABX_HTTP_NDJSON;
     lua_pushboolean(co, 1);
-    lua_pushstring(co, ndjson ? "line" : (m->flags & ABX_CONNECT_FLAG_END) ? "end" : "message");
+    lua_pushstring(co, ndjson                          ? "line"
+                       : t->streaming == ABX_HTTP_RAW  ? "chunk"
+                       : (m->flags & ABX_CONNECT_FLAG_END) ? "end"
+                                                           : "message");
     lua_pushlstring(co, m->data, m->len);
     if (ndjson)
       lua_pushinteger(co, (lua_Integer)m->seq);
@@ -227,7 +231,7 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
     lua_pushlstring(co, t->body.data ? t->body.data : "", t->body.len);
     return 3;
   }
-  if (t->streaming == ABX_HTTP_NDJSON) { /* the body ended cleanly: no more lines */
+  if (t->streaming == ABX_HTTP_NDJSON || t->streaming == ABX_HTTP_RAW) { /* ended cleanly */
     s->finished = 1;
     lua_pushboolean(co, 1);
     lua_pushnil(co);
@@ -274,86 +278,7 @@ static void on_done(struct abx_loop *loop, CURLMsg *msg)
   s->in_multi = 0;
 }
 
-/* ---- request building ------------------------------------------------------------------- */
-
-struct req_strings {
-  char *headers[MAX_REQ_HEADERS + 1];
-  int n;
-};
-
-static void req_strings_free(struct req_strings *rs)
-{
-  for (int i = 0; i < rs->n; i++)
-    free(rs->headers[i]);
-  rs->n = 0;
-}
-
-static int field_string(lua_State *L, int idx, const char *name, const char **out, size_t *len)
-{
-  int ty = lua_getfield(L, idx, name);
-  if (ty == LUA_TNIL) {
-    lua_pop(L, 1);
-    return 0;
-  }
-  if (ty != LUA_TSTRING)
-    luaL_error(L, "request field '%s' must be a string, got %s", name, lua_typename(L, ty));
-  *out = lua_tolstring(L, -1, len);
-  lua_pop(L, 1); /* the string stays alive in the request table */
-  return 1;
-}
-
-/* Reads a request table at 'idx' into 'r' and 'rs'. Header names and values must not contain
- * CR or LF (header injection). [-0, +0, v] */
-static void read_request(lua_State *L, int idx, struct abx_http_request *r, struct req_strings *rs,
-                         char *what, size_t what_len)
-{
-  luaL_checktype(L, idx, LUA_TTABLE);
-  memset(r, 0, sizeof *r);
-  r->method = "GET";
-  size_t n;
-  field_string(L, idx, "method", &r->method, &n);
-  if (!field_string(L, idx, "url", &r->url, &n))
-    luaL_error(L, "request needs a 'url'");
-  field_string(L, idx, "body", &r->body, &r->body_len);
-  field_string(L, idx, "connect_to", &r->connect_to, &n);
-  lua_getfield(L, idx, "timeout");
-  double timeout = luaL_optnumber(L, -1, 60);
-  lua_pop(L, 1);
-  r->timeout_ms = (long)(timeout * 1000.0);
-  lua_getfield(L, idx, "max_body");
-  r->max_body = (size_t)luaL_optinteger(L, -1, 64 * 1024 * 1024);
-  lua_pop(L, 1);
-  const char *q = strchr(r->url, '?'); /* queries may carry signatures: leave them out */
-  snprintf(what, what_len, "%s %.*s", r->method, (int)(q ? (size_t)(q - r->url) : strlen(r->url)),
-           r->url);
-  if (lua_getfield(L, idx, "headers") == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      if (rs->n >= MAX_REQ_HEADERS) {
-        req_strings_free(rs);
-        luaL_error(L, "request has more than %d headers", MAX_REQ_HEADERS);
-      }
-      const char *k = lua_tostring(L, -2), *v = lua_tostring(L, -1);
-      if (!k || !v || strpbrk(k, "\r\n:") || strpbrk(v, "\r\n")) {
-        req_strings_free(rs);
-        luaL_error(L, "request header names and values must be strings without CR, LF (and "
-                      "no ':' in names)");
-      }
-      size_t len = strlen(k) + strlen(v) + 3;
-      char *h = malloc(len);
-      if (!h) {
-        req_strings_free(rs);
-        luaL_error(L, "out of memory");
-      }
-      snprintf(h, len, "%s: %s", k, v);
-      rs->headers[rs->n++] = h;
-      lua_pop(L, 1);
-    }
-  }
-  lua_pop(L, 1);
-  rs->headers[rs->n] = NULL;
-  r->headers = (const char *const *)rs->headers;
-}
+/* ---- requests ---------------------------------------------------------------------------- */
 
 static int request_k(lua_State *L, int status, lua_KContext keep)
 {
@@ -365,10 +290,10 @@ static int request_k(lua_State *L, int status, lua_KContext keep)
 }
 
 static struct abx_transfer *start_transfer(lua_State *L, struct abx_loop *loop,
-                                           struct abx_http_request *r, struct req_strings *rs)
+                                           struct abx_http_request *r, struct abx_core_req_strings *rs)
 {
   struct abx_transfer *t = abx_transfer_new(r);
-  req_strings_free(rs);
+  abx_core_req_strings_free(rs);
   if (!t)
     luaL_error(L, "out of memory starting a transfer");
   if (curl_multi_add_handle(loop->multi, t->easy) != CURLM_OK) {
@@ -385,9 +310,9 @@ static int core_request(lua_State *L)
   struct abx_loop *loop = abx_core_loop(L);
   struct abx_task *task = abx_task_require(L, loop, "core.request");
   struct abx_http_request r;
-  struct req_strings rs = {.n = 0};
+  struct abx_core_req_strings rs = {.n = 0};
   char what[160];
-  read_request(L, 1, &r, &rs, what, sizeof what);  /* may raise: nothing allocated yet */
+  abx_core_read_request(L, 1, &r, &rs, what, sizeof what);  /* may raise: nothing allocated yet */
   abx_trace_request(loop, what, r.headers, r.body_len);
   struct abx_transfer *t = start_transfer(L, loop, &r, &rs);
   struct request_op *op = calloc(1, sizeof *op);
@@ -404,9 +329,9 @@ static int core_request(lua_State *L)
   op->task = task;
   op->t = t;
   t->owner = op;
-  lua_settop(L, 0);
+  lua_settop(L, 1); /* the request table keeps a body_file alive until the transfer ends */
   abx_task_wait(task, &op->wait, ABX_TASK_WAITING);
-  return lua_yieldk(L, 0, 0, request_k);
+  return lua_yieldk(L, 0, 1, request_k);
 }
 
 static struct stream *stream_check(lua_State *L, int idx)
@@ -454,26 +379,28 @@ static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
 int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o)
 {
   struct abx_loop *loop = abx_core_loop(L);
-  struct stream *s = lua_newuserdatauv(L, sizeof *s, 0);
+  struct stream *s = lua_newuserdatauv(L, sizeof *s, 1);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, STREAM_MT);
   lua_insert(L, 1);            /* stream req */
+  lua_pushvalue(L, 2);         /* the stream keeps its request (and any body_file) alive */
+  lua_setiuservalue(L, 1, 1);
   s->wait.cancel = stream_cancel;
   s->kind = OP_STREAM;
   s->loop = loop;
   s->next_k = o->next_k ? o->next_k : request_k;
   struct abx_http_request r;
-  struct req_strings rs = {.n = 0};
-  read_request(L, 2, &r, &rs, s->what, sizeof s->what);
+  struct abx_core_req_strings rs = {.n = 0};
+  abx_core_read_request(L, 2, &r, &rs, s->what, sizeof s->what);
   r.streaming = o->framing;
   r.max_line = o->max_line;
   r.headers_timeout_ms = o->headers_timeout_ms;
   r.body_timeout_ms = o->body_timeout_ms;
-  if (o->content_type && rs.n < MAX_REQ_HEADERS) {
+  if (o->content_type && rs.n < ABX_CORE_MAX_REQ_HEADERS) {
     size_t len = strlen(o->content_type) + sizeof "Content-Type: ";
     rs.headers[rs.n] = malloc(len);
     if (!rs.headers[rs.n]) {
-      req_strings_free(&rs);
+      abx_core_req_strings_free(&rs);
       return luaL_error(L, "out of memory");
     }
     snprintf(rs.headers[rs.n], len, "Content-Type: %s", o->content_type);
@@ -595,4 +522,5 @@ void abx_core_http_register(lua_State *L, struct abx_loop *loop)
   lua_pop(L, 1);
   lua_pushlightuserdata(L, loop);
   luaL_setfuncs(L, http_funcs, 1);
+  abx_core_body_register(L, loop);
 }

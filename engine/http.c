@@ -34,6 +34,58 @@ static int buf_append(struct abx_buf *b, const char *data, size_t len)
   return 0;
 }
 
+/* Grows 'b' to hold at least 'want' bytes and a NUL (a body whose size was announced). */
+static void buf_reserve(struct abx_buf *b, size_t want)
+{
+  if (want + 1 <= b->cap)
+    return;
+  char *n = realloc(b->data, want + 1);
+  if (n) {
+    b->data = n;
+    b->cap = want + 1;
+  }
+}
+
+/* Whether the body of a response with 'status' is bounded by max_body: plain transfers, any
+ * non-200 answer, and raw streams (Connect and NDJSON bodies are bounded per message). */
+static int body_bounded(const struct abx_transfer *t, long status)
+{
+  return !t->streaming || status != 200 || t->streaming == ABX_HTTP_RAW;
+}
+
+/* The bound on a body with 'status': max_body, except that the error body of a raw stream (whose
+ * max_body is often unlimited) is held in memory, so it gets ABX_HTTP_ERROR_BODY at most. */
+static size_t body_limit(const struct abx_transfer *t, long status)
+{
+  if (t->streaming == ABX_HTTP_RAW && status != 200 && t->max_body > ABX_HTTP_ERROR_BODY)
+    return ABX_HTTP_ERROR_BODY;
+  return t->max_body;
+}
+
+/* At the end of the final headers: a Content-Length over max_body fails the transfer before any
+ * byte of the body is read; an announced size within it sizes a plain body's buffer once.
+ * Returns 0 when the transfer must stop. */
+static int check_length(struct abx_transfer *t, long status)
+{
+  const char *cl = abx_transfer_header(t, "content-length");
+  if (!cl || t->nobody || status == 204 || status == 304 || !body_bounded(t, status))
+    return 1;
+  char *end;
+  unsigned long long n = strtoull(cl, &end, 10);
+  if (end == cl)
+    return 1; /* not a number: curl itself rejects it */
+  if (n > body_limit(t, status)) {
+    t->failure = ABX_HTTP_EOVERFLOW;
+    snprintf(t->reason, sizeof t->reason,
+             "response body exceeds %zu bytes (Content-Length announces %llu)",
+             body_limit(t, status), n);
+    return 0;
+  }
+  if (!t->streaming || status != 200)
+    buf_reserve(&t->body, (size_t)n);
+  return 1;
+}
+
 static void clear_headers(struct abx_transfer *t)
 {
   for (size_t i = 0; i < t->nheaders; i++) {
@@ -66,6 +118,8 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
     long code = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
     if (code >= 200) {
+      if (!check_length(t, code))
+        return 0;
       t->status = code;
       t->headers_done = 1;
       t->headers_ms = mono_ms();
@@ -174,6 +228,20 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
       t->paused = 1; /* curl hands the same bytes over again after unpausing */
       return CURL_WRITEFUNC_PAUSE;
     }
+    if (t->streaming == ABX_HTTP_RAW) {
+      if (t->raw_bytes + len > t->max_body) {
+        t->failure = ABX_HTTP_EOVERFLOW;
+        snprintf(t->reason, sizeof t->reason, "response body exceeds %zu bytes", t->max_body);
+        return 0;
+      }
+      if (enqueue(t, 0, 0, data, len) != 0) {
+        t->failure = ABX_HTTP_EOVERFLOW;
+        snprintf(t->reason, sizeof t->reason, "out of memory queueing a %zu-byte chunk", len);
+        return 0;
+      }
+      t->raw_bytes += len;
+      return len;
+    }
     if (t->streaming == ABX_HTTP_NDJSON) {
       if (abx_ndjson_feed(&t->ndjson, data, len, on_line, t) != ABX_NDJSON_OK) {
         t->failure = ABX_HTTP_EPROTO;
@@ -191,9 +259,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
     }
     return len;
   }
-  if (t->body.len + len > t->max_body) {
+  if (t->body.len + len > body_limit(t, t->status)) {
     t->failure = ABX_HTTP_EOVERFLOW;
-    snprintf(t->reason, sizeof t->reason, "response body exceeds %zu bytes", t->max_body);
+    snprintf(t->reason, sizeof t->reason, "response body exceeds %zu bytes",
+             body_limit(t, t->status));
     return 0;
   }
   if (buf_append(&t->body, data, len) != 0) {
@@ -204,6 +273,18 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
   }
   t->dirty = 1;
   return len;
+}
+
+/* CURLOPT_READFUNCTION for a body read as it goes. */
+static size_t on_read(char *buf, size_t size, size_t nitems, void *ud)
+{
+  struct abx_transfer *t = ud;
+  size_t n = t->body_read(t->body_cookie, buf, size * nitems, t->reason, sizeof t->reason);
+  if (n == ABX_HTTP_READ_ERROR) {
+    t->failure = ABX_HTTP_ESOURCE;
+    return CURL_READFUNC_ABORT;
+  }
+  return n;
 }
 
 struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
@@ -259,7 +340,14 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
     goto fail;
   t->req_headers = n;
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->req_headers);
-  if (req->body) {
+  if (req->body_read) {
+    t->body_read = req->body_read;
+    t->body_cookie = req->body_cookie;
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(e, CURLOPT_READDATA, t);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_size);
+  } else if (req->body) {
     t->req_body = malloc(req->body_len ? req->body_len : 1);
     if (!t->req_body)
       goto fail;
@@ -268,11 +356,14 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req_body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->req_body_len);
   }
-  if (strcmp(req->method, "GET") == 0 && !req->body)
+  if (req->streaming == ABX_HTTP_RAW) /* fewer, larger chunks for bodies read in pieces */
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
+  if (strcmp(req->method, "GET") == 0 && !req->body && !req->body_read)
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-  else if (strcmp(req->method, "HEAD") == 0)
+  else if (strcmp(req->method, "HEAD") == 0) {
+    t->nobody = 1;
     curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  else
+  } else
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
   return t;
 fail:

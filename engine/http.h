@@ -5,13 +5,18 @@
  * body into a decoder and queue what it finds for the consumer: Connect envelopes
  * (ABX_HTTP_CONNECT, engine/connect.h) or NDJSON lines (ABX_HTTP_NDJSON, engine/ndjson.h: each
  * non-empty line is one message, 'seq' its line number; a last line without "\n" is queued when
- * the body ends). A stream whose status is not 200 collects its body like a plain transfer.
+ * the body ends) or raw chunks of the body as they arrive (ABX_HTTP_RAW, for bodies too large to
+ * hold). A stream whose status is not 200 collects its body like a plain transfer. A request body
+ * is either a buffer ('body', copied) or read as the transfer goes ('body_read': a file).
  * Units:   timeout_ms for the whole transfer (0: none, then the task's deadline bounds it);
  *          headers_timeout_ms from the start until the response headers, body_timeout_ms from the
  *          headers until the end of the body (0: none; checked by curl's progress callback, at
  *          least once a second), as the code interpreter's SDK clients bound them
  *          (reference/envd-protocol.md §10 "Client behaviour").
- * Limits:  response headers <= ABX_HTTP_MAX_HEADERS bytes in all; plain bodies <= max_body bytes;
+ * Limits:  response headers <= ABX_HTTP_MAX_HEADERS bytes in all; plain bodies, non-200 stream
+ *          bodies and raw streams <= max_body bytes, checked against the announced
+ *          Content-Length as soon as the headers are in (so a 2 GiB announcement fails at once)
+ *          and against the running count as the body arrives;
  *          an NDJSON line <= max_line bytes (default ABX_NDJSON_MAX_LINE, 16 MiB); queued stream
  *          messages <= ABX_HTTP_STREAM_QUEUE bytes (the transfer is paused beyond, so a slow
  *          consumer applies backpressure instead of growing memory). Over a limit the transfer
@@ -30,6 +35,7 @@
 
 #define ABX_HTTP_MAX_HEADERS (256u * 1024u)
 #define ABX_HTTP_STREAM_QUEUE (8u * 1024u * 1024u)
+#define ABX_HTTP_ERROR_BODY (64u * 1024u * 1024u) /* a raw stream's non-200 body at most */
 
 enum abx_http_failure {
   ABX_HTTP_OK = 0,
@@ -37,6 +43,7 @@ enum abx_http_failure {
   ABX_HTTP_ETRANSPORT, /* connection refused, reset, DNS, ... */
   ABX_HTTP_EOVERFLOW,  /* body or headers over the limit */
   ABX_HTTP_EPROTO,     /* malformed Connect envelope stream, NDJSON line over its bound */
+  ABX_HTTP_ESOURCE,    /* the request body's reader failed (a closed or unreadable file) */
 };
 
 /* What a transfer does with a 200 body ('streaming' of a request and a transfer). */
@@ -44,7 +51,13 @@ enum abx_http_framing {
   ABX_HTTP_PLAIN = 0,   /* collect it (max_body) */
   ABX_HTTP_CONNECT = 1, /* Connect envelopes */
   ABX_HTTP_NDJSON = 2,  /* NDJSON lines */
+  ABX_HTTP_RAW = 3,     /* the bytes as they arrive, one message per chunk (max_body in all) */
 };
+
+/* Reads the next bytes of a request body into buf (at most n). Returns the number read, 0 at the
+ * end, or ABX_HTTP_READ_ERROR with a reason written to err (errlen bytes). */
+#define ABX_HTTP_READ_ERROR ((size_t)-1)
+typedef size_t (*abx_http_body_read)(void *cookie, char *buf, size_t n, char *err, size_t errlen);
 
 struct abx_buf {
   char *data;
@@ -70,6 +83,10 @@ struct abx_transfer {
   struct curl_slist *connect_to; /* CURLOPT_CONNECT_TO list */
   char *req_body;         /* owned copy */
   size_t req_body_len;
+  abx_http_body_read body_read; /* or the body is read as it goes (cookie owned by the caller) */
+  void *body_cookie;
+  size_t raw_bytes;       /* ABX_HTTP_RAW: body bytes queued so far */
+  int nobody;             /* HEAD: a Content-Length announces no body */
   size_t max_body;
   long status;            /* final HTTP status (not 1xx) */
   int headers_done;       /* the final response's headers are complete */
@@ -102,6 +119,9 @@ struct abx_http_request {
   const char *const *headers; /* "Name: value" strings, NULL-terminated */
   const char *body;
   size_t body_len;
+  abx_http_body_read body_read; /* instead of 'body': called as curl sends; NULL: none */
+  void *body_cookie;          /* for body_read; must outlive the transfer */
+  long long body_size;        /* with body_read: bytes it will give, -1 unknown (sent chunked) */
   long timeout_ms;
   size_t max_body;
   const char *connect_to;     /* "HOST:PORT" or NULL */

@@ -3,6 +3,8 @@
 --
 --   sbx.files:write("/home/user/a.txt", "hello")          -- {path, name, type}
 --   sbx.files:read("/home/user/a.txt")                     -- "hello"
+--   sbx.files:read("/home/user/big", { to = fh })          -- bytes written to the open file fh
+--   sbx.files:write("/home/user/big", io.open(p, "rb"))    -- uploads the file from its position
 --   sbx.files:list("/home/user", { depth = 2 })            -- entries
 --
 -- Entries: {name, path, type = "file"|"dir"|"symlink", size (bytes, number), mode (permission bits),
@@ -179,21 +181,47 @@ end
 
 --- Writes `data` (any bytes) to `path`, creating parent directories; the file is owned by the user
 --- (reference §7 "POST /files": application/octet-stream, envd >= 0.5.7).
+--- `data` may also be an open Lua file handle (or `opts.from`, with `data` nil): the engine sends
+--- it from its current position as it reads (core.request `body_file`), so a file of any size
+--- costs no more engine memory than a small one; the handle stays open (the caller closes it).
 --- `metadata` is sent as `X-Metadata-<key>: <value>` headers; envd stores it as xattrs (keys
 --- lower-cased) and every write replaces the whole set, so a write without it clears it (§7,
 --- envd >= 0.6.2). `gzip = true` sends the body gzip-encoded (`Content-Encoding: gzip`, see
 --- files.gzip); `content_encoding = "gzip"` sends `data` as is, as bytes that are already gzip.
 --- Raises: InvalidArgument (400: e.g. metadata not printable ASCII or over 4096 bytes; a metadata
---- key that is no header name, checked here), Authentication (401), NotEnoughSpace (507),
---- SandboxGone (502), Sandbox, Protocol (the 200 body is not an entry array), Transport, Timeout.
+--- key that is no header name, checked here; `gzip = true` with a file handle; `data` and `from`
+--- together), Authentication (401), PayloadTooLarge (413), NotEnoughSpace (507), SandboxPaused,
+--- SandboxGone, PortNotOpen, Sandbox, Protocol (the 200 body is not an entry array), Transport,
+--- Timeout.
 ---@param path string
----@param data string
+---@param data string|file*|nil
 ---@param opts? {user?: string, metadata?: table<string,string>, gzip?: boolean,
----  content_encoding?: string}
+---  content_encoding?: string, from?: file*, timeout?: number}
 ---@return {path: string, name: string, type: string, metadata?: table<string,string>}
 function Files:write(path, data, opts)
   opts = opts or {}
   local headers = upload_headers(opts)
+  if opts.from ~= nil then
+    if data ~= nil then errmap.raise("InvalidArgument", 0, "files:write takes data or from, not both") end
+    data = opts.from
+  end
+  if io.type(data) == "file" or opts.from ~= nil then
+    if io.type(data) ~= "file" then
+      errmap.raise("InvalidArgument", 0, "files:write: from must be an open file handle, got "
+        .. (io.type(data) or type(data)))
+    end
+    if opts.gzip and not opts.content_encoding then
+      errmap.raise("InvalidArgument", 0, "files:write: gzip = true needs the bytes in memory; "
+        .. "write a gzip file with content_encoding = \"gzip\" instead")
+    end
+    local c = client(self)
+    local url, connect_to = c:url(files_path(path, opts.user or "user"))
+    local h = c:headers(nil)
+    for k, v in pairs(headers) do h[k] = v end
+    local resp = core.request({ method = "POST", url = url, headers = h, body_file = data,
+      connect_to = connect_to, timeout = opts.timeout or 0 })
+    return upload_entry(resp, "POST /files")
+  end
   local body = opts.gzip and not opts.content_encoding and files.gzip(data) or data
   local resp = client(self):http("POST", files_path(path, opts.user or "user"), {
     body = body, headers = headers,
@@ -201,20 +229,69 @@ function Files:write(path, data, opts)
   return upload_entry(resp, "POST /files")
 end
 
+--- Streams the body of GET /files into `sink` (a file handle: `sink:write`, or a function called
+--- with each chunk, in order) and returns the number of bytes. The engine holds at most its
+--- stream queue (8 MiB) of the body at a time (core.body_stream).
+local function read_into(self, path, opts, sink)
+  local c = client(self)
+  local url, connect_to = c:url(files_path(path, opts.user or "user"))
+  local st <close> = core.body_stream({ url = url, headers = c:headers(nil),
+    connect_to = connect_to, max_body = opts.max_body, timeout = opts.timeout })
+  local n = 0
+  while true do
+    local kind, data = st:next()
+    if kind == nil then return n end
+    if kind == "http" then errmap.raise_envd_http(st:status(), data, "GET /files") end
+    n = n + #data
+    if type(sink) == "function" then
+      sink(data)
+    else
+      local ok, err = sink:write(data)
+      if not ok then errmap.raise("InvalidArgument", 0, "files:read: writing to `to`: "
+        .. tostring(err)) end
+    end
+  end
+end
+
 --- Reads the whole file at `path` (reference §7 "GET /files"). `format` "text" and "bytes" both
 --- return the raw bytes as a Lua string (Lua strings are byte strings).
 --- `gzip = true` asks for a gzip transfer (`Accept-Encoding: gzip`) and returns the decoded bytes;
 --- that needs a gunzip in abx.core (core.gunzip), which this engine does not have yet: without it
 --- the option raises InvalidArgument (read_gzip gives the encoded bytes).
+--- Streaming: with `to` (an open file handle) or `on_chunk` (a function called with each chunk of
+--- bytes, in order) the body is handed over as it arrives and read returns the number of bytes;
+--- the engine never holds more than about 8 MiB of it, and `max_body` (default none) is checked
+--- against the announced Content-Length before any byte is read.
 --- Raises: NotFound (404), InvalidArgument (400: a directory or bad path; gzip without
---- core.gunzip), Authentication, SandboxGone, Sandbox, Protocol (over max_body), Transport, Timeout.
+--- core.gunzip; `to` not an open file, both `to` and `on_chunk`, gzip with either, a failed
+--- write to `to`), Authentication, SandboxPaused, SandboxGone, PortNotOpen, Sandbox, Protocol
+--- (over max_body, as soon as the Content-Length or the running count passes it), Transport,
+--- Timeout.
 ---@param path string
----@param opts? {user?: string, format?: "text"|"bytes", max_body?: integer, gzip?: boolean}
----@return string
+---@param opts? {user?: string, format?: "text"|"bytes", max_body?: integer, gzip?: boolean,
+---  to?: file*, on_chunk?: fun(chunk: string), timeout?: number}
+---@return string|integer
 function Files:read(path, opts)
   opts = opts or {}
   if opts.format and opts.format ~= "text" and opts.format ~= "bytes" then
     errmap.raise("InvalidArgument", 0, "format must be \"text\" or \"bytes\"")
+  end
+  if opts.to ~= nil or opts.on_chunk ~= nil then
+    if opts.to ~= nil and opts.on_chunk ~= nil then
+      errmap.raise("InvalidArgument", 0, "files:read takes to or on_chunk, not both")
+    end
+    if opts.to ~= nil and io.type(opts.to) ~= "file" then
+      errmap.raise("InvalidArgument", 0, "files:read: to must be an open file handle, got "
+        .. (io.type(opts.to) or type(opts.to)))
+    end
+    if opts.on_chunk ~= nil and type(opts.on_chunk) ~= "function" then
+      errmap.raise("InvalidArgument", 0, "files:read: on_chunk must be a function")
+    end
+    if opts.gzip then
+      errmap.raise("InvalidArgument", 0, "files:read: gzip does not stream (use to/on_chunk "
+        .. "without gzip)")
+    end
+    return read_into(self, path, opts, opts.to or opts.on_chunk)
   end
   if opts.gzip then
     if not core.gunzip then

@@ -64,6 +64,20 @@ class Handler(BaseHTTPRequestHandler):
             except (BrokenPipeError, ConnectionResetError):
                 return
             return
+        if p == "/files" and "path=%2Fhuge" in self.path:
+            self.send_response(200)  # announces 2 GiB, then trickles: the client must stop at once
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(2 * 1024 ** 3))
+            self.end_headers()
+            try:
+                for _ in range(600):
+                    self.wfile.write(b"x" * 65536)
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
+            return
         if p == "/sandboxes/isilent":
             time.sleep(30)  # never answers in time
             return
@@ -75,6 +89,8 @@ class Handler(BaseHTTPRequestHandler):
         if p == "/sandboxes":
             return self.send_json(201, {"sandboxID": "ihostile", "templateID": "base",
                                         "clientID": "6532622b", "envdVersion": "0.5.7"})
+        if p == "/files":  # the edge's answer to an upload over its limit
+            return self.send_json(413, {"code": 413, "message": "request body too large"})
         if p == "/process.Process/Start":
             req = json.loads(body[5:])
             mode = req["process"]["args"][-1]
