@@ -37,8 +37,59 @@ local cjson = require("cjson")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
 local http = require("abx.http")
+local options = require("abx.options")
+local decode = require("abx.decode")
 
 local code = {}
+
+local TRAFFIC = { "traffic_token", "boolean|string", "false: no traffic token; a string: that one" }
+local REQ_TIMEOUT = { "request_timeout", "number", "seconds until the answer's headers (default "
+  .. "the connection's)" }
+local RUN = options.define("sbx:run_code", "Runs code in the code interpreter (POST /execute): "
+  .. "an Execution.", {
+    { "language", "string", "language of the default context for it (not with context)" },
+    { "context", "table|string", "a Context or its id" },
+    { "envs", "table<string,string>", "environment variables for this execution" },
+    { "timeout", "number", "seconds for the body from the headers on (default 60, 0 none)" },
+    REQ_TIMEOUT, TRAFFIC,
+    { "on_stdout", "function", "on_stdout(text, timestamp) per stdout line" },
+    { "on_stderr", "function", "on_stderr(text, timestamp) per stderr line" },
+    { "on_result", "function", "on_result(result) per Result" },
+    { "on_error", "function", "on_error(error) for the code's error" },
+  })
+local CREATE = options.define("sbx:create_code_context", "Creates a code context: a Context.", {
+    { "language", "string", "e.g. \"python\" (the server's default)" },
+    { "cwd", "string", "working directory (default /home/user)" },
+    REQ_TIMEOUT, TRAFFIC,
+  })
+local CALL = options.define("sbx:list_code_contexts", "Lists the code contexts (also the "
+  .. "options of restart_code_context and remove_code_context).", { REQ_TIMEOUT, TRAFFIC })
+
+local EXECUTION = options.shape("Execution", "What sbx:run_code returns.", {
+    { "logs", "table", "{stdout = {string...}, stderr = {string...}}, the lines as they came" },
+    { "results", "table", "Result[] in order" },
+    { "error", "table?", "ExecutionError {name, value, traceback} when the code raised" },
+    { "execution_count", "integer?", "the kernel's execution counter" },
+    { "text", "string?", "the main result's text" },
+  })
+local FORMATS = { "text", "html", "markdown", "svg", "png", "jpeg", "pdf", "latex", "json",
+  "javascript", "data", "chart", "extra" }
+local result_fields = { { "is_main_result", "boolean", "whether this is the cell's value" } }
+for _, f in ipairs(FORMATS) do
+  result_fields[#result_fields + 1] = { f, "any?", "the " .. f .. " format, when the server sent it" }
+end
+local RESULT = options.shape("Result", "One result of an Execution: the formats the server sent.",
+  result_fields)
+local ERROR = options.shape("ExecutionError", "The code's error in an Execution.", {
+    { "name", "string?", "e.g. \"NameError\"" },
+    { "value", "string?", "the message" },
+    { "traceback", "string?", "the traceback text" },
+  })
+local CONTEXT = options.shape("Context", "A code context.", {
+    { "id", "string", "context id" },
+    { "language", "string?", "its language" },
+    { "cwd", "string?", "its working directory" },
+  })
 
 --- The code interpreter's port inside a sandbox (reference/envd-protocol.md §10).
 code.PORT = 49999
@@ -84,7 +135,7 @@ local function context_of(v, status, request)
   if type(v) ~= "table" or type(v.id) ~= "string" then
     errmap.raise_protocol(status, request, "a Context {id, language, cwd}")
   end
-  return { id = v.id, language = str(v.language), cwd = str(v.cwd) }
+  return options.strict(CONTEXT, { id = v.id, language = str(v.language), cwd = str(v.cwd) })
 end
 
 --- Starts POST /execute and returns the open NDJSON stream (core.ndjson) once its headers arrived
@@ -97,7 +148,7 @@ end
 ---  timeout?: number, request_timeout?: number, traffic_token?: boolean|string}
 ---@return table stream, string request
 function code.execute_stream(sbx, src, opts)
-  opts = opts or {}
+  opts = options.check(RUN, opts)
   if type(src) ~= "string" then
     errmap.raise("InvalidArgument", 0, "run_code: code must be a string, got " .. type(src))
   end
@@ -129,9 +180,7 @@ end
 local function apply_line(ex, line, number, opts, request)
   local ty = line.type
   if ty == "stdout" or ty == "stderr" then
-    if type(line.text) ~= "string" then
-      errmap.raise_protocol(200, request, "a string `text` in the " .. ty .. " line " .. number)
-    end
+    decode.text(line.text, "sbx:run_code", "`text` of the " .. ty .. " line " .. number, request)
     local out = ex.logs[ty]
     out[#out + 1] = line.text
     local cb = opts["on_" .. ty]
@@ -142,11 +191,17 @@ local function apply_line(ex, line, number, opts, request)
       if k ~= "type" and v ~= cjson.null then r[k] = v end
     end
     r.is_main_result = r.is_main_result == true
-    ex.results[#ex.results + 1] = r
+    if r.text ~= nil then decode.text(r.text, "sbx:run_code", "`text` of the result line " .. number, request) end
+    ex.results[#ex.results + 1] = options.strict(RESULT, r)
     if r.is_main_result and type(r.text) == "string" then ex.text = r.text end
     if opts.on_result then opts.on_result(r) end
   elseif ty == "error" then
-    ex.error = { name = str(line.name), value = str(line.value), traceback = str(line.traceback) }
+    local what = " of the error line " .. number
+    ex.error = options.strict(ERROR, {
+      name = decode.opt_text(line.name, "sbx:run_code", "`name`" .. what, request),
+      value = decode.opt_text(line.value, "sbx:run_code", "`value`" .. what, request),
+      traceback = decode.opt_text(line.traceback, "sbx:run_code", "`traceback`" .. what, request),
+    })
     if opts.on_error then opts.on_error(ex.error) end
   elseif ty == "number_of_executions" then
     ex.execution_count = math.tointeger(line.execution_count) -- cjson may give a float
@@ -174,9 +229,9 @@ end
 ---  timestamp: string|nil), on_result?: fun(result: table), on_error?: fun(err: table)}
 ---@return table execution see the file header
 function code.run(sbx, src, opts)
-  opts = opts or {}
+  opts = options.check(RUN, opts)
   local st <close>, request = code.execute_stream(sbx, src, opts)
-  local ex = { logs = { stdout = {}, stderr = {} }, results = {} }
+  local ex = options.strict(EXECUTION, { logs = { stdout = {}, stderr = {} }, results = {} })
   while true do
     local kind, line, number = st:next()
     if kind == nil then
@@ -200,7 +255,7 @@ end
 ---@param opts? {language?: string, cwd?: string, request_timeout?: number}
 ---@return {id: string, language: string, cwd: string}
 function code.create_context(sbx, opts)
-  opts = opts or {}
+  opts = options.check(CREATE, opts)
   local request = "POST /contexts"
   local resp = call(sbx, "POST", "/contexts", { language = opts.language, cwd = opts.cwd }, opts)
   if resp.status ~= 200 then errmap.raise_code(resp.status, resp.body, request) end
@@ -214,6 +269,7 @@ end
 ---@param opts? {request_timeout?: number}
 ---@return {id: string, language: string, cwd: string}[]
 function code.list_contexts(sbx, opts)
+  opts = options.check(CALL, opts)
   local request = "GET /contexts"
   local resp = call(sbx, "GET", "/contexts", nil, opts)
   if resp.status ~= 200 then errmap.raise_code(resp.status, resp.body, request) end
@@ -233,6 +289,7 @@ end
 ---@param ctx table|string a Context or its id
 ---@param opts? {request_timeout?: number}
 function code.restart_context(sbx, ctx, opts)
+  opts = options.check(CALL, opts, "sbx:restart_code_context")
   local id = context_id(ctx, "restart_code_context")
   local path = "/contexts/" .. envd.quote(id) .. "/restart"
   local resp = call(sbx, "POST", path, nil, opts)
@@ -250,6 +307,7 @@ end
 ---@param opts? {request_timeout?: number}
 ---@return boolean
 function code.remove_context(sbx, ctx, opts)
+  opts = options.check(CALL, opts, "sbx:remove_code_context")
   local id = context_id(ctx, "remove_code_context")
   local path = "/contexts/" .. envd.quote(id)
   local resp = call(sbx, "DELETE", path, nil, opts)

@@ -10,24 +10,85 @@
 -- Timeout when its `timeout` elapsed (envd kills the process and ends the stream with
 -- deadline_exceeded, §4.4), and the mapped kind of any other Connect or HTTP error.
 -- Units: seconds; `timeout` 0 means none.
+-- Fail closed: options are checked against the specs below (abx.options); results and handles
+-- answer an unknown field with InvalidArgument; an output chunk that is not base64 or an event of
+-- the wrong shape ends the call with Protocol naming it (abx.decode): nothing is dropped.
 -- Source: reference/envd-protocol.md §2 (Connect), §3 (ProtoJSON shapes), §4 (process.Process).
 
 local core = require("abx.core")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
+local options = require("abx.options")
+local decode = require("abx.decode")
 local pty = require("abx.pty")
 
 local commands = {}
 
+local RUN = options.define("commands:run", "Runs `/bin/bash -l -c <cmd>`; foreground: a "
+  .. "CommandResult, background: a CommandHandle.", {
+    { "background", "boolean", "return a CommandHandle once envd reported the pid" },
+    { "cwd", "string", "working directory (default the user's home)" },
+    { "envs", "table<string,string>", "environment variables added for the process" },
+    { "user", "string", "user to run as (default \"user\")" },
+    { "timeout", "number", "seconds the process may live, envd kills it then (default 60, 0 none)" },
+    { "on_stdout", "function", "on_stdout(chunk) for each stdout chunk as it arrives" },
+    { "on_stderr", "function", "on_stderr(chunk) for each stderr chunk as it arrives" },
+    { "stdin", "boolean", "keep stdin open for send_stdin (default false: /dev/null)" },
+    { "keepalive", "integer", "Keepalive-Ping-Interval asked for, whole seconds (default 50)" },
+  })
+local CONNECT = options.define("commands:connect", "Attaches to a running process by pid; a "
+  .. "CommandHandle receiving the output produced from now on.", {
+    { "timeout", "number", "seconds this stream may last (default 60, 0 none)" },
+    { "on_stdout", "function", "on_stdout(chunk) for each stdout chunk" },
+    { "on_stderr", "function", "on_stderr(chunk) for each stderr chunk" },
+  })
+
+local RESULT = options.shape("CommandResult", "What commands:run (foreground) and "
+  .. "CommandHandle:wait return; a non-zero exit is not an error.", {
+    { "stdout", "string", "everything the process wrote to stdout" },
+    { "stderr", "string", "everything the process wrote to stderr" },
+    { "exit_code", "integer", "exit code; -1 when killed by a signal" },
+    { "error", "string?", "envd's error text (e.g. \"signal: killed\"), nil when none" },
+  })
+local PROCESS = options.shape("ProcessInfo", "One entry of commands:list.", {
+    { "pid", "integer", "process id" },
+    { "tag", "string?", "the tag it was started with" },
+    { "cmd", "string", "the command" },
+    { "args", "string[]", "its arguments" },
+    { "envs", "table<string,string>", "its environment as started" },
+    { "cwd", "string?", "its working directory" },
+  })
+
 ---@class abx.Commands
 ---@field _sbx abx.Sandbox
 local Commands = {}
-Commands.__index = Commands
+options.class(Commands, "Commands", "sbx.commands: processes through envd's process service.", {}, {
+  { "run(cmd, opts)", "runs a command (options: commands:run)" },
+  { "connect(pid, opts)", "attaches to a running process (options: commands:connect)" },
+  { "list()", "live processes: ProcessInfo[]" },
+  { "kill(pid)", "SIGKILL; true, or false when there is no such process" },
+  { "signal(pid, signal)", "sends \"SIGTERM\" or \"SIGKILL\"; false when there is no such process" },
+  { "send_stdin(pid, data)", "writes bytes to a process' stdin" },
+  { "close_stdin(pid)", "closes a process' stdin (EOF)" },
+})
 
 ---@class abx.CommandHandle
 ---@field pid integer
 local Handle = {}
-Handle.__index = Handle
+options.class(Handle, "CommandHandle", "A background process (commands:run{background = true}, "
+  .. "commands:connect).", {
+    { "pid", "integer", "process id" },
+  }, {
+    { "wait()", "yields until the process ends: CommandResult" },
+    { "kill()", "SIGKILL; false when it had already gone" },
+    { "send_stdin(data)", "writes to its stdin (started with stdin = true)" },
+    { "close_stdin()", "closes its stdin" },
+    { "stdout()", "stdout received so far" },
+    { "stderr()", "stderr received so far" },
+    { "keepalives()", "keepalive events received so far" },
+    { "done()", "whether the stream has ended" },
+    { "disconnect()", "stops receiving output; the process keeps running" },
+  })
 
 --- The commands object of a sandbox (internal: abx.sandbox builds it). It also sets `sbx.pty`
 --- (abx.pty), which needs the same process service, so that sandbox.lua need not know about it.
@@ -35,7 +96,7 @@ Handle.__index = Handle
 ---@return abx.Commands
 function commands.new(sbx)
   local cmds = setmetatable({ _sbx = sbx }, Commands)
-  if sbx.pty == nil then sbx.pty = pty.new(sbx, cmds) end
+  if rawget(sbx, "pty") == nil then sbx.pty = pty.new(sbx, cmds) end
   return cmds
 end
 
@@ -43,34 +104,54 @@ local function client(self)
   return self._sbx._envd
 end
 
---- Applies one ProcessEvent (reference §3 "Oneof shapes", §4.3) to a handle's state.
+--- Applies one ProcessEvent (reference §3 "Oneof shapes", §4.3) to a handle's state: exactly one
+--- of data {stdout|stderr|pty: base64}, end, keepalive or a repeated start.
+--- Raises: Protocol naming h._call for an event of another shape or a chunk that is not base64.
 ---@param h table handle
----@param ev table the `event` object
-local function apply_event(h, ev)
+---@param ev any the `event` object
+---@param n integer the message's number in the stream (start{pid} is 1)
+---@param request string
+local function apply_event(h, ev, n, request)
+  local where = "message " .. n
+  if type(ev) ~= "table" then
+    decode.fail(h._call, where .. " has no event object", request)
+  end
   local data = ev.data
-  if type(data) == "table" then
-    if data.stdout then
-      local chunk = core.b64decode(data.stdout)
+  if data ~= nil then
+    if type(data) ~= "table" then
+      decode.fail(h._call, where .. ": event data must be an object {stdout|stderr|pty}", request)
+    end
+    if data.stdout ~= nil then
+      local chunk = decode.b64(data.stdout, h._call, "stdout of " .. where, request)
       h._out[#h._out + 1] = chunk
       if h._on_stdout then h._on_stdout(chunk) end
-    elseif data.stderr then
-      local chunk = core.b64decode(data.stderr)
+    elseif data.stderr ~= nil then
+      local chunk = decode.b64(data.stderr, h._call, "stderr of " .. where, request)
       h._err[#h._err + 1] = chunk
       if h._on_stderr then h._on_stderr(chunk) end
-    elseif data.pty then
-      local chunk = core.b64decode(data.pty)
+    elseif data.pty ~= nil then
+      local chunk = decode.b64(data.pty, h._call, "pty output of " .. where, request)
       h._out[#h._out + 1] = chunk
       if h._on_pty then h._on_pty(chunk) end
+    else
+      decode.fail(h._call, where .. ": event data has none of stdout, stderr, pty", request)
     end
-  elseif type(ev["end"]) == "table" then
+  elseif ev["end"] ~= nil then
     local e = ev["end"]
+    if type(e) ~= "table" then decode.fail(h._call, where .. ": event end must be an object", request) end
+    local code = e.exitCode or 0 -- 0 is left out of JSON (§3)
+    if type(code) ~= "number" or math.tointeger(code) == nil then
+      decode.fail(h._call, where .. ": end.exitCode must be an integer", request)
+    end
     h._end = {
-      exit_code = math.tointeger(e.exitCode or 0) or -1, -- 0 is left out of JSON (§3)
-      error = type(e.error) == "string" and e.error or nil,
+      exit_code = math.tointeger(code),
+      error = e.error ~= nil and decode.text(e.error, h._call, "end.error of " .. where, request) or nil,
       status = type(e.status) == "string" and e.status or nil,
     }
-  elseif type(ev.keepalive) == "table" then
+  elseif ev.keepalive ~= nil then
     h._keepalives = h._keepalives + 1 -- counted only, for tests of the interval (§9)
+  elseif ev.start == nil then
+    decode.fail(h._call, where .. ": an event with none of start, data, end, keepalive", request)
   end -- a repeated start carries nothing for us
 end
 
@@ -86,30 +167,32 @@ end
 
 --- Reads events until the end of the stream, filling the handle.
 --- Raises: the end envelope's error kind (Timeout for deadline_exceeded), Protocol when the stream
---- ends without an end event, Transport.
+--- ends without an end event or carries a malformed one, Transport.
 local function consume(h, st, request)
+  local n = 1 -- start{pid} was message 1
   while true do
     local msg = envd.next_message(st, request)
     if msg == nil then break end
-    if type(msg.event) == "table" then apply_event(h, msg.event) end
+    n = n + 1
+    apply_event(h, msg.event, n, request)
   end
   if not h._end then errmap.raise_protocol(200, request, "an end event before the end of stream") end
 end
 
 local function result_of(h)
-  return {
+  return options.strict(RESULT, {
     stdout = table.concat(h._out),
     stderr = table.concat(h._err),
     exit_code = h._end.exit_code,
     error = h._end.error,
-  }
+  })
 end
 
-local function new_handle(cmds, pid, opts, stdin, mt)
+local function new_handle(cmds, pid, opts, stdin, mt, call)
   return setmetatable({
     pid = pid, _commands = cmds, _stdin = stdin, _out = {}, _err = {}, _waiters = {},
     _on_stdout = opts.on_stdout, _on_stderr = opts.on_stderr, _on_pty = opts.on_data,
-    _done = false, _keepalives = 0,
+    _done = false, _keepalives = 0, _call = call or "commands:run",
   }, mt or Handle)
 end
 
@@ -147,7 +230,7 @@ end
 ---  stdin?: boolean, keepalive?: integer}
 ---@return table|abx.CommandHandle
 function Commands:run(cmd, opts)
-  opts = opts or {}
+  opts = options.check(RUN, opts)
   local msg = {
     process = { cmd = "/bin/bash", args = { "-l", "-c", cmd }, envs = opts.envs or {}, cwd = opts.cwd },
     stdin = opts.stdin and true or false, -- false gives /dev/null (§4.4)
@@ -176,18 +259,20 @@ end
 ---@param stream_opts {user?: string, timeout?: number, keepalive?: integer}
 ---@param handle_opts table callbacks (on_stdout, on_stderr, on_data)
 ---@param mt table
+---@param call string how Protocol errors name the call, e.g. "pty:create"
 ---@return table handle
-function commands._start_background(cmds, msg, stream_opts, handle_opts, mt)
+function commands._start_background(cmds, msg, stream_opts, handle_opts, mt, call)
   local st, request = client(cmds):stream("process.Process/Start", msg, stream_opts)
   local ok, pid = pcall(read_start, st, request)
   if not ok then st:close(); error(pid, 0) end
-  local h = new_handle(cmds, pid, handle_opts, false, mt)
+  local h = new_handle(cmds, pid, handle_opts, false, mt, call)
   start_reader(h, st, request)
   return h
 end
 
 --- CommandHandle methods, for abx.pty to inherit from.
 commands.Handle = Handle
+pty.inherit(Handle)
 
 --- Attaches to a running process by pid: process.Process/Connect (reference §4.4). The handle
 --- receives the output produced from now on (envd discards output nobody is subscribed to).
@@ -197,12 +282,12 @@ commands.Handle = Handle
 ---@param opts? {timeout?: number, on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string)}
 ---@return abx.CommandHandle
 function Commands:connect(pid, opts)
-  opts = opts or {}
+  opts = options.check(CONNECT, opts)
   local st, request = client(self):stream("process.Process/Connect",
     { process = { pid = pid } }, { timeout = opts.timeout or 60 })
   local ok, got = pcall(read_start, st, request)
   if not ok then st:close(); error(got, 0) end
-  local h = new_handle(self, got, opts, nil)
+  local h = new_handle(self, got, opts, nil, nil, "commands:connect")
   start_reader(h, st, request)
   return h
 end
@@ -215,10 +300,10 @@ function Commands:list()
   local out = {}
   for _, p in ipairs(resp.processes or {}) do
     local cfg = type(p.config) == "table" and p.config or {}
-    out[#out + 1] = {
+    out[#out + 1] = options.strict(PROCESS, {
       pid = math.tointeger(p.pid), tag = p.tag, cmd = cfg.cmd, args = cfg.args or {},
       envs = cfg.envs or {}, cwd = cfg.cwd,
-    }
+    })
   end
   return out
 end

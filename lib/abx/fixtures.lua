@@ -39,7 +39,7 @@ function M.new(test, run)
   end
 
   function ctx.sandbox_factory(opts)
-    opts = opts or {}
+    opts = require("abx.options").check("conn:create", opts, "ctx.sandbox_factory")
     local o = {}
     for k, v in pairs(opts) do o[k] = v end
     o.template = o.template or run.defaults.template

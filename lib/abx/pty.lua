@@ -19,31 +19,72 @@
 
 local core = require("abx.core")
 local errmap = require("abx.errmap")
+local options = require("abx.options")
 
 local pty = {}
+
+local CREATE = options.define("pty:create", "Starts an interactive login shell on a new PTY; a "
+  .. "PtyHandle once envd reported the pid.", {
+    { "cols", "integer", "columns, 1..65535 (default 80)" },
+    { "rows", "integer", "rows, 1..65535 (default 24)" },
+    { "user", "string", "user to run as (default \"user\")" },
+    { "cwd", "string", "working directory" },
+    { "envs", "table<string,string>", "environment on top of TERM, LANG, LC_ALL" },
+    { "on_data", "function", "on_data(bytes) for each output chunk as it arrives" },
+    { "timeout", "number", "seconds the terminal may live, envd kills it then (default 60, 0 none)" },
+    { "keepalive", "integer", "Keepalive-Ping-Interval asked for, whole seconds (default 50)" },
+  })
 
 ---@class abx.Pty
 ---@field _sbx abx.Sandbox
 ---@field _commands abx.Commands
 local Pty = {}
-Pty.__index = Pty
+options.class(Pty, "Pty", "sbx.pty: interactive terminals through envd's process service.", {}, {
+  { "create(opts)", "starts a terminal (options: pty:create): PtyHandle" },
+  { "send_input(pid, data)", "writes bytes to a PTY" },
+  { "resize(pid, cols, rows)", "resizes a PTY" },
+  { "kill(pid)", "SIGKILL; false when it had already gone" },
+})
 
 ---@class abx.PtyHandle : abx.CommandHandle
 ---@field pid integer
 local PtyHandle = {}
-PtyHandle.__index = PtyHandle
+options.class(PtyHandle, "PtyHandle", "A terminal started by pty:create (also has the "
+  .. "CommandHandle methods wait, kill, done, keepalives, disconnect).", {
+    { "pid", "integer", "process id of the shell" },
+  }, {
+    { "send_input(data)", "writes bytes to this terminal (\"\\4\" is EOF)" },
+    { "resize(cols, rows)", "resizes this terminal" },
+    { "output()", "every byte the terminal produced so far" },
+    { "send_stdin()", "raises InvalidArgument: a PTY takes input through send_input" },
+    { "close_stdin()", "raises InvalidArgument: EOF is send_input(\"\\4\")" },
+    { "wait()", "yields until the shell ends: CommandResult (stdout is the output)" },
+    { "kill()", "SIGKILL; false when it had already gone" },
+    { "stdout()", "the output so far" },
+    { "stderr()", "always \"\" (a PTY has one stream)" },
+    { "keepalives()", "keepalive events received so far" },
+    { "done()", "whether the stream has ended" },
+    { "disconnect()", "stops receiving output; the shell keeps running" },
+  })
 
 local inherited = false
+
+--- Makes PtyHandle inherit the CommandHandle methods (abx.commands calls it once it has defined
+--- them: the two modules require each other). Raises: nothing.
+---@param handle table abx.commands.Handle
+function pty.inherit(handle)
+  if not inherited then
+    setmetatable(PtyHandle, { __index = handle })
+    inherited = true
+  end
+end
 
 --- The pty object of a sandbox (internal: abx.commands.new builds it).
 ---@param sbx abx.Sandbox
 ---@param cmds abx.Commands the sandbox's commands object (kill, wait and the reader are shared)
 ---@return abx.Pty
 function pty.new(sbx, cmds)
-  if not inherited then -- abx.commands requires this module: resolve the cycle lazily
-    setmetatable(PtyHandle, { __index = require("abx.commands").Handle })
-    inherited = true
-  end
+  pty.inherit(require("abx.commands").Handle) -- normally done already by abx.commands
   return setmetatable({ _sbx = sbx, _commands = cmds }, Pty)
 end
 
@@ -70,7 +111,7 @@ end
 ---  envs?: table<string,string>, on_data?: fun(bytes: string), timeout?: number, keepalive?: integer}
 ---@return abx.PtyHandle
 function Pty:create(opts)
-  opts = opts or {}
+  opts = options.check(CREATE, opts)
   local cols, rows = opts.cols or 80, opts.rows or 24
   check_size(cols, rows)
   local envs = { TERM = "xterm-256color", LANG = "C.UTF-8", LC_ALL = "C.UTF-8" }
@@ -81,7 +122,7 @@ function Pty:create(opts)
   }
   local h = require("abx.commands")._start_background(self._commands, msg, {
     user = opts.user or "user", timeout = opts.timeout or 60, keepalive = opts.keepalive,
-  }, { on_data = opts.on_data }, PtyHandle)
+  }, { on_data = opts.on_data }, PtyHandle, "pty:create")
   h._pty = self
   return h
 end

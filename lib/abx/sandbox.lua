@@ -35,8 +35,91 @@ local snapshot = require("abx.snapshot")
 local volume = require("abx.volume")
 local code = require("abx.code")
 local wire = require("abx.sandbox_wire")
+local options = require("abx.options")
 
 local sandbox = {}
+
+-- Options of every call that takes a table (abx.options: unknown keys and wrong types raise
+-- InvalidArgument naming the call), and the fields of what they return.
+local CONNECTION_FIELDS = {
+  { "api_url", "string", "the control plane's base URL (required)" },
+  { "api_key", "string|boolean", "X-API-Key; false sends none (negative tests)" },
+  { "domain", "string", "sandbox domain when an answer names none (default e2b.app)" },
+  { "envd_routing", "string", "\"headers\" (E2b-Sandbox-* on envd_url) or \"host\" (<port>-<id>.<domain>)" },
+  { "envd_url", "string", "the fixed sandbox URL of \"headers\" routing (default api_url)" },
+  { "request_timeout", "number", "seconds per control-plane or envd request (default 60)" },
+  { "hooks", "table", "{before_create(opts), created(sbx), killed(id), snapshot_created(info), "
+    .. "volume_created(info)}" },
+  { "default_metadata", "table<string,string>", "metadata every create adds (e2e: the run tag)" },
+}
+local CONNECTION = options.define("sandbox.connection", "Opens a connection to a control plane "
+  .. "(also the keys conn:with may replace).", CONNECTION_FIELDS)
+local NETWORK = options.define("conn:create network", "The `network` option of conn:create "
+  .. "(NewSandbox.network).", {
+    { "allow_public_traffic", "boolean", "false: ports need the traffic token (needs secure)" },
+    { "allow_out", "string[]", "outbound destinations allowed (CIDR or host)" },
+    { "deny_out", "string[]", "outbound destinations denied" },
+    { "mask_request_host", "string", "Host the sandbox's servers see" },
+  })
+local VOLUME_MOUNT = options.define("conn:create volume_mounts[i]", "One entry of the "
+  .. "`volume_mounts` option of conn:create.", {
+    { "name", "string", "volume name (required)" },
+    { "path", "string", "mount point in the sandbox (required)" },
+    { "read_only", "boolean", "mount read-only (the local platform's extension)" },
+  })
+local CREATE = options.define("conn:create", "Creates a sandbox (POST /sandboxes): a Sandbox. "
+  .. "ctx.sandbox_factory takes the same options.", {
+    { "template", "string", "template id or alias, or a snapshot id (default \"base\")" },
+    { "timeout", "number", "TTL, seconds (default 300)" },
+    { "metadata", "table<string,string>", "metadata; the run tag e2e is always added" },
+    { "envs", "table<string,string>", "environment of every process" },
+    { "secure", "boolean", "envd needs the access token (default true)" },
+    { "auto_pause", "boolean", "pause instead of kill when the TTL ends" },
+    { "allow_internet_access", "boolean", "false: no outbound traffic" },
+    { "network", "table", "see conn:create network" },
+    { "volume_mounts", "table", "see conn:create volume_mounts[i]" },
+  })
+local REATTACH = options.define("conn:connect", "Connects to a running or paused sandbox (POST "
+  .. "/sandboxes/{id}/connect); also the options of conn:resume and sbx:connect.", {
+    { "timeout", "number", "TTL from now, seconds (conn: 300; sbx:connect: the handle's timeout)" },
+  })
+local LIST_PAGE = options.define("conn:list_page", "One page of GET /v2/sandboxes: SandboxInfo[] "
+  .. "and the next token.", {
+    { "metadata", "table<string,string>", "only sandboxes with this metadata" },
+    { "state", "string[]", "\"running\" and/or \"paused\" (default both)" },
+    { "limit", "integer", "page size, 1..100" },
+    { "next_token", "string", "the token of the previous page" },
+  })
+local LIST = options.define("conn:list", "Every sandbox matching the filters, following "
+  .. "X-Next-Token: SandboxInfo[].", {
+    { "metadata", "table<string,string>", "only sandboxes with this metadata" },
+    { "state", "string[]", "\"running\" and/or \"paused\" (default both)" },
+    { "limit", "integer", "page size, 1..100" },
+  })
+local PAUSE = options.define("conn:pause", "Pauses a sandbox: true, false when already paused "
+  .. "(also the options of sbx:pause).", {
+    { "memory", "boolean", "false: keep only the filesystem (sent only when given)" },
+  })
+local METRICS = options.define("sbx:get_metrics", "Resource metrics: SandboxMetric[].", {
+    { "start", "number", "Unix seconds" }, { "end", "number", "Unix seconds" },
+  })
+local NETWORK_UPDATE = options.define("sbx:update_network", "Replaces the outbound rules (PUT "
+  .. "/sandboxes/{id}/network; an omitted field is cleared).", {
+    { "allow_out", "string[]", "outbound destinations allowed" },
+    { "deny_out", "string[]", "outbound destinations denied" },
+    { "allow_internet_access", "boolean", "outbound internet on or off" },
+  })
+local WITH = options.define("sbx:with", "A copy of the handle with other envd credentials "
+  .. "(negative tests).", {
+    { "access_token", "string|boolean", "that token; false sends none" },
+  })
+local METRIC = options.shape("SandboxMetric", "One sample of sbx:get_metrics.", {
+    { "timestamp_unix", "integer", "Unix seconds" },
+    { "cpu_count", "integer", "vCPUs" }, { "cpu_used_pct", "number", "percent" },
+    { "mem_used", "integer", "bytes" }, { "mem_total", "integer", "bytes" },
+    { "mem_cache", "integer", "bytes" }, { "disk_used", "integer", "bytes" },
+    { "disk_total", "integer", "bytes" },
+  })
 
 ---@class abx.Connection
 ---@field api_url string
@@ -48,7 +131,25 @@ local sandbox = {}
 ---@field hooks table
 ---@field default_metadata table<string,string>
 local Connection = {}
-Connection.__index = Connection
+options.class(Connection, "Connection", "A control plane (ctx.conn, sandbox.connection).",
+  CONNECTION_FIELDS, {
+    { "with(overrides)", "a copy with some fields replaced (options: sandbox.connection)" },
+    { "create(opts)", "creates a sandbox (options: conn:create): Sandbox" },
+    { "connect(id, opts)", "connects to or resumes a sandbox: Sandbox (resumed set)" },
+    { "resume(id, opts)", "resumes through the deprecated route: Sandbox" },
+    { "pause(id, opts)", "pauses: true, false when already paused" },
+    { "get_info(id)", "details: SandboxInfo" },
+    { "list_page(opts)", "one page: SandboxInfo[], next token" },
+    { "list(opts)", "every matching sandbox: SandboxInfo[]" },
+    { "kill(id)", "kills: true, false when already gone" },
+    { "list_snapshots(opts)", "every snapshot: SnapshotInfo[]" },
+    { "list_snapshots_page(opts)", "one page of snapshots" },
+    { "delete_snapshot(id)", "true, false when it did not exist" },
+    { "create_volume(name)", "VolumeInfo" },
+    { "list_volumes()", "VolumeInfo[]" },
+    { "get_volume(id)", "VolumeInfo" },
+    { "delete_volume(id)", "true, false when it did not exist" },
+  })
 
 ---@class abx.Sandbox
 ---@field id string
@@ -58,17 +159,55 @@ Connection.__index = Connection
 ---@field secure boolean
 ---@field traffic_access_token string|nil set when created with network.allow_public_traffic = false
 ---@field resumed boolean|nil true when connect/resume resumed a paused sandbox (201)
+---@field timeout number the TTL (seconds) this handle was created or last connected with
 ---@field commands abx.Commands
 ---@field files abx.Files
 ---@field conn abx.Connection
 local Sandbox = {}
-Sandbox.__index = Sandbox
+options.class(Sandbox, "Sandbox", "One sandbox (conn:create, ctx.base_sandbox, ...).", {
+    { "id", "string", "sandbox id" },
+    { "template_id", "string", "template id" },
+    { "alias", "string?", "template alias" },
+    { "envd_version", "string?", "envd version" },
+    { "domain", "string", "domain its ports are reached under" },
+    { "secure", "boolean", "whether envd needs the access token" },
+    { "traffic_access_token", "string?", "set when created with network.allow_public_traffic = false" },
+    { "resumed", "boolean?", "after connect/resume: whether it was resumed (201)" },
+    { "timeout", "number?", "the TTL (seconds) this handle was created or last connected with; "
+      .. "sbx:connect() sends it again" },
+    { "commands", "Commands", "processes" },
+    { "files", "Files", "filesystem" },
+    { "pty", "Pty", "terminals" },
+    { "conn", "Connection", "its connection" },
+  }, {
+    { "kill()", "kills it: true, false when already gone" },
+    { "set_timeout(seconds)", "TTL = now + seconds (may shorten it)" },
+    { "get_info()", "SandboxInfo" },
+    { "is_running()", "whether envd answers /health" },
+    { "get_host(port)", "\"<port>-<id>.<domain>\"" },
+    { "port_url(port)", "the URL a client outside uses for port" },
+    { "http(port, opts)", "one HTTP request to a port inside (options: sbx:http)" },
+    { "pause(opts)", "pauses it (options: conn:pause)" },
+    { "connect(opts)", "connects again, resuming when paused (options: conn:connect)" },
+    { "refresh(duration)", "extends the TTL, never shortens it" },
+    { "get_metrics(opts)", "SandboxMetric[] (options: sbx:get_metrics)" },
+    { "update_network(opts)", "replaces the outbound rules (options: sbx:update_network)" },
+    { "create_snapshot(opts)", "SnapshotInfo (options: sbx:create_snapshot)" },
+    { "run_code(src, opts)", "runs code in the code interpreter: Execution" },
+    { "create_code_context(opts)", "Context" },
+    { "list_code_contexts(opts)", "Context[]" },
+    { "restart_code_context(ctx, opts)", "restarts a context's kernel" },
+    { "remove_code_context(ctx, opts)", "true, false when it did not exist" },
+    { "envd_request()", "the envd client (internal)" },
+    { "with(opts)", "a copy with other envd credentials (options: sbx:with)" },
+  })
 
 --- Creates a connection to a control plane. `api_key = false` sends no key (for negative tests).
 --- Raises: InvalidArgument (missing api_url, bad routing).
 ---@param o table see the file header
 ---@return abx.Connection
 function sandbox.connection(o)
+  if o ~= nil then options.check(CONNECTION, o) end
   if type(o) ~= "table" or type(o.api_url) ~= "string" then
     errmap.raise("InvalidArgument", 0, "sandbox.connection: api_url is required")
   end
@@ -94,6 +233,7 @@ end
 ---@param overrides table
 ---@return abx.Connection
 function Connection:with(overrides)
+  options.check(CONNECTION, overrides, "conn:with")
   local c = setmetatable({}, Connection)
   for k, v in pairs(self) do c[k] = v end
   for k, v in pairs(overrides) do c[k] = v end
@@ -183,8 +323,9 @@ end
 ---@param conn abx.Connection
 ---@param s table decoded `Sandbox`
 ---@param request string
+---@param timeout number the TTL it was created or connected with, seconds (sbx.timeout)
 ---@return abx.Sandbox
-local function new_sandbox(conn, s, request)
+local function new_sandbox(conn, s, request, timeout)
   if type(s.sandboxID) ~= "string" or type(s.templateID) ~= "string" then
     errmap.raise_protocol(201, request, "a Sandbox with sandboxID and templateID")
   end
@@ -200,6 +341,7 @@ local function new_sandbox(conn, s, request)
     domain = domain,
     secure = token and true or false,
     traffic_access_token = traffic,
+    timeout = timeout,
     conn = conn,
   }, Sandbox)
   sbx._envd = envd.client({
@@ -276,7 +418,11 @@ end
 ---  auto_pause?: boolean, allow_internet_access?: boolean, network?: table, volume_mounts?: table[]}
 ---@return abx.Sandbox
 function Connection:create(opts)
-  opts = opts or {}
+  opts = options.check(CREATE, opts)
+  if opts.network ~= nil then options.check(NETWORK, opts.network) end
+  for i, m in ipairs(opts.volume_mounts or {}) do
+    options.check(VOLUME_MOUNT, m, "conn:create volume_mounts[" .. i .. "]")
+  end
   if self.hooks.before_create then self.hooks.before_create(opts) end
   local body = {
     templateID = opts.template or "base",
@@ -293,7 +439,7 @@ function Connection:create(opts)
   body.volumeMounts = wire.volume_mounts_body(opts.volume_mounts)
   local resp, request = self:_create_once(body)
   if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
-  local sbx = new_sandbox(self, errmap.decode_ok(resp, request), request)
+  local sbx = new_sandbox(self, errmap.decode_ok(resp, request), request, body.timeout)
   if self.hooks.created then self.hooks.created(sbx) end
   return sbx
 end
@@ -301,13 +447,14 @@ end
 --- POST /sandboxes/{id}/<action> {timeout} (connect or resume): 200 or 201 -> Sandbox and status.
 --- Raises: SandboxNotFound (404) and the other kinds of errmap.raise_api, Protocol.
 local function reattach(conn, id, action, opts, retry)
+  opts = options.check(REATTACH, opts, "conn:" .. action)
   local path = "/sandboxes/" .. envd.quote(id) .. "/" .. action
-  local resp, request = conn:_call("POST", path, nil,
-    { timeout = math.ceil((opts or {}).timeout or 300) }, retry)
+  local timeout = math.ceil(opts.timeout or 300)
+  local resp, request = conn:_call("POST", path, nil, { timeout = timeout }, retry)
   if resp.status ~= 200 and resp.status ~= 201 then
     errmap.raise_api(resp, request, "SandboxNotFound")
   end
-  return new_sandbox(conn, errmap.decode_ok(resp, request), request), resp.status
+  return new_sandbox(conn, errmap.decode_ok(resp, request), request, timeout), resp.status
 end
 
 --- Connects to a running or paused sandbox: POST /sandboxes/{id}/connect (reference §3.4). 200:
@@ -346,7 +493,7 @@ end
 ---@param opts? {memory?: boolean}
 ---@return boolean
 function Connection:pause(id, opts)
-  opts = opts or {}
+  opts = options.check(PAUSE, opts)
   local body = nil
   if opts.memory ~= nil then body = { memory = opts.memory and true or false } end
   local resp, request = self:_call("POST", "/sandboxes/" .. envd.quote(id) .. "/pause", nil, body,
@@ -381,7 +528,7 @@ end
 ---@param opts? {metadata?: table<string,string>, state?: string[], limit?: integer, next_token?: string}
 ---@return table[] items, string|nil next_token
 function Connection:list_page(opts)
-  opts = opts or {}
+  opts = options.check(LIST_PAGE, opts)
   local q = {}
   if opts.metadata and next(opts.metadata) then q[#q + 1] = { "metadata", wire.metadata_query(opts.metadata) } end
   if opts.state and #opts.state > 0 then q[#q + 1] = { "state", table.concat(opts.state, ",") } end
@@ -401,7 +548,7 @@ end
 ---@param opts? {metadata?: table<string,string>, state?: string[], limit?: integer}
 ---@return table[] infos
 function Connection:list(opts)
-  opts = copy(opts)
+  opts = copy(options.check(LIST, opts))
   local all = {}
   repeat
     local items, token = self:list_page(opts)
@@ -505,17 +652,22 @@ end
 ---@param opts? {memory?: boolean}
 ---@return boolean
 function Sandbox:pause(opts)
-  return self.conn:pause(self.id, opts)
+  return self.conn:pause(self.id, options.check(PAUSE, opts, "sbx:pause"))
 end
 
 --- Connects to this sandbox again (see Connection:connect): resumes it when paused, extends its TTL
---- when running. This handle takes the answer's tokens and domain; `self.resumed` tells whether it
---- was resumed (201). Returns self.
---- Raises: as Connection:connect.
+--- when running. Without `timeout` the sandbox keeps its configured lifetime: the timeout this
+--- handle was created or last connected with (`self.timeout`) is sent again, not a fixed 300 s
+--- (reference/e2b-control-plane.md §3.2 ConnectSandbox: TTL = now + timeout; §3.4: only extended
+--- when running). This handle takes the answer's tokens and domain; `self.resumed` tells whether
+--- it was resumed (201). Returns self.
+--- Raises: InvalidArgument (unknown option), and as Connection:connect.
 ---@param opts? {timeout?: number}
 ---@return abx.Sandbox
 function Sandbox:connect(opts)
-  local fresh = self.conn:connect(self.id, opts)
+  opts = options.check(REATTACH, opts, "sbx:connect")
+  local fresh = self.conn:connect(self.id, { timeout = opts.timeout or self.timeout })
+  self.timeout = fresh.timeout
   self.domain, self.secure, self._envd = fresh.domain, fresh.secure, fresh._envd
   self.traffic_access_token = fresh.traffic_access_token
   self.envd_version = fresh.envd_version
@@ -543,7 +695,7 @@ end
 ---@param opts? {start?: number, ["end"]?: number}
 ---@return table[]
 function Sandbox:get_metrics(opts)
-  opts = opts or {}
+  opts = options.check(METRICS, opts)
   local q = {}
   if opts.start then q[#q + 1] = { "start", string.format("%d", math.floor(opts.start)) } end
   if opts["end"] then q[#q + 1] = { "end", string.format("%d", math.floor(opts["end"])) } end
@@ -554,11 +706,11 @@ function Sandbox:get_metrics(opts)
   local function int(v) return math.tointeger(v) or v end
   for i, m in ipairs(errmap.decode_ok(resp, request, true)) do
     if type(m) ~= "table" then errmap.raise_protocol(resp.status, request, "SandboxMetric objects") end
-    out[i] = {
+    out[i] = options.strict(METRIC, {
       timestamp_unix = int(m.timestampUnix), cpu_count = int(m.cpuCount), cpu_used_pct = m.cpuUsedPct,
       mem_used = int(m.memUsed), mem_total = int(m.memTotal), mem_cache = int(m.memCache),
       disk_used = int(m.diskUsed), disk_total = int(m.diskTotal),
-    }
+    })
   end
   return out
 end
@@ -568,7 +720,7 @@ end
 --- Raises: SandboxNotFound (404), InvalidArgument (400), Conflict, Authentication, Sandbox.
 ---@param o {allow_out?: string[], deny_out?: string[], allow_internet_access?: boolean}
 function Sandbox:update_network(o)
-  o = o or {}
+  o = options.check(NETWORK_UPDATE, o)
   local body = { allowOut = wire.json_array(o.allow_out), denyOut = wire.json_array(o.deny_out) }
   if o.allow_internet_access ~= nil then
     body.allow_internet_access = o.allow_internet_access and true or false
@@ -643,6 +795,7 @@ end
 ---@param o {access_token: string|false}
 ---@return abx.Sandbox
 function Sandbox:with(o)
+  o = options.check(WITH, o)
   local c = setmetatable({}, Sandbox)
   for k, v in pairs(self) do c[k] = v end
   if o.access_token ~= nil then c._envd = self._envd:with_token(o.access_token) end

@@ -9,8 +9,30 @@
 local cjson = require("cjson")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
+local options = require("abx.options")
 
 local wire = {}
+
+local INFO = options.shape("SandboxInfo", "A sandbox's details (conn:get_info, sbx:get_info; "
+  .. "conn:list items carry the ListedSandbox subset).", {
+    { "sandbox_id", "string", "sandbox id" },
+    { "template_id", "string", "template id" },
+    { "alias", "string?", "template alias" },
+    { "state", "string", "\"running\" or \"paused\"" },
+    { "metadata", "table<string,string>", "metadata, with the run tag e2e" },
+    { "started_at", "string", "RFC 3339 (sandbox.parse_time gives Unix seconds)" },
+    { "end_at", "string", "RFC 3339: when the TTL ends (or when it was paused)" },
+    { "envd_version", "string", "envd version" },
+    { "cpu_count", "integer", "vCPUs" },
+    { "memory_mb", "integer", "memory, MiB" },
+    { "disk_size_mb", "integer?", "disk, MiB" },
+    { "domain", "string?", "its domain (null while paused)" },
+    { "allow_internet_access", "boolean?", "outbound internet allowed" },
+    { "network", "table?", "{allow_public_traffic, allow_out, deny_out}" },
+    { "lifecycle", "table?", "{auto_resume, on_timeout}" },
+    { "volume_mounts", "table?", "{{name, path, read_only}}" },
+    { "abx_network", "table?", "local platform only: {host_address, sandbox_address}" },
+  })
 
 --- A list of strings for a JSON array field; nil (the field left out) when empty or nil, since
 --- cjson encodes an empty table as `{}` and an omitted rule list means "none" (reference §3.2).
@@ -56,7 +78,7 @@ end
 --- snake_case info table of a SandboxDetail / ListedSandbox (reference §3.3).
 function wire.info_of(d)
   local function opt(v) if v == cjson.null then return nil end return v end
-  return {
+  return options.strict(INFO, {
     sandbox_id = d.sandboxID,
     template_id = d.templateID,
     alias = opt(d.alias),
@@ -90,7 +112,7 @@ function wire.info_of(d)
     abx_network = type(d.abxNetwork) == "table" and {
       host_address = d.abxNetwork.hostAddress, sandbox_address = d.abxNetwork.sandboxAddress,
     } or nil,
-  }
+  })
 end
 
 --- The `metadata` query value as the SDK builds it: `k=v&k2=v2` of percent-encoded keys and values;

@@ -14,8 +14,32 @@
 
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
+local options = require("abx.options")
 
 local snapshot = {}
+
+local CREATE = options.define("sbx:create_snapshot", "Snapshots the sandbox (POST "
+  .. "/sandboxes/{id}/snapshots): a SnapshotInfo.", {
+    { "name", "string", "snapshot name (default: the server names it)" },
+  })
+local LIST_PAGE = options.define("conn:list_snapshots_page", "One page of snapshots: "
+  .. "SnapshotInfo[] and the next token.", {
+    { "sandbox_id", "string", "only snapshots of this sandbox" },
+    { "name", "string", "only snapshots with this name" },
+    { "limit", "integer", "page size, 1..100" },
+    { "next_token", "string", "the token of the previous page" },
+  })
+local LIST = options.define("conn:list_snapshots", "Every snapshot matching the filters, "
+  .. "following X-Next-Token.", {
+    { "sandbox_id", "string", "only snapshots of this sandbox" },
+    { "name", "string", "only snapshots with this name" },
+    { "limit", "integer", "page size, 1..100" },
+  })
+local INFO = options.shape("SnapshotInfo", "A snapshot (a template: restore it with "
+  .. "conn:create{template = snapshot_id}).", {
+    { "snapshot_id", "string", "the snapshot's template id" },
+    { "names", "string[]", "its names" },
+  })
 
 local function info_of(s, status, request)
   if type(s) ~= "table" or type(s.snapshotID) ~= "string" then
@@ -23,7 +47,7 @@ local function info_of(s, status, request)
   end
   local names = {}
   for i, n in ipairs(type(s.names) == "table" and s.names or {}) do names[i] = n end
-  return { snapshot_id = s.snapshotID, names = names }
+  return options.strict(INFO, { snapshot_id = s.snapshotID, names = names })
 end
 
 --- Snapshots a sandbox: POST /sandboxes/{id}/snapshots {name?} -> 201 SnapshotInfo. Not retried
@@ -34,7 +58,7 @@ end
 ---@param opts? {name?: string}
 ---@return {snapshot_id: string, names: string[]}
 function snapshot.create(sbx, opts)
-  opts = opts or {}
+  opts = options.check(CREATE, opts)
   local conn = sbx.conn
   local body = {} -- cjson encodes an empty table as `{}` (the spec requires a body)
   if opts.name then body.name = opts.name end
@@ -55,7 +79,7 @@ end
 ---@param opts? {sandbox_id?: string, name?: string, limit?: integer, next_token?: string}
 ---@return {snapshot_id: string, names: string[]}[] items, string|nil next_token
 function snapshot.list_page(conn, opts)
-  opts = opts or {}
+  opts = options.check(LIST_PAGE, opts)
   local q = {}
   if opts.sandbox_id then q[#q + 1] = { "sandboxID", opts.sandbox_id } end
   if opts.name then q[#q + 1] = { "name", opts.name } end
@@ -77,7 +101,7 @@ end
 ---@return {snapshot_id: string, names: string[]}[]
 function snapshot.list(conn, opts)
   local o = {}
-  for k, v in pairs(opts or {}) do o[k] = v end
+  for k, v in pairs(options.check(LIST, opts)) do o[k] = v end
   local all = {}
   repeat
     local items, token = snapshot.list_page(conn, o)

@@ -15,8 +15,17 @@
 local core = require("abx.core")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
+local options = require("abx.options")
 
 local volume = {}
+
+local INFO = options.shape("VolumeInfo", "A team volume (conn:create_volume, list_volumes, "
+  .. "get_volume).", {
+    { "volume_id", "string", "volume id" },
+    { "name", "string", "its name" },
+    { "token", "string?", "its access token (a secret; not in list answers)" },
+    { "domain", "string?", "the volume-content domain, when the platform sends one" },
+  })
 
 local function info_of(v, status, request)
   if type(v) ~= "table" or type(v.volumeID) ~= "string" or type(v.name) ~= "string" then
@@ -24,8 +33,8 @@ local function info_of(v, status, request)
   end
   local token = type(v.token) == "string" and v.token or nil
   if token then core.add_secret(token) end
-  return { volume_id = v.volumeID, name = v.name, token = token,
-    domain = type(v.domain) == "string" and v.domain or nil }
+  return options.strict(INFO, { volume_id = v.volumeID, name = v.name, token = token,
+    domain = type(v.domain) == "string" and v.domain or nil })
 end
 
 --- Creates a volume: POST /volumes {name} -> 201 VolumeAndToken. Not retried (the name would be

@@ -17,23 +17,68 @@
 -- Source: reference/envd-protocol.md §5.1 (WatchDir, CreateWatcher, GetWatcherEvents,
 --         RemoveWatcher, FilesystemEvent, EventType), §5.2 (server semantics), §9 (keepalive).
 
+-- Fail closed: options are checked (abx.options); an event whose name is not UTF-8 text, whose
+-- type is not an EventType or whose message has none of start, filesystem, keepalive ends the
+-- stream (or the call) with Protocol naming the call (abx.decode).
+
 local core = require("abx.core")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
 local files = require("abx.files")
+local options = require("abx.options")
+local decode = require("abx.decode")
 
 local watch = {}
+
+local WATCH_DIR = options.define("files:watch_dir", "Watches a directory as a stream: a "
+  .. "WatchHandle once envd sent {start:{}}.", {
+    { "recursive", "boolean", "watch subdirectories too" },
+    { "include_entry", "boolean", "events carry the EntryInfo of the path" },
+    { "allow_network_mounts", "boolean", "allow a network mount (envd refuses it otherwise)" },
+    { "user", "string", "user to act as (default \"user\")" },
+    { "timeout", "number", "seconds the stream may last (default 60, 0 none)" },
+    { "keepalive", "integer", "Keepalive-Ping-Interval asked for, whole seconds (default 50)" },
+    { "on_event", "function", "on_event(ev) for each WatchEvent as it arrives" },
+    { "on_exit", "function", "on_exit(err) when the stream ends by itself" },
+  })
+local CREATE_WATCHER = options.define("files:create_watcher", "Creates a polling watcher: a "
+  .. "Watcher whose get_events() takes the queued events.", {
+    { "recursive", "boolean", "watch subdirectories too" },
+    { "include_entry", "boolean", "events carry the EntryInfo of the path" },
+    { "allow_network_mounts", "boolean", "allow a network mount" },
+    { "user", "string", "user to act as (default \"user\")" },
+  })
+local EVENT = options.shape("WatchEvent", "One filesystem event (watch_dir, get_events).", {
+    { "name", "string", "path relative to the watched directory" },
+    { "type", "string", "\"create\", \"write\", \"remove\", \"rename\" or \"chmod\"" },
+    { "entry", "table?", "EntryInfo (include_entry, when envd could stat the path)" },
+  })
 
 ---@class abx.WatchHandle
 ---@field path string
 local WatchHandle = {}
-WatchHandle.__index = WatchHandle
+options.class(WatchHandle, "WatchHandle", "A directory watch stream (files:watch_dir).", {
+    { "path", "string", "the watched directory" },
+  }, {
+    { "events()", "every WatchEvent received so far, oldest first (a copy)" },
+    { "stop()", "stops watching; idempotent" },
+    { "done()", "whether the stream has ended" },
+    { "error()", "the error that ended the stream by itself, or nil" },
+    { "wait()", "yields until the stream ended; the events" },
+    { "keepalives()", "keepalive events received so far" },
+  })
 
 ---@class abx.Watcher
 ---@field id string
 ---@field path string
 local Watcher = {}
-Watcher.__index = Watcher
+options.class(Watcher, "Watcher", "A polling watcher (files:create_watcher).", {
+    { "id", "string", "envd's watcher id" },
+    { "path", "string", "the watched directory" },
+  }, {
+    { "get_events()", "the WatchEvents queued since the last call" },
+    { "remove()", "removes the watcher" },
+  })
 
 -- EventType by name or number (reference §5.1).
 local EVENT_TYPE = {
@@ -42,17 +87,25 @@ local EVENT_TYPE = {
   [1] = "create", [2] = "write", [3] = "remove", [4] = "rename", [5] = "chmod",
 }
 
---- A FilesystemEvent (ProtoJSON, §5.1) as a Lua event table.
+--- A FilesystemEvent (ProtoJSON, §5.1) as a WatchEvent.
+--- Raises: Protocol naming `call` when the name is not UTF-8 text or the type no EventType.
 ---@param e table
+---@param call? string e.g. "files:watch_dir" (default "watch")
+---@param where? string e.g. "message 3"
+---@param request? string
 ---@return {name: string, type: string, entry?: table}
-function watch.event_of(e)
+function watch.event_of(e, call, where, request)
+  call, where = call or "watch", where or "event"
+  if type(e) ~= "table" then decode.fail(call, where .. ": an event must be an object", request) end
   local t = e.type
   if type(t) == "number" then t = math.tointeger(t) end
-  return {
-    name = e.name,
-    type = EVENT_TYPE[t] or "unknown",
-    entry = type(e.entry) == "table" and files.entry_of(e.entry) or nil,
-  }
+  local ty = EVENT_TYPE[t]
+  if not ty then decode.fail(call, where .. ": unknown event type " .. tostring(e.type), request) end
+  return options.strict(EVENT, {
+    name = decode.text(e.name, call, "name of " .. where, request),
+    type = ty,
+    entry = e.entry ~= nil and files.entry_of(e.entry, call, "entry of " .. where, request) or nil,
+  })
 end
 
 local function request_of(path, opts)
@@ -79,7 +132,7 @@ end
 ---  on_exit?: fun(err: table|nil)}
 ---@return abx.WatchHandle
 function watch.watch_dir(fs, path, opts)
-  opts = opts or {}
+  opts = options.check(WATCH_DIR, opts)
   local st, request = fs._sbx._envd:stream("filesystem.Filesystem/WatchDir", request_of(path, opts),
     { user = opts.user or "user", timeout = opts.timeout or 60, keepalive = opts.keepalive })
   local ok, first = pcall(envd.next_message, st, request)
@@ -94,15 +147,20 @@ function watch.watch_dir(fs, path, opts)
   }, WatchHandle)
   h._task = core.spawn(function()
     local rok, err = pcall(function()
+      local n = 1 -- {start:{}} was message 1
       while true do
         local msg = envd.next_message(st, request)
         if msg == nil then break end
-        if type(msg.filesystem) == "table" then
-          local ev = watch.event_of(msg.filesystem)
+        n = n + 1
+        if msg.filesystem ~= nil then
+          local ev = watch.event_of(msg.filesystem, "files:watch_dir", "message " .. n, request)
           h._events[#h._events + 1] = ev
           if h._on_event then h._on_event(ev) end
-        elseif type(msg.keepalive) == "table" then
+        elseif msg.keepalive ~= nil then
           h._keepalives = h._keepalives + 1
+        elseif msg.start == nil then
+          decode.fail("files:watch_dir", "message " .. n .. " has none of start, filesystem, "
+            .. "keepalive", request)
         end
       end
     end)
@@ -174,7 +232,7 @@ end
 ---  user?: string}
 ---@return abx.Watcher
 function watch.create_watcher(fs, path, opts)
-  opts = opts or {}
+  opts = options.check(CREATE_WATCHER, opts)
   local resp = fs._sbx._envd:unary("filesystem.Filesystem/CreateWatcher", request_of(path, opts),
     { user = opts.user or "user" })
   if type(resp.watcherId) ~= "string" or resp.watcherId == "" then
@@ -193,8 +251,9 @@ function Watcher:get_events()
   local resp = self._fs._sbx._envd:unary("filesystem.Filesystem/GetWatcherEvents",
     { watcherId = self.id })
   local out = {}
-  for _, e in ipairs(type(resp.events) == "table" and resp.events or {}) do
-    out[#out + 1] = watch.event_of(e)
+  for i, e in ipairs(type(resp.events) == "table" and resp.events or {}) do
+    out[#out + 1] = watch.event_of(e, "watcher:get_events", "event " .. i,
+      "POST /filesystem.Filesystem/GetWatcherEvents")
   end
   return out
 end
