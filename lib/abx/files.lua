@@ -18,20 +18,114 @@
 -- Source: reference/envd-protocol.md §5 (filesystem.Filesystem), §7 (GET/POST /files), §8 (file URL
 --         signatures), §2.4 (errors).
 
+-- Fail closed: every options table is checked against the specs below (abx.options); entries
+-- answer an unknown field with InvalidArgument; an entry whose name or path is not UTF-8 text is
+-- a Protocol error naming the call (abx.decode).
+
 local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.errmap")
 local envd = require("abx.envd")
+local options = require("abx.options")
+local decode = require("abx.decode")
 
 local files = {}
 
 --- Largest file read() accepts by default, bytes.
 files.MAX_READ_BYTES = 1024 * 1024 * 1024
 
+local USER = { "user", "string", "user to act as (default \"user\")" }
+local OPTS = {
+  write = options.define("files:write", "Writes bytes to a path, creating parent directories; "
+    .. "an UploadEntry.", {
+      USER,
+      { "metadata", "table<string,string>", "stored as user.e2b.* xattrs (X-Metadata-*; a write "
+        .. "without it clears them)" },
+      { "gzip", "boolean", "send the body gzip-encoded" },
+      { "content_encoding", "string", "the data is already encoded so (\"gzip\"): sent as is" },
+      { "from", "file", "an open file handle to upload from its position (instead of data)" },
+      { "timeout", "number", "seconds for a streamed upload (default none)" },
+    }),
+  read = options.define("files:read", "Reads a whole file: its bytes as a string.", {
+      USER,
+      { "format", "string", "\"text\" or \"bytes\" (both give the raw bytes)" },
+      { "max_body", "integer", "largest file accepted, bytes (default files.MAX_READ_BYTES)" },
+      { "gzip", "boolean", "ask for a gzip transfer and return the decoded bytes" },
+      { "to", "file", "an open file handle the bytes are written to as they arrive (returns the count)" },
+      { "on_chunk", "function", "on_chunk(bytes) for each chunk as it arrives (returns the count)" },
+      { "timeout", "number", "seconds for the transfer" },
+    }),
+  read_gzip = options.define("files:read_gzip", "Reads a file with Accept-Encoding: gzip: the "
+    .. "gzip bytes as served.", {
+      USER, { "max_body", "integer", "largest body accepted, bytes" },
+    }),
+  download_url = options.define("files:download_url", "A URL to GET the file without the access "
+    .. "token (signed when the sandbox is secure).", {
+      USER, { "expires_in", "number", "seconds from now the signature stays valid" },
+    }),
+  upload_url = options.define("files:upload_url", "A URL to POST the file without the access "
+    .. "token (signed when the sandbox is secure).", {
+      USER, { "expires_in", "number", "seconds from now the signature stays valid" },
+    }),
+  read_url = options.define("files:read_url", "GETs a file URL as a client holding only the URL.", {
+      { "max_body", "integer", "largest body accepted, bytes" },
+    }),
+  list = options.define("files:list", "Lists a directory: EntryInfo[] (the directory itself "
+    .. "left out).", {
+      USER, { "depth", "integer", "levels to descend; 1 = direct children (default 1)" },
+    }),
+  get_info = options.define("files:get_info", "Metadata of one path (lstat): EntryInfo.", { USER }),
+  exists = options.define("files:exists", "Whether a path exists.", { USER }),
+  make_dir = options.define("files:make_dir", "Creates a directory and its parents: true, false "
+    .. "when it existed.", { USER }),
+  rename = options.define("files:rename", "Moves a path, creating the destination's parents: "
+    .. "the destination EntryInfo.", { USER }),
+  remove = options.define("files:remove", "Removes a file or a directory tree (missing is fine).",
+    { USER }),
+}
+files.OPTIONS = OPTS
+
+local ENTRY = options.shape("EntryInfo", "A filesystem entry (files:list, get_info, rename; "
+  .. "watch events with include_entry).", {
+    { "name", "string", "base name" },
+    { "path", "string", "absolute path" },
+    { "type", "string", "\"file\", \"dir\", \"symlink\" or \"unknown\"" },
+    { "size", "integer", "bytes" },
+    { "mode", "integer", "permission bits" },
+    { "permissions", "string?", "e.g. \"-rw-r--r--\"" },
+    { "owner", "string?", "owner's user name" },
+    { "group", "string?", "group name" },
+    { "modified_time", "string?", "RFC 3339" },
+    { "symlink_target", "string?", "for a symlink: its target (type is the target's)" },
+    { "metadata", "table<string,string>?", "user.e2b.* xattrs (envd >= 0.6.2)" },
+  })
+local UPLOAD = options.shape("UploadEntry", "What files:write and files:write_url return.", {
+    { "path", "string", "absolute path written" },
+    { "name", "string", "base name" },
+    { "type", "string", "\"file\"" },
+    { "metadata", "table<string,string>?", "the metadata stored, when envd reports it" },
+  })
+
 ---@class abx.Files
 ---@field _sbx abx.Sandbox
 local Files = {}
-Files.__index = Files
+options.class(Files, "Files", "sbx.files: the sandbox filesystem through envd.", {}, {
+  { "write(path, data, opts)", "writes bytes (options: files:write): UploadEntry" },
+  { "read(path, opts)", "reads a whole file (options: files:read): bytes" },
+  { "read_gzip(path, opts)", "reads with a gzip transfer: the gzip bytes" },
+  { "download_url(path, opts)", "signed GET URL" },
+  { "upload_url(path, opts)", "signed POST URL" },
+  { "read_url(url, opts)", "GETs a file URL without the access token: bytes" },
+  { "write_url(url, data)", "POSTs to a file URL without the access token: UploadEntry" },
+  { "watch_dir(path, opts)", "watches a directory as a stream: WatchHandle" },
+  { "create_watcher(path, opts)", "creates a polling watcher: Watcher" },
+  { "list(path, opts)", "lists a directory: EntryInfo[]" },
+  { "get_info(path, opts)", "metadata of one path: EntryInfo" },
+  { "exists(path, opts)", "whether a path exists" },
+  { "make_dir(path, opts)", "creates a directory: true, false when it existed" },
+  { "rename(old, new, opts)", "moves a path: EntryInfo" },
+  { "remove(path, opts)", "removes a file or a tree" },
+})
 
 --- The files object of a sandbox (internal: abx.sandbox builds it).
 ---@param sbx abx.Sandbox
@@ -59,19 +153,29 @@ local FILE_TYPE = {
   file = "file", dir = "dir", directory = "dir", symlink = "symlink",
 }
 
---- Normalizes an EntryInfo (ProtoJSON: camelCase, int64 size as a string, enum names, §3, §5.1).
---- Also used by abx.watch for event entries. Raises: nothing.
----@param e table
+--- Normalizes an EntryInfo (ProtoJSON: camelCase, int64 size as a string, enum names, §3, §5.1)
+--- into a strict EntryInfo table. Also used by abx.watch for event entries.
+--- Raises: Protocol naming `call` when the entry is not an object, its name or path is not UTF-8
+--- text, or its size is not a number.
+---@param e any
+---@param call? string e.g. "files:list" (default "files")
+---@param where? string e.g. "entry 3"
+---@param request? string
 ---@return table
-function files.entry_of(e)
+function files.entry_of(e, call, where, request)
+  call, where = call or "files", where or "entry"
+  if type(e) ~= "table" then decode.fail(call, where .. " is not an object", request) end
   local t = e.type
   if type(t) == "number" then t = math.tointeger(t) end
+  local size = e.size or 0
+  size = math.tointeger(tonumber(size)) or tonumber(size)
+  if size == nil then decode.fail(call, "size of " .. where .. " is not a number", request) end
   local function opt(v) if v == cjson.null then return nil end return v end
-  return {
-    name = e.name,
-    path = e.path,
+  return options.strict(ENTRY, {
+    name = decode.text(e.name, call, "name of " .. where, request),
+    path = decode.text(e.path, call, "path of " .. where, request),
     type = FILE_TYPE[t] or "unknown",
-    size = math.tointeger(tonumber(e.size or 0)) or tonumber(e.size),
+    size = size,
     mode = math.tointeger(e.mode or 0),
     permissions = opt(e.permissions),
     owner = opt(e.owner),
@@ -79,50 +183,16 @@ function files.entry_of(e)
     modified_time = opt(e.modifiedTime),
     symlink_target = opt(e.symlinkTarget),
     metadata = type(e.metadata) == "table" and e.metadata or nil,
-  }
+  })
 end
 local entry_of = files.entry_of
 
--- CRC-32 (IEEE, as gzip uses), table-driven.
-local CRC_TABLE
-local function crc32(data)
-  if not CRC_TABLE then
-    CRC_TABLE = {}
-    for i = 0, 255 do
-      local c = i
-      for _ = 1, 8 do c = (c & 1) ~= 0 and (0xEDB88320 ~ (c >> 1)) or (c >> 1) end
-      CRC_TABLE[i] = c
-    end
-  end
-  local crc, tbl = 0xFFFFFFFF, CRC_TABLE
-  for i = 1, #data, 4096 do
-    for _, b in ipairs({ data:byte(i, i + 4095) }) do
-      crc = (crc >> 8) ~ tbl[(crc ~ b) & 0xFF]
-    end
-  end
-  return crc ~ 0xFFFFFFFF
-end
-
---- gzip (RFC 1952) of `data`. abx.core has no deflate, so this is a valid gzip member whose
---- deflate data (RFC 1951) is made of stored (uncompressed) blocks: any gunzip reads it, it is
---- only not smaller than the input. Used for `write(..., { gzip = true })`.
+--- gzip (RFC 1952) of `data` (core.gzip, zlib). Used for `write(..., { gzip = true })`.
 --- Raises: nothing.
 ---@param data string
 ---@return string
 function files.gzip(data)
-  if core.gzip then return core.gzip(data) end -- should the engine ever provide one
-  local out = { "\31\139\8\0\0\0\0\0\0\255" } -- magic, deflate, no flags, mtime 0, OS unknown
-  local n = #data
-  local i = 1
-  repeat
-    local len = math.min(65535, n - i + 1)
-    local final = (i + len > n) and 1 or 0
-    out[#out + 1] = string.pack("<BI2I2", final, len, len ~ 0xFFFF)
-    out[#out + 1] = data:sub(i, i + len - 1)
-    i = i + len
-  until i > n
-  out[#out + 1] = string.pack("<I4I4", crc32(data), n & 0xFFFFFFFF)
-  return table.concat(out)
+  return core.gzip(data)
 end
 
 --- The v1 signature of a file URL: "v1_" .. base64 (standard alphabet, no padding) of the raw
@@ -156,8 +226,8 @@ local function upload_entry(resp, request)
   local arr = errmap.decode_object(resp.body)
   local e = arr and (arr[1] or (arr.path and arr))
   if type(e) ~= "table" then errmap.raise_protocol(resp.status, request, "a JSON array of entries") end
-  return { path = e.path, name = e.name, type = FILE_TYPE[e.type] or e.type,
-    metadata = type(e.metadata) == "table" and e.metadata or nil }
+  return options.strict(UPLOAD, { path = e.path, name = e.name, type = FILE_TYPE[e.type] or e.type,
+    metadata = type(e.metadata) == "table" and e.metadata or nil })
 end
 
 --- Headers of an octet-stream upload with metadata and encoding options (reference §7).
@@ -199,7 +269,7 @@ end
 ---  content_encoding?: string, from?: file*, timeout?: number}
 ---@return {path: string, name: string, type: string, metadata?: table<string,string>}
 function Files:write(path, data, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.write, opts)
   local headers = upload_headers(opts)
   if opts.from ~= nil then
     if data ~= nil then errmap.raise("InvalidArgument", 0, "files:write takes data or from, not both") end
@@ -272,7 +342,7 @@ end
 ---  to?: file*, on_chunk?: fun(chunk: string), timeout?: number}
 ---@return string|integer
 function Files:read(path, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.read, opts)
   if opts.format and opts.format ~= "text" and opts.format ~= "bytes" then
     errmap.raise("InvalidArgument", 0, "format must be \"text\" or \"bytes\"")
   end
@@ -298,7 +368,7 @@ function Files:read(path, opts)
       errmap.raise("InvalidArgument", 0, "read with gzip = true needs core.gunzip, which this "
         .. "engine lacks; files:read_gzip returns the gzip bytes as served")
     end
-    return core.gunzip(self:read_gzip(path, opts))
+    return core.gunzip(self:read_gzip(path, { user = opts.user, max_body = opts.max_body }))
   end
   local resp = client(self):http("GET", files_path(path, opts.user or "user"), {
     max_body = opts.max_body or files.MAX_READ_BYTES,
@@ -315,7 +385,7 @@ end
 ---@param opts? {user?: string, max_body?: integer}
 ---@return string
 function Files:read_gzip(path, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.read_gzip, opts)
   local resp = client(self):http("GET", files_path(path, opts.user or "user"), {
     max_body = opts.max_body or files.MAX_READ_BYTES, headers = { ["Accept-Encoding"] = "gzip" },
   })
@@ -332,7 +402,6 @@ end
 --- sandbox is secure (reference §8): `<envd url>/files?path=..&username=..&signature=..
 --- [&signature_expiration=..]`. The caller needs no access token to use it.
 local function signed_url(self, path, operation, opts)
-  opts = opts or {}
   local user = opts.user or "user"
   local q = { { "path", path }, { "username", user } }
   local token = client(self).access_token
@@ -357,7 +426,7 @@ end
 ---@param opts? {user?: string, expires_in?: number}
 ---@return string
 function Files:download_url(path, opts)
-  return signed_url(self, path, "read", opts)
+  return signed_url(self, path, "read", options.check(OPTS.download_url, opts))
 end
 
 --- A URL to upload to `path` with POST without the access token (the SDKs' uploadUrl, §8):
@@ -367,7 +436,7 @@ end
 ---@param opts? {user?: string, expires_in?: number}
 ---@return string
 function Files:upload_url(path, opts)
-  return signed_url(self, path, "write", opts)
+  return signed_url(self, path, "write", options.check(OPTS.upload_url, opts))
 end
 
 --- GETs a file URL (from download_url) as a client holding only the URL would: no access token.
@@ -377,7 +446,7 @@ end
 ---@param opts? {max_body?: integer}
 ---@return string
 function Files:read_url(url, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.read_url, opts)
   local resp = client(self):fetch("GET", url, { max_body = opts.max_body or files.MAX_READ_BYTES })
   if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files") end
   return resp.body
@@ -405,7 +474,7 @@ end
 ---  keepalive?: integer, on_event?: fun(ev: table), on_exit?: fun(err: table|nil)}
 ---@return abx.WatchHandle
 function Files:watch_dir(path, opts)
-  return require("abx.watch").watch_dir(self, path, opts)
+  return require("abx.watch").watch_dir(self, path, opts) -- checks files:watch_dir
 end
 
 --- Creates a polling watcher: see abx.watch.create_watcher (reference §5.1, §5.2).
@@ -425,11 +494,13 @@ end
 ---@param opts? {depth?: integer, user?: string}
 ---@return table[] entries
 function Files:list(path, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.list, opts)
   local resp = client(self):unary("filesystem.Filesystem/ListDir",
     { path = path, depth = opts.depth or 1 }, { user = opts.user or "user" })
   local out = {}
-  for _, e in ipairs(resp.entries or {}) do out[#out + 1] = entry_of(e) end
+  for i, e in ipairs(type(resp.entries) == "table" and resp.entries or {}) do
+    out[#out + 1] = entry_of(e, "files:list", "entry " .. i, "POST /filesystem.Filesystem/ListDir")
+  end
   return out
 end
 
@@ -439,13 +510,13 @@ end
 ---@param opts? {user?: string}
 ---@return table entry
 function Files:get_info(path, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.get_info, opts)
   local resp = client(self):unary("filesystem.Filesystem/Stat", { path = path },
     { user = opts.user or "user" })
   if type(resp.entry) ~= "table" then
     errmap.raise_protocol(200, "POST /filesystem.Filesystem/Stat", "a StatResponse with entry")
   end
-  return entry_of(resp.entry)
+  return entry_of(resp.entry, "files:get_info", "the entry", "POST /filesystem.Filesystem/Stat")
 end
 
 --- Whether `path` exists (Stat; `not_found` is false).
@@ -454,7 +525,7 @@ end
 ---@param opts? {user?: string}
 ---@return boolean
 function Files:exists(path, opts)
-  local ok, err = pcall(self.get_info, self, path, opts)
+  local ok, err = pcall(self.get_info, self, path, options.check(OPTS.exists, opts))
   if ok then return true end
   if errmap.has_code(err, "not_found") then return false end
   error(err, 0)
@@ -467,7 +538,7 @@ end
 ---@param opts? {user?: string}
 ---@return boolean
 function Files:make_dir(path, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.make_dir, opts)
   local ok, err = pcall(client(self).unary, client(self), "filesystem.Filesystem/MakeDir",
     { path = path }, { user = opts.user or "user" })
   if ok then return true end
@@ -483,13 +554,13 @@ end
 ---@param opts? {user?: string}
 ---@return table entry
 function Files:rename(old, new, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.rename, opts)
   local resp = client(self):unary("filesystem.Filesystem/Move",
     { source = old, destination = new }, { user = opts.user or "user" })
   if type(resp.entry) ~= "table" then
     errmap.raise_protocol(200, "POST /filesystem.Filesystem/Move", "a MoveResponse with entry")
   end
-  return entry_of(resp.entry)
+  return entry_of(resp.entry, "files:rename", "the entry", "POST /filesystem.Filesystem/Move")
 end
 
 --- Removes a file or a whole directory tree: filesystem.Filesystem/Remove (reference §5.2; a
@@ -498,7 +569,7 @@ end
 ---@param path string
 ---@param opts? {user?: string}
 function Files:remove(path, opts)
-  opts = opts or {}
+  opts = options.check(OPTS.remove, opts)
   client(self):unary("filesystem.Filesystem/Remove", { path = path }, { user = opts.user or "user" })
 end
 

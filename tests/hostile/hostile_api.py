@@ -107,6 +107,13 @@ class Handler(BaseHTTPRequestHandler):
                     self.chunk(start + env(0, b'{"event": {"data": '))
                 elif mode == "bad-utf8":
                     self.chunk(start + env(0, b'{"event":{"data":{"stdout":"\xff\xfe"}}}'))
+                elif mode == "bad-base64":
+                    self.chunk(start + env(0, b'{"event":{"data":{"stdout":"aGkK"}}}')
+                               + env(0, b'{"event":{"data":{"stdout":"!!not base64!!"}}}')
+                               + env(0, b'{"event":{"end":{"exited":true}}}') + env(2, b"{}"))
+                elif mode == "bad-event":
+                    self.chunk(start + env(0, b'{"event":{"data":"aGkK"}}')
+                               + env(0, b'{"event":{"end":{"exited":true}}}') + env(2, b"{}"))
                 elif mode == "no-end":
                     self.chunk(start + env(0, b'{"event":{"end":{"exited":true}}}'))
                 elif mode == "endless":

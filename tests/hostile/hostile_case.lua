@@ -23,11 +23,13 @@ t.test("a stream without its end-of-stream envelope is a Protocol error", start_
 t.test("a stream whose first event is not start is a Protocol error", start_fails("Protocol", "first-not-start"))
 t.test("an endless stream ends at the command timeout", start_fails("Timeout", "endless"))
 
-t.test("invalid UTF-8 in stream data does not crash the engine", function(ctx)
-  local s = sbx(ctx)
-  local ok, err = pcall(function() return s.commands:run("bad-utf8", { timeout = 5 }) end)
-  t.ok(ok or require("abx.core").is_error(err), "a result or a typed error: " .. tostring(err))
-end)
+-- nothing of a stream is dropped silently: a chunk that does not decode ends the call
+t.test("invalid UTF-8 in stream data is a Protocol error",
+  start_fails("Protocol", "bad-utf8", "^commands:run: stdout of message 2 is not base64"))
+t.test("an output chunk that is not base64 is a Protocol error",
+  start_fails("Protocol", "bad-base64", "^commands:run: stdout of message 3 is not base64"))
+t.test("an event of the wrong shape is a Protocol error",
+  start_fails("Protocol", "bad-event", "^commands:run: message 2: event data must be an object"))
 
 t.test("a truncated JSON body is a Protocol error", function(ctx)
   t.raises("Protocol", function() ctx.conn:get_info("ibadjson") end)

@@ -35,7 +35,7 @@ print(out)
 m = re.search(r"maxrss_kb=(\d+)", out)
 rss_mb = int(m.group(1)) / 1024 if m else None
 check(p.returncode == 0, "every hostile case ended in the expected typed error (exit %d)" % p.returncode)
-check(re.search(r"^12 passed, 0 failed", out, re.M) is not None, "12 tests passed")
+check(re.search(r"^14 passed, 0 failed", out, re.M) is not None, "14 tests passed")
 check(rss_mb is not None and rss_mb < RSS_LIMIT_MB,
       "peak RSS %.1f MiB < %d MiB" % (rss_mb or -1, RSS_LIMIT_MB))
 check("e2b_00112233445566778899" not in out, "the key is masked")
