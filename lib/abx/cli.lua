@@ -7,7 +7,7 @@ local argparse = require("argparse")
 
 local M = {}
 
-local COMMANDS = { "run", "list", "known-issues", "cleanup", "doctor" }
+local COMMANDS = { "run", "list", "known-issues", "api", "cleanup", "doctor" }
 
 local function module_for(name)
   return require("abx.cmd." .. name:gsub("%-", "_"))

@@ -63,8 +63,10 @@ abx_runner_case(fixture_templates "^2 passed, 0 failed, 0 skipped, 0 xfailed in 
 abx_runner_case(zlib "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(slots "^8 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 
-# Fail closed (issue 9 item 5): options, result tables and objects reject unknown names.
+# Fail closed (issue 9 item 5): options, result tables and objects reject unknown names; the
+# generated docs/API.md matches the declarations it is made from.
 abx_runner_case(options "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+add_test(NAME api_docs COMMAND $<TARGET_FILE:abxlua> api --check WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 # Routing in one place (abx.route), no doubled port; sbx:connect() keeps the created lifetime.
 abx_runner_case(route "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(connect_ttl "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
