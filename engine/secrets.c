@@ -317,6 +317,11 @@ int abx_secrets_write(struct abx_secrets *s, FILE *f, const char *text, size_t l
   fflush(f);
   memmove(k->buf, k->buf + cut, n - cut);
   k->len = n - cut;
+  if (k->len == 0 && k->cap > 65536) { /* one large write does not keep its size allocated */
+    free(k->buf);
+    k->buf = NULL;
+    k->cap = 0;
+  }
   free(ends);
   free(out);
   return 0;
