@@ -123,6 +123,87 @@ static int core_set_deadline(lua_State *L)
   return 0;
 }
 
+/* core.guard's message handler (upvalue 1: the caller's handler, upvalue 2: the loop). Once the
+ * task has expired, whatever error reached the guard (a string from a failed handler, another
+ * kind) is replaced by the expiry error, and the caller's handler runs with the hook quiet, on the
+ * stack where the error was raised (so it can find the scenario's line). */
+static int guard_msgh(lua_State *L)
+{
+  struct abx_loop *loop = lua_touserdata(L, lua_upvalueindex(2));
+  struct abx_task *t = loop->current;
+  if (t && t->guarded && t->expired_kind) {
+    lua_settop(L, 0);
+    abx_task_push_expired(L, t);
+  }
+  lua_settop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  if (t)
+    t->in_handler++;
+  lua_pcall(L, 1, 1, 0); /* a failing handler leaves its own error as the result */
+  if (t)
+    t->in_handler--;
+  return 1;
+}
+
+/* End of core.guard, reached directly or as the continuation after the body yielded. Stack: 1
+ * seconds, 2 handler, 3 guard_msgh, then the body's results or the handled error. */
+static int guard_done(lua_State *L, int status, lua_KContext ctx)
+{
+  (void)ctx;
+  struct abx_task *t = abx_core_loop(L)->current;
+  int ok = status == LUA_OK || status == LUA_YIELD;
+  if (ok && t->expired_kind) {
+    /* the body caught its deadline (or the interrupt) and returned: still a failure */
+    lua_settop(L, 3);
+    lua_pushvalue(L, 2);
+    abx_task_push_expired(L, t);
+    t->in_handler++;
+    lua_pcall(L, 1, 1, 0);
+    t->in_handler--;
+    ok = 0;
+  }
+  abx_task_guard_end(t);
+  if (ok) {
+    lua_pushboolean(L, 1);
+    lua_replace(L, 3);
+    return lua_gettop(L) - 2;
+  }
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  return 2;
+}
+
+/* core.guard(seconds, handler, fn, ...) -> true, results... | false, handler(error)
+ * Calls fn(...) in the current task with a deadline `seconds` from now (nil: none), like xpcall.
+ * Unlike a plain deadline, it cannot be swallowed: once the deadline passes (or the task is
+ * aborted, or the run is interrupted), every wait raises at once and the count hook raises at
+ * every instruction of scenario code until fn has unwound; if fn still returns normally the guard
+ * returns false with the Timeout (Interrupted) error. `handler` runs on the failing stack, as
+ * xpcall's does. Guards do not nest. Raises: when not called from a task's own coroutine, or
+ * inside another guard. */
+static int core_guard(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  struct abx_task *t = abx_task_require(L, loop, "core.guard");
+  double seconds = luaL_optnumber(L, 1, 0);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  if (t->guarded)
+    return luaL_error(L, "core.guard cannot be nested");
+  lua_pushvalue(L, 2);
+  lua_pushlightuserdata(L, loop);
+  lua_pushcclosure(L, guard_msgh, 2);
+  lua_insert(L, 3); /* seconds handler msgh fn args... */
+  t->guarded = 1;
+  t->expired_kind = NULL;
+  t->expired_msg[0] = t->expired_where[0] = '\0';
+  t->deadline_ms = lua_isnoneornil(L, 1) ? 0 : abx_now_ms() + seconds * 1000.0;
+  int nargs = lua_gettop(L) - 4;
+  int status = lua_pcallk(L, nargs, LUA_MULTRET, 3, 0, guard_done);
+  return guard_done(L, status, 0);
+}
+
 /* core.abort(task, kind, message): cancels what the task waits on; it resumes with that error. */
 static int core_abort(lua_State *L)
 {
@@ -286,6 +367,7 @@ static const luaL_Reg core_funcs[] = {
   {"run", core_run},           {"spawn", core_spawn},     {"current", core_current},
   {"sleep", core_sleep},       {"park", core_park},       {"unpark", core_unpark},
   {"set_deadline", core_set_deadline}, {"abort", core_abort}, {"now", core_now},
+  {"guard", core_guard},
   {"time", core_time},         {"error", core_error},     {"is_error", core_is_error},
   {"new_error", core_new_error}, {"add_secret", core_add_secret}, {"mask", core_mask},
   {NULL, NULL}};

@@ -1,9 +1,10 @@
 /*
  * loop.c: tasks, timers and the libcurl multi loop. See loop.h.
  *
- * One loop turn: resume every ready task (in the order they became ready), then poll curl for at
- * most the time until the next timer or deadline, perform, hand finished transfers and stream
- * data to the bindings (which push resume values), then fire sleeps and deadlines.
+ * One loop turn: resume the tasks that are ready (first in, first out), perform curl once without
+ * waiting and fire the timers; when nothing is ready, poll curl for at most the time until the
+ * next timer or deadline, perform, hand finished transfers and stream data to the bindings (which
+ * push resume values), then fire sleeps and deadlines.
  */
 #include "loop.h"
 
@@ -106,6 +107,9 @@ struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets)
     return NULL;
   loop->L = L;
   loop->secrets = secrets;
+  /* every thread copies the main thread's extra space when it is created: coroutines a test
+   * creates with coroutine.create/wrap reach the loop from the count hook too */
+  *(struct abx_loop **)lua_getextraspace(L) = loop;
   loop->on_interrupt_ref = LUA_NOREF;
   loop->multi = curl_multi_init();
   if (!loop->multi) {
@@ -147,21 +151,116 @@ static void list_remove(struct abx_loop *loop, struct abx_task *t)
 }
 
 /* Count hook of every task coroutine: a test busy in Lua never reaches a wait where its deadline
- * could stop it, so every HOOK_COUNT instructions the running task's deadline is checked here
- * (redis does the same with luaMaskCountHook). */
+ * could stop it, so every HOOK_COUNT instructions the running task's deadline and a pending
+ * interrupt are checked here (redis does the same with luaMaskCountHook). Once a guarded task has
+ * expired the hook is re-armed to fire at every instruction and raises in every frame of scenario
+ * code until the guard is reached: a pcall loop cannot swallow the deadline (redis re-arms its
+ * hook the same way after a script's time limit). Frames of the embedded lib/abx modules are left
+ * alone so that their own bookkeeping (slot queues, retries) completes; they propagate the error
+ * or wait again, and a wait raises at once (abx_task_check_expired). */
 #define HOOK_COUNT 100000
+#define LIB_CHUNK_PREFIX "@lib/abx/"
+
+static void deadline_hook(lua_State *L, lua_Debug *ar);
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+  snprintf(dst, size, "%s", src ? src : "");
+}
+
+void abx_task_expire(struct abx_task *t, const char *kind, const char *message)
+{
+  if (!t->guarded || t->expired_kind)
+    return;
+  t->expired_kind = kind;
+  copy_str(t->expired_msg, sizeof t->expired_msg, message);
+  t->deadline_ms = 0;
+  lua_sethook(t->co, deadline_hook, LUA_MASKCOUNT, 1);
+}
+
+void abx_task_push_expired(lua_State *L, struct abx_task *t)
+{
+  abx_error_push(L, t->loop->secrets, t->expired_kind, 0, t->expired_msg);
+  if (t->expired_where[0]) {
+    lua_pushstring(L, t->expired_where);
+    lua_setfield(L, -2, "where");
+  }
+}
+
+void abx_task_check_expired(lua_State *L, struct abx_task *t)
+{
+  if (t->guarded && t->expired_kind && !t->in_handler) {
+    abx_task_push_expired(L, t);
+    lua_error(L);
+  }
+}
+
+void abx_task_guard_end(struct abx_task *t)
+{
+  t->guarded = 0;
+  t->deadline_ms = 0;
+  t->expired_kind = NULL;
+  t->expired_msg[0] = t->expired_where[0] = '\0';
+  lua_sethook(t->co, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
+}
 
 static void deadline_hook(lua_State *L, lua_Debug *ar)
 {
-  (void)ar;
   struct abx_loop *loop = *(struct abx_loop **)lua_getextraspace(L);
   struct abx_task *t = loop ? loop->current : NULL;
-  if (!t || t->co != L || t->deadline_ms == 0 || abx_now_ms() < t->deadline_ms)
+  if (!t || t->in_handler)
     return;
-  t->deadline_ms = 0;
-  abx_error_push(L, loop->secrets, "Timeout", 0,
-                 "the test's deadline passed while it was running Lua code (busy loop?)");
+  if (!t->expired_kind) {
+    if (abx_interrupt_count() != loop->interrupts_seen && t->guarded) {
+      abx_task_expire(t, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)");
+    } else if (t->deadline_ms != 0 && abx_now_ms() >= t->deadline_ms) {
+      if (!t->guarded) { /* a task without a guard: one Timeout, as a wait would raise */
+        t->deadline_ms = 0;
+        abx_error_push(L, loop->secrets, "Timeout", 0,
+                       "the task's deadline passed while it was running Lua code (busy loop?)");
+        lua_error(L);
+      }
+      abx_task_expire(t, "Timeout",
+                      "the test's deadline passed while it was running Lua code (busy loop?)");
+    } else {
+      return;
+    }
+    if (L != t->co) /* a coroutine of the test's own: it fires at every instruction too */
+      lua_sethook(L, deadline_hook, LUA_MASKCOUNT, 1);
+  }
+  if (!lua_getinfo(L, "Sl", ar) || strncmp(ar->source, LIB_CHUNK_PREFIX,
+                                           sizeof LIB_CHUNK_PREFIX - 1) == 0)
+    return;
+  if (!t->expired_where[0] && ar->currentline > 0)
+    snprintf(t->expired_where, sizeof t->expired_where, "%s:%d", ar->short_src, ar->currentline);
+  abx_task_push_expired(L, t);
   lua_error(L);
+}
+
+static void queue_push(struct abx_loop *loop, struct abx_task *t)
+{
+  if (t->queued)
+    return;
+  t->queued = 1;
+  t->qnext = NULL;
+  if (loop->ready_tail)
+    loop->ready_tail->qnext = t;
+  else
+    loop->ready_head = t;
+  loop->ready_tail = t;
+}
+
+static struct abx_task *queue_pop(struct abx_loop *loop)
+{
+  struct abx_task *t = loop->ready_head;
+  if (!t)
+    return NULL;
+  loop->ready_head = t->qnext;
+  if (!loop->ready_head)
+    loop->ready_tail = NULL;
+  t->qnext = NULL;
+  t->queued = 0;
+  return t;
 }
 
 struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs)
@@ -187,6 +286,7 @@ struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs)
     loop->tasks->prev = t;
   loop->tasks = t;
   loop->live++;
+  queue_push(loop, t);
   return t;
 }
 
@@ -198,6 +298,7 @@ struct abx_task *abx_task_require(lua_State *L, struct abx_loop *loop, const cha
   if (t->co != L)
     luaL_error(L, "%s cannot wait inside a coroutine created with coroutine.create/wrap; "
                   "call it from the test function itself or use core.spawn", what);
+  abx_task_check_expired(L, t);
   return t;
 }
 
@@ -213,10 +314,12 @@ void abx_task_ready(struct abx_task *t, int nargs)
   t->wake_ms = 0;
   t->nargs = nargs;
   t->state = ABX_TASK_READY;
+  queue_push(t->loop, t);
 }
 
 void abx_task_abort(struct abx_task *t, const char *kind, const char *message)
 {
+  abx_task_expire(t, kind, message);
   if (t->state != ABX_TASK_WAITING && t->state != ABX_TASK_PARKED)
     return;
   struct abx_wait *w = t->wait;
@@ -309,41 +412,58 @@ static void fire_timers(struct abx_loop *loop)
   }
 }
 
-/* Every live task is parked with no deadline, and nothing else can wake one: abort them all. */
+/* No task is ready, no transfer runs and no timer is set: nothing can wake a task. Abort them all
+ * (each resumes with an Internal error), so the run ends instead of hanging. */
 static void break_deadlock(struct abx_loop *loop)
 {
   for (struct abx_task *t = loop->tasks; t; t = t->next)
-    if (t->state == ABX_TASK_PARKED)
+    if (t->state == ABX_TASK_PARKED || t->state == ABX_TASK_WAITING)
       abx_task_abort(t, "Internal", "deadlock: every task is parked and nothing can wake them");
+}
+
+/* One non-blocking round of curl: progress transfers, hand finished ones and stream data to the
+ * bindings. Returns -1 when curl's multi interface failed. */
+static int perform(struct abx_loop *loop)
+{
+  int running = 0;
+  if (curl_multi_perform(loop->multi, &running) != CURLM_OK)
+    return -1;
+  CURLMsg *msg;
+  int left;
+  while ((msg = curl_multi_info_read(loop->multi, &left)) != NULL)
+    if (msg->msg == CURLMSG_DONE && loop->on_done_msg)
+      loop->on_done_msg(loop, msg);
+  if (loop->after_perform)
+    loop->after_perform(loop);
+  return 0;
 }
 
 int abx_loop_run(struct abx_loop *loop)
 {
   while (loop->live > 0) {
     dispatch_interrupt(loop);
-    int ran = 1;
-    while (ran) { /* run ready tasks until none is left; newly readied ones run this turn too */
-      ran = 0;
-      for (struct abx_task *t = loop->tasks; t;) {
-        struct abx_task *next = t->next;
-        if (t->state == ABX_TASK_READY) {
+    if (loop->ready_head) {
+      /* one pass: the tasks that are ready now, oldest first; those they make ready (and a
+       * cooperative pause) wait for the next pass, behind curl and the timers */
+      struct abx_task *last = loop->ready_tail;
+      for (;;) {
+        struct abx_task *t = queue_pop(loop);
+        if (!t)
+          break;
+        if (t->state == ABX_TASK_READY)
           resume_task(loop, t);
-          ran = 1;
-          break; /* the list may have changed: start again from the head */
-        }
-        t = next;
+        if (t == last)
+          break;
       }
+      if (loop->transfers > 0 && perform(loop) != 0)
+        return -1;
+      fire_timers(loop);
+      continue;
     }
-    if (loop->live == 0)
-      break;
 
     double next = next_timer_ms(loop);
     if (loop->transfers == 0 && next == 0) {
-      int any_ready = 0;
-      for (struct abx_task *t = loop->tasks; t; t = t->next)
-        any_ready |= t->state == ABX_TASK_READY;
-      if (!any_ready)
-        break_deadlock(loop);
+      break_deadlock(loop);
       continue;
     }
     int timeout = MAX_POLL_MS;
@@ -351,19 +471,11 @@ int abx_loop_run(struct abx_loop *loop)
       double d = next - abx_now_ms();
       timeout = d <= 0 ? 0 : (d < MAX_POLL_MS ? (int)d + 1 : MAX_POLL_MS);
     }
-    int running = 0;
     if (loop->transfers > 0) {
       if (curl_multi_poll(loop->multi, NULL, 0, timeout, NULL) != CURLM_OK)
         return -1;
-      if (curl_multi_perform(loop->multi, &running) != CURLM_OK)
+      if (perform(loop) != 0)
         return -1;
-      CURLMsg *msg;
-      int left;
-      while ((msg = curl_multi_info_read(loop->multi, &left)) != NULL)
-        if (msg->msg == CURLMSG_DONE && loop->on_done_msg)
-          loop->on_done_msg(loop, msg);
-      if (loop->after_perform)
-        loop->after_perform(loop);
     } else if (timeout > 0) {
       struct timespec ts = {timeout / 1000, (long)(timeout % 1000) * 1000000L};
       nanosleep(&ts, NULL);

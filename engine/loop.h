@@ -6,6 +6,10 @@
  *          its own turn, never from inside a libcurl callback. Resume values are pushed onto the
  *          task's coroutine by whoever completes the wait: (true, results...) or (false, error).
  * Units:   times are milliseconds of CLOCK_MONOTONIC (double) in C; Lua speaks seconds.
+ * Order:   ready tasks run first in, first out: a task made ready (spawned, woken, paused with
+ *          coroutine.yield) goes to the tail of the queue; each pass runs the tasks that were
+ *          ready when it began, then curl is performed once without waiting, so I/O is never
+ *          starved by busy tasks and no task waits behind a newer one.
  * Limits:  a poll never sleeps longer than 500 ms, so deadlines are honoured within that.
  * Errors:  an error that escapes a task is printed (masked) with its traceback on stderr and
  *          counted in loop->task_errors; the run then exits 3.
@@ -38,13 +42,21 @@ struct abx_task {
   double wake_ms;              /* sleep: when to wake; 0: not sleeping */
   struct abx_wait *wait;       /* what a WAITING task waits on (NULL for park and sleep) */
   struct abx_task *prev, *next;/* the loop's list of live tasks */
+  struct abx_task *qnext;      /* the loop's ready queue (FIFO) */
+  int queued;                  /* 1 while in the ready queue */
+  int guarded;                 /* inside core.guard: a deadline or an interrupt cannot be caught */
+  int in_handler;              /* running core.guard's message handler: the hook stays quiet */
+  const char *expired_kind;    /* set once the guarded call must end: "Timeout", "Interrupted" */
+  char expired_msg[256];       /* its message */
+  char expired_where[256];     /* "file:line" of the scenario code running when it expired */
 };
 
 struct abx_loop {
   lua_State *L;                /* main state */
   CURLM *multi;
   struct abx_secrets *secrets;
-  struct abx_task *tasks;      /* live tasks (not done) */
+  struct abx_task *tasks;      /* live tasks (not done), newest first */
+  struct abx_task *ready_head, *ready_tail; /* ready tasks, oldest first */
   struct abx_task *current;    /* the task being resumed, or NULL */
   int live;                    /* number of live tasks */
   int task_errors;             /* errors that escaped a task */
@@ -82,8 +94,26 @@ void abx_task_wait(struct abx_task *t, struct abx_wait *w, enum abx_task_state s
 /* Makes a waiting task ready; the caller has pushed 'nargs' resume values onto t->co. */
 void abx_task_ready(struct abx_task *t, int nargs);
 
-/* Cancels the task's wait (if any) and makes it ready with (false, error{kind,message}). */
+/* Cancels the task's wait (if any) and makes it ready with (false, error{kind,message}). Inside
+ * core.guard the task is also marked expired (abx_task_expire), so catching the error does not
+ * let it go on. */
 void abx_task_abort(struct abx_task *t, const char *kind, const char *message);
+
+/* Marks a guarded task as one that must end: from now on its count hook raises error{kind,
+ * message} at every instruction of scenario code (code outside the embedded lib/abx modules) and
+ * every wait it starts raises at once, until the guard returns; the guard then returns
+ * (false, that error) even if the body caught it. The first call wins; no-op outside a guard. */
+void abx_task_expire(struct abx_task *t, const char *kind, const char *message);
+
+/* Pushes the task's expiry error (kind, message, and `where` when known). [-0, +1, m] */
+void abx_task_push_expired(lua_State *L, struct abx_task *t);
+
+/* Leaves the guard: clears the deadline and the expiry and restores the normal hook interval. */
+void abx_task_guard_end(struct abx_task *t);
+
+/* Raises the task's expiry error if it is guarded and expired (used before every wait).
+ * [-0, +0, v] */
+void abx_task_check_expired(lua_State *L, struct abx_task *t);
 
 /* Installs SIGINT and SIGTERM handlers. The first signal is counted and handed to the loop (which
  * spawns the Lua handler registered with core.on_interrupt); a second one writes 'note' (set with

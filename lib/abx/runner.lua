@@ -66,11 +66,12 @@ local function run_one(test, run)
     end
   end
   local ctx, state = fixtures.new(test, run)
-  core.set_deadline(me, test.opts.timeout or run.defaults.test_timeout)
+  -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
+  -- catch the error and go on, whether it waits or loops in Lua
   run.active[me] = true
-  local ok, info = xpcall(test.fn, message_handler_for(test.file), ctx)
+  local ok, info = core.guard(test.opts.timeout or run.defaults.test_timeout,
+    message_handler_for(test.file), test.fn, ctx)
   run.active[me] = nil
-  core.set_deadline(me, run.defaults.teardown_timeout)
   if not ok then
     if info.kind == "Skipped" then
       result.outcome, result.reason = "skipped", info.error.message
@@ -80,8 +81,9 @@ local function run_one(test, run)
   end
   local entry = test.opts.known_issue and run.catalog and run.catalog.entries[test.opts.known_issue]
   known_issues.classify(result, entry, run.provider, test.opts.raises)
-  local terrs = fixtures.teardown(state, run)
-  core.set_deadline(me, nil)
+  local tok, terrs = core.guard(run.defaults.teardown_timeout, M.describe, fixtures.teardown,
+    state, run)
+  if not tok then terrs = { { phase = "teardown", message = terrs.message } } end
   if #terrs > 0 then result.teardown_errors = terrs end
   result.sandboxes = {}
   for _, s in ipairs(state.sandboxes) do result.sandboxes[#result.sandboxes + 1] = s.id end
@@ -140,9 +142,8 @@ local function schedule(run, out, tests, opts)
     stop = true
     out:line("abxlua: interrupted: stopping the running tests, then cleaning up "
       .. "(interrupt again to exit at once)")
-    for task in pairs(run.active) do
+    for task in pairs(run.active) do -- inside core.guard: the test cannot catch this and go on
       core.abort(task, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)")
-      core.set_deadline(task, 0) -- a test busy in Lua stops at the next count-hook check
     end
   end)
   return pcall(function()
@@ -150,7 +151,7 @@ local function schedule(run, out, tests, opts)
     local workers, done_workers = math.min(opts.jobs, #tests), 0
     local main = core.current()
     local function worker()
-      while not stop and next_i <= #tests do
+      while not stop and core.interrupted() == 0 and next_i <= #tests do
         local t = tests[next_i]
         next_i = next_i + 1
         out:test_started(t)
