@@ -63,6 +63,10 @@ abx_runner_case(fixture_templates "^2 passed, 0 failed, 0 skipped, 0 xfailed in 
 abx_runner_case(zlib "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(slots "^8 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 
+# Engine core (issue 9): deadlines cannot be swallowed; the ready queue is FIFO
+abx_runner_case(deadline_guard "^1 passed, 4 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(scheduler "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+
 # Fail closed (issue 9 item 5): options, result tables and objects reject unknown names; the
 # generated docs/API.md matches the declarations it is made from.
 abx_runner_case(options "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
