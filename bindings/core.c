@@ -174,9 +174,11 @@ static int guard_done(lua_State *L, int status, lua_KContext ctx)
   return 2;
 }
 
-/* core.guard(seconds, handler, fn, ...) -> true, results... | false, handler(error)
- * Calls fn(...) in the current task with a deadline `seconds` from now (nil: none), like xpcall.
- * Unlike a plain deadline, it cannot be swallowed: once the deadline passes (or the task is
+/* core.guard(limit, handler, fn, ...) -> true, results... | false, handler(error)
+ * Calls fn(...) in the current task like xpcall, with a deadline. `limit` is seconds from now
+ * (nil: none) or {timeout = seconds, interruptible = true|false} (default true: SIGINT/SIGTERM
+ * ends the call with Interrupted; the runner's teardowns pass false so that they complete).
+ * Unlike a plain deadline it cannot be swallowed: once the deadline passes (or the task is
  * aborted, or the run is interrupted), every wait raises at once and the count hook raises at
  * every instruction of scenario code until fn has unwound; if fn still returns normally the guard
  * returns false with the Timeout (Interrupted) error. `handler` runs on the failing stack, as
@@ -186,7 +188,19 @@ static int core_guard(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
   struct abx_task *t = abx_task_require(L, loop, "core.guard");
-  double seconds = luaL_optnumber(L, 1, 0);
+  double seconds = 0;
+  int has_deadline = 0, interruptible = 1;
+  if (lua_istable(L, 1)) {
+    lua_getfield(L, 1, "timeout");
+    has_deadline = !lua_isnil(L, -1);
+    seconds = has_deadline ? luaL_checknumber(L, -1) : 0;
+    lua_getfield(L, 1, "interruptible");
+    interruptible = lua_isnil(L, -1) || lua_toboolean(L, -1);
+    lua_pop(L, 2);
+  } else if (!lua_isnoneornil(L, 1)) {
+    seconds = luaL_checknumber(L, 1);
+    has_deadline = 1;
+  }
   luaL_checktype(L, 2, LUA_TFUNCTION);
   luaL_checktype(L, 3, LUA_TFUNCTION);
   if (t->guarded)
@@ -196,9 +210,10 @@ static int core_guard(lua_State *L)
   lua_pushcclosure(L, guard_msgh, 2);
   lua_insert(L, 3); /* seconds handler msgh fn args... */
   t->guarded = 1;
+  t->interruptible = interruptible;
   t->expired_kind = NULL;
   t->expired_msg[0] = t->expired_where[0] = '\0';
-  t->deadline_ms = lua_isnoneornil(L, 1) ? 0 : abx_now_ms() + seconds * 1000.0;
+  t->deadline_ms = has_deadline ? abx_now_ms() + seconds * 1000.0 : 0;
   int nargs = lua_gettop(L) - 4;
   int status = lua_pcallk(L, nargs, LUA_MULTRET, 3, 0, guard_done);
   return guard_done(L, status, 0);

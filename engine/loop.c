@@ -59,12 +59,19 @@ int abx_interrupt_count(void)
 }
 
 /* A new interrupt: run the Lua handler in a task of its own. */
+static void dispatch_interrupt(struct abx_loop *loop);
+
 static void dispatch_interrupt(struct abx_loop *loop)
 {
   int n = interrupts;
   if (n == loop->interrupts_seen)
     return;
   loop->interrupts_seen = n;
+  /* every guarded call (a test body) must end, even one that is ready and would run before the
+   * handler's task: it raises Interrupted at its next instruction of scenario code or wait */
+  for (struct abx_task *t = loop->tasks; t; t = t->next)
+    if (t->interruptible)
+      abx_task_expire(t, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)");
   if (loop->on_interrupt_ref == LUA_NOREF || loop->on_interrupt_ref == 0)
     return;
   lua_rawgeti(loop->L, LUA_REGISTRYINDEX, loop->on_interrupt_ref);
@@ -198,6 +205,7 @@ void abx_task_check_expired(lua_State *L, struct abx_task *t)
 void abx_task_guard_end(struct abx_task *t)
 {
   t->guarded = 0;
+  t->interruptible = 0;
   t->deadline_ms = 0;
   t->expired_kind = NULL;
   t->expired_msg[0] = t->expired_where[0] = '\0';
@@ -211,7 +219,7 @@ static void deadline_hook(lua_State *L, lua_Debug *ar)
   if (!t || t->in_handler)
     return;
   if (!t->expired_kind) {
-    if (abx_interrupt_count() != loop->interrupts_seen && t->guarded) {
+    if (abx_interrupt_count() != loop->interrupts_seen && t->guarded && t->interruptible) {
       abx_task_expire(t, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)");
     } else if (t->deadline_ms != 0 && abx_now_ms() >= t->deadline_ms) {
       if (!t->guarded) { /* a task without a guard: one Timeout, as a wait would raise */

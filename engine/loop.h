@@ -45,6 +45,7 @@ struct abx_task {
   struct abx_task *qnext;      /* the loop's ready queue (FIFO) */
   int queued;                  /* 1 while in the ready queue */
   int guarded;                 /* inside core.guard: a deadline or an interrupt cannot be caught */
+  int interruptible;           /* the guard ends on SIGINT/SIGTERM (test bodies; not teardowns) */
   int in_handler;              /* running core.guard's message handler: the hook stays quiet */
   const char *expired_kind;    /* set once the guarded call must end: "Timeout", "Interrupted" */
   char expired_msg[256];       /* its message */

@@ -195,8 +195,8 @@ end
 function M:cleanup(report, tracker)
   self:end_progress()
   local line = string.format("cleanup: %d sandboxes created, %d killed at the end (tracked), "
-    .. "%d found by tag e2e=%s and killed", tracker.created, report.tracked, report.swept,
-    tracker.run_id)
+    .. "%d found by tag e2e=%s and killed; %d snapshots and %d volumes deleted", tracker.created,
+    report.tracked, report.swept, tracker.run_id, report.snapshots or 0, report.volumes or 0)
   self:line(line)
   for _, e in ipairs(report.errors) do self:line("cleanup error: " .. e) end
 end

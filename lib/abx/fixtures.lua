@@ -30,7 +30,7 @@ end
 ---@param test table the collected test
 ---@param run table the run: { conn, tracker, defaults, run_id }
 function M.new(test, run)
-  local state = { finalizers = {}, sandboxes = {} }
+  local state = { finalizers = {}, sandboxes = {}, owner = run.owners and run.owners[core.current()] }
   local ctx = { conn = run.conn, run_id = run.run_id, test_name = test.name }
 
   function ctx.finally(fn)
@@ -44,7 +44,8 @@ function M.new(test, run)
     for k, v in pairs(opts) do o[k] = v end
     o.template = o.template or run.defaults.template
     o.timeout = o.timeout or run.defaults.sandbox_ttl
-    local sbx = run.tracker:create(run.conn, o)
+    -- the connection's hooks take the slot for this test and track the sandbox (abx.tracker)
+    local sbx = run.conn:create(o)
     state.sandboxes[#state.sandboxes + 1] = sbx
     return sbx
   end
@@ -85,10 +86,13 @@ function M.teardown(state, run)
     local ok, err = xpcall(state.finalizers[i], debug.traceback)
     if not ok then errors[#errors + 1] = { phase = "finally", message = tostring(err) } end
   end
-  for i = #state.sandboxes, 1, -1 do
-    local ok, err = pcall(run.tracker.kill, run.tracker, state.sandboxes[i])
+  -- every sandbox the test created and that is still alive, through a fixture or ctx.conn
+  -- (a sandbox it killed itself is not killed again)
+  local owned = state.owner and run.tracker:owned(state.owner) or state.sandboxes
+  for i = #owned, 1, -1 do
+    local ok, err = pcall(run.tracker.kill, run.tracker, owned[i])
     if not ok then
-      errors[#errors + 1] = { phase = "kill " .. state.sandboxes[i].id, message = tostring(err) }
+      errors[#errors + 1] = { phase = "kill " .. owned[i].id, message = tostring(err) }
     end
   end
   return errors

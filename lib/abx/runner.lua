@@ -65,6 +65,14 @@ local function run_one(test, run)
       return result
     end
   end
+  local ok_owner, owner = pcall(run.tracker.owner, run.tracker, test.file .. "::" .. test.name,
+    test.opts.sandboxes)
+  if not ok_owner then
+    result.outcome, result.failure = "failed", M.describe(owner)
+    result.duration = 0
+    return result
+  end
+  run.owners[me] = owner
   local ctx, state = fixtures.new(test, run)
   -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
   -- catch the error and go on, whether it waits or loops in Lua
@@ -81,12 +89,15 @@ local function run_one(test, run)
   end
   local entry = test.opts.known_issue and run.catalog and run.catalog.entries[test.opts.known_issue]
   known_issues.classify(result, entry, run.provider, test.opts.raises)
-  local tok, terrs = core.guard(run.defaults.teardown_timeout, M.describe, fixtures.teardown,
-    state, run)
+  -- the teardown runs to its end after an interrupt too; only its own deadline stops it
+  local tok, terrs = core.guard({ timeout = run.defaults.teardown_timeout, interruptible = false },
+    M.describe, fixtures.teardown, state, run)
   if not tok then terrs = { { phase = "teardown", message = terrs.message } } end
+  run.owners[me] = nil
+  run.tracker:finish(owner)
   if #terrs > 0 then result.teardown_errors = terrs end
   result.sandboxes = {}
-  for _, s in ipairs(state.sandboxes) do result.sandboxes[#result.sandboxes + 1] = s.id end
+  for _, id in ipairs(owner.ids or {}) do result.sandboxes[#result.sandboxes + 1] = id end
   result.duration = core.now() - result.started
   return result
 end
@@ -179,7 +190,7 @@ end
 function M.run(files, opts)
   local cfg = opts.config
   local defaults = cfg.defaults
-  local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {},
+  local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {}, owners = {},
     catalog = opts.catalog, provider = opts.provider_name }
   local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
     exitfirst = opts.exitfirst })
@@ -220,6 +231,12 @@ function M.run(files, opts)
   end
   run.conn = conn
   run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
+  -- every create, kill and 404 on the run's connection (and its copies: conn:with) goes through
+  -- the tracker: slots follow the sandboxes, snapshots and volumes are deleted at the end
+  conn.hooks = run.tracker:hooks(function()
+    local task = core.current()
+    return task and run.owners[task]
+  end)
   core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
     .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
 

@@ -49,8 +49,9 @@ local CONNECTION_FIELDS = {
   { "envd_routing", "string", "\"headers\" (E2b-Sandbox-* on envd_url) or \"host\" (<port>-<id>.<domain>)" },
   { "envd_url", "string", "the fixed sandbox URL of \"headers\" routing (default api_url)" },
   { "request_timeout", "number", "seconds per control-plane or envd request (default 60)" },
-  { "hooks", "table", "{before_create(opts), created(sbx), killed(id), snapshot_created(info), "
-    .. "volume_created(info)}" },
+  { "hooks", "table", "{before_create(opts), created(sbx, opts), create_failed(opts), killed(id), "
+    .. "gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), "
+    .. "volume_deleted(id)}" },
   { "default_metadata", "table<string,string>", "metadata every create adds (e2e: the run tag)" },
 }
 local CONNECTION = options.define("sandbox.connection", "Opens a connection to a control plane "
@@ -306,7 +307,8 @@ end
 --- (false: no outbound traffic), `network = {allow_public_traffic=, allow_out=, deny_out=}`
 --- (allow_public_traffic = false needs `secure` and gives sbx.traffic_access_token), and
 --- `volume_mounts = {{name=, path=, read_only=}}`. `template` may be a snapshot id (restore).
---- Calls hooks.before_create(opts) before the request and hooks.created(sbx) after success.
+--- Calls hooks.before_create(opts) before the request, then hooks.created(sbx, opts) after
+--- success or hooks.create_failed(opts) when it raised (the run's tracker takes and frees slots).
 --- Raises: Authentication, NotFound (unknown template: 404), InvalidArgument (400), RateLimit,
 --- SandboxGone (502/503), Sandbox, Protocol, Transport, Timeout.
 ---@param opts? {template?: string, timeout?: number, metadata?: table, envs?: table, secure?: boolean,
@@ -332,10 +334,16 @@ function Connection:create(opts)
   end
   body.network = wire.network_body(opts.network)
   body.volumeMounts = wire.volume_mounts_body(opts.volume_mounts)
-  local resp, request = self:_create_once(body)
-  if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
-  local sbx = object.new(self, errmap.decode_ok(resp, request), request, body.timeout)
-  if self.hooks.created then self.hooks.created(sbx) end
+  local ok, sbx = pcall(function()
+    local resp, request = self:_create_once(body)
+    if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
+    return object.new(self, errmap.decode_ok(resp, request), request, body.timeout)
+  end)
+  if not ok then
+    if self.hooks.create_failed then self.hooks.create_failed(opts) end
+    error(sbx, 0)
+  end
+  if self.hooks.created then self.hooks.created(sbx, opts) end
   return sbx
 end
 
@@ -347,6 +355,7 @@ local function reattach(conn, id, action, opts, retry)
   local timeout = math.ceil(opts.timeout or 300)
   local resp, request = conn:_call("POST", path, nil, { timeout = timeout }, retry)
   if resp.status ~= 200 and resp.status ~= 201 then
+    conn:_gone_if_404(resp, id)
     errmap.raise_api(resp, request, "SandboxNotFound")
   end
   return object.new(conn, errmap.decode_ok(resp, request), request, timeout), resp.status
@@ -395,6 +404,7 @@ function Connection:pause(id, opts)
     true)
   if resp.status == 204 or resp.status == 200 then return true end
   if resp.status == 409 then return false end
+  self:_gone_if_404(resp, id)
   errmap.raise_api(resp, request, "SandboxNotFound")
 end
 
@@ -408,7 +418,10 @@ end
 ---  platform only: the sandbox's link)}
 function Connection:get_info(id)
   local resp, request = self:_call("GET", "/sandboxes/" .. envd.quote(id), nil, nil, true)
-  if resp.status ~= 200 then errmap.raise_api(resp, request, "SandboxNotFound") end
+  if resp.status ~= 200 then
+    self:_gone_if_404(resp, id)
+    errmap.raise_api(resp, request, "SandboxNotFound")
+  end
   local d = errmap.decode_ok(resp, request)
   if type(d.sandboxID) ~= "string" then
     errmap.raise_protocol(resp.status, request, "a SandboxDetail with sandboxID")
@@ -462,6 +475,14 @@ function Connection:kill(id)
   local killed = self:_delete("/sandboxes/" .. envd.quote(id))
   if self.hooks.killed then self.hooks.killed(id) end
   return killed
+end
+
+--- A 404 for sandbox `id` means it no longer exists (killed, or its TTL ran out): tells
+--- hooks.gone(id), so the run's tracker frees its slot. Raises: nothing.
+---@param resp table
+---@param id string
+function Connection:_gone_if_404(resp, id)
+  if resp.status == 404 and self.hooks.gone then self.hooks.gone(id) end
 end
 
 --- DELETE of a resource, retried like every idempotent call: true on 204/200, false on 404 (it

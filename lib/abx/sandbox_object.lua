@@ -148,6 +148,7 @@ function Sandbox:set_timeout(seconds)
   local path = "/sandboxes/" .. envd.quote(self.id) .. "/timeout"
   local resp, request = self.conn:_call("POST", path, nil, { timeout = math.ceil(seconds) }, true)
   if resp.status ~= 204 and resp.status ~= 200 then
+    self.conn:_gone_if_404(resp, self.id)
     errmap.raise_api(resp, request, "SandboxNotFound")
   end
 end

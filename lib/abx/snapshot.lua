@@ -111,13 +111,16 @@ function snapshot.list(conn, opts)
   return all
 end
 
---- Deletes a snapshot: DELETE /templates/{id} (reference §3.1). true on 204, false on 404.
+--- Deletes a snapshot: DELETE /templates/{id} (reference §3.1). true on 204, false on 404; then
+--- hooks.snapshot_deleted(id).
 --- Raises: InvalidArgument (400: sandboxes still use it), Authentication, Sandbox, Transport, Timeout.
 ---@param conn abx.Connection
 ---@param id string snapshot id
 ---@return boolean
 function snapshot.delete(conn, id)
-  return conn:_delete("/templates/" .. envd.quote(id))
+  local r = conn:_delete("/templates/" .. envd.quote(id))
+  if conn.hooks.snapshot_deleted then conn.hooks.snapshot_deleted(id) end -- gone either way
+  return r
 end
 
 return snapshot

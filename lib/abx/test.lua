@@ -20,7 +20,7 @@ local collector = nil
 function M._set_collector(fn) collector = fn end
 
 local OPTION_KEYS = { markers = "table", timeout = "number", known_issue = "string",
-  requires = "table", raises = "string", skip = "string" }
+  requires = "table", raises = "string", skip = "string", sandboxes = "number" }
 
 ---Registers a test.
 ---@param name string a sentence about the platform
@@ -43,11 +43,15 @@ function M.test(name, opts, fn)
     local want = OPTION_KEYS[k]
     if not want then
       error(string.format("t.test(%q): unknown option %q (known: markers, timeout, requires, "
-        .. "known_issue, raises, skip)", name, tostring(k)), 2)
+        .. "known_issue, raises, skip, sandboxes)", name, tostring(k)), 2)
     end
     if type(v) ~= want then
       error(string.format("t.test(%q): option %q must be a %s", name, k, want), 2)
     end
+  end
+  if opts.sandboxes ~= nil and (math.type(opts.sandboxes) ~= "integer" or opts.sandboxes < 1) then
+    error(string.format("t.test(%q): option \"sandboxes\" must be a whole number >= 1 (the "
+      .. "sandboxes the test holds at once)", name), 2)
   end
   if not collector then
     error("t.test must be called while abxlua collects a scenario file", 2)

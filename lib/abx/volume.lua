@@ -75,13 +75,16 @@ function volume.get(conn, id)
   return info_of(errmap.decode_ok(resp, request), resp.status, request)
 end
 
---- Deletes a volume and its data: DELETE /volumes/{id}. true on 204, false on 404.
+--- Deletes a volume and its data: DELETE /volumes/{id}. true on 204, false on 404; then
+--- hooks.volume_deleted(id).
 --- Raises: InvalidArgument (400: still mounted), Authentication, Sandbox, Transport, Timeout.
 ---@param conn abx.Connection
 ---@param id string
 ---@return boolean
 function volume.delete(conn, id)
-  return conn:_delete("/volumes/" .. envd.quote(id))
+  local r = conn:_delete("/volumes/" .. envd.quote(id))
+  if conn.hooks.volume_deleted then conn.hooks.volume_deleted(id) end -- gone either way
+  return r
 end
 
 return volume

@@ -49,9 +49,9 @@ def wait_for_sandboxes(tmp, n, seconds=30):
         time.sleep(0.2)
     return False
 
-def start_run(tmp, extra_env=None, cwd=root, args=()):
+def start_run(tmp, extra_env=None, cwd=root, args=(), scenario=case):
     env = dict(os.environ, TMPDIR=tmp, NO_COLOR="1", **(extra_env or {}))
-    return subprocess.Popen([abx, "run", case, "-j", "4", *args], cwd=cwd, env=env,
+    return subprocess.Popen([abx, "run", scenario, "-j", "4", *args], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 # 1. one SIGINT: teardown, cleanup, exit 2, nothing left
@@ -71,6 +71,27 @@ check(len(re.findall(r"^FAILED +\S.* \([0-9.]+s\) - Interrupted$", out, re.M)) =
       "the four running tests end with kind Interrupted (not Timeout)")
 check("cleanup:" in out, "the cleanup line is printed")
 check(wait_gone(tmp), "no process of the run remains")
+
+# 1b. one SIGINT while the tests loop in Lua inside pcall (issue 9, item 1): exit 2 with cleanup
+tmp = tempfile.mkdtemp()
+p = start_run(tmp, scenario=os.path.join(root, "tests", "interrupt", "busy_case.lua"))
+check(wait_for_sandboxes(tmp, 2), "two sandboxes are live before the interrupt of busy tests")
+time.sleep(1.0)  # both tests are in their pcall loops by now
+t0 = time.time()
+p.send_signal(signal.SIGINT)
+try:
+    out, _ = p.communicate(timeout=30)
+except subprocess.TimeoutExpired:
+    p.kill()
+    out, _ = p.communicate()
+print(out)
+check(p.returncode == 2, "SIGINT stops tests busy in pcall loops: exit 2 (got %s)" % p.returncode)
+check(time.time() - t0 < 15, "the interrupted busy run ended in %.1fs" % (time.time() - t0))
+check(len(re.findall(r"^FAILED +\S.* \([0-9.]+s\) - Interrupted$", out, re.M)) == 2,
+      "both busy tests end with kind Interrupted")
+check(re.search(r"^cleanup: .*2 killed", out, re.M) is not None
+      or re.search(r"^cleanup: ", out, re.M) is not None, "the cleanup line is printed")
+check(wait_gone(tmp), "no process of the busy run remains")
 
 # 2. two SIGINTs: exit at once with the tag
 tmp = tempfile.mkdtemp()
