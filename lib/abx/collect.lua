@@ -45,6 +45,24 @@ local function scenario_env(path)
   })
 end
 
+-- Ways out of the run that a scenario must not reach (issue 9, item 6): os.exit would end the
+-- run with the scenario's code and no summary, reports or cleanup (a false green), and
+-- debug.sethook would remove the hook that enforces deadlines. Both are replaced, for the whole
+-- process, before the first scenario file is loaded; the engine itself uses neither.
+local sealed = false
+local function seal()
+  if sealed then return end
+  sealed = true
+  os.exit = function()
+    core.error("InvalidArgument", 0, "os.exit is not available to scenarios: a test ends by "
+      .. "returning, failing (t.fail) or skipping (t.skip); the run's exit code is abxlua's")
+  end
+  debug.sethook = function()
+    core.error("InvalidArgument", 0, "debug.sethook is not available to scenarios: the engine's "
+      .. "hook enforces each test's deadline")
+  end
+end
+
 -- The error kinds a known issue's `raises` may name: the engine's one list (engine/errors.c),
 -- an array of names that also maps each name to its description.
 local KINDS = core.KINDS
@@ -56,6 +74,7 @@ local KINDS = core.KINDS
 ---@param catalog table|nil the known-issues catalog (abx.known_issues)
 ---@return table { path =, tests = {...}, error = "file:line: message" | nil }
 function M.load(path, markers, catalog)
+  seal()
   local file = { path = path, tests = {} }
   local names = {}
   local function collector(spec)
