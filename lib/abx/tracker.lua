@@ -224,7 +224,10 @@ end
 
 ---hooks.snapshot_created / hooks.volume_created: deleted at the end of the run.
 function Tracker:track_snapshot(info) self.snapshots[info.snapshot_id] = info end
-function Tracker:track_volume(info) self.volumes[info.volume_id] = info end
+function Tracker:track_volume(info)
+  self.volumes[info.volume_id] = info
+  self.volumes_used = true
+end
 function Tracker:forget_snapshot(id) self.snapshots[id] = nil end
 function Tracker:forget_volume(id) self.volumes[id] = nil end
 
@@ -279,8 +282,8 @@ local function delete_all(set, del, report, field)
   end
 end
 
----Kills everything still tracked, deletes tracked snapshots and volumes, then lists sandboxes by
----tag and kills what remains, and deletes snapshots and volumes swept by tag where listable.
+---Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
+---the tracked snapshots and volumes, and the volumes whose name carries the run id.
 ---@return table { tracked, swept, snapshots, volumes, errors = {...} }
 function Tracker:cleanup(conn)
   local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, errors = {} }
@@ -307,6 +310,20 @@ function Tracker:cleanup(conn)
     -- snapshots after the sandboxes (a snapshot in use by a sandbox cannot be deleted)
     delete_all(self.snapshots, function(id) return conn:delete_snapshot(id) end, report, "snapshots")
     delete_all(self.volumes, function(id) return conn:delete_volume(id) end, report, "volumes")
+    -- volumes have no metadata: one whose name carries the run id is the run's (the tag by name;
+    -- listed only when the run used volumes, so a provider without them is never asked)
+    if self.volumes_used then
+      local lok, vols = pcall(conn.list_volumes, conn)
+      if lok then
+        local stray = {}
+        for _, v in ipairs(vols) do
+          if v.name:find(self.run_id, 1, true) then stray[v.volume_id] = v end
+        end
+        delete_all(stray, function(id) return conn:delete_volume(id) end, report, "volumes")
+      else
+        report.errors[#report.errors + 1] = "volume sweep: " .. tostring(vols)
+      end
+    end
   end
   return report
 end

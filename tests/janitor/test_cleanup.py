@@ -44,7 +44,7 @@ try:
     os.makedirs(os.path.join(proj, "config"))
     with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
         f.write("provider: here\nproviders:\n  here:\n    kind: remote\n    envd_routing: headers\n"
-                "    domain: localhost\n")
+                "    domain: localhost\n    capabilities: [snapshot, volume]\n")
     env = dict(os.environ, ABX_SANDBOX_API_KEY=key, ABX_SANDBOX_BASE_URL=url)
     env.pop("E2B_API_KEY", None)
 
@@ -78,6 +78,26 @@ try:
     check(code == 0 and made["other"] not in left, "--all-tagged --yes kills every tagged sandbox")
     check(made["untagged"] in left, "an untagged sandbox is never touched")
     check(made["untagged"] not in out, "an untagged sandbox is not even listed")
+
+    # snapshots of the run's sandboxes and volumes named with the run id (issue 9, item 4)
+    st, body = api("POST", "/sandboxes", {"templateID": "base", "timeout": 300, "metadata": {"e2e": "runC"}})
+    sid = body["sandboxID"]
+    st, snap = api("POST", "/sandboxes/%s/snapshots" % sid, {})
+    check(st == 201, "snapshot of runC's sandbox (got %d)" % st)
+    st, vol = api("POST", "/volumes", {"name": "abx-runC-data"})
+    st2, keep = api("POST", "/volumes", {"name": "keep-me"})
+    check(st == 201 and st2 == 201, "two volumes created")
+    code, out = cleanup("--run-id", "runC")
+    check(code == 1 and snap["snapshotID"] in out and "abx-runC-data" in out and "keep-me" not in out,
+          "the dry run lists runC's snapshot and volume, not the other volume")
+    code, out = cleanup("--run-id", "runC", "--yes")
+    print(out)
+    check(code == 0, "--yes with snapshots and volumes exits 0 (got %d)" % code)
+    snaps = api("GET", "/snapshots?sandboxID=%s" % sid)[1] or []
+    check(not snaps, "runC's snapshot is deleted")
+    vols = {v["name"] for v in api("GET", "/volumes")[1]}
+    check("abx-runC-data" not in vols and "keep-me" in vols,
+          "the volume named with the run id is deleted, the other kept (%s)" % sorted(vols))
 finally:
     serve.terminate()
     serve.wait(timeout=30)

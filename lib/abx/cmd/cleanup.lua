@@ -1,6 +1,7 @@
 -- abx.cmd.cleanup: `abxlua cleanup`, the janitor for runs that were killed hard. It lists the
--- sandboxes that carry the `e2e` tag (metadata e2e=<run id>), deletes nothing unless --yes, and
--- never touches a sandbox without the tag. Exit 0 when no matching sandbox remains, 1 when some
+-- sandboxes that carry the `e2e` tag (metadata e2e=<run id>), their snapshots, and (with
+-- --run-id) the volumes whose name carries the run id; deletes nothing unless --yes, and never
+-- touches a sandbox without the tag. Exit 0 when no matching sandbox remains, 1 when some
 -- remain (dry run, or a kill failed), 4 for usage errors.
 local core = require("abx.core")
 local config = require("abx.config")
@@ -36,6 +37,42 @@ function M.select(items, opts, now)
     if keep then out[#out + 1] = info end
   end
   return out
+end
+
+-- Deletes (with --yes) or lists what runs leave besides sandboxes: the snapshots of the tagged
+-- sandboxes found (GET /snapshots?sandboxID=; a snapshot outlives its sandbox) and, with --run-id, the volumes whose name carries the run id (volumes
+-- have no metadata: the run id in the name is their tag). Only where the provider has the
+-- capability. Returns how many remain.
+function M.sweep_resources(conn, caps, found, run_id, yes)
+  local remaining = 0
+  local function handle(what, id, del)
+    local line = "  " .. what .. " " .. id
+    if yes then
+      local ok, r = pcall(del, id)
+      if ok then line = line .. (r and "  deleted" or "  already gone")
+      else line = line .. "  delete failed: " .. tostring(r); remaining = remaining + 1 end
+    else
+      remaining = remaining + 1
+    end
+    core.write(line .. "\n")
+  end
+  if caps.snapshot then
+    for _, s in ipairs(found) do
+      local ok, snaps = pcall(conn.list_snapshots, conn, { sandbox_id = s.sandbox_id })
+      for _, snap in ipairs(ok and snaps or {}) do
+        handle("snapshot", snap.snapshot_id, function(id) return conn:delete_snapshot(id) end)
+      end
+    end
+  end
+  if caps.volume and run_id then
+    local ok, vols = pcall(conn.list_volumes, conn)
+    for _, v in ipairs(ok and vols or {}) do
+      if v.name:find(run_id, 1, true) then
+        handle("volume " .. v.name, v.volume_id, function(id) return conn:delete_volume(id) end)
+      end
+    end
+  end
+  return remaining
 end
 
 function M.execute(args)
@@ -88,6 +125,10 @@ function M.execute(args)
       end
       core.write(line .. "\n")
     end
+    -- snapshots first: the list by sandbox id needs the sandboxes found (they are killed above,
+    -- their snapshots remain listable by id)
+    remaining = remaining + M.sweep_resources(conn, psettings.capability_set or {}, found,
+      args.run_id, args.yes)
     if not args.yes and #found > 0 then
       core.write("cleanup: dry run, nothing deleted (add --yes to kill them)\n")
     end
