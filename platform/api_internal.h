@@ -1,0 +1,135 @@
+/*
+ * api_internal.h: what the control-plane files share: the request record, the route table's
+ * handler type, body/field parsing, id validation and the sandbox shapes.
+ *
+ * Files:   api.c (route table, dispatch, auth, these helpers), api_sandboxes.c (create, list,
+ *          get, kill, timeout), api_lifecycle.c (connect, resume, pause, refreshes, metrics),
+ *          api_snapshots.c (snapshots, DELETE /templates), api_volumes.c (volumes). A new route = one row in api.c's table plus a handler.
+ * Shapes:  reference/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
+ *          {"code":<status>,"message"} (§2).
+ * Errors:  helpers that can fail queue the error answer themselves and report it through *sent.
+ */
+#ifndef ABX_LOCAL_API_INTERNAL_H
+#define ABX_LOCAL_API_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stddef.h>
+
+#include "registry.h"
+
+#define ABX_API_MAX_PARAMS 2
+
+/* One control-plane request as the handlers see it. params[i] are the path segments matched by
+ * "{...}" in the route pattern, percent-decoded, at most 127 bytes (longer segments get 400). */
+struct abx_api_req {
+  struct MHD_Connection *c;
+  const char *method; /* "HEAD" is reported as "GET" */
+  const char *url;
+  const char *body;   /* may be NULL */
+  size_t len;
+  char params[ABX_API_MAX_PARAMS][128];
+};
+
+typedef enum MHD_Result (*abx_api_fn)(struct abx_api_req *r);
+
+/* One row of the route table: method ("GET" also serves HEAD), path pattern ("{x}" matches one
+ * non-empty segment) and handler. */
+struct abx_api_route {
+  const char *method;
+  const char *pattern;
+  abx_api_fn fn;
+};
+
+/* api.c's route table, in matching order (the first row whose pattern and method fit wins). */
+extern const struct abx_api_route abx_api_routes[];
+extern const size_t abx_api_nroutes;
+
+/* Match `url` (a path without the query) against `pattern`, segment by segment. Returns 1 when
+ * it matches, with r->params[i] set to the segment in the i-th "{x}" place (NUL-terminated); 0
+ * when it does not (r->params may be partly written); -1 when a segment standing in a "{x}"
+ * place is 128 bytes or longer, which is reported as soon as it is met, before the rest of the
+ * path is compared. Only r->params is touched. Extern for tests/fuzz/fuzz_api_route.c. */
+int abx_api_match(const char *pattern, const char *url, struct abx_api_req *r);
+
+/* Find the route for `method` ("HEAD" already given as "GET") and `url`: 0 with *route set and
+ * r->params filled; 404 when no pattern matches the path; 405 when one does but for other
+ * methods; 400 when abx_api_match gave -1 (a parameter too long) on the way. Extern for
+ * tests/fuzz/fuzz_api_route.c; abx_api_handle turns the statuses into error answers. */
+int abx_api_lookup(const char *method, const char *url, struct abx_api_req *r,
+                   const struct abx_api_route **route);
+
+/* The platform's domain (set by abx_api_config). */
+const char *abx_api_domain(void);
+
+/* Parse a JSON object body. An absent body gives {} unless `required`. On failure queues 400,
+ * stores MHD's result in *sent and returns NULL. */
+json_t *abx_api_body(struct abx_api_req *r, int required, enum MHD_Result *sent);
+
+/* Integer field: 1 present (*out set), 0 absent or null, -1 wrong type (integral reals accepted). */
+int abx_api_get_int(json_t *o, const char *key, long long *out);
+
+/* A {timeout} body (seconds; negative counts as 0, capped at ABX_MAX_TIMEOUT_S). With `required`
+ * the body and the field must be there; otherwise *t keeps its default when absent. 0, or -1
+ * with a 400 queued (*sent). */
+int abx_api_timeout_body(struct abx_api_req *r, int required, long long *t, enum MHD_Result *sent);
+
+/* Field `key` absent/null or an object of strings (0), else -1 with a validation message. */
+int abx_api_check_str_map(json_t *o, const char *key, char *msg, size_t n);
+
+/* Field `key` absent/null or a boolean (0), else -1 with a validation message. */
+int abx_api_check_bool(json_t *o, const char *key, char *msg, size_t n);
+
+/* The `metadata` filter of GET /sandboxes and /v2/sandboxes: a query string "k=v&k2=v2" (split
+ * at the first '='; keys and values percent-decoded with '+' a space, then, when key and value
+ * both survive a second %XX decoding, that result, as the SDKs quote() before urlencode()) into
+ * a new object {key: value}. Empty pieces between '&' are skipped, the last of repeated keys
+ * wins, q NULL gives {}. NULL when a piece has no '=', a bad escape or an empty key. A pair whose
+ * key or value is not UTF-8 is left out of the object (jansson refuses it), which widens the
+ * filter. Extern for tests/fuzz/fuzz_api_route.c. */
+json_t *abx_api_parse_metadata_filter(const char *q);
+
+/* Sandbox id from a path segment: drop a legacy "-<clientID>" suffix, require ^[a-z0-9]+$
+ * (§2 "Sandbox ID"). Returns 0 or -1. */
+int abx_api_parse_id(const char *seg, char out[32]);
+
+/* params[0] as a sandbox id into out; on a malformed id queues 400 "Invalid sandbox ID". */
+int abx_api_sandbox_id(struct abx_api_req *r, char out[32], enum MHD_Result *sent);
+
+/* 404 with the standard message: Sandbox "<id>" doesn't exist or you don't have access to it. */
+enum MHD_Result abx_api_not_found(struct MHD_Connection *c, const char *id);
+
+/* Queue a 200 JSON array (stolen) with X-Next-Token when `next` is not NULL (§2 Pagination). */
+enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *next);
+
+/* Shapes (§3.3). Under the registry lock, or on a sandbox not yet listed. */
+json_t *abx_api_sandbox_json(const struct abx_sandbox *sb);
+json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail);
+
+/* api_sandboxes.c */
+enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_list(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_list_v2(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_get(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r);
+
+/* api_lifecycle.c */
+enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
+
+/* api_snapshots.c */
+enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);
+enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r);
+enum MHD_Result abx_api_template_delete(struct abx_api_req *r);
+
+/* api_volumes.c */
+enum MHD_Result abx_api_volume_create(struct abx_api_req *r);
+enum MHD_Result abx_api_volume_list(struct abx_api_req *r);
+enum MHD_Result abx_api_volume_get(struct abx_api_req *r);
+enum MHD_Result abx_api_volume_delete(struct abx_api_req *r);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * api_network.c: network fields of POST /sandboxes and the PUT /sandboxes/{id}/network route.
+ * Contract in network.h.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api_internal.h"
+#include "http_util.h"
+#include "network.h"
+
+/* A string array of addresses/CIDRs (and domains when allow_domain) or absent/null (*out NULL).
+ * 0, or -1 with msg. */
+static int parse_list(json_t *obj, const char *field, int allow_domain, json_t **out, char *msg,
+                      size_t n)
+{
+  json_t *v = json_object_get(obj, field);
+  *out = NULL;
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_array(v)) {
+    snprintf(msg, n, "validation error: field '%s' must be an array of strings", field);
+    return -1;
+  }
+  if (json_array_size(v) > ABX_NET_MAX_ENTRIES) {
+    snprintf(msg, n, "too many entries in '%s' (at most %d)", field, ABX_NET_MAX_ENTRIES);
+    return -1;
+  }
+  size_t i;
+  json_t *e;
+  json_array_foreach(v, i, e)
+  {
+    if (!json_is_string(e)) {
+      snprintf(msg, n, "validation error: field '%s' must be an array of strings", field);
+      return -1;
+    }
+    if (abx_network_entry_ok(json_string_value(e), allow_domain) != 0) {
+      snprintf(msg, n, "invalid %s entry '%.100s': %s", field, json_string_value(e),
+               allow_domain ? "expected an IP address, a CIDR or a domain"
+                            : "expected an IP address or a CIDR");
+      return -1;
+    }
+  }
+  *out = json_deep_copy(v);
+  return 0;
+}
+
+/* Rules from `obj` (allowOut, denyOut) and internet access from `top` (snake_case first). */
+static int parse_rules(json_t *top, json_t *obj, struct abx_net_rules *r, char *msg, size_t n)
+{
+  r->internet = 1;
+  r->allow = r->deny = NULL;
+  json_t *ia = json_object_get(top, "allow_internet_access");
+  if (!ia || json_is_null(ia))
+    ia = json_object_get(top, "allowInternetAccess");
+  if (ia && !json_is_null(ia) && !json_is_boolean(ia)) {
+    snprintf(msg, n, "validation error: field 'allow_internet_access' must be a boolean");
+    return -1;
+  }
+  if (ia && json_is_false(ia))
+    r->internet = 0;
+  if (!obj)
+    return 0;
+  if (parse_list(obj, "allowOut", 1, &r->allow, msg, n) != 0)
+    return -1;
+  if (parse_list(obj, "denyOut", 0, &r->deny, msg, n) != 0) {
+    json_decref(r->allow);
+    r->allow = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+int abx_api_network_create(const char *id, json_t *req, int secure, char *msg, size_t msglen)
+{
+  json_t *net = json_object_get(req, "network");
+  if (net && json_is_null(net))
+    net = NULL;
+  if (net && !json_is_object(net)) {
+    snprintf(msg, msglen, "validation error: field 'network' must be an object");
+    return 400;
+  }
+  int public_traffic = 1;
+  if (net) {
+    json_t *apt = json_object_get(net, "allowPublicTraffic");
+    if (apt && !json_is_null(apt) && !json_is_boolean(apt)) {
+      snprintf(msg, msglen, "validation error: field 'network.allowPublicTraffic' must be a boolean");
+      return 400;
+    }
+    public_traffic = !json_is_false(apt);
+    json_t *proxy = json_object_get(net, "egressProxy");
+    if (proxy && !json_is_null(proxy)) {
+      snprintf(msg, msglen, "network.egressProxy is not supported by the local platform");
+      return 400;
+    }
+  }
+  if (!public_traffic && !secure) {
+    snprintf(msg, msglen,
+             "You cannot create a sandbox without public access unless you enable secure "
+             "sandbox access ('secure': true)");
+    return 400;
+  }
+  struct abx_net_rules rules;
+  if (parse_rules(req, net, &rules, msg, msglen) != 0)
+    return 400;
+  return abx_network_register(id, public_traffic, &rules, msg, msglen) == 0 ? 0 : 500;
+}
+
+enum MHD_Result abx_api_sandbox_network(struct abx_api_req *r)
+{
+  enum MHD_Result sent = MHD_NO;
+  char id[32], msg[300];
+  if (abx_api_sandbox_id(r, id, &sent) != 0)
+    return sent;
+  json_t *req = abx_api_body(r, 0, &sent);
+  if (!req)
+    return sent;
+  struct abx_net_rules rules;
+  json_t *proxy = json_object_get(req, "egressProxy");
+  if (proxy && !json_is_null(proxy)) {
+    json_decref(req);
+    return abx_http_error(r->c, 400, "egressProxy is not supported by the local platform");
+  }
+  int rc = parse_rules(req, req, &rules, msg, sizeof msg);
+  json_decref(req);
+  if (rc != 0)
+    return abx_http_error(r->c, 400, msg);
+  int status = abx_network_update(id, &rules, msg, sizeof msg);
+  if (status == 404)
+    return abx_api_not_found(r->c, id);
+  if (status != 204)
+    return abx_http_error(r->c, (unsigned)status, msg);
+  return abx_http_json(r->c, 204, NULL);
+}

@@ -1,0 +1,334 @@
+/*
+ * cgroup.c: per-sandbox cgroup v1 freezer, memory and cpuacct groups. Contract in cgroup.h.
+ */
+#include "cgroup.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http_util.h"
+
+enum { H_FREEZER, H_MEMORY, H_CPUACCT };
+static const char *const names[ABX_CGROUP_MAX] = {"freezer", "memory", "cpuacct"};
+static char g_base[ABX_CGROUP_MAX][600];  /* .../abxlua/serve.<pid>, "" when unusable */
+static char g_abx[ABX_CGROUP_MAX][512];   /* .../abxlua */
+
+/* serve's own cgroup path in hierarchy `h` from /proc/self/cgroup ("/" when not found). */
+static void own_path(const char *h, char *out, size_t n)
+{
+  snprintf(out, n, "/");
+  FILE *f = fopen("/proc/self/cgroup", "re");
+  if (!f)
+    return;
+  char line[1024];
+  while (fgets(line, sizeof line, f)) {
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2)
+      continue;
+    *c2 = 0;
+    char *ctl = c1 + 1, *path = c2 + 1;
+    path[strcspn(path, "\n")] = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(ctl, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+      if (strcmp(tok, h) == 0) {
+        snprintf(out, n, "%s", path);
+        fclose(f);
+        return;
+      }
+  }
+  fclose(f);
+}
+
+int abx_cgroup_init(void)
+{
+  int ok = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    char root[64], own[256];
+    g_base[h][0] = g_abx[h][0] = 0;
+    snprintf(root, sizeof root, "/sys/fs/cgroup/%s/cgroup.procs", names[h]);
+    if (access(root, W_OK) != 0)
+      continue;
+    own_path(names[h], own, sizeof own);
+    if (strcmp(own, "/") == 0)
+      own[0] = 0;
+    snprintf(g_abx[h], sizeof g_abx[h], "/sys/fs/cgroup/%s%s/abxlua", names[h], own);
+    snprintf(g_base[h], sizeof g_base[h], "%.500s/serve.%d", g_abx[h], (int)getpid());
+    if ((mkdir(g_abx[h], 0755) != 0 && errno != EEXIST) ||
+        (mkdir(g_base[h], 0755) != 0 && errno != EEXIST)) {
+      g_base[h][0] = 0;
+      continue;
+    }
+    ok++;
+  }
+  return ok;
+}
+
+int abx_cgroup_can_freeze(void) { return g_base[H_FREEZER][0] != 0; }
+
+static int write_str(const char *path, const char *s)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  size_t n = strlen(s);
+  int ok = write(fd, s, n) == (ssize_t)n;
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+static void file_of(int h, const char *id, const char *file, char *out, size_t n)
+{
+  snprintf(out, n, "%.590s/%.40s%s%.40s", g_base[h], id, file ? "/" : "", file ? file : "");
+}
+
+int abx_cgroup_create(const char *id, char *procs[ABX_CGROUP_MAX + 1])
+{
+  int k = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    if (!g_base[h][0])
+      continue;
+    char dir[1024];
+    file_of(h, id, NULL, dir, sizeof dir);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+      goto fail;
+    if (asprintf(&procs[k], "%s/cgroup.procs", dir) < 0)
+      goto fail;
+    k++;
+  }
+  procs[k] = NULL;
+  return 0;
+fail:
+  for (int i = 0; i < k; i++)
+    free(procs[i]);
+  procs[0] = NULL;
+  abx_cgroup_remove(id);
+  return -1;
+}
+
+int abx_cgroup_freeze(const char *id, int64_t deadline_mono)
+{
+  if (!abx_cgroup_can_freeze())
+    return -1;
+  char p[1024], st[64];
+  file_of(H_FREEZER, id, "freezer.state", p, sizeof p);
+  if (write_str(p, "FROZEN") != 0)
+    return -1;
+  for (;;) {
+    if (abx_read_small(p, st, sizeof st) >= 0 && strncmp(st, "FROZEN", 6) == 0)
+      return 0;
+    if (abx_mono_ns() >= deadline_mono)
+      break;
+    write_str(p, "FROZEN"); /* v1: a FREEZING group retries on each write */
+    struct timespec ts = {0, 2 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  write_str(p, "THAWED");
+  errno = ETIMEDOUT;
+  return -1;
+}
+
+int abx_cgroup_thaw(const char *id)
+{
+  if (!abx_cgroup_can_freeze())
+    return -1;
+  char p[1024];
+  file_of(H_FREEZER, id, "freezer.state", p, sizeof p);
+  return write_str(p, "THAWED");
+}
+
+void abx_cgroup_kill_all(const char *id)
+{
+  if (!abx_cgroup_can_freeze())
+    return;
+  char p[1024];
+  file_of(H_FREEZER, id, "cgroup.procs", p, sizeof p);
+  FILE *f = fopen(p, "re");
+  if (f) {
+    long pid;
+    while (fscanf(f, "%ld", &pid) == 1)
+      if (pid > 1)
+        kill((pid_t)pid, SIGKILL);
+    fclose(f);
+  }
+  abx_cgroup_thaw(id);
+}
+
+static uint64_t read_u64(const char *path)
+{
+  char buf[64];
+  if (abx_read_small(path, buf, sizeof buf) < 0)
+    return 0;
+  return strtoull(buf, NULL, 10);
+}
+
+int abx_cgroup_stats(const char *id, struct abx_cgroup_stats *st)
+{
+  memset(st, 0, sizeof *st);
+  char p[1024];
+  int got = 0;
+  if (g_base[H_CPUACCT][0]) {
+    file_of(H_CPUACCT, id, "cpuacct.usage", p, sizeof p);
+    st->cpu_ns = read_u64(p);
+    got++;
+  }
+  if (g_base[H_MEMORY][0]) {
+    file_of(H_MEMORY, id, "memory.usage_in_bytes", p, sizeof p);
+    st->mem_used = read_u64(p);
+    file_of(H_MEMORY, id, "memory.limit_in_bytes", p, sizeof p);
+    st->mem_limit = read_u64(p);
+    file_of(H_MEMORY, id, "memory.stat", p, sizeof p);
+    FILE *f = fopen(p, "re");
+    if (f) {
+      char key[64];
+      unsigned long long v;
+      while (fscanf(f, "%63s %llu", key, &v) == 2)
+        if (strcmp(key, "cache") == 0)
+          st->mem_cache = v;
+      fclose(f);
+    }
+    got++;
+  }
+  return got ? 0 : -1;
+}
+
+void abx_cgroup_remove(const char *id)
+{
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    if (!g_base[h][0])
+      continue;
+    char dir[1024];
+    file_of(h, id, NULL, dir, sizeof dir);
+    if (h == H_FREEZER)
+      abx_cgroup_thaw(id);
+    int64_t deadline = abx_mono_ns() + 2000000000LL;
+    while (rmdir(dir) != 0 && errno == EBUSY && abx_mono_ns() < deadline) {
+      struct timespec ts = {0, 5 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+void abx_cgroup_shutdown(void)
+{
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    if (g_base[h][0])
+      rmdir(g_base[h]);
+    if (g_abx[h][0])
+      rmdir(g_abx[h]); /* fails while another serve uses it: fine */
+  }
+}
+
+/* ---- crash recovery ----------------------------------------------------------------------- */
+
+int abx_cgroup_list_serves(pid_t *out, int max)
+{
+  int n = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    if (!g_abx[h][0])
+      continue;
+    DIR *d = opendir(g_abx[h]);
+    if (!d)
+      continue;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+      char *end = NULL;
+      if (strncmp(e->d_name, "serve.", 6) != 0)
+        continue;
+      long pid = strtol(e->d_name + 6, &end, 10);
+      if (end == e->d_name + 6 || *end || pid <= 0 || pid == (long)getpid())
+        continue;
+      int dup = 0;
+      for (int i = 0; i < n; i++)
+        dup |= out[i] == (pid_t)pid;
+      if (!dup)
+        out[n++] = (pid_t)pid;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+/* Calls fn(dir of one sandbox group) for every sandbox group of serve.<pid> in hierarchy h. */
+static int each_group(int h, pid_t pid, int (*fn)(int h, const char *dir))
+{
+  char base[700];
+  snprintf(base, sizeof base, "%.512s/serve.%d", g_abx[h], (int)pid);
+  DIR *d = opendir(base);
+  if (!d)
+    return 0;
+  int total = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+      continue;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%.200s", base, e->d_name);
+    total += fn(h, dir);
+  }
+  closedir(d);
+  return total;
+}
+
+static int kill_group(int h, const char *dir)
+{
+  char p[1100];
+  int n = 0;
+  snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+  FILE *f = fopen(p, "re");
+  if (f) {
+    long pid;
+    while (fscanf(f, "%ld", &pid) == 1)
+      if (pid > 1 && kill((pid_t)pid, SIGKILL) == 0 && (h == H_FREEZER || !g_abx[H_FREEZER][0]))
+        n++; /* counted once: every hierarchy lists the same processes */
+    fclose(f);
+  }
+  if (h == H_FREEZER) {
+    snprintf(p, sizeof p, "%s/freezer.state", dir);
+    write_str(p, "THAWED");
+  }
+  return n;
+}
+
+static int rmdir_group(int h, const char *dir)
+{
+  (void)h;
+  int64_t deadline = abx_mono_ns() + 2000000000LL;
+  while (rmdir(dir) != 0) {
+    if (errno != EBUSY || abx_mono_ns() >= deadline)
+      return 0;
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  return 1;
+}
+
+int abx_cgroup_kill_serve(pid_t pid)
+{
+  int n = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++)
+    if (g_abx[h][0])
+      n += each_group(h, pid, kill_group);
+  return n;
+}
+
+int abx_cgroup_remove_serve(pid_t pid)
+{
+  int n = 0;
+  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+    if (!g_abx[h][0])
+      continue;
+    n += each_group(h, pid, rmdir_group);
+    char base[700];
+    snprintf(base, sizeof base, "%.512s/serve.%d", g_abx[h], (int)pid);
+    n += rmdir(base) == 0;
+  }
+  return n;
+}

@@ -1,0 +1,246 @@
+/*
+ * envd_int.h: shared state and helpers of the in-sandbox daemon (internal to platform/envd).
+ *
+ * Shapes:  struct envd is the one daemon context, created in abx_envd_main and passed to every
+ *          handler (no globals). struct envd_call is one authenticated RPC or /files request.
+ *          Connect errors are (code, message) pairs: code is a Connect code name ("not_found").
+ * Units:   sizes in bytes, durations in milliseconds unless a name says otherwise.
+ * Limits:  ENVD_MAX_MSG (4 MiB) per request message; ENVD_CHUNK (32 KiB) per output read.
+ * Errors:  functions returning int give 0 on success, -1 with a filled struct envd_err.
+ * Source:  reference/envd-protocol.md §2 (Connect), §3 (ProtoJSON), §6 (auth, users).
+ */
+#ifndef ABX_ENVD_INT_H
+#define ABX_ENVD_INT_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ENVD_VERSION "0.6.4"
+#define ENVD_MAX_MSG (4u * 1024u * 1024u)
+#define ENVD_CHUNK (32u * 1024u)
+#define ENVD_PATH_ENV "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+struct envd_procs; /* process.c */
+
+/* The daemon context. `mu` guards token, default_user, default_workdir, env_vars, inited. */
+struct envd {
+  pthread_mutex_t mu;
+  bool inited;
+  char *token;           /* NULL: no access token set */
+  char *default_user;    /* NULL: "root" */
+  char *default_workdir; /* NULL: the user's home */
+  json_t *env_vars;      /* object string -> string, from /init envVars */
+  volatile int stopping; /* set on SIGTERM/SIGINT; streams end soon after */
+  struct envd_procs *procs;
+  struct envd_watchers *watchers;
+  /* /metrics: the previous /proc/stat sample (guarded by mu); cpu_prev_total 0: none yet. */
+  unsigned long long cpu_prev_total, cpu_prev_idle;
+};
+
+/* A Connect error: code is a static Connect code name, msg is malloc'd (may be NULL). */
+struct envd_err {
+  const char *code;
+  char *msg;
+};
+
+/* A resolved sandbox user (from /etc/passwd via getpwnam_r). */
+struct envd_user {
+  char name[64];
+  uid_t uid;
+  gid_t gid;
+  char home[512];
+  gid_t groups[64];
+  int ngroups;
+};
+
+/* One authenticated request: the daemon, the connection (for headers) and the acting user. */
+struct envd_call {
+  struct envd *e;
+  struct MHD_Connection *conn;
+  struct envd_user user;
+};
+
+/* ---- http_util.c ------------------------------------------------------------------------- */
+
+/* Set err to (code, printf-formatted message); returns -1 for `return envd_fail(...)`. */
+int envd_fail(struct envd_err *err, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* HTTP status for a Connect code, per reference §2.4 table (unknown names → 500). */
+unsigned envd_code_http(const char *code);
+
+/* Queue a response with body `data` (copied), status and content type; returns MHD_YES/NO. */
+enum MHD_Result envd_send(struct MHD_Connection *c, unsigned status, const char *ctype,
+                          const void *data, size_t len);
+
+/* Queue a JSON response (object serialized compactly); `j` is not stolen. */
+enum MHD_Result envd_send_json(struct MHD_Connection *c, unsigned status, json_t *j);
+
+/* REST error body {"code":<status>,"message":msg}, application/json; charset=utf-8 (§7). */
+enum MHD_Result envd_send_rest_err(struct MHD_Connection *c, unsigned status, const char *msg);
+
+/* Unary Connect error: status from the code table, body {"code":"..","message":".."} (§2.4). */
+enum MHD_Result envd_send_connect_err(struct MHD_Connection *c, const struct envd_err *err);
+
+/* Append envelope flags|len32be|json(j) to a malloc'd buffer; returns the buffer or NULL.
+ * `*len` receives the size. Source: §2.3. */
+char *envd_envelope(uint8_t flags, json_t *j, size_t *len);
+
+/* End-of-stream envelope: `{}` when err is NULL or err->code NULL, else {"error":{...}} (§2.3). */
+char *envd_end_envelope(const struct envd_err *err, size_t *len);
+
+/* Standard padded base64 of n bytes; malloc'd NUL-terminated string. */
+char *envd_b64_encode(const void *data, size_t n);
+
+/* Decode std or URL-safe base64, padded or not (§3). Returns malloc'd bytes (n in *out_len),
+ * NULL on malformed input. */
+unsigned char *envd_b64_decode(const char *s, size_t *out_len);
+
+/* Constant-time equality of two NUL-terminated strings (length leak only). */
+bool envd_str_eq_ct(const char *a, const char *b);
+
+/* Field of a JSON object by camelCase or snake_case name; JSON null counts as absent. */
+json_t *envd_jget(json_t *obj, const char *camel, const char *snake);
+
+/* Read an unsigned 32-bit field given as number or decimal string. Returns 1 when present and
+ * valid, 0 when absent, -1 when malformed. */
+int envd_jget_u32(json_t *obj, const char *camel, const char *snake, uint32_t *out);
+
+/* Header value (case-insensitive name) or NULL. */
+const char *envd_header(struct MHD_Connection *c, const char *name);
+
+/* Free err->msg and reset. */
+void envd_err_clear(struct envd_err *err);
+
+/* ---- users.c ----------------------------------------------------------------------------- */
+
+/* Resolve the acting user for an RPC: Authorization Basic base64("<user>:") or the default
+ * user. Errors: unauthenticated "invalid username: '<u>'" (§4.4, §6.2). */
+int envd_user_from_basic(struct envd *e, struct MHD_Connection *c, struct envd_user *u,
+                         struct envd_err *err);
+
+/* Look a user up by name (NULL/"" → default user). Errors: unauthenticated. */
+int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, struct envd_err *err);
+
+/* Resolve a request path like cwd (§4.4): ""→default workdir or home, "~", "~/x", relative
+ * joined on home, then cleaned. Returns malloc'd absolute path or NULL (invalid_argument). */
+char *envd_resolve_path(struct envd *e, const struct envd_user *u, const char *path,
+                        struct envd_err *err);
+
+/* Lexically clean an absolute path (like Go filepath.Clean); malloc'd. */
+char *envd_path_clean(const char *p);
+
+/* Switch this thread's filesystem identity (fsuid, fsgid, supplementary groups) to u, so file
+ * operations run with the user's permissions; envd_fs_leave restores root. Per-thread only. */
+void envd_fs_enter(const struct envd_user *u);
+void envd_fs_leave(void);
+
+/* mkdir -p with mode 0755 under the current fs identity. Returns 0 or -1 with errno. */
+int envd_mkdir_p(const char *path);
+
+/* Map an errno from a file operation to a Connect code name. */
+const char *envd_errno_code(int err);
+
+/* ---- entry.c ----------------------------------------------------------------------------- */
+
+/* EntryInfo JSON for `path` (lstat-based, §5.1), named by `shown` (the path to report; NULL →
+ * path). Returns new object or NULL with errno set. */
+json_t *envd_entry_info(const char *path, const char *shown);
+
+/* File metadata (§7 X-Metadata-*, EntryInfo.metadata): xattrs ENVD_XATTR_PREFIX<key>. */
+#define ENVD_XATTR_PREFIX "user.e2b."
+/* {key: value} of fd's (fd >= 0) or path's own (lgetxattr) metadata; NULL when none. */
+json_t *envd_xattr_metadata(const char *path, int fd);
+
+/* ---- rpc.c: Connect plumbing shared by process.Process and filesystem.Filesystem -------- */
+
+enum envd_kind { ENVD_UNARY, ENVD_SERVER_STREAM, ENVD_CLIENT_STREAM };
+
+/* One RPC method. Unary methods fill *out (new reference) or err; streaming methods queue their
+ * own response (a stream, or envd_send_stream_err). */
+struct envd_method {
+  const char *name;
+  enum envd_kind kind;
+  int (*unary)(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err);
+  enum MHD_Result (*stream)(struct envd_call *c, json_t *req);
+};
+
+/* Dispatch `method` (path after "/<pkg>.<Service>/") against a NULL-name-terminated table:
+ * unknown method → 404; content type must be application/json (unary; "; charset=utf-8"
+ * accepted) or application/connect+json (streams), else 415; then the Basic user (§4.4), then
+ * the message: unary body is bare JSON, a stream request is one envelope (§2.3). Limits: a
+ * message over ENVD_MAX_MSG (`too_big`) → invalid_argument. */
+enum MHD_Result envd_rpc_dispatch(struct envd *e, struct MHD_Connection *c,
+                                  const struct envd_method *table, const char *method,
+                                  const char *body, size_t len, bool too_big);
+
+/* Streaming error reply: HTTP 200 connect+json with a lone end-stream envelope (§2.3). */
+enum MHD_Result envd_send_stream_err(struct MHD_Connection *c, const struct envd_err *err);
+
+/* Stream helpers (process_rpc.c). Connect-Timeout-Ms: 1..10 digits → ms; 0 when absent or 0;
+ * -1 when malformed. Keepalive-Ping-Interval seconds → ms (default 90 s). Whether the client
+ * socket fd was closed by the peer. */
+int64_t envd_timeout_header(struct MHD_Connection *c);
+int64_t envd_keepalive_ms(struct MHD_Connection *c);
+bool envd_client_gone(int fd);
+
+/* Watch RPCs (watch.c), listed in filesystem.c's method table. */
+enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req);
+int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err);
+int envd_rpc_get_watcher_events(struct envd_call *c, json_t *req, json_t **out,
+                                struct envd_err *err);
+int envd_rpc_remove_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err);
+
+/* Method tables (process_rpc.c, filesystem.c). */
+extern const struct envd_method envd_process_methods[];
+extern const struct envd_method envd_filesystem_methods[];
+
+/* envd.c: libmicrohttpd's access handler and completion callback of the daemon, cls the struct
+ * envd. Extern so tests/fuzz/fuzz_multipart.c drives the real request path (POST /files
+ * included) on a daemon of its own; only abx_envd_main starts the real one. */
+enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                const char *method, const char *version,
+                                const char *upload_data, size_t *upload_data_size,
+                                void **con_cls);
+void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                       enum MHD_RequestTerminationCode toe);
+
+/* /files (files.c). Per-request upload state lives in the request context. */
+struct envd_upload;
+/* Start a POST /files upload after auth; returns NULL and queues an error reply itself when
+ * the request is refused (then *queued is set). */
+struct envd_upload *envd_files_post_begin(struct envd *e, struct MHD_Connection *c,
+                                          bool *queued);
+/* Feed body bytes; false means the upload failed (reply queued at the end). */
+bool envd_files_post_data(struct envd_upload *up, const char *data, size_t len);
+/* Finish: queue the reply; frees the upload. */
+enum MHD_Result envd_files_post_end(struct envd_upload *up);
+/* Free without replying (connection aborted). */
+void envd_files_post_free(struct envd_upload *up);
+/* GET /files (Accept-Encoding: gzip → gzip body). */
+enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c);
+
+/* StreamInput (process_rpc.c), fed incrementally like an upload. begin checks the content type
+ * (415), Connect-Protocol-Version and the Basic user after envd.c checked the token; it returns
+ * NULL with *queued set when it queued a reply itself. */
+struct envd_sinput;
+struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c,
+                                            bool *queued);
+void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len);
+enum MHD_Result envd_stream_input_end(struct envd_sinput *si); /* replies; frees si */
+void envd_stream_input_free(struct envd_sinput *si);
+
+/* GET /metrics (metrics.c): {ts, cpu_count, cpu_used_pct, mem_*, disk_*} (§7). */
+enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c);
+
+/* Watchers (watch.c): the table of CreateWatcher watchers; shutdown stops their threads. */
+struct envd_watchers;
+int envd_watchers_init(struct envd *e);
+void envd_watchers_shutdown(struct envd *e);
+
+#endif

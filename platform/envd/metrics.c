@@ -1,0 +1,98 @@
+/*
+ * metrics.c: GET /metrics of envd (behind the access token).
+ * Shape:   200 {"ts":<unix s>,"cpu_count":N,"cpu_used_pct":<float, 2 decimals>,"mem_total":B,
+ *          "mem_used":B,"mem_cache":B,"mem_total_mib":M,"mem_used_mib":M,"disk_used":B,
+ *          "disk_total":B}; memory and disk in bytes, the _mib fields (deprecated) in MiB.
+ * Sources: cpu from /proc/stat, busy share of the jiffies since the previous call (the first call
+ *          takes two samples 100 ms apart); mem from /proc/meminfo (used = MemTotal -
+ *          MemAvailable, cache = Cached); disk from statvfs("/") (used = blocks - free).
+ * Source:  reference/envd-protocol.md §7 (/metrics).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "envd/envd_int.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Aggregate "cpu" line of /proc/stat: total and idle (idle + iowait) jiffies. 0 or -1. */
+static int cpu_sample(unsigned long long *total, unsigned long long *idle) {
+  FILE *f = fopen("/proc/stat", "re");
+  if (!f) return -1;
+  unsigned long long v[10] = {0};
+  int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                 &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+  fclose(f);
+  if (n < 4) return -1;
+  /* guest and guest_nice (8, 9) are already counted in user and nice */
+  *total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+  *idle = v[3] + v[4];
+  return 0;
+}
+
+/* kB value of a /proc/meminfo key, in bytes (0 when missing). */
+static unsigned long long meminfo(const char *text, const char *key) {
+  size_t kl = strlen(key);
+  for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+    unsigned long long kb = 0;
+    if (strncmp(p, key, kl) == 0 && p[kl] == ':' && sscanf(p + kl + 1, "%llu", &kb) == 1)
+      return kb * 1024ULL;
+  }
+  return 0;
+}
+
+enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c) {
+  unsigned long long tot = 0, idle = 0, ptot = 0, pidle = 0;
+  pthread_mutex_lock(&e->mu);
+  ptot = e->cpu_prev_total;
+  pidle = e->cpu_prev_idle;
+  pthread_mutex_unlock(&e->mu);
+  if (ptot == 0) {
+    cpu_sample(&ptot, &pidle);
+    usleep(100 * 1000);
+  }
+  double pct = 0;
+  if (cpu_sample(&tot, &idle) == 0) {
+    if (tot > ptot && tot - ptot > 0) {
+      unsigned long long dt = tot - ptot, di = idle >= pidle ? idle - pidle : 0;
+      pct = di >= dt ? 0 : 100.0 * (double)(dt - di) / (double)dt;
+      pct = (double)(long long)(pct * 100.0 + 0.5) / 100.0;
+    }
+    pthread_mutex_lock(&e->mu);
+    e->cpu_prev_total = tot;
+    e->cpu_prev_idle = idle;
+    pthread_mutex_unlock(&e->mu);
+  }
+  char text[8192] = "";
+  FILE *f = fopen("/proc/meminfo", "re");
+  if (f) {
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = 0;
+    fclose(f);
+  }
+  unsigned long long mtotal = meminfo(text, "MemTotal"), avail = meminfo(text, "MemAvailable");
+  unsigned long long cached = meminfo(text, "Cached");
+  if (!avail) avail = meminfo(text, "MemFree") + cached + meminfo(text, "Buffers");
+  unsigned long long mused = mtotal > avail ? mtotal - avail : 0;
+  unsigned long long dtotal = 0, dused = 0;
+  struct statvfs sv;
+  if (statvfs("/", &sv) == 0) {
+    dtotal = (unsigned long long)sv.f_blocks * sv.f_frsize;
+    dused = (unsigned long long)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+  }
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  json_t *j = json_pack("{s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ts",
+                        (json_int_t)time(NULL), "cpu_count", (json_int_t)(ncpu > 0 ? ncpu : 1),
+                        "cpu_used_pct", pct, "mem_total", (json_int_t)mtotal, "mem_used",
+                        (json_int_t)mused, "mem_cache", (json_int_t)cached, "mem_total_mib",
+                        (json_int_t)(mtotal >> 20), "mem_used_mib", (json_int_t)(mused >> 20),
+                        "disk_used", (json_int_t)dused, "disk_total", (json_int_t)dtotal);
+  if (!j) return envd_send_rest_err(c, 500, "out of memory");
+  enum MHD_Result ok = envd_send_json(c, 200, j);
+  json_decref(j);
+  return ok;
+}

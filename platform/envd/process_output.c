@@ -1,0 +1,206 @@
+/*
+ * process_output.c: the reader thread of each process. It reads the pipes (or the PTY master),
+ * turns output into ProcessEvent data envelopes for every subscriber (blocking while a queue is
+ * full: backpressure, no loss), enforces the Start deadline, and queues the end event after
+ * the reaper reports the exit. It sleeps in poll until output, the exit (eventfd from the
+ * reaper) or the deadline: no periodic wakes while a process is quiet.
+ * Source: reference/envd-protocol.md §4.3 (event sequence), §4.4 (server semantics).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "envd/process_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+void envd_proc_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until_ms) {
+  struct timespec ts = {.tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000};
+  pthread_cond_timedwait(c, m, &ts);
+}
+
+/* Wake the reader thread out of its poll (exit, shutdown). */
+void envd_proc_wake_reader(struct envd_proc *p) {
+  uint64_t one = 1;
+  if (write(p->wake_fd, &one, sizeof one) < 0) { /* EAGAIN: a wake is already pending */
+  }
+}
+
+/* How long the reader may sleep in poll: until the Start deadline, or until woken (-1). A
+ * fixed short timeout here cost 10 wakes per second per process, which at 2,000 concurrent
+ * commands was most of the machine's CPU. Caller holds p->mu. */
+static int reader_timeout_ms(const struct envd_proc *p) {
+  if (!p->deadline || p->timed_out) return -1;
+  int64_t left = p->deadline - envd_now_ms();
+  return left <= 0 ? 0 : left >= INT32_MAX ? INT32_MAX : (int)left + 1;
+}
+
+void envd_proc_queue_push(struct envd_sub *s, const char *data, size_t len) {
+  struct qitem *q = malloc(sizeof *q + len);
+  if (!q) return;
+  q->next = NULL;
+  q->len = len;
+  memcpy(q->data, data, len);
+  if (s->tail)
+    s->tail->next = q;
+  else
+    s->head = q;
+  s->tail = q;
+  s->bytes += len;
+}
+
+/* Kill the group when the Start deadline passed. Caller holds p->mu. */
+static void check_deadline(struct envd_proc *p) {
+  if (p->deadline && !p->exited && envd_now_ms() >= p->deadline) {
+    if (!p->timed_out) p->timed_out = true;
+    kill(-p->pid, SIGKILL);
+    kill(p->pid, SIGKILL);
+  }
+}
+
+/* Fan an envelope out to every subscriber, blocking while a queue is full. */
+static void publish(struct envd_proc *p, const char *env, size_t len) {
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    bool full = false;
+    for (struct envd_sub *s = p->subs; s; s = s->next)
+      if (s->bytes + len > ENVD_SUB_MAX && s->bytes > 0) full = true;
+    if (!full || p->tab->stop) break;
+    check_deadline(p);
+    envd_proc_wait_until(&p->cond, &p->mu, envd_now_ms() + 500);
+  }
+  for (struct envd_sub *s = p->subs; s; s = s->next) envd_proc_queue_push(s, env, len);
+  pthread_cond_broadcast(&p->cond);
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void publish_data(struct envd_proc *p, const char *stream, const char *buf, size_t n) {
+  pthread_mutex_lock(&p->mu);
+  bool any = p->subs != NULL;
+  pthread_mutex_unlock(&p->mu);
+  if (!any) return; /* discarded while no stream is subscribed (§4.4) */
+  char *b64 = envd_b64_encode(buf, n);
+  json_t *j = json_pack("{s:{s:{s:s}}}", "event", "data", stream, b64 ? b64 : "");
+  size_t len = 0;
+  char *env = j ? envd_envelope(0, j, &len) : NULL;
+  if (env) publish(p, env, len);
+  free(env);
+  json_decref(j);
+  free(b64);
+}
+
+/* EndEvent per §4.3: exit N → exitCode N, exited true, status/error "exit status N";
+ * signal → exitCode -1, status/error "signal: <name>". */
+static json_t *end_event(int st) {
+  json_t *end = json_object();
+  char status[96];
+  if (WIFEXITED(st)) {
+    int code = WEXITSTATUS(st);
+    snprintf(status, sizeof status, "exit status %d", code);
+    if (code) json_object_set_new(end, "exitCode", json_integer(code));
+    json_object_set_new(end, "exited", json_true());
+    json_object_set_new(end, "status", json_string(status));
+    if (code) json_object_set_new(end, "error", json_string(status));
+  } else {
+    int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+    const char *name = sig == SIGKILL   ? "killed"
+                       : sig == SIGTERM ? "terminated"
+                       : sig == SIGINT  ? "interrupt"
+                                        : strsignal(sig);
+    snprintf(status, sizeof status, "signal: %s", name ? name : "unknown");
+    json_object_set_new(end, "exitCode", json_integer(-1));
+    json_object_set_new(end, "status", json_string(status));
+    json_object_set_new(end, "error", json_string(status));
+  }
+  return json_pack("{s:{s:o}}", "event", "end", end);
+}
+
+void *envd_proc_reader_main(void *arg) {
+  struct envd_proc *p = arg;
+  int fds[2] = {p->out_fd, p->err_fd};
+  const char *names[2] = {p->pty ? "pty" : "stdout", "stderr"};
+  size_t chunk = p->pty ? ENVD_PTY_CHUNK : ENVD_CHUNK;
+  char *buf = malloc(chunk);
+  int64_t quiet_since = 0;
+  while (buf && (fds[0] >= 0 || fds[1] >= 0)) {
+    pthread_mutex_lock(&p->mu);
+    check_deadline(p);
+    bool exited = p->exited || p->tab->stop;
+    int timeout = exited ? 50 : reader_timeout_ms(p);
+    pthread_mutex_unlock(&p->mu);
+    struct pollfd pf[3];
+    int np = 0, map[2];
+    for (int i = 0; i < 2; i++)
+      if (fds[i] >= 0) {
+        pf[np].fd = fds[i];
+        pf[np].events = POLLIN;
+        map[np++] = i;
+      }
+    pf[np].fd = p->wake_fd;
+    pf[np].events = POLLIN;
+    pf[np].revents = 0;
+    int rc = poll(pf, (nfds_t)np + 1, timeout);
+    if (rc < 0 && errno != EINTR) break;
+    if (pf[np].revents & POLLIN) {
+      uint64_t v;
+      if (read(p->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: drained already */
+      }
+      rc--;
+    }
+    if (rc <= 0) {
+      /* After exit, stop once the pipes stay quiet: background children may hold them. */
+      if (exited) {
+        if (!quiet_since) quiet_since = envd_now_ms();
+        if (envd_now_ms() - quiet_since >= 100) break;
+      }
+      continue;
+    }
+    quiet_since = 0;
+    for (int k = 0; k < np; k++) {
+      if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      int i = map[k];
+      ssize_t n = read(fds[i], buf, chunk); /* a PTY master reads EIO once the slave is gone */
+      if (n > 0)
+        publish_data(p, names[i], buf, (size_t)n);
+      else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        close(fds[i]);
+        fds[i] = -1;
+      }
+    }
+  }
+  free(buf);
+  for (int i = 0; i < 2; i++)
+    if (fds[i] >= 0) close(fds[i]);
+  pthread_mutex_lock(&p->mu);
+  while (!p->exited && !p->tab->stop) {
+    check_deadline(p);
+    /* the reaper and shutdown broadcast p->cond; the 5 s bound is a safety net */
+    envd_proc_wait_until(&p->cond, &p->mu,
+               p->deadline && !p->timed_out ? p->deadline : envd_now_ms() + 5000);
+  }
+  if (!p->exited) p->wstatus = SIGKILL; /* shutting down: report as killed */
+  json_t *j = end_event(p->wstatus);
+  p->end_env = envd_envelope(0, j, &p->end_len);
+  json_decref(j);
+  for (struct envd_sub *s = p->subs; s; s = s->next) {
+    if (p->end_env) envd_proc_queue_push(s, p->end_env, p->end_len);
+    s->end_queued = true;
+  }
+  p->ended = true;
+  p->ended_at = envd_now_ms();
+  pthread_cond_broadcast(&p->cond);
+  pthread_mutex_unlock(&p->mu);
+  pthread_mutex_lock(&p->in_mu);
+  if (p->in_fd >= 0) close(p->in_fd);
+  p->in_fd = -1;
+  pthread_mutex_unlock(&p->in_mu);
+  return NULL;
+}

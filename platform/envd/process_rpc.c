@@ -1,0 +1,571 @@
+/*
+ * process_rpc.c: the process.Process service: List, Start (pipes or a PTY), Connect, Update
+ * (PTY resize), SendInput, StreamInput (client stream, read incrementally), SendSignal,
+ * CloseStdin.
+ *
+ * Streams (Start, Connect): HTTP 200 application/connect+json, chunked; envelopes
+ *   {"event":{"start":{"pid":N}}}, then {"event":{"data":{"stdout"|"stderr":"<b64>"}}} and
+ *   {"event":{"keepalive":{}}} after Keepalive-Ping-Interval seconds of silence (default 90),
+ *   then {"event":{"end":{...}}}, then the end-stream envelope {} or {"error":{...}}.
+ * PTY:     Start with {"pty":{"size":{"cols","rows"}}} → output only as data.pty (16 KiB chunks);
+ *   input {"pty":"b64"}; stdin input to a PTY process and pty input to a pipe process → internal;
+ *   Update {process, pty:{size}} → TIOCSWINSZ (no tty → internal "error resizing tty");
+ *   CloseStdin on a PTY → unknown.
+ * StreamInput: request body = envelopes {"start":{"process":SEL}}, then {"data":{"input":
+ *   {"stdin"|"pty":"b64"}}} / {"keepalive":{}}, each applied as it arrives; response (200,
+ *   connect+json) one message envelope {} then end-stream {}, or a lone end-stream error.
+ * Deadlines: Connect-Timeout-Ms on Start kills the process group when it elapses and ends the
+ *   stream with deadline_exceeded after the end event; on Connect it bounds the stream only.
+ *   A client that goes away unsubscribes; the process keeps running.
+ * Source: reference/envd-protocol.md §4 (messages, §4.3 sequence, §4.4 semantics), §9.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "envd/process.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define KEEPALIVE_DEFAULT_MS 90000
+#define START_DEADLINE_GRACE_MS 5000
+
+int64_t envd_timeout_header(struct MHD_Connection *c) {
+  const char *h = envd_header(c, "Connect-Timeout-Ms");
+  if (!h) return 0;
+  size_t n = strlen(h);
+  if (n == 0 || n > 10 || strspn(h, "0123456789") != n) return -1;
+  return strtoll(h, NULL, 10);
+}
+
+int64_t envd_keepalive_ms(struct MHD_Connection *c) {
+  const char *h = envd_header(c, "Keepalive-Ping-Interval");
+  if (!h || !*h || strspn(h, "0123456789") != strlen(h) || strlen(h) > 6)
+    return KEEPALIVE_DEFAULT_MS;
+  long v = strtol(h, NULL, 10);
+  return v > 0 ? (int64_t)v * 1000 : KEEPALIVE_DEFAULT_MS;
+}
+
+/* ---- streaming response ------------------------------------------------------------------ */
+
+struct pstream {
+  struct envd *e;
+  struct envd_proc *p;
+  struct envd_sub *s;
+  char *out;
+  size_t out_len, out_pos;
+  int phase; /* 0: start pending, 1: events, 2: end-stream sent */
+  int64_t keepalive, last_send, deadline;
+  bool start_call; /* Start with a process deadline */
+  int fd;          /* client socket, for disconnect checks */
+};
+
+bool envd_client_gone(int fd) {
+  if (fd < 0) return false;
+  struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
+  return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+static void set_out(struct pstream *st, char *buf, size_t len) {
+  free(st->out);
+  st->out = buf;
+  st->out_len = buf ? len : 0;
+  st->out_pos = 0;
+}
+
+static void end_stream(struct pstream *st, const char *code, const char *msg) {
+  struct envd_err err = {.code = code, .msg = (char *)msg};
+  size_t len = 0;
+  char *b = envd_end_envelope(&err, &len);
+  set_out(st, b, len);
+  st->phase = 2;
+}
+
+static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+  struct pstream *st = cls;
+  while (st->out_pos >= st->out_len) {
+    if (st->phase == 2 && st->out) {
+      set_out(st, NULL, 0);
+      return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    if (st->phase == 2) return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t len = 0;
+    if (st->phase == 0) {
+      json_t *j = json_pack("{s:{s:{s:I}}}", "event", "start", "pid",
+                            (json_int_t)envd_proc_pid(st->p));
+      char *env = envd_envelope(0, j, &len);
+      set_out(st, env, len);
+      json_decref(j);
+      st->phase = 1;
+      st->last_send = envd_now_ms();
+      if (!st->out) return MHD_CONTENT_READER_END_WITH_ERROR;
+      continue;
+    }
+    if (st->e->stopping) {
+      end_stream(st, "unavailable", "envd is shutting down");
+      continue;
+    }
+    int64_t now = envd_now_ms();
+    int64_t until = st->last_send + st->keepalive;
+    /* Output and the process's end wake this wait at once; the bound is only how soon a client
+     * that hung up is noticed. 1 s here was a measurable share of the CPU with 2,000 idle
+     * streams (tests/load), so it is 5 s. */
+    if (until > now + 5000) until = now + 5000;
+    if (st->deadline && until > st->deadline) until = st->deadline;
+    char *b = NULL;
+    int rc = envd_sub_next(st->p, st->s, until, &b, &len);
+    now = envd_now_ms();
+    if (rc == 1) {
+      set_out(st, b, len);
+      st->last_send = now;
+    } else if (rc == 2) {
+      if (st->start_call && envd_proc_timed_out(st->p))
+        end_stream(st, "deadline_exceeded", "context deadline exceeded");
+      else
+        end_stream(st, NULL, NULL);
+    } else if (st->deadline && now >= st->deadline) {
+      end_stream(st, "deadline_exceeded", "context deadline exceeded");
+    } else if (envd_client_gone(st->fd)) {
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    } else if (now - st->last_send >= st->keepalive) {
+      json_t *j = json_pack("{s:{s:{}}}", "event", "keepalive");
+      char *env = envd_envelope(0, j, &len);
+      set_out(st, env, len);
+      json_decref(j);
+      st->last_send = now;
+    }
+  }
+  size_t n = st->out_len - st->out_pos;
+  if (n > max) n = max;
+  memcpy(buf, st->out + st->out_pos, n);
+  st->out_pos += n;
+  return (ssize_t)n;
+}
+
+static void stream_free(void *cls) {
+  struct pstream *st = cls;
+  envd_proc_unsubscribe(st->p, st->s);
+  envd_proc_unref(st->p);
+  free(st->out);
+  free(st);
+}
+
+/* Queue the stream response; takes over p and s (released on every path). */
+static enum MHD_Result send_stream(struct envd_call *c, struct envd_proc *p, struct envd_sub *s,
+                                   int64_t deadline, bool start_call) {
+  struct pstream *st = calloc(1, sizeof *st);
+  if (!st) {
+    envd_proc_unsubscribe(p, s);
+    envd_proc_unref(p);
+    return MHD_NO;
+  }
+  st->e = c->e;
+  st->p = p;
+  st->s = s;
+  st->keepalive = envd_keepalive_ms(c->conn);
+  st->deadline = deadline;
+  st->start_call = start_call;
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  st->fd = ci ? ci->connect_fd : -1;
+  struct MHD_Response *r =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_cb, st, stream_free);
+  if (!r) {
+    stream_free(st);
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, "Content-Type", "application/connect+json");
+  enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+/* ---- selectors and requests -------------------------------------------------------------- */
+
+/* ProcessSelector {pid} | {tag} → referenced proc. Errors: invalid_argument, not_found. */
+static struct envd_proc *select_proc(struct envd_call *c, json_t *req, struct envd_err *err) {
+  json_t *sel = envd_jget(req, "process", NULL);
+  if (!json_is_object(sel)) {
+    envd_fail(err, "invalid_argument", "invalid process selector");
+    return NULL;
+  }
+  uint32_t pid = 0;
+  int has_pid = envd_jget_u32(sel, "pid", NULL, &pid);
+  json_t *tag = envd_jget(sel, "tag", NULL);
+  if (has_pid < 0 || (tag && !json_is_string(tag))) {
+    envd_fail(err, "invalid_argument", "invalid process selector");
+    return NULL;
+  }
+  if (has_pid == 1) {
+    struct envd_proc *p = envd_proc_find(c->e, pid, NULL);
+    if (!p) envd_fail(err, "not_found", "process with pid %u not found", pid);
+    return p;
+  }
+  if (tag) {
+    struct envd_proc *p = envd_proc_find(c->e, 0, json_string_value(tag));
+    if (!p) envd_fail(err, "not_found", "process with tag %s not found", json_string_value(tag));
+    return p;
+  }
+  envd_fail(err, "invalid_argument", "invalid process selector");
+  return NULL;
+}
+
+static int rpc_list(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+  *out = envd_proc_list(c->e);
+  return 0;
+}
+
+static enum MHD_Result rpc_start(struct envd_call *c, json_t *req) {
+  struct envd_err err = {0};
+  json_t *proc = envd_jget(req, "process", NULL);
+  json_t *cmd = envd_jget(proc, "cmd", NULL), *args = envd_jget(proc, "args", NULL);
+  json_t *envs = envd_jget(proc, "envs", NULL), *cwd = envd_jget(proc, "cwd", NULL);
+  json_t *tag = envd_jget(req, "tag", NULL), *in = envd_jget(req, "stdin", NULL);
+  json_t *config = NULL;
+  const char **argv = NULL;
+  char *rcwd = NULL;
+  struct envd_proc *p = NULL;
+  struct envd_sub *s = NULL;
+  int64_t timeout = envd_timeout_header(c->conn);
+  if (timeout < 0) {
+    envd_fail(&err, "invalid_argument", "invalid Connect-Timeout-Ms header");
+    goto fail;
+  }
+  json_t *pty = envd_jget(req, "pty", NULL);
+  uint32_t cols = 0, rows = 0;
+  if (pty && (!json_is_object(pty) ||
+              envd_jget_u32(envd_jget(pty, "size", NULL), "cols", NULL, &cols) < 0 ||
+              envd_jget_u32(envd_jget(pty, "size", NULL), "rows", NULL, &rows) < 0 ||
+              cols > 65535 || rows > 65535)) {
+    envd_fail(&err, "invalid_argument", "invalid pty size");
+    goto fail;
+  }
+  if (!json_is_object(proc) || !json_is_string(cmd) || !*json_string_value(cmd) ||
+      (args && !json_is_array(args)) || (envs && !json_is_object(envs)) ||
+      (cwd && !json_is_string(cwd)) || (tag && !json_is_string(tag)) ||
+      (in && !json_is_boolean(in))) {
+    envd_fail(&err, "invalid_argument", "invalid process config");
+    goto fail;
+  }
+  size_t nargs = json_array_size(args);
+  argv = calloc(nargs + 1, sizeof *argv);
+  for (size_t i = 0; argv && i < nargs; i++) {
+    json_t *a = json_array_get(args, i);
+    if (!json_is_string(a)) {
+      envd_fail(&err, "invalid_argument", "args must be strings");
+      goto fail;
+    }
+    argv[i] = json_string_value(a);
+  }
+  const char *k;
+  json_t *v;
+  json_object_foreach(envs, k, v) {
+    if (!json_is_string(v)) {
+      envd_fail(&err, "invalid_argument", "envs must map strings to strings");
+      goto fail;
+    }
+  }
+  rcwd = envd_resolve_path(c->e, &c->user, cwd ? json_string_value(cwd) : "", &err);
+  if (!rcwd) goto fail;
+  config = json_pack("{s:O}", "cmd", cmd);
+  if (nargs) json_object_set(config, "args", args);
+  if (json_object_size(envs)) json_object_set(config, "envs", envs);
+  if (cwd) json_object_set(config, "cwd", cwd);
+  struct envd_spawn sp = {.cmd = json_string_value(cmd),
+                          .args = argv,
+                          .nargs = nargs,
+                          .envs = envs,
+                          .cwd = rcwd,
+                          .config = config,
+                          .tag = tag ? json_string_value(tag) : NULL,
+                          .stdin_pipe = !in || json_is_true(in),
+                          .pty = pty != NULL,
+                          .cols = (uint16_t)cols,
+                          .rows = (uint16_t)rows,
+                          .user = &c->user,
+                          .timeout_ms = timeout};
+  p = envd_proc_spawn(c->e, &sp, &s, &err);
+  if (!p) goto fail;
+  json_decref(config);
+  free(argv);
+  free(rcwd);
+  return send_stream(c, p, s, timeout ? envd_now_ms() + timeout + START_DEADLINE_GRACE_MS : 0,
+                     timeout > 0);
+fail:
+  json_decref(config);
+  free(argv);
+  free(rcwd);
+  enum MHD_Result ok = envd_send_stream_err(c->conn, &err);
+  envd_err_clear(&err);
+  return ok;
+}
+
+static enum MHD_Result rpc_connect(struct envd_call *c, json_t *req) {
+  struct envd_err err = {0};
+  int64_t timeout = envd_timeout_header(c->conn);
+  struct envd_proc *p = NULL;
+  if (timeout < 0)
+    envd_fail(&err, "invalid_argument", "invalid Connect-Timeout-Ms header");
+  else
+    p = select_proc(c, req, &err);
+  struct envd_sub *s = p ? envd_proc_subscribe(p) : NULL;
+  if (!s) {
+    if (p) {
+      envd_proc_unref(p);
+      envd_fail(&err, "internal", "out of memory");
+    }
+    enum MHD_Result ok = envd_send_stream_err(c->conn, &err);
+    envd_err_clear(&err);
+    return ok;
+  }
+  return send_stream(c, p, s, timeout ? envd_now_ms() + timeout : 0, false);
+}
+
+/* Apply a ProcessInput {stdin|pty: b64} to p. Errors: unimplemented (neither), invalid_argument,
+ * internal (wrong kind of input for the process, write failure). */
+static int apply_input(struct envd_proc *p, json_t *input, struct envd_err *err) {
+  json_t *in = envd_jget(input, "stdin", NULL), *pty = envd_jget(input, "pty", NULL);
+  if (!in && !pty) return envd_fail(err, "unimplemented", "invalid input type");
+  if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
+    return envd_fail(err, "invalid_argument", "input must be base64 bytes");
+  size_t n = 0;
+  unsigned char *data = envd_b64_decode(json_string_value(in ? in : pty), &n);
+  if (!data) return envd_fail(err, "invalid_argument", "input is not valid base64");
+  int rc = in ? envd_proc_write_stdin(p, data, n, err) : envd_proc_write_pty(p, data, n, err);
+  free(data);
+  return rc;
+}
+
+static int rpc_send_input(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+  json_t *input = envd_jget(req, "input", NULL);
+  json_t *in = envd_jget(input, "stdin", NULL), *pty = envd_jget(input, "pty", NULL);
+  if (!in && !pty) return envd_fail(err, "unimplemented", "invalid input type");
+  size_t n = 0;
+  if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
+    return envd_fail(err, "invalid_argument", "input must be base64 bytes");
+  unsigned char *probe = envd_b64_decode(json_string_value(in ? in : pty), &n);
+  if (!probe) return envd_fail(err, "invalid_argument", "input is not valid base64");
+  free(probe);
+  struct envd_proc *p = select_proc(c, req, err);
+  if (!p) return -1;
+  int rc = apply_input(p, input, err);
+  envd_proc_unref(p);
+  return rc;
+}
+
+static int rpc_send_signal(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+  json_t *sig = envd_jget(req, "signal", NULL);
+  int signo = 0;
+  if (json_is_string(sig)) {
+    const char *s = json_string_value(sig);
+    if (strcmp(s, "SIGNAL_SIGTERM") == 0 || strcmp(s, "15") == 0) signo = SIGTERM;
+    if (strcmp(s, "SIGNAL_SIGKILL") == 0 || strcmp(s, "9") == 0) signo = SIGKILL;
+  } else if (json_is_integer(sig)) {
+    json_int_t v = json_integer_value(sig);
+    if (v == 15) signo = SIGTERM;
+    if (v == 9) signo = SIGKILL;
+  }
+  struct envd_proc *p = select_proc(c, req, err);
+  if (!p) return -1;
+  int rc = signo ? envd_proc_signal(p, signo, err)
+                 : envd_fail(err, "unimplemented", "invalid signal");
+  envd_proc_unref(p);
+  return rc;
+}
+
+static int rpc_close_stdin(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+  struct envd_proc *p = select_proc(c, req, err);
+  if (!p) return -1;
+  int rc = envd_proc_close_stdin(p, err);
+  envd_proc_unref(p);
+  return rc;
+}
+
+static int rpc_update(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+  json_t *pty = envd_jget(req, "pty", NULL), *size = envd_jget(pty, "size", NULL);
+  uint32_t cols = 0, rows = 0;
+  if (pty && (envd_jget_u32(size, "cols", NULL, &cols) < 0 ||
+              envd_jget_u32(size, "rows", NULL, &rows) < 0 || cols > 65535 || rows > 65535))
+    return envd_fail(err, "invalid_argument", "invalid pty size");
+  struct envd_proc *p = select_proc(c, req, err);
+  if (!p) return -1;
+  int rc = 0;
+  if (pty) rc = envd_proc_resize(p, (uint16_t)cols, (uint16_t)rows, err);
+  envd_proc_unref(p);
+  return rc;
+}
+
+/* Reached only if envd.c did not route StreamInput to the incremental path below. */
+static enum MHD_Result rpc_stream_input(struct envd_call *c, json_t *req) {
+  struct envd_err err = {.code = "internal", .msg = (char *)"StreamInput was not routed"};
+  return envd_send_stream_err(c->conn, &err);
+}
+
+/* ---- StreamInput: client stream, applied while the request body arrives ------------------ */
+
+struct envd_sinput {
+  struct envd *e;
+  struct MHD_Connection *conn;
+  struct envd_call call;
+  struct envd_proc *p;
+  unsigned char *buf;
+  size_t len, cap;
+  struct envd_err err;
+};
+
+struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c,
+                                            bool *queued) {
+  *queued = false;
+  struct envd_sinput *si = calloc(1, sizeof *si);
+  if (!si) {
+    *queued = true;
+    envd_send_rest_err(c, 500, "out of memory");
+    return NULL;
+  }
+  si->e = e;
+  si->conn = c;
+  si->call.e = e;
+  si->call.conn = c;
+  const char *ct = envd_header(c, "Content-Type");
+  size_t n = ct ? strcspn(ct, ";") : 0;
+  while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t')) n--;
+  if (!ct || n != 24 || strncasecmp(ct, "application/connect+json", 24) != 0) {
+    static const char msg[] = "unsupported content type";
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+    if (r) {
+      MHD_add_response_header(r, "Accept-Post", "application/connect+json");
+      MHD_queue_response(c, 415, r);
+      MHD_destroy_response(r);
+    }
+    *queued = true;
+    free(si);
+    return NULL;
+  }
+  const char *cpv = envd_header(c, "Connect-Protocol-Version");
+  if (cpv && strcmp(cpv, "1") != 0)
+    envd_fail(&si->err, "invalid_argument", "connect-protocol-version must be \"1\": got \"%s\"",
+              cpv);
+  else
+    envd_user_from_basic(e, c, &si->call.user, &si->err);
+  return si;
+}
+
+static void sinput_message(struct envd_sinput *si, const unsigned char *m, size_t n) {
+  json_error_t je;
+  json_t *j = n ? json_loadb((const char *)m, n, 0, &je) : NULL;
+  if (!json_is_object(j)) {
+    envd_fail(&si->err, "invalid_argument", "unmarshal message: %s",
+              n ? "not a JSON object" : "zero-length payload is not a valid JSON object");
+    json_decref(j);
+    return;
+  }
+  json_t *start = envd_jget(j, "start", NULL), *data = envd_jget(j, "data", NULL);
+  if (start) {
+    struct envd_proc *p = select_proc(&si->call, start, &si->err);
+    if (p) {
+      envd_proc_unref(si->p);
+      si->p = p;
+    }
+  } else if (data) {
+    if (!si->p)
+      envd_fail(&si->err, "failed_precondition", "the first message must be start{process}");
+    else
+      apply_input(si->p, envd_jget(data, "input", NULL), &si->err);
+  } else if (!envd_jget(j, "keepalive", NULL)) {
+    envd_fail(&si->err, "unimplemented", "invalid event type");
+  }
+  json_decref(j);
+}
+
+void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len) {
+  if (si->err.code) return; /* failed: the rest of the body is drained unread */
+  if (si->len + len > si->cap) {
+    size_t cap = si->cap ? si->cap : 4096;
+    while (cap < si->len + len) cap *= 2;
+    unsigned char *b = realloc(si->buf, cap);
+    if (!b) {
+      envd_fail(&si->err, "internal", "out of memory");
+      return;
+    }
+    si->buf = b;
+    si->cap = cap;
+  }
+  memcpy(si->buf + si->len, data, len);
+  si->len += len;
+  size_t off = 0;
+  while (!si->err.code && si->len - off >= 5) {
+    const unsigned char *b = si->buf + off;
+    uint32_t n = ((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) | b[4];
+    if (b[0] & 0x01) {
+      envd_fail(&si->err, "internal", "protocol error: sent compressed message without compression");
+      break;
+    }
+    if (b[0] & 0x02) {
+      envd_fail(&si->err, "invalid_argument", "protocol error: end-of-stream flag in request");
+      break;
+    }
+    if (n > ENVD_MAX_MSG) {
+      envd_fail(&si->err, "resource_exhausted", "message size %u exceeds limit %u", n,
+                ENVD_MAX_MSG);
+      break;
+    }
+    if (si->len - off - 5 < n) break;
+    sinput_message(si, b + 5, n);
+    off += 5 + (size_t)n;
+  }
+  if (si->err.code) off = si->len;
+  memmove(si->buf, si->buf + off, si->len - off);
+  si->len -= off;
+}
+
+void envd_stream_input_free(struct envd_sinput *si) {
+  if (!si) return;
+  envd_proc_unref(si->p);
+  envd_err_clear(&si->err);
+  free(si->buf);
+  free(si);
+}
+
+enum MHD_Result envd_stream_input_end(struct envd_sinput *si) {
+  if (!si->err.code && si->len > 0)
+    envd_fail(&si->err, "invalid_argument", "protocol error: incomplete envelope");
+  if (!si->err.code && !si->p)
+    envd_fail(&si->err, "invalid_argument", "no start message in the input stream");
+  enum MHD_Result ok;
+  if (si->err.code) {
+    ok = envd_send_stream_err(si->conn, &si->err);
+  } else {
+    json_t *empty = json_object();
+    size_t l1 = 0, l2 = 0;
+    char *m = envd_envelope(0, empty, &l1), *end = envd_end_envelope(NULL, &l2);
+    char *both = m && end ? malloc(l1 + l2) : NULL;
+    if (both) {
+      memcpy(both, m, l1);
+      memcpy(both + l1, end, l2);
+    }
+    ok = both ? envd_send(si->conn, 200, "application/connect+json", both, l1 + l2) : MHD_NO;
+    free(both);
+    free(m);
+    free(end);
+    json_decref(empty);
+  }
+  envd_stream_input_free(si);
+  return ok;
+}
+
+const struct envd_method envd_process_methods[] = {
+    {"List", ENVD_UNARY, rpc_list, NULL},
+    {"Start", ENVD_SERVER_STREAM, NULL, rpc_start},
+    {"Connect", ENVD_SERVER_STREAM, NULL, rpc_connect},
+    {"Update", ENVD_UNARY, rpc_update, NULL},
+    {"StreamInput", ENVD_CLIENT_STREAM, NULL, rpc_stream_input},
+    {"SendInput", ENVD_UNARY, rpc_send_input, NULL},
+    {"SendSignal", ENVD_UNARY, rpc_send_signal, NULL},
+    {"CloseStdin", ENVD_UNARY, rpc_close_stdin, NULL},
+    {NULL, ENVD_UNARY, NULL, NULL}};

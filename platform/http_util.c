@@ -1,0 +1,216 @@
+/*
+ * http_util.c: JSON/error responses, random ids, percent-decoding, time and base64url helpers.
+ * Contract in http_util.h.
+ */
+#include "http_util.h"
+
+#include "faults.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+enum MHD_Result abx_http_text(struct MHD_Connection *c, unsigned status, const char *ctype,
+                              const char *data, size_t len)
+{
+  struct MHD_Response *r = abx_faults_response(data, len); /* copies; faults.h */
+  if (!r)
+    return MHD_NO;
+  if (ctype)
+    MHD_add_response_header(r, "Content-Type", ctype);
+  enum MHD_Result ret = MHD_queue_response(c, status, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
+enum MHD_Result abx_http_json(struct MHD_Connection *c, unsigned status, json_t *body)
+{
+  if (!body)
+    return abx_http_text(c, status, NULL, "", 0);
+  char *s = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  if (!s)
+    return MHD_NO;
+  enum MHD_Result ret = abx_http_text(c, status, "application/json", s, strlen(s));
+  free(s);
+  return ret;
+}
+
+enum MHD_Result abx_http_error(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+  return abx_http_json(c, status, json_pack("{s:i,s:s}", "code", (int)status, "message", msg));
+}
+
+static int rand_bytes(unsigned char *buf, size_t n)
+{
+  size_t got = 0;
+  while (got < n) {
+    ssize_t k = getrandom(buf + got, n - got, 0);
+    if (k < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    got += (size_t)k;
+  }
+  return 0;
+}
+
+int abx_rand_hex(char *out, size_t n)
+{
+  static const char hex[] = "0123456789abcdef";
+  unsigned char buf[256];
+  if (n > sizeof buf || rand_bytes(buf, n) != 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    out[i] = hex[buf[i] & 15];
+  out[n] = 0;
+  return 0;
+}
+
+int abx_rand_alnum(char *out, size_t n)
+{
+  static const char al[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char buf[256];
+  if (n > sizeof buf || rand_bytes(buf, n) != 0)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char b = buf[i];
+    while (b >= 252) { /* reject to avoid modulo bias (252 = 7 * 36) */
+      if (rand_bytes(&b, 1) != 0)
+        return -1;
+    }
+    out[i] = al[b % 36];
+  }
+  out[n] = 0;
+  return 0;
+}
+
+static int hexval(char ch)
+{
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  return -1;
+}
+
+int abx_percent_decode(char *s, int plus_space)
+{
+  char *w = s;
+  for (const char *r = s; *r; r++) {
+    if (*r == '%') {
+      int hi = hexval(r[1]), lo = hi < 0 ? -1 : hexval(r[2]);
+      if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+        return -1;
+      *w++ = (char)(hi * 16 + lo);
+      r += 2;
+    } else if (*r == '+' && plus_space) {
+      *w++ = ' ';
+    } else {
+      *w++ = *r;
+    }
+  }
+  *w = 0;
+  return 0;
+}
+
+void abx_rfc3339(int64_t ns, char out[32])
+{
+  time_t secs = (time_t)(ns / 1000000000);
+  struct tm tm;
+  gmtime_r(&secs, &tm);
+  char base[24];
+  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(out, 32, "%s.%03dZ", base, (int)((ns / 1000000) % 1000));
+}
+
+int64_t abx_now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t abx_mono_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+ssize_t abx_read_small(const char *path, char *buf, size_t n)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t k = read(fd, buf, n - 1);
+  int e = errno;
+  close(fd);
+  if (k < 0) {
+    errno = e;
+    return -1;
+  }
+  buf[k] = 0;
+  return k;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+char *abx_b64url_encode(const unsigned char *in, size_t len)
+{
+  char *out = malloc((len + 2) / 3 * 4 + 1), *w = out;
+  if (!out)
+    return NULL;
+  for (size_t i = 0; i < len; i += 3) {
+    unsigned v = (unsigned)in[i] << 16;
+    if (i + 1 < len)
+      v |= (unsigned)in[i + 1] << 8;
+    if (i + 2 < len)
+      v |= in[i + 2];
+    *w++ = b64[(v >> 18) & 63];
+    *w++ = b64[(v >> 12) & 63];
+    *w++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+    *w++ = i + 2 < len ? b64[v & 63] : '=';
+  }
+  *w = 0;
+  return out;
+}
+
+unsigned char *abx_b64url_decode(const char *in, size_t *outlen)
+{
+  size_t n = strlen(in);
+  while (n > 0 && in[n - 1] == '=')
+    n--;
+  if (n % 4 == 1)
+    return NULL;
+  unsigned char *out = malloc(n * 3 / 4 + 1);
+  if (!out)
+    return NULL;
+  size_t o = 0;
+  unsigned acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *p = in[i] ? strchr(b64, in[i]) : NULL;
+    if (!p) {
+      free(out);
+      return NULL;
+    }
+    acc = (acc << 6) | (unsigned)(p - b64);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (unsigned char)((acc >> bits) & 0xff);
+    }
+  }
+  out[o] = 0;
+  *outlen = o;
+  return out;
+}

@@ -1,0 +1,68 @@
+/*
+ * netns.c: sockets created inside a sandbox's network namespace. Contract in netns.h.
+ */
+#include "netns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int abx_netns_open(pid_t pid)
+{
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+  return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int abx_netns_socket_fd(int netns_fd)
+{
+  int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (self < 0)
+    return -1;
+  if (setns(netns_fd, CLONE_NEWNET) != 0) {
+    int e = errno;
+    close(self);
+    errno = e;
+    return -1;
+  }
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int e = errno;
+  if (setns(self, CLONE_NEWNET) != 0) {
+    fprintf(stderr, "abxlua serve: cannot return to the host network namespace\n");
+    abort();
+  }
+  close(self);
+  errno = e;
+  return s;
+}
+
+int abx_netns_socket(pid_t pid)
+{
+  int ns = abx_netns_open(pid);
+  if (ns < 0)
+    return -1;
+  int s = abx_netns_socket_fd(ns);
+  int e = errno;
+  close(ns);
+  errno = e;
+  return s;
+}
+
+static curl_socket_t open_cb(void *cls, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+  (void)purpose;
+  if (addr->family != AF_INET)
+    return CURL_SOCKET_BAD;
+  int s = abx_netns_socket_fd(*(int *)cls);
+  return s < 0 ? CURL_SOCKET_BAD : s;
+}
+
+void abx_netns_curl(CURL *curl, int *netns_fd)
+{
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_cb);
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, netns_fd);
+}

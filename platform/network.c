@@ -1,0 +1,641 @@
+/*
+ * network.c: the hub namespace, per-sandbox veth links, nftables rules in the sandbox's namespace,
+ * traffic access tokens. Contract in network.h.
+ */
+#include "network.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "http_util.h"
+#include "registry.h"
+
+#define LINKS 16383 /* /30 blocks in 10.200.0.0/16, block 0 unused */
+#define NET_BASE 0x0AC80000u /* 10.200.0.0 */
+
+struct net {
+  char id[32];
+  int public_traffic;
+  char token[65]; /* trafficAccessToken when !public_traffic */
+  struct abx_net_rules rules;
+  int link; /* 1..LINKS when the sandbox has a veth pair, else 0 */
+  struct net *next;
+};
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;    /* g_list, g_used */
+static pthread_mutex_t g_apply = PTHREAD_MUTEX_INITIALIZER; /* one ip/nft sequence at a time */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static struct net *g_list;
+static unsigned char g_used[LINKS + 1];
+static int g_hub = -1; /* the hub namespace; -1 when networking is unavailable */
+static const char *g_ip, *g_nft;
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static void rules_free(struct abx_net_rules *r)
+{
+  json_decref(r->allow);
+  json_decref(r->deny);
+  r->allow = r->deny = NULL;
+}
+
+static struct net *find(const char *id)
+{
+  for (struct net *n = g_list; n; n = n->next)
+    if (strcmp(n->id, id) == 0)
+      return n;
+  return NULL;
+}
+
+static void addr_of(int link, int which, char out[INET_ADDRSTRLEN])
+{
+  struct in_addr a = {htonl(NET_BASE + 4u * (unsigned)link + (unsigned)which)};
+  inet_ntop(AF_INET, &a, out, INET_ADDRSTRLEN);
+}
+
+static const char *find_exe(const char *name)
+{
+  static const char *dirs[] = {"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
+  static char found[2][64];
+  static int nfound;
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    char p[64];
+    snprintf(p, sizeof p, "%s/%s", dirs[i], name);
+    if (access(p, X_OK) == 0 && nfound < 2) {
+      memcpy(found[nfound], p, sizeof p);
+      return found[nfound++];
+    }
+  }
+  return NULL;
+}
+
+/* Run argv[0] (absolute) inside network namespace `ns_fd`, `input` on its stdin, `pass_fd` (or
+ * -1) as fd 3. Output (stdout+stderr, truncated) goes to out. 0 when it exited 0, else -1. */
+static int run_ns(int ns_fd, int pass_fd, const char *const argv[], const char *input, char *out,
+                  size_t outlen)
+{
+  static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C", NULL};
+  int in[2] = {-1, -1}, o[2] = {-1, -1};
+  out[0] = 0;
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(o, O_CLOEXEC) != 0) {
+    snprintf(out, outlen, "pipe: %s", strerror(errno));
+    if (in[0] >= 0) {
+      close(in[0]);
+      close(in[1]);
+    }
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* Only async-signal-safe calls from here on: this process has other threads. */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    if (setns(ns_fd, CLONE_NEWNET) != 0)
+      _exit(125);
+    int i0 = fcntl(in[0], F_DUPFD, 10), o1 = fcntl(o[1], F_DUPFD, 10);
+    int p = pass_fd >= 0 ? fcntl(pass_fd, F_DUPFD, 10) : -1;
+    if (i0 < 0 || o1 < 0 || (pass_fd >= 0 && p < 0) || dup2(i0, 0) < 0 || dup2(o1, 1) < 0 ||
+        dup2(o1, 2) < 0 || (p >= 0 && dup2(p, 3) < 0))
+      _exit(126);
+    close_range(p >= 0 ? 4 : 3, ~0U, 0);
+    execve(argv[0], (char *const *)argv, envp);
+    _exit(127);
+  }
+  close(in[0]);
+  close(o[1]);
+  if (pid < 0) {
+    snprintf(out, outlen, "fork: %s", strerror(errno));
+    close(in[1]);
+    close(o[0]);
+    return -1;
+  }
+  size_t left = input ? strlen(input) : 0;
+  const char *p = input;
+  while (left > 0) {
+    ssize_t k = write(in[1], p, left);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      break;
+    p += k;
+    left -= (size_t)k;
+  }
+  close(in[1]);
+  size_t got = 0;
+  for (;;) {
+    char buf[512];
+    ssize_t k = read(o[0], buf, sizeof buf);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      break;
+    size_t take = (size_t)k < outlen - 1 - got ? (size_t)k : outlen - 1 - got;
+    memcpy(out + got, buf, take);
+    got += take;
+  }
+  out[got] = 0;
+  close(o[0]);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0) {
+    if (errno != EINTR) {
+      st = -1;
+      break;
+    }
+  }
+  for (char *c = out; *c; c++)
+    if (*c == '\n' || *c == '"')
+      *c = ' ';
+  if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    return 0;
+  if (!out[0])
+    snprintf(out, outlen, "%s exited with status %d", argv[0],
+             st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  return -1;
+}
+
+static int write_sysctl(const char *path, const char *value)
+{
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  ssize_t k = write(fd, value, strlen(value));
+  close(fd);
+  return k == (ssize_t)strlen(value) ? 0 : -1;
+}
+
+/* Create the hub namespace on this thread and come back. Returns its fd or -1. */
+static int hub_make(void)
+{
+  int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (self < 0)
+    return -1;
+  if (unshare(CLONE_NEWNET) != 0) {
+    close(self);
+    return -1;
+  }
+  int hub = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+  /* /proc/sys/net follows the calling thread's namespace: a new namespace may inherit the host's
+   * forwarding setting, and the hub must never forward between sandbox links. */
+  int ok = hub >= 0 && write_sysctl("/proc/sys/net/ipv4/ip_forward", "0") == 0;
+  write_sysctl("/proc/sys/net/ipv6/conf/all/forwarding", "0");
+  if (setns(self, CLONE_NEWNET) != 0) {
+    fprintf(stderr, "abxlua serve: cannot return to the host network namespace\n");
+    abort();
+  }
+  close(self);
+  if (!ok && hub >= 0) {
+    close(hub);
+    hub = -1;
+  }
+  return hub;
+}
+
+static void init_once(void)
+{
+  g_ip = find_exe("ip");
+  g_nft = find_exe("nft");
+  const char *why = NULL;
+  char out[300] = "";
+  if (!g_ip || !g_nft) {
+    why = "`ip` (iproute2) and `nft` (nftables) are required";
+  } else if ((g_hub = hub_make()) < 0) {
+    snprintf(out, sizeof out, "cannot create the hub network namespace: %s", strerror(errno));
+    why = out;
+  } else {
+    const char *argv[] = {g_nft, "-f", "-", NULL};
+    const char *hub_rules = "table inet abxhub {\n"
+                            " chain forward_drop { type filter hook forward priority 0; policy drop; }\n"
+                            "}\n";
+    if (run_ns(g_hub, -1, argv, hub_rules, out, sizeof out) != 0) {
+      close(g_hub);
+      g_hub = -1;
+      why = out;
+    }
+  }
+  if (why)
+    fprintf(stderr, "abxlua serve: sandbox links disabled (loopback only): %s\n", why);
+}
+
+/* ---- rules -------------------------------------------------------------------------------- */
+
+/* Parse an address or CIDR; canonical "addr/len" (host bits cleared) into canon. Returns
+ * AF_INET / AF_INET6, or 0 when `s` is neither. */
+static int parse_cidr(const char *s, char *canon, size_t n)
+{
+  char a[INET6_ADDRSTRLEN + 8];
+  if (strlen(s) >= sizeof a)
+    return 0;
+  snprintf(a, sizeof a, "%s", s);
+  char *slash = strchr(a, '/');
+  long plen = -1;
+  if (slash) {
+    *slash = 0;
+    char *end = NULL;
+    if (!slash[1] || !isdigit((unsigned char)slash[1]))
+      return 0;
+    plen = strtol(slash + 1, &end, 10);
+    if (*end || end - (slash + 1) > 3)
+      return 0;
+  }
+  unsigned char bytes[16];
+  int fam = strchr(a, ':') ? AF_INET6 : AF_INET;
+  if (inet_pton(fam, a, bytes) != 1)
+    return 0;
+  int bits = fam == AF_INET ? 32 : 128;
+  if (plen < 0)
+    plen = bits;
+  if (plen > bits)
+    return 0;
+  for (int i = 0; i < bits / 8; i++) {
+    int keep = (int)plen - i * 8;
+    if (keep <= 0)
+      bytes[i] = 0;
+    else if (keep < 8)
+      bytes[i] &= (unsigned char)(0xff << (8 - keep));
+  }
+  char txt[INET6_ADDRSTRLEN];
+  inet_ntop(fam, bytes, txt, sizeof txt);
+  snprintf(canon, n, "%s/%ld", txt, plen);
+  return fam;
+}
+
+static int domain_ok(const char *s)
+{
+  if (strncmp(s, "*.", 2) == 0)
+    s += 2;
+  size_t n = strlen(s);
+  if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-' || s[n - 1] == '.')
+    return 0;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_'))
+      return 0;
+  return !strstr(s, "..");
+}
+
+int abx_network_entry_ok(const char *s, int allow_domain)
+{
+  char canon[64];
+  if (parse_cidr(s, canon, sizeof canon))
+    return 0;
+  return allow_domain && !strchr(s, '/') && !strchr(s, ':') && domain_ok(s) ? 0 : -1;
+}
+
+static void emit_entries(FILE *f, json_t *arr, const char *verdict)
+{
+  size_t i;
+  json_t *v;
+  json_array_foreach(arr, i, v)
+  {
+    char canon[64];
+    int fam = json_is_string(v) ? parse_cidr(json_string_value(v), canon, sizeof canon) : 0;
+    if (fam)
+      fprintf(f, "  %s daddr %s %s\n", fam == AF_INET ? "ip" : "ip6", canon, verdict);
+  }
+}
+
+/* The complete ruleset for sandbox n (atomic replacement of table inet abx). malloc'd. */
+static char *ruleset(const struct net *n)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return NULL;
+  char host[INET_ADDRSTRLEN];
+  addr_of(n->link, 1, host);
+  fputs("table inet abx\n"
+        "delete table inet abx\n"
+        "table inet abx {\n"
+        " chain block {\n"
+        "  meta l4proto tcp reject with tcp reset\n"
+        "  reject with icmpx admin-prohibited\n"
+        " }\n"
+        " chain out {\n"
+        "  type filter hook output priority 0; policy accept;\n"
+        "  oifname \"lo\" accept\n"
+        "  ct state established,related accept\n",
+        f);
+  emit_entries(f, n->rules.allow, "accept");
+  emit_entries(f, n->rules.deny, "goto block");
+  if (!n->rules.internet)
+    fputs("  goto block\n", f);
+  fprintf(f, "  ip daddr %s accept\n  goto block\n }\n}\n", host);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static int apply_rules(int netns_fd, const char *text, char *err, size_t errlen)
+{
+  const char *argv[] = {g_nft, "-f", "-", NULL};
+  char out[300];
+  if (run_ns(netns_fd, -1, argv, text, out, sizeof out) == 0)
+    return 0;
+  snprintf(err, errlen, "nft: %s", out);
+  return -1;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+int abx_network_register(const char *id, int public_traffic, struct abx_net_rules *rules,
+                         char *msg, size_t msglen)
+{
+  struct net *n = calloc(1, sizeof *n);
+  if (!n) {
+    rules_free(rules);
+    snprintf(msg, msglen, "out of memory");
+    return -1;
+  }
+  snprintf(n->id, sizeof n->id, "%s", id);
+  n->public_traffic = public_traffic;
+  n->rules = *rules;
+  rules->allow = rules->deny = NULL;
+  if (!public_traffic && abx_rand_hex(n->token, 64) != 0) {
+    rules_free(&n->rules);
+    free(n);
+    snprintf(msg, msglen, "no randomness available");
+    return -1;
+  }
+  pthread_mutex_lock(&g_mu);
+  struct net *old = find(id);
+  if (old) { /* a re-registered id replaces its settings */
+    rules_free(&old->rules);
+    old->rules = n->rules;
+    old->public_traffic = n->public_traffic;
+    memcpy(old->token, n->token, sizeof old->token);
+    free(n);
+  } else {
+    n->next = g_list;
+    g_list = n;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return 0;
+}
+
+static int alloc_link(void)
+{
+  for (int k = 1; k <= LINKS; k++)
+    if (!g_used[k]) {
+      g_used[k] = 1;
+      return k;
+    }
+  return 0;
+}
+
+/* Delete abxh<k> in the hub (its peer goes with it). 0 when gone. Under g_apply. */
+static int del_link(int k)
+{
+  char name[16], out[200];
+  snprintf(name, sizeof name, "abxh%d", k);
+  const char *argv[] = {g_ip, "link", "del", name, NULL};
+  if (run_ns(g_hub, -1, argv, NULL, out, sizeof out) == 0)
+    return 0;
+  return strstr(out, "Cannot find device") ? 0 : -1;
+}
+
+int abx_network_attach(const char *id, int netns_fd, char *err, size_t errlen)
+{
+  pthread_once(&g_once, init_once);
+  if (g_hub < 0)
+    return 0;
+  pthread_mutex_lock(&g_apply);
+  pthread_mutex_lock(&g_mu);
+  struct net *n = find(id);
+  int k = n && !n->link ? alloc_link() : 0;
+  pthread_mutex_unlock(&g_mu);
+  if (!n) {
+    pthread_mutex_unlock(&g_apply);
+    return 0;
+  }
+  if (!k) {
+    pthread_mutex_unlock(&g_apply);
+    snprintf(err, errlen, "no free sandbox link");
+    return -1;
+  }
+  char hname[16], haddr[INET_ADDRSTRLEN], saddr[INET_ADDRSTRLEN], out[300], *text = NULL;
+  snprintf(hname, sizeof hname, "abxh%d", k);
+  addr_of(k, 1, haddr);
+  addr_of(k, 2, saddr);
+  const char *mk[] = {g_ip,   "link", "add",  hname, "type",           "veth",
+                      "peer", "name", "eth0", "netns", "/proc/self/fd/3", NULL};
+  const char *batch[] = {g_ip, "-batch", "-", NULL};
+  char hub_cmds[200], sb_cmds[240];
+  snprintf(hub_cmds, sizeof hub_cmds, "link set %s addrgenmode none\naddr add %s/30 dev %s\nlink set %s up\n",
+           hname, haddr, hname, hname);
+  snprintf(sb_cmds, sizeof sb_cmds,
+           "link set eth0 addrgenmode none\naddr add %s/30 dev eth0\nlink set eth0 up\n"
+           "route add default via %s dev eth0\n",
+           saddr, haddr);
+  int created = 0;
+  if (run_ns(g_hub, netns_fd, mk, NULL, out, sizeof out) != 0) {
+    snprintf(err, errlen, "cannot create the sandbox link: %s", out);
+    goto fail;
+  }
+  created = 1;
+  if (run_ns(g_hub, -1, batch, hub_cmds, out, sizeof out) != 0 ||
+      run_ns(netns_fd, -1, batch, sb_cmds, out, sizeof out) != 0) {
+    snprintf(err, errlen, "cannot configure the sandbox link: %s", out);
+    goto fail;
+  }
+  pthread_mutex_lock(&g_mu);
+  n = find(id); /* still there: forget() runs only after this sandbox's start returned */
+  if (n) {
+    n->link = k;
+    text = ruleset(n);
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (!text) {
+    snprintf(err, errlen, "out of memory");
+    goto fail;
+  }
+  int rc = apply_rules(netns_fd, text, err, errlen);
+  free(text);
+  if (rc != 0)
+    goto fail;
+  pthread_mutex_unlock(&g_apply);
+  return 0;
+fail:;
+  int gone = !created || del_link(k) == 0;
+  pthread_mutex_lock(&g_mu);
+  if ((n = find(id)) != NULL)
+    n->link = 0;
+  if (gone)
+    g_used[k] = 0;
+  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&g_apply);
+  return -1;
+}
+
+void abx_network_detach(const char *id)
+{
+  if (g_hub < 0)
+    return;
+  pthread_mutex_lock(&g_apply);
+  pthread_mutex_lock(&g_mu);
+  struct net *n = find(id);
+  int k = n ? n->link : 0;
+  if (n)
+    n->link = 0;
+  pthread_mutex_unlock(&g_mu);
+  if (k) {
+    int ok = del_link(k) == 0;
+    pthread_mutex_lock(&g_mu);
+    if (ok)
+      g_used[k] = 0; /* else the block stays taken: its name may still exist in the hub */
+    pthread_mutex_unlock(&g_mu);
+  }
+  pthread_mutex_unlock(&g_apply);
+}
+
+void abx_network_forget(const char *id)
+{
+  pthread_mutex_lock(&g_mu);
+  for (struct net **pp = &g_list; *pp; pp = &(*pp)->next) {
+    struct net *n = *pp;
+    if (strcmp(n->id, id) == 0) {
+      *pp = n->next;
+      rules_free(&n->rules);
+      free(n);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, size_t msglen)
+{
+  int netns = abx_registry_netns(id);
+  if (netns < 0) {
+    rules_free(rules);
+    return 404;
+  }
+  pthread_mutex_lock(&g_apply);
+  pthread_mutex_lock(&g_mu);
+  struct net *n = find(id);
+  char *text = NULL;
+  struct abx_net_rules old = {0, NULL, NULL};
+  if (n) {
+    old = n->rules;
+    n->rules = *rules;
+    rules->allow = rules->deny = NULL;
+    if (n->link)
+      text = ruleset(n);
+  }
+  int link = n ? n->link : 0;
+  pthread_mutex_unlock(&g_mu);
+  int status = 204;
+  if (!n) {
+    status = 404;
+  } else if (link && (!text || apply_rules(netns, text, msg, msglen) != 0)) {
+    if (!text)
+      snprintf(msg, msglen, "out of memory");
+    status = 500;
+    pthread_mutex_lock(&g_mu); /* put the old rules back */
+    if ((n = find(id)) != NULL) {
+      struct abx_net_rules tmp = n->rules;
+      n->rules = old;
+      old = tmp;
+    }
+    pthread_mutex_unlock(&g_mu);
+  }
+  free(text);
+  rules_free(&old);
+  rules_free(rules);
+  pthread_mutex_unlock(&g_apply);
+  close(netns);
+  return status;
+}
+
+/* ---- responses and ingress ---------------------------------------------------------------- */
+
+static json_t *array_or_empty(json_t *a)
+{
+  return a ? json_deep_copy(a) : json_array();
+}
+
+void abx_network_json(const char *id, json_t *o, int detail)
+{
+  pthread_mutex_lock(&g_mu);
+  struct net *n = find(id);
+  if (!detail) {
+    json_object_set_new(o, "trafficAccessToken",
+                        n && !n->public_traffic ? json_string(n->token) : json_null());
+  } else if (n) {
+    json_object_set_new(o, "allowInternetAccess", json_boolean(n->rules.internet));
+    json_object_set_new(o, "network",
+                        json_pack("{s:b,s:o,s:o}", "allowPublicTraffic", n->public_traffic,
+                                  "allowOut", array_or_empty(n->rules.allow), "denyOut",
+                                  array_or_empty(n->rules.deny)));
+    if (n->link && g_hub >= 0) {
+      char h[INET_ADDRSTRLEN], s[INET_ADDRSTRLEN], ns[64];
+      addr_of(n->link, 1, h);
+      addr_of(n->link, 2, s);
+      snprintf(ns, sizeof ns, "/proc/%d/fd/%d", (int)getpid(), g_hub);
+      json_object_set_new(o, "abxNetwork", json_pack("{s:s,s:s,s:s}", "hostAddress", h,
+                                                     "sandboxAddress", s, "hostNamespace", ns));
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+}
+
+const char *abx_network_traffic_denied(const char *id, int port, const char *token)
+{
+  if (port == ABX_NET_ENVD_PORT)
+    return NULL;
+  const char *why = NULL;
+  pthread_mutex_lock(&g_mu);
+  struct net *n = find(id);
+  if (n && !n->public_traffic) {
+    if (!token) {
+      why = "Sandbox is secured with traffic access token. Token header "
+            "'" ABX_NET_TOKEN_HEADER "' is missing";
+    } else {
+      size_t want = strlen(n->token);
+      unsigned diff = strlen(token) != want;
+      const char *t = diff ? n->token : token; /* same length either way */
+      for (size_t i = 0; i < want; i++)          /* constant time over the token length */
+        diff |= (unsigned char)n->token[i] ^ (unsigned char)t[i];
+      if (diff)
+        why = "Sandbox is secured with traffic access token. Token header "
+              "'" ABX_NET_TOKEN_HEADER "' is invalid";
+    }
+  }
+  pthread_mutex_unlock(&g_mu);
+  return why;
+}
+
+void abx_network_shutdown(void)
+{
+  pthread_mutex_lock(&g_apply);
+  pthread_mutex_lock(&g_mu);
+  for (struct net *n = g_list; n; n = n->next)
+    if (n->link && g_hub >= 0 && del_link(n->link) == 0) {
+      g_used[n->link] = 0;
+      n->link = 0;
+    }
+  if (g_hub >= 0)
+    close(g_hub); /* the hub and anything left in it go away with the last reference */
+  g_hub = -1;
+  while (g_list) {
+    struct net *n = g_list;
+    g_list = n->next;
+    rules_free(&n->rules);
+    free(n);
+  }
+  pthread_mutex_unlock(&g_mu);
+  pthread_mutex_unlock(&g_apply);
+}

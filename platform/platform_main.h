@@ -1,0 +1,28 @@
+/*
+ * platform_main.h: the two entry points of the platform side, the one header outside platform/
+ * may include (engine/main.c dispatches to them; tests/layout/boundary.py enforces it). The
+ * engine reaches the platform only over HTTP (DESIGN.md "Boundaries that never bend").
+ *
+ * `abxlua serve`: the embedded local E2B platform (a separate process).
+ * Usage:   abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]
+ *                       [--ready-fd FD] [--help]
+ * Startup: prints "abxlua serve: listening on http://127.0.0.1:PORT (domain DOMAIN)" and
+ *          "abxlua serve: api key e2b_<40 hex>" on stdout. The key is random unless env
+ *          ABX_LOCAL_API_KEY is set (it must match ^e2b_[0-9a-f]+$, else exit 4). With --ready-fd FD
+ *          one JSON line {"url","port","api_key","domain"} is written to FD, which is then closed.
+ * Stop:    SIGTERM / SIGINT kill every sandbox, remove the state dir, exit 0.
+ * Exit:    0 clean stop, 1 startup failure, 2 usage error, 4 bad ABX_LOCAL_API_KEY.
+ *
+ * `abxlua envd`: the in-sandbox daemon (process and filesystem Connect services, /files).
+ * Source: reference/envd-protocol.md.
+ */
+#ifndef ABX_PLATFORM_MAIN_H
+#define ABX_PLATFORM_MAIN_H
+
+/* Entry point of `abxlua serve ARGS...`; argv[0] is "serve". Returns the process exit code. */
+int abx_serve_main(int argc, char **argv);
+
+/* Entry point of `abxlua envd ARGS...`; argv[0] is "envd". Returns the process exit code. */
+int abx_envd_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,368 @@
+/*
+ * sandbox.c: templates, sandbox state dirs, bwrap spawn and teardown. Contract in sandbox.h.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <ftw.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "envd_client.h"
+#include "http_util.h"
+#include "netns.h"
+#include "network.h"
+#include "rootfs.h"
+#include "spawner.h"
+#include "volume.h"
+
+#define BWRAP "/usr/bin/bwrap"
+#define START_DEADLINE_NS (10LL * 1000000000LL)
+
+static const char *g_state_dir;
+static const char *g_exe;
+
+void abx_sandbox_config(const char *state_dir, const char *exe_path)
+{
+  g_state_dir = state_dir;
+  g_exe = exe_path;
+}
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  if (remove(path) != 0 && errno != ENOENT)
+    return 0; /* keep going; the caller sees the top-level failure */
+  return 0;
+}
+
+int abx_rmtree(const char *path)
+{
+  nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  return access(path, F_OK) == 0 ? -1 : 0;
+}
+
+static int prepare_dir(struct abx_sandbox *sb)
+{
+  if (asprintf(&sb->dir, "%s/%s", g_state_dir, sb->id) < 0) {
+    sb->dir = NULL;
+    return -1;
+  }
+  return mkdir(sb->dir, 0700);
+}
+
+/* argv for bwrap; strings are owned by `store` (freed by the caller). */
+struct argv_buf {
+  char *v[160];
+  int n;
+  char *own[16];
+  int nown;
+};
+
+static void add(struct argv_buf *a, const char *s)
+{
+  if (a->n < 159)
+    a->v[a->n++] = (char *)s;
+}
+
+static const char *own(struct argv_buf *a, char *s)
+{
+  if (s && a->nown < 16)
+    a->own[a->nown++] = s;
+  return s ? s : "";
+}
+
+static const char *path_in(struct argv_buf *a, const char *dir, const char *name)
+{
+  char *s = NULL;
+  if (asprintf(&s, "%s/%s", dir, name) < 0)
+    s = NULL;
+  return own(a, s);
+}
+
+/* Root in the sandbox keeps these (bwrap --cap-add) and its bounding set holds nothing else
+ * (spawner.h keep_caps), so no mount, module loading or raw network access, ever. */
+static const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE",
+                             "CAP_FOWNER", "CAP_KILL"};
+#define KEEP_CAPS                                                                                  \
+  ((1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) | (1ULL << CAP_CHOWN) |                             \
+   (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_FOWNER) | (1ULL << CAP_KILL))
+
+static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
+{
+  add(a, "bwrap");
+  add(a, "--unshare-pid");
+  add(a, "--unshare-net");
+  add(a, "--unshare-uts");
+  add(a, "--unshare-ipc");
+  add(a, "--die-with-parent");
+  add(a, "--new-session");
+  add(a, "--hostname");
+  add(a, sb->id);
+  add(a, "--cap-drop");
+  add(a, "ALL");
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    add(a, "--cap-add");
+    add(a, caps[i]);
+  }
+  add(a, "--bind"); /* the overlay root (rootfs.h), recursively: its per-directory overlays too */
+  add(a, path_in(a, sb->dir, "rootfs"));
+  add(a, "/");
+  add(a, "--proc");
+  add(a, "/proc");
+  add(a, "--dev");
+  add(a, "/dev");
+  add(a, "--ro-bind");
+  add(a, g_exe);
+  add(a, "/opt/abx/abxlua");
+  size_t nv = json_array_size(sb->volume_mounts);
+  for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
+    json_t *m = json_array_get(sb->volume_mounts, i);
+    add(a, json_is_true(json_object_get(m, "readOnly")) ? "--ro-bind" : "--bind");
+    add(a, sb->volume_dirs[i]);
+    add(a, json_string_value(json_object_get(m, "path")));
+  }
+  add(a, "--chdir");
+  add(a, "/");
+  add(a, "--info-fd");
+  add(a, "3");
+  add(a, "/opt/abx/abxlua");
+  add(a, "envd");
+  add(a, "--port");
+  add(a, "49983");
+  a->v[a->n] = NULL;
+}
+
+/* Read bwrap's {"child-pid": N} from `fd` until `deadline`. Returns the pid or -1. */
+static pid_t read_child_pid(int fd, int64_t deadline)
+{
+  char buf[512];
+  size_t len = 0;
+  for (;;) {
+    int64_t left = (deadline - abx_mono_ns()) / 1000000;
+    if (left <= 0)
+      return -1;
+    struct pollfd p = {fd, POLLIN, 0};
+    int r = poll(&p, 1, (int)left);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1;
+    ssize_t k = read(fd, buf + len, sizeof buf - 1 - len);
+    if (k < 0 && errno == EINTR)
+      continue;
+    if (k <= 0)
+      return -1;
+    len += (size_t)k;
+    buf[len] = 0;
+    json_t *j = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+    if (j) {
+      json_int_t pid = json_integer_value(json_object_get(j, "child-pid"));
+      json_decref(j);
+      return pid > 1 ? (pid_t)pid : -1;
+    }
+    if (len >= sizeof buf - 1)
+      return -1;
+  }
+}
+
+static void log_tail(const char *dir, char *out, size_t outlen)
+{
+  char p[4096];
+  snprintf(p, sizeof p, "%s/envd.log", dir);
+  out[0] = 0;
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  off_t end = lseek(fd, 0, SEEK_END);
+  off_t from = end > 300 ? end - 300 : 0;
+  ssize_t k = pread(fd, out, outlen - 1, from);
+  close(fd);
+  out[k > 0 ? k : 0] = 0;
+  for (char *c = out; *c; c++)
+    if (*c == '\n' || *c == '"')
+      *c = ' ';
+}
+
+static void teardown(struct abx_sandbox *sb)
+{
+  /* Kill the namespace's first process first: the outer bwrap then reaps it and exits by itself,
+   * so no zombie is left to the host's init. Then make sure with SIGKILL to the whole group. */
+  if (sb->child_pid > 0)
+    kill(sb->child_pid, SIGKILL);
+  if (sb->dir)
+    abx_cgroup_kill_all(sb->id); /* a paused sandbox: SIGKILL everything, then thaw so it dies */
+  if (sb->pid > 0) {
+    /* Wait (1 s) for bwrap to exit without reaping it, so its pid and group stay reserved for
+     * the killpg below; then reap. */
+    int64_t deadline = abx_mono_ns() + 1000000000LL;
+    for (;;) {
+      siginfo_t si = {0};
+      if (waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == sb->pid)
+        break;
+      if (abx_mono_ns() >= deadline)
+        break;
+      struct timespec ts = {0, 5 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    killpg(sb->pid, SIGKILL);
+    kill(sb->pid, SIGKILL);
+    while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+      ;
+  }
+  if (sb->child_pid > 0) {
+    /* The namespace's first process dies last; when it is gone (or a zombie) all are gone. */
+    int64_t deadline = abx_mono_ns() + 2000000000LL;
+    char p[64], st[256];
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)sb->child_pid);
+    while (abx_mono_ns() < deadline) {
+      int fd = open(p, O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        break;
+      ssize_t k = read(fd, st, sizeof st - 1);
+      close(fd);
+      st[k > 0 ? k : 0] = 0;
+      char *rp = strrchr(st, ')');
+      if (!rp || rp[1] == 0 || rp[2] == 'Z' || rp[2] == 'X')
+        break;
+      struct timespec ts = {0, 10 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  abx_network_detach(sb->id);
+  if (sb->netns_fd >= 0)
+    close(sb->netns_fd);
+  if (sb->dir) {
+    abx_cgroup_remove(sb->id);
+    abx_rootfs_umount(sb->dir);
+    abx_rmtree(sb->dir);
+  }
+  free(sb->dir);
+  sb->dir = NULL;
+  sb->pid = sb->child_pid = 0;
+  sb->netns_fd = -1;
+}
+
+int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen)
+{
+  int64_t deadline = abx_mono_ns() + START_DEADLINE_NS;
+  int pipefd[2] = {-1, -1}, logfd = -1;
+  struct argv_buf a = {.n = 0, .nown = 0};
+  sb->netns_fd = -1;
+  sb->pid = sb->child_pid = 0;
+  char *cgroups[ABX_CGROUP_MAX + 1] = {NULL};
+  if (prepare_dir(sb) != 0) {
+    snprintf(err, errlen, "cannot prepare sandbox state dir: %s", strerror(errno));
+    goto fail;
+  }
+  if (abx_rootfs_mount(sb->tmpl, sb->dir, err, errlen) != 0)
+    goto fail;
+  if (abx_cgroup_create(sb->id, cgroups) != 0) {
+    snprintf(err, errlen, "cannot create the sandbox's cgroups: %s", strerror(errno));
+    goto fail;
+  }
+  char logp[4096];
+  snprintf(logp, sizeof logp, "%s/envd.log", sb->dir);
+  logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (logfd < 0 || pipe2(pipefd, O_CLOEXEC) != 0) {
+    snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+    goto fail;
+  }
+  build_argv(&a, sb);
+  char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                  "HOME=/root", "LANG=C.UTF-8", NULL};
+  sb->pid = abx_spawner_run(BWRAP, a.v, envp, pipefd[1], logfd, cgroups, KEEP_CAPS);
+  close(pipefd[1]);
+  pipefd[1] = -1;
+  if (sb->pid <= 0) {
+    sb->pid = 0;
+    snprintf(err, errlen, "cannot start bwrap");
+    goto fail;
+  }
+  sb->child_pid = read_child_pid(pipefd[0], deadline);
+  if (sb->child_pid <= 0) {
+    sb->child_pid = 0;
+    char tail[320];
+    log_tail(sb->dir, tail, sizeof tail);
+    snprintf(err, errlen, "bwrap did not report its child: %s", tail);
+    goto fail;
+  }
+  sb->netns_fd = abx_netns_open(sb->child_pid);
+  if (sb->netns_fd < 0) {
+    snprintf(err, errlen, "cannot open the sandbox network namespace: %s", strerror(errno));
+    goto fail;
+  }
+  if (abx_network_attach(sb->id, sb->netns_fd, err, errlen) != 0)
+    goto fail;
+  int exited = 0;
+  if (abx_envd_wait_health(sb->netns_fd, sb->pid, &exited, deadline, err, errlen) != 0) {
+    if (exited)
+      sb->pid = 0;
+    char tail[320], msg[256];
+    log_tail(sb->dir, tail, sizeof tail);
+    snprintf(msg, sizeof msg, "%s", err);
+    snprintf(err, errlen, "%s; envd log: %s", msg, tail);
+    goto fail;
+  }
+  json_t *init = json_pack("{s:O,s:s}", "envVars", env_vars, "defaultUser", "user");
+  if (init && sb->secure)
+    json_object_set_new(init, "accessToken", json_string(sb->token));
+  int rc = init ? abx_envd_init(sb->netns_fd, init, err, errlen) : -1;
+  json_decref(init);
+  if (rc != 0)
+    goto fail;
+  close(pipefd[0]);
+  close(logfd);
+  for (int i = 0; i < a.nown; i++)
+    free(a.own[i]);
+  for (int i = 0; cgroups[i]; i++)
+    free(cgroups[i]);
+  return 0;
+fail:
+  if (pipefd[0] >= 0)
+    close(pipefd[0]);
+  if (pipefd[1] >= 0)
+    close(pipefd[1]);
+  if (logfd >= 0)
+    close(logfd);
+  for (int i = 0; i < a.nown; i++)
+    free(a.own[i]);
+  for (int i = 0; cgroups[i]; i++)
+    free(cgroups[i]);
+  teardown(sb);
+  return -1;
+}
+
+void abx_sandbox_stop(struct abx_sandbox *sb) { teardown(sb); }
+
+void abx_sandbox_destroy(struct abx_sandbox *sb)
+{
+  if (!sb)
+    return;
+  teardown(sb);
+  abx_network_forget(sb->id);
+  json_decref(sb->metadata);
+  size_t nv = json_array_size(sb->volume_mounts);
+  for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
+    if (sb->volume_dirs[i])
+      abx_volume_release(json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name")));
+    free(sb->volume_dirs[i]);
+  }
+  free(sb->volume_dirs);
+  json_decref(sb->volume_mounts);
+  abx_template_put(sb->tmpl, 1);
+  pthread_mutex_destroy(&sb->op);
+  free(sb);
+}

@@ -1,0 +1,46 @@
+/*
+ * sandbox.h: templates and the lifecycle of one sandbox: an isolated process tree run with
+ * bubblewrap (pid, net, uts, ipc and mount namespaces) whose first program is envd.
+ *
+ * Layout:  <state-dir>/<id>/{upper,work,rootfs,envd.log}: / is the writable overlay root of the
+ *          sandbox's template (rootfs.h: /home/user uid 1000 0755, /root 0700, /tmp 1777, /usr and
+ *          /etc writable copy-on-write); the abxlua binary is /opt/abx/abxlua (read-only) and runs
+ *          `envd --port 49983`; volumes are bound at their paths (read-only when asked). The state
+ *          dir, host /root, /home, /work and /tmp are never mounted in. Every process is in the
+ *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with
+ *          loopback and eth0, a veth link into the platform's hub namespace, with outbound rules
+ *          (network.h; DESIGN.md "The local platform"; reference/envd-protocol.md §7 /init).
+ * Units:   deadlines in CLOCK_MONOTONIC nanoseconds.
+ * Errors:  abx_sandbox_start returns 0, or -1 with a message in err (the sandbox is then torn down).
+ */
+#ifndef ABX_LOCAL_SANDBOX_H
+#define ABX_LOCAL_SANDBOX_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "registry.h"
+
+/* Set once at startup: the state directory and the resolved path of the abxlua executable.
+ * Both strings are borrowed for the life of the process. */
+void abx_sandbox_config(const char *state_dir, const char *exe_path);
+
+/* Start `sb` (id, template_id, tmpl, volumes, secure and token already set): create its state dir,
+ * mount its root, create its cgroups, spawn bwrap,
+ * wait (10 s) for envd's /health, then POST /init with `env_vars` (object, borrowed) and the
+ * token. Fills pid, child_pid, netns_fd, dir. On failure everything started is torn down, the
+ * fields are reset, and -1 is returned with err set. */
+int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen);
+
+/* SIGKILL the whole sandbox (thawing it when paused), wait for bwrap and the namespace's first
+ * process to die (2 s deadline for the latter), remove its cgroups, unmount its root, remove its
+ * state dir. Idempotent. The sandbox's op mutex is held by the caller when it is shared. */
+void abx_sandbox_stop(struct abx_sandbox *sb);
+
+/* abx_sandbox_stop, then free `sb` with everything it owns (template ref, volume uses). */
+void abx_sandbox_destroy(struct abx_sandbox *sb);
+
+/* Remove a directory tree without following symlinks or crossing mounts. Returns 0 or -1. */
+int abx_rmtree(const char *path);
+
+#endif

@@ -1,0 +1,378 @@
+/*
+ * serve.c: `abxlua serve`: options, API key, state dir, the HTTP daemon (one port for the control
+ * plane and the ingress), and the main thread's loop (spawner, TTL and reaper). Contract in serve.h.
+ */
+#include "platform_main.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "http_util.h"
+#include "cgroup.h"
+#include "faults.h"
+#include "ingress.h"
+#include "lifecycle.h"
+#include "network.h"
+#include "recover.h"
+#include "registry.h"
+#include "rootfs.h"
+#include "sandbox.h"
+#include "spawner.h"
+#include "volume.h"
+
+#define API_MAX_BODY (1024u * 1024)
+
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+  (void)sig;
+  g_stop = 1;
+}
+
+/* Per-request state, created by the URI log callback (which sees the raw request target). */
+struct req {
+  char *raw_uri;
+  char *body;
+  size_t len, cap;
+  int started, too_large, kind;
+  struct abx_route route;
+  char msg[160];
+};
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+  (void)cls;
+  (void)c;
+  struct req *r = calloc(1, sizeof *r);
+  if (r)
+    r->raw_uri = strdup(uri ? uri : "/");
+  return r;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+  (void)cls, (void)c, (void)toe;
+  struct req *r = *con_cls;
+  if (r) {
+    free(r->raw_uri);
+    free(r->body);
+    free(r);
+  }
+  *con_cls = NULL;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+  (void)cls, (void)version;
+  struct req *r = *con_cls;
+  if (!r || !r->raw_uri)
+    return MHD_NO;
+  size_t limit = r->kind == 1 ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
+  if (!r->started) {
+    r->started = 1;
+    r->kind = abx_ingress_route(c, &r->route, r->msg, sizeof r->msg);
+    limit = r->kind == 1 ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl && strtoull(cl, NULL, 10) > limit)
+      return abx_http_error(c, 413, "request body too large");
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    size_t n = *upload_size;
+    *upload_size = 0;
+    if (r->too_large || r->len + n > limit) {
+      r->too_large = 1;
+      return MHD_YES;
+    }
+    if (r->len + n + 1 > r->cap) {
+      size_t cap = r->cap ? r->cap : 4096;
+      while (cap < r->len + n + 1)
+        cap *= 2;
+      char *nb = realloc(r->body, cap);
+      if (!nb) {
+        r->too_large = 1;
+        return MHD_YES;
+      }
+      r->body = nb;
+      r->cap = cap;
+    }
+    memcpy(r->body + r->len, upload, n);
+    r->len += n;
+    r->body[r->len] = 0;
+    return MHD_YES;
+  }
+  if (r->too_large)
+    return abx_http_error(c, 413, "request body too large");
+  if (r->kind < 0)
+    return abx_http_error(c, 400, r->msg);
+  enum MHD_Result fr; /* faults.h: --faults rules, on the control plane and the ingress alike */
+  if (abx_faults_before(c, method, r->kind == 1 ? r->raw_uri : url, &fr))
+    return fr;
+  if (r->kind == 1)
+    fr = abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len);
+  else
+    fr = abx_api_handle(c, method, url, r->body, r->len);
+  return abx_faults_after(fr);
+}
+
+static void usage(FILE *f)
+{
+  fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
+        "                    [--ready-fd FD] [--faults FILE] [--help]\n"
+        "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
+        "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
+        "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n"
+        "--faults FILE: YAML fault-injection rules (platform/faults.h); for tests only.\n"
+        "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
+        "removed (platform/recover.h).\n",
+        f);
+}
+
+static int key_valid(const char *k)
+{
+  if (strncmp(k, "e2b_", 4) != 0 || !k[4])
+    return 0;
+  for (const char *p = k + 4; *p; p++)
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+      return 0;
+  return strlen(k) < 60;
+}
+
+static int serve_run(int argc, char **argv)
+{
+  const char *host = "127.0.0.1", *domain = "localhost", *state_opt = NULL, *faults = NULL;
+  long port = 0;
+  int ready_fd = -1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    if (!v || strncmp(a, "--", 2) != 0) {
+      fprintf(stderr, "abxlua serve: bad or incomplete option '%s'\n", a);
+      usage(stderr);
+      return 4;
+    }
+    char *end = NULL;
+    if (strcmp(a, "--host") == 0)
+      host = v;
+    else if (strcmp(a, "--domain") == 0)
+      domain = v;
+    else if (strcmp(a, "--state-dir") == 0)
+      state_opt = v;
+    else if (strcmp(a, "--faults") == 0)
+      faults = v;
+    else if (strcmp(a, "--port") == 0) {
+      port = strtol(v, &end, 10);
+      if (!*v || *end || port < 0 || port > 65535) {
+        fprintf(stderr, "abxlua serve: --port must be 0..65535\n");
+        return 4;
+      }
+    } else if (strcmp(a, "--ready-fd") == 0) {
+      long fd = strtol(v, &end, 10);
+      if (!*v || *end || fd < 0 || fd > 65535 || fcntl((int)fd, F_GETFD) < 0) {
+        fprintf(stderr, "abxlua serve: --ready-fd %s is not an open file descriptor\n", v);
+        return 4;
+      }
+      ready_fd = (int)fd;
+    } else {
+      fprintf(stderr, "abxlua serve: unknown option '%s'\n", a);
+      usage(stderr);
+      return 4;
+    }
+    i++;
+  }
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  if (strcmp(host, "localhost") == 0)
+    host = "127.0.0.1";
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
+    fprintf(stderr, "abxlua serve: --host must be a loopback IPv4 address (127.x.x.x)\n");
+    return 4;
+  }
+  for (const char *p = domain; *p; p++)
+    if (!(*p == '.' || *p == '-' || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+          (*p >= 'A' && *p <= 'Z')) || !*domain) {
+      fprintf(stderr, "abxlua serve: --domain must be a host name\n");
+      return 4;
+    }
+
+  if (faults) {
+    char ferr[512];
+    if (abx_faults_load(faults, ferr, sizeof ferr) != 0) {
+      fprintf(stderr, "abxlua serve: --faults %s\n", ferr);
+      return 4;
+    }
+  }
+
+  char key[64];
+  const char *envkey = getenv("ABX_LOCAL_API_KEY");
+  if (envkey && *envkey) {
+    if (!key_valid(envkey)) {
+      fprintf(stderr, "abxlua serve: ABX_LOCAL_API_KEY must match ^e2b_[0-9a-f]+$\n");
+      return 4;
+    }
+    size_t klen = strlen(envkey);
+    if (klen >= sizeof key) {
+      fprintf(stderr, "abxlua serve: ABX_LOCAL_API_KEY is too long\n");
+      return 4;
+    }
+    memcpy(key, envkey, klen + 1);
+  } else {
+    memcpy(key, "e2b_", 4);
+    if (abx_rand_hex(key + 4, 40) != 0) {
+      fprintf(stderr, "abxlua serve: no randomness for the API key\n");
+      return 1;
+    }
+  }
+
+  char exe[4096];
+  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (k <= 0) {
+    fprintf(stderr, "abxlua serve: cannot resolve /proc/self/exe\n");
+    return 1;
+  }
+  exe[k] = 0;
+  if (access("/usr/bin/bwrap", X_OK) != 0) {
+    fprintf(stderr, "abxlua serve: /usr/bin/bwrap is required\n");
+    return 1;
+  }
+
+  abx_cgroup_init();
+  abx_recover_stale(); /* recover.h: what crashed predecessors left */
+
+  char state[4096];
+  int created_state = 0;
+  if (state_opt) {
+    snprintf(state, sizeof state, "%s", state_opt);
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(state, sizeof state, "%s/abxlua-serve.%d", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+  }
+  if (mkdir(state, 0700) == 0)
+    created_state = 1;
+  else if (errno != EEXIST) {
+    fprintf(stderr, "abxlua serve: cannot create state dir %s: %s\n", state, strerror(errno));
+    abx_cgroup_shutdown();
+    return 1;
+  }
+  if (created_state && abx_recover_claim(state) != 0)
+    fprintf(stderr, "abxlua serve: warning: cannot write %s/owner\n", state);
+
+  struct sigaction sact = {0};
+  sact.sa_handler = on_signal;
+  sigemptyset(&sact.sa_mask);
+  sigaction(SIGTERM, &sact, NULL);
+  sigaction(SIGINT, &sact, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  char err[512];
+  int rfs = abx_rootfs_init(state, err, sizeof err);
+  if (rfs != 0 || abx_volume_init(state) != 0) {
+    fprintf(stderr, "abxlua serve: %s\n", rfs ? err : "cannot create the volumes dir");
+    abx_rootfs_shutdown();
+    abx_cgroup_shutdown();
+    if (created_state)
+      abx_rmtree(state);
+    return 1;
+  }
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  abx_sandbox_config(state, exe);
+  abx_api_config(key, domain);
+  abx_ingress_config(domain);
+
+  /* Each proxied stream holds about 5 fds (client socket, sandbox socket, curl's pipes): the
+   * default soft limit (1024) would stop at ~200 streams. The hard limit is ours to take. */
+  struct rlimit nofile;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  struct MHD_Daemon *d = MHD_start_daemon(
+    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+      MHD_USE_ERROR_LOG,
+    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650,
+    /* without it libmicrohttpd stops at FD_SETSIZE - 4 = 1020 connections, even with poll */
+    MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384, MHD_OPTION_END);
+  if (!d) {
+    fprintf(stderr, "abxlua serve: cannot listen on %s:%ld\n", host, port);
+    abx_rootfs_shutdown();
+    abx_cgroup_shutdown();
+    if (created_state)
+      abx_rmtree(state);
+    curl_global_cleanup();
+    return 1;
+  }
+  const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  int bound = di ? di->port : (int)port;
+  char url[64];
+  snprintf(url, sizeof url, "http://%s:%d", host, bound);
+  printf("abxlua serve: listening on %s (domain %s)\n", url, domain);
+  /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
+  if (ready_fd >= 0)
+    printf("abxlua serve: api key e2b_**** (on the ready line)\n");
+  else
+    printf("abxlua serve: api key %s\n", key);
+  fflush(stdout);
+  if (ready_fd >= 0) {
+    json_t *j = json_pack("{s:s,s:i,s:s,s:s}", "url", url, "port", bound, "api_key", key,
+                          "domain", domain);
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (s) {
+      size_t n = strlen(s);
+      s[n] = '\n';
+      ssize_t w = write(ready_fd, s, n + 1);
+      (void)w;
+      free(s);
+    }
+    close(ready_fd);
+  }
+
+  while (!g_stop) {
+    abx_spawner_poll(100);
+    abx_lifecycle_tick(abx_now_ns());
+  }
+
+  abx_faults_stop(); /* held (no_answer) and delayed requests end now */
+  abx_spawner_stop();
+  abx_lifecycle_shutdown();
+  MHD_stop_daemon(d);
+  abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
+  abx_rootfs_shutdown();
+  abx_cgroup_shutdown();
+  abx_ingress_drain(2000);
+  abx_network_shutdown();
+  if (created_state)
+    abx_rmtree(state);
+  curl_global_cleanup();
+  fprintf(stderr, "abxlua serve: stopped\n");
+  return 0;
+}
+
+int abx_serve_main(int argc, char **argv)
+{
+  int rc = serve_run(argc, argv);
+  abx_faults_free();
+  return rc;
+}
