@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "local/envd/envd.h"
-#include "local/serve.h"
+#include "platform_main.h" /* the one allowed crossing into platform/ */
 
 int main(int argc, char **argv)
 {

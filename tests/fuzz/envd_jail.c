@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "local/envd/envd_int.h"
+#include "envd/envd_int.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)

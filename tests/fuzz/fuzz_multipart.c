@@ -1,5 +1,5 @@
 /*
- * fuzz_multipart.c: libFuzzer target for envd's POST /files upload (engine/local/envd/files.c)
+ * fuzz_multipart.c: libFuzzer target for envd's POST /files upload (platform/envd/files.c)
  * along the path `abxlua envd` runs it: libmicrohttpd's request parser and multipart post
  * processor, envd's access handler and part callback, path resolution, file creation with the
  * user's fsuid, X-Metadata-* headers, gzip bodies. Each input is one HTTP/1.1 request to an
@@ -46,7 +46,7 @@
 #include <zlib.h>
 
 #include "envd_jail.h"
-#include "local/envd/envd_int.h"
+#include "envd/envd_int.h"
 
 #define FAIL(...)                                                                                  \
   do {                                                                                             \

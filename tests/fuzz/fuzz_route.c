@@ -1,13 +1,13 @@
 /*
  * fuzz_route.c: libFuzzer target for the local platform's routing parsers, through their extern
- * entry points only (engine/local is not refactored for this):
- *   - abx_ingress_route (engine/local/ingress.h): the Host `<port>-<id>.<domain>` form and the
+ * entry points only (platform is not refactored for this):
+ *   - abx_ingress_route (platform/ingress.h): the Host `<port>-<id>.<domain>` form and the
  *     E2b-Sandbox-Id / E2b-Sandbox-Port header form. It reads headers with
  *     MHD_lookup_connection_value, which this file defines: the executable's definition takes
  *     precedence over libmicrohttpd's, so the fuzzer chooses the headers of a fake connection;
- *   - abx_api_parse_id (engine/local/api_internal.h): the control plane's sandbox id segment;
- *   - abx_percent_decode (engine/local/http_util.h): path and query decoding, both modes;
- *   - abx_b64url_decode (engine/local/http_util.h).
+ *   - abx_api_parse_id (platform/api_internal.h): the control plane's sandbox id segment;
+ *   - abx_percent_decode (platform/http_util.h): path and query decoding, both modes;
+ *   - abx_b64url_decode (platform/http_util.h).
  * The control plane's own route matcher and metadata-filter parser have their target,
  * fuzz_api_route.c.
  *
@@ -26,9 +26,9 @@
 #include <strings.h>
 
 #include "fuzz_fields.h"
-#include "local/api_internal.h"
-#include "local/http_util.h"
-#include "local/ingress.h"
+#include "api_internal.h"
+#include "http_util.h"
+#include "ingress.h"
 
 static const char *hdr_host, *hdr_id, *hdr_port;
 

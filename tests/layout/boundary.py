@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""layout:boundary: engine/ and bindings/ never include a platform/ header.
+
+The engine reaches the platform only over HTTP; the build keeps platform/'s include root PRIVATE,
+and this check covers what the build cannot see (a relative "../platform/x.h", a header that
+happens to share a name). The one allowed crossing is engine/main.c including platform_main.h
+(the dispatch to `abxlua serve` and `abxlua envd`).
+
+Usage: boundary.py ROOT            check the tree at ROOT; exit 1 listing every crossing
+       boundary.py --self-test     check that a planted crossing is found (exit 0 when it is)
+"""
+import os
+import re
+import sys
+import tempfile
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+SIDES = ("engine", "bindings")        # must not cross
+ROOTS = ("engine", "bindings", "proto")  # include roots the engine targets have
+ALLOWED = {("engine/main.c", "platform_main.h")}
+
+
+def crossings(root):
+    root = os.path.realpath(root)
+    platform = os.path.join(root, "platform")
+    plat_headers = set()
+    for d, _, files in os.walk(platform):
+        plat_headers.update(f for f in files if f.endswith(".h"))
+    found = []
+    for side in SIDES:
+        for d, _, files in os.walk(os.path.join(root, side)):
+            for f in files:
+                if not f.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(d, f)
+                rel = os.path.relpath(path, root)
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    text = fh.read()
+                for m in INCLUDE.finditer(text):
+                    inc = m.group(1)
+                    if (rel, inc) in ALLOWED:
+                        continue
+                    line = text.count("\n", 0, m.start()) + 1
+                    cands = [os.path.join(d, inc)] + [os.path.join(root, r, inc) for r in ROOTS]
+                    hit = next((os.path.realpath(c) for c in cands if os.path.exists(c)), None)
+                    if hit is not None:
+                        if hit.startswith(platform + os.sep):
+                            found.append("%s:%d: #include \"%s\" resolves to %s" %
+                                         (rel, line, inc, os.path.relpath(hit, root)))
+                    elif "platform/" in inc or os.path.basename(inc) in plat_headers:
+                        found.append("%s:%d: #include \"%s\" names a platform header" %
+                                     (rel, line, inc))
+    return found
+
+
+def self_test():
+    with tempfile.TemporaryDirectory() as t:
+        for d in ("engine", "bindings", "platform/envd"):
+            os.makedirs(os.path.join(t, d))
+        open(os.path.join(t, "platform/envd/envd_int.h"), "w").close()
+        open(os.path.join(t, "platform/platform_main.h"), "w").close()
+        with open(os.path.join(t, "engine/main.c"), "w") as f:
+            f.write('#include "platform_main.h"\n')
+        if crossings(t):
+            print("self-test: main.c's dispatch include was flagged")
+            return 1
+        with open(os.path.join(t, "bindings/x.c"), "w") as f:
+            f.write('#include "../platform/envd/envd_int.h"\n')
+        with open(os.path.join(t, "engine/y.c"), "w") as f:
+            f.write('#include "envd/envd_int.h"\n#include "platform_main.h"\n')
+        got = crossings(t)
+        if len(got) != 3:
+            print("self-test: expected 3 crossings, found %d: %s" % (len(got), got))
+            return 1
+    print("self-test: ok")
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    found = crossings(sys.argv[1])
+    for line in found:
+        print(line)
+    if found:
+        print("layout:boundary: %d include(s) of platform/ from engine/ or bindings/ "
+              "(the engine reaches the platform over HTTP only)" % len(found))
+        return 1
+    print("layout:boundary: ok (engine/ and bindings/ include no platform header)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
