@@ -1,6 +1,6 @@
 /*
  * cli.c: sets up the engine's lua_State (standard libraries, cjson, abx.core, the embedded
- * lib/abx modules) and hands the command line to lib/abx/cli.lua, which parses it and runs the
+ * lib/abx modules) and hands the command line to lib/abx/run/cli.lua, which parses it and runs the
  * subcommand. Returns its exit code (0 ok, 1 failures, 2 interrupted, 3 internal, 4 usage,
  * 5 nothing collected).
  */
@@ -83,9 +83,9 @@ int abx_cli_main(int argc, char **argv)
   int rc = 3;
   lua_pushcfunction(L, traceback);
   lua_getglobal(L, "require");
-  lua_pushliteral(L, "abx.cli");
+  lua_pushliteral(L, "abx.run.cli");
   if (lua_pcall(L, 1, 1, -3) != LUA_OK) {
-    fprintf(stderr, "abxlua: internal error loading abx.cli: %s\n", lua_tostring(L, -1));
+    fprintf(stderr, "abxlua: internal error loading abx.run.cli: %s\n", lua_tostring(L, -1));
     goto out;
   }
   lua_getfield(L, -1, "main");

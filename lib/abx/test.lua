@@ -1,5 +1,5 @@
 -- abx.test: what scenario files require. `t.test` registers a test with the runner that is
--- collecting the file; the assertions come from abx.assert.
+-- collecting the file; the assertions come from abx.run.assert.
 --
 --   local t = require("abx.test")
 --   t.test("kill twice returns false", { markers = { "e2e_slow" }, timeout = 120 }, function(ctx)
@@ -8,7 +8,7 @@
 --     t.eq(sbx:kill(), false)
 --   end)
 local core = require("abx.core")
-local A = require("abx.assert")
+local A = require("abx.run.assert")
 
 local M = {}
 

@@ -1,7 +1,7 @@
 /*
- * fuzz_select.c: libFuzzer target for the -k/-m selection-expression parser (lib/abx/select.lua).
+ * fuzz_select.c: libFuzzer target for the -k/-m selection-expression parser (lib/abx/run/select.lua).
  *
- * The module is loaded from the table the engine embeds (engine/embedded.h, "abx.select") into
+ * The module is loaded from the table the engine embeds (engine/embedded.h, "abx.run.select") into
  * one lua_State per process. Each input is compiled twice under pcall, as
  * select.compile(input, "k", {e2e=true}) and select.compile(input, "m", {e2e=true}); a compiled
  * predicate is then evaluated on two sample tests. Errors are expected and fine; a crash, a
@@ -43,15 +43,15 @@ static void setup(void)
     abort();
   luaL_openlibs(L);
   const struct abx_embedded *e = abx_embedded;
-  while (e->name && strcmp(e->name, "abx.select") != 0)
+  while (e->name && strcmp(e->name, "abx.run.select") != 0)
     e++;
   if (!e->name) {
-    fprintf(stderr, "fuzz_select: abx.select is not embedded\n");
+    fprintf(stderr, "fuzz_select: abx.run.select is not embedded\n");
     abort();
   }
   if (luaL_loadbuffer(L, (const char *)e->source, e->size, e->chunkname) != LUA_OK ||
       lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_istable(L, -1)) {
-    fprintf(stderr, "fuzz_select: loading abx.select: %s\n", lua_tostring(L, -1));
+    fprintf(stderr, "fuzz_select: loading abx.run.select: %s\n", lua_tostring(L, -1));
     abort();
   }
   lua_getfield(L, -1, "compile");

@@ -1,0 +1,252 @@
+-- abx.client.envd: the plumbing every envd call shares (routing, headers, unary and streaming Connect calls,
+-- REST), used by abx.client.sandbox, abx.client.commands and abx.client.files. Scenarios never require it. The URL,
+-- connect_to and routing headers come from abx.client.route, as for every other port.
+--
+-- Shapes: a client is created per sandbox by abx.client.sandbox:
+--   envd.client{ sandbox_id=, domain=, routing="headers"|"host", api_url=, envd_url=,
+--                access_token=string|false, request_timeout=seconds }
+-- Units:  seconds everywhere; Connect-Timeout-Ms is derived once here.
+-- Errors: every non-success answer is raised through abx.client.errmap (Connect and plain-HTTP tables).
+-- Source: reference/envd-protocol.md §2 (Connect over HTTP/1.1 in JSON), §6 (auth, users, headers),
+--         §7 (REST); reference/e2b-control-plane.md §7 (routing by host or by E2b-Sandbox-* headers).
+
+local core = require("abx.core")
+local cjson = require("cjson")
+local errmap = require("abx.client.errmap")
+local route = require("abx.client.route")
+
+local envd = {}
+
+--- envd's port inside every sandbox (reference/e2b-control-plane.md §7.2).
+envd.PORT = 49983
+
+--- Interval the server is asked to send keepalives at on streams, seconds
+--- (reference/envd-protocol.md §4.4, the SDKs' KEEPALIVE_PING_INTERVAL_SEC).
+envd.KEEPALIVE_S = 50
+
+--- Percent-encodes every byte but RFC 3986 unreserved characters (as `encodeURIComponent`).
+---@param s string
+---@return string
+function envd.quote(s)
+  return (tostring(s):gsub("[^%w%-%._~]", function(c)
+    return string.format("%%%02X", c:byte())
+  end))
+end
+
+--- Builds "k=v&k2=v2" from an array of {key, value} pairs, each part percent-encoded.
+---@param pairs_ {[1]: string, [2]: string}[]
+---@return string
+function envd.query(pairs_)
+  local parts = {}
+  for _, kv in ipairs(pairs_) do
+    parts[#parts + 1] = envd.quote(kv[1]) .. "=" .. envd.quote(kv[2])
+  end
+  return table.concat(parts, "&")
+end
+
+--- "HOST:PORT" of an http(s) URL (see abx.client.route.host_port).
+--- Raises: InvalidArgument (not an http(s) URL).
+envd.host_port = route.host_port
+
+---@class abx.EnvdClient
+---@field sandbox_id string
+---@field domain string
+---@field routing "headers"|"host"
+---@field api_url string
+---@field envd_url string
+---@field access_token string|false
+---@field request_timeout number seconds
+local Client = {}
+Client.__index = Client
+
+--- Creates the envd client of one sandbox. Registers the access token as a secret.
+--- Raises: InvalidArgument (unknown routing or bad URL).
+---@param o table see the file header
+---@return abx.EnvdClient
+function envd.client(o)
+  if o.routing ~= "headers" and o.routing ~= "host" then
+    errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\", got "
+      .. tostring(o.routing))
+  end
+  if o.access_token then core.add_secret(o.access_token) end
+  return setmetatable({
+    sandbox_id = o.sandbox_id,
+    domain = o.domain,
+    routing = o.routing,
+    api_url = o.api_url,
+    envd_url = o.envd_url or o.api_url,
+    access_token = o.access_token or false,
+    request_timeout = o.request_timeout or 60,
+  }, Client)
+end
+
+--- A copy of this client with another access token (false: send none). For negative tests.
+---@param token string|false
+---@return abx.EnvdClient
+function Client:with_token(token)
+  local c = setmetatable({}, Client)
+  for k, v in pairs(self) do c[k] = v end
+  c.access_token = token or false
+  if token then core.add_secret(token) end
+  return c
+end
+
+--- URL for `path` on envd's port and the connect_to override of the routing: abx.client.route.target
+--- (reference/e2b-control-plane.md §7.1, §7.3, §7.4).
+--- Raises: InvalidArgument (bad path or URL).
+---@param path string starts with "/"
+---@return string url, string|nil connect_to
+function Client:url(path)
+  local url, connect_to = route.target(self, envd.PORT, path)
+  return url, connect_to
+end
+
+--- Headers for an envd call: the routing headers (abx.client.route: E2b-Sandbox-* in "headers" routing,
+--- reference/e2b-control-plane.md §7.4), the access token in `X-Access-Token`
+--- (reference/envd-protocol.md §6.1), and for `user` `Authorization: Basic base64("<user>:")`
+--- (§6.2).
+--- Raises: nothing.
+---@param user string|nil
+---@return table<string, string>
+function Client:headers(user)
+  local _, _, h = route.target(self, envd.PORT, "/")
+  if self.access_token then h["X-Access-Token"] = self.access_token end
+  if user then h["Authorization"] = "Basic " .. core.b64encode(user .. ":") end
+  return h
+end
+
+--- One plain HTTP request to envd (REST: /health, /files). Returns the response whatever its status.
+--- Raises: Transport, Timeout, Protocol (from core.request).
+---@param method string
+---@param path string may carry a query string
+---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
+---@return {status: integer, headers: table<string,string>, body: string}
+function Client:http(method, path, opts)
+  opts = opts or {}
+  local url, connect_to = self:url(path)
+  local h = self:headers(nil)
+  for k, v in pairs(opts.headers or {}) do h[k] = v end
+  return core.request({
+    method = method, url = url, headers = h, body = opts.body,
+    timeout = opts.timeout or self.request_timeout, max_body = opts.max_body,
+    connect_to = connect_to,
+  })
+end
+
+--- One plain HTTP request to a full envd URL (one that Client:url built, e.g. a signed file URL),
+--- sent the way a browser or curl given only the URL would: no X-Access-Token, no Authorization.
+--- Only what this run's routing needs to reach the sandbox is added (the E2b-Sandbox-* headers in
+--- "headers" routing, the connect_to override for a loopback platform in "host" routing).
+--- Returns the response whatever its status.
+--- Raises: Transport, Timeout, Protocol (from core.request).
+---@param method string
+---@param url string
+---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
+---@return {status: integer, headers: table<string,string>, body: string}
+function Client:fetch(method, url, opts)
+  opts = opts or {}
+  local _, connect_to, h = route.target(self, envd.PORT, "/")
+  for k, v in pairs(opts.headers or {}) do h[k] = v end
+  return core.request({
+    method = method, url = url, headers = h, body = opts.body,
+    timeout = opts.timeout or self.request_timeout, max_body = opts.max_body,
+    connect_to = connect_to,
+  })
+end
+
+--- A unary Connect call in JSON: POST /<service>/<Method>, `application/json`, bare message
+--- (reference/envd-protocol.md §2.1). An empty message is still sent as `{}` (§2.1).
+--- Raises: the kind mapped from the Connect or HTTP error (abx.client.errmap), Protocol on a 200 that is
+--- not a JSON object, Transport, Timeout.
+---@param rpc string e.g. "process.Process/List"
+---@param msg table|nil request message
+---@param opts? {user?: string, timeout?: number}
+---@return table decoded response message
+function Client:unary(rpc, msg, opts)
+  opts = opts or {}
+  local request = "POST /" .. rpc
+  local url, connect_to = self:url("/" .. rpc)
+  local h = self:headers(opts.user)
+  h["Content-Type"] = "application/json"
+  h["Connect-Protocol-Version"] = "1"
+  local body = (msg == nil or next(msg) == nil) and "{}" or cjson.encode(msg)
+  local resp = core.request({
+    method = "POST", url = url, headers = h, body = body,
+    timeout = opts.timeout or self.request_timeout, connect_to = connect_to,
+  })
+  if resp.status ~= 200 then
+    errmap.raise_envd_http(resp.status, resp.body, request)
+  end
+  local obj = errmap.decode_object(resp.body)
+  if not obj then errmap.raise_protocol(resp.status, request, "a JSON object") end
+  return obj
+end
+
+--- Starts a server-streaming Connect call (`application/connect+json`, one request envelope,
+--- reference/envd-protocol.md §2.3) and returns the open stream once its headers arrived.
+--- `timeout` (seconds, 0 = none) becomes `Connect-Timeout-Ms` (§2.2); on Start envd then kills the
+--- process when it elapses (§4.4). The transfer itself is allowed `timeout` + request_timeout
+--- (no limit when `timeout` is 0). `keepalive` (whole seconds >= 1, default envd.KEEPALIVE_S) is
+--- sent as `Keepalive-Ping-Interval`: envd sends a keepalive event after that much silence (§4.4,
+--- §9); tests ask for 1 s to see keepalives on a short stream.
+--- Raises: the kind mapped from a non-200 answer (envd's 401 is plain HTTP, §2.3), Transport,
+--- Timeout, Protocol.
+---@param rpc string e.g. "process.Process/Start"
+---@param msg table request message
+---@param opts? {user?: string, timeout?: number, keepalive?: integer}
+---@return table stream (core stream), string request
+function Client:stream(rpc, msg, opts)
+  opts = opts or {}
+  local request = "POST /" .. rpc
+  local url, connect_to = self:url("/" .. rpc)
+  local h = self:headers(opts.user)
+  h["Connect-Protocol-Version"] = "1"
+  local keepalive = opts.keepalive or envd.KEEPALIVE_S
+  if math.type(keepalive) ~= "integer" or keepalive < 1 then
+    errmap.raise("InvalidArgument", 0, "keepalive must be a whole number of seconds >= 1, got "
+      .. tostring(keepalive))
+  end
+  h["Keepalive-Ping-Interval"] = tostring(keepalive)
+  local timeout = opts.timeout or 0
+  local transfer = 0 -- core: 0 is no transfer limit; the task's deadline still bounds every wait
+  if timeout > 0 then
+    h["Connect-Timeout-Ms"] = string.format("%d", math.ceil(timeout * 1000))
+    transfer = timeout + self.request_timeout
+  end
+  local st = core.stream({
+    method = "POST", url = url, headers = h, message = cjson.encode(msg),
+    timeout = transfer, connect_to = connect_to,
+  })
+  local status = st:status()
+  if status ~= 200 then
+    local _, body = st:next()
+    st:close()
+    errmap.raise_envd_http(status, type(body) == "string" and body or "", request)
+  end
+  return st, request
+end
+
+--- Reads the next message of a Connect stream. Returns the decoded message, or nil at a clean
+--- end of stream (`{}` end envelope, reference/envd-protocol.md §2.3).
+--- Raises: the kind of the end envelope's error (abx.client.errmap), the kind of a non-200 answer,
+--- Protocol (bad envelope or JSON), Transport, Timeout.
+---@param st table core stream
+---@param request string "POST /<rpc>"
+---@return table|nil
+function envd.next_message(st, request)
+  local what, payload = st:next()
+  if what == "message" then
+    local obj = errmap.decode_object(payload)
+    if not obj then errmap.raise_protocol(200, request, "a JSON object in a stream message") end
+    return obj
+  elseif what == "end" then
+    local obj = errmap.decode_object(payload) or {}
+    if type(obj.error) == "table" then errmap.raise_connect(obj.error, request) end
+    return nil
+  elseif what == "http" then
+    errmap.raise_envd_http(st:status(), payload, request)
+  end
+  errmap.raise_protocol(st:status(), request, "a stream event, got " .. tostring(what))
+end
+
+return envd

@@ -1,0 +1,91 @@
+-- abx.run.cli: the command line (lua-argparse). Each subcommand is a module abx.run.cmd.<name> with
+-- configure(parser) and execute(args) -> exit code | nil, usage error.
+-- Exit codes: 0 all good, 1 failures or errors, 2 interrupted, 3 internal error, 4 usage error,
+-- 5 nothing collected.
+local core = require("abx.core")
+local argparse = require("argparse")
+
+local M = {}
+
+-- The public module names: what scenarios (and the tests under tests/) require. abx.test is
+-- lib/abx/test.lua itself; each other public name is the module of lib/abx/client/ or
+-- lib/abx/run/ it names here, so both names give the same table. Everything else is internal
+-- and is required by its full name (abx.client.*, abx.run.*).
+M.PUBLIC = {
+  ["abx.sandbox"] = "abx.client.sandbox", ["abx.http"] = "abx.client.http",
+  ["abx.files"] = "abx.client.files", ["abx.code"] = "abx.client.code",
+  ["abx.errmap"] = "abx.client.errmap", ["abx.route"] = "abx.client.route",
+  ["abx.options"] = "abx.client.options", ["abx.collect"] = "abx.run.collect",
+  ["abx.fixtures"] = "abx.run.fixtures", ["abx.tracker"] = "abx.run.tracker",
+}
+for public, internal in pairs(M.PUBLIC) do
+  package.preload[public] = function() return require(internal) end
+end
+
+local COMMANDS = { "run", "list", "known-issues", "api", "cleanup", "doctor" }
+
+local function module_for(name)
+  return require("abx.run.cmd." .. name:gsub("%-", "_"))
+end
+
+local function build_parser()
+  local p = argparse("abxlua", "End-to-end test engine for E2B-compatible sandbox platforms.")
+    :epilog("Also: `abxlua serve` (the embedded local E2B platform) and `abxlua envd` (the\n"
+      .. "in-sandbox daemon); `abxlua help serve` shows their options.\n"
+      .. "Run `abxlua <command> --help` for a command's options.\n"
+      .. "Exit codes: 0 ok, 1 failures/errors, 2 interrupted, 3 internal error, 4 usage error, 5 nothing collected.")
+  p:flag("--version", "Print the version and exit.")
+  p:command_target("command")
+  p:require_command(false)
+  for _, name in ipairs(COMMANDS) do module_for(name).configure(p) end
+  local help = p:command("help", "Show help for abxlua or one of its commands.")
+  help:argument("topic", "A command name."):args("?")
+  return p
+end
+
+local function usage_error(p, msg)
+  core.ewrite(p:get_usage() .. "\n\nabxlua: error: " .. msg .. "\n")
+  return 4
+end
+
+local function help(p, topic)
+  if not topic then
+    core.write(p:get_help() .. "\n")
+    return 0
+  end
+  for _, c in ipairs(p._commands) do
+    if c._name == topic then
+      core.write(c:get_help() .. "\n")
+      return 0
+    end
+  end
+  return usage_error(p, "unknown command " .. topic)
+end
+
+---Entry point called by the C core with the arguments (argv[1..]).
+---@param argv string[]
+---@return integer exit code
+function M.main(argv)
+  local p = build_parser()
+  local ok, args = p:pparse(argv)
+  if not ok then return usage_error(p, args) end
+  if args.version then
+    local v, commit = core.version()
+    core.write("abxlua " .. v .. " (" .. commit .. ")\n")
+    return 0
+  end
+  if not args.command then return help(p, nil) end
+  if args.command == "help" then return help(p, args.topic) end
+  local rok, code, err = pcall(module_for(args.command).execute, args)
+  if not rok then
+    if core.is_error(code) and code.kind == "InvalidArgument" then
+      core.ewrite("abxlua: error: " .. code.message .. "\n")
+      return 4
+    end
+    error(code, 0)
+  end
+  if code == nil then return usage_error(p, err) end
+  return code
+end
+
+return M

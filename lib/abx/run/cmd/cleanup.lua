@@ -1,0 +1,145 @@
+-- abx.run.cmd.cleanup: `abxlua cleanup`, the janitor for runs that were killed hard. It lists the
+-- sandboxes that carry the `e2e` tag (metadata e2e=<run id>), their snapshots, and (with
+-- --run-id) the volumes whose name carries the run id; deletes nothing unless --yes, and never
+-- touches a sandbox without the tag. Exit 0 when no matching sandbox remains, 1 when some
+-- remain (dry run, or a kill failed), 4 for usage errors.
+local core = require("abx.core")
+local config = require("abx.run.config")
+local provider = require("abx.run.provider")
+local sandbox = require("abx.client.sandbox")
+
+local M = {}
+
+function M.configure(parser)
+  local cmd = parser:command("cleanup", "List (and with --yes kill) sandboxes tagged e2e=<run id> "
+    .. "that earlier runs left behind.")
+  cmd:option("--run-id", "Only sandboxes of this run (metadata e2e=<ID>).")
+  cmd:flag("--all-tagged", "Every sandbox that carries an e2e tag, whatever the run.")
+  cmd:option("--older-than", "Only sandboxes started more than this many minutes ago.")
+    :convert(tonumber)
+  cmd:flag("--yes", "Kill what was found (without it, nothing is deleted).")
+  cmd:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
+  cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
+end
+
+---Filters listed sandboxes: tagged, of the run (when given), older than the limit (when given).
+---@return table[] the matching infos
+function M.select(items, opts, now)
+  local out = {}
+  for _, info in ipairs(items) do
+    local tag = type(info.metadata) == "table" and info.metadata.e2e or nil
+    local keep = type(tag) == "string" and tag ~= ""
+    if keep and opts.run_id then keep = tag == opts.run_id end
+    if keep and opts.older_than then
+      local started = info.started_at and sandbox.parse_time(info.started_at)
+      keep = started ~= nil and (now - started) >= opts.older_than * 60
+    end
+    if keep then out[#out + 1] = info end
+  end
+  return out
+end
+
+-- Deletes (with --yes) or lists what runs leave besides sandboxes: the snapshots of the tagged
+-- sandboxes found (GET /snapshots?sandboxID=; a snapshot outlives its sandbox) and, with --run-id, the volumes whose name carries the run id (volumes
+-- have no metadata: the run id in the name is their tag). Only where the provider has the
+-- capability. Returns how many remain.
+function M.sweep_resources(conn, caps, found, run_id, yes)
+  local remaining = 0
+  local function handle(what, id, del)
+    local line = "  " .. what .. " " .. id
+    if yes then
+      local ok, r = pcall(del, id)
+      if ok then line = line .. (r and "  deleted" or "  already gone")
+      else line = line .. "  delete failed: " .. tostring(r); remaining = remaining + 1 end
+    else
+      remaining = remaining + 1
+    end
+    core.write(line .. "\n")
+  end
+  if caps.snapshot then
+    for _, s in ipairs(found) do
+      local ok, snaps = pcall(conn.list_snapshots, conn, { sandbox_id = s.sandbox_id })
+      for _, snap in ipairs(ok and snaps or {}) do
+        handle("snapshot", snap.snapshot_id, function(id) return conn:delete_snapshot(id) end)
+      end
+    end
+  end
+  if caps.volume and run_id then
+    local ok, vols = pcall(conn.list_volumes, conn)
+    for _, v in ipairs(ok and vols or {}) do
+      if v.name:find(run_id, 1, true) then
+        handle("volume " .. v.name, v.volume_id, function(id) return conn:delete_volume(id) end)
+      end
+    end
+  end
+  return remaining
+end
+
+function M.execute(args)
+  if not args.run_id and not args.all_tagged then
+    return nil, "say which sandboxes: --run-id ID or --all-tagged"
+  end
+  if args.run_id and not args.run_id:match("^[%w%-_]+$") then
+    return nil, "--run-id may only contain letters, digits, '-' and '_'"
+  end
+  if args.older_than and args.older_than < 0 then
+    return nil, "--older-than must be a number of minutes >= 0"
+  end
+  local cfg = config.load(config.find(args.config))
+  local pname, psettings = config.provider(cfg, args.provider)
+  local code = 3
+  local ok, errs = core.run(function()
+    local run = { run_id = "cleanup-" .. core.random_hex(4), defaults = cfg.defaults }
+    local conn, info = provider.open(pname, psettings, run)
+    if not conn then
+      core.write("cleanup: missing credentials [" .. table.concat(info.missing, ", ") .. "]\n")
+      code = 4
+      return
+    end
+    local lok, items = pcall(conn.list, conn,
+      args.run_id and { metadata = { e2e = args.run_id } } or {})
+    if not lok then
+      core.write("cleanup: listing sandboxes on " .. tostring(info.endpoint) .. " failed: "
+        .. tostring(items) .. "\n")
+      if info.stop then info.stop() end
+      code = 1
+      return
+    end
+    local found = M.select(items, { run_id = args.run_id, older_than = args.older_than }, core.time())
+    core.write(string.format("cleanup: %d tagged sandbox(es) found on %s (%s)\n", #found,
+      tostring(info.endpoint), args.run_id and ("e2e=" .. args.run_id) or "any e2e tag"))
+    local remaining = 0
+    for _, s in ipairs(found) do
+      local line = string.format("  %s  e2e=%s  state=%s  started=%s", s.sandbox_id,
+        tostring(s.metadata.e2e), tostring(s.state), tostring(s.started_at))
+      if args.yes then
+        local kok, r = pcall(conn.kill, conn, s.sandbox_id)
+        if kok then
+          line = line .. (r and "  killed" or "  already gone")
+        else
+          line = line .. "  kill failed: " .. tostring(r)
+          remaining = remaining + 1
+        end
+      else
+        remaining = remaining + 1
+      end
+      core.write(line .. "\n")
+    end
+    -- snapshots first: the list by sandbox id needs the sandboxes found (they are killed above,
+    -- their snapshots remain listable by id)
+    remaining = remaining + M.sweep_resources(conn, psettings.capability_set or {}, found,
+      args.run_id, args.yes)
+    if not args.yes and #found > 0 then
+      core.write("cleanup: dry run, nothing deleted (add --yes to kill them)\n")
+    end
+    if info.stop then info.stop() end
+    code = remaining == 0 and 0 or 1
+  end)
+  if not ok then
+    core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
+    return 3
+  end
+  return code
+end
+
+return M

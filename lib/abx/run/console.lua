@@ -1,0 +1,282 @@
+-- abx.run.console: the console report: a header, one line per test as it finishes, failure details,
+-- the cleanup result, the short test summary (-r CHARS, as in pytest), and the summary as the very
+-- last line:
+--   N passed, N failed, N skipped, N xfailed in S.SSs      (", N errors" when there are any)
+-- On a terminal (stdout a tty, not CI, TERM not dumb) one status line is kept up to date below the
+-- lines of tests that did not pass: tests in flight, counts, elapsed time. Elsewhere, one plain line
+-- per test. NO_COLOR turns colours off.
+-- Everything goes through core.write, which masks registered secrets.
+local core = require("abx.core")
+
+local M = {}
+M.__index = M
+
+-- Set by `abxlua run` before the runner makes its console: { report_chars, exitfirst, live }.
+-- The runner passes only { verbose, report_chars } to new(); these fill in the rest.
+M.defaults = {}
+
+---Sets the options every console made afterwards starts from.
+function M.configure(opts) M.defaults = opts or {} end
+
+-- Environment variables that mean "running under CI" (no live status line there).
+local CI_VARS = { "CI", "GITHUB_ACTIONS", "GITLAB_CI", "JENKINS_URL", "BUILDKITE", "TF_BUILD",
+  "TEAMCITY_VERSION", "CIRCLECI", "TRAVIS", "DRONE" }
+
+---Whether a live status line fits: stdout is a terminal, TERM is not dumb, and no CI variable is set.
+function M.live_default()
+  if not core.isatty(1) then return false end
+  if core.getenv("TERM") == "dumb" then return false end
+  for _, v in ipairs(CI_VARS) do
+    local val = core.getenv(v)
+    if val and val ~= "" and val ~= "false" and val ~= "0" then return false end
+  end
+  return true
+end
+
+-- -r characters: f failed, E error, s skipped, x xfailed, X xpassed, p/P passed,
+-- a all but passed (sxXEf), A all (PpsxXEf), N none.
+local EXPAND = { a = "sxXEf", A = "PpsxXEf" }
+
+---Expands -r CHARS into the list of characters to report, in order, without repeats.
+---Returns nil and a message for an unknown character.
+function M.report_chars(chars)
+  local seq = {}
+  for ch in tostring(chars):gmatch(".") do
+    if ch == "N" then
+      seq = {}
+    elseif EXPAND[ch] then
+      for c in EXPAND[ch]:gmatch(".") do seq[#seq + 1] = c end
+    elseif ("fEsxXpP"):find(ch, 1, true) then
+      seq[#seq + 1] = ch == "P" and "p" or ch
+    else
+      return nil, "-r: unknown character " .. string.format("%q", ch)
+        .. " (f failed, E error, s skipped, x xfailed, X xpassed, p passed, a all but passed, A all, N none)"
+    end
+  end
+  local out, seen = {}, {}
+  for _, c in ipairs(seq) do
+    if not seen[c] then seen[c] = true; out[#out + 1] = c end
+  end
+  return out
+end
+
+local COLORS = { passed = "\27[32m", failed = "\27[31m", skipped = "\27[33m", error = "\27[31m",
+  xfailed = "\27[33m", xpassed = "\27[31m", reset = "\27[0m" }
+local LABELS = { xpassed = "XPASS" }
+
+function M.new(opts)
+  local o = {}
+  for k, v in pairs(M.defaults) do o[k] = v end
+  for k, v in pairs(opts or {}) do o[k] = v end
+  local color = core.isatty(1) and not core.getenv("NO_COLOR")
+  local live = o.live
+  if live == nil then live = M.live_default() end
+  return setmetatable({ color = color, verbose = o.verbose, exitfirst = o.exitfirst,
+    report = M.report_chars(o.report_chars or "fE") or { "f", "E" }, live = live,
+    results = {}, collection_errors = {}, ntests = 0, jobs = 1, started = core.now(),
+    c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 } }, M)
+end
+
+function M:paint(kind, text)
+  if not self.color or not COLORS[kind] then return text end
+  return COLORS[kind] .. text .. COLORS.reset
+end
+
+-- The live status line: "[done/total] N running | counts | elapsed", cut to the terminal width.
+function M:status_text()
+  local done = #self.results
+  local running = self.in_flight or math.max(0, math.min(self.jobs, self.ntests - done))
+  local c = self.c
+  local s = string.format("[%d/%d] %d running | %d passed, %d failed, %d skipped, %d xfailed",
+    done, self.ntests, running, c.passed, c.failed + c.xpassed, c.skipped, c.xfailed)
+  if c.errors > 0 then s = s .. string.format(", %d errors", c.errors) end
+  s = s .. string.format(" | %.1fs", core.now() - self.started)
+  local width = tonumber(core.getenv("COLUMNS") or "") or 80
+  if #s > width - 1 then s = s:sub(1, math.max(10, width - 1)) end
+  return s
+end
+
+-- The runner calls this when a test starts: the status line counts the tests in flight.
+function M:test_started(test)
+  self.in_flight = (self.in_flight or 0) + 1
+  self:draw_status()
+end
+
+function M:draw_status()
+  if not self.in_progress then return end
+  core.write("\r\27[K" .. self:status_text(), true) -- shown now, not held back by the masking
+  self.status_shown = true
+end
+
+function M:clear_status()
+  if self.status_shown then
+    core.write("\r\27[K")
+    self.status_shown = false
+  end
+end
+
+-- Ends the live status line (before the closing sections).
+function M:end_progress()
+  self.in_progress = false
+  self:clear_status()
+end
+
+function M:line(text)
+  self:clear_status()
+  core.write(text .. "\n")
+  self:draw_status()
+end
+
+function M:header(pname, pinfo, run_id, ntests, jobs)
+  self.ntests, self.jobs, self.started = ntests, jobs, core.now()
+  self:line(string.format("abxlua %s: provider %s (%s), run id %s, %d tests, -j %d",
+    (core.version()), pname, pinfo.endpoint or "no endpoint", run_id, ntests, jobs))
+  if self.live then
+    self.in_progress = true
+    self:draw_status()
+    core.spawn(function() -- redraws the elapsed time; ends with the run (or when aborted)
+      while self.in_progress do
+        if not pcall(core.sleep, 0.5) then break end
+        self:draw_status()
+      end
+    end)
+  end
+end
+
+function M:collection_error(f)
+  self.collection_errors[#self.collection_errors + 1] = f
+  self:line(self:paint("error", "ERROR") .. "   " .. f.path .. " (collection): " .. tostring(f.error))
+end
+
+function M:result(r)
+  self.results[#self.results + 1] = r
+  self.c[r.outcome] = (self.c[r.outcome] or 0) + 1
+  if r.teardown_errors then self.c.errors = self.c.errors + 1 end
+  if self.exitfirst and (r.outcome == "failed" or r.outcome == "xpassed" or r.teardown_errors) then
+    self.stopping = true
+  end
+  if self.live and not self.verbose and r.outcome == "passed" and not r.teardown_errors then
+    self:draw_status() -- on a terminal, passing tests only move the status line
+    return
+  end
+  local label = LABELS[r.outcome] or string.upper(r.outcome)
+  local line = string.format("%-8s %s::%s (%.2fs)", label, r.test.file, r.test.name, r.duration or 0)
+  if (r.outcome == "skipped" or r.outcome == "xfailed" or r.outcome == "xpassed") and r.reason then
+    line = line .. " - " .. r.reason
+  end
+  if r.outcome == "failed" and r.failure then
+    line = line .. " - " .. (r.failure.kind or "error")
+  end
+  self:line(self:paint(r.outcome, line))
+  if r.teardown_errors then
+    for _, e in ipairs(r.teardown_errors) do
+      self:line(self:paint("error", "ERROR") .. "    " .. r.test.file .. "::" .. r.test.name
+        .. " (teardown, " .. e.phase .. "): " .. e.message)
+    end
+  end
+end
+
+function M:failures(results)
+  self:end_progress()
+  local any = false
+  for _, r in ipairs(results) do
+    if r.outcome == "failed" and r.failure then
+      if not any then self:line("\n=== failures ==="); any = true end
+      self:line(string.format("--- %s::%s (line %d)", r.test.file, r.test.name, r.test.line or 0))
+      self:line("    " .. (r.failure.message or "?"))
+      if r.failure.traceback and (self.verbose or r.failure.kind == "LuaError") then
+        self:line(r.failure.traceback)
+      end
+    end
+  end
+  if any then self:line("") end
+end
+
+function M:cleanup(report, tracker)
+  self:end_progress()
+  local line = string.format("cleanup: %d sandboxes created, %d killed at the end (tracked), "
+    .. "%d found by tag e2e=%s and killed; %d snapshots and %d volumes deleted", tracker.created,
+    report.tracked, report.swept, tracker.run_id, report.snapshots or 0, report.volumes or 0)
+  self:line(line)
+  for _, e in ipairs(report.errors) do self:line("cleanup error: " .. e) end
+end
+
+function M:internal_error(err)
+  self:line("abxlua: internal error: " .. tostring(err))
+end
+
+---Counts outcomes.
+function M.count(results)
+  local c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 }
+  for _, r in ipairs(results) do
+    c[r.outcome] = (c[r.outcome] or 0) + 1
+    if r.outcome == "xpassed" then c.failed = c.failed + 1 end -- strict: an XPASS fails the run
+  end
+  return c
+end
+
+-- One line of the short test summary for `ch` and a result.
+local function short_line(self, ch, r)
+  local id = r.test.file .. "::" .. r.test.name
+  local function first(s) return (tostring(s or ""):match("^[^\n]*")) end
+  if ch == "f" and r.outcome == "failed" then
+    local f = r.failure or {}
+    local msg = first(f.message or "?")
+    -- "Kind: message" as pytest does; the location is in the failures section above
+    local where = type(f.error) == "table" and f.error.where
+    if where and msg:sub(1, #where + 2) == where .. ": " then msg = msg:sub(#where + 3) end
+    if f.kind and not msg:find(f.kind, 1, true) then msg = f.kind .. ": " .. msg end
+    return { self:paint("failed", "FAILED") .. " " .. id .. " - " .. msg }
+  elseif ch == "X" and r.outcome == "xpassed" then
+    return { self:paint("xpassed", "XPASS") .. " " .. id .. " - " .. first(r.reason) }
+  elseif ch == "x" and r.outcome == "xfailed" then
+    return { self:paint("xfailed", "XFAIL") .. " " .. id .. " - " .. first(r.reason) }
+  elseif ch == "s" and r.outcome == "skipped" then
+    return { self:paint("skipped", "SKIPPED") .. " " .. id .. " - " .. first(r.reason or "skipped") }
+  elseif ch == "p" and r.outcome == "passed" then
+    return { self:paint("passed", "PASSED") .. " " .. id }
+  elseif ch == "E" and r.teardown_errors then
+    local out = {}
+    for _, e in ipairs(r.teardown_errors) do
+      out[#out + 1] = self:paint("error", "ERROR") .. " " .. id .. " (teardown) - " .. first(e.message)
+    end
+    return out
+  end
+  return {}
+end
+
+---The "short test summary info" section (-r CHARS): one line per reported outcome, with reason.
+function M:short_summary()
+  local lines = {}
+  for _, ch in ipairs(self.report) do
+    if ch == "E" then
+      for _, f in ipairs(self.collection_errors) do
+        lines[#lines + 1] = self:paint("error", "ERROR") .. " " .. f.path .. " (collection) - "
+          .. (tostring(f.error):match("^[^\n]*"))
+      end
+    end
+    for _, r in ipairs(self.results) do
+      for _, l in ipairs(short_line(self, ch, r)) do lines[#lines + 1] = l end
+    end
+  end
+  if #lines == 0 then return end
+  self:line("=== short test summary info ===")
+  for _, l in ipairs(lines) do self:line(l) end
+end
+
+function M:summary(c, seconds, note)
+  self:end_progress()
+  table.sort(self.results, function(a, b) return (a.test.index or 0) < (b.test.index or 0) end)
+  self:short_summary()
+  if self.exitfirst and self.stopping and #self.results < self.ntests then
+    self:line(string.format("stopped at the first failure (-x): %d of %d tests were not started",
+      self.ntests - #self.results, self.ntests))
+  end
+  if note then self:line(note) end
+  local s = string.format("%d passed, %d failed, %d skipped, %d xfailed", c.passed or 0,
+    c.failed or 0, c.skipped or 0, c.xfailed or 0)
+  if (c.errors or 0) > 0 then s = s .. string.format(", %d errors", c.errors) end
+  self:line(s .. string.format(" in %.2fs", seconds))
+end
+
+return M

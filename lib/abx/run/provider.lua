@@ -1,0 +1,232 @@
+-- abx.run.provider: turns a configured provider into a live sandbox connection. For `kind: local` it
+-- starts the embedded platform (`abxlua serve`) as a child and stops it at the end of the run.
+-- For `kind: remote` it resolves the credentials: each of API key, API URL and domain is looked up
+-- under its two names (ABX_SANDBOX_* first, then E2B_*) in the environment, then in .env at the
+-- project root (the working directory), then in scenarios/.env; the first found wins. API URL and
+-- domain fall back to the provider's config. Where each value came from is recorded; the API key
+-- and every secret-looking .env value are registered with core.add_secret (masked in every sink),
+-- under every kind of provider.
+local core = require("abx.core")
+local cjson = require("cjson")
+local sandbox = require("abx.client.sandbox")
+
+local M = {}
+
+-- The .env files read after the environment, in order of precedence.
+M.DOTENV_FILES = { ".env", "scenarios/.env" }
+
+-- The credentials of a remote provider: the name shown when it is missing comes first.
+M.CREDENTIALS = {
+  { field = "api_key", names = { "ABX_SANDBOX_API_KEY", "E2B_API_KEY" }, secret = true },
+  { field = "api_url", names = { "ABX_SANDBOX_BASE_URL", "E2B_API_URL" } },
+  { field = "domain", names = { "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN" } },
+}
+
+-- .env values under names like these are masked too (a .env often holds other secrets).
+local SECRET_NAME = { "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH" }
+
+local function secret_name(name)
+  local up = name:upper()
+  for _, w in ipairs(SECRET_NAME) do
+    if up:find(w, 1, true) then return true end
+  end
+  return false
+end
+
+local dotenv_cache = nil
+
+---Reads the .env files once per process (a missing file is fine).
+---@return table[] files { path =, exists =, values = {KEY = value}, errors = {{line, message}} }
+function M.dotenv()
+  if dotenv_cache then return dotenv_cache end
+  local files = {}
+  for _, path in ipairs(M.DOTENV_FILES) do
+    local f = { path = path, exists = false, values = {}, errors = {} }
+    if core.exists(path) and not core.isdir(path) then
+      f.exists = true
+      local text, err = core.read_file(path)
+      if not text then
+        f.errors[1] = { line = 0, message = "cannot read: " .. tostring(err) }
+      else
+        local ok, values, errors = pcall(core.dotenv_parse, text)
+        if ok then
+          f.values, f.errors = values, errors
+        else
+          f.errors[1] = { line = 0, message = tostring(values) }
+        end
+      end
+      for name, v in pairs(f.values) do
+        if secret_name(name) then core.add_secret(v) end
+      end
+    end
+    files[#files + 1] = f
+  end
+  dotenv_cache = files
+  return files
+end
+
+local warned = false
+
+---Writes the malformed lines of the .env files to stderr, once per process.
+function M.warn_dotenv()
+  if warned then return end
+  warned = true
+  for _, f in ipairs(M.dotenv()) do
+    for _, e in ipairs(f.errors) do
+      core.ewrite(string.format("abxlua: warning: %s:%d: %s (line skipped)\n", f.path, e.line,
+        e.message))
+    end
+  end
+end
+
+---Forgets the .env files read (tests and long-lived callers).
+function M.reset() dotenv_cache, warned = nil, false end
+
+---Looks a name up: the environment, then the .env files.
+---@param name string
+---@return string|nil value, string|nil source "environment" or the .env file's path
+function M.lookup(name)
+  local v = core.getenv(name)
+  if v and v ~= "" then return v, "environment" end
+  for _, f in ipairs(M.dotenv()) do
+    v = f.values[name]
+    if v and v ~= "" then return v, f.path end
+  end
+  return nil
+end
+
+-- The first of several names: every name in the environment, then every name in each .env file
+-- (the environment wins over a file whatever the name).
+local function lookup_any(names)
+  for _, n in ipairs(names) do
+    local v = core.getenv(n)
+    if v and v ~= "" then return v, "environment", n end
+  end
+  for _, f in ipairs(M.dotenv()) do
+    for _, n in ipairs(names) do
+      local v = f.values[n]
+      if v and v ~= "" then return v, f.path, n end
+    end
+  end
+  return nil
+end
+
+---A display form of a secret that never shows it: its prefix up to the last `_` among the
+---first 8 characters (e2b_, sk_e2b_), then ****.
+---@param value string|nil
+---@return string
+function M.masked(value)
+  if not value then return "(none)" end
+  local prefix = value:sub(1, 8):match("^([%w_]*_)") or ""
+  if #prefix * 3 > #value then prefix = "" end
+  return prefix .. "****"
+end
+
+---Resolves a provider's endpoint and credentials without opening anything.
+---@param name string
+---@param p table provider settings (abx.run.config)
+---@return table r { name, kind, api_url, domain, envd_routing, envd_url, capabilities,
+---  credentials = { {field, name, value, source, via, secret} ... }, missing = {names} }
+function M.resolve(name, p)
+  local r = { name = name, kind = p.kind, envd_routing = p.envd_routing or "host",
+    capabilities = p.capabilities or {}, credentials = {}, missing = {} }
+  if p.kind == "local" then
+    M.dotenv() -- secret-looking .env values are masked under `local` too
+    r.envd_routing = p.envd_routing or "headers"
+    r.domain = p.domain or "localhost"
+    return r
+  end
+  for _, c in ipairs(M.CREDENTIALS) do
+    local v, source, via = lookup_any(c.names)
+    if not v and c.field ~= "api_key" and p[c.field] then
+      v, source, via = p[c.field], "config", "providers." .. name .. "." .. c.field
+    end
+    r[c.field] = v
+    r.credentials[#r.credentials + 1] = { field = c.field, name = c.names[1], value = v,
+      source = source, via = via, secret = c.secret }
+    if v and c.secret then core.add_secret(v) end
+  end
+  -- the SDKs derive one from the other (reference §1.1): https://api.<domain>
+  if not r.api_url and r.domain then
+    r.api_url = "https://api." .. r.domain
+    r.credentials[2].value, r.credentials[2].source = r.api_url, "derived from the domain"
+  end
+  if not r.domain and r.api_url then
+    r.domain = r.api_url:match("^https?://api%.([^/:]+)")
+    if r.domain then
+      r.credentials[3].value, r.credentials[3].source = r.domain, "derived from the API URL"
+    end
+  end
+  r.envd_url = M.lookup("E2B_SANDBOX_URL") or p.envd_url
+  if not r.api_key then r.missing[#r.missing + 1] = "ABX_SANDBOX_API_KEY" end
+  if not r.api_url then r.missing[#r.missing + 1] = "ABX_SANDBOX_BASE_URL" end
+  if not r.domain and r.envd_routing == "host" and not r.envd_url then
+    r.missing[#r.missing + 1] = "ABX_SANDBOX_DOMAIN"
+  end
+  return r
+end
+
+---Opens the provider.
+---@param name string provider name
+---@param p table provider settings from the config
+---@param run table { run_id =, defaults = }
+---@return table|nil conn a sandbox.connection, or nil when credentials are missing
+---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
+---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
+---  removed by stop unless keep_log)
+---Raises: Transport when the local platform does not start
+function M.open(name, p, run)
+  local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
+  local opts = { request_timeout = run.defaults.request_timeout,
+    default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host" }
+  if p.kind == "local" then
+    M.dotenv() -- registers the secret-looking .env values: masked under `local` too
+    -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
+    local dir, derr = core.state_dir()
+    if dir then
+      info.log = dir .. "/serve-" .. run.run_id .. ".log"
+    else
+      core.ewrite("abxlua: warning: the local platform's log is not kept: " .. derr .. "\n")
+    end
+    local child = core.platform_start({ "--domain", p.domain or "localhost" }, 20, info.log)
+    local ok, ready = pcall(cjson.decode, child.ready)
+    if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string" then
+      core.platform_stop(child.pid, 5)
+      core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
+    end
+    core.add_secret(ready.api_key)
+    -- the ready line comes after the listen socket exists; one health check proves it answers
+    local hok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
+    if not hok or health.status ~= 200 then
+      core.platform_stop(child.pid, 5)
+      core.error("Transport", 0, "the local platform started but GET /health failed: "
+        .. (hok and ("status " .. health.status) or tostring(health)) .. " (log: "
+        .. tostring(info.log) .. ")")
+    end
+    opts.api_url, opts.api_key, opts.domain = ready.url, ready.api_key, ready.domain
+    opts.envd_url = ready.url
+    info.endpoint = ready.url
+    info.stop = function(keep_log)
+      core.platform_stop(child.pid, 15)
+      -- the log only matters when something failed
+      if info.log and not keep_log then os.remove(info.log) end
+    end
+    info.pid = child.pid
+  else
+    local r = M.resolve(name, p)
+    info.resolved = r
+    info.endpoint = r.api_url
+    M.warn_dotenv()
+    if #r.missing > 0 then
+      info.missing = r.missing
+      return nil, info
+    end
+    info.credential_source = r.credentials[1].source .. " (" .. r.credentials[1].via .. ")"
+    opts.api_url, opts.api_key, opts.domain = r.api_url, r.api_key, r.domain
+    opts.envd_url = r.envd_url
+    info.stop = function() end
+  end
+  return sandbox.connection(opts), info
+end
+
+return M

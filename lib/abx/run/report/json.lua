@@ -1,0 +1,123 @@
+-- abx.run.report.json: `--json FILE`, the run record as JSON (tests/reports/report.schema.json):
+-- { format = "abxlua-report/1", run_id, provider, endpoint, engine_version, git_commit,
+--   started_at, finished_at (ISO-8601 UTC), duration (s), selection {k, m, profile, paths, shard},
+--   jobs, total, interrupted, skip_reason, counts {passed, failed, skipped, xfailed, xpassed,
+--   errors}, cleanup {created, tracked, swept, errors[]} | null, collection_errors [{path, error}],
+--   tests [{id, file, name, line, markers[], known_issue, raises, outcome, duration, reason,
+--           error {kind, status, message, traceback} | null, teardown_errors [{phase, message}],
+--           sandboxes[]}] }
+-- `failed` counts xpassed tests too (an XPASS fails the run), as on the console.
+local cjson = require("cjson")
+local common = require("abx.run.report.common")
+
+local M = {}
+
+local NULL = cjson.null
+local mask = common.mask
+
+-- lua-cjson 2.1.0 (Debian 12) has no array_mt: an empty table would become {}. Arrays are marked
+-- here and the document is encoded by `encode` (objects with sorted keys, so reports diff well);
+-- cjson only escapes strings and formats numbers.
+local ARRAY = {}
+local function array(t) return setmetatable(t or {}, ARRAY) end
+
+local function encode(v, out)
+  local ty = type(v)
+  if v == NULL or v == nil then
+    out[#out + 1] = "null"
+  elseif ty == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif ty == "number" then
+    out[#out + 1] = math.type(v) == "integer" and string.format("%d", v) or cjson.encode(v)
+  elseif ty == "string" then
+    out[#out + 1] = cjson.encode(common.utf8_clean(v))
+  elseif getmetatable(v) == ARRAY then
+    out[#out + 1] = "["
+    for i, x in ipairs(v) do
+      if i > 1 then out[#out + 1] = "," end
+      encode(x, out)
+    end
+    out[#out + 1] = "]"
+  else
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys)
+    out[#out + 1] = "{"
+    for i, k in ipairs(keys) do
+      if i > 1 then out[#out + 1] = "," end
+      out[#out + 1] = cjson.encode(k) .. ":"
+      encode(v[k], out)
+    end
+    out[#out + 1] = "}"
+  end
+end
+
+local function opt(v) if v == nil then return NULL end return v end
+
+local function test_entry(r)
+  local t = r.test
+  local markers = array()
+  for _, m in ipairs(t.markers or {}) do markers[#markers + 1] = mask(m) end
+  local f = common.failure(r)
+  local tds = array()
+  for _, e in ipairs(r.teardown_errors or {}) do
+    tds[#tds + 1] = { phase = mask(e.phase), message = mask(e.message) }
+  end
+  local sbx = array()
+  for _, id in ipairs(r.sandboxes or {}) do sbx[#sbx + 1] = mask(id) end
+  return {
+    id = mask(t.id), file = mask(t.file), name = mask(t.name), line = opt(t.line),
+    markers = markers, known_issue = opt(mask(t.opts and t.opts.known_issue)),
+    raises = opt(mask(t.opts and t.opts.raises)), outcome = r.outcome,
+    duration = r.duration or 0, reason = opt(mask(r.reason)),
+    error = f and { kind = f.kind, status = opt(f.status), message = f.message,
+      traceback = opt(f.traceback) } or NULL,
+    teardown_errors = tds, sandboxes = sbx,
+  }
+end
+
+---The JSON document (a Lua table ready for cjson) of a run record.
+function M.document(record)
+  local sel = record.selection or {}
+  local paths = array()
+  for _, p in ipairs(sel.paths or {}) do paths[#paths + 1] = mask(p) end
+  local tests = array()
+  for _, r in ipairs(record.results or {}) do tests[#tests + 1] = test_entry(r) end
+  local ces = array()
+  for _, ce in ipairs(record.collection_errors or {}) do
+    ces[#ces + 1] = { path = mask(ce.path), error = mask(ce.error) }
+  end
+  local c = record.counts or {}
+  local cleanup = NULL
+  if record.cleanup then
+    local errs = array()
+    for _, e in ipairs(record.cleanup.errors or {}) do errs[#errs + 1] = mask(e) end
+    cleanup = { created = record.cleanup.created or 0, tracked = record.cleanup.tracked or 0,
+      swept = record.cleanup.swept or 0, errors = errs }
+  end
+  return {
+    format = "abxlua-report/1",
+    run_id = opt(mask(record.run_id)), provider = opt(mask(record.provider)),
+    endpoint = opt(mask(record.endpoint)), engine_version = opt(mask(record.engine_version)),
+    git_commit = opt(mask(record.git_commit)),
+    started_at = common.iso_utc(record.started_at), finished_at = common.iso_utc(record.finished_at),
+    duration = record.duration or 0,
+    selection = { k = opt(mask(sel.k)), m = opt(mask(sel.m)), profile = opt(mask(sel.profile)),
+      shard = opt(sel.shard), paths = paths },
+    jobs = opt(record.jobs), total = record.total or #tests,
+    interrupted = record.interrupted and true or false, skip_reason = opt(mask(record.skip_reason)),
+    counts = { passed = c.passed or 0, failed = c.failed or 0, skipped = c.skipped or 0,
+      xfailed = c.xfailed or 0, xpassed = c.xpassed or 0, errors = c.errors or 0 },
+    cleanup = cleanup, collection_errors = ces, tests = tests,
+  }
+end
+
+---Writes the JSON report of `record` to `path`.
+---Raises: InvalidArgument when the file cannot be written.
+function M.write(path, record)
+  local out = {}
+  encode(M.document(record), out)
+  common.write_file("JSON report", path, table.concat(out) .. "\n")
+end
+
+return M

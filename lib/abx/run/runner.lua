@@ -1,0 +1,267 @@
+-- abx.run.runner: runs collected tests on the event loop, `jobs` at a time, one task (coroutine) per
+-- test, with a deadline per test; classifies outcomes; kills every sandbox at the end (tracked,
+-- then swept by tag); reports through abx.run.console.
+-- Outcomes: passed, failed (the test raised: assertion or platform error), error (collection
+-- failed, or a teardown failed: reported beside the test's own outcome), skipped.
+local core = require("abx.core")
+local fixtures = require("abx.run.fixtures")
+local Tracker = require("abx.run.tracker")
+local provider = require("abx.run.provider")
+local console = require("abx.run.console")
+local known_issues = require("abx.run.known_issues")
+
+local M = {}
+
+-- The innermost frame in the scenario file: where a Timeout or a platform error surfaced when the
+-- error itself carries no location.
+local function scenario_where(file)
+  for level = 3, 60 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if info.short_src == file and info.currentline > 0 then
+      return file .. ":" .. info.currentline
+    end
+  end
+  return nil
+end
+
+local function message_handler_for(file)
+  return function(e)
+    if core.is_error(e) and not e.where then e.where = scenario_where(file) end
+    return M.describe(e)
+  end
+end
+
+---Turns an error value into { error, kind, message, traceback }.
+function M.describe(e)
+  local info = { error = e }
+  if core.is_error(e) then
+    info.kind = e.kind
+    info.message = (e.where and (e.where .. ": ") or "") .. tostring(e)
+    if e.kind ~= "Assertion" then info.traceback = debug.traceback("", 2) end
+  else
+    info.kind = "LuaError"
+    info.message = tostring(e)
+    info.traceback = debug.traceback("", 2)
+  end
+  return info
+end
+
+-- Runs one test in the current task. Returns its result record.
+local function run_one(test, run)
+  local result = { test = test, started = core.now(), outcome = "passed", errors = {} }
+  local me = core.current()
+  if test.opts.skip then
+    result.outcome, result.reason = "skipped", test.opts.skip
+    result.duration = 0
+    return result
+  end
+  -- capabilities the provider lacks: skipped before any sandbox exists (names checked at collection)
+  for _, c in ipairs(test.opts.requires or {}) do
+    if not run.capabilities[c] then
+      result.outcome = "skipped"
+      result.reason = string.format("provider %s lacks capability %s", run.provider, c)
+      result.duration = 0
+      return result
+    end
+  end
+  local ok_owner, owner = pcall(run.tracker.owner, run.tracker, test.file .. "::" .. test.name,
+    test.opts.sandboxes)
+  if not ok_owner then
+    result.outcome, result.failure = "failed", M.describe(owner)
+    result.duration = 0
+    return result
+  end
+  run.owners[me] = owner
+  local ctx, state = fixtures.new(test, run)
+  -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
+  -- catch the error and go on, whether it waits or loops in Lua
+  run.active[me] = true
+  local ok, info = core.guard(test.opts.timeout or run.defaults.test_timeout,
+    message_handler_for(test.file), test.fn, ctx)
+  run.active[me] = nil
+  if not ok then
+    if info.kind == "Skipped" then
+      result.outcome, result.reason = "skipped", info.error.message
+    else
+      result.outcome, result.failure = "failed", info
+    end
+  end
+  local entry = test.opts.known_issue and run.catalog and run.catalog.entries[test.opts.known_issue]
+  known_issues.classify(result, entry, run.provider, test.opts.raises)
+  -- the teardown runs to its end after an interrupt too; only its own deadline stops it
+  local tok, terrs = core.guard({ timeout = run.defaults.teardown_timeout, interruptible = false },
+    M.describe, fixtures.teardown, state, run)
+  if not tok then terrs = { { phase = "teardown", message = terrs.message } } end
+  run.owners[me] = nil
+  run.tracker:finish(owner)
+  if #terrs > 0 then result.teardown_errors = terrs end
+  result.sandboxes = {}
+  for _, id in ipairs(owner.ids or {}) do result.sandboxes[#result.sandboxes + 1] = id end
+  result.duration = core.now() - result.started
+  return result
+end
+
+-- The run record that reports are written from (abx.report.*). Results are in collection order.
+local function new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
+  local v, commit = core.version()
+  return {
+    run_id = run.run_id, provider = pname, endpoint = pinfo and pinfo.endpoint,
+    engine_version = v, git_commit = commit, started_at = started_wall,
+    selection = opts.selection or {}, jobs = opts.jobs, results = {},
+    collection_errors = collection_errors, total = #tests,
+  }
+end
+
+local function finish_record(record, run, counts, cleanup, started)
+  table.sort(run.results, function(a, b) return a.test.index < b.test.index end)
+  record.results = run.results
+  record.counts = counts
+  record.cleanup = cleanup
+  record.interrupted = run.interrupted or false
+  record.duration = core.now() - started
+  record.finished_at = core.time()
+  return record
+end
+
+local function count_all(run, collection_errors)
+  local counts = console.count(run.results)
+  counts.errors = #collection_errors
+  for _, r in ipairs(run.results) do
+    if r.teardown_errors then counts.errors = counts.errors + 1 end
+  end
+  return counts
+end
+
+-- Every test skipped with one reason (no credentials): no sandbox, no cleanup needed.
+local function skip_all(run, out, tests, reason)
+  for _, t in ipairs(tests) do
+    local r = { test = t, outcome = "skipped", reason = reason, duration = 0 }
+    run.results[#run.results + 1] = r
+    out:result(r)
+  end
+  out:line("cleanup: nothing to clean (no sandbox was created)")
+  return { created = 0, tracked = 0, swept = 0, errors = {} }
+end
+
+-- Runs the tests `jobs` at a time. Returns ok, err (an internal error outside the tests).
+local function schedule(run, out, tests, opts)
+  local stop = false
+  core.on_interrupt(function()
+    if run.interrupted then return end
+    run.interrupted = true
+    stop = true
+    out:line("abxlua: interrupted: stopping the running tests, then cleaning up "
+      .. "(interrupt again to exit at once)")
+    for task in pairs(run.active) do -- inside core.guard: the test cannot catch this and go on
+      core.abort(task, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)")
+    end
+  end)
+  return pcall(function()
+    local next_i = 1
+    local workers, done_workers = math.min(opts.jobs, #tests), 0
+    local main = core.current()
+    local function worker()
+      while not stop and core.interrupted() == 0 and next_i <= #tests do
+        local t = tests[next_i]
+        next_i = next_i + 1
+        out:test_started(t)
+        local r = run_one(t, run)
+        out.in_flight = out.in_flight - 1
+        run.results[#run.results + 1] = r
+        out:result(r)
+        if opts.exitfirst and (r.outcome == "failed" or r.outcome == "xpassed"
+            or r.teardown_errors) then
+          stop = true
+        end
+      end
+      done_workers = done_workers + 1
+      if done_workers == workers then core.unpark(main) end
+    end
+    for _ = 1, workers do core.spawn(worker) end
+    core.park()
+  end)
+end
+
+---Runs every test of `files` (from abx.run.collect).
+---@param files table[] collected files
+---@param opts table { config, catalog, provider_name, jobs, exitfirst, run_id, verbose, selection }
+---@return integer exit code, table run record (see new_record)
+function M.run(files, opts)
+  local cfg = opts.config
+  local defaults = cfg.defaults
+  local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {}, owners = {},
+    catalog = opts.catalog, provider = opts.provider_name }
+  local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
+    exitfirst = opts.exitfirst })
+  local started, started_wall = core.now(), core.time()
+
+  local tests, collection_errors = {}, {}
+  for _, f in ipairs(files) do
+    if f.error then collection_errors[#collection_errors + 1] = { path = f.path, error = f.error } end
+    for _, t in ipairs(f.tests) do
+      t.index = #tests + 1
+      tests[#tests + 1] = t
+    end
+  end
+  for _, f in ipairs(collection_errors) do out:collection_error(f) end
+  if #tests == 0 then
+    out:line("no tests collected" .. (#collection_errors > 0 and " (see the collection errors above)" or ""))
+    local record = new_record(run, opts, opts.provider_name, nil, tests, collection_errors, started_wall)
+    local counts = count_all(run, collection_errors)
+    out:summary(counts, core.now() - started)
+    finish_record(record, run, counts, nil, started)
+    return #collection_errors > 0 and 1 or 5, record
+  end
+
+  local pname, psettings = require("abx.run.config").provider(cfg, opts.provider_name)
+  run.provider = pname
+  run.capabilities = psettings.capability_set or {}
+  local conn, pinfo = provider.open(pname, psettings, run)
+  local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
+  out:header(pname, pinfo, run.run_id, #tests, opts.jobs)
+  if not conn then
+    local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
+    local cleanup = skip_all(run, out, tests, reason)
+    local counts = count_all(run, collection_errors)
+    out:summary(counts, core.now() - started, reason)
+    record.skip_reason = reason
+    finish_record(record, run, counts, cleanup, started)
+    return #collection_errors > 0 and 1 or 0, record
+  end
+  run.conn = conn
+  run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
+  -- every create, kill and 404 on the run's connection (and its copies: conn:with) goes through
+  -- the tracker: slots follow the sandboxes, snapshots and volumes are deleted at the end
+  conn.hooks = run.tracker:hooks(function()
+    local task = core.current()
+    return task and run.owners[task]
+  end)
+  core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
+    .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
+
+  local ok, err = schedule(run, out, tests, opts)
+  if not ok then out:internal_error(err) end
+
+  -- cleanup: tracked sandboxes, then the sweep by tag; helper tasks still blocked are released
+  local cleanup = run.tracker:cleanup(conn)
+  cleanup.created = run.tracker.created
+  core.abort_all("Internal", "the run ended")
+  local counts = count_all(run, collection_errors)
+  local clean = ok and counts.failed == 0 and counts.errors == 0 and #cleanup.errors == 0
+  if pinfo.stop then pinfo.stop(not clean) end
+  out:cleanup(cleanup, run.tracker)
+  if not clean and pinfo.log then out:line("local platform log: " .. pinfo.log) end
+  out:failures(run.results)
+  if run.interrupted then
+    out:line(string.format("interrupted: %d of %d tests did not run", #tests - #run.results, #tests))
+  end
+  out:summary(counts, core.now() - started)
+  finish_record(record, run, counts, cleanup, started)
+  if run.interrupted then return 2, record end
+  if not ok then return 3, record end
+  if counts.failed > 0 or counts.errors > 0 or #cleanup.errors > 0 then return 1, record end
+  return 0, record
+end
+
+return M

@@ -1,0 +1,331 @@
+-- abx.run.tracker: everything the run creates (sandboxes, snapshots, volumes), the bound on live
+-- sandboxes, and the final cleanup (delete what is tracked, then sweep by the e2e=<run id> tag).
+--
+-- Slots. At most `max` sandboxes are alive at once. A slot is taken before POST /sandboxes
+-- (hooks.before_create) and given back exactly once: when the sandbox is killed by anyone
+-- (sbx:kill(), conn:kill(id), the tracker; hooks.killed), when the platform answers 404 for it
+-- (TTL expiry; hooks.gone), or when the create fails (hooks.create_failed). Each test is an
+-- "owner" with a claim (its `sandboxes` option, default 1): its first sandbox takes the whole
+-- claim at once, so a test never waits while holding slots within its claim.
+--
+-- Deadlock. Waiters are served in order: owners that already hold slots first (oldest first),
+-- then the others (oldest first); the head of that order is served before anyone behind it
+-- (no starvation). A test that would hold more than `max` live sandboxes fails at once. A test
+-- beyond its claim can only deadlock with other such tests: when every owner that holds slots
+-- is waiting for more, nothing can ever free one, so the waiter that closed the cycle fails at
+-- once with InvalidArgument naming the `sandboxes` option, instead of waiting for its deadline.
+local core = require("abx.core")
+
+local Tracker = {}
+Tracker.__index = Tracker
+
+---@param max_live integer live sandboxes allowed at once
+---@param run_id string
+function Tracker.new(max_live, run_id)
+  return setmetatable({ max = max_live, live = 0, waiters = {}, alive = {}, run_id = run_id,
+    created = 0, snapshots = {}, volumes = {}, owners = {}, seq = 0 }, Tracker)
+end
+
+---A new owner of slots (one per test). Raises: InvalidArgument when `claim` exceeds the bound.
+---@param name string the test's id, for messages
+---@param claim? integer sandboxes the test may hold at once without waiting in between (default 1)
+---@return table owner
+function Tracker:owner(name, claim)
+  claim = claim or 1
+  if claim > self.max then
+    core.error("InvalidArgument", 0, string.format("%s declares sandboxes = %d, more than "
+      .. "max_sandboxes = %d: it could never run", name, claim, self.max))
+  end
+  self.seq = self.seq + 1
+  local o = { name = name, claim = claim, held = 0, reserved = 0, seq = self.seq, waiting = false }
+  self.owners[o] = true
+  return o
+end
+
+local function free(self) return self.max - self.live end
+
+-- The waiters in service order: holders first, then the rest, each oldest first.
+local function ordered(self)
+  local live = {}
+  for _, w in ipairs(self.waiters) do
+    if not w.done then live[#live + 1] = w end
+  end
+  self.waiters = live
+  local order = {}
+  for _, w in ipairs(live) do order[#order + 1] = w end
+  table.sort(order, function(a, b)
+    local ha, hb = a.owner.held > 0, b.owner.held > 0
+    if ha ~= hb then return ha end
+    return a.n_seq < b.n_seq
+  end)
+  return order
+end
+
+-- Every owner that holds a slot waits for more and none can be served: the cycle is closed.
+local function deadlocked(self, head)
+  if head and head.n <= free(self) then return false end
+  local any = false
+  for o in pairs(self.owners) do
+    if o.held + o.reserved > 0 then
+      if not o.waiting then return false end
+      any = true
+    end
+  end
+  return any
+end
+
+-- Serves a waiter; false when its task no longer waits (it gave up: deadline, interrupt). The
+-- requester itself (served while it is still queuing) is not parked: it finds `granted` set.
+local function grant(self, w)
+  w.done = true
+  w.owner.waiting = false
+  self.live = self.live + w.n
+  w.owner.held = w.owner.held + 1
+  w.owner.reserved = w.owner.reserved + w.n - 1
+  if w.task == core.current() then
+    w.granted = true
+    return true
+  end
+  return core.unpark(w.task, true)
+end
+
+local function refuse(w, err)
+  w.done = true
+  w.owner.waiting = false
+  if w.task == core.current() then w.err = err else core.unpark(w.task, false, err) end
+end
+
+-- Hands free slots to waiters in order; breaks a closed cycle by failing its newest member.
+local function dispatch(self)
+  while true do
+    local order = ordered(self)
+    local head = order[1]
+    if not head then return end
+    if head.n <= free(self) then
+      if not grant(self, head) then -- its task gave up meanwhile: take the slots back
+        self.live = self.live - head.n
+        head.owner.held = head.owner.held - 1
+        head.owner.reserved = head.owner.reserved - (head.n - 1)
+      end
+    elseif deadlocked(self, head) then
+      local newest = order[1]
+      for _, w in ipairs(order) do
+        if w.owner.held > 0 and w.n_seq > newest.n_seq then newest = w end
+      end
+      refuse(newest, core.new_error("InvalidArgument", 0, string.format(
+        "%s needs another sandbox while every slot (max_sandboxes = %d) is held by tests that "
+        .. "each wait for more: declare how many it holds at once with the test option "
+        .. "`sandboxes = N` (then it takes them together), or kill one first",
+        newest.owner.name, self.max)))
+    else
+      return
+    end
+  end
+end
+
+---Takes one slot for `owner`, waiting in order when none is free (see the file header).
+---Raises: InvalidArgument (more than max at once, or a closed cycle), Timeout / Interrupted
+---(the test's deadline while waiting; the wait is withdrawn).
+function Tracker:acquire(owner)
+  if owner.reserved > 0 then -- the rest of its claim, taken with its first sandbox
+    owner.reserved = owner.reserved - 1
+    owner.held = owner.held + 1
+    return
+  end
+  if owner.held + 1 > self.max then
+    core.error("InvalidArgument", 0, string.format("%s would hold %d live sandboxes, more than "
+      .. "max_sandboxes = %d: kill one first", owner.name, owner.held + 1, self.max))
+  end
+  local n = owner.held == 0 and owner.claim or 1
+  self.seq = self.seq + 1
+  local entry = { task = core.current(), owner = owner, n = n, n_seq = self.seq }
+  local order = ordered(self)
+  local first = order[1]
+  local ahead = first and (owner.held == 0 or first.owner.held > 0)
+  if not ahead and n <= free(self) then
+    self.live = self.live + n
+    owner.held = owner.held + 1
+    owner.reserved = owner.reserved + n - 1
+    return
+  end
+  self.waiters[#self.waiters + 1] = entry
+  owner.waiting = true
+  dispatch(self)
+  if entry.granted then return end
+  if entry.err then error(entry.err, 0) end
+  local ok, granted, err = pcall(core.park) -- resumed by dispatch: true, or false and an error
+  if not ok then
+    entry.done = true
+    owner.waiting = false
+    error(granted, 0)
+  end
+  if not granted then error(err, 0) end
+end
+
+---Gives one of `owner`'s slots back and serves the waiters.
+function Tracker:release(owner)
+  if owner and owner.held > 0 then owner.held = owner.held - 1 end
+  self.live = self.live - 1
+  dispatch(self)
+end
+
+---The test ended: the unused rest of its claim goes back. Its sandboxes are killed (and their
+---slots freed) by the teardown before this.
+function Tracker:finish(owner)
+  if owner.reserved > 0 then
+    self.live = self.live - owner.reserved
+    owner.reserved = 0
+  end
+  self.owners[owner] = nil
+  dispatch(self)
+end
+
+---hooks.created: the sandbox holds the slot `owner` took for it.
+function Tracker:track(sbx, owner)
+  self.alive[sbx.id] = { sbx = sbx, owner = owner, seq = self.created }
+  self.created = self.created + 1
+  if owner then
+    owner.ids = owner.ids or {}
+    owner.ids[#owner.ids + 1] = sbx.id
+  end
+end
+
+---The live sandboxes `owner` created, oldest first.
+---@return table[] sandboxes
+function Tracker:owned(owner)
+  local list = {}
+  for _, a in pairs(self.alive) do
+    if a.owner == owner then list[#list + 1] = a end
+  end
+  table.sort(list, function(x, y) return x.seq < y.seq end)
+  for i, a in ipairs(list) do list[i] = a.sbx end
+  return list
+end
+
+---hooks.killed / hooks.gone: the sandbox no longer exists; frees its slot once. Returns whether
+---it was tracked.
+function Tracker:forget(id)
+  local a = self.alive[id]
+  if not a then return false end
+  self.alive[id] = nil
+  self:release(a.owner)
+  if a.owner and a.owner.temporary and a.owner.held == 0 then self.owners[a.owner] = nil end
+  return true
+end
+
+---Kills a tracked sandbox (idempotent: false without a request when it is already gone).
+---Raises: what sbx:kill raises (the sandbox stays tracked for the final cleanup)
+function Tracker:kill(sbx)
+  if not self.alive[sbx.id] then return false end
+  local r = sbx:kill() -- hooks.killed frees the slot
+  self:forget(sbx.id)
+  return r
+end
+
+---hooks.snapshot_created / hooks.volume_created: deleted at the end of the run.
+function Tracker:track_snapshot(info) self.snapshots[info.snapshot_id] = info end
+function Tracker:track_volume(info)
+  self.volumes[info.volume_id] = info
+  self.volumes_used = true
+end
+function Tracker:forget_snapshot(id) self.snapshots[id] = nil end
+function Tracker:forget_volume(id) self.volumes[id] = nil end
+
+---The connection hooks that route every create, kill and 404 of `conn` through this tracker.
+---`owner_of()` returns the owner of the running task (nil: a task outside any test, which gets
+---an owner of its own per sandbox).
+function Tracker:hooks(owner_of)
+  local pending = {} -- the create in flight of each task: opts table -> owner
+  local function current_owner()
+    local o = owner_of()
+    if not o then
+      o = self:owner("a task outside a test", 1)
+      o.temporary = true
+    end
+    return o
+  end
+  return {
+    before_create = function(opts)
+      local o = current_owner()
+      self:acquire(o)
+      pending[opts] = o
+    end,
+    create_failed = function(opts)
+      local o = pending[opts]
+      pending[opts] = nil
+      if o then self:release(o) end
+    end,
+    created = function(sbx, opts)
+      local o = pending[opts]
+      pending[opts] = nil
+      self:track(sbx, o)
+    end,
+    killed = function(id) self:forget(id) end,
+    gone = function(id) self:forget(id) end,
+    snapshot_created = function(info) self:track_snapshot(info) end,
+    snapshot_deleted = function(id) self:forget_snapshot(id) end,
+    volume_created = function(info) self:track_volume(info) end,
+    volume_deleted = function(id) self:forget_volume(id) end,
+  }
+end
+
+-- Deletes every tracked resource of one kind with `del(id)`; counts into report[field].
+local function delete_all(set, del, report, field)
+  for id in pairs(set) do
+    local ok, r = pcall(del, id)
+    if ok then
+      if r then report[field] = report[field] + 1 end
+      set[id] = nil
+    else
+      report.errors[#report.errors + 1] = tostring(r)
+    end
+  end
+end
+
+---Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
+---the tracked snapshots and volumes, and the volumes whose name carries the run id.
+---@return table { tracked, swept, snapshots, volumes, errors = {...} }
+function Tracker:cleanup(conn)
+  local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, errors = {} }
+  for id, a in pairs(self.alive) do
+    local ok, r = pcall(a.sbx.kill, a.sbx)
+    if ok then
+      if r then report.tracked = report.tracked + 1 end
+      self.alive[id] = nil
+    else
+      report.errors[#report.errors + 1] = tostring(r)
+    end
+  end
+  if conn then
+    local ok, items = pcall(conn.list, conn, { metadata = { e2e = self.run_id } })
+    if ok then
+      for _, info in ipairs(items) do
+        local kok, r = pcall(conn.kill, conn, info.sandbox_id)
+        if kok and r then report.swept = report.swept + 1 end
+        if not kok then report.errors[#report.errors + 1] = tostring(r) end
+      end
+    else
+      report.errors[#report.errors + 1] = "sweep: " .. tostring(items)
+    end
+    -- snapshots after the sandboxes (a snapshot in use by a sandbox cannot be deleted)
+    delete_all(self.snapshots, function(id) return conn:delete_snapshot(id) end, report, "snapshots")
+    delete_all(self.volumes, function(id) return conn:delete_volume(id) end, report, "volumes")
+    -- volumes have no metadata: one whose name carries the run id is the run's (the tag by name;
+    -- listed only when the run used volumes, so a provider without them is never asked)
+    if self.volumes_used then
+      local lok, vols = pcall(conn.list_volumes, conn)
+      if lok then
+        local stray = {}
+        for _, v in ipairs(vols) do
+          if v.name:find(self.run_id, 1, true) then stray[v.volume_id] = v end
+        end
+        delete_all(stray, function(id) return conn:delete_volume(id) end, report, "volumes")
+      else
+        report.errors[#report.errors + 1] = "volume sweep: " .. tostring(vols)
+      end
+    end
+  end
+  return report
+end
+
+return Tracker
