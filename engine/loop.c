@@ -154,6 +154,8 @@ static void list_remove(struct abx_loop *loop, struct abx_task *t)
     loop->tasks = t->next;
   if (t->next)
     t->next->prev = t->prev;
+  else
+    loop->tasks_tail = t->prev;
   t->prev = t->next = NULL;
 }
 
@@ -289,10 +291,12 @@ struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs)
   t->state = ABX_TASK_READY;
   lua_pushvalue(L, -1);
   t->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  t->next = loop->tasks;
-  if (loop->tasks)
-    loop->tasks->prev = t;
-  loop->tasks = t;
+  t->prev = loop->tasks_tail; /* oldest first: timers due together fire in age order */
+  if (loop->tasks_tail)
+    loop->tasks_tail->next = t;
+  else
+    loop->tasks = t;
+  loop->tasks_tail = t;
   loop->live++;
   queue_push(loop, t);
   return t;

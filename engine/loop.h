@@ -56,7 +56,7 @@ struct abx_loop {
   lua_State *L;                /* main state */
   CURLM *multi;
   struct abx_secrets *secrets;
-  struct abx_task *tasks;      /* live tasks (not done), newest first */
+  struct abx_task *tasks, *tasks_tail; /* live tasks (not done), oldest first */
   struct abx_task *ready_head, *ready_tail; /* ready tasks, oldest first */
   struct abx_task *current;    /* the task being resumed, or NULL */
   int live;                    /* number of live tasks */
