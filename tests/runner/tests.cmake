@@ -72,7 +72,7 @@ abx_runner_case(scheduler "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\
 abx_runner_case(options "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 add_test(NAME api_docs COMMAND $<TARGET_FILE:abxlua> api --check WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 # Routing in one place (abx.route), no doubled port; sbx:connect() keeps the created lifetime.
-abx_runner_case(route "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(route "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(connect_ttl "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 # Slots follow the sandbox: kills and 404s free them, claims, no deadlock (issue 9, item 3)
 abx_runner_case(slots_follow "^5 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)

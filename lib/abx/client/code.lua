@@ -105,7 +105,7 @@ local function str(v) return type(v) == "string" and v or nil end
 --- URL, connect_to and headers for `path` on the code interpreter (see the file header).
 local function target(sbx, path, opts)
   local h = { ["Content-Type"] = "application/json" }
-  local token = sbx:envd_request().access_token
+  local token = sbx:envd_request():token()
   if token then h["X-Access-Token"] = token end
   return http.target(sbx, code.PORT, path, { headers = h, traffic_token = opts.traffic_token })
 end

@@ -2,9 +2,11 @@
 -- REST), used by abx.client.sandbox, abx.client.commands and abx.client.files. Scenarios never require it. The URL,
 -- connect_to and routing headers come from abx.client.route, as for every other port.
 --
--- Shapes: a client is created per sandbox by abx.client.sandbox:
---   envd.client{ sandbox_id=, domain=, routing="headers"|"host", api_url=, envd_url=,
---                access_token=string|false, request_timeout=seconds }
+-- Shapes: a client is created per Sandbox handle by abx.client.sandbox_object: envd.client(sbx).
+--   It holds no routing facts of its own: the sandbox id, domain and envd access token are read
+--   from the Sandbox at every call (sbx.id, sbx.domain, sbx._envd_access_token), the routing,
+--   URLs and request timeout from its connection (abx.client.route.of), so whatever the Sandbox
+--   holds (after sbx:connect, or set by a test) is what envd, sbx:http and run_code all use.
 -- Units:  seconds everywhere; Connect-Timeout-Ms is derived once here.
 -- Errors: every non-success answer is raised through abx.client.errmap (Connect and plain-HTTP tables).
 -- Source: reference/envd-protocol.md §2 (Connect over HTTP/1.1 in JSON), §6 (auth, users, headers),
@@ -49,46 +51,32 @@ end
 envd.host_port = route.host_port
 
 ---@class abx.EnvdClient
----@field sandbox_id string
----@field domain string
----@field routing "headers"|"host"
----@field api_url string
----@field envd_url string
----@field access_token string|false
----@field request_timeout number seconds
+---@field _sbx abx.Sandbox the Sandbox it reads the id, domain, token and connection from
 local Client = {}
 Client.__index = Client
 
---- Creates the envd client of one sandbox. Registers the access token as a secret.
---- Raises: InvalidArgument (unknown routing or bad URL).
----@param o table see the file header
+--- Creates the envd client of one Sandbox handle (see the file header). The Sandbox registers
+--- its token as a secret when it takes one.
+--- Raises: nothing.
+---@param sbx abx.Sandbox
 ---@return abx.EnvdClient
-function envd.client(o)
-  if o.routing ~= "headers" and o.routing ~= "host" then
-    errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\", got "
-      .. tostring(o.routing))
-  end
-  if o.access_token then core.add_secret(o.access_token) end
-  return setmetatable({
-    sandbox_id = o.sandbox_id,
-    domain = o.domain,
-    routing = o.routing,
-    api_url = o.api_url,
-    envd_url = o.envd_url or o.api_url,
-    access_token = o.access_token or false,
-    request_timeout = o.request_timeout or 60,
-  }, Client)
+function envd.client(sbx)
+  return setmetatable({ _sbx = sbx }, Client)
 end
 
---- A copy of this client with another access token (false: send none). For negative tests.
----@param token string|false
----@return abx.EnvdClient
-function Client:with_token(token)
-  local c = setmetatable({}, Client)
-  for k, v in pairs(self) do c[k] = v end
-  c.access_token = token or false
-  if token then core.add_secret(token) end
-  return c
+--- The access token envd calls send: the Sandbox's, false when it has none (not secure, or a
+--- copy made with sbx:with{access_token = false}).
+--- Raises: nothing.
+---@return string|false
+function Client:token()
+  return self._sbx._envd_access_token or false
+end
+
+--- Seconds a plain request is allowed: the Sandbox's connection's request_timeout.
+--- Raises: nothing.
+---@return number
+function Client:request_timeout()
+  return self._sbx.conn.request_timeout or 60
 end
 
 --- URL for `path` on envd's port and the connect_to override of the routing: abx.client.route.target
@@ -97,7 +85,7 @@ end
 ---@param path string starts with "/"
 ---@return string url, string|nil connect_to
 function Client:url(path)
-  local url, connect_to = route.target(self, envd.PORT, path)
+  local url, connect_to = route.target(route.of(self._sbx), envd.PORT, path)
   return url, connect_to
 end
 
@@ -109,8 +97,9 @@ end
 ---@param user string|nil
 ---@return table<string, string>
 function Client:headers(user)
-  local _, _, h = route.target(self, envd.PORT, "/")
-  if self.access_token then h["X-Access-Token"] = self.access_token end
+  local _, _, h = route.target(route.of(self._sbx), envd.PORT, "/")
+  local token = self:token()
+  if token then h["X-Access-Token"] = token end
   if user then h["Authorization"] = "Basic " .. core.b64encode(user .. ":") end
   return h
 end
@@ -128,7 +117,7 @@ function Client:http(method, path, opts)
   for k, v in pairs(opts.headers or {}) do h[k] = v end
   return core.request({
     method = method, url = url, headers = h, body = opts.body,
-    timeout = opts.timeout or self.request_timeout, max_body = opts.max_body,
+    timeout = opts.timeout or self:request_timeout(), max_body = opts.max_body,
     connect_to = connect_to,
   })
 end
@@ -145,11 +134,11 @@ end
 ---@return {status: integer, headers: table<string,string>, body: string}
 function Client:fetch(method, url, opts)
   opts = opts or {}
-  local _, connect_to, h = route.target(self, envd.PORT, "/")
+  local _, connect_to, h = route.target(route.of(self._sbx), envd.PORT, "/")
   for k, v in pairs(opts.headers or {}) do h[k] = v end
   return core.request({
     method = method, url = url, headers = h, body = opts.body,
-    timeout = opts.timeout or self.request_timeout, max_body = opts.max_body,
+    timeout = opts.timeout or self:request_timeout(), max_body = opts.max_body,
     connect_to = connect_to,
   })
 end
@@ -172,7 +161,7 @@ function Client:unary(rpc, msg, opts)
   local body = (msg == nil or next(msg) == nil) and "{}" or cjson.encode(msg)
   local resp = core.request({
     method = "POST", url = url, headers = h, body = body,
-    timeout = opts.timeout or self.request_timeout, connect_to = connect_to,
+    timeout = opts.timeout or self:request_timeout(), connect_to = connect_to,
   })
   if resp.status ~= 200 then
     errmap.raise_envd_http(resp.status, resp.body, request)
@@ -211,7 +200,7 @@ function Client:stream(rpc, msg, opts)
   local transfer = 0 -- core: 0 is no transfer limit; the task's deadline still bounds every wait
   if timeout > 0 then
     h["Connect-Timeout-Ms"] = string.format("%d", math.ceil(timeout * 1000))
-    transfer = timeout + self.request_timeout
+    transfer = timeout + self:request_timeout()
   end
   local st = core.stream({
     method = "POST", url = url, headers = h, message = cjson.encode(msg),

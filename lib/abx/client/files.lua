@@ -404,7 +404,7 @@ end
 local function signed_url(self, path, operation, opts)
   local user = opts.user or "user"
   local q = { { "path", path }, { "username", user } }
-  local token = client(self).access_token
+  local token = client(self):token()
   if token then
     local exp
     if opts.expires_in then

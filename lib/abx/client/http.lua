@@ -41,15 +41,6 @@ http.REQUEST_OPTIONS = REQUEST
 --- The header that carries the traffic access token (reference §7.4).
 http.TRAFFIC_HEADER = "e2b-traffic-access-token"
 
---- What abx.client.route needs of a sandbox: its id and domain with its connection's routing.
----@param sbx abx.Sandbox
----@return table
-local function route_of(sbx)
-  local conn = sbx.conn
-  return { routing = conn.envd_routing, api_url = conn.api_url, envd_url = conn.envd_url,
-    sandbox_id = sbx.id, domain = sbx.domain }
-end
-
 --- "<scheme>://<port>-<id>.<domain>[:<api port>]": the URL a client outside uses for `port`
 --- (abx.client.route.port_url: a domain that carries a port keeps it, never gets a second one).
 --- Raises: InvalidArgument (bad port).
@@ -57,7 +48,7 @@ end
 ---@param port integer
 ---@return string
 function http.port_url(sbx, port)
-  return route.port_url(route_of(sbx), port)
+  return route.port_url(route.of(sbx), port)
 end
 
 --- URL, connect_to and headers for a request to `path` on `port`: the routing (host name or
@@ -71,7 +62,7 @@ end
 ---@return string url, string|nil connect_to, table<string,string> headers
 function http.target(sbx, port, path, opts)
   opts = opts or {}
-  local url, connect_to, h = route.target(route_of(sbx), port, path)
+  local url, connect_to, h = route.target(route.of(sbx), port, path)
   local tok = opts.traffic_token
   if tok == nil or tok == true then tok = sbx.traffic_access_token end
   if type(tok) == "string" then h[http.TRAFFIC_HEADER] = tok end -- the real one is a secret already

@@ -1,7 +1,8 @@
 -- abx.client.route: how a request reaches a port inside a sandbox, computed in one place for envd
--- (abx.client.envd), sbx:http (abx.client.http) and the code interpreter (abx.client.code). Pure functions, no I/O.
+-- (abx.client.envd), sbx:http (abx.client.http) and the code interpreter (abx.client.code). Pure
+-- functions, no I/O.
 --
---   local url, connect_to, headers = route.target(r, 49983, "/health")
+--   local url, connect_to, headers = route.target(route.of(sbx), 49983, "/health")
 --   r = { routing = "host"|"headers", api_url = "http://127.0.0.1:PORT", envd_url = nil|URL,
 --         sandbox_id = "i...", domain = "localhost" | "localhost:3000" | "e2b.app" }
 --
@@ -74,6 +75,19 @@ function route.port_url(r, port)
     if p and p ~= default then url = url .. ":" .. p end
   end
   return url
+end
+
+--- The routing of one Sandbox, built afresh at every call: its connection's routing, api_url
+--- and envd_url with the id and domain the Sandbox holds now. The one place abx.client.envd,
+--- abx.client.http and abx.client.code take them from (none keeps a copy).
+--- Raises: nothing.
+---@param sbx abx.Sandbox
+---@return {routing: "host"|"headers", api_url: string, envd_url?: string, sandbox_id: string,
+---  domain: string}
+function route.of(sbx)
+  local conn = sbx.conn
+  return { routing = conn.envd_routing, api_url = conn.api_url, envd_url = conn.envd_url,
+    sandbox_id = sbx.id, domain = sbx.domain }
 end
 
 --- URL, connect_to and routing headers for `path` on `port` (see the file header).

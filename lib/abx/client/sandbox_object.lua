@@ -1,10 +1,17 @@
 -- abx.client.sandbox_object: the Sandbox object scenarios use (`ctx.base_sandbox`, what conn:create,
 -- conn:connect and conn:resume return), built by abx.client.sandbox from a control-plane `Sandbox`
--- answer. Its REST calls go through its connection (abx.client.sandbox: retries, error mapping); envd
--- through abx.client.envd; ports through abx.client.http and abx.client.route; the code interpreter through abx.client.code.
+-- answer. Its REST calls go through its connection (abx.client.sandbox: retries, error mapping);
+-- envd through abx.client.envd; ports through abx.client.http and abx.client.route; the code
+-- interpreter through abx.client.code.
 --
 --   sbx.commands:run("echo hi"); sbx.files:write("/tmp/a", "x"); sbx:set_timeout(60)
 --   sbx:pause(); sbx:connect()          -- resumes with the lifetime it was created with
+--
+-- Ownership: the Sandbox alone holds its id, domain and tokens (id, domain, traffic_access_token,
+-- and the envd access token as the private _envd_access_token). Its envd client, sbx:http and
+-- run_code keep no copy: each call reads them from the Sandbox through abx.client.route.of, so
+-- sbx:connect (which takes the answer's domain and tokens) or a test changing sbx.domain moves
+-- all three at once.
 --
 -- Fail closed: an unknown field or method of a Sandbox raises InvalidArgument naming the valid
 -- ones; every options table is checked (abx.client.options).
@@ -125,11 +132,10 @@ function object.new(conn, s, request, timeout)
     traffic_access_token = traffic,
     timeout = timeout,
     conn = conn,
+    _envd_access_token = token,
   }, Sandbox)
-  sbx._envd = envd.client({
-    sandbox_id = sbx.id, domain = domain, routing = conn.envd_routing, api_url = conn.api_url,
-    envd_url = conn.envd_url, access_token = token, request_timeout = conn.request_timeout,
-  })
+  if token then core.add_secret(token) end
+  sbx._envd = envd.client(sbx)
   sbx.commands = commands.new(sbx)
   sbx.files = files.new(sbx)
   return sbx
@@ -223,7 +229,8 @@ function Sandbox:connect(opts)
   opts = options.check("conn:connect", opts, "sbx:connect")
   local fresh = self.conn:connect(self.id, { timeout = opts.timeout or self.timeout })
   self.timeout = fresh.timeout
-  self.domain, self.secure, self._envd = fresh.domain, fresh.secure, fresh._envd
+  self.domain, self.secure = fresh.domain, fresh.secure
+  self._envd_access_token = fresh._envd_access_token
   self.traffic_access_token = fresh.traffic_access_token
   self.envd_version = fresh.envd_version
   self.resumed = fresh.resumed
@@ -309,7 +316,8 @@ function Sandbox:list_code_contexts(opts) return code.list_contexts(self, opts) 
 function Sandbox:restart_code_context(ctx, opts) return code.restart_context(self, ctx, opts) end
 function Sandbox:remove_code_context(ctx, opts) return code.remove_context(self, ctx, opts) end
 
---- The envd client (internal: used by abx.client.commands and abx.client.files).
+--- The envd client (internal: used by abx.client.commands, abx.client.files and abx.client.code).
+--- It reads the id, domain and access token from this Sandbox at every call.
 --- Raises: nothing.
 ---@return abx.EnvdClient
 function Sandbox:envd_request()
@@ -325,14 +333,18 @@ function Sandbox:with(o)
   o = options.check(WITH, o)
   local c = setmetatable({}, Sandbox)
   for k, v in pairs(self) do c[k] = v end
-  if o.access_token ~= nil then c._envd = self._envd:with_token(o.access_token) end
+  if o.access_token ~= nil then
+    c._envd_access_token = o.access_token or false
+    if type(o.access_token) == "string" then core.add_secret(o.access_token) end
+  end
+  c._envd = envd.client(c)
   c.commands = commands.new(c)
   c.files = files.new(c)
   return c
 end
 
 function Sandbox:__tostring()
-  return "abx.client.sandbox(" .. self.id .. ")"
+  return "abx.sandbox(" .. self.id .. ")"
 end
 
 return object
