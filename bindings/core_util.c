@@ -1,6 +1,6 @@
 /*
- * core_util.c: "abx.core" utilities: encodings (OpenSSL), YAML, files, environment, the
- * platform child and masked output (contract: docs/ENGINE.md "Utilities").
+ * core_util.c: "abx.core" utilities: encodings (base64 from proto/, sha256 from OpenSSL), YAML,
+ * files, environment, the platform child and masked output (contract: docs/ENGINE.md "Utilities").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "core.h"
 #include "dotenv.h"
 #include "errors.h"
@@ -23,56 +24,35 @@
 
 #define MAX_READ_FILE (64 * 1024 * 1024)
 
-/* core.b64encode(bytes) -> standard base64 with padding */
+/* core.b64encode(bytes) -> standard base64 with padding (proto/base64.h) */
 static int core_b64encode(lua_State *L)
 {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
-  size_t cap = 4 * ((n + 2) / 3) + 1;
   luaL_Buffer b;
-  unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, cap);
-  int len = EVP_EncodeBlock(out, (const unsigned char *)s, (int)n);
-  luaL_pushresultsize(&b, (size_t)len);
+  char *out = luaL_buffinitsize(L, &b, ABX_B64_LEN(n) + 1);
+  luaL_pushresultsize(&b, abx_b64_encode(out, s, n, ABX_B64_STD));
   return 1;
 }
 
 /* core.b64decode(text) -> bytes | nil, message. Accepts the standard and URL-safe alphabets,
- * with or without padding (ProtoJSON parsers accept all four: reference/envd-protocol.md §3). */
+ * with or without padding (ProtoJSON parsers accept all four: reference/envd-protocol.md §3),
+ * and skips line breaks and spaces; anything else malformed is nil, "invalid base64". */
 static int core_b64decode(lua_State *L)
 {
   size_t n;
   const char *s = luaL_checklstring(L, 1, &n);
-  char *norm = malloc(n + 4);
-  if (!norm)
-    return luaL_error(L, "out of memory");
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (c == '-')
-      c = '+';
-    else if (c == '_')
-      c = '/';
-    else if (c == '\n' || c == '\r' || c == ' ')
-      continue;
-    norm[m++] = c;
-  }
-  while (m % 4)
-    norm[m++] = '=';
-  size_t pad = 0;
-  if (m >= 1 && norm[m - 1] == '=')
-    pad++;
-  if (m >= 2 && norm[m - 2] == '=')
-    pad++;
   luaL_Buffer b;
-  unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, m / 4 * 3 + 1);
-  int len = m ? EVP_DecodeBlock(out, (const unsigned char *)norm, (int)m) : 0;
-  free(norm);
+  unsigned char *out = (unsigned char *)luaL_buffinitsize(L, &b, ABX_B64_DECODED_MAX(n));
+  long len = abx_b64_decode(out, s, n, ABX_B64_SPACE);
   if (len < 0) {
+    luaL_pushresultsize(&b, 0);
+    lua_pop(L, 1);
     lua_pushnil(L);
     lua_pushliteral(L, "invalid base64");
     return 2;
   }
-  luaL_pushresultsize(&b, (size_t)len - pad);
+  luaL_pushresultsize(&b, (size_t)len);
   return 1;
 }
 

@@ -3,7 +3,7 @@
  *
  * A transfer is one request. Plain transfers collect the whole body; stream transfers feed a 200
  * body into a decoder and queue what it finds for the consumer: Connect envelopes
- * (ABX_HTTP_CONNECT, engine/connect.h) or NDJSON lines (ABX_HTTP_NDJSON, engine/ndjson.h: each
+ * (ABX_HTTP_CONNECT, proto/connect.h) or NDJSON lines (ABX_HTTP_NDJSON, proto/ndjson.h: each
  * non-empty line is one message, 'seq' its line number; a last line without "\n" is queued when
  * the body ends) or raw chunks of the body as they arrive (ABX_HTTP_RAW, for bodies too large to
  * hold). A stream whose status is not 200 collects its body like a plain transfer. A request body

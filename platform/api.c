@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "e2b.h"
 #include "faults.h"
 #include "http_util.h"
 #include "network.h"
@@ -214,12 +215,9 @@ int abx_api_get_int(json_t *o, const char *key, long long *out)
 
 int abx_api_parse_id(const char *seg, char out[32])
 {
-  size_t n = strcspn(seg, "-");
-  if (n == 0 || n >= 32)
+  size_t n = strcspn(seg, "-"); /* the legacy `<sandboxID>-<clientID>` form */
+  if (!abx_e2b_sandbox_id_valid(seg, n))
     return -1;
-  for (size_t i = 0; i < n; i++)
-    if (!(islower((unsigned char)seg[i]) || isdigit((unsigned char)seg[i])))
-      return -1;
   memcpy(out, seg, n);
   out[n] = 0;
   return 0;
@@ -283,7 +281,7 @@ json_t *abx_api_sandbox_json(const struct abx_sandbox *sb)
 {
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n,s:s,s:s}", "templateID", sb->template_id,
                         "sandboxID", sb->id, "clientID", ABX_CLIENT_ID, "envdVersion",
-                        ABX_ENVD_VERSION, "trafficAccessToken", "domain", g_domain, "alias",
+                        ABX_E2B_ENVD_VERSION, "trafficAccessToken", "domain", g_domain, "alias",
                         sb->alias);
   if (o && sb->secure)
     json_object_set_new(o, "envdAccessToken", json_string(sb->token));
@@ -301,7 +299,7 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail)
                         sb->template_id, "alias", sb->alias, "sandboxID", sb->id, "clientID",
                         ABX_CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
                         (json_int_t)cpu_count(), "memoryMB", (json_int_t)memory_mb(), "diskSizeMB",
-                        (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion", ABX_ENVD_VERSION,
+                        (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion", ABX_E2B_ENVD_VERSION,
                         "metadata", sb->metadata);
   if (o && sb->volume_mounts)
     json_object_set_new(o, "volumeMounts", json_deep_copy(sb->volume_mounts));

@@ -18,7 +18,6 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
-#define ABX_ENVD_VERSION "0.6.4"
 #define ABX_CLIENT_ID "6532622b"
 #define ABX_MAX_TIMEOUT_S 86400
 

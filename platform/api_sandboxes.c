@@ -12,6 +12,7 @@
 
 #include "api.h"
 #include "api_internal.h"
+#include "base64.h"
 #include "http_util.h"
 #include "lifecycle.h"
 #include "network.h"
@@ -306,7 +307,7 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
   }
   if (v2 && tq && *tq) {
     size_t n = 0;
-    unsigned char *raw = abx_b64url_decode(tq, &n);
+    unsigned char *raw = abx_b64_decode_alloc(tq, ABX_B64_URL_ONLY, &n);
     char *sep = raw ? strstr((char *)raw, "__") : NULL;
     char *end = NULL;
     size_t rl = raw ? strlen((char *)raw) : 0;
@@ -367,7 +368,7 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
       char buf[64];
       snprintf(buf, sizeof buf, "%" PRId64 "__%s%s", rows[i - 1].started, rows[i - 1].id,
                dir < 0 ? "__asc" : "");
-      next = abx_b64url_encode((unsigned char *)buf, strlen(buf));
+      next = abx_b64_encode_alloc(buf, strlen(buf), ABX_B64_URL);
       break;
     }
     json_array_append(arr, rows[i].obj);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "base64.h"
 #include "cgroup.h"
 #include "http_util.h"
 #include "lifecycle.h"
@@ -104,7 +105,7 @@ enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r)
   char cur_id[64] = "";
   if (tq && *tq) {
     size_t n = 0;
-    char *raw = (char *)abx_b64url_decode(tq, &n), *end = NULL;
+    char *raw = (char *)abx_b64_decode_alloc(tq, ABX_B64_URL_ONLY, &n), *end = NULL;
     char *sep = raw ? strstr(raw, "__") : NULL;
     if (sep) {
       *sep = 0;
@@ -137,7 +138,7 @@ enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r)
       snprintf(buf, sizeof buf, "%" PRId64 "__%s",
                (int64_t)json_integer_value(json_object_get(last, "createdNs")),
                json_string_value(json_object_get(last, "snapshotID")));
-      next = abx_b64url_encode((unsigned char *)buf, strlen(buf));
+      next = abx_b64_encode_alloc(buf, strlen(buf), ABX_B64_URL);
       break;
     }
     json_array_append(page, e);

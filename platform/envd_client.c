@@ -30,7 +30,7 @@ static long request(int netns_fd, const char *path, const char *json_body, long 
     return -1;
   }
   char url[96];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", ABX_ENVD_PORT, path);
+  snprintf(url, sizeof url, "http://127.0.0.1:%d%s", ABX_E2B_ENVD_PORT, path);
   int fd = netns_fd;
   struct curl_slist *h = NULL;
   curl_easy_setopt(c, CURLOPT_URL, url);

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define ABX_ENVD_PORT 49983
+#include "e2b.h" /* ABX_E2B_ENVD_PORT */
 
 /* Poll GET /health every 50 ms until a 2xx answer or `deadline_mono`. Gives up early when
  * `bwrap_pid` has exited (it is then reaped and *exited set to 1). */

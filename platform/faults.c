@@ -16,6 +16,7 @@
 #include <time.h>
 #include <yaml.h>
 
+#include "connect.h"
 #include "http_util.h"
 
 enum kind { K_NONE, K_STATUS, K_RESET, K_TRUNCATE, K_MALFORMED, K_ENVELOPE, K_NO_ANSWER };
@@ -518,24 +519,20 @@ static char *replacement(const struct rule *r, int connect, size_t *n)
     *n = pl;
     return b;
   }
-  /* a Connect envelope: flags (1 byte), big-endian length (4 bytes), payload */
+  /* a Connect envelope (proto/connect.h): flags (1 byte), big-endian length (4 bytes), payload */
   uint32_t len = (uint32_t)pl;
   unsigned char flags = 0;
   if (r->kind == K_ENVELOPE && r->envelope == E_HUGE)
     len = 0x7ffffff0u;
   if (r->kind == K_ENVELOPE && r->envelope == E_COMPRESSED)
-    flags = 0x01;
+    flags = ABX_CONNECT_FLAG_COMPRESSED;
   if (r->kind == K_ENVELOPE && r->envelope == E_GARBAGE) {
     static const char noise[] = "\x7e\xff\xfe\x00\x10GARBAGE\x01\x02\x03 not an envelope \xc3\x28";
     memcpy(b, noise, sizeof noise - 1);
     *n = sizeof noise - 1;
     return b;
   }
-  b[0] = (char)flags;
-  b[1] = (char)(len >> 24);
-  b[2] = (char)(len >> 16);
-  b[3] = (char)(len >> 8);
-  b[4] = (char)len;
+  abx_connect_prefix((unsigned char *)b, flags, len);
   memcpy(b + 5, bad_json, pl);
   *n = 5 + pl;
   return b;

@@ -48,11 +48,5 @@ int64_t abx_mono_ns(void);
  * Returns the byte count, or -1 (errno set) when it cannot be opened or read. */
 ssize_t abx_read_small(const char *path, char *buf, size_t n);
 
-/* base64url with padding of `len` bytes into a malloc'd NUL-terminated string (NULL on OOM). */
-char *abx_b64url_encode(const unsigned char *in, size_t len);
-
-/* Decode base64url (padding optional) into a malloc'd NUL-terminated buffer; *outlen gets the byte
- * count. NULL on a malformed input or OOM. */
-unsigned char *abx_b64url_decode(const char *in, size_t *outlen);
 
 #endif

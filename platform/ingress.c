@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "e2b.h"
 #include "faults.h"
 #include "http_util.h"
 #include "netns.h"
@@ -31,16 +32,6 @@ static atomic_int g_transfers;
 void abx_ingress_config(const char *domain) { g_domain = domain; }
 
 /* ---- routing ------------------------------------------------------------------------------ */
-
-static int valid_id(const char *s, size_t n)
-{
-  if (n == 0 || n >= 32)
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i])))
-      return 0;
-  return 1;
-}
 
 static int parse_port(const char *s, size_t n)
 {
@@ -71,7 +62,7 @@ int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *m
     int port = parse_port(host, (size_t)(dash - host));
     if (port > 0) {
       size_t idlen = (size_t)(dot - dash - 1);
-      if (!valid_id(dash + 1, idlen)) {
+      if (!abx_e2b_sandbox_id_valid(dash + 1, idlen)) {
         snprintf(msg, msglen, "Invalid sandbox ID in host");
         return -1;
       }
@@ -104,7 +95,7 @@ int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *m
   }
   int port = parse_port(hport, strlen(hport));
   size_t idlen = strcspn(hid, "-"); /* legacy "<id>-<clientID>" */
-  if (port < 0 || !valid_id(hid, idlen)) {
+  if (port < 0 || !abx_e2b_sandbox_id_valid(hid, idlen)) {
     snprintf(msg, msglen, "invalid E2b-Sandbox-Id or E2b-Sandbox-Port header");
     return -1;
   }

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "e2b.h"
 #include "http_util.h"
 #include "registry.h"
 
@@ -594,7 +595,7 @@ void abx_network_json(const char *id, json_t *o, int detail)
 
 const char *abx_network_traffic_denied(const char *id, int port, const char *token)
 {
-  if (port == ABX_NET_ENVD_PORT)
+  if (port == ABX_E2B_ENVD_PORT)
     return NULL;
   const char *why = NULL;
   pthread_mutex_lock(&g_mu);

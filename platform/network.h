@@ -30,7 +30,6 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
-#define ABX_NET_ENVD_PORT 49983
 #define ABX_NET_MAX_ENTRIES 256
 #define ABX_NET_TOKEN_HEADER "e2b-traffic-access-token"
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "e2b.h"
 #include "envd_client.h"
 #include "http_util.h"
 #include "netns.h"
@@ -141,7 +142,7 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, "/opt/abx/abxlua");
   add(a, "envd");
   add(a, "--port");
-  add(a, "49983");
+  add(a, ABX_E2B_ENVD_PORT_STR);
   a->v[a->n] = NULL;
 }
 

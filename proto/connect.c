@@ -45,18 +45,22 @@ int abx_connect_feed(struct abx_connect_decoder *d, const char *data, size_t len
       len -= n;
       if (d->header_len < 5)
         break;
-      unsigned flags = d->header[0];
-      if (flags & ABX_CONNECT_FLAG_COMPRESSED)
+      unsigned flags;
+      uint32_t plen;
+      switch (abx_connect_header(d->header, &flags, &plen, 1, ABX_CONNECT_MAX_MSG)) {
+      case ABX_CONNECT_GOOD:
+      case ABX_CONNECT_BAD_END: /* not refused with allow_end */
+        break;
+      case ABX_CONNECT_BAD_COMPRESSED:
         return fail(d, "compressed envelope, but no compression was negotiated");
-      if (flags & ~(unsigned)(ABX_CONNECT_FLAG_COMPRESSED | ABX_CONNECT_FLAG_END))
+      case ABX_CONNECT_BAD_RESERVED:
         return fail(d, "envelope with reserved flag bits set");
-      uint32_t plen = ((uint32_t)d->header[1] << 24) | ((uint32_t)d->header[2] << 16) |
-                      ((uint32_t)d->header[3] << 8) | (uint32_t)d->header[4];
-      if (plen > ABX_CONNECT_MAX_MSG) {
+      case ABX_CONNECT_BAD_SIZE: {
         char why[96];
         snprintf(why, sizeof why, "envelope of %u bytes exceeds the %u-byte limit", plen,
                  ABX_CONNECT_MAX_MSG);
         return fail(d, why);
+      }
       }
       free(d->payload); /* the buffer grows with the bytes that arrive, not with the claim */
       d->payload_cap = plen < 65536 ? plen : 65536;
@@ -100,6 +104,22 @@ int abx_connect_feed(struct abx_connect_decoder *d, const char *data, size_t len
 int abx_connect_partial(const struct abx_connect_decoder *d)
 {
   return d->header_len > 0;
+}
+
+enum abx_connect_bad abx_connect_header(const unsigned char in[5], unsigned *flags, uint32_t *len,
+                                        int allow_end, uint32_t max)
+{
+  *flags = in[0];
+  *len = ((uint32_t)in[1] << 24) | ((uint32_t)in[2] << 16) | ((uint32_t)in[3] << 8) | (uint32_t)in[4];
+  if (*flags & ABX_CONNECT_FLAG_COMPRESSED)
+    return ABX_CONNECT_BAD_COMPRESSED;
+  if (*flags & ~(unsigned)(ABX_CONNECT_FLAG_COMPRESSED | ABX_CONNECT_FLAG_END))
+    return ABX_CONNECT_BAD_RESERVED;
+  if (!allow_end && (*flags & ABX_CONNECT_FLAG_END))
+    return ABX_CONNECT_BAD_END;
+  if (*len > max)
+    return ABX_CONNECT_BAD_SIZE;
+  return ABX_CONNECT_GOOD;
 }
 
 void abx_connect_prefix(unsigned char out[5], unsigned flags, uint32_t len)

@@ -8,6 +8,8 @@
  * Limits:  payload <= ABX_CONNECT_MAX_MSG (4 MiB), otherwise ABX_CONNECT_EPROTO.
  * Errors:  the decoder returns ABX_CONNECT_OK or ABX_CONNECT_EPROTO; after EPROTO it is dead and
  *          keeps returning EPROTO. Bindings map EPROTO to error kind "Protocol".
+ * Users:   the engine's response decoder (engine/http.c), envd's request parsing and envelope
+ *          writer (platform/envd/rpc.c, http_util.c, process_rpc.c), serve's fault injection.
  * Source:  reference/envd-protocol.md §2.3 "Envelope framing"; connectrpc.com/docs/protocol,
  *          "Streaming-Response".
  */
@@ -52,6 +54,22 @@ int abx_connect_feed(struct abx_connect_decoder *d, const char *data, size_t len
 
 /* True when the decoder holds a partial envelope (a stream that ends now was truncated). */
 int abx_connect_partial(const struct abx_connect_decoder *d);
+
+/* Why an envelope prefix is refused (abx_connect_header). */
+enum abx_connect_bad {
+  ABX_CONNECT_GOOD = 0,
+  ABX_CONNECT_BAD_COMPRESSED, /* flag 0x01: abxlua never negotiates compression */
+  ABX_CONNECT_BAD_RESERVED,   /* flag bits other than 0x01 and 0x02 */
+  ABX_CONNECT_BAD_END,        /* end-of-stream flag where none may come (a request message) */
+  ABX_CONNECT_BAD_SIZE,       /* payload longer than the caller's limit */
+};
+
+/* Reads the 5-byte prefix in[0..4] into *flags and *len (the big-endian payload length), then
+ * checks it in this order: compressed, reserved bits, end-of-stream (refused unless allow_end),
+ * length over max bytes. Returns ABX_CONNECT_GOOD or the first reason to refuse the envelope;
+ * *flags and *len are filled either way. */
+enum abx_connect_bad abx_connect_header(const unsigned char in[5], unsigned *flags, uint32_t *len,
+                                        int allow_end, uint32_t max);
 
 /* Writes the 5-byte prefix for a payload of 'len' bytes with 'flags' into out[0..4]. */
 void abx_connect_prefix(unsigned char out[5], unsigned flags, uint32_t len);

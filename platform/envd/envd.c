@@ -99,7 +99,7 @@ static enum MHD_Result handle_init(struct envd *e, struct MHD_Connection *c, str
   if (refused) return envd_send_rest_err(c, 401, UNAUTHORIZED_MSG);
   struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
   if (!resp) return MHD_NO;
-  MHD_add_response_header(resp, "X-Envd-Version", ENVD_VERSION);
+  MHD_add_response_header(resp, "X-Envd-Version", ABX_E2B_ENVD_VERSION);
   MHD_add_response_header(resp, "Cache-Control", "no-store");
   enum MHD_Result ok = MHD_queue_response(c, 204, resp);
   MHD_destroy_response(resp);
@@ -244,9 +244,9 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: abxlua envd [--port PORT] [--host ADDR] [--version] [--help]\n"
           "  The in-sandbox daemon: process and filesystem Connect services, /files, /init.\n"
-          "  --port PORT   TCP port to listen on (default 49983)\n"
+          "  --port PORT   TCP port to listen on (default " ABX_E2B_ENVD_PORT_STR ")\n"
           "  --host ADDR   IPv4 address to bind (default 0.0.0.0)\n"
-          "  --version     print the envd version (" ENVD_VERSION ") and exit\n");
+          "  --version     print the envd version (" ABX_E2B_ENVD_VERSION ") and exit\n");
 }
 
 int abx_envd_main(int argc, char **argv) {
@@ -255,7 +255,7 @@ int abx_envd_main(int argc, char **argv) {
                                        {"version", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  long port = 49983;
+  long port = ABX_E2B_ENVD_PORT;
   const char *host = "0.0.0.0";
   int o;
   optind = 1;
@@ -271,7 +271,7 @@ int abx_envd_main(int argc, char **argv) {
         break;
       }
       case 'H': host = optarg; break;
-      case 'v': printf("%s\n", ENVD_VERSION); return 0;
+      case 'v': printf("%s\n", ABX_E2B_ENVD_VERSION); return 0;
       case 'h': usage(stdout); return 0;
       default: usage(stderr); return 4;
     }
@@ -310,7 +310,7 @@ int abx_envd_main(int argc, char **argv) {
     fprintf(stderr, "envd: cannot listen on %s:%ld\n", host, port);
     rc = 1;
   } else {
-    fprintf(stderr, "envd %s listening on %s:%ld\n", ENVD_VERSION, host, port);
+    fprintf(stderr, "envd %s listening on %s:%ld\n", ABX_E2B_ENVD_VERSION, host, port);
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);

@@ -20,8 +20,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define ENVD_VERSION "0.6.4"
-#define ENVD_MAX_MSG (4u * 1024u * 1024u)
+#include "base64.h"  /* proto/: the one base64 */
+#include "connect.h" /* proto/: envelope prefix reader and writer */
+#include "e2b.h"     /* proto/: envd port and version */
+
+#define ENVD_MAX_MSG ABX_CONNECT_MAX_MSG /* 4 MiB, the same limit as the engine's decoder */
 #define ENVD_CHUNK (32u * 1024u)
 #define ENVD_PATH_ENV "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -94,12 +97,6 @@ char *envd_envelope(uint8_t flags, json_t *j, size_t *len);
 /* End-of-stream envelope: `{}` when err is NULL or err->code NULL, else {"error":{...}} (§2.3). */
 char *envd_end_envelope(const struct envd_err *err, size_t *len);
 
-/* Standard padded base64 of n bytes; malloc'd NUL-terminated string. */
-char *envd_b64_encode(const void *data, size_t n);
-
-/* Decode std or URL-safe base64, padded or not (§3). Returns malloc'd bytes (n in *out_len),
- * NULL on malformed input. */
-unsigned char *envd_b64_decode(const char *s, size_t *out_len);
 
 /* Constant-time equality of two NUL-terminated strings (length leak only). */
 bool envd_str_eq_ct(const char *a, const char *b);
@@ -178,6 +175,11 @@ struct envd_method {
 enum MHD_Result envd_rpc_dispatch(struct envd *e, struct MHD_Connection *c,
                                   const struct envd_method *table, const char *method,
                                   const char *body, size_t len, bool too_big);
+
+/* Reads and checks the 5-byte prefix b[0..4] of a request message (proto/connect.h): *n gets the
+ * payload length. Returns 0, or -1 with err set: compressed → internal; reserved flag bits or
+ * end-of-stream in a request → invalid_argument; over ENVD_MAX_MSG → resource_exhausted (§2.3). */
+int envd_envelope_head(const unsigned char *b, uint32_t *n, struct envd_err *err);
 
 /* Streaming error reply: HTTP 200 connect+json with a lone end-stream envelope (§2.3). */
 enum MHD_Result envd_send_stream_err(struct MHD_Connection *c, const struct envd_err *err);

@@ -86,7 +86,7 @@ static unsigned files_auth(struct envd *e, struct MHD_Connection *c, const char 
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256((const unsigned char *)raw, (size_t)n, digest);
   free(raw);
-  char *b64 = envd_b64_encode(digest, sizeof digest);
+  char *b64 = abx_b64_encode_alloc(digest, sizeof digest, ABX_B64_STD);
   char want[64] = "v1_";
   if (b64) {
     size_t l = strlen(b64);

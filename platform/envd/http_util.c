@@ -1,5 +1,5 @@
 /*
- * http_util.c: response helpers, Connect error and envelope encoding, base64, JSON field access.
+ * http_util.c: response helpers, Connect error and envelope encoding, JSON field access.
  * Source: reference/envd-protocol.md §2.3 (envelopes), §2.4 (error codes), §3 (ProtoJSON), §7.
  */
 #ifndef _GNU_SOURCE
@@ -8,7 +8,6 @@
 #include "envd/envd_int.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,11 +110,7 @@ char *envd_envelope(uint8_t flags, json_t *j, size_t *len) {
     free(s);
     return NULL;
   }
-  buf[0] = (char)flags;
-  buf[1] = (char)((n >> 24) & 0xff);
-  buf[2] = (char)((n >> 16) & 0xff);
-  buf[3] = (char)((n >> 8) & 0xff);
-  buf[4] = (char)(n & 0xff);
+  abx_connect_prefix((unsigned char *)buf, flags, (uint32_t)n);
   memcpy(buf + 5, s, n);
   free(s);
   *len = n + 5;
@@ -125,51 +120,9 @@ char *envd_envelope(uint8_t flags, json_t *j, size_t *len) {
 char *envd_end_envelope(const struct envd_err *err, size_t *len) {
   json_t *j = json_object();
   if (err && err->code) json_object_set_new(j, "error", err_json(err));
-  char *b = envd_envelope(0x02, j, len);
+  char *b = envd_envelope(ABX_CONNECT_FLAG_END, j, len);
   json_decref(j);
   return b;
-}
-
-char *envd_b64_encode(const void *data, size_t n) {
-  char *out = malloc(4 * ((n + 2) / 3) + 1);
-  if (!out) return NULL;
-  EVP_EncodeBlock((unsigned char *)out, data, (int)n);
-  return out;
-}
-
-static int b64_val(unsigned char ch) {
-  if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-  if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-  if (ch == '+' || ch == '-') return 62;
-  if (ch == '/' || ch == '_') return 63;
-  return -1;
-}
-
-unsigned char *envd_b64_decode(const char *s, size_t *out_len) {
-  size_t n = strlen(s);
-  while (n > 0 && s[n - 1] == '=') n--;
-  if (n % 4 == 1) return NULL;
-  unsigned char *out = malloc(n * 3 / 4 + 3);
-  if (!out) return NULL;
-  size_t o = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < n; i++) {
-    int v = b64_val((unsigned char)s[i]);
-    if (v < 0) {
-      free(out);
-      return NULL;
-    }
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (unsigned char)((acc >> bits) & 0xff);
-    }
-  }
-  *out_len = o;
-  return out;
 }
 
 bool envd_str_eq_ct(const char *a, const char *b) {

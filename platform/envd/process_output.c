@@ -87,7 +87,7 @@ static void publish_data(struct envd_proc *p, const char *stream, const char *bu
   bool any = p->subs != NULL;
   pthread_mutex_unlock(&p->mu);
   if (!any) return; /* discarded while no stream is subscribed (§4.4) */
-  char *b64 = envd_b64_encode(buf, n);
+  char *b64 = abx_b64_encode_alloc(buf, n, ABX_B64_STD);
   json_t *j = json_pack("{s:{s:{s:s}}}", "event", "data", stream, b64 ? b64 : "");
   size_t len = 0;
   char *env = j ? envd_envelope(0, j, &len) : NULL;

@@ -334,7 +334,7 @@ static int apply_input(struct envd_proc *p, json_t *input, struct envd_err *err)
   if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
     return envd_fail(err, "invalid_argument", "input must be base64 bytes");
   size_t n = 0;
-  unsigned char *data = envd_b64_decode(json_string_value(in ? in : pty), &n);
+  unsigned char *data = abx_b64_decode_alloc(json_string_value(in ? in : pty), 0, &n);
   if (!data) return envd_fail(err, "invalid_argument", "input is not valid base64");
   int rc = in ? envd_proc_write_stdin(p, data, n, err) : envd_proc_write_pty(p, data, n, err);
   free(data);
@@ -348,7 +348,7 @@ static int rpc_send_input(struct envd_call *c, json_t *req, json_t **out, struct
   size_t n = 0;
   if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
     return envd_fail(err, "invalid_argument", "input must be base64 bytes");
-  unsigned char *probe = envd_b64_decode(json_string_value(in ? in : pty), &n);
+  unsigned char *probe = abx_b64_decode_alloc(json_string_value(in ? in : pty), 0, &n);
   if (!probe) return envd_fail(err, "invalid_argument", "input is not valid base64");
   free(probe);
   struct envd_proc *p = select_proc(c, req, err);
@@ -501,20 +501,8 @@ void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len
   size_t off = 0;
   while (!si->err.code && si->len - off >= 5) {
     const unsigned char *b = si->buf + off;
-    uint32_t n = ((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) | b[4];
-    if (b[0] & 0x01) {
-      envd_fail(&si->err, "internal", "protocol error: sent compressed message without compression");
-      break;
-    }
-    if (b[0] & 0x02) {
-      envd_fail(&si->err, "invalid_argument", "protocol error: end-of-stream flag in request");
-      break;
-    }
-    if (n > ENVD_MAX_MSG) {
-      envd_fail(&si->err, "resource_exhausted", "message size %u exceeds limit %u", n,
-                ENVD_MAX_MSG);
-      break;
-    }
+    uint32_t n;
+    if (envd_envelope_head(b, &n, &si->err) < 0) break;
     if (si->len - off - 5 < n) break;
     sinput_message(si, b + 5, n);
     off += 5 + (size_t)n;

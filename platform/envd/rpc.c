@@ -58,25 +58,29 @@ static json_t *parse_json(const char *data, size_t len, struct envd_err *err) {
   return j;
 }
 
+int envd_envelope_head(const unsigned char *b, uint32_t *n, struct envd_err *err) {
+  unsigned flags;
+  switch (abx_connect_header(b, &flags, n, 0, ENVD_MAX_MSG)) {
+  case ABX_CONNECT_GOOD: return 0;
+  case ABX_CONNECT_BAD_COMPRESSED:
+    return envd_fail(err, "internal", "protocol error: sent compressed message without compression");
+  case ABX_CONNECT_BAD_RESERVED:
+    return envd_fail(err, "invalid_argument", "protocol error: reserved envelope flag bits set");
+  case ABX_CONNECT_BAD_END:
+    return envd_fail(err, "invalid_argument", "protocol error: end-of-stream flag in request");
+  case ABX_CONNECT_BAD_SIZE:
+    return envd_fail(err, "resource_exhausted", "message size %u exceeds limit %u", *n, ENVD_MAX_MSG);
+  }
+  return envd_fail(err, "internal", "protocol error: unreadable envelope");
+}
+
 static json_t *parse_envelope(const char *body, size_t len, struct envd_err *err) {
   if (len < 5) {
     envd_fail(err, "invalid_argument", "protocol error: incomplete envelope");
     return NULL;
   }
-  const unsigned char *b = (const unsigned char *)body;
-  uint32_t n = ((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) | b[4];
-  if (b[0] & 0x01) {
-    envd_fail(err, "internal", "protocol error: sent compressed message without compression");
-    return NULL;
-  }
-  if (b[0] & 0x02) {
-    envd_fail(err, "invalid_argument", "protocol error: end-of-stream flag in request");
-    return NULL;
-  }
-  if (n > ENVD_MAX_MSG) {
-    envd_fail(err, "resource_exhausted", "message size %u exceeds limit %u", n, ENVD_MAX_MSG);
-    return NULL;
-  }
+  uint32_t n;
+  if (envd_envelope_head((const unsigned char *)body, &n, err) < 0) return NULL;
   if ((size_t)n != len - 5) {
     envd_fail(err, "invalid_argument", "protocol error: envelope length %u, body has %zu bytes",
               n, len - 5);

@@ -52,7 +52,7 @@ int envd_user_from_basic(struct envd *e, struct MHD_Connection *c, struct envd_u
   if (strncasecmp(h, "Basic ", 6) != 0)
     return envd_fail(err, "unauthenticated", "invalid authorization header");
   size_t n = 0;
-  unsigned char *dec = envd_b64_decode(h + 6, &n);
+  unsigned char *dec = abx_b64_decode_alloc(h + 6, 0, &n);
   if (!dec) return envd_fail(err, "unauthenticated", "invalid authorization header");
   char name[128];
   size_t k = 0;

@@ -1,5 +1,5 @@
 /*
- * fuzz_connect.c: libFuzzer target for the Connect envelope decoder (engine/connect.h).
+ * fuzz_connect.c: libFuzzer target for the Connect envelope decoder (proto/connect.h).
  *
  * Input: byte 0 = how many messages the consumer accepts before it asks to stop (0 = all),
  *        bytes 1-2 = where to split the body (big-endian, modulo the body length + 1),

@@ -7,7 +7,7 @@
  *     precedence over libmicrohttpd's, so the fuzzer chooses the headers of a fake connection;
  *   - abx_api_parse_id (platform/api_internal.h): the control plane's sandbox id segment;
  *   - abx_percent_decode (platform/http_util.h): path and query decoding, both modes;
- *   - abx_b64url_decode (platform/http_util.h).
+ *   - abx_b64_decode_alloc with ABX_B64_URL_ONLY (proto/base64.h).
  * The control plane's own route matcher and metadata-filter parser have their target,
  * fuzz_api_route.c.
  *
@@ -27,6 +27,7 @@
 
 #include "fuzz_fields.h"
 #include "api_internal.h"
+#include "base64.h"
 #include "http_util.h"
 #include "ingress.h"
 
@@ -115,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(s);
   }
   size_t outlen = 0;
-  unsigned char *out = abx_b64url_decode(field[3], &outlen);
+  unsigned char *out = abx_b64_decode_alloc(field[3], ABX_B64_URL_ONLY, &outlen);
   if (out) {
     if (outlen > n * 3 / 4 || out[outlen] != 0) {
       fprintf(stderr, "fuzz_route: base64url gave %zu bytes from %zu\n", outlen, n);

@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""layout:boundary: engine/ and bindings/ never include a platform/ header.
+"""layout:boundary: engine/ and bindings/ never include a platform/ header; proto/ stays pure.
 
 The engine reaches the platform only over HTTP; the build keeps platform/'s include root PRIVATE,
 and this check covers what the build cannot see (a relative "../platform/x.h", a header that
 happens to share a name). The one allowed crossing is engine/main.c including platform_main.h
 (the dispatch to `abxlua serve` and `abxlua envd`).
+
+proto/ (the codecs both sides link) is pure C: it includes its own headers and the standard C
+headers of PROTO_STD only (no Lua, no sockets, no files: stdio.h is there for snprintf, and no
+stdio stream function may appear).
 
 Usage: boundary.py ROOT            check the tree at ROOT; exit 1 listing every crossing
        boundary.py --self-test     check that a planted crossing is found (exit 0 when it is)
@@ -18,6 +22,35 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 SIDES = ("engine", "bindings")        # must not cross
 ROOTS = ("engine", "bindings", "proto")  # include roots the engine targets have
 ALLOWED = {("engine/main.c", "platform_main.h")}
+PROTO_STD = {"stdarg.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h"}
+PROTO_IO = re.compile(r"\b(f?open|fopen|fread|fwrite|fprintf|printf|puts|fputs|read|write|"
+                      r"socket|getenv|system|popen)\s*\(")
+
+
+def impurities(root):
+    """Includes and calls in proto/ that break its purity."""
+    proto = os.path.join(root, "proto")
+    found = []
+    if not os.path.isdir(proto):
+        return found
+    own = set(os.listdir(proto))
+    for f in sorted(os.listdir(proto)):
+        if not f.endswith((".c", ".h")):
+            continue
+        with open(os.path.join(proto, f), encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+        for m in INCLUDE.finditer(text):
+            inc = m.group(1)
+            quoted = text[m.end() - 1] == '"'
+            if (quoted and inc in own) or (not quoted and inc in PROTO_STD):
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            found.append("proto/%s:%d: #include %s: proto/ is pure C (own headers and %s only)" %
+                         (f, line, inc, ", ".join(sorted(PROTO_STD))))
+        code = re.sub(r"/\*.*?\*/|//[^\n]*|\"(\\.|[^\"\\])*\"", "", text, flags=re.S)
+        for m in PROTO_IO.finditer(code):
+            found.append("proto/%s: calls %s: proto/ does no I/O" % (f, m.group(1)))
+    return found
 
 
 def crossings(root):
@@ -64,6 +97,15 @@ def self_test():
         if crossings(t):
             print("self-test: main.c's dispatch include was flagged")
             return 1
+        os.makedirs(os.path.join(t, "proto"))
+        with open(os.path.join(t, "proto/x.c"), "w") as f:
+            f.write('#include "x.h"\n#include <stdio.h>\n#include <lua.h>\n'
+                    '/* fopen( in a comment */ int f(void) { return puts("fopen("); }\n')
+        open(os.path.join(t, "proto/x.h"), "w").close()
+        got = impurities(t)
+        if len(got) != 2:
+            print("self-test: expected 2 impurities in proto/, found %d: %s" % (len(got), got))
+            return 1
         with open(os.path.join(t, "bindings/x.c"), "w") as f:
             f.write('#include "../platform/envd/envd_int.h"\n')
         with open(os.path.join(t, "engine/y.c"), "w") as f:
@@ -83,13 +125,17 @@ def main():
         print(__doc__)
         return 2
     found = crossings(sys.argv[1])
-    for line in found:
+    impure = impurities(sys.argv[1])
+    for line in found + impure:
         print(line)
     if found:
         print("layout:boundary: %d include(s) of platform/ from engine/ or bindings/ "
               "(the engine reaches the platform over HTTP only)" % len(found))
+    if impure:
+        print("layout:boundary: proto/ is not pure C (%d finding(s))" % len(impure))
+    if found or impure:
         return 1
-    print("layout:boundary: ok (engine/ and bindings/ include no platform header)")
+    print("layout:boundary: ok (engine/ and bindings/ include no platform header; proto/ is pure)")
     return 0
 
 

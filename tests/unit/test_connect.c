@@ -1,5 +1,5 @@
 /*
- * test_connect.c: unit tests of engine/connect.h (the Connect envelope codec).
+ * test_connect.c: unit tests of proto/connect.h (the Connect envelope codec).
  *
  * malloc is wrapped (-Wl,--wrap=malloc in tests.cmake) so the tests can see the largest block the
  * decoder asked for: a rejected over-long envelope must not be allocated.

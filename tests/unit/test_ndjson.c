@@ -1,5 +1,5 @@
 /*
- * test_ndjson.c: unit tests of engine/ndjson.h (the incremental NDJSON line splitter).
+ * test_ndjson.c: unit tests of proto/ndjson.h (the incremental NDJSON line splitter).
  *
  * Every body is also fed split at every offset (two slices), at every pair of offsets (three
  * slices) and byte by byte: the lines, their numbers and terminators, and the outcome must be

@@ -1,0 +1,31 @@
+/*
+ * e2b.h: protocol facts of the E2B platform that both sides of abxlua need (no Lua, no I/O): the
+ * port envd listens on inside a sandbox, the envd version the local platform speaks, and the rule
+ * for a sandbox id. One place for each, so serve, envd and ingress cannot disagree.
+ *
+ * Source:  reference/envd-protocol.md §1 (port 49983), §9 (X-Envd-Version; the SDK's version
+ *          gates: 0.6.4 is the newest, ENVD_VERSION_WATCH_NETWORK_MOUNTS);
+ *          reference/e2b-control-plane.md (the `<sandboxID>-<clientID>` path form: the id is the
+ *          segment before the first '-'). The id alphabet is the one the platform mints.
+ */
+#ifndef ABX_E2B_H
+#define ABX_E2B_H
+
+#include <stddef.h>
+
+/* TCP port of envd inside every sandbox (numeric, and as text for argv). */
+#define ABX_E2B_ENVD_PORT 49983
+#define ABX_E2B_ENVD_PORT_STR "49983"
+
+/* The envd version the local platform's envd implements: X-Envd-Version, `envd --version`, the
+ * control plane's envdVersion field. */
+#define ABX_E2B_ENVD_VERSION "0.6.4"
+
+/* Longest sandbox id, in characters (ids fit a char[32] with the NUL). */
+#define ABX_E2B_SANDBOX_ID_MAX 31
+
+/* True (1) when s[0..n) is a sandbox id: 1 to ABX_E2B_SANDBOX_ID_MAX characters of [a-z0-9];
+ * else 0. s need not be NUL-terminated. */
+int abx_e2b_sandbox_id_valid(const char *s, size_t n);
+
+#endif
