@@ -3,7 +3,7 @@
  * (libmicrohttpd, a thread per connection), routing, access-token auth, /health, /init, /envs.
  *
  * Routes:  GET /health → 204; POST /init → 204 + X-Envd-Version; GET /envs → env vars;
- *          GET /metrics (metrics.c); GET|POST /files (files.c);
+ *          GET /metrics (metrics.c); GET|POST /files (files.c, files_upload.c);
  *          POST /process.Process/<Method> (process_rpc.c; StreamInput fed incrementally);
  *          POST /filesystem.Filesystem/<Method> (filesystem.c).
  * Auth:    once /init set an access token, every route but GET /health, POST /init and /files

@@ -184,14 +184,14 @@ int envd_envelope_head(const unsigned char *b, uint32_t *n, struct envd_err *err
 /* Streaming error reply: HTTP 200 connect+json with a lone end-stream envelope (§2.3). */
 enum MHD_Result envd_send_stream_err(struct MHD_Connection *c, const struct envd_err *err);
 
-/* Stream helpers (process_rpc.c). Connect-Timeout-Ms: 1..10 digits → ms; 0 when absent or 0;
+/* Stream helpers (process_stream.c). Connect-Timeout-Ms: 1..10 digits → ms; 0 when absent or 0;
  * -1 when malformed. Keepalive-Ping-Interval seconds → ms (default 90 s). Whether the client
  * socket fd was closed by the peer. */
 int64_t envd_timeout_header(struct MHD_Connection *c);
 int64_t envd_keepalive_ms(struct MHD_Connection *c);
 bool envd_client_gone(int fd);
 
-/* Watch RPCs (watch.c), listed in filesystem.c's method table. */
+/* Watch RPCs (watch_rpc.c), listed in filesystem.c's method table. */
 enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req);
 int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err);
 int envd_rpc_get_watcher_events(struct envd_call *c, json_t *req, json_t **out,
@@ -212,7 +212,17 @@ enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char 
 void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                        enum MHD_RequestTerminationCode toe);
 
-/* /files (files.c). Per-request upload state lives in the request context. */
+/* files.c helpers files_upload.c shares: the query argument k (or NULL); the §8 authorization
+ * then the user of the `username` query into *u (false: the error reply is queued, *res is
+ * MHD_queue_response's result); the HTTP status for an errno (404, 403, 507, 400, 500). */
+const char *envd_files_query(struct MHD_Connection *c, const char *k);
+bool envd_files_begin(struct envd *e, struct MHD_Connection *c, const char *op,
+                      struct envd_user *u, enum MHD_Result *res);
+unsigned envd_files_errno_status(int er);
+
+
+/* /files (files.c: GET; files_upload.c: POST). Per-request upload state lives in the request
+ * context. */
 struct envd_upload;
 /* Start a POST /files upload after auth; returns NULL and queues an error reply itself when
  * the request is refused (then *queued is set). */

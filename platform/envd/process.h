@@ -110,4 +110,11 @@ int envd_proc_signal(struct envd_proc *p, int sig, struct envd_err *err);
 pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int *out_fd,
                      int *err_fd, struct envd_err *err);
 
+/* Queues the Start/Connect stream response (process_stream.c) on c's connection; takes over p and
+ * s (released on every path). deadline: CLOCK_MONOTONIC ms after which the stream ends with
+ * deadline_exceeded (0: none); start_call: Start with a process deadline (the process group is
+ * killed when it passes). Returns MHD_NO when the response cannot be queued. */
+enum MHD_Result envd_proc_send_stream(struct envd_call *c, struct envd_proc *p, struct envd_sub *s,
+                                      int64_t deadline, bool start_call);
+
 #endif

@@ -1,5 +1,5 @@
 /*
- * fuzz_multipart.c: libFuzzer target for envd's POST /files upload (platform/envd/files.c)
+ * fuzz_multipart.c: libFuzzer target for envd's POST /files upload (platform/envd/files_upload.c)
  * along the path `abxlua envd` runs it: libmicrohttpd's request parser and multipart post
  * processor, envd's access handler and part callback, path resolution, file creation with the
  * user's fsuid, X-Metadata-* headers, gzip bodies. Each input is one HTTP/1.1 request to an
@@ -295,7 +295,7 @@ static void check_file(struct check *ck, size_t i, const char *path)
 /* Parts mode: what envd must answer, from the parts' names and envd's own path resolution:
  * fills ck->want, ck->from and ck->nwant; returns 1 when a 200 is allowed. A part right after
  * an empty part of the same name continues it (libmicrohttpd cannot tell envd where an empty
- * part ended, see files.c's part_iter). */
+ * part ended, see files_upload.c's part_iter). */
 static int predict(struct check *ck)
 {
   const struct input *in = ck->in;
