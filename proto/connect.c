@@ -49,12 +49,10 @@ int abx_connect_feed(struct abx_connect_decoder *d, const char *data, size_t len
       uint32_t plen;
       switch (abx_connect_header(d->header, &flags, &plen, 1, ABX_CONNECT_MAX_MSG)) {
       case ABX_CONNECT_GOOD:
-      case ABX_CONNECT_BAD_END: /* not refused with allow_end */
-        break;
+      case ABX_CONNECT_BAD_END: /* not refused with allow_end */ break;
       case ABX_CONNECT_BAD_COMPRESSED:
         return fail(d, "compressed envelope, but no compression was negotiated");
-      case ABX_CONNECT_BAD_RESERVED:
-        return fail(d, "envelope with reserved flag bits set");
+      case ABX_CONNECT_BAD_RESERVED: return fail(d, "envelope with reserved flag bits set");
       case ABX_CONNECT_BAD_SIZE: {
         char why[96];
         snprintf(why, sizeof why, "envelope of %u bytes exceeds the %u-byte limit", plen,
@@ -110,7 +108,8 @@ enum abx_connect_bad abx_connect_header(const unsigned char in[5], unsigned *fla
                                         int allow_end, uint32_t max)
 {
   *flags = in[0];
-  *len = ((uint32_t)in[1] << 24) | ((uint32_t)in[2] << 16) | ((uint32_t)in[3] << 8) | (uint32_t)in[4];
+  *len =
+      ((uint32_t)in[1] << 24) | ((uint32_t)in[2] << 16) | ((uint32_t)in[3] << 8) | (uint32_t)in[4];
   if (*flags & ABX_CONNECT_FLAG_COMPRESSED)
     return ABX_CONNECT_BAD_COMPRESSED;
   if (*flags & ~(unsigned)(ABX_CONNECT_FLAG_COMPRESSED | ABX_CONNECT_FLAG_END))

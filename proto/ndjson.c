@@ -40,7 +40,8 @@ size_t abx_ndjson_pending(const struct abx_ndjson *s)
   return s->have;
 }
 
-__attribute__((format(printf, 2, 3)))
+static int fail(struct abx_ndjson *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static int fail(struct abx_ndjson *s, const char *fmt, ...)
 {
   va_list ap;

@@ -31,9 +31,9 @@ enum abx_ndjson_rc { ABX_NDJSON_OK = 0, ABX_NDJSON_EPROTO = -1 };
  * NUL-terminated; it never includes the terminator. */
 struct abx_ndjson_line {
   const char *data;
-  size_t len;        /* <= the splitter's max_line */
-  size_t number;     /* 1-based */
-  unsigned term;     /* bytes of the terminator consumed: 1 "\n", 2 "\r\n", 0 none (last line) */
+  size_t len;    /* <= the splitter's max_line */
+  size_t number; /* 1-based */
+  unsigned term; /* bytes of the terminator consumed: 1 "\n", 2 "\r\n", 0 none (last line) */
 };
 
 /* Called once per line, in order. Return 0 to go on, non-zero to stop (the feed then returns
@@ -41,14 +41,14 @@ struct abx_ndjson_line {
 typedef int (*abx_ndjson_line_fn)(void *ud, const struct abx_ndjson_line *line);
 
 struct abx_ndjson {
-  char *buf;          /* the start of an unfinished line (malloc'd; grows as bytes arrive) */
-  size_t have;        /* bytes of buf filled */
-  size_t cap;         /* bytes allocated (<= max_line + 1) */
-  size_t max_line;    /* bound on a line without its terminator */
-  size_t lines;       /* lines reported so far */
-  int dead;           /* set after EPROTO */
-  int finished;       /* abx_ndjson_finish was called */
-  char error[128];    /* what went wrong, for the error message */
+  char *buf;       /* the start of an unfinished line (malloc'd; grows as bytes arrive) */
+  size_t have;     /* bytes of buf filled */
+  size_t cap;      /* bytes allocated (<= max_line + 1) */
+  size_t max_line; /* bound on a line without its terminator */
+  size_t lines;    /* lines reported so far */
+  int dead;        /* set after EPROTO */
+  int finished;    /* abx_ndjson_finish was called */
+  char error[128]; /* what went wrong, for the error message */
 };
 
 /* Initialises a splitter; max_line 0 means ABX_NDJSON_MAX_LINE. No allocation until a line is
