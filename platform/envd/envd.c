@@ -31,7 +31,7 @@
 #include "envd/envd_int.h"
 #include "envd/process.h"
 
-#define UNAUTHORIZED_MSG \
+#define UNAUTHORIZED_MSG                                                                           \
   "unauthorized access, please provide a valid access token or method signing if supported"
 
 /* Per-request state, kept in MHD's con_cls between calls of the access handler. */
@@ -44,7 +44,8 @@ struct envd_req {
   struct envd_sinput *si; /* StreamInput, applied as the body arrives */
 };
 
-static bool token_ok(struct envd *e, struct MHD_Connection *c) {
+static bool token_ok(struct envd *e, struct MHD_Connection *c)
+{
   pthread_mutex_lock(&e->mu);
   bool ok = true;
   if (e->token) {
@@ -55,16 +56,20 @@ static bool token_ok(struct envd *e, struct MHD_Connection *c) {
   return ok;
 }
 
-static void set_str(char **dst, json_t *v) {
-  if (!json_is_string(v)) return;
+static void set_str(char **dst, json_t *v)
+{
+  if (!json_is_string(v))
+    return;
   free(*dst);
   *dst = *json_string_value(v) ? strdup(json_string_value(v)) : NULL;
 }
 
 /* POST /init {envVars?, accessToken?, defaultUser?, defaultWorkdir?} → 204 (§7). */
-static enum MHD_Result handle_init(struct envd *e, struct MHD_Connection *c, struct envd_req *r) {
+static enum MHD_Result handle_init(struct envd *e, struct MHD_Connection *c, struct envd_req *r)
+{
   json_t *j = NULL;
-  if (r->too_big) return envd_send_rest_err(c, 413, "request body too large");
+  if (r->too_big)
+    return envd_send_rest_err(c, 413, "request body too large");
   if (r->len > 0) {
     json_error_t je;
     j = json_loadb(r->body, r->len, 0, &je);
@@ -93,12 +98,15 @@ static enum MHD_Result handle_init(struct envd *e, struct MHD_Connection *c, str
     set_str(&e->default_user, envd_jget(j, "defaultUser", "default_user"));
     set_str(&e->default_workdir, envd_jget(j, "defaultWorkdir", "default_workdir"));
   }
-  if (!refused) e->inited = true;
+  if (!refused)
+    e->inited = true;
   pthread_mutex_unlock(&e->mu);
   json_decref(j);
-  if (refused) return envd_send_rest_err(c, 401, UNAUTHORIZED_MSG);
+  if (refused)
+    return envd_send_rest_err(c, 401, UNAUTHORIZED_MSG);
   struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-  if (!resp) return MHD_NO;
+  if (!resp)
+    return MHD_NO;
   MHD_add_response_header(resp, "X-Envd-Version", ABX_E2B_ENVD_VERSION);
   MHD_add_response_header(resp, "Cache-Control", "no-store");
   enum MHD_Result ok = MHD_queue_response(c, 204, resp);
@@ -107,21 +115,27 @@ static enum MHD_Result handle_init(struct envd *e, struct MHD_Connection *c, str
 }
 
 static enum MHD_Result route(struct envd *e, struct MHD_Connection *c, const char *url,
-                             const char *method, struct envd_req *r) {
+                             const char *method, struct envd_req *r)
+{
   bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
   bool post = strcmp(method, "POST") == 0;
   if (strcmp(url, "/health") == 0 && get) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    if (!resp) return MHD_NO;
+    if (!resp)
+      return MHD_NO;
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     enum MHD_Result ok = MHD_queue_response(c, 204, resp);
     MHD_destroy_response(resp);
     return ok;
   }
-  if (strcmp(url, "/init") == 0 && post) return handle_init(e, c, r);
-  if (strcmp(url, "/files") == 0 && get) return envd_files_get(e, c);
-  if (!token_ok(e, c)) return envd_send_rest_err(c, 401, UNAUTHORIZED_MSG);
-  if (strcmp(url, "/metrics") == 0 && get) return envd_metrics(e, c);
+  if (strcmp(url, "/init") == 0 && post)
+    return handle_init(e, c, r);
+  if (strcmp(url, "/files") == 0 && get)
+    return envd_files_get(e, c);
+  if (!token_ok(e, c))
+    return envd_send_rest_err(c, 401, UNAUTHORIZED_MSG);
+  if (strcmp(url, "/metrics") == 0 && get)
+    return envd_metrics(e, c);
   if (strcmp(url, "/envs") == 0 && get) {
     pthread_mutex_lock(&e->mu);
     json_t *vars = e->env_vars ? json_deep_copy(e->env_vars) : json_object();
@@ -142,29 +156,33 @@ static enum MHD_Result route(struct envd *e, struct MHD_Connection *c, const cha
   }
   if (table && !post) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    if (!resp) return MHD_NO;
+    if (!resp)
+      return MHD_NO;
     MHD_add_response_header(resp, "Allow", "POST");
     enum MHD_Result ok = MHD_queue_response(c, 405, resp);
     MHD_destroy_response(resp);
     return ok;
   }
-  if (table) return envd_rpc_dispatch(e, c, table, rpc, r->body, r->len, r->too_big);
+  if (table)
+    return envd_rpc_dispatch(e, c, table, rpc, r->body, r->len, r->too_big);
   return envd_send_rest_err(c, 404, "not found");
 }
 
 enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                const char *method, const char *version,
-                                const char *upload_data, size_t *upload_data_size,
-                                void **con_cls) {
+                                const char *method, const char *version, const char *upload_data,
+                                size_t *upload_data_size, void **con_cls)
+{
   struct envd *e = cls;
   struct envd_req *r = *con_cls;
   if (!r) {
     r = calloc(1, sizeof *r);
-    if (!r) return MHD_NO;
+    if (!r)
+      return MHD_NO;
     *con_cls = r;
     if (strcmp(url, "/files") == 0 && strcmp(method, "POST") == 0) {
       r->up = envd_files_post_begin(e, c, &r->queued);
-      if (r->queued) return MHD_YES;
+      if (r->queued)
+        return MHD_YES;
     }
     if (strcmp(url, "/process.Process/StreamInput") == 0 && strcmp(method, "POST") == 0) {
       if (!token_ok(e, c)) {
@@ -178,7 +196,8 @@ enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char 
   if (*upload_data_size) {
     size_t n = *upload_data_size;
     *upload_data_size = 0;
-    if (r->queued) return MHD_YES;
+    if (r->queued)
+      return MHD_YES;
     if (r->up) {
       envd_files_post_data(r->up, upload_data, n);
       return MHD_YES;
@@ -196,9 +215,11 @@ enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char 
     }
     if (r->len + n > r->cap) {
       size_t cap = r->cap ? r->cap : 4096;
-      while (cap < r->len + n) cap *= 2;
+      while (cap < r->len + n)
+        cap *= 2;
       char *b = realloc(r->body, cap);
-      if (!b) return MHD_NO;
+      if (!b)
+        return MHD_NO;
       r->body = b;
       r->cap = cap;
     }
@@ -206,7 +227,8 @@ enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char 
     r->len += n;
     return MHD_YES;
   }
-  if (r->queued) return MHD_YES;
+  if (r->queued)
+    return MHD_YES;
   if (r->up) {
     struct envd_upload *up = r->up;
     r->up = NULL;
@@ -221,9 +243,11 @@ enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char 
 }
 
 void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                       enum MHD_RequestTerminationCode toe) {
+                       enum MHD_RequestTerminationCode toe)
+{
   struct envd_req *r = *con_cls;
-  if (!r) return;
+  if (!r)
+    return;
   envd_files_post_free(r->up);
   envd_stream_input_free(r->si);
   free(r->body);
@@ -233,23 +257,28 @@ void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* Streams are many small writes: disable Nagle so events are not held back by delayed ACKs. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe) {
-  if (toe != MHD_CONNECTION_NOTIFY_STARTED) return;
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+                          enum MHD_ConnectionNotificationCode toe)
+{
+  if (toe != MHD_CONNECTION_NOTIFY_STARTED)
+    return;
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   int one = 1;
-  if (ci) setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (ci)
+    setsockopt(ci->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: abxlua envd [--port PORT] [--host ADDR] [--version] [--help]\n"
-          "  The in-sandbox daemon: process and filesystem Connect services, /files, /init.\n"
-          "  --port PORT   TCP port to listen on (default " ABX_E2B_ENVD_PORT_STR ")\n"
-          "  --host ADDR   IPv4 address to bind (default 0.0.0.0)\n"
-          "  --version     print the envd version (" ABX_E2B_ENVD_VERSION ") and exit\n");
+static void usage(FILE *f)
+{
+  fprintf(f, "usage: abxlua envd [--port PORT] [--host ADDR] [--version] [--help]\n"
+             "  The in-sandbox daemon: process and filesystem Connect services, /files, /init.\n"
+             "  --port PORT   TCP port to listen on (default " ABX_E2B_ENVD_PORT_STR ")\n"
+             "  --host ADDR   IPv4 address to bind (default 0.0.0.0)\n"
+             "  --version     print the envd version (" ABX_E2B_ENVD_VERSION ") and exit\n");
 }
 
-int abx_envd_main(int argc, char **argv) {
+int abx_envd_main(int argc, char **argv)
+{
   static const struct option opts[] = {{"port", required_argument, NULL, 'p'},
                                        {"host", required_argument, NULL, 'H'},
                                        {"version", no_argument, NULL, 'v'},
@@ -261,19 +290,19 @@ int abx_envd_main(int argc, char **argv) {
   optind = 1;
   while ((o = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
-      case 'p': {
-        char *end = NULL;
-        port = strtol(optarg, &end, 10);
-        if (!*optarg || *end || port <= 0 || port > 65535) {
-          fprintf(stderr, "envd: invalid port '%s'\n", optarg);
-          return 4;
-        }
-        break;
+    case 'p': {
+      char *end = NULL;
+      port = strtol(optarg, &end, 10);
+      if (!*optarg || *end || port <= 0 || port > 65535) {
+        fprintf(stderr, "envd: invalid port '%s'\n", optarg);
+        return 4;
       }
-      case 'H': host = optarg; break;
-      case 'v': printf("%s\n", ABX_E2B_ENVD_VERSION); return 0;
-      case 'h': usage(stdout); return 0;
-      default: usage(stderr); return 4;
+      break;
+    }
+    case 'H': host = optarg; break;
+    case 'v': printf("%s\n", ABX_E2B_ENVD_VERSION); return 0;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 4;
     }
   }
   struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -301,10 +330,9 @@ int abx_envd_main(int argc, char **argv) {
   struct MHD_Daemon *d = MHD_start_daemon(
       MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
           MHD_USE_ERROR_LOG,
-      (uint16_t)port, NULL, NULL, envd_on_request, &e, MHD_OPTION_SOCK_ADDR,
-      (struct sockaddr *)&sa, MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed, NULL,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)640, MHD_OPTION_END);
+      (uint16_t)port, NULL, NULL, envd_on_request, &e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+      MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
+      on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640, MHD_OPTION_END);
   int rc = 0;
   if (!d) {
     fprintf(stderr, "envd: cannot listen on %s:%ld\n", host, port);

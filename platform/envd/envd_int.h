@@ -97,7 +97,6 @@ char *envd_envelope(uint8_t flags, json_t *j, size_t *len);
 /* End-of-stream envelope: `{}` when err is NULL or err->code NULL, else {"error":{...}} (§2.3). */
 char *envd_end_envelope(const struct envd_err *err, size_t *len);
 
-
 /* Constant-time equality of two NUL-terminated strings (length leak only). */
 bool envd_str_eq_ct(const char *a, const char *b);
 
@@ -206,9 +205,8 @@ extern const struct envd_method envd_filesystem_methods[];
  * envd. Extern so tests/fuzz/fuzz_multipart.c drives the real request path (POST /files
  * included) on a daemon of its own; only abx_envd_main starts the real one. */
 enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                const char *method, const char *version,
-                                const char *upload_data, size_t *upload_data_size,
-                                void **con_cls);
+                                const char *method, const char *version, const char *upload_data,
+                                size_t *upload_data_size, void **con_cls);
 void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                        enum MHD_RequestTerminationCode toe);
 
@@ -216,18 +214,16 @@ void envd_on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
  * then the user of the `username` query into *u (false: the error reply is queued, *res is
  * MHD_queue_response's result); the HTTP status for an errno (404, 403, 507, 400, 500). */
 const char *envd_files_query(struct MHD_Connection *c, const char *k);
-bool envd_files_begin(struct envd *e, struct MHD_Connection *c, const char *op,
-                      struct envd_user *u, enum MHD_Result *res);
+bool envd_files_begin(struct envd *e, struct MHD_Connection *c, const char *op, struct envd_user *u,
+                      enum MHD_Result *res);
 unsigned envd_files_errno_status(int er);
-
 
 /* /files (files.c: GET; files_upload.c: POST). Per-request upload state lives in the request
  * context. */
 struct envd_upload;
 /* Start a POST /files upload after auth; returns NULL and queues an error reply itself when
  * the request is refused (then *queued is set). */
-struct envd_upload *envd_files_post_begin(struct envd *e, struct MHD_Connection *c,
-                                          bool *queued);
+struct envd_upload *envd_files_post_begin(struct envd *e, struct MHD_Connection *c, bool *queued);
 /* Feed body bytes; false means the upload failed (reply queued at the end). */
 bool envd_files_post_data(struct envd_upload *up, const char *data, size_t len);
 /* Finish: queue the reply; frees the upload. */
@@ -241,8 +237,7 @@ enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c);
  * (415), Connect-Protocol-Version and the Basic user after envd.c checked the token; it returns
  * NULL with *queued set when it queued a reply itself. */
 struct envd_sinput;
-struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c,
-                                            bool *queued);
+struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c, bool *queued);
 void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len);
 enum MHD_Result envd_stream_input_end(struct envd_sinput *si); /* replies; frees si */
 void envd_stream_input_free(struct envd_sinput *si);

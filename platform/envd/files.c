@@ -44,20 +44,24 @@
 #include <unistd.h>
 #include <zlib.h>
 
-const char *envd_files_query(struct MHD_Connection *c, const char *k) {
+const char *envd_files_query(struct MHD_Connection *c, const char *k)
+{
   return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, k);
 }
 
 /* §8 validation order. Returns 0 or an HTTP status with *msg (static). */
 static unsigned files_auth(struct envd *e, struct MHD_Connection *c, const char *op,
-                           const char **msg) {
+                           const char **msg)
+{
   pthread_mutex_lock(&e->mu);
   char *token = e->token ? strdup(e->token) : NULL;
   pthread_mutex_unlock(&e->mu);
   unsigned status = 0;
-  if (!token) return 0;
+  if (!token)
+    return 0;
   const char *hdr = envd_header(c, "X-Access-Token");
-  const char *sig = envd_files_query(c, "signature"), *exp = envd_files_query(c, "signature_expiration");
+  const char *sig = envd_files_query(c, "signature"),
+             *exp = envd_files_query(c, "signature_expiration");
   if (hdr) {
     if (!envd_str_eq_ct(hdr, token)) {
       status = 401;
@@ -72,8 +76,7 @@ static unsigned files_auth(struct envd *e, struct MHD_Connection *c, const char 
   }
   const char *path = envd_files_query(c, "path"), *user = envd_files_query(c, "username");
   char *raw = NULL;
-  int n = exp ? asprintf(&raw, "%s:%s:%s:%s:%s", path ? path : "", op, user ? user : "", token,
-                         exp)
+  int n = exp ? asprintf(&raw, "%s:%s:%s:%s:%s", path ? path : "", op, user ? user : "", token, exp)
               : asprintf(&raw, "%s:%s:%s:%s", path ? path : "", op, user ? user : "", token);
   if (n < 0) {
     status = 500;
@@ -87,7 +90,8 @@ static unsigned files_auth(struct envd *e, struct MHD_Connection *c, const char 
   char want[64] = "v1_";
   if (b64) {
     size_t l = strlen(b64);
-    while (l > 0 && b64[l - 1] == '=') b64[--l] = 0;
+    while (l > 0 && b64[l - 1] == '=')
+      b64[--l] = 0;
     snprintf(want + 3, sizeof want - 3, "%s", b64);
   }
   free(b64);
@@ -112,8 +116,9 @@ out:
   return status;
 }
 
-bool envd_files_begin(struct envd *e, struct MHD_Connection *c, const char *op,
-                      struct envd_user *u, enum MHD_Result *res) {
+bool envd_files_begin(struct envd *e, struct MHD_Connection *c, const char *op, struct envd_user *u,
+                      enum MHD_Result *res)
+{
   const char *msg = NULL;
   unsigned st = files_auth(e, c, op, &msg);
   if (st) {
@@ -129,40 +134,46 @@ bool envd_files_begin(struct envd *e, struct MHD_Connection *c, const char *op,
   return true;
 }
 
-unsigned envd_files_errno_status(int er) {
+unsigned envd_files_errno_status(int er)
+{
   switch (er) {
-    case ENOENT: return 404;
-    case EACCES:
-    case EPERM:
-    case EROFS: return 403;
-    case EISDIR:
-    case ENOTDIR:
-    case ENAMETOOLONG:
-    case EINVAL: return 400;
-    case ENOSPC:
-    case EDQUOT: return 507;
-    default: return 500;
+  case ENOENT: return 404;
+  case EACCES:
+  case EPERM:
+  case EROFS: return 403;
+  case EISDIR:
+  case ENOTDIR:
+  case ENAMETOOLONG:
+  case EINVAL: return 400;
+  case ENOSPC:
+  case EDQUOT: return 507;
+  default: return 500;
   }
 }
 
 /* Whether Accept-Encoding lists gzip with a non-zero q. */
-static bool wants_gzip(struct MHD_Connection *c) {
+static bool wants_gzip(struct MHD_Connection *c)
+{
   const char *h = envd_header(c, "Accept-Encoding");
   while (h && *h) {
-    while (*h == ' ' || *h == '\t' || *h == ',') h++;
+    while (*h == ' ' || *h == '\t' || *h == ',')
+      h++;
     size_t tl = strcspn(h, ",;");
     size_t n = tl;
-    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
-    bool gz = (n == 4 && strncasecmp(h, "gzip", 4) == 0) ||
-              (n == 6 && strncasecmp(h, "x-gzip", 6) == 0);
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+      n--;
+    bool gz =
+        (n == 4 && strncasecmp(h, "gzip", 4) == 0) || (n == 6 && strncasecmp(h, "x-gzip", 6) == 0);
     const char *end = h + strcspn(h, ",");
     bool q0 = false;
     const char *q = h + tl;
     if (*q == ';') {
       const char *qq = strstr(q, "q=");
-      if (qq && qq < end) q0 = strtod(qq + 2, NULL) <= 0;
+      if (qq && qq < end)
+        q0 = strtod(qq + 2, NULL) <= 0;
     }
-    if (gz && !q0) return true;
+    if (gz && !q0)
+      return true;
     h = end;
   }
   return false;
@@ -175,30 +186,40 @@ struct gz_get {
   unsigned char in[64 * 1024];
 };
 
-static ssize_t gz_get_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+static ssize_t gz_get_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
   struct gz_get *g = cls;
-  if (g->done) return MHD_CONTENT_READER_END_OF_STREAM;
+  if (g->done)
+    return MHD_CONTENT_READER_END_OF_STREAM;
   g->z.next_out = (unsigned char *)buf;
   g->z.avail_out = (uInt)(max > (1u << 30) ? (1u << 30) : max);
   for (;;) {
     if (g->z.avail_in == 0 && !g->eof) {
       ssize_t n = read(g->fd, g->in, sizeof g->in);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
-      if (n == 0) g->eof = true;
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+      if (n == 0)
+        g->eof = true;
       g->z.next_in = g->in;
       g->z.avail_in = (uInt)n;
     }
     int rc = deflate(&g->z, g->eof ? Z_FINISH : Z_NO_FLUSH);
-    if (rc == Z_STREAM_ERROR) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (rc == Z_STREAM_ERROR)
+      return MHD_CONTENT_READER_END_WITH_ERROR;
     size_t produced = (size_t)((char *)g->z.next_out - buf);
-    if (rc == Z_STREAM_END) g->done = true;
-    if (produced > 0) return (ssize_t)produced;
-    if (g->done) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (rc == Z_STREAM_END)
+      g->done = true;
+    if (produced > 0)
+      return (ssize_t)produced;
+    if (g->done)
+      return MHD_CONTENT_READER_END_OF_STREAM;
   }
 }
 
-static void gz_get_free(void *cls) {
+static void gz_get_free(void *cls)
+{
   struct gz_get *g = cls;
   deflateEnd(&g->z);
   close(g->fd);
@@ -206,7 +227,8 @@ static void gz_get_free(void *cls) {
 }
 
 /* A streamed gzip response of fd (taken over), or NULL (fd closed). */
-static struct MHD_Response *gzip_response(int fd) {
+static struct MHD_Response *gzip_response(int fd)
+{
   struct gz_get *g = calloc(1, sizeof *g);
   if (!g || deflateInit2(&g->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
     free(g);
@@ -216,14 +238,17 @@ static struct MHD_Response *gzip_response(int fd) {
   g->fd = fd;
   struct MHD_Response *r =
       MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, gz_get_cb, g, gz_get_free);
-  if (!r) gz_get_free(g);
+  if (!r)
+    gz_get_free(g);
   return r;
 }
 
-enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c) {
+enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c)
+{
   struct envd_user u;
   enum MHD_Result res = MHD_NO;
-  if (!envd_files_begin(e, c, "read", &u, &res)) return res;
+  if (!envd_files_begin(e, c, "read", &u, &res))
+    return res;
   struct envd_err err = {0};
   char *path = envd_resolve_path(e, &u, envd_files_query(c, "path"), &err);
   if (!path) {
@@ -251,9 +276,11 @@ enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c) {
     struct MHD_Response *r =
         gz ? gzip_response(fd) : MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
     if (!r) {
-      if (!gz) close(fd);
+      if (!gz)
+        close(fd);
     } else {
-      if (gz) MHD_add_response_header(r, "Content-Encoding", "gzip");
+      if (gz)
+        MHD_add_response_header(r, "Content-Encoding", "gzip");
       MHD_add_response_header(r, "Vary", "Accept-Encoding");
       const char *base = strrchr(path, '/');
       snprintf(msg, sizeof msg, "inline; filename=\"%s\"", base ? base + 1 : path);

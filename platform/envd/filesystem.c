@@ -26,7 +26,8 @@
 #include <unistd.h>
 
 /* Resolve the string field `name` of req into an absolute path. */
-static char *req_path(struct envd_call *c, json_t *req, const char *name, struct envd_err *err) {
+static char *req_path(struct envd_call *c, json_t *req, const char *name, struct envd_err *err)
+{
   json_t *v = envd_jget(req, name, NULL);
   if (v && !json_is_string(v)) {
     envd_fail(err, "invalid_argument", "%s must be a string", name);
@@ -35,21 +36,27 @@ static char *req_path(struct envd_call *c, json_t *req, const char *name, struct
   return envd_resolve_path(c->e, &c->user, v ? json_string_value(v) : "", err);
 }
 
-static int fs_errno(struct envd_err *err, int er, const char *what, const char *path) {
-  if (er == ENOENT) return envd_fail(err, "not_found", "%s: path '%s' not found", what, path);
+static int fs_errno(struct envd_err *err, int er, const char *what, const char *path)
+{
+  if (er == ENOENT)
+    return envd_fail(err, "not_found", "%s: path '%s' not found", what, path);
   return envd_fail(err, envd_errno_code(er), "%s '%s': %s", what, path, strerror(er));
 }
 
-static int wrap_entry(const char *path, json_t **out, struct envd_err *err, const char *what) {
+static int wrap_entry(const char *path, json_t **out, struct envd_err *err, const char *what)
+{
   json_t *e = envd_entry_info(path, NULL);
-  if (!e) return fs_errno(err, errno, what, path);
+  if (!e)
+    return fs_errno(err, errno, what, path);
   *out = json_pack("{s:o}", "entry", e);
   return 0;
 }
 
-static int rpc_stat(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_stat(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   char *path = req_path(c, req, "path", err);
-  if (!path) return -1;
+  if (!path)
+    return -1;
   envd_fs_enter(&c->user);
   int rc = wrap_entry(path, out, err, "error getting file info");
   envd_fs_leave();
@@ -57,9 +64,11 @@ static int rpc_stat(struct envd_call *c, json_t *req, json_t **out, struct envd_
   return rc;
 }
 
-static int rpc_make_dir(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_make_dir(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   char *path = req_path(c, req, "path", err);
-  if (!path) return -1;
+  if (!path)
+    return -1;
   int rc;
   struct stat st;
   envd_fs_enter(&c->user);
@@ -78,11 +87,13 @@ static int rpc_make_dir(struct envd_call *c, json_t *req, json_t **out, struct e
   return rc;
 }
 
-static int rpc_move(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_move(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   char *src = req_path(c, req, "source", err);
   char *dst = src ? req_path(c, req, "destination", err) : NULL;
   int rc = -1;
-  if (!src || !dst) goto out;
+  if (!src || !dst)
+    goto out;
   struct stat st;
   envd_fs_enter(&c->user);
   if (lstat(src, &st) < 0) {
@@ -107,7 +118,8 @@ out:
 
 /* Append entries of `real` (shown as `shown`) up to `left` more levels; symlinks inside are not
  * followed. Entries that vanish mid-walk are skipped. */
-static void walk(const char *real, const char *shown, unsigned left, json_t *arr) {
+static void walk(const char *real, const char *shown, unsigned left, json_t *arr)
+{
   struct dirent **names = NULL;
   int n = scandir(real, &names, NULL, alphasort);
   for (int i = 0; i < n; i++) {
@@ -121,7 +133,8 @@ static void walk(const char *real, const char *shown, unsigned left, json_t *arr
         struct stat st;
         if (e) {
           json_array_append_new(arr, e);
-          if (left > 1 && lstat(rp, &st) == 0 && S_ISDIR(st.st_mode)) walk(rp, sp, left - 1, arr);
+          if (left > 1 && lstat(rp, &st) == 0 && S_ISDIR(st.st_mode))
+            walk(rp, sp, left - 1, arr);
         }
       }
       free(rp);
@@ -132,13 +145,16 @@ static void walk(const char *real, const char *shown, unsigned left, json_t *arr
   free(names);
 }
 
-static int rpc_list_dir(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_list_dir(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   uint32_t depth = 0;
   if (envd_jget_u32(req, "depth", NULL, &depth) < 0)
     return envd_fail(err, "invalid_argument", "depth must be an unsigned integer");
-  if (depth == 0) depth = 1;
+  if (depth == 0)
+    depth = 1;
   char *path = req_path(c, req, "path", err);
-  if (!path) return -1;
+  if (!path)
+    return -1;
   int rc = 0;
   struct stat st;
   envd_fs_enter(&c->user);
@@ -166,11 +182,15 @@ static int rpc_list_dir(struct envd_call *c, json_t *req, json_t **out, struct e
 }
 
 /* rm -rf below dirfd/name. Returns 0 or -1 with errno (ENOENT is success). */
-static int remove_all(int dfd, const char *name) {
-  if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT) return 0;
-  if (errno != EISDIR && errno != EPERM) return -1;
+static int remove_all(int dfd, const char *name)
+{
+  if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+    return 0;
+  if (errno != EISDIR && errno != EPERM)
+    return -1;
   int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? 0 : -1;
+  if (fd < 0)
+    return errno == ENOENT ? 0 : -1;
   DIR *d = fdopendir(fd);
   if (!d) {
     close(fd);
@@ -179,8 +199,10 @@ static int remove_all(int dfd, const char *name) {
   int rc = 0;
   struct dirent *de;
   while ((de = readdir(d))) {
-    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-    if (remove_all(dirfd(d), de->d_name) < 0) rc = -1;
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    if (remove_all(dirfd(d), de->d_name) < 0)
+      rc = -1;
   }
   int er = errno;
   closedir(d);
@@ -188,13 +210,16 @@ static int remove_all(int dfd, const char *name) {
     errno = er;
     return -1;
   }
-  if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT) return -1;
+  if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return -1;
   return 0;
 }
 
-static int rpc_remove(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_remove(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   char *path = req_path(c, req, "path", err);
-  if (!path) return -1;
+  if (!path)
+    return -1;
   int rc = 0;
   envd_fs_enter(&c->user);
   if (strcmp(path, "/") == 0)

@@ -20,14 +20,17 @@
 #include <unistd.h>
 
 /* Aggregate "cpu" line of /proc/stat: total and idle (idle + iowait) jiffies. 0 or -1. */
-static int cpu_sample(unsigned long long *total, unsigned long long *idle) {
+static int cpu_sample(unsigned long long *total, unsigned long long *idle)
+{
   FILE *f = fopen("/proc/stat", "re");
-  if (!f) return -1;
+  if (!f)
+    return -1;
   unsigned long long v[10] = {0};
   int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
                  &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
   fclose(f);
-  if (n < 4) return -1;
+  if (n < 4)
+    return -1;
   /* guest and guest_nice (8, 9) are already counted in user and nice */
   *total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
   *idle = v[3] + v[4];
@@ -35,7 +38,8 @@ static int cpu_sample(unsigned long long *total, unsigned long long *idle) {
 }
 
 /* kB value of a /proc/meminfo key, in bytes (0 when missing). */
-static unsigned long long meminfo(const char *text, const char *key) {
+static unsigned long long meminfo(const char *text, const char *key)
+{
   size_t kl = strlen(key);
   for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
     unsigned long long kb = 0;
@@ -45,7 +49,8 @@ static unsigned long long meminfo(const char *text, const char *key) {
   return 0;
 }
 
-enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c) {
+enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c)
+{
   unsigned long long tot = 0, idle = 0, ptot = 0, pidle = 0;
   pthread_mutex_lock(&e->mu);
   ptot = e->cpu_prev_total;
@@ -76,7 +81,8 @@ enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c) {
   }
   unsigned long long mtotal = meminfo(text, "MemTotal"), avail = meminfo(text, "MemAvailable");
   unsigned long long cached = meminfo(text, "Cached");
-  if (!avail) avail = meminfo(text, "MemFree") + cached + meminfo(text, "Buffers");
+  if (!avail)
+    avail = meminfo(text, "MemFree") + cached + meminfo(text, "Buffers");
   unsigned long long mused = mtotal > avail ? mtotal - avail : 0;
   unsigned long long dtotal = 0, dused = 0;
   struct statvfs sv;
@@ -85,13 +91,14 @@ enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c) {
     dused = (unsigned long long)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
   }
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  json_t *j = json_pack("{s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ts",
-                        (json_int_t)time(NULL), "cpu_count", (json_int_t)(ncpu > 0 ? ncpu : 1),
-                        "cpu_used_pct", pct, "mem_total", (json_int_t)mtotal, "mem_used",
-                        (json_int_t)mused, "mem_cache", (json_int_t)cached, "mem_total_mib",
-                        (json_int_t)(mtotal >> 20), "mem_used_mib", (json_int_t)(mused >> 20),
-                        "disk_used", (json_int_t)dused, "disk_total", (json_int_t)dtotal);
-  if (!j) return envd_send_rest_err(c, 500, "out of memory");
+  json_t *j = json_pack("{s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ts", (json_int_t)time(NULL),
+                        "cpu_count", (json_int_t)(ncpu > 0 ? ncpu : 1), "cpu_used_pct", pct,
+                        "mem_total", (json_int_t)mtotal, "mem_used", (json_int_t)mused, "mem_cache",
+                        (json_int_t)cached, "mem_total_mib", (json_int_t)(mtotal >> 20),
+                        "mem_used_mib", (json_int_t)(mused >> 20), "disk_used", (json_int_t)dused,
+                        "disk_total", (json_int_t)dtotal);
+  if (!j)
+    return envd_send_rest_err(c, 500, "out of memory");
   enum MHD_Result ok = envd_send_json(c, 200, j);
   json_decref(j);
   return ok;

@@ -23,13 +23,15 @@
 #include <time.h>
 #include <unistd.h>
 
-int64_t envd_now_ms(void) {
+int64_t envd_now_ms(void)
+{
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void *reaper_main(void *arg) {
+static void *reaper_main(void *arg)
+{
   struct envd_procs *t = arg;
   sigset_t chld;
   sigemptyset(&chld);
@@ -43,7 +45,8 @@ static void *reaper_main(void *arg) {
     while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
       pthread_mutex_lock(&t->mu);
       for (struct envd_proc *p = t->list; p; p = p->next) {
-        if (p->pid != pid || p->exited) continue;
+        if (p->pid != pid || p->exited)
+          continue;
         pthread_mutex_lock(&p->mu);
         p->exited = true;
         p->wstatus = st;
@@ -59,9 +62,11 @@ static void *reaper_main(void *arg) {
   return NULL;
 }
 
-int envd_procs_init(struct envd *e) {
+int envd_procs_init(struct envd *e)
+{
   struct envd_procs *t = calloc(1, sizeof *t);
-  if (!t) return -1;
+  if (!t)
+    return -1;
   t->e = e;
   pthread_mutex_init(&t->mu, NULL);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -74,7 +79,8 @@ int envd_procs_init(struct envd *e) {
   return 0;
 }
 
-static void proc_free(struct envd_proc *p) {
+static void proc_free(struct envd_proc *p)
+{
   pthread_join(p->reader, NULL);
   while (p->subs) {
     struct envd_sub *s = p->subs;
@@ -86,7 +92,8 @@ static void proc_free(struct envd_proc *p) {
     }
     free(s);
   }
-  if (p->in_fd >= 0) close(p->in_fd);
+  if (p->in_fd >= 0)
+    close(p->in_fd);
   close(p->wake_fd);
   pthread_mutex_destroy(&p->mu);
   pthread_mutex_destroy(&p->in_mu);
@@ -97,18 +104,22 @@ static void proc_free(struct envd_proc *p) {
   free(p);
 }
 
-void envd_proc_unref(struct envd_proc *p) {
-  if (!p) return;
+void envd_proc_unref(struct envd_proc *p)
+{
+  if (!p)
+    return;
   struct envd_procs *t = p->tab;
   pthread_mutex_lock(&t->mu);
   bool last = --p->refs == 0;
   pthread_mutex_unlock(&t->mu);
-  if (last) proc_free(p);
+  if (last)
+    proc_free(p);
 }
 
 /* Drop retained ended processes older than ENVD_RETAIN_MS. Caller holds t->mu; the freed
  * ones are returned in *dead for freeing outside the lock. */
-static void purge_locked(struct envd_procs *t, struct envd_proc **dead) {
+static void purge_locked(struct envd_procs *t, struct envd_proc **dead)
+{
   int64_t now = envd_now_ms();
   for (struct envd_proc **pp = &t->list; *pp;) {
     struct envd_proc *p = *pp;
@@ -127,7 +138,8 @@ static void purge_locked(struct envd_procs *t, struct envd_proc **dead) {
   }
 }
 
-static void free_dead(struct envd_proc *dead) {
+static void free_dead(struct envd_proc *dead)
+{
   while (dead) {
     struct envd_proc *n = dead->next;
     proc_free(dead);
@@ -150,8 +162,9 @@ static void discard_unstarted(struct envd_proc *p, void *first)
   free(p);
 }
 
-struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
-                                  struct envd_sub **sub, struct envd_err *err) {
+struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s, struct envd_sub **sub,
+                                  struct envd_err *err)
+{
   struct envd_procs *t = e->procs;
   struct envd_proc *p = calloc(1, sizeof *p);
   struct envd_sub *first = calloc(1, sizeof *first);
@@ -176,7 +189,8 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
   p->subs = first;
   p->refs = 2; /* the table and the caller */
   p->pty = s->pty;
-  if (s->timeout_ms > 0) p->deadline = envd_now_ms() + s->timeout_ms;
+  if (s->timeout_ms > 0)
+    p->deadline = envd_now_ms() + s->timeout_ms;
   pthread_mutex_lock(&t->mu);
   p->pid = envd_fork_exec(e, s, &p->in_fd, &p->out_fd, &p->err_fd, err);
   if (p->pid < 0) {
@@ -190,7 +204,8 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
     pthread_mutex_unlock(&t->mu);
     close(p->out_fd);
     close(p->err_fd);
-    if (p->in_fd >= 0) close(p->in_fd);
+    if (p->in_fd >= 0)
+      close(p->in_fd);
     envd_fail(err, "internal", "cannot start reader thread");
     discard_unstarted(p, first);
     return NULL;
@@ -205,7 +220,8 @@ struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
   return p;
 }
 
-struct envd_proc *envd_proc_find(struct envd *e, uint32_t pid, const char *tag) {
+struct envd_proc *envd_proc_find(struct envd *e, uint32_t pid, const char *tag)
+{
   struct envd_procs *t = e->procs;
   struct envd_proc *found = NULL, *dead = NULL;
   pthread_mutex_lock(&t->mu);
@@ -215,22 +231,28 @@ struct envd_proc *envd_proc_find(struct envd *e, uint32_t pid, const char *tag) 
       pthread_mutex_lock(&p->mu);
       bool live = !p->ended;
       pthread_mutex_unlock(&p->mu);
-      if (live != (pass == 0)) continue;
-      if (tag ? (p->tag && strcmp(p->tag, tag) == 0) : (uint32_t)p->pid == pid) found = p;
+      if (live != (pass == 0))
+        continue;
+      if (tag ? (p->tag && strcmp(p->tag, tag) == 0) : (uint32_t)p->pid == pid)
+        found = p;
     }
   }
-  if (found) found->refs++;
+  if (found)
+    found->refs++;
   pthread_mutex_unlock(&t->mu);
   free_dead(dead);
   return found;
 }
 
-struct envd_sub *envd_proc_subscribe(struct envd_proc *p) {
+struct envd_sub *envd_proc_subscribe(struct envd_proc *p)
+{
   struct envd_sub *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
+  if (!s)
+    return NULL;
   pthread_mutex_lock(&p->mu);
   if (p->ended) {
-    if (p->end_env) envd_proc_queue_push(s, p->end_env, p->end_len);
+    if (p->end_env)
+      envd_proc_queue_push(s, p->end_env, p->end_len);
     s->end_queued = true;
   }
   s->next = p->subs;
@@ -239,8 +261,10 @@ struct envd_sub *envd_proc_subscribe(struct envd_proc *p) {
   return s;
 }
 
-void envd_proc_unsubscribe(struct envd_proc *p, struct envd_sub *s) {
-  if (!s) return;
+void envd_proc_unsubscribe(struct envd_proc *p, struct envd_sub *s)
+{
+  if (!s)
+    return;
   pthread_mutex_lock(&p->mu);
   for (struct envd_sub **pp = &p->subs; *pp; pp = &(*pp)->next)
     if (*pp == s) {
@@ -258,17 +282,20 @@ void envd_proc_unsubscribe(struct envd_proc *p, struct envd_sub *s) {
 }
 
 int envd_sub_next(struct envd_proc *p, struct envd_sub *s, int64_t until_ms, char **buf,
-                  size_t *len) {
+                  size_t *len)
+{
   int rc = 0;
   pthread_mutex_lock(&p->mu);
   for (;;) {
     if (s->head) {
       struct qitem *q = s->head;
       s->head = q->next;
-      if (!s->head) s->tail = NULL;
+      if (!s->head)
+        s->tail = NULL;
       s->bytes -= q->len;
       *buf = malloc(q->len);
-      if (*buf) memcpy(*buf, q->data, q->len);
+      if (*buf)
+        memcpy(*buf, q->data, q->len);
       *len = q->len;
       free(q);
       pthread_cond_broadcast(&p->cond);
@@ -279,23 +306,29 @@ int envd_sub_next(struct envd_proc *p, struct envd_sub *s, int64_t until_ms, cha
       rc = 2;
       break;
     }
-    if (envd_now_ms() >= until_ms || p->tab->stop) break;
+    if (envd_now_ms() >= until_ms || p->tab->stop)
+      break;
     envd_proc_wait_until(&p->cond, &p->mu, until_ms);
   }
   pthread_mutex_unlock(&p->mu);
   return rc;
 }
 
-uint32_t envd_proc_pid(const struct envd_proc *p) { return (uint32_t)p->pid; }
+uint32_t envd_proc_pid(const struct envd_proc *p)
+{
+  return (uint32_t)p->pid;
+}
 
-bool envd_proc_timed_out(struct envd_proc *p) {
+bool envd_proc_timed_out(struct envd_proc *p)
+{
   pthread_mutex_lock(&p->mu);
   bool t = p->timed_out;
   pthread_mutex_unlock(&p->mu);
   return t;
 }
 
-json_t *envd_proc_list(struct envd *e) {
+json_t *envd_proc_list(struct envd *e)
+{
   struct envd_procs *t = e->procs;
   json_t *arr = json_array();
   struct envd_proc *dead = NULL;
@@ -305,11 +338,14 @@ json_t *envd_proc_list(struct envd *e) {
     pthread_mutex_lock(&p->mu);
     bool live = !p->exited;
     pthread_mutex_unlock(&p->mu);
-    if (!live) continue;
+    if (!live)
+      continue;
     json_t *info = json_object();
-    if (p->config) json_object_set(info, "config", p->config);
+    if (p->config)
+      json_object_set(info, "config", p->config);
     json_object_set_new(info, "pid", json_integer(p->pid));
-    if (p->tag) json_object_set_new(info, "tag", json_string(p->tag));
+    if (p->tag)
+      json_object_set_new(info, "tag", json_string(p->tag));
     json_array_append_new(arr, info);
   }
   pthread_mutex_unlock(&t->mu);
@@ -324,22 +360,28 @@ json_t *envd_proc_list(struct envd *e) {
 
 /* Write all of data to p->in_fd, waiting at most 10 s for space. Caller holds p->in_mu. */
 static int write_in(struct envd_proc *p, const void *data, size_t len, const char *what,
-                    struct envd_err *err) {
+                    struct envd_err *err)
+{
   if (p->in_fd < 0)
-    return envd_fail(err, "internal", p->pty ? "error writing to %s: process has ended"
-                                             : "%s not enabled or closed", what);
+    return envd_fail(err, "internal",
+                     p->pty ? "error writing to %s: process has ended" : "%s not enabled or closed",
+                     what);
   const char *d = data;
   int64_t deadline = envd_now_ms() + 10000;
   while (len > 0) {
     struct pollfd pf = {.fd = p->in_fd, .events = POLLOUT};
     int64_t left = deadline - envd_now_ms();
-    if (left <= 0) return envd_fail(err, "internal", "error writing to %s: timeout", what);
+    if (left <= 0)
+      return envd_fail(err, "internal", "error writing to %s: timeout", what);
     int pr = poll(&pf, 1, (int)left);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) continue;
+    if (pr < 0 && errno == EINTR)
+      continue;
+    if (pr <= 0)
+      continue;
     ssize_t n = write(p->in_fd, d, len);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EINTR)
+        continue;
       return envd_fail(err, "internal", "error writing to %s: %s", what, strerror(errno));
     }
     d += n;
@@ -348,28 +390,37 @@ static int write_in(struct envd_proc *p, const void *data, size_t len, const cha
   return 0;
 }
 
-int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len,
-                          struct envd_err *err) {
-  if (p->pty) return envd_fail(err, "internal", "error writing to stdin: process has a tty, "
-                                                "send pty input instead");
+int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len, struct envd_err *err)
+{
+  if (p->pty)
+    return envd_fail(err, "internal",
+                     "error writing to stdin: process has a tty, "
+                     "send pty input instead");
   pthread_mutex_lock(&p->in_mu);
   int rc = write_in(p, data, len, "stdin", err);
   pthread_mutex_unlock(&p->in_mu);
   return rc;
 }
 
-int envd_proc_write_pty(struct envd_proc *p, const void *data, size_t len, struct envd_err *err) {
-  if (!p->pty) return envd_fail(err, "internal", "error writing to tty: process has no tty");
+int envd_proc_write_pty(struct envd_proc *p, const void *data, size_t len, struct envd_err *err)
+{
+  if (!p->pty)
+    return envd_fail(err, "internal", "error writing to tty: process has no tty");
   pthread_mutex_lock(&p->in_mu);
   int rc = write_in(p, data, len, "tty", err);
   pthread_mutex_unlock(&p->in_mu);
   return rc;
 }
 
-bool envd_proc_is_pty(const struct envd_proc *p) { return p->pty; }
+bool envd_proc_is_pty(const struct envd_proc *p)
+{
+  return p->pty;
+}
 
-int envd_proc_resize(struct envd_proc *p, uint16_t cols, uint16_t rows, struct envd_err *err) {
-  if (!p->pty) return envd_fail(err, "internal", "error resizing tty: process has no tty");
+int envd_proc_resize(struct envd_proc *p, uint16_t cols, uint16_t rows, struct envd_err *err)
+{
+  if (!p->pty)
+    return envd_fail(err, "internal", "error resizing tty: process has no tty");
   int rc = 0;
   pthread_mutex_lock(&p->in_mu);
   struct winsize ws = {.ws_row = rows, .ws_col = cols};
@@ -381,23 +432,28 @@ int envd_proc_resize(struct envd_proc *p, uint16_t cols, uint16_t rows, struct e
   return rc;
 }
 
-int envd_proc_close_stdin(struct envd_proc *p, struct envd_err *err) {
+int envd_proc_close_stdin(struct envd_proc *p, struct envd_err *err)
+{
   if (p->pty)
     return envd_fail(err, "unknown",
                      "cannot close stdin for PTY process %d: send the end-of-transmission "
-                     "byte (0x04) instead", (int)p->pid);
+                     "byte (0x04) instead",
+                     (int)p->pid);
   pthread_mutex_lock(&p->in_mu);
-  if (p->in_fd >= 0) close(p->in_fd);
+  if (p->in_fd >= 0)
+    close(p->in_fd);
   p->in_fd = -1;
   pthread_mutex_unlock(&p->in_mu);
   return 0;
 }
 
-int envd_proc_signal(struct envd_proc *p, int sig, struct envd_err *err) {
+int envd_proc_signal(struct envd_proc *p, int sig, struct envd_err *err)
+{
   pthread_mutex_lock(&p->mu);
   bool exited = p->exited;
   pthread_mutex_unlock(&p->mu);
-  if (exited) return 0;
+  if (exited)
+    return 0;
   int rc1 = kill(-p->pid, sig);
   int rc2 = kill(p->pid, sig);
   if (rc1 < 0 && rc2 < 0 && errno != ESRCH)
@@ -405,9 +461,11 @@ int envd_proc_signal(struct envd_proc *p, int sig, struct envd_err *err) {
   return 0;
 }
 
-void envd_procs_shutdown(struct envd *e) {
+void envd_procs_shutdown(struct envd *e)
+{
   struct envd_procs *t = e->procs;
-  if (!t) return;
+  if (!t)
+    return;
   pthread_mutex_lock(&t->mu);
   for (struct envd_proc *p = t->list; p; p = p->next) {
     pthread_mutex_lock(&p->mu);
@@ -424,7 +482,8 @@ void envd_procs_shutdown(struct envd *e) {
   int64_t until = envd_now_ms() + 2000;
   for (struct envd_proc *p = list; p; p = p->next) {
     pthread_mutex_lock(&p->mu);
-    while (!p->ended && envd_now_ms() < until) envd_proc_wait_until(&p->cond, &p->mu, until);
+    while (!p->ended && envd_now_ms() < until)
+      envd_proc_wait_until(&p->cond, &p->mu, until);
     pthread_mutex_unlock(&p->mu);
   }
   t->stop = 1;

@@ -36,7 +36,7 @@ struct envd_spawn {
   json_t *config;
   const char *tag; /* NULL: none */
   bool stdin_pipe;
-  bool pty;                /* run on a pseudo-terminal of cols x rows (stdin_pipe ignored) */
+  bool pty; /* run on a pseudo-terminal of cols x rows (stdin_pipe ignored) */
   uint16_t cols, rows;
   const struct envd_user *user;
   int64_t timeout_ms; /* 0: no limit; >0: SIGKILL the group when elapsed */
@@ -53,8 +53,8 @@ void envd_procs_shutdown(struct envd *e);
 
 /* Spawn a process; on success returns a referenced proc with *sub already subscribed (so no
  * output is lost). Errors: invalid_argument (cwd missing, command not found, exec failure). */
-struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s,
-                                  struct envd_sub **sub, struct envd_err *err);
+struct envd_proc *envd_proc_spawn(struct envd *e, const struct envd_spawn *s, struct envd_sub **sub,
+                                  struct envd_err *err);
 
 /* Find by pid (tag NULL) or by tag; live processes first, then ended ones still retained.
  * Returns a reference or NULL. */
@@ -83,8 +83,7 @@ bool envd_proc_timed_out(struct envd_proc *p);
 json_t *envd_proc_list(struct envd *e);
 
 /* Write to stdin (waits at most 10 s for pipe space). Errors: internal. */
-int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len,
-                          struct envd_err *err);
+int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len, struct envd_err *err);
 
 /* Close stdin; idempotent. Errors: unknown "cannot close stdin for PTY process" on a PTY. */
 int envd_proc_close_stdin(struct envd_proc *p, struct envd_err *err);

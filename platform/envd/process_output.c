@@ -22,13 +22,15 @@
 #include <time.h>
 #include <unistd.h>
 
-void envd_proc_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until_ms) {
+void envd_proc_wait_until(pthread_cond_t *c, pthread_mutex_t *m, int64_t until_ms)
+{
   struct timespec ts = {.tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000};
   pthread_cond_timedwait(c, m, &ts);
 }
 
 /* Wake the reader thread out of its poll (exit, shutdown). */
-void envd_proc_wake_reader(struct envd_proc *p) {
+void envd_proc_wake_reader(struct envd_proc *p)
+{
   uint64_t one = 1;
   if (write(p->wake_fd, &one, sizeof one) < 0) { /* EAGAIN: a wake is already pending */
   }
@@ -37,15 +39,19 @@ void envd_proc_wake_reader(struct envd_proc *p) {
 /* How long the reader may sleep in poll: until the Start deadline, or until woken (-1). A
  * fixed short timeout here cost 10 wakes per second per process, which at 2,000 concurrent
  * commands was most of the machine's CPU. Caller holds p->mu. */
-static int reader_timeout_ms(const struct envd_proc *p) {
-  if (!p->deadline || p->timed_out) return -1;
+static int reader_timeout_ms(const struct envd_proc *p)
+{
+  if (!p->deadline || p->timed_out)
+    return -1;
   int64_t left = p->deadline - envd_now_ms();
   return left <= 0 ? 0 : left >= INT32_MAX ? INT32_MAX : (int)left + 1;
 }
 
-void envd_proc_queue_push(struct envd_sub *s, const char *data, size_t len) {
+void envd_proc_queue_push(struct envd_sub *s, const char *data, size_t len)
+{
   struct qitem *q = malloc(sizeof *q + len);
-  if (!q) return;
+  if (!q)
+    return;
   q->next = NULL;
   q->len = len;
   memcpy(q->data, data, len);
@@ -58,40 +64,49 @@ void envd_proc_queue_push(struct envd_sub *s, const char *data, size_t len) {
 }
 
 /* Kill the group when the Start deadline passed. Caller holds p->mu. */
-static void check_deadline(struct envd_proc *p) {
+static void check_deadline(struct envd_proc *p)
+{
   if (p->deadline && !p->exited && envd_now_ms() >= p->deadline) {
-    if (!p->timed_out) p->timed_out = true;
+    if (!p->timed_out)
+      p->timed_out = true;
     kill(-p->pid, SIGKILL);
     kill(p->pid, SIGKILL);
   }
 }
 
 /* Fan an envelope out to every subscriber, blocking while a queue is full. */
-static void publish(struct envd_proc *p, const char *env, size_t len) {
+static void publish(struct envd_proc *p, const char *env, size_t len)
+{
   pthread_mutex_lock(&p->mu);
   for (;;) {
     bool full = false;
     for (struct envd_sub *s = p->subs; s; s = s->next)
-      if (s->bytes + len > ENVD_SUB_MAX && s->bytes > 0) full = true;
-    if (!full || p->tab->stop) break;
+      if (s->bytes + len > ENVD_SUB_MAX && s->bytes > 0)
+        full = true;
+    if (!full || p->tab->stop)
+      break;
     check_deadline(p);
     envd_proc_wait_until(&p->cond, &p->mu, envd_now_ms() + 500);
   }
-  for (struct envd_sub *s = p->subs; s; s = s->next) envd_proc_queue_push(s, env, len);
+  for (struct envd_sub *s = p->subs; s; s = s->next)
+    envd_proc_queue_push(s, env, len);
   pthread_cond_broadcast(&p->cond);
   pthread_mutex_unlock(&p->mu);
 }
 
-static void publish_data(struct envd_proc *p, const char *stream, const char *buf, size_t n) {
+static void publish_data(struct envd_proc *p, const char *stream, const char *buf, size_t n)
+{
   pthread_mutex_lock(&p->mu);
   bool any = p->subs != NULL;
   pthread_mutex_unlock(&p->mu);
-  if (!any) return; /* discarded while no stream is subscribed (§4.4) */
+  if (!any)
+    return; /* discarded while no stream is subscribed (§4.4) */
   char *b64 = abx_b64_encode_alloc(buf, n, ABX_B64_STD);
   json_t *j = json_pack("{s:{s:{s:s}}}", "event", "data", stream, b64 ? b64 : "");
   size_t len = 0;
   char *env = j ? envd_envelope(0, j, &len) : NULL;
-  if (env) publish(p, env, len);
+  if (env)
+    publish(p, env, len);
   free(env);
   json_decref(j);
   free(b64);
@@ -99,16 +114,19 @@ static void publish_data(struct envd_proc *p, const char *stream, const char *bu
 
 /* EndEvent per §4.3: exit N → exitCode N, exited true, status/error "exit status N";
  * signal → exitCode -1, status/error "signal: <name>". */
-static json_t *end_event(int st) {
+static json_t *end_event(int st)
+{
   json_t *end = json_object();
   char status[96];
   if (WIFEXITED(st)) {
     int code = WEXITSTATUS(st);
     snprintf(status, sizeof status, "exit status %d", code);
-    if (code) json_object_set_new(end, "exitCode", json_integer(code));
+    if (code)
+      json_object_set_new(end, "exitCode", json_integer(code));
     json_object_set_new(end, "exited", json_true());
     json_object_set_new(end, "status", json_string(status));
-    if (code) json_object_set_new(end, "error", json_string(status));
+    if (code)
+      json_object_set_new(end, "error", json_string(status));
   } else {
     int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
     const char *name = sig == SIGKILL   ? "killed"
@@ -123,7 +141,8 @@ static json_t *end_event(int st) {
   return json_pack("{s:{s:o}}", "event", "end", end);
 }
 
-void *envd_proc_reader_main(void *arg) {
+void *envd_proc_reader_main(void *arg)
+{
   struct envd_proc *p = arg;
   int fds[2] = {p->out_fd, p->err_fd};
   const char *names[2] = {p->pty ? "pty" : "stdout", "stderr"};
@@ -148,7 +167,8 @@ void *envd_proc_reader_main(void *arg) {
     pf[np].events = POLLIN;
     pf[np].revents = 0;
     int rc = poll(pf, (nfds_t)np + 1, timeout);
-    if (rc < 0 && errno != EINTR) break;
+    if (rc < 0 && errno != EINTR)
+      break;
     if (pf[np].revents & POLLIN) {
       uint64_t v;
       if (read(p->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: drained already */
@@ -158,14 +178,17 @@ void *envd_proc_reader_main(void *arg) {
     if (rc <= 0) {
       /* After exit, stop once the pipes stay quiet: background children may hold them. */
       if (exited) {
-        if (!quiet_since) quiet_since = envd_now_ms();
-        if (envd_now_ms() - quiet_since >= 100) break;
+        if (!quiet_since)
+          quiet_since = envd_now_ms();
+        if (envd_now_ms() - quiet_since >= 100)
+          break;
       }
       continue;
     }
     quiet_since = 0;
     for (int k = 0; k < np; k++) {
-      if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+        continue;
       int i = map[k];
       ssize_t n = read(fds[i], buf, chunk); /* a PTY master reads EIO once the slave is gone */
       if (n > 0)
@@ -178,20 +201,23 @@ void *envd_proc_reader_main(void *arg) {
   }
   free(buf);
   for (int i = 0; i < 2; i++)
-    if (fds[i] >= 0) close(fds[i]);
+    if (fds[i] >= 0)
+      close(fds[i]);
   pthread_mutex_lock(&p->mu);
   while (!p->exited && !p->tab->stop) {
     check_deadline(p);
     /* the reaper and shutdown broadcast p->cond; the 5 s bound is a safety net */
     envd_proc_wait_until(&p->cond, &p->mu,
-               p->deadline && !p->timed_out ? p->deadline : envd_now_ms() + 5000);
+                         p->deadline && !p->timed_out ? p->deadline : envd_now_ms() + 5000);
   }
-  if (!p->exited) p->wstatus = SIGKILL; /* shutting down: report as killed */
+  if (!p->exited)
+    p->wstatus = SIGKILL; /* shutting down: report as killed */
   json_t *j = end_event(p->wstatus);
   p->end_env = envd_envelope(0, j, &p->end_len);
   json_decref(j);
   for (struct envd_sub *s = p->subs; s; s = s->next) {
-    if (p->end_env) envd_proc_queue_push(s, p->end_env, p->end_len);
+    if (p->end_env)
+      envd_proc_queue_push(s, p->end_env, p->end_len);
     s->end_queued = true;
   }
   p->ended = true;
@@ -199,7 +225,8 @@ void *envd_proc_reader_main(void *arg) {
   pthread_cond_broadcast(&p->cond);
   pthread_mutex_unlock(&p->mu);
   pthread_mutex_lock(&p->in_mu);
-  if (p->in_fd >= 0) close(p->in_fd);
+  if (p->in_fd >= 0)
+    close(p->in_fd);
   p->in_fd = -1;
   pthread_mutex_unlock(&p->in_mu);
   return NULL;

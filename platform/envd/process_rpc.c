@@ -34,7 +34,8 @@
 /* ---- selectors and requests -------------------------------------------------------------- */
 
 /* ProcessSelector {pid} | {tag} → referenced proc. Errors: invalid_argument, not_found. */
-static struct envd_proc *select_proc(struct envd_call *c, json_t *req, struct envd_err *err) {
+static struct envd_proc *select_proc(struct envd_call *c, json_t *req, struct envd_err *err)
+{
   json_t *sel = envd_jget(req, "process", NULL);
   if (!json_is_object(sel)) {
     envd_fail(err, "invalid_argument", "invalid process selector");
@@ -49,24 +50,28 @@ static struct envd_proc *select_proc(struct envd_call *c, json_t *req, struct en
   }
   if (has_pid == 1) {
     struct envd_proc *p = envd_proc_find(c->e, pid, NULL);
-    if (!p) envd_fail(err, "not_found", "process with pid %u not found", pid);
+    if (!p)
+      envd_fail(err, "not_found", "process with pid %u not found", pid);
     return p;
   }
   if (tag) {
     struct envd_proc *p = envd_proc_find(c->e, 0, json_string_value(tag));
-    if (!p) envd_fail(err, "not_found", "process with tag %s not found", json_string_value(tag));
+    if (!p)
+      envd_fail(err, "not_found", "process with tag %s not found", json_string_value(tag));
     return p;
   }
   envd_fail(err, "invalid_argument", "invalid process selector");
   return NULL;
 }
 
-static int rpc_list(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_list(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   *out = envd_proc_list(c->e);
   return 0;
 }
 
-static enum MHD_Result rpc_start(struct envd_call *c, json_t *req) {
+static enum MHD_Result rpc_start(struct envd_call *c, json_t *req)
+{
   struct envd_err err = {0};
   json_t *proc = envd_jget(req, "process", NULL);
   json_t *cmd = envd_jget(proc, "cmd", NULL), *args = envd_jget(proc, "args", NULL);
@@ -110,18 +115,23 @@ static enum MHD_Result rpc_start(struct envd_call *c, json_t *req) {
   }
   const char *k;
   json_t *v;
-  json_object_foreach(envs, k, v) {
+  json_object_foreach(envs, k, v)
+  {
     if (!json_is_string(v)) {
       envd_fail(&err, "invalid_argument", "envs must map strings to strings");
       goto fail;
     }
   }
   rcwd = envd_resolve_path(c->e, &c->user, cwd ? json_string_value(cwd) : "", &err);
-  if (!rcwd) goto fail;
+  if (!rcwd)
+    goto fail;
   config = json_pack("{s:O}", "cmd", cmd);
-  if (nargs) json_object_set(config, "args", args);
-  if (json_object_size(envs)) json_object_set(config, "envs", envs);
-  if (cwd) json_object_set(config, "cwd", cwd);
+  if (nargs)
+    json_object_set(config, "args", args);
+  if (json_object_size(envs))
+    json_object_set(config, "envs", envs);
+  if (cwd)
+    json_object_set(config, "cwd", cwd);
   struct envd_spawn sp = {.cmd = json_string_value(cmd),
                           .args = argv,
                           .nargs = nargs,
@@ -136,12 +146,13 @@ static enum MHD_Result rpc_start(struct envd_call *c, json_t *req) {
                           .user = &c->user,
                           .timeout_ms = timeout};
   p = envd_proc_spawn(c->e, &sp, &s, &err);
-  if (!p) goto fail;
+  if (!p)
+    goto fail;
   json_decref(config);
   free(argv);
   free(rcwd);
-  return envd_proc_send_stream(c, p, s, timeout ? envd_now_ms() + timeout + START_DEADLINE_GRACE_MS : 0,
-                     timeout > 0);
+  return envd_proc_send_stream(
+      c, p, s, timeout ? envd_now_ms() + timeout + START_DEADLINE_GRACE_MS : 0, timeout > 0);
 fail:
   json_decref(config);
   free(argv);
@@ -151,7 +162,8 @@ fail:
   return ok;
 }
 
-static enum MHD_Result rpc_connect(struct envd_call *c, json_t *req) {
+static enum MHD_Result rpc_connect(struct envd_call *c, json_t *req)
+{
   struct envd_err err = {0};
   int64_t timeout = envd_timeout_header(c->conn);
   struct envd_proc *p = NULL;
@@ -174,80 +186,99 @@ static enum MHD_Result rpc_connect(struct envd_call *c, json_t *req) {
 
 /* Apply a ProcessInput {stdin|pty: b64} to p. Errors: unimplemented (neither), invalid_argument,
  * internal (wrong kind of input for the process, write failure). */
-static int apply_input(struct envd_proc *p, json_t *input, struct envd_err *err) {
+static int apply_input(struct envd_proc *p, json_t *input, struct envd_err *err)
+{
   json_t *in = envd_jget(input, "stdin", NULL), *pty = envd_jget(input, "pty", NULL);
-  if (!in && !pty) return envd_fail(err, "unimplemented", "invalid input type");
+  if (!in && !pty)
+    return envd_fail(err, "unimplemented", "invalid input type");
   if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
     return envd_fail(err, "invalid_argument", "input must be base64 bytes");
   size_t n = 0;
   unsigned char *data = abx_b64_decode_alloc(json_string_value(in ? in : pty), 0, &n);
-  if (!data) return envd_fail(err, "invalid_argument", "input is not valid base64");
+  if (!data)
+    return envd_fail(err, "invalid_argument", "input is not valid base64");
   int rc = in ? envd_proc_write_stdin(p, data, n, err) : envd_proc_write_pty(p, data, n, err);
   free(data);
   return rc;
 }
 
-static int rpc_send_input(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_send_input(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   json_t *input = envd_jget(req, "input", NULL);
   json_t *in = envd_jget(input, "stdin", NULL), *pty = envd_jget(input, "pty", NULL);
-  if (!in && !pty) return envd_fail(err, "unimplemented", "invalid input type");
+  if (!in && !pty)
+    return envd_fail(err, "unimplemented", "invalid input type");
   size_t n = 0;
   if ((in && !json_is_string(in)) || (pty && !json_is_string(pty)))
     return envd_fail(err, "invalid_argument", "input must be base64 bytes");
   unsigned char *probe = abx_b64_decode_alloc(json_string_value(in ? in : pty), 0, &n);
-  if (!probe) return envd_fail(err, "invalid_argument", "input is not valid base64");
+  if (!probe)
+    return envd_fail(err, "invalid_argument", "input is not valid base64");
   free(probe);
   struct envd_proc *p = select_proc(c, req, err);
-  if (!p) return -1;
+  if (!p)
+    return -1;
   int rc = apply_input(p, input, err);
   envd_proc_unref(p);
   return rc;
 }
 
-static int rpc_send_signal(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_send_signal(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   json_t *sig = envd_jget(req, "signal", NULL);
   int signo = 0;
   if (json_is_string(sig)) {
     const char *s = json_string_value(sig);
-    if (strcmp(s, "SIGNAL_SIGTERM") == 0 || strcmp(s, "15") == 0) signo = SIGTERM;
-    if (strcmp(s, "SIGNAL_SIGKILL") == 0 || strcmp(s, "9") == 0) signo = SIGKILL;
+    if (strcmp(s, "SIGNAL_SIGTERM") == 0 || strcmp(s, "15") == 0)
+      signo = SIGTERM;
+    if (strcmp(s, "SIGNAL_SIGKILL") == 0 || strcmp(s, "9") == 0)
+      signo = SIGKILL;
   } else if (json_is_integer(sig)) {
     json_int_t v = json_integer_value(sig);
-    if (v == 15) signo = SIGTERM;
-    if (v == 9) signo = SIGKILL;
+    if (v == 15)
+      signo = SIGTERM;
+    if (v == 9)
+      signo = SIGKILL;
   }
   struct envd_proc *p = select_proc(c, req, err);
-  if (!p) return -1;
-  int rc = signo ? envd_proc_signal(p, signo, err)
-                 : envd_fail(err, "unimplemented", "invalid signal");
+  if (!p)
+    return -1;
+  int rc =
+      signo ? envd_proc_signal(p, signo, err) : envd_fail(err, "unimplemented", "invalid signal");
   envd_proc_unref(p);
   return rc;
 }
 
-static int rpc_close_stdin(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_close_stdin(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   struct envd_proc *p = select_proc(c, req, err);
-  if (!p) return -1;
+  if (!p)
+    return -1;
   int rc = envd_proc_close_stdin(p, err);
   envd_proc_unref(p);
   return rc;
 }
 
-static int rpc_update(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err) {
+static int rpc_update(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   json_t *pty = envd_jget(req, "pty", NULL), *size = envd_jget(pty, "size", NULL);
   uint32_t cols = 0, rows = 0;
   if (pty && (envd_jget_u32(size, "cols", NULL, &cols) < 0 ||
               envd_jget_u32(size, "rows", NULL, &rows) < 0 || cols > 65535 || rows > 65535))
     return envd_fail(err, "invalid_argument", "invalid pty size");
   struct envd_proc *p = select_proc(c, req, err);
-  if (!p) return -1;
+  if (!p)
+    return -1;
   int rc = 0;
-  if (pty) rc = envd_proc_resize(p, (uint16_t)cols, (uint16_t)rows, err);
+  if (pty)
+    rc = envd_proc_resize(p, (uint16_t)cols, (uint16_t)rows, err);
   envd_proc_unref(p);
   return rc;
 }
 
 /* Reached only if envd.c did not route StreamInput to the incremental path below. */
-static enum MHD_Result rpc_stream_input(struct envd_call *c, json_t *req) {
+static enum MHD_Result rpc_stream_input(struct envd_call *c, json_t *req)
+{
   struct envd_err err = {.code = "internal", .msg = (char *)"StreamInput was not routed"};
   return envd_send_stream_err(c->conn, &err);
 }
@@ -264,8 +295,8 @@ struct envd_sinput {
   struct envd_err err;
 };
 
-struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c,
-                                            bool *queued) {
+struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connection *c, bool *queued)
+{
   *queued = false;
   struct envd_sinput *si = calloc(1, sizeof *si);
   if (!si) {
@@ -279,7 +310,8 @@ struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connectio
   si->call.conn = c;
   const char *ct = envd_header(c, "Content-Type");
   size_t n = ct ? strcspn(ct, ";") : 0;
-  while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t')) n--;
+  while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+    n--;
   if (!ct || n != 24 || strncasecmp(ct, "application/connect+json", 24) != 0) {
     static const char msg[] = "unsupported content type";
     struct MHD_Response *r =
@@ -302,7 +334,8 @@ struct envd_sinput *envd_stream_input_begin(struct envd *e, struct MHD_Connectio
   return si;
 }
 
-static void sinput_message(struct envd_sinput *si, const unsigned char *m, size_t n) {
+static void sinput_message(struct envd_sinput *si, const unsigned char *m, size_t n)
+{
   json_error_t je;
   json_t *j = n ? json_loadb((const char *)m, n, 0, &je) : NULL;
   if (!json_is_object(j)) {
@@ -329,11 +362,14 @@ static void sinput_message(struct envd_sinput *si, const unsigned char *m, size_
   json_decref(j);
 }
 
-void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len) {
-  if (si->err.code) return; /* failed: the rest of the body is drained unread */
+void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len)
+{
+  if (si->err.code)
+    return; /* failed: the rest of the body is drained unread */
   if (si->len + len > si->cap) {
     size_t cap = si->cap ? si->cap : 4096;
-    while (cap < si->len + len) cap *= 2;
+    while (cap < si->len + len)
+      cap *= 2;
     unsigned char *b = realloc(si->buf, cap);
     if (!b) {
       envd_fail(&si->err, "internal", "out of memory");
@@ -348,25 +384,31 @@ void envd_stream_input_data(struct envd_sinput *si, const char *data, size_t len
   while (!si->err.code && si->len - off >= 5) {
     const unsigned char *b = si->buf + off;
     uint32_t n;
-    if (envd_envelope_head(b, &n, &si->err) < 0) break;
-    if (si->len - off - 5 < n) break;
+    if (envd_envelope_head(b, &n, &si->err) < 0)
+      break;
+    if (si->len - off - 5 < n)
+      break;
     sinput_message(si, b + 5, n);
     off += 5 + (size_t)n;
   }
-  if (si->err.code) off = si->len;
+  if (si->err.code)
+    off = si->len;
   memmove(si->buf, si->buf + off, si->len - off);
   si->len -= off;
 }
 
-void envd_stream_input_free(struct envd_sinput *si) {
-  if (!si) return;
+void envd_stream_input_free(struct envd_sinput *si)
+{
+  if (!si)
+    return;
   envd_proc_unref(si->p);
   envd_err_clear(&si->err);
   free(si->buf);
   free(si);
 }
 
-enum MHD_Result envd_stream_input_end(struct envd_sinput *si) {
+enum MHD_Result envd_stream_input_end(struct envd_sinput *si)
+{
   if (!si->err.code && si->len > 0)
     envd_fail(&si->err, "invalid_argument", "protocol error: incomplete envelope");
   if (!si->err.code && !si->p)

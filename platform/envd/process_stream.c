@@ -20,15 +20,19 @@
 
 #define KEEPALIVE_DEFAULT_MS 90000
 
-int64_t envd_timeout_header(struct MHD_Connection *c) {
+int64_t envd_timeout_header(struct MHD_Connection *c)
+{
   const char *h = envd_header(c, "Connect-Timeout-Ms");
-  if (!h) return 0;
+  if (!h)
+    return 0;
   size_t n = strlen(h);
-  if (n == 0 || n > 10 || strspn(h, "0123456789") != n) return -1;
+  if (n == 0 || n > 10 || strspn(h, "0123456789") != n)
+    return -1;
   return strtoll(h, NULL, 10);
 }
 
-int64_t envd_keepalive_ms(struct MHD_Connection *c) {
+int64_t envd_keepalive_ms(struct MHD_Connection *c)
+{
   const char *h = envd_header(c, "Keepalive-Ping-Interval");
   if (!h || !*h || strspn(h, "0123456789") != strlen(h) || strlen(h) > 6)
     return KEEPALIVE_DEFAULT_MS;
@@ -50,20 +54,24 @@ struct pstream {
   int fd;          /* client socket, for disconnect checks */
 };
 
-bool envd_client_gone(int fd) {
-  if (fd < 0) return false;
+bool envd_client_gone(int fd)
+{
+  if (fd < 0)
+    return false;
   struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
   return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
-static void set_out(struct pstream *st, char *buf, size_t len) {
+static void set_out(struct pstream *st, char *buf, size_t len)
+{
   free(st->out);
   st->out = buf;
   st->out_len = buf ? len : 0;
   st->out_pos = 0;
 }
 
-static void end_stream(struct pstream *st, const char *code, const char *msg) {
+static void end_stream(struct pstream *st, const char *code, const char *msg)
+{
   struct envd_err err = {.code = code, .msg = (char *)msg};
   size_t len = 0;
   char *b = envd_end_envelope(&err, &len);
@@ -71,24 +79,27 @@ static void end_stream(struct pstream *st, const char *code, const char *msg) {
   st->phase = 2;
 }
 
-static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
   struct pstream *st = cls;
   while (st->out_pos >= st->out_len) {
     if (st->phase == 2 && st->out) {
       set_out(st, NULL, 0);
       return MHD_CONTENT_READER_END_OF_STREAM;
     }
-    if (st->phase == 2) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (st->phase == 2)
+      return MHD_CONTENT_READER_END_OF_STREAM;
     size_t len = 0;
     if (st->phase == 0) {
-      json_t *j = json_pack("{s:{s:{s:I}}}", "event", "start", "pid",
-                            (json_int_t)envd_proc_pid(st->p));
+      json_t *j =
+          json_pack("{s:{s:{s:I}}}", "event", "start", "pid", (json_int_t)envd_proc_pid(st->p));
       char *env = envd_envelope(0, j, &len);
       set_out(st, env, len);
       json_decref(j);
       st->phase = 1;
       st->last_send = envd_now_ms();
-      if (!st->out) return MHD_CONTENT_READER_END_WITH_ERROR;
+      if (!st->out)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
       continue;
     }
     if (st->e->stopping) {
@@ -100,8 +111,10 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
     /* Output and the process's end wake this wait at once; the bound is only how soon a client
      * that hung up is noticed. 1 s here was a measurable share of the CPU with 2,000 idle
      * streams (tests/load), so it is 5 s. */
-    if (until > now + 5000) until = now + 5000;
-    if (st->deadline && until > st->deadline) until = st->deadline;
+    if (until > now + 5000)
+      until = now + 5000;
+    if (st->deadline && until > st->deadline)
+      until = st->deadline;
     char *b = NULL;
     int rc = envd_sub_next(st->p, st->s, until, &b, &len);
     now = envd_now_ms();
@@ -126,13 +139,15 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
     }
   }
   size_t n = st->out_len - st->out_pos;
-  if (n > max) n = max;
+  if (n > max)
+    n = max;
   memcpy(buf, st->out + st->out_pos, n);
   st->out_pos += n;
   return (ssize_t)n;
 }
 
-static void stream_free(void *cls) {
+static void stream_free(void *cls)
+{
   struct pstream *st = cls;
   envd_proc_unsubscribe(st->p, st->s);
   envd_proc_unref(st->p);
@@ -141,7 +156,8 @@ static void stream_free(void *cls) {
 }
 
 enum MHD_Result envd_proc_send_stream(struct envd_call *c, struct envd_proc *p, struct envd_sub *s,
-                                      int64_t deadline, bool start_call) {
+                                      int64_t deadline, bool start_call)
+{
   struct pstream *st = calloc(1, sizeof *st);
   if (!st) {
     envd_proc_unsubscribe(p, s);

@@ -30,7 +30,8 @@
 #endif
 
 /* Merged environment as a NULL-terminated malloc'd array of malloc'd "K=V" strings. */
-static char **build_env(struct envd *e, const struct envd_spawn *s) {
+static char **build_env(struct envd *e, const struct envd_spawn *s)
+{
   json_t *m = json_object();
   json_object_set_new(m, "PATH", json_string(ENVD_PATH_ENV));
   json_object_set_new(m, "HOME", json_string(s->user->home));
@@ -38,45 +39,59 @@ static char **build_env(struct envd *e, const struct envd_spawn *s) {
   json_object_set_new(m, "LOGNAME", json_string(s->user->name));
   json_object_set_new(m, "E2B_SANDBOX", json_string("true"));
   pthread_mutex_lock(&e->mu);
-  if (e->env_vars) json_object_update(m, e->env_vars);
+  if (e->env_vars)
+    json_object_update(m, e->env_vars);
   pthread_mutex_unlock(&e->mu);
-  if (json_is_object(s->envs)) json_object_update(m, s->envs);
+  if (json_is_object(s->envs))
+    json_object_update(m, s->envs);
   size_t n = json_object_size(m), i = 0;
   char **env = calloc(n + 1, sizeof *env);
   const char *k;
   json_t *v;
-  json_object_foreach(m, k, v) {
-    if (!env || !json_is_string(v) || !*k || strchr(k, '=')) continue;
-    if (asprintf(&env[i], "%s=%s", k, json_string_value(v)) >= 0) i++;
+  json_object_foreach(m, k, v)
+  {
+    if (!env || !json_is_string(v) || !*k || strchr(k, '='))
+      continue;
+    if (asprintf(&env[i], "%s=%s", k, json_string_value(v)) >= 0)
+      i++;
   }
   json_decref(m);
   return env;
 }
 
-static void free_strv(char **v) {
-  if (!v) return;
-  for (size_t i = 0; v[i]; i++) free(v[i]);
+static void free_strv(char **v)
+{
+  if (!v)
+    return;
+  for (size_t i = 0; v[i]; i++)
+    free(v[i]);
   free(v);
 }
 
-static const char *env_get(char **env, const char *key) {
+static const char *env_get(char **env, const char *key)
+{
   size_t kl = strlen(key);
   for (size_t i = 0; env && env[i]; i++)
-    if (strncmp(env[i], key, kl) == 0 && env[i][kl] == '=') return env[i] + kl + 1;
+    if (strncmp(env[i], key, kl) == 0 && env[i][kl] == '=')
+      return env[i] + kl + 1;
   return NULL;
 }
 
 /* Command path: as given when it has a '/', else the first executable on the child's PATH. */
-static char *resolve_cmd(const char *cmd, char **env) {
-  if (strchr(cmd, '/')) return strdup(cmd);
+static char *resolve_cmd(const char *cmd, char **env)
+{
+  if (strchr(cmd, '/'))
+    return strdup(cmd);
   const char *path = env_get(env, "PATH");
-  if (!path) path = ENVD_PATH_ENV;
+  if (!path)
+    path = ENVD_PATH_ENV;
   char *dup = strdup(path), *save = NULL;
   char *found = NULL;
   for (char *d = strtok_r(dup, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
     char *cand = NULL;
     struct stat st;
-    if (asprintf(&cand, "%s/%s", *d ? d : ".", cmd) < 0) break;
+    if (asprintf(&cand, "%s/%s", *d ? d : ".", cmd) < 0)
+      break;
     if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
       found = cand;
     else
@@ -86,30 +101,42 @@ static char *resolve_cmd(const char *cmd, char **env) {
   return found;
 }
 
-static void close_pair(int p[2]) {
-  if (p[0] >= 0) close(p[0]);
-  if (p[1] >= 0) close(p[1]);
+static void close_pair(int p[2])
+{
+  if (p[0] >= 0)
+    close(p[0]);
+  if (p[1] >= 0)
+    close(p[1]);
   p[0] = p[1] = -1;
 }
 
 /* In the child after fork: only async-signal-safe work (raw syscalls). */
-static void child(const struct envd_spawn *s, const char *path, char **argv, char **env,
-                  int in, int out, int errfd, int report) {
+static void child(const struct envd_spawn *s, const char *path, char **argv, char **env, int in,
+                  int out, int errfd, int report)
+{
   sigset_t none;
   sigemptyset(&none);
-  for (int sig = 1; sig < NSIG; sig++) signal(sig, SIG_DFL);
+  for (int sig = 1; sig < NSIG; sig++)
+    signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, NULL);
   setsid();
-  if (s->pty && ioctl(in, TIOCSCTTY, 0) < 0) goto fail;
-  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0) goto fail;
+  if (s->pty && ioctl(in, TIOCSCTTY, 0) < 0)
+    goto fail;
+  if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+    goto fail;
   if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
     for (int fd = 3; fd < 65536; fd++)
-      if (fd != report) close(fd);
+      if (fd != report)
+        close(fd);
   }
-  if (syscall(SYS_setgroups, (size_t)s->user->ngroups, s->user->groups) < 0) goto fail;
-  if (syscall(SYS_setresgid, s->user->gid, s->user->gid, s->user->gid) < 0) goto fail;
-  if (syscall(SYS_setresuid, s->user->uid, s->user->uid, s->user->uid) < 0) goto fail;
-  if (chdir(s->cwd) < 0) goto fail;
+  if (syscall(SYS_setgroups, (size_t)s->user->ngroups, s->user->groups) < 0)
+    goto fail;
+  if (syscall(SYS_setresgid, s->user->gid, s->user->gid, s->user->gid) < 0)
+    goto fail;
+  if (syscall(SYS_setresuid, s->user->uid, s->user->uid, s->user->uid) < 0)
+    goto fail;
+  if (chdir(s->cwd) < 0)
+    goto fail;
   execve(path, argv, env);
 fail:;
   int er = errno;
@@ -119,21 +146,24 @@ fail:;
 }
 
 /* Read the child's exec report: 0 when exec succeeded (EOF), else fills err and returns -1. */
-static int exec_report(int fd, const char *cmd, struct envd_err *err) {
+static int exec_report(int fd, const char *cmd, struct envd_err *err)
+{
   int child_errno = 0;
   ssize_t n;
-  do n = read(fd, &child_errno, sizeof child_errno);
+  do
+    n = read(fd, &child_errno, sizeof child_errno);
   while (n < 0 && errno == EINTR);
-  if (n != (ssize_t)sizeof child_errno) return 0;
+  if (n != (ssize_t)sizeof child_errno)
+    return 0;
   /* The child failed before exec and exits 127; the reaper collects it. */
-  envd_fail(err, "invalid_argument", "error starting process '%s': %s", cmd,
-            strerror(child_errno));
+  envd_fail(err, "invalid_argument", "error starting process '%s': %s", cmd, strerror(child_errno));
   return -1;
 }
 
 /* PTY variant of the fork: master to *out_fd (and a dup to *in_fd for writes and resizes). */
 static pid_t fork_pty(const struct envd_spawn *s, const char *path, char **argv, char **env,
-                      int *in_fd, int *out_fd, int *err_fd, struct envd_err *err) {
+                      int *in_fd, int *out_fd, int *err_fd, struct envd_err *err)
+{
   int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), slave = -1, rep[2] = {-1, -1};
   int in_dup = -1;
   pid_t pid = -1;
@@ -162,7 +192,8 @@ static pid_t fork_pty(const struct envd_spawn *s, const char *path, char **argv,
     envd_fail(err, "invalid_argument", "error starting process: fork: %s", strerror(errno));
     goto out;
   }
-  if (pid == 0) child(s, path, argv, env, slave, slave, slave, rep[1]);
+  if (pid == 0)
+    child(s, path, argv, env, slave, slave, slave, rep[1]);
   close(rep[1]);
   rep[1] = -1;
   if (exec_report(rep[0], s->cmd, err) < 0) {
@@ -175,16 +206,22 @@ static pid_t fork_pty(const struct envd_spawn *s, const char *path, char **argv,
   *err_fd = -1;
   master = in_dup = -1;
 out:
-  if (master >= 0) close(master);
-  if (in_dup >= 0) close(in_dup);
-  if (slave >= 0) close(slave);
-  if (rep[0] >= 0) close(rep[0]);
-  if (rep[1] >= 0) close(rep[1]);
+  if (master >= 0)
+    close(master);
+  if (in_dup >= 0)
+    close(in_dup);
+  if (slave >= 0)
+    close(slave);
+  if (rep[0] >= 0)
+    close(rep[0]);
+  if (rep[1] >= 0)
+    close(rep[1]);
   return pid;
 }
 
 pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int *out_fd,
-                     int *err_fd, struct envd_err *err) {
+                     int *err_fd, struct envd_err *err)
+{
   struct stat st;
   if (stat(s->cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
     envd_fail(err, "invalid_argument", "cwd '%s' does not exist", s->cwd);
@@ -201,12 +238,12 @@ pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int
   }
   if (!path) {
     envd_fail(err, "invalid_argument",
-              "error starting process: exec: \"%s\": executable file not found in $PATH",
-              s->cmd);
+              "error starting process: exec: \"%s\": executable file not found in $PATH", s->cmd);
     goto out;
   }
   argv[0] = (char *)s->cmd;
-  for (size_t i = 0; i < s->nargs; i++) argv[i + 1] = (char *)s->args[i];
+  for (size_t i = 0; i < s->nargs; i++)
+    argv[i + 1] = (char *)s->args[i];
   if (s->pty) {
     pid = fork_pty(s, path, argv, env, in_fd, out_fd, err_fd, err);
     goto out;
@@ -232,7 +269,8 @@ pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int
     envd_fail(err, "invalid_argument", "error starting process: fork: %s", strerror(errno));
     goto out;
   }
-  if (pid == 0) child(s, path, argv, env, pin[0], pout[1], perr[1], rep[1]);
+  if (pid == 0)
+    child(s, path, argv, env, pin[0], pout[1], perr[1], rep[1]);
   close(rep[1]);
   rep[1] = -1;
   if (exec_report(rep[0], s->cmd, err) < 0) {
@@ -242,9 +280,11 @@ pid_t envd_fork_exec(struct envd *e, const struct envd_spawn *s, int *in_fd, int
   *out_fd = pout[0];
   *err_fd = perr[0];
   *in_fd = s->stdin_pipe ? pin[1] : -1;
-  if (*in_fd >= 0) fcntl(*in_fd, F_SETFL, O_NONBLOCK); /* writes wait in poll, with a deadline */
+  if (*in_fd >= 0)
+    fcntl(*in_fd, F_SETFL, O_NONBLOCK); /* writes wait in poll, with a deadline */
   pout[0] = perr[0] = -1;
-  if (s->stdin_pipe) pin[1] = -1;
+  if (s->stdin_pipe)
+    pin[1] = -1;
 out:
   close_pair(pin);
   close_pair(pout);

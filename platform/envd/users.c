@@ -18,18 +18,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, struct envd_err *err) {
+int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, struct envd_err *err)
+{
   char def[64] = "root";
   if (!name || !*name) {
     pthread_mutex_lock(&e->mu);
-    if (e->default_user && *e->default_user) snprintf(def, sizeof def, "%s", e->default_user);
+    if (e->default_user && *e->default_user)
+      snprintf(def, sizeof def, "%s", e->default_user);
     pthread_mutex_unlock(&e->mu);
     name = def;
   }
   struct passwd pw, *res = NULL;
   char buf[4096];
-  if (strlen(name) >= sizeof u->name || getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 ||
-      !res)
+  if (strlen(name) >= sizeof u->name || getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
     return envd_fail(err, "unauthenticated", "invalid username: '%s'", name);
   memset(u, 0, sizeof *u);
   snprintf(u->name, sizeof u->name, "%s", name);
@@ -46,14 +47,17 @@ int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, stru
 }
 
 int envd_user_from_basic(struct envd *e, struct MHD_Connection *c, struct envd_user *u,
-                         struct envd_err *err) {
+                         struct envd_err *err)
+{
   const char *h = envd_header(c, "Authorization");
-  if (!h || !*h) return envd_user_lookup(e, NULL, u, err);
+  if (!h || !*h)
+    return envd_user_lookup(e, NULL, u, err);
   if (strncasecmp(h, "Basic ", 6) != 0)
     return envd_fail(err, "unauthenticated", "invalid authorization header");
   size_t n = 0;
   unsigned char *dec = abx_b64_decode_alloc(h + 6, 0, &n);
-  if (!dec) return envd_fail(err, "unauthenticated", "invalid authorization header");
+  if (!dec)
+    return envd_fail(err, "unauthenticated", "invalid authorization header");
   char name[128];
   size_t k = 0;
   while (k < n && dec[k] != ':' && k + 1 < sizeof name) {
@@ -63,20 +67,25 @@ int envd_user_from_basic(struct envd *e, struct MHD_Connection *c, struct envd_u
   name[k] = 0;
   bool bad = memchr(name, 0, k) != NULL;
   free(dec);
-  if (bad || k == 0) return envd_fail(err, "unauthenticated", "invalid username: '%s'", name);
+  if (bad || k == 0)
+    return envd_fail(err, "unauthenticated", "invalid username: '%s'", name);
   return envd_user_lookup(e, name, u, err);
 }
 
-char *envd_path_clean(const char *p) {
+char *envd_path_clean(const char *p)
+{
   size_t n = strlen(p);
   char *out = malloc(n + 2);
-  if (!out) return NULL;
+  if (!out)
+    return NULL;
   size_t o = 0;
   out[o++] = '/';
   const char *s = p;
   while (*s) {
-    while (*s == '/') s++;
-    if (!*s) break;
+    while (*s == '/')
+      s++;
+    if (!*s)
+      break;
     const char *e = strchr(s, '/');
     size_t len = e ? (size_t)(e - s) : strlen(s);
     if (len == 1 && s[0] == '.') {
@@ -84,7 +93,8 @@ char *envd_path_clean(const char *p) {
     } else if (len == 2 && s[0] == '.' && s[1] == '.') {
       if (o > 1) {
         o--; /* drop trailing '/' */
-        while (o > 1 && out[o - 1] != '/') o--;
+        while (o > 1 && out[o - 1] != '/')
+          o--;
       }
     } else {
       memcpy(out + o, s, len);
@@ -93,13 +103,15 @@ char *envd_path_clean(const char *p) {
     }
     s += len;
   }
-  if (o > 1) o--; /* trailing slash */
+  if (o > 1)
+    o--; /* trailing slash */
   out[o] = 0;
   return out;
 }
 
 char *envd_resolve_path(struct envd *e, const struct envd_user *u, const char *path,
-                        struct envd_err *err) {
+                        struct envd_err *err)
+{
   char *raw = NULL;
   if (!path || !*path) {
     pthread_mutex_lock(&e->mu);
@@ -108,13 +120,14 @@ char *envd_resolve_path(struct envd *e, const struct envd_user *u, const char *p
     pthread_mutex_unlock(&e->mu);
   } else if (path[0] == '~') {
     if (path[1] != 0 && path[1] != '/') {
-      envd_fail(err, "invalid_argument", "path '%s' cannot be expanded: only ~ is supported",
-                path);
+      envd_fail(err, "invalid_argument", "path '%s' cannot be expanded: only ~ is supported", path);
       return NULL;
     }
-    if (asprintf(&raw, "%s/%s", u->home, path + 1) < 0) raw = NULL;
+    if (asprintf(&raw, "%s/%s", u->home, path + 1) < 0)
+      raw = NULL;
   } else if (path[0] != '/') {
-    if (asprintf(&raw, "%s/%s", u->home, path) < 0) raw = NULL;
+    if (asprintf(&raw, "%s/%s", u->home, path) < 0)
+      raw = NULL;
   } else {
     raw = strdup(path);
   }
@@ -124,27 +137,32 @@ char *envd_resolve_path(struct envd *e, const struct envd_user *u, const char *p
   }
   char *clean = envd_path_clean(raw);
   free(raw);
-  if (!clean) envd_fail(err, "internal", "out of memory");
+  if (!clean)
+    envd_fail(err, "internal", "out of memory");
   return clean;
 }
 
-void envd_fs_enter(const struct envd_user *u) {
+void envd_fs_enter(const struct envd_user *u)
+{
   /* Raw syscalls: glibc's setgroups() would change every thread of the daemon. */
   syscall(SYS_setgroups, (size_t)u->ngroups, u->groups);
   setfsgid(u->gid);
   setfsuid(u->uid);
 }
 
-void envd_fs_leave(void) {
+void envd_fs_leave(void)
+{
   setfsuid(0);
   setfsgid(0);
   gid_t none[1] = {0};
   syscall(SYS_setgroups, (size_t)1, none);
 }
 
-int envd_mkdir_p(const char *path) {
+int envd_mkdir_p(const char *path)
+{
   char *p = strdup(path);
-  if (!p) return -1;
+  if (!p)
+    return -1;
   size_t n = strlen(p);
   for (size_t i = 1; i <= n; i++) {
     if (p[i] == '/' || p[i] == 0) {
@@ -162,7 +180,8 @@ int envd_mkdir_p(const char *path) {
   struct stat st;
   int rc = stat(p, &st);
   free(p);
-  if (rc < 0) return -1;
+  if (rc < 0)
+    return -1;
   if (!S_ISDIR(st.st_mode)) {
     errno = ENOTDIR;
     return -1;
@@ -170,20 +189,21 @@ int envd_mkdir_p(const char *path) {
   return 0;
 }
 
-const char *envd_errno_code(int err) {
+const char *envd_errno_code(int err)
+{
   switch (err) {
-    case ENOENT: return "not_found";
-    case EEXIST: return "already_exists";
-    case EACCES:
-    case EPERM:
-    case EROFS: return "permission_denied";
-    case ENOTDIR:
-    case EISDIR:
-    case EINVAL:
-    case ENAMETOOLONG: return "invalid_argument";
-    case ELOOP: return "failed_precondition";
-    case ENOSPC:
-    case EDQUOT: return "resource_exhausted";
-    default: return "internal";
+  case ENOENT: return "not_found";
+  case EEXIST: return "already_exists";
+  case EACCES:
+  case EPERM:
+  case EROFS: return "permission_denied";
+  case ENOTDIR:
+  case EISDIR:
+  case EINVAL:
+  case ENAMETOOLONG: return "invalid_argument";
+  case ELOOP: return "failed_precondition";
+  case ENOSPC:
+  case EDQUOT: return "resource_exhausted";
+  default: return "internal";
   }
 }

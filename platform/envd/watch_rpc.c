@@ -43,21 +43,24 @@ struct wstream {
   int sock;
 };
 
-static void ws_set(struct wstream *st, char *buf, size_t len) {
+static void ws_set(struct wstream *st, char *buf, size_t len)
+{
   free(st->out);
   st->out = buf;
   st->out_len = buf ? len : 0;
   st->out_pos = 0;
 }
 
-static void ws_end(struct wstream *st, const struct envd_err *err) {
+static void ws_end(struct wstream *st, const struct envd_err *err)
+{
   size_t len = 0;
   char *b = envd_end_envelope(err, &len);
   ws_set(st, b, len);
   st->phase = 2;
 }
 
-static void ws_msg(struct wstream *st, json_t *j) {
+static void ws_msg(struct wstream *st, json_t *j)
+{
   size_t len = 0;
   char *b = j ? envd_envelope(0, j, &len) : NULL;
   ws_set(st, b, len);
@@ -65,7 +68,8 @@ static void ws_msg(struct wstream *st, json_t *j) {
   st->last_send = envd_now_ms();
 }
 
-static ssize_t ws_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+static ssize_t ws_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
   struct wstream *st = cls;
   while (st->out_pos >= st->out_len) {
     if (st->phase == 2) {
@@ -75,14 +79,16 @@ static ssize_t ws_cb(void *cls, uint64_t pos, char *buf, size_t max) {
     if (st->phase == 0) {
       st->phase = 1;
       ws_msg(st, json_pack("{s:{}}", "start"));
-      if (!st->out) return MHD_CONTENT_READER_END_WITH_ERROR;
+      if (!st->out)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
       continue;
     }
     if (json_array_size(st->pending)) {
       json_t *ev = json_incref(json_array_get(st->pending, 0));
       json_array_remove(st->pending, 0);
       ws_msg(st, json_pack("{s:o}", "filesystem", ev));
-      if (!st->out) return MHD_CONTENT_READER_END_WITH_ERROR;
+      if (!st->out)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
       continue;
     }
     if (st->e->stopping) {
@@ -92,19 +98,24 @@ static ssize_t ws_cb(void *cls, uint64_t pos, char *buf, size_t max) {
     }
     int64_t now = envd_now_ms();
     if (st->deadline && now >= st->deadline) {
-      struct envd_err err = {.code = "deadline_exceeded", .msg = (char *)"context deadline exceeded"};
+      struct envd_err err = {.code = "deadline_exceeded",
+                             .msg = (char *)"context deadline exceeded"};
       ws_end(st, &err);
       continue;
     }
     if (now - st->last_send >= st->keepalive) {
       ws_msg(st, json_pack("{s:{}}", "keepalive"));
-      if (!st->out) return MHD_CONTENT_READER_END_WITH_ERROR;
+      if (!st->out)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
       continue;
     }
-    if (envd_client_gone(st->sock)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (envd_client_gone(st->sock))
+      return MHD_CONTENT_READER_END_WITH_ERROR;
     int64_t until = st->last_send + st->keepalive;
-    if (until > now + 500) until = now + 500;
-    if (st->deadline && until > st->deadline) until = st->deadline;
+    if (until > now + 500)
+      until = now + 500;
+    if (st->deadline && until > st->deadline)
+      until = st->deadline;
     struct pollfd pf = {.fd = st->w.fd, .events = POLLIN};
     int pr = poll(&pf, 1, (int)(until > now ? until - now : 0));
     if (pr > 0) {
@@ -119,13 +130,15 @@ static ssize_t ws_cb(void *cls, uint64_t pos, char *buf, size_t max) {
     }
   }
   size_t n = st->out_len - st->out_pos;
-  if (n > max) n = max;
+  if (n > max)
+    n = max;
   memcpy(buf, st->out + st->out_pos, n);
   st->out_pos += n;
   return (ssize_t)n;
 }
 
-static void ws_free(void *cls) {
+static void ws_free(void *cls)
+{
   struct wstream *st = cls;
   envd_wcore_free(&st->w);
   json_decref(st->pending);
@@ -133,11 +146,13 @@ static void ws_free(void *cls) {
   free(st);
 }
 
-enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req) {
+enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req)
+{
   struct envd_err err = {0};
   int64_t timeout = envd_timeout_header(c->conn);
   struct wstream *st = calloc(1, sizeof *st);
-  if (!st) return MHD_NO;
+  if (!st)
+    return MHD_NO;
   st->w.fd = -1;
   if (timeout < 0) {
     envd_fail(&err, "invalid_argument", "invalid Connect-Timeout-Ms header");
@@ -186,8 +201,10 @@ struct envd_watchers {
 };
 
 /* Drain the watcher's inotify fd into its queue. Caller holds the table lock. */
-static void watcher_drain(struct watcher *x) {
-  if (x->sticky.code) return;
+static void watcher_drain(struct watcher *x)
+{
+  if (x->sticky.code)
+    return;
   envd_fs_enter(&x->w.user);
   envd_wcore_read(&x->w, x->events, &x->sticky);
   envd_fs_leave();
@@ -195,7 +212,8 @@ static void watcher_drain(struct watcher *x) {
   if (n > ENVD_WATCH_QUEUE_MAX) {
     size_t drop = n - ENVD_WATCH_QUEUE_MAX;
     json_t *keep = json_array();
-    for (size_t i = drop; i < n; i++) json_array_append(keep, json_array_get(x->events, i));
+    for (size_t i = drop; i < n; i++)
+      json_array_append(keep, json_array_get(x->events, i));
     json_decref(x->events);
     x->events = keep;
     x->dropped += drop;
@@ -207,33 +225,41 @@ struct wthread_arg {
   struct watcher *x;
 };
 
-static void *watcher_loop(void *arg) {
+static void *watcher_loop(void *arg)
+{
   struct wthread_arg a = *(struct wthread_arg *)arg;
   free(arg);
   for (;;) {
-    struct pollfd pf[2] = {{.fd = a.x->w.fd, .events = POLLIN}, {.fd = a.x->stop[0], .events = POLLIN}};
+    struct pollfd pf[2] = {{.fd = a.x->w.fd, .events = POLLIN},
+                           {.fd = a.x->stop[0], .events = POLLIN}};
     int pr = poll(pf, 2, 1000);
-    if (pr < 0 && errno != EINTR) break;
-    if (pf[1].revents) break;
+    if (pr < 0 && errno != EINTR)
+      break;
+    if (pf[1].revents)
+      break;
     if (pr > 0 && (pf[0].revents & POLLIN)) {
       pthread_mutex_lock(&a.t->mu);
       watcher_drain(a.x);
       bool failed = a.x->sticky.code != NULL;
       pthread_mutex_unlock(&a.t->mu);
-      if (failed) break;
+      if (failed)
+        break;
     }
   }
   return NULL;
 }
 
-static void watcher_free(struct watcher *x) {
+static void watcher_free(struct watcher *x)
+{
   if (x->stop[1] >= 0) {
     ssize_t w = write(x->stop[1], "x", 1);
     (void)w;
     pthread_join(x->thread, NULL);
   }
-  if (x->stop[0] >= 0) close(x->stop[0]);
-  if (x->stop[1] >= 0) close(x->stop[1]);
+  if (x->stop[0] >= 0)
+    close(x->stop[0]);
+  if (x->stop[1] >= 0)
+    close(x->stop[1]);
   if (x->dropped)
     fprintf(stderr, "envd: watcher %s dropped %zu events (queue limit %d)\n", x->id, x->dropped,
             ENVD_WATCH_QUEUE_MAX);
@@ -243,17 +269,21 @@ static void watcher_free(struct watcher *x) {
   free(x);
 }
 
-int envd_watchers_init(struct envd *e) {
+int envd_watchers_init(struct envd *e)
+{
   struct envd_watchers *t = calloc(1, sizeof *t);
-  if (!t) return -1;
+  if (!t)
+    return -1;
   pthread_mutex_init(&t->mu, NULL);
   e->watchers = t;
   return 0;
 }
 
-void envd_watchers_shutdown(struct envd *e) {
+void envd_watchers_shutdown(struct envd *e)
+{
   struct envd_watchers *t = e->watchers;
-  if (!t) return;
+  if (!t)
+    return;
   pthread_mutex_lock(&t->mu);
   struct watcher *list = t->list;
   t->list = NULL;
@@ -268,11 +298,12 @@ void envd_watchers_shutdown(struct envd *e) {
   e->watchers = NULL;
 }
 
-int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out,
-                              struct envd_err *err) {
+int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   struct envd_watchers *t = c->e->watchers;
   struct watcher *x = calloc(1, sizeof *x);
-  if (!x) return envd_fail(err, "internal", "out of memory");
+  if (!x)
+    return envd_fail(err, "internal", "out of memory");
   x->stop[0] = x->stop[1] = -1;
   x->w.fd = -1;
   unsigned char rnd[8];
@@ -280,8 +311,8 @@ int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out,
     free(x);
     return envd_fail(err, "internal", "cannot generate a watcher id");
   }
-  snprintf(x->id, sizeof x->id, "w%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
-           rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+  snprintf(x->id, sizeof x->id, "w%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
+           rnd[4], rnd[5], rnd[6], rnd[7]);
   if (envd_wcore_open(c, req, &x->w, err) < 0) {
     free(x);
     return -1;
@@ -291,7 +322,8 @@ int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out,
   int pr = pipe2(x->stop, O_CLOEXEC);
   if (!a || pr < 0) {
     free(a);
-    if (pr < 0) x->stop[0] = x->stop[1] = -1;
+    if (pr < 0)
+      x->stop[0] = x->stop[1] = -1;
     watcher_free(x);
     return envd_fail(err, "internal", "cannot start watcher");
   }
@@ -312,7 +344,8 @@ int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out,
   return 0;
 }
 
-static const char *req_id(json_t *req, struct envd_err *err) {
+static const char *req_id(json_t *req, struct envd_err *err)
+{
   json_t *id = envd_jget(req, "watcherId", "watcher_id");
   if (!json_is_string(id)) {
     envd_fail(err, "invalid_argument", "watcherId is required");
@@ -322,14 +355,17 @@ static const char *req_id(json_t *req, struct envd_err *err) {
 }
 
 int envd_rpc_get_watcher_events(struct envd_call *c, json_t *req, json_t **out,
-                                  struct envd_err *err) {
+                                struct envd_err *err)
+{
   struct envd_watchers *t = c->e->watchers;
   const char *id = req_id(req, err);
-  if (!id) return -1;
+  if (!id)
+    return -1;
   int rc = 0;
   pthread_mutex_lock(&t->mu);
   struct watcher *x = t->list;
-  while (x && strcmp(x->id, id) != 0) x = x->next;
+  while (x && strcmp(x->id, id) != 0)
+    x = x->next;
   if (!x) {
     rc = envd_fail(err, "not_found", "watcher with id %s not found", id);
   } else {
@@ -352,18 +388,22 @@ int envd_rpc_get_watcher_events(struct envd_call *c, json_t *req, json_t **out,
   return rc;
 }
 
-int envd_rpc_remove_watcher(struct envd_call *c, json_t *req, json_t **out,
-                              struct envd_err *err) {
+int envd_rpc_remove_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err)
+{
   struct envd_watchers *t = c->e->watchers;
   const char *id = req_id(req, err);
-  if (!id) return -1;
+  if (!id)
+    return -1;
   pthread_mutex_lock(&t->mu);
   struct watcher **pp = &t->list;
-  while (*pp && strcmp((*pp)->id, id) != 0) pp = &(*pp)->next;
+  while (*pp && strcmp((*pp)->id, id) != 0)
+    pp = &(*pp)->next;
   struct watcher *x = *pp;
-  if (x) *pp = x->next;
+  if (x)
+    *pp = x->next;
   pthread_mutex_unlock(&t->mu);
-  if (!x) return envd_fail(err, "not_found", "watcher with id %s not found", id);
+  if (!x)
+    return envd_fail(err, "not_found", "watcher with id %s not found", id);
   watcher_free(x);
   return 0;
 }
