@@ -156,19 +156,6 @@ static int core_yaml_load(lua_State *L)
   return 1;
 }
 
-/* core.yaml_parse(text [, name]) -> value. Raises InvalidArgument like yaml_load. */
-static int core_yaml_parse(lua_State *L)
-{
-  struct abx_loop *loop = abx_core_loop(L);
-  size_t n;
-  const char *text = luaL_checklstring(L, 1, &n);
-  const char *name = luaL_optstring(L, 2, "<string>");
-  char err[512];
-  if (abx_yaml_push(L, name, text, n, err, sizeof err) != 0)
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s", err);
-  return 1;
-}
-
 static int core_getenv(lua_State *L)
 {
   const char *v = getenv(luaL_checkstring(L, 1));
@@ -418,7 +405,7 @@ static int core_dotenv_parse(lua_State *L)
 static const luaL_Reg util_funcs[] = {
   {"b64encode", core_b64encode}, {"b64decode", core_b64decode}, {"sha256", core_sha256},
   {"random_hex", core_random_hex}, {"read_file", core_read_file}, {"yaml_load", core_yaml_load},
-  {"yaml_parse", core_yaml_parse}, {"getenv", core_getenv}, {"isdir", core_isdir},
+  {"getenv", core_getenv}, {"isdir", core_isdir},
   {"exists", core_exists}, {"list_files", core_list_files},
   {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
   {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},

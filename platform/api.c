@@ -27,7 +27,6 @@ void abx_api_config(const char *api_key, const char *domain)
   g_domain = domain;
 }
 
-const char *abx_api_domain(void) { return g_domain; }
 
 /* ---- route table -------------------------------------------------------------------------- */
 

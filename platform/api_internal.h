@@ -59,8 +59,6 @@ int abx_api_match(const char *pattern, const char *url, struct abx_api_req *r);
 int abx_api_lookup(const char *method, const char *url, struct abx_api_req *r,
                    const struct abx_api_route **route);
 
-/* The platform's domain (set by abx_api_config). */
-const char *abx_api_domain(void);
 
 /* Parse a JSON object body. An absent body gives {} unless `required`. On failure queues 400,
  * stores MHD's result in *sent and returns NULL. */

@@ -55,7 +55,6 @@ static atomic_int g_stop;
 /* This thread's pending fault, between abx_faults_before and abx_faults_after. */
 static __thread const struct rule *t_rule;
 
-int abx_faults_active(void) { return g_nrules > 0; }
 
 void abx_faults_stop(void) { atomic_store(&g_stop, 1); }
 

@@ -40,18 +40,6 @@ int abx_netns_socket_fd(int netns_fd)
   return s;
 }
 
-int abx_netns_socket(pid_t pid)
-{
-  int ns = abx_netns_open(pid);
-  if (ns < 0)
-    return -1;
-  int s = abx_netns_socket_fd(ns);
-  int e = errno;
-  close(ns);
-  errno = e;
-  return s;
-}
-
 static curl_socket_t open_cb(void *cls, curlsocktype purpose, struct curl_sockaddr *addr)
 {
   (void)purpose;

@@ -21,9 +21,6 @@ int abx_netns_open(pid_t pid);
  * Returns the socket fd or -1 (errno set). */
 int abx_netns_socket_fd(int netns_fd);
 
-/* Same, naming the namespace by a process id inside it (/proc/<pid>/ns/net). */
-int abx_netns_socket(pid_t pid);
-
 /* Make `curl` open its sockets inside `*netns_fd` (CURLOPT_OPENSOCKETFUNCTION). `netns_fd` must
  * outlive the transfer; the caller keeps ownership of it. */
 void abx_netns_curl(CURL *curl, int *netns_fd);

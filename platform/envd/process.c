@@ -412,11 +412,6 @@ int envd_proc_write_pty(struct envd_proc *p, const void *data, size_t len, struc
   return rc;
 }
 
-bool envd_proc_is_pty(const struct envd_proc *p)
-{
-  return p->pty;
-}
-
 int envd_proc_resize(struct envd_proc *p, uint16_t cols, uint16_t rows, struct envd_err *err)
 {
   if (!p->pty)

@@ -88,9 +88,6 @@ int envd_proc_write_stdin(struct envd_proc *p, const void *data, size_t len, str
 /* Close stdin; idempotent. Errors: unknown "cannot close stdin for PTY process" on a PTY. */
 int envd_proc_close_stdin(struct envd_proc *p, struct envd_err *err);
 
-/* Whether p runs on a PTY. */
-bool envd_proc_is_pty(const struct envd_proc *p);
-
 /* Write to the PTY master (waits at most 10 s). Errors: internal (no tty, closed, failure). */
 int envd_proc_write_pty(struct envd_proc *p, const void *data, size_t len, struct envd_err *err);
 

@@ -2,7 +2,7 @@
  * fuzz_yaml.c: libFuzzer target for the YAML config loader (engine/yaml_lua.h, abx_yaml_push).
  *
  * One lua_State per process; each input is parsed by abx_yaml_push called from a C function under
- * lua_pcall (the way core.yaml_parse runs it), then the stack is reset with lua_settop.
+ * lua_pcall (the way core.yaml_load runs it), then the stack is reset with lua_settop.
  * Oracles (abort() on violation):
  *   - abx_yaml_push raises no Lua error (its contract is [-0, +(0|1), m]: only memory errors);
  *   - success pushes exactly one value, failure pushes nothing and writes a non-empty,
