@@ -1,6 +1,7 @@
 /*
  * serve.c: `abxlua serve`: options, API key, state dir, the HTTP daemon (one port for the control
- * plane and the ingress), and the main thread's loop (spawner, TTL and reaper). Contract in serve.h.
+ * plane and the ingress), and the main thread's loop (spawner, TTL and reaper). Contract in
+ * platform_main.h; routes, state, threads and limits in docs/PLATFORM.md.
  */
 #include "platform_main.h"
 
