@@ -472,9 +472,7 @@ end
 ---@param id string
 ---@return boolean
 function Connection:kill(id)
-  local killed = self:_delete("/sandboxes/" .. envd.quote(id))
-  if self.hooks.killed then self.hooks.killed(id) end
-  return killed
+  return self:_delete("/sandboxes/" .. envd.quote(id), "killed", id)
 end
 
 --- A 404 for sandbox `id` means it no longer exists (killed, or its TTL ran out): tells
@@ -486,15 +484,20 @@ function Connection:_gone_if_404(resp, id)
 end
 
 --- DELETE of a resource, retried like every idempotent call: true on 204/200, false on 404 (it
---- was already gone: reference §6.1, kill and delete_snapshot).
+--- was already gone: reference §6.1, kill and delete_snapshot). Either way the resource no longer
+--- exists, and hooks[hook](id) is called when given (the run's tracker forgets it).
 --- Raises: the mapped kind of any other status (errmap.raise_api), Transport, Timeout.
 ---@param path string already quoted
+---@param hook? string "killed", "snapshot_deleted" or "volume_deleted"
+---@param id? string what the hook is told
 ---@return boolean
-function Connection:_delete(path)
+function Connection:_delete(path, hook, id)
   local resp, request = self:_call("DELETE", path, nil, nil, true)
-  if resp.status == 204 or resp.status == 200 then return true end
-  if resp.status == 404 then return false end
-  errmap.raise_api(resp, request)
+  if resp.status ~= 204 and resp.status ~= 200 and resp.status ~= 404 then
+    errmap.raise_api(resp, request)
+  end
+  if hook and self.hooks[hook] then self.hooks[hook](id) end -- gone either way
+  return resp.status ~= 404
 end
 
 --- Snapshots, following X-Next-Token (see abx.client.snapshot.list). Raises: as abx.client.snapshot.list.

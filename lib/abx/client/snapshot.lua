@@ -118,9 +118,7 @@ end
 ---@param id string snapshot id
 ---@return boolean
 function snapshot.delete(conn, id)
-  local r = conn:_delete("/templates/" .. envd.quote(id))
-  if conn.hooks.snapshot_deleted then conn.hooks.snapshot_deleted(id) end -- gone either way
-  return r
+  return conn:_delete("/templates/" .. envd.quote(id), "snapshot_deleted", id)
 end
 
 return snapshot

@@ -82,9 +82,7 @@ end
 ---@param id string
 ---@return boolean
 function volume.delete(conn, id)
-  local r = conn:_delete("/volumes/" .. envd.quote(id))
-  if conn.hooks.volume_deleted then conn.hooks.volume_deleted(id) end -- gone either way
-  return r
+  return conn:_delete("/volumes/" .. envd.quote(id), "volume_deleted", id)
 end
 
 return volume
