@@ -2,8 +2,12 @@
 one way, chosen by the request (the command string of process.Process/Start, or the path).
 Nothing here is valid on purpose; the engine must end each call with a typed error, in bounded
 time and memory."""
-import json, socket, struct, threading, time
+import json, os, socket, struct, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import abxtest
+
+KEY = "e2b_00112233445566778899"
 
 def env(flags, payload):
     return bytes([flags]) + struct.pack(">I", len(payload)) + payload
@@ -141,3 +145,19 @@ def start():
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
+
+def run_case(abx, case, jobs, timeout):
+    """Runs `abx run case -j jobs` under /usr/bin/time against a new hostile server, from a new
+    project whose provider `hostile` is that server (API key KEY, request_timeout 8 s,
+    test_timeout 30 s); returns (exit code, output, peak RSS in MiB or None)."""
+    srv = start()
+    url = "http://127.0.0.1:%d" % srv.server_address[1]
+    try:
+        proj = abxtest.project("defaults:\n  request_timeout: 8\n  test_timeout: 30\n"
+                               + abxtest.remote_config("hostile"))
+        env = dict(os.environ, ABX_SANDBOX_API_KEY=KEY, ABX_SANDBOX_BASE_URL=url,
+                   E2B_SANDBOX_URL=url, NO_COLOR="1")
+        return abxtest.run_timed([abx, "run", case, "-j", str(jobs)], cwd=proj, env=env,
+                                 timeout=timeout)
+    finally:
+        srv.shutdown()
