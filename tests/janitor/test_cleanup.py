@@ -2,32 +2,17 @@
 """abxlua cleanup, the janitor: against a running `abxlua serve`, it lists sandboxes tagged
 e2e=<run id>, deletes nothing without --yes, kills only the matching tagged ones with --yes, and
 never touches an untagged sandbox. Usage: test_cleanup.py ABXLUA"""
-import json, os, subprocess, sys, tempfile, urllib.request
+import os, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import abxtest
+from abxtest import check, finish
 
 abx = os.path.abspath(sys.argv[1])
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
-
-r, w = os.pipe()
-serve = subprocess.Popen([abx, "serve", "--port", "0", "--ready-fd", str(w)], pass_fds=[w],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-os.close(w)
-ready = json.loads(os.fdopen(r).readline())
+serve, ready = abxtest.start_serve(abx)
 url, key = ready["url"], ready["api_key"]
 
 def api(method, path, body=None):
-    req = urllib.request.Request(url + path, method=method, headers={"X-API-Key": key},
-                                 data=json.dumps(body).encode() if body is not None else None)
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            data = resp.read()
-            return resp.status, json.loads(data) if data else None
-    except urllib.error.HTTPError as e:
-        return e.code, None
+    return abxtest.api(ready, method, path, body)
 
 def ids():
     return {s["sandboxID"] for s in api("GET", "/v2/sandboxes")[1]}
@@ -40,11 +25,7 @@ try:
         check(st == 201, "create %s" % name)
         made[name] = body["sandboxID"]
 
-    proj = tempfile.mkdtemp()
-    os.makedirs(os.path.join(proj, "config"))
-    with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
-        f.write("provider: here\nproviders:\n  here:\n    kind: remote\n    envd_routing: headers\n"
-                "    domain: localhost\n    capabilities: [snapshot, volume]\n")
+    proj = abxtest.project(abxtest.remote_config("here", "    capabilities: [snapshot, volume]\n"))
     env = dict(os.environ, ABX_SANDBOX_API_KEY=key, ABX_SANDBOX_BASE_URL=url)
     env.pop("E2B_API_KEY", None)
 
@@ -102,5 +83,4 @@ finally:
     serve.terminate()
     serve.wait(timeout=30)
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -6,20 +6,14 @@ another and through on_chunk) and checks the copy is identical and the engine's 
 (default 96 MiB, well under the file's size). Needs root and bubblewrap, like tests/platform
 (exit 77 = skipped). Usage: test_stream_rss.py ABXLUA"""
 import hashlib, os, re, shutil, subprocess, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from abxtest import check, finish, needs_platform
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.abspath(os.path.join(here, "..", ".."))
 abx = os.path.abspath(sys.argv[1])
 SIZE = 256 * 1024 * 1024
 LIMIT_MB = float(os.environ.get("ABX_STREAM_RSS_LIMIT_MB", "96"))
-if os.geteuid() != 0 or not shutil.which("bwrap"):
-    print("SKIP: needs root and bubblewrap")
-    sys.exit(77)
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+needs_platform()
 
 tmp = tempfile.mkdtemp(prefix="abx-stream-")
 try:
@@ -52,5 +46,4 @@ try:
     check(same, "the file read back into `to` is the uploaded one")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

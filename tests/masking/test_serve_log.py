@@ -6,27 +6,18 @@ A run against the embedded platform, with a known API key (ABX_LOCAL_API_KEY) an
 the log is kept as $XDG_STATE_HOME/abxlua/serve-<run id>.log, mode 0600 in a 0700 directory,
 without the API key; when the run passes, no log is left anywhere. Needs root and bubblewrap (exit
 77 otherwise). Usage: test_serve_log.py ABXLUA"""
-import glob, os, stat, subprocess, sys, tempfile
+import glob, os, stat, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from abxtest import check, finish, needs_platform, project
 
 abx = os.path.abspath(sys.argv[1])
 here = os.path.dirname(os.path.abspath(__file__))
-if os.geteuid() != 0 or not os.path.exists("/usr/bin/bwrap"):
-    print("skipped: needs root and /usr/bin/bwrap")
-    sys.exit(77)
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+needs_platform()
 
 api_key = "e2b_" + os.urandom(20).hex()
 dotenv_secret = "dot/env+local" + os.urandom(6).hex()
-proj = tempfile.mkdtemp()
-os.makedirs(os.path.join(proj, "config"))
-with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
-    f.write("provider: local\nproviders:\n  local:\n    kind: local\n    domain: localhost\n"
-            "    envd_routing: headers\n")
+proj = project("provider: local\nproviders:\n  local:\n    kind: local\n    domain: localhost\n"
+               "    envd_routing: headers\n")
 with open(os.path.join(proj, ".env"), "w") as f:
     f.write("MY_SERVICE_TOKEN=%s\n" % dotenv_secret)
 tmp, state = os.path.join(proj, "tmp"), os.path.join(proj, "state")
@@ -72,5 +63,4 @@ check(p.returncode == 0, "the run passed (exit %d): %s" % (p.returncode, p.stdou
 logs = glob.glob(os.path.join(state, "abxlua", "serve-%s.log" % run_id)) + \
     glob.glob(os.path.join(tmp, "abxlua-serve-%s.log" % run_id))
 check(not logs, "no log is left (%s)" % logs)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()
