@@ -7,9 +7,11 @@ against fake_code_interpreter.py, reached as a remote provider:
      RSS_LIMIT_MB, so the 16 MiB line bound (README "Limits") holds memory down.
 Each run must pass every test it selects; the API key and tokens must not appear in the output.
 Usage: test_code_interpreter.py ABXLUA"""
-import os, re, subprocess, sys, tempfile
+import os, re, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_code_interpreter
+from abxtest import check, finish, project
 
 abx = os.path.abspath(sys.argv[1])
 here = os.path.dirname(os.path.abspath(__file__))
@@ -19,23 +21,14 @@ EXPECTED = 34
 # ASan's shadow memory and allocator add their share: the bound is set by the caller's build.
 RSS_LIMIT_MB = int(os.environ.get("ABX_CODE_RSS_LIMIT_MB", "64"))
 KEY = "e2b_00112233445566778899aabb"
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 srv = fake_code_interpreter.start()
 port = srv.server_address[1]
 
 def run(routing, extra_args, timed=False):
-    proj = tempfile.mkdtemp()
-    os.makedirs(os.path.join(proj, "config"))
-    with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
-        f.write("provider: fake\ndefaults:\n  request_timeout: 10\n  test_timeout: 60\n"
-                "providers:\n  fake:\n    kind: remote\n    envd_routing: %s\n"
-                "    domain: localhost\n    capabilities: [code_interpreter]\n" % routing)
+    proj = project("provider: fake\ndefaults:\n  request_timeout: 10\n  test_timeout: 60\n"
+                   "providers:\n  fake:\n    kind: remote\n    envd_routing: %s\n"
+                   "    domain: localhost\n    capabilities: [code_interpreter]\n" % routing)
     env = dict(os.environ, ABX_SANDBOX_API_KEY=KEY,
                ABX_SANDBOX_BASE_URL="http://127.0.0.1:%d" % port, NO_COLOR="1")
     env.pop("E2B_SANDBOX_URL", None)
@@ -65,5 +58,4 @@ check(rc == 0 and re.search(r"^1 passed, 0 failed", out, re.M) is not None,
 check(rss_mb is not None and rss_mb < RSS_LIMIT_MB,
       "the 64 MiB line alone: peak RSS %.1f MiB < %d MiB" % (rss_mb or -1, RSS_LIMIT_MB))
 srv.shutdown()
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

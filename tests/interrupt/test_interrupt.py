@@ -3,17 +3,14 @@
 SIGINT exits at once printing the tag; SIGKILL of the engine leaves no process behind on the local
 provider, and against a separately running platform `abxlua cleanup --yes --run-id` then removes
 what the killed run left. Usage: test_interrupt.py ABXLUA"""
-import json, os, re, signal, subprocess, sys, tempfile, time, urllib.request
+import os, re, signal, subprocess, sys, tempfile, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import abxtest
+from abxtest import check, finish
 
 abx = os.path.abspath(sys.argv[1])
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 case = os.path.join(root, "tests", "interrupt", "slow_case.lua")
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 def procs_with(text):
     """pids whose command line or environment mentions text"""
@@ -114,24 +111,17 @@ p.wait()
 check(wait_gone(tmp, 15), "after SIGKILL of the engine no sandbox process remains")
 
 # 4. SIGKILL against a separately running platform, then the janitor
-r, w = os.pipe()
-serve = subprocess.Popen([abx, "serve", "--port", "0", "--ready-fd", str(w)], pass_fds=[w],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-os.close(w)
-ready = json.loads(os.fdopen(r).readline())
-proj = tempfile.mkdtemp()
-os.makedirs(os.path.join(proj, "config"))
-with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
-    f.write("provider: here\nproviders:\n  here:\n    kind: remote\n    envd_routing: headers\n"
-            "    domain: localhost\n")
+serve, ready = abxtest.start_serve(abx)
+proj = abxtest.project(abxtest.remote_config("here"))
 run_id = "killed%d" % os.getpid()
 renv = {"ABX_SANDBOX_API_KEY": ready["api_key"], "ABX_SANDBOX_BASE_URL": ready["url"],
         "E2B_SANDBOX_URL": ready["url"], "E2E_RUN_ID": run_id}
 
 def tagged():
-    req = urllib.request.Request(ready["url"] + "/v2/sandboxes", headers={"X-API-Key": ready["api_key"]})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        return [s for s in json.loads(resp.read()) if (s.get("metadata") or {}).get("e2e") == run_id]
+    st, listed = abxtest.api(ready, "GET", "/v2/sandboxes")
+    if st != 200:
+        raise RuntimeError("GET /v2/sandboxes answered %d" % st)
+    return [s for s in listed if (s.get("metadata") or {}).get("e2e") == run_id]
 
 try:
     p = start_run(tempfile.mkdtemp(), renv, cwd=proj)
@@ -153,5 +143,4 @@ finally:
     serve.terminate()
     serve.wait(timeout=30)
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -6,15 +6,10 @@ the sandbox lacks the capabilities), request names that cannot leave the state d
 control-plane route requires the API key, envd requires its token when secure.
 Usage: test_isolation.py ABXLUA"""
 import http.server, os, socket, sys, tempfile, threading, uuid
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "platform"))
 import test_platform as tp  # Server, run_in
-
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+from abxtest import check, finish
 
 # a host loopback service the sandboxes must not reach
 class Quiet(http.server.BaseHTTPRequestHandler):
@@ -124,5 +119,4 @@ finally:
     s.stop()
     host_srv.shutdown()
 
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

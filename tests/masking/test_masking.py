@@ -10,18 +10,14 @@ each secret cut across two reads, two output chunks a scenario writes, and the e
 excerpts; not even a half of a secret may show); and RUNS runs of the leaky case, four at a time,
 none of which may leak (masking must not depend on timing). Usage: test_masking.py ABXLUA [RUNS]"""
 import base64, concurrent.futures, glob, json, os, subprocess, sys, tempfile, urllib.parse
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import leaky_api
+from abxtest import check, finish, project, remote_config
 
 abx = os.path.abspath(sys.argv[1])
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 50
 here = os.path.dirname(os.path.abspath(__file__))
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 rnd = os.urandom(6).hex()
 secrets = {"key": "e2b_" + rnd + "0123456789abcdef",
@@ -31,11 +27,7 @@ secrets = {"key": "e2b_" + rnd + "0123456789abcdef",
 srv = leaky_api.start(secrets)
 port = srv.server_address[1]
 
-proj = tempfile.mkdtemp()
-os.makedirs(os.path.join(proj, "config"))
-with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
-    f.write("provider: leaky\nproviders:\n  leaky:\n    kind: remote\n    envd_routing: headers\n"
-            "    domain: localhost\n")
+proj = project(remote_config("leaky"))
 with open(os.path.join(proj, ".env"), "w") as f:
     f.write("# planted\nexport MY_SERVICE_TOKEN='%s'\n" % secrets["dotenv"])
 env = dict(os.environ, ABX_SANDBOX_API_KEY=secrets["key"],
@@ -112,5 +104,4 @@ for i, found in bad[:5]:
     print("  run %d: exit %d, leaked %s" % (i, results[i][0], found))
 check(not bad, "%d of %d runs leaked nothing" % (runs - len(bad), runs))
 srv.shutdown()
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -4,46 +4,29 @@ serve holding 3 sandboxes (one with a volume, one paused, and a snapshot), its o
 cgroups, frozen processes and state dir remain; the next serve removes them all and logs it, while
 a second live serve's state stays untouched. Exit 77 = skipped (not root or no bubblewrap).
 Usage: test_crash_recovery.py ABXLUA"""
-import glob, json, os, shutil, signal, subprocess, sys, tempfile, time, urllib.request
+import glob, os, shutil, signal, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import abxtest  # noqa: E402
+from abxtest import check, finish  # noqa: E402
 from test_platform import mounts_under  # noqa: E402
 
 abx = os.path.abspath(sys.argv[1])
-if os.geteuid() != 0 or not os.access("/usr/bin/bwrap", os.X_OK):
-    print("skipped: needs root and /usr/bin/bwrap")
-    sys.exit(77)
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+abxtest.needs_platform()
 
 tmp = tempfile.mkdtemp(prefix="abx-crash-")
 env = dict(os.environ, TMPDIR=tmp)
 
 def start(name):
-    r, w = os.pipe()
-    log = open(os.path.join(tmp, name + ".log"), "w")
-    p = subprocess.Popen([abx, "serve", "--port", "0", "--ready-fd", str(w)], pass_fds=[w], env=env,
-                         stdout=subprocess.DEVNULL, stderr=log)
-    os.close(w)
-    ready = json.loads(os.fdopen(r).readline())
-    log.close()
-    ready["proc"], ready["log"] = p, os.path.join(tmp, name + ".log")
+    log = os.path.join(tmp, name + ".log")
+    p, ready = abxtest.start_serve(abx, env=env, log=log)
+    ready["proc"], ready["log"] = p, log
     ready["state"] = os.path.join(tmp, "abxlua-serve.%d" % p.pid)
     return ready
 
 def api(s, method, path, body=None):
-    req = urllib.request.Request(s["url"] + path, method=method, headers={"X-API-Key": s["api_key"]},
-                                 data=json.dumps(body).encode() if body is not None else None)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            data = resp.read()
-            return resp.status, json.loads(data) if data else None
-    except urllib.error.HTTPError as e:
-        return e.code, None
+    return abxtest.api(s, method, path, body, timeout=60)
 
 def cgroup_dirs(pid):
     return [d for d in glob.glob("/sys/fs/cgroup/*/**/abxlua/serve.%d" % pid, recursive=True)
@@ -138,5 +121,4 @@ for s in (b, c):
         check(not os.path.exists(s["state"]) and not mounts_under(s["state"]),
               "serve %s cleaned up after itself on SIGTERM" % s["proc"].pid)
 shutil.rmtree(tmp, ignore_errors=True)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()

@@ -2,26 +2,18 @@
 """Retries against a misbehaving control plane (fake_api.py): a lost create answer is resolved by
 the attempt tag (no duplicate), 503 on list is retried, 429 on kill waits Retry-After, and every
 retry is logged. Usage: test_retry.py ABXLUA"""
-import os, subprocess, sys, tempfile
+import os, subprocess, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fake_api
+from abxtest import check, finish, project, remote_config
 
 abx = os.path.abspath(sys.argv[1])
 here = os.path.dirname(os.path.abspath(__file__))
-failures = []
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 srv = fake_api.start()
 port = srv.server_address[1]
-proj = tempfile.mkdtemp()
-os.makedirs(os.path.join(proj, "config"))
-with open(os.path.join(proj, "config", "abxlua.yaml"), "w") as f:
-    f.write("provider: fake\nproviders:\n  fake:\n    kind: remote\n    envd_routing: headers\n"
-            "    domain: localhost\n")
+proj = project(remote_config("fake"))
 env = dict(os.environ, ABX_SANDBOX_API_KEY="e2b_0123456789abcdef",
            ABX_SANDBOX_BASE_URL="http://127.0.0.1:%d" % port, NO_COLOR="1")
 p = subprocess.run([abx, "run", os.path.join(here, "retry_case.lua")], cwd=proj, env=env,
@@ -44,5 +36,4 @@ check("retry 1/3 of GET /v2/sandboxes after HTTP 503" in out, "the list retry is
 check("retry 1/3 of DELETE /sandboxes/" in out, "the kill retry is logged")
 check("e2b_0123456789abcdef" not in out, "the key is masked")
 srv.shutdown()
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+finish()
