@@ -355,11 +355,14 @@ static void task_finish(struct abx_loop *loop, struct abx_task *t, int status)
     else
       msg = lua_tostring(t->co, -1);
     luaL_traceback(L, t->co, msg, 0);
+    /* through the masked writer, so it lands after any tail stderr still holds back */
+    lua_pushliteral(L, "abxlua: internal error in a task: ");
+    lua_insert(L, -2);
+    lua_pushliteral(L, "\n");
+    lua_concat(L, 3);
     size_t n;
-    const char *tb = lua_tolstring(L, -1, &n);
-    char *masked = abx_secrets_mask(loop->secrets, tb, n, NULL);
-    fprintf(stderr, "abxlua: internal error in a task: %s\n", masked ? masked : tb);
-    free(masked);
+    const char *line = lua_tolstring(L, -1, &n);
+    abx_secrets_write(loop->secrets, stderr, line, n);
     lua_pop(L, 1);
     loop->task_errors++;
   }
