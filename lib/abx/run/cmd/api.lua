@@ -39,6 +39,24 @@ local function by_module(list)
   return groups, order
 end
 
+--- Appends an entry of the reference: its heading, its summary and module, and the table of
+--- `list` ({name, type, description} rows) whose first column is `col`; the table is left out
+--- when `list` is empty unless `always`.
+local function entry(out, heading, summary, mod, col, list, always)
+  out[#out + 1] = heading
+  out[#out + 1] = ""
+  out[#out + 1] = summary .. " (" .. mod .. ")"
+  out[#out + 1] = ""
+  if always or #list > 0 then
+    out[#out + 1] = "| " .. col .. " | type | description |"
+    out[#out + 1] = "|---|---|---|"
+    for _, o in ipairs(list) do
+      out[#out + 1] = string.format("| `%s` | `%s` | %s |", o[1], cell(o[2]), cell(o[3]))
+    end
+    out[#out + 1] = ""
+  end
+end
+
 --- Public functions of a class that are not declared, and declared ones that do not exist.
 ---@return string[] problems
 local function undeclared(c)
@@ -81,18 +99,7 @@ function M.render()
   local groups, order = by_module(R.calls)
   for _, mod in ipairs(order) do
     for _, spec in ipairs(groups[mod]) do
-      out[#out + 1] = "### `" .. spec.call .. "`"
-      out[#out + 1] = ""
-      out[#out + 1] = spec.summary .. " (" .. mod .. ")"
-      out[#out + 1] = ""
-      if #spec.list > 0 then
-        out[#out + 1] = "| option | type | description |"
-        out[#out + 1] = "|---|---|---|"
-        for _, o in ipairs(spec.list) do
-          out[#out + 1] = string.format("| `%s` | `%s` | %s |", o[1], cell(o[2]), cell(o[3]))
-        end
-        out[#out + 1] = ""
-      end
+      entry(out, "### `" .. spec.call .. "`", spec.summary, mod, "option", spec.list)
     end
   end
   out[#out + 1] = "## Result tables"
@@ -100,16 +107,7 @@ function M.render()
   groups, order = by_module(R.shapes)
   for _, mod in ipairs(order) do
     for _, shape in ipairs(groups[mod]) do
-      out[#out + 1] = "### " .. shape.name
-      out[#out + 1] = ""
-      out[#out + 1] = shape.summary .. " (" .. mod .. ")"
-      out[#out + 1] = ""
-      out[#out + 1] = "| field | type | description |"
-      out[#out + 1] = "|---|---|---|"
-      for _, f in ipairs(shape.list) do
-        out[#out + 1] = string.format("| `%s` | `%s` | %s |", f[1], cell(f[2]), cell(f[3]))
-      end
-      out[#out + 1] = ""
+      entry(out, "### " .. shape.name, shape.summary, mod, "field", shape.list, true)
     end
   end
   out[#out + 1] = "## Objects"
@@ -118,18 +116,7 @@ function M.render()
   for _, mod in ipairs(order) do
     for _, c in ipairs(groups[mod]) do
       for _, p in ipairs(undeclared(c)) do problems[#problems + 1] = p end
-      out[#out + 1] = "### " .. c.name
-      out[#out + 1] = ""
-      out[#out + 1] = c.summary .. " (" .. mod .. ")"
-      out[#out + 1] = ""
-      if #c.list > 0 then
-        out[#out + 1] = "| field | type | description |"
-        out[#out + 1] = "|---|---|---|"
-        for _, f in ipairs(c.list) do
-          out[#out + 1] = string.format("| `%s` | `%s` | %s |", f[1], cell(f[2]), cell(f[3]))
-        end
-        out[#out + 1] = ""
-      end
+      entry(out, "### " .. c.name, c.summary, mod, "field", c.list)
       out[#out + 1] = "| method | description |"
       out[#out + 1] = "|---|---|"
       for _, m in ipairs(c.methods) do
