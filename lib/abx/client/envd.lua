@@ -104,6 +104,19 @@ function Client:headers(user)
   return h
 end
 
+--- Sends one plain HTTP request to `url` with the headers `h` and, over them, opts.headers (the
+--- common part of Client:http and Client:fetch). Returns the response whatever its status.
+--- Raises: Transport, Timeout, Protocol (from core.request).
+local function plain(self, method, url, connect_to, h, opts)
+  opts = opts or {}
+  for k, v in pairs(opts.headers or {}) do h[k] = v end
+  return core.request({
+    method = method, url = url, headers = h, body = opts.body,
+    timeout = opts.timeout or self:request_timeout(), max_body = opts.max_body,
+    connect_to = connect_to,
+  })
+end
+
 --- One plain HTTP request to envd (REST: /health, /files). Returns the response whatever its status.
 --- Raises: Transport, Timeout, Protocol (from core.request).
 ---@param method string
@@ -111,15 +124,9 @@ end
 ---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
 ---@return {status: integer, headers: table<string,string>, body: string}
 function Client:http(method, path, opts)
-  opts = opts or {}
   local url, connect_to = self:url(path)
   local h = self:headers(nil)
-  for k, v in pairs(opts.headers or {}) do h[k] = v end
-  return core.request({
-    method = method, url = url, headers = h, body = opts.body,
-    timeout = opts.timeout or self:request_timeout(), max_body = opts.max_body,
-    connect_to = connect_to,
-  })
+  return plain(self, method, url, connect_to, h, opts)
 end
 
 --- One plain HTTP request to a full envd URL (one that Client:url built, e.g. a signed file URL),
@@ -133,14 +140,8 @@ end
 ---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
 ---@return {status: integer, headers: table<string,string>, body: string}
 function Client:fetch(method, url, opts)
-  opts = opts or {}
   local _, connect_to, h = route.target(route.of(self._sbx), envd.PORT, "/")
-  for k, v in pairs(opts.headers or {}) do h[k] = v end
-  return core.request({
-    method = method, url = url, headers = h, body = opts.body,
-    timeout = opts.timeout or self:request_timeout(), max_body = opts.max_body,
-    connect_to = connect_to,
-  })
+  return plain(self, method, url, connect_to, h, opts)
 end
 
 --- A unary Connect call in JSON: POST /<service>/<Method>, `application/json`, bare message
@@ -206,12 +207,7 @@ function Client:stream(rpc, msg, opts)
     method = "POST", url = url, headers = h, message = cjson.encode(msg),
     timeout = transfer, connect_to = connect_to,
   })
-  local status = st:status()
-  if status ~= 200 then
-    local _, body = st:next()
-    st:close()
-    errmap.raise_envd_http(status, type(body) == "string" and body or "", request)
-  end
+  errmap.check_stream(st, request, errmap.raise_envd_http)
   return st, request
 end
 
