@@ -167,12 +167,7 @@ function code.execute_stream(sbx, src, opts)
     headers_timeout = opts.request_timeout or sbx.conn.request_timeout,
     body_timeout = timeout, max_body = MAX_BODY,
   })
-  local status = st:status()
-  if status ~= 200 then
-    local _, text = st:next()
-    st:close()
-    errmap.raise_code(status, type(text) == "string" and text or "", request)
-  end
+  errmap.check_stream(st, request, errmap.raise_code)
   return st, request
 end
 

@@ -259,6 +259,22 @@ function errmap.raise_code(status, body, request)
     body_message(obj, body), { request = request })
 end
 
+--- Checks the status of a stream just opened (core.stream or core.ndjson): when it is not 200,
+--- reads the answer's body (the stream's first item), closes the stream and raises what `raise`
+--- (errmap.raise_envd_http or errmap.raise_code) maps that status and body to.
+--- Raises: what `raise` raises; nothing when the status is 200.
+---@param st table core stream
+---@param request string "METHOD path"
+---@param raise fun(status: integer, body: string, request: string)
+function errmap.check_stream(st, request, raise)
+  local status = st:status()
+  if status ~= 200 then
+    local _, body = st:next()
+    st:close()
+    raise(status, type(body) == "string" and body or "", request)
+  end
+end
+
 --- Tells whether `err` is an abx.error with this Connect code (e.g. "not_found", "already_exists").
 ---@param err any
 ---@param code string
