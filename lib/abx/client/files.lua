@@ -504,6 +504,20 @@ function Files:list(path, opts)
   return out
 end
 
+--- Calls filesystem.Filesystem/<method> with `msg` as `user` (default "user") and returns the
+--- decoded `entry` of the answer, whose message type `answer` names in the Protocol error: the
+--- common part of get_info and rename.
+--- Raises: as Client:unary; Protocol when the answer has no entry or a bad one.
+local function entry_call(self, call, method, msg, user, answer)
+  local rpc = "filesystem.Filesystem/" .. method
+  local request = "POST /" .. rpc
+  local resp = client(self):unary(rpc, msg, { user = user or "user" })
+  if type(resp.entry) ~= "table" then
+    errmap.raise_protocol(200, request, "a " .. answer .. " with entry")
+  end
+  return entry_of(resp.entry, call, "the entry", request)
+end
+
 --- Metadata of one path: filesystem.Filesystem/Stat (lstat, reference §5.2).
 --- Raises: NotFound, InvalidArgument, Authentication, Sandbox, Protocol, Transport, Timeout.
 ---@param path string
@@ -511,12 +525,7 @@ end
 ---@return table entry
 function Files:get_info(path, opts)
   opts = options.check(OPTS.get_info, opts)
-  local resp = client(self):unary("filesystem.Filesystem/Stat", { path = path },
-    { user = opts.user or "user" })
-  if type(resp.entry) ~= "table" then
-    errmap.raise_protocol(200, "POST /filesystem.Filesystem/Stat", "a StatResponse with entry")
-  end
-  return entry_of(resp.entry, "files:get_info", "the entry", "POST /filesystem.Filesystem/Stat")
+  return entry_call(self, "files:get_info", "Stat", { path = path }, opts.user, "StatResponse")
 end
 
 --- Whether `path` exists (Stat; `not_found` is false).
@@ -555,12 +564,8 @@ end
 ---@return table entry
 function Files:rename(old, new, opts)
   opts = options.check(OPTS.rename, opts)
-  local resp = client(self):unary("filesystem.Filesystem/Move",
-    { source = old, destination = new }, { user = opts.user or "user" })
-  if type(resp.entry) ~= "table" then
-    errmap.raise_protocol(200, "POST /filesystem.Filesystem/Move", "a MoveResponse with entry")
-  end
-  return entry_of(resp.entry, "files:rename", "the entry", "POST /filesystem.Filesystem/Move")
+  return entry_call(self, "files:rename", "Move", { source = old, destination = new }, opts.user,
+    "MoveResponse")
 end
 
 --- Removes a file or a whole directory tree: filesystem.Filesystem/Remove (reference §5.2; a

@@ -237,17 +237,24 @@ function Sandbox:connect(opts)
   return self
 end
 
+--- Sends `method` /sandboxes/{id}/<what> with the JSON `body` (retried as Connection:_call
+--- retries) and raises unless it answered 204 or 200: the common part of refresh and
+--- update_network.
+--- Raises: SandboxNotFound (404), and what errmap.raise_api maps another status to.
+local function update(self, method, what, body)
+  local path = "/sandboxes/" .. envd.quote(self.id) .. "/" .. what
+  local resp, request = self.conn:_call(method, path, nil, body, true)
+  if resp.status ~= 204 and resp.status ~= 200 then
+    errmap.raise_api(resp, request, "SandboxNotFound")
+  end
+end
+
 --- Extends the TTL to now + `duration` seconds, never shortening it: POST /sandboxes/{id}/refreshes
 --- (reference §3.2 SandboxRefreshRequest: 0..3600, raised to 15 by the server).
 --- Raises: SandboxNotFound (404, also when paused), InvalidArgument (400), Authentication, Sandbox.
 ---@param duration? number seconds (default: the server's 15)
 function Sandbox:refresh(duration)
-  local path = "/sandboxes/" .. envd.quote(self.id) .. "/refreshes"
-  local body = duration and { duration = math.ceil(duration) } or nil
-  local resp, request = self.conn:_call("POST", path, nil, body, true)
-  if resp.status ~= 204 and resp.status ~= 200 then
-    errmap.raise_api(resp, request, "SandboxNotFound")
-  end
+  update(self, "POST", "refreshes", duration and { duration = math.ceil(duration) } or nil)
 end
 
 --- Resource metrics: GET /sandboxes/{id}/metrics?start&end (Unix seconds, reference §3.1, §3.3
@@ -287,11 +294,7 @@ function Sandbox:update_network(o)
   if o.allow_internet_access ~= nil then
     body.allow_internet_access = o.allow_internet_access and true or false
   end
-  local path = "/sandboxes/" .. envd.quote(self.id) .. "/network"
-  local resp, request = self.conn:_call("PUT", path, nil, body, true)
-  if resp.status ~= 204 and resp.status ~= 200 then
-    errmap.raise_api(resp, request, "SandboxNotFound")
-  end
+  update(self, "PUT", "network", body)
 end
 
 --- Snapshots this sandbox (see abx.client.snapshot.create): {snapshot_id, names}.
