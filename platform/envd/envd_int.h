@@ -185,10 +185,18 @@ enum MHD_Result envd_send_stream_err(struct MHD_Connection *c, const struct envd
 
 /* Stream helpers (process_stream.c). Connect-Timeout-Ms: 1..10 digits → ms; 0 when absent or 0;
  * -1 when malformed. Keepalive-Ping-Interval seconds → ms (default 90 s). Whether the client
- * socket fd was closed by the peer. */
+ * socket fd was closed by the peer. The client socket of c, or -1. */
 int64_t envd_timeout_header(struct MHD_Connection *c);
 int64_t envd_keepalive_ms(struct MHD_Connection *c);
 bool envd_client_gone(int fd);
+int envd_conn_fd(struct MHD_Connection *c);
+
+/* Queues the HTTP 200 application/connect+json answer of a server stream whose body `cb` writes
+ * (at most `block` bytes a call) from `cls`; `free_cb` frees cls when the answer ends, or at once
+ * when the answer cannot be made (then MHD_NO). */
+enum MHD_Result envd_queue_stream(struct MHD_Connection *c, size_t block,
+                                  MHD_ContentReaderCallback cb, void *cls,
+                                  MHD_ContentReaderFreeCallback free_cb);
 
 /* Watch RPCs (watch_rpc.c), listed in filesystem.c's method table. */
 enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req);

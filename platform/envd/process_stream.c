@@ -1,6 +1,7 @@
 /*
  * process_stream.c: the server-stream response of process.Process Start and Connect, and the
- * stream header helpers (Connect-Timeout-Ms, Keepalive-Ping-Interval, client gone).
+ * stream helpers (Connect-Timeout-Ms, Keepalive-Ping-Interval, client gone, the queued
+ * connect+json answer that WatchDir uses too).
  *
  * Streams: HTTP 200 application/connect+json, chunked; envelopes
  *   {"event":{"start":{"pid":N}}}, then {"event":{"data":{"stdout"|"stderr":"<b64>"}}} and
@@ -38,6 +39,29 @@ int64_t envd_keepalive_ms(struct MHD_Connection *c)
     return KEEPALIVE_DEFAULT_MS;
   long v = strtol(h, NULL, 10);
   return v > 0 ? (int64_t)v * 1000 : KEEPALIVE_DEFAULT_MS;
+}
+
+int envd_conn_fd(struct MHD_Connection *c)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  return ci ? ci->connect_fd : -1;
+}
+
+enum MHD_Result envd_queue_stream(struct MHD_Connection *c, size_t block,
+                                  MHD_ContentReaderCallback cb, void *cls,
+                                  MHD_ContentReaderFreeCallback free_cb)
+{
+  struct MHD_Response *r =
+      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, cb, cls, free_cb);
+  if (!r) {
+    free_cb(cls);
+    return MHD_NO;
+  }
+  MHD_add_response_header(r, "Content-Type", "application/connect+json");
+  enum MHD_Result ok = MHD_queue_response(c, 200, r);
+  MHD_destroy_response(r);
+  return ok;
 }
 
 /* ---- streaming response ------------------------------------------------------------------ */
@@ -170,17 +194,6 @@ enum MHD_Result envd_proc_send_stream(struct envd_call *c, struct envd_proc *p, 
   st->keepalive = envd_keepalive_ms(c->conn);
   st->deadline = deadline;
   st->start_call = start_call;
-  const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-  st->fd = ci ? ci->connect_fd : -1;
-  struct MHD_Response *r =
-      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_cb, st, stream_free);
-  if (!r) {
-    stream_free(st);
-    return MHD_NO;
-  }
-  MHD_add_response_header(r, "Content-Type", "application/connect+json");
-  enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
-  MHD_destroy_response(r);
-  return ok;
+  st->fd = envd_conn_fd(c->conn);
+  return envd_queue_stream(c->conn, 64 * 1024, stream_cb, st, stream_free);
 }

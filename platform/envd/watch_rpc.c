@@ -162,19 +162,8 @@ enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req)
     st->keepalive = envd_keepalive_ms(c->conn);
     st->last_send = envd_now_ms();
     st->deadline = timeout ? envd_now_ms() + timeout : 0;
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    st->sock = ci ? ci->connect_fd : -1;
-    struct MHD_Response *r =
-        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, ws_cb, st, ws_free);
-    if (!r) {
-      ws_free(st);
-      return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", "application/connect+json");
-    enum MHD_Result ok = MHD_queue_response(c->conn, 200, r);
-    MHD_destroy_response(r);
-    return ok;
+    st->sock = envd_conn_fd(c->conn);
+    return envd_queue_stream(c->conn, 16 * 1024, ws_cb, st, ws_free);
   }
   free(st);
   enum MHD_Result ok = envd_send_stream_err(c->conn, &err);
