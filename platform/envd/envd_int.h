@@ -198,6 +198,10 @@ enum MHD_Result envd_queue_stream(struct MHD_Connection *c, size_t block,
                                   MHD_ContentReaderCallback cb, void *cls,
                                   MHD_ContentReaderFreeCallback free_cb);
 
+/* The end of a stream callback: copies at most `max` of the bytes out[*pos..len) still to send
+ * into buf, advances *pos and returns how many it copied. */
+ssize_t envd_stream_take(const char *out, size_t len, size_t *pos, char *buf, size_t max);
+
 /* Watch RPCs (watch_rpc.c), listed in filesystem.c's method table. */
 enum MHD_Result envd_rpc_watch_dir(struct envd_call *c, json_t *req);
 int envd_rpc_create_watcher(struct envd_call *c, json_t *req, json_t **out, struct envd_err *err);

@@ -64,6 +64,16 @@ enum MHD_Result envd_queue_stream(struct MHD_Connection *c, size_t block,
   return ok;
 }
 
+ssize_t envd_stream_take(const char *out, size_t len, size_t *pos, char *buf, size_t max)
+{
+  size_t n = len - *pos;
+  if (n > max)
+    n = max;
+  memcpy(buf, out + *pos, n);
+  *pos += n;
+  return (ssize_t)n;
+}
+
 /* ---- streaming response ------------------------------------------------------------------ */
 
 struct pstream {
@@ -162,12 +172,7 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
       st->last_send = now;
     }
   }
-  size_t n = st->out_len - st->out_pos;
-  if (n > max)
-    n = max;
-  memcpy(buf, st->out + st->out_pos, n);
-  st->out_pos += n;
-  return (ssize_t)n;
+  return envd_stream_take(st->out, st->out_len, &st->out_pos, buf, max);
 }
 
 static void stream_free(void *cls)

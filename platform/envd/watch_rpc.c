@@ -129,12 +129,7 @@ static ssize_t ws_cb(void *cls, uint64_t pos, char *buf, size_t max)
       }
     }
   }
-  size_t n = st->out_len - st->out_pos;
-  if (n > max)
-    n = max;
-  memcpy(buf, st->out + st->out_pos, n);
-  st->out_pos += n;
-  return (ssize_t)n;
+  return envd_stream_take(st->out, st->out_len, &st->out_pos, buf, max);
 }
 
 static void ws_free(void *cls)
