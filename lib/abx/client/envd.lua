@@ -144,6 +144,16 @@ function Client:fetch(method, url, opts)
   return plain(self, method, url, connect_to, h, opts)
 end
 
+--- The request line, URL, connect_to and headers (with Connect-Protocol-Version: 1, §2.1) of a
+--- Connect call of `rpc` as `user`: the common start of Client:unary and Client:stream.
+--- Raises: nothing.
+local function connect_call(self, rpc, user)
+  local url, connect_to = self:url("/" .. rpc)
+  local h = self:headers(user)
+  h["Connect-Protocol-Version"] = "1"
+  return "POST /" .. rpc, url, connect_to, h
+end
+
 --- A unary Connect call in JSON: POST /<service>/<Method>, `application/json`, bare message
 --- (reference/envd-protocol.md §2.1). An empty message is still sent as `{}` (§2.1).
 --- Raises: the kind mapped from the Connect or HTTP error (abx.client.errmap), Protocol on a 200 that is
@@ -154,11 +164,8 @@ end
 ---@return table decoded response message
 function Client:unary(rpc, msg, opts)
   opts = opts or {}
-  local request = "POST /" .. rpc
-  local url, connect_to = self:url("/" .. rpc)
-  local h = self:headers(opts.user)
+  local request, url, connect_to, h = connect_call(self, rpc, opts.user)
   h["Content-Type"] = "application/json"
-  h["Connect-Protocol-Version"] = "1"
   local body = (msg == nil or next(msg) == nil) and "{}" or cjson.encode(msg)
   local resp = core.request({
     method = "POST", url = url, headers = h, body = body,
@@ -187,10 +194,7 @@ end
 ---@return table stream (core stream), string request
 function Client:stream(rpc, msg, opts)
   opts = opts or {}
-  local request = "POST /" .. rpc
-  local url, connect_to = self:url("/" .. rpc)
-  local h = self:headers(opts.user)
-  h["Connect-Protocol-Version"] = "1"
+  local request, url, connect_to, h = connect_call(self, rpc, opts.user)
   local keepalive = opts.keepalive or envd.KEEPALIVE_S
   if math.type(keepalive) ~= "integer" or keepalive < 1 then
     errmap.raise("InvalidArgument", 0, "keepalive must be a whole number of seconds >= 1, got "

@@ -107,6 +107,17 @@ options.class(Sandbox, "Sandbox", "One sandbox (conn:create, ctx.base_sandbox, .
 
 object.Sandbox = Sandbox
 
+--- Gives a new sandbox handle (object.new, Sandbox:with) its own envd client, commands and files,
+--- which read the handle's id, domain and token. Returns sbx. Raises: nothing.
+---@param sbx abx.Sandbox
+---@return abx.Sandbox
+local function attach(sbx)
+  sbx._envd = envd.client(sbx)
+  sbx.commands = commands.new(sbx)
+  sbx.files = files.new(sbx)
+  return sbx
+end
+
 --- Builds a Sandbox from a `Sandbox` response (reference §3.3). Registers its tokens as secrets.
 --- Raises: Protocol (no sandboxID or templateID).
 ---@param conn abx.Connection
@@ -135,10 +146,7 @@ function object.new(conn, s, request, timeout)
     _envd_access_token = token,
   }, Sandbox)
   if token then core.add_secret(token) end
-  sbx._envd = envd.client(sbx)
-  sbx.commands = commands.new(sbx)
-  sbx.files = files.new(sbx)
-  return sbx
+  return attach(sbx)
 end
 
 --- Kills this sandbox (see Connection:kill). Raises: as Connection:kill.
@@ -340,10 +348,7 @@ function Sandbox:with(o)
     c._envd_access_token = o.access_token or false
     if type(o.access_token) == "string" then core.add_secret(o.access_token) end
   end
-  c._envd = envd.client(c)
-  c.commands = commands.new(c)
-  c.files = files.new(c)
-  return c
+  return attach(c)
 end
 
 function Sandbox:__tostring()

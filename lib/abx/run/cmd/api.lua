@@ -26,7 +26,9 @@ local function cell(s)
   return (tostring(s):gsub("|", "\\|"))
 end
 
-local function by_module(list)
+--- Calls fn(module, item) for every item of `list`, grouped by module (modules sorted by name,
+--- items in their order within a module).
+local function by_module(list, fn)
   local groups, order = {}, {}
   for _, item in ipairs(list) do
     if not groups[item.module] then
@@ -36,7 +38,9 @@ local function by_module(list)
     table.insert(groups[item.module], item)
   end
   table.sort(order)
-  return groups, order
+  for _, mod in ipairs(order) do
+    for _, item in ipairs(groups[mod]) do fn(mod, item) end
+  end
 end
 
 --- Appends an entry of the reference: its heading, its summary and module, and the table of
@@ -96,35 +100,26 @@ function M.render()
   local problems = {}
   out[#out + 1] = "## Calls and their options"
   out[#out + 1] = ""
-  local groups, order = by_module(R.calls)
-  for _, mod in ipairs(order) do
-    for _, spec in ipairs(groups[mod]) do
-      entry(out, "### `" .. spec.call .. "`", spec.summary, mod, "option", spec.list)
-    end
-  end
+  by_module(R.calls, function(mod, spec)
+    entry(out, "### `" .. spec.call .. "`", spec.summary, mod, "option", spec.list)
+  end)
   out[#out + 1] = "## Result tables"
   out[#out + 1] = ""
-  groups, order = by_module(R.shapes)
-  for _, mod in ipairs(order) do
-    for _, shape in ipairs(groups[mod]) do
-      entry(out, "### " .. shape.name, shape.summary, mod, "field", shape.list, true)
-    end
-  end
+  by_module(R.shapes, function(mod, shape)
+    entry(out, "### " .. shape.name, shape.summary, mod, "field", shape.list, true)
+  end)
   out[#out + 1] = "## Objects"
   out[#out + 1] = ""
-  groups, order = by_module(R.classes)
-  for _, mod in ipairs(order) do
-    for _, c in ipairs(groups[mod]) do
-      for _, p in ipairs(undeclared(c)) do problems[#problems + 1] = p end
-      entry(out, "### " .. c.name, c.summary, mod, "field", c.list)
-      out[#out + 1] = "| method | description |"
-      out[#out + 1] = "|---|---|"
-      for _, m in ipairs(c.methods) do
-        out[#out + 1] = string.format("| `%s` | %s |", cell(m[1]), cell(m[2]))
-      end
-      out[#out + 1] = ""
+  by_module(R.classes, function(mod, c)
+    for _, p in ipairs(undeclared(c)) do problems[#problems + 1] = p end
+    entry(out, "### " .. c.name, c.summary, mod, "field", c.list)
+    out[#out + 1] = "| method | description |"
+    out[#out + 1] = "|---|---|"
+    for _, m in ipairs(c.methods) do
+      out[#out + 1] = string.format("| `%s` | %s |", cell(m[1]), cell(m[2]))
     end
-  end
+    out[#out + 1] = ""
+  end)
   return table.concat(out, "\n"), problems
 end
 
