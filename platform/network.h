@@ -45,6 +45,11 @@ struct abx_net_rules {
  * (allowOut only) a domain name, optionally "*."-prefixed. 0 or -1. */
 int abx_network_entry_ok(const char *s, int allow_domain);
 
+/* The nftables ruleset for one sandbox (network_rules.c, applied by network.c): table inet abx
+ * replaced atomically, chain out as "Rules" above, accepting hub_addr (the hub end of the
+ * sandbox's link, dotted quad). malloc'd text, or NULL when out of memory. */
+char *abx_net_ruleset(const struct abx_net_rules *rules, const char *hub_addr);
+
 /* Record the network settings of sandbox `id` before it starts. Takes ownership of the json in
  * `rules`. public_traffic=0 makes a traffic access token. 0, or -1 (no randomness, msg set). */
 int abx_network_register(const char *id, int public_traffic, struct abx_net_rules *rules,
