@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "e2b.h"
 #include "errors.h"
 #include "loop.h"
 #include "secrets.h"
@@ -110,17 +111,6 @@ static int core_unpark(lua_State *L)
   abx_task_ready(t, n + 1);
   lua_pushboolean(L, 1);
   return 1;
-}
-
-/* core.set_deadline(task, seconds|nil): seconds from now; nil clears. */
-static int core_set_deadline(lua_State *L)
-{
-  struct abx_task *t = abx_task_check(L, 1);
-  if (lua_isnoneornil(L, 2))
-    t->deadline_ms = 0;
-  else
-    t->deadline_ms = abx_now_ms() + luaL_checknumber(L, 2) * 1000.0;
-  return 0;
 }
 
 /* core.guard's message handler (upvalue 1: the caller's handler, upvalue 2: the loop). Once the
@@ -368,20 +358,13 @@ static int core_interrupted(lua_State *L)
   return 1;
 }
 
-/* core.live_tasks() -> number of tasks not finished */
-static int core_live_tasks(lua_State *L)
-{
-  lua_pushinteger(L, abx_core_loop(L)->live);
-  return 1;
-}
-
 static const luaL_Reg core_funcs[] = {
-  {"abort_all", core_abort_all}, {"live_tasks", core_live_tasks},
+  {"abort_all", core_abort_all},
   {"on_interrupt", core_on_interrupt}, {"interrupt_note", core_interrupt_note},
   {"interrupted", core_interrupted},
   {"run", core_run},           {"spawn", core_spawn},     {"current", core_current},
   {"sleep", core_sleep},       {"park", core_park},       {"unpark", core_unpark},
-  {"set_deadline", core_set_deadline}, {"abort", core_abort}, {"now", core_now},
+  {"abort", core_abort}, {"now", core_now},
   {"guard", core_guard},
   {"time", core_time},         {"error", core_error},     {"is_error", core_is_error},
   {"new_error", core_new_error}, {"add_secret", core_add_secret}, {"mask", core_mask},
@@ -393,6 +376,13 @@ int abx_core_open(lua_State *L, struct abx_loop *loop)
   luaL_newlibtable(L, core_funcs);
   lua_pushlightuserdata(L, loop);
   luaL_setfuncs(L, core_funcs, 1);
+  /* core.E2B: the protocol facts of proto/e2b.h, so Lua and C cannot disagree */
+  lua_createtable(L, 0, 2);
+  lua_pushinteger(L, ABX_E2B_ENVD_PORT);
+  lua_setfield(L, -2, "envd_port");
+  lua_pushliteral(L, ABX_E2B_ENVD_VERSION);
+  lua_setfield(L, -2, "envd_version");
+  lua_setfield(L, -2, "E2B");
   abx_error_push_kinds(L); /* core.KINDS: engine/errors.c abx_error_kinds */
   lua_setfield(L, -2, "KINDS");
   abx_core_http_register(L, loop);

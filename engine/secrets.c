@@ -9,10 +9,11 @@
 
 #include <curl/curl.h>
 #include <lauxlib.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base64.h"
 
 struct abx_sink {
   FILE *f;          /* NULL: unused */
@@ -83,15 +84,14 @@ oom:
 
 static void add_base64(struct abx_secrets *s, const char *v, size_t len)
 {
-  size_t out_cap = 4 * ((len + 2) / 3) + 1;
-  unsigned char *out = malloc(out_cap);
+  char *out = malloc(ABX_B64_LEN(len) + 1);
   if (!out)
     return;
-  int n = EVP_EncodeBlock(out, (const unsigned char *)v, (int)len);
-  add_form(s, (char *)out, (size_t)n);
+  size_t n = abx_b64_encode(out, v, len, ABX_B64_STD);
+  add_form(s, out, n);
   while (n > 0 && out[n - 1] == '=') /* unpadded form too */
     n--;
-  add_form(s, (char *)out, (size_t)n);
+  add_form(s, out, n);
   free(out);
 }
 

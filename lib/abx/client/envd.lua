@@ -20,7 +20,7 @@ local route = require("abx.client.route")
 local envd = {}
 
 --- envd's port inside every sandbox (reference/e2b-control-plane.md §7.2).
-envd.PORT = 49983
+envd.PORT = core.E2B.envd_port -- proto/e2b.h (reference/envd-protocol.md §1)
 
 --- Interval the server is asked to send keepalives at on streams, seconds
 --- (reference/envd-protocol.md §4.4, the SDKs' KEEPALIVE_PING_INTERVAL_SEC).
