@@ -58,9 +58,7 @@ int abx_interrupt_count(void)
   return interrupts;
 }
 
-/* A new interrupt: run the Lua handler in a task of its own. */
-static void dispatch_interrupt(struct abx_loop *loop);
-
+/* A new interrupt: expire every interruptible guard, run the Lua handler in a task of its own. */
 static void dispatch_interrupt(struct abx_loop *loop)
 {
   int n = interrupts;
@@ -433,7 +431,7 @@ static void break_deadlock(struct abx_loop *loop)
 {
   for (struct abx_task *t = loop->tasks; t; t = t->next)
     if (t->state == ABX_TASK_PARKED || t->state == ABX_TASK_WAITING)
-      abx_task_abort(t, "Internal", "deadlock: every task is parked and nothing can wake them");
+      abx_task_abort(t, "Internal", "deadlock: every task waits and nothing can wake them");
 }
 
 /* One non-blocking round of curl: progress transfers, hand finished ones and stream data to the
