@@ -58,23 +58,24 @@ int abx_interrupt_count(void)
   return interrupts;
 }
 
-/* A new interrupt: expire every interruptible guard, run the Lua handler in a task of its own. */
+/* A new interrupt: run the Lua handler in a task of its own, then end every interruptible guard
+ * (a test body): a waiting one resumes with Interrupted, a ready or busy one raises it at its next
+ * instruction of scenario code or wait. The handler is queued first, so it runs (and announces the
+ * interrupt) before the tests it stops. */
 static void dispatch_interrupt(struct abx_loop *loop)
 {
   int n = interrupts;
   if (n == loop->interrupts_seen)
     return;
   loop->interrupts_seen = n;
-  /* every guarded call (a test body) must end, even one that is ready and would run before the
-   * handler's task: it raises Interrupted at its next instruction of scenario code or wait */
+  if (loop->on_interrupt_ref != LUA_NOREF && loop->on_interrupt_ref != 0) {
+    lua_rawgeti(loop->L, LUA_REGISTRYINDEX, loop->on_interrupt_ref);
+    abx_task_spawn(loop, loop->L, 0);
+    lua_pop(loop->L, 1);
+  }
   for (struct abx_task *t = loop->tasks; t; t = t->next)
     if (t->interruptible)
-      abx_task_expire(t, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)");
-  if (loop->on_interrupt_ref == LUA_NOREF || loop->on_interrupt_ref == 0)
-    return;
-  lua_rawgeti(loop->L, LUA_REGISTRYINDEX, loop->on_interrupt_ref);
-  abx_task_spawn(loop, loop->L, 0);
-  lua_pop(loop->L, 1);
+      abx_task_abort(t, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)");
 }
 
 double abx_now_ms(void)

@@ -76,10 +76,8 @@ local function run_one(test, run)
   local ctx, state = fixtures.new(test, run)
   -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
   -- catch the error and go on, whether it waits or loops in Lua
-  run.active[me] = true
   local ok, info = core.guard(test.opts.timeout or run.defaults.test_timeout,
     message_handler_for(test.file), test.fn, ctx)
-  run.active[me] = nil
   if not ok then
     if info.kind == "Skipped" then
       result.outcome, result.reason = "skipped", info.error.message
@@ -153,9 +151,6 @@ local function schedule(run, out, tests, opts)
     stop = true
     out:line("abxlua: interrupted: stopping the running tests, then cleaning up "
       .. "(interrupt again to exit at once)")
-    for task in pairs(run.active) do -- inside core.guard: the test cannot catch this and go on
-      core.abort(task, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)")
-    end
   end)
   return pcall(function()
     local next_i = 1
@@ -190,7 +185,7 @@ end
 function M.run(files, opts)
   local cfg = opts.config
   local defaults = cfg.defaults
-  local run = { run_id = opts.run_id, defaults = defaults, results = {}, active = {}, owners = {},
+  local run = { run_id = opts.run_id, defaults = defaults, results = {}, owners = {},
     catalog = opts.catalog, provider = opts.provider_name }
   local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
     exitfirst = opts.exitfirst })
