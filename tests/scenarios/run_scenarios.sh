@@ -40,7 +40,20 @@ done
 # No mount of the run's platform (overlay roots, volumes) and no cgroup of a platform that is gone.
 mounts=$(grep -F "$run_tmp" /proc/self/mountinfo || true)
 [ -z "$mounts" ] || fail "mounts of the run survived: $mounts"
-stale=$(find /sys/fs/cgroup -maxdepth 8 -type d -path '*abxlua/serve.*' -name 'serve.*' 2>/dev/null |
-  while read -r d; do pid=${d##*/serve.}; [ -d "/proc/$pid" ] || echo "$d"; done)
+# Only below this process's own cgroups (/proc/self/cgroup), where the platform makes its groups
+# (platform/cgroup.c): the hierarchy is shared with other containers of the host, whose serves'
+# pids mean nothing in our pid namespace.
+own_abx_dirs() {
+  while IFS=: read -r _ ctl path; do
+    ctl=${ctl%%,*}; ctl=${ctl#name=}
+    [ -n "$ctl" ] || continue
+    [ "$path" = / ] && path=
+    echo "/sys/fs/cgroup/$ctl$path/abxlua"
+  done </proc/self/cgroup
+}
+stale=$(own_abx_dirs | while read -r a; do
+    [ -d "$a" ] || continue
+    find "$a" -mindepth 1 -maxdepth 1 -type d -name 'serve.*'
+  done | while read -r d; do pid=${d##*/serve.}; [ -d "/proc/$pid" ] || echo "$d"; done)
 [ -z "$stale" ] || fail "cgroups of a stopped platform survived: $stale"
 echo "run_scenarios: ok ($passed passed; no sandbox process, mount or cgroup left)"
