@@ -37,6 +37,12 @@ struct abx_sandbox {
   /* lifecycle (api_sandboxes.c, lifecycle.c) */
   struct abx_template *tmpl; /* ref + sandbox use held (rootfs.h) */
   int auto_pause;            /* TTL pauses instead of killing */
+  int auto_pause_memory;     /* 1: the TTL's auto-pause keeps memory (freezer); 0: filesystem
+                              * only, the resume is a fresh boot (v2 autoPauseMemory, default 1) */
+  int auto_resume;           /* traffic to a paused sandbox resumes it (v2 autoResume.enabled) */
+  int memory_paused;         /* paused with memory (frozen) = 1; filesystem only = 0 */
+  int cpu_count;             /* limits applied as cgroup limits and reported by get_info and */
+  int memory_mb;             /* metrics; 0 = not yet set (the template's defaults apply) */
   int paused;                /* frozen (cgroup.h); paused sandboxes have no TTL */
   int64_t paused_ns;         /* when it was paused (endAt while paused) */
   json_t *volume_mounts;     /* [{name,path,readOnly}], owned; a use of each volume is held */
