@@ -118,3 +118,9 @@ void abx_lifecycle_shutdown(void)
     s = next;
   }
 }
+
+int abx_lifecycle_connect(struct abx_sandbox *sb, int64_t timeout_s, int keep_memory, int *resumed)
+{
+  (void)keep_memory; /* memory is always kept until filesystem-only resumes exist */
+  return abx_lifecycle_resume(sb, timeout_s, 0, resumed);
+}

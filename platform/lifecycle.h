@@ -27,6 +27,10 @@ int abx_lifecycle_pause(struct abx_sandbox *sb);
  * (deprecated /resume) a running sandbox gives 409. */
 int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_paused, int *resumed);
 
+/* v2 connect (e2b-v2-and-peers.md §1.3): like abx_lifecycle_resume(sb, timeout_s, 0, resumed);
+ * with keep_memory 0 a paused sandbox comes back from its filesystem as a fresh boot. */
+int abx_lifecycle_connect(struct abx_sandbox *sb, int64_t timeout_s, int keep_memory, int *resumed);
+
 /* Unlist and stop the sandbox (thawing it first when paused). 404 when already gone. The
  * caller's ref is left to the caller. */
 int abx_lifecycle_kill(struct abx_sandbox *sb);
