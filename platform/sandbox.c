@@ -21,6 +21,7 @@
 #include "e2b.h"
 #include "envd_client.h"
 #include "http_util.h"
+#include "metrics.h"
 #include "netns.h"
 #include "network.h"
 #include "rootfs.h"
@@ -319,6 +320,7 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   }
   if (abx_cgroup_set_limits(sb->id, sb->cpu_count, sb->memory_mb, err, errlen) != 0)
     goto fail;
+  abx_metrics_begin(sb->id);
   char logp[4096];
   snprintf(logp, sizeof logp, "%s/envd.log", sb->dir);
   logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -369,6 +371,7 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   json_decref(init);
   if (rc != 0)
     goto fail;
+  abx_metrics_sample(sb); /* E2B collects one at the start of the sandbox (metrics.h) */
   close(pipefd[0]);
   close(logfd);
   for (int i = 0; i < a.nown; i++)
@@ -399,6 +402,7 @@ void abx_sandbox_destroy(struct abx_sandbox *sb)
     return;
   teardown(sb);
   abx_network_forget(sb->id);
+  abx_metrics_forget(sb->id);
   json_decref(sb->metadata);
   size_t nv = json_array_size(sb->volume_mounts);
   for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
