@@ -9,3 +9,5 @@ add_test(NAME platform_crash COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/
 # RUN_SERIAL: any serve that starts while this test has killed serve A recovers A's state first
 # (as it should), which took the leftovers this test checks (seen: 3 of 6 runs beside other tests)
 set_tests_properties(platform_crash PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+add_test(NAME platform_limits COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_limits.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_limits PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
