@@ -90,6 +90,9 @@ def t_limits_reported(s, ctx):
     st, _, m = s.json("GET", "/sandboxes/%s/metrics" % a)
     check(st == 200 and m and all(x["cpuCount"] == 2 and x["memTotal"] == limit for x in m),
           "metrics report the limits: %r" % m)
+    st, _, e = s.json("GET", "/metrics", key=False, headers={"E2b-Sandbox-Id": a, "E2b-Sandbox-Port": str(tp.ENVD_PORT)})
+    check(st == 200 and e["cpu_count"] == 2 and e["mem_total"] == limit and 0 < e["mem_used"] < limit,
+          "envd's /metrics in the sandbox reports its limits, not the host's: %d %r" % (st, e))
 
 
 def t_limits_read_only(s, ctx):
