@@ -88,29 +88,30 @@ void abx_metrics_sample(struct abx_sandbox *sb)
   pthread_mutex_unlock(&mu);
 }
 
-/* 1 when `id` has a ring whose last sample is at least a period old at `mono`. */
-static int due(const char *id, int64_t mono)
+/* Under mu: 1 when `id` has a ring whose last sample is at least a period old at `mono`. */
+static int due_locked(const char *id, int64_t mono)
 {
-  pthread_mutex_lock(&mu);
   struct ring *r = find_locked(id);
-  int d = r && mono - r->last_mono >= (int64_t)ABX_METRICS_PERIOD_S * 1000000000LL;
-  pthread_mutex_unlock(&mu);
-  return d;
+  return r && mono - r->last_mono >= (int64_t)ABX_METRICS_PERIOD_S * 1000000000LL;
 }
 
 void abx_metrics_tick(void)
 {
-  char ids[256][32];
+  /* At most TICK_MAX samples a tick (the main loop also serves the spawner); the due ones left
+   * over stay due and come first at a later tick, 100 ms on, so none starves. Lock order: the
+   * registry, then mu (nothing takes them the other way round). */
+  enum { TICK_MAX = 32 };
+  char ids[TICK_MAX][32];
   size_t n = 0;
   int64_t mono = abx_mono_ns();
   abx_registry_lock();
-  for (struct abx_sandbox *s = abx_registry_head(); s && n < 256; s = s->next)
-    if (s->listed && !s->paused)
+  pthread_mutex_lock(&mu);
+  for (struct abx_sandbox *s = abx_registry_head(); s && n < TICK_MAX; s = s->next)
+    if (s->listed && !s->paused && due_locked(s->id, mono))
       snprintf(ids[n++], sizeof ids[0], "%s", s->id);
+  pthread_mutex_unlock(&mu);
   abx_registry_unlock();
   for (size_t i = 0; i < n; i++) {
-    if (!due(ids[i], mono))
-      continue;
     struct abx_sandbox *sb = abx_registry_get(ids[i]);
     if (!sb)
       continue;

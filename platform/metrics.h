@@ -39,8 +39,9 @@ void abx_metrics_begin(const char *id);
  * cgroups and dir exist. */
 void abx_metrics_sample(struct abx_sandbox *sb);
 
-/* The main loop: sample every listed running sandbox whose last sample is at least
- * ABX_METRICS_PERIOD_S old (a busy op mutex postpones it to a later tick). */
+/* The main loop: sample the listed running sandboxes whose last sample is at least
+ * ABX_METRICS_PERIOD_S old, at most 32 a tick (the rest stay due for the next tick; a busy op
+ * mutex also postpones one to a later tick). Takes the registry lock, then the rings' mutex. */
 void abx_metrics_tick(void);
 
 /* The samples of `id` with timestampUnix in [start_s, end_s] (seconds; pass INT64_MIN /

@@ -21,6 +21,7 @@ Usage: test_limits.py [path/to/abxlua]
 Each check prints PASS/FAIL (XFAIL for a known, reported limitation); exit 1 when any failed, 77 when
 skipped (not root, no cgroup v1 memory hierarchy, or envd not usable).
 """
+import glob
 import os
 import sys
 import time
@@ -268,6 +269,11 @@ def main():
                 print("FAIL %-22s %s" % (fn.__name__[2:], e))
     finally:
         code, _, err = s.stop()
+    left = [d for h in ("cpu", "memory", "cpuacct") for d in
+            glob.glob("/sys/fs/cgroup/%s/**/abxlua/serve.%d" % (h, s.proc.pid), recursive=True)]
+    if left:
+        print("FAIL cgroups left after serve stopped: %r" % left)
+        failed += 1
     for x in XFAILS:
         print("known: " + x)
     if code != 0:
