@@ -106,7 +106,7 @@ static const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_O
  * /sys, read-only too), as a container sees its groups: cgroup-aware programs (the JVM, Node, Go)
  * size themselves from the limits, and envd's /metrics reads them. Nothing else of the host's
  * /sys is visible; the pids in cgroup.procs are those of the sandbox's pid namespace. */
-static void bind_cgroups(struct argv_buf *a, struct abx_sandbox *sb)
+static int bind_cgroups(struct argv_buf *a, struct abx_sandbox *sb)
 {
   static const char *const hs[] = {"memory", "cpu", "cpuacct"};
   int any = 0;
@@ -134,10 +134,7 @@ static void bind_cgroups(struct argv_buf *a, struct abx_sandbox *sb)
     add(a, own(a, d));
     add(a, own(a, dest));
   }
-  if (any) {
-    add(a, "--remount-ro");
-    add(a, "/sys");
-  }
+  return any; /* the caller remounts /sys read-only after the volumes (one may be under /sys) */
 }
 
 static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
@@ -167,13 +164,17 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, "--ro-bind");
   add(a, g_exe);
   add(a, "/opt/abx/abxlua");
-  bind_cgroups(a, sb);
+  int sys = bind_cgroups(a, sb);
   size_t nv = json_array_size(sb->volume_mounts);
   for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
     json_t *m = json_array_get(sb->volume_mounts, i);
     add(a, json_is_true(json_object_get(m, "readOnly")) ? "--ro-bind" : "--bind");
     add(a, sb->volume_dirs[i]);
     add(a, json_string_value(json_object_get(m, "path")));
+  }
+  if (sys) {
+    add(a, "--remount-ro");
+    add(a, "/sys");
   }
   add(a, "--chdir");
   add(a, "/");
