@@ -7,6 +7,7 @@
 
 #include "cgroup.h"
 #include "http_util.h"
+#include "metrics.h"
 #include "sandbox.h"
 
 /* Under sb->op. */
@@ -104,6 +105,7 @@ void abx_lifecycle_tick(int64_t now_ns)
       abx_registry_put(sb);
     abx_registry_put(sb);
   }
+  abx_metrics_tick(); /* metrics.h: the time series behind GET /sandboxes/{id}/metrics */
 }
 
 void abx_lifecycle_shutdown(void)
