@@ -9,3 +9,7 @@ add_test(NAME platform_crash COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/
 # RUN_SERIAL: any serve that starts while this test has killed serve A recovers A's state first
 # (as it should), which took the leftovers this test checks (seen: 3 of 6 runs beside other tests)
 set_tests_properties(platform_crash PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+# serve --tls: E2B's default addressing over HTTPS (certificates, names, the official SDK with only
+# key, domain and CA, the engine's local-tls provider); npm ci of tests/platform/tls_sdk once
+add_test(NAME platform_tls COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_tls.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_tls PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
