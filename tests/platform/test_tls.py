@@ -161,8 +161,8 @@ def sandbox_checks(ready, ctx):
 
 def sdk_checks(ready):
     node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        check(False, "node and npm are needed for the SDK check (Debian: nodejs, npm)")
+    if not node or not npm:  # as tests/conformance: the SDK part needs them, the rest does not
+        print("SKIP the official SDK: node and npm not found")
         return
     lock = os.path.join(SDK_DIR, "package-lock.json")
     stamp = os.path.join(SDK_DIR, "node_modules", ".tls-lock.sha256")
