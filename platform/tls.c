@@ -77,7 +77,8 @@ static X509 *cert_new(EVP_PKEY *key, const char *cn, long days)
 {
   X509 *x = X509_new();
   BIGNUM *bn = BN_new();
-  if (!x || !bn || !X509_set_version(x, 2) || !BN_rand(bn, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) ||
+  if (!x || !bn || !X509_set_version(x, 2) ||
+      !BN_rand(bn, 127, BN_RAND_TOP_ANY, BN_RAND_BOTTOM_ANY) ||
       !BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) ||
       !X509_gmtime_adj(X509_getm_notBefore(x), -3600) ||
       !X509_gmtime_adj(X509_getm_notAfter(x), days * 86400L) || !X509_set_pubkey(x, key) ||
@@ -214,16 +215,18 @@ static int load_ca(const char *dir, EVP_PKEY **key_out, X509 **ca_out, char *err
   X509 *ca = PEM_read_X509(cf, NULL, NULL, NULL);
   fclose(cf);
   if (!ca)
-    return ossl_fail(err, errlen, "the state dir's CA certificate is unreadable (remove its tls/ "
-                                  "dir to make a new CA)");
+    return ossl_fail(err, errlen,
+                     "the state dir's CA certificate is unreadable (remove its tls/ "
+                     "dir to make a new CA)");
   FILE *kf = fopen(kpath, "re");
   EVP_PKEY *key = kf ? PEM_read_PrivateKey(kf, NULL, NULL, NULL) : NULL;
   if (kf)
     fclose(kf);
   if (!key) {
     X509_free(ca);
-    return ossl_fail(err, errlen, "the state dir's CA key (tls/ca.key) is missing or unreadable "
-                                  "(remove its tls/ dir to make a new CA)");
+    return ossl_fail(err, errlen,
+                     "the state dir's CA key (tls/ca.key) is missing or unreadable "
+                     "(remove its tls/ dir to make a new CA)");
   }
   if (X509_check_private_key(ca, key) != 1) {
     X509_free(ca);
@@ -238,8 +241,10 @@ static int load_ca(const char *dir, EVP_PKEY **key_out, X509 **ca_out, char *err
   if (X509_cmp_time(X509_get0_notAfter(ca), &soon) <= 0) {
     X509_free(ca);
     EVP_PKEY_free(key);
-    snprintf(err, errlen, "the CA %s has expired or expires within a day (remove %s to make a "
-             "new CA)", cpath, dir);
+    snprintf(err, errlen,
+             "the CA %s has expired or expires within a day (remove %s to make a "
+             "new CA)",
+             cpath, dir);
     return -1;
   }
   *key_out = key;
@@ -346,8 +351,10 @@ int abx_tls_setup(const char *state_dir, const char *domain, const char *ip, str
     if (verify_for(leaf, ca, host, verr, sizeof verr) != 0) {
       char cn[256] = "";
       X509_NAME_get_text_by_NID(X509_get_subject_name(ca), NID_commonName, cn, sizeof cn);
-      snprintf(err, errlen, "the CA %s (\"%s\") cannot vouch for %s: %s (remove %s to make a new "
-               "CA, or use another --state-dir)", t->ca_path, cn, host, verr, dir);
+      snprintf(err, errlen,
+               "the CA %s (\"%s\") cannot vouch for %s: %s (remove %s to make a new "
+               "CA, or use another --state-dir)",
+               t->ca_path, cn, host, verr, dir);
       goto out;
     }
   }
