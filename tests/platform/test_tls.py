@@ -14,6 +14,7 @@ refused for another domain or with a key that is not its own; E2B's official JS 
 E2B_DOMAIN and NODE_EXTRA_CA_CERTS; and `abxlua run --provider local-tls` running scenarios over
 TLS. Exit 1 when a check failed, 77 when skipped (not root, no bwrap).
 """
+import base64
 import http.client
 import json
 import os
@@ -21,6 +22,7 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -159,6 +161,77 @@ def sandbox_checks(ready, ctx):
     return sid
 
 
+def run_in(ctx, port, sid, cmd):
+    """`bash -c cmd` as user in sandbox sid through envd's process.Process/Start, reached by host
+    name over TLS (reference/envd-protocol.md §2.3). Returns (exit code, stdout)."""
+    msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
+    c = http.client.HTTPSConnection("49983-%s.%s" % (sid, DOMAIN), port, context=ctx, timeout=30)
+    c.request("POST", "/process.Process/Start", b"\x00" + struct.pack(">I", len(msg)) + msg,
+              {"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
+               "Authorization": "Basic " + base64.b64encode(b"user:").decode()})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    if r.status != 200:
+        raise AssertionError("process.Process/Start answered %d: %r" % (r.status, data[:300]))
+    out, code = b"", None
+    while len(data) >= 5:
+        flags, n = struct.unpack(">BI", data[:5])
+        ev = json.loads(data[5:5 + n] or b"{}").get("event", {}) if not flags & 2 else {}
+        data = data[5 + n:]
+        out += base64.b64decode(ev.get("data", {}).get("stdout", ""))
+        code = ev["end"].get("exitCode", 0) if "end" in ev else code
+    return code, out.decode(errors="replace")
+
+
+# An in-sandbox server on 8080 that never answers and logs when the proxy closes its connection.
+SILENT_SERVER = r"""
+import socket, threading, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 8080)); s.listen(16)
+def h(c):
+    c.recv(65536); t = time.time(); c.settimeout(120)
+    try: c.recv(1)
+    except OSError: pass
+    open("/tmp/closed", "a").write("%.1f " % (time.time() - t))
+while True:
+    c, _ = s.accept(); threading.Thread(target=h, args=(c,), daemon=True).start()
+"""
+
+
+def hangup_checks(ready, ctx, sid):
+    """A client that leaves while the sandbox has not answered ends the upstream connection, also
+    when it closes TLS properly (close_notify, then FIN): the alert stays unread in serve's socket,
+    which a peek for EOF never sees (platform/ingress.c client_gone)."""
+    port = ready["port"]
+    code, _ = run_in(ctx, port, sid, "cat > /tmp/srv.py <<'EOF'\n%s\nEOF\n"
+                     "setsid nohup python3 /tmp/srv.py >/dev/null 2>&1 & sleep 0.5" % SILENT_SERVER)
+    check(code == 0, "a silent server on 8080 in the sandbox: exit %r" % code)
+    host = "8080-%s.%s" % (sid, DOMAIN)
+    for how in ("close_notify", "FIN only"):
+        raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+        tls = ctx.wrap_socket(raw, server_hostname=host)
+        tls.sendall(("GET / HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (host, port)).encode())
+        time.sleep(0.5)
+        if how == "close_notify":
+            try:
+                tls.settimeout(1)
+                tls.unwrap().close()
+            except (ssl.SSLError, OSError):
+                tls.close()
+        else:
+            tls.close()
+        want = 1 if how == "close_notify" else 2
+        t0, closed = time.time(), ""
+        while time.time() - t0 < 8:
+            _, closed = run_in(ctx, port, sid, "cat /tmp/closed 2>/dev/null")
+            if len(closed.split()) >= want:
+                break
+            time.sleep(0.5)
+        check(len(closed.split()) >= want, "a TLS client that leaves with %s ends the upstream "
+              "connection within 8 s (closes seen: %r)" % (how, closed.split()))
+
+
 def sdk_checks(ready):
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:  # as tests/conformance: the SDK part needs them, the rest does not
@@ -235,6 +308,7 @@ def main():
             ctx = ssl.create_default_context(cafile=ca)
             sid = sandbox_checks(ready, ctx)
             chain_checks(ready, sid)
+            hangup_checks(ready, ctx, sid)
             plain_http_checks(ready, ctx)
             sdk_checks(ready)
         finally:
