@@ -130,7 +130,8 @@ end
 ---@param name string
 ---@param p table provider settings (abx.run.config)
 ---@return table r { name, kind, api_url, domain, envd_routing, envd_url, capabilities,
----  credentials = { {field, name, value, source, via, secret} ... }, missing = {names} }
+---  credentials = { {field, name, value, source, via, secret} ... }, missing = {names},
+---  tls = boolean (kind local only: `tls: true`) }
 function M.resolve(name, p)
   local r = { name = name, kind = p.kind, envd_routing = p.envd_routing or "host",
     capabilities = p.capabilities or {}, credentials = {}, missing = {} }
