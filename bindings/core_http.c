@@ -11,10 +11,12 @@
  * abx_core_stream_open with their own framing and stream:next continuation.
  * Source: reference/envd-protocol.md §2.3 (envelopes), §2.1 (content types).
  */
+#include <errno.h>
 #include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core.h"
 #include "errors.h"
@@ -501,8 +503,25 @@ static int core_set_trace(lua_State *L)
   return 0;
 }
 
+/* core.set_ca_file(path | nil): the CA bundle every later HTTPS transfer verifies servers with
+ * (engine/http.h abx_http_set_ca_file); nil: curl's default again. Raises InvalidArgument for a
+ * file that cannot be read or a path too long. */
+static int core_set_ca_file(lua_State *L)
+{
+  const char *path = luaL_optstring(L, 1, NULL);
+  struct abx_loop *loop = abx_core_loop(L);
+  if (path && access(path, R_OK) != 0)
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "CA file %s: %s", path,
+                           strerror(errno));
+  if (abx_http_set_ca_file(path) != 0)
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "CA file path over %d bytes",
+                           ABX_HTTP_MAX_CA_PATH - 1);
+  return 0;
+}
+
 static const luaL_Reg http_funcs[] = {
   {"request", core_request}, {"stream", core_stream}, {"set_trace", core_set_trace},
+  {"set_ca_file", core_set_ca_file},
   {NULL, NULL}};
 
 void abx_core_http_register(lua_State *L, struct abx_loop *loop)

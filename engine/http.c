@@ -9,6 +9,20 @@
 #include <string.h>
 #include <time.h>
 
+static char g_ca_file[ABX_HTTP_MAX_CA_PATH]; /* "" = curl's default bundle */
+
+int abx_http_set_ca_file(const char *path)
+{
+  if (!path) {
+    g_ca_file[0] = '\0';
+    return 0;
+  }
+  if (strlen(path) >= sizeof g_ca_file)
+    return -1;
+  memcpy(g_ca_file, path, strlen(path) + 1);
+  return 0;
+}
+
 static double mono_ms(void)
 {
   struct timespec ts;
@@ -315,6 +329,8 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms : 0L);
   curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(e, CURLOPT_USERAGENT, "abxlua/" ABX_VERSION);
+  if (g_ca_file[0])
+    curl_easy_setopt(e, CURLOPT_CAINFO, g_ca_file);
   if (t->headers_timeout_ms > 0 || t->body_timeout_ms > 0) {
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);

@@ -131,6 +131,16 @@ struct abx_http_request {
   long body_timeout_ms;       /* 0: none */
 };
 
+/* The PEM file of CA certificates every later transfer verifies HTTPS servers with
+ * (CURLOPT_CAINFO), or NULL for curl's default bundle again. Process-wide: a run talks to one
+ * provider, and `abxlua serve --tls` run by the engine (lib/abx/run/provider.lua) has its own CA.
+ * It replaces the bundle file only: curl's CA directory (Debian: /etc/ssl/certs, CURLOPT_CAPATH)
+ * stays. The path is copied; the file is read by each transfer. Returns 0, or -1 for a path of
+ * ABX_HTTP_MAX_CA_PATH bytes or more (the setting is then unchanged). Not thread-safe: call it
+ * from the loop's thread, between transfers. */
+#define ABX_HTTP_MAX_CA_PATH 4096
+int abx_http_set_ca_file(const char *path);
+
 /* Creates a transfer for 'req' (copies everything it needs). Returns NULL when out of memory;
  * the caller adds t->easy to its multi handle. */
 struct abx_transfer *abx_transfer_new(const struct abx_http_request *req);

@@ -15,7 +15,9 @@
 
 struct abx_platform {
   pid_t pid;
-  char ready[1024]; /* the child's ready line: JSON {"url","port","api_key","domain"} */
+  /* the child's ready line: JSON {"url","port","api_key","domain"}, and "ca_cert" (a path) when
+   * serve runs with --tls (platform/platform_main.h) */
+  char ready[8192];
 };
 
 /* Remembers the engine's own executable (from argv[0] when it names a path), used to start the

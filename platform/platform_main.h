@@ -5,11 +5,16 @@
  *
  * `abxlua serve`: the embedded local E2B platform (a separate process).
  * Usage:   abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]
- *                       [--ready-fd FD] [--help]
+ *                       [--tls] [--ready-fd FD] [--faults FILE] [--help]
  * Startup: prints "abxlua serve: listening on http://127.0.0.1:PORT (domain DOMAIN)" and
  *          "abxlua serve: api key e2b_<40 hex>" on stdout. The key is random unless env
  *          ABX_LOCAL_API_KEY is set (it must match ^e2b_[0-9a-f]+$, else exit 4). With --ready-fd FD
  *          one JSON line {"url","port","api_key","domain"} is written to FD, which is then closed.
+ * --tls:   HTTPS only (docs/PLATFORM.md "TLS and E2B's default addressing", tls.h): the domain
+ *          defaults to e2b.localhost and needs two or more labels (else exit 4); "listening on
+ *          https://api.DOMAIN:PORT (domain DOMAIN, TLS, CA PATH)"; the ready line's url is
+ *          https://api.DOMAIN:PORT and it gains "ca_cert" (the CA's path); sandbox answers report
+ *          "domain" as DOMAIN:PORT.
  * Stop:    SIGTERM / SIGINT kill every sandbox, remove the state dir, exit 0.
  * Exit:    0 clean stop, 1 startup failure, 2 usage error, 4 bad ABX_LOCAL_API_KEY.
  *

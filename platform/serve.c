@@ -32,6 +32,7 @@
 #include "rootfs.h"
 #include "sandbox.h"
 #include "spawner.h"
+#include "tls.h"
 #include "volume.h"
 
 #define API_MAX_BODY (1024u * 1024)
@@ -136,10 +137,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void usage(FILE *f)
 {
   fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
-        "                    [--ready-fd FD] [--faults FILE] [--help]\n"
+        "                    [--tls] [--ready-fd FD] [--faults FILE] [--help]\n"
         "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
         "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
         "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n"
+        "--tls: HTTPS only, as E2B's SDK addresses a domain: https://api.<domain>:<port> and\n"
+        "  https://<port>-<id>.<domain>:<port>, with a CA made once per state dir\n"
+        "  (<state>/tls/ca.pem; a state dir serve creates goes, CA included, on a clean stop).\n"
+        "  The domain defaults to e2b.localhost and needs two or more labels (TLS clients refuse\n"
+        "  *.localhost). Then the SDK needs only E2B_API_KEY, E2B_DOMAIN=<domain>:<port> and\n"
+        "  NODE_EXTRA_CA_CERTS=<ca.pem> (names under .localhost resolve through libnss-myhostname).\n"
         "--faults FILE: YAML fault-injection rules (platform/faults.h); for tests only.\n"
         "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
         "removed (platform/recover.h).\n",
@@ -158,15 +165,19 @@ static int key_valid(const char *k)
 
 static int serve_run(int argc, char **argv)
 {
-  const char *host = "127.0.0.1", *domain = "localhost", *state_opt = NULL, *faults = NULL;
+  const char *host = "127.0.0.1", *domain = NULL, *state_opt = NULL, *faults = NULL;
   long port = 0;
-  int ready_fd = -1;
+  int ready_fd = -1, tls = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       usage(stdout);
       return 0;
+    }
+    if (strcmp(a, "--tls") == 0) { /* the one option without a value */
+      tls = 1;
+      continue;
     }
     if (!v || strncmp(a, "--", 2) != 0) {
       fprintf(stderr, "abxlua serve: bad or incomplete option '%s'\n", a);
@@ -209,12 +220,25 @@ static int serve_run(int argc, char **argv)
     fprintf(stderr, "abxlua serve: --host must be a loopback IPv4 address (127.x.x.x)\n");
     return 4;
   }
+  if (!domain)
+    domain = tls ? "e2b.localhost" : "localhost";
   for (const char *p = domain; *p; p++)
     if (!(*p == '.' || *p == '-' || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
           (*p >= 'A' && *p <= 'Z')) || !*domain) {
       fprintf(stderr, "abxlua serve: --domain must be a host name\n");
       return 4;
     }
+
+  if (tls && !abx_tls_domain_ok(domain)) {
+    fprintf(stderr, "abxlua serve: with --tls, --domain needs two or more labels (e.g. "
+                    "e2b.localhost), got %s: TLS clients refuse a wildcard certificate for "
+                    "*.<one label> (Node's tls.checkServerIdentity)\n", domain);
+    return 4;
+  }
+  if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+    fprintf(stderr, "abxlua serve: --tls: this libmicrohttpd was built without TLS support\n");
+    return 1;
+  }
 
   if (faults) {
     char ferr[512];
@@ -285,12 +309,22 @@ static int serve_run(int argc, char **argv)
   sigaction(SIGINT, &sact, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  char err[512];
+  char err[1024];
+  /* tls.h: the state dir's CA (made once) and this start's leaf, before anything else is built */
+  struct abx_tls tlsc = {0};
+  if (tls && abx_tls_setup(state, domain, host, &tlsc, err, sizeof err) != 0) {
+    fprintf(stderr, "abxlua serve: --tls: %s\n", err);
+    abx_cgroup_shutdown();
+    if (created_state)
+      abx_rmtree(state);
+    return 1;
+  }
   int rfs = abx_rootfs_init(state, err, sizeof err);
   if (rfs != 0 || abx_volume_init(state) != 0) {
     fprintf(stderr, "abxlua serve: %s\n", rfs ? err : "cannot create the volumes dir");
     abx_rootfs_shutdown();
     abx_cgroup_shutdown();
+    abx_tls_free(&tlsc);
     if (created_state)
       abx_rmtree(state);
     return 1;
@@ -307,18 +341,28 @@ static int serve_run(int argc, char **argv)
     nofile.rlim_cur = nofile.rlim_max;
     setrlimit(RLIMIT_NOFILE, &nofile);
   }
+  /* --tls: every connection is TLS (GnuTLS inside libmicrohttpd); the leaf's PEM stays ours
+   * until the daemon stops. Without --tls the array is empty. */
+  struct MHD_OptionItem tls_ops[] = {{MHD_OPTION_HTTPS_MEM_KEY, 0, tlsc.key_pem},
+                                     {MHD_OPTION_HTTPS_MEM_CERT, 0, tlsc.cert_pem},
+                                     {MHD_OPTION_END, 0, NULL}};
+  if (!tls)
+    tls_ops[0].option = MHD_OPTION_END;
   struct MHD_Daemon *d = MHD_start_daemon(
     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
-      MHD_USE_ERROR_LOG,
+      MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
     0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    MHD_OPTION_ARRAY, tls_ops,
     MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650,
     /* without it libmicrohttpd stops at FD_SETSIZE - 4 = 1020 connections, even with poll */
     MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384, MHD_OPTION_END);
   if (!d) {
-    fprintf(stderr, "abxlua serve: cannot listen on %s:%ld\n", host, port);
+    fprintf(stderr, "abxlua serve: cannot listen on %s:%ld%s\n", host, port,
+            tls ? " with TLS (see libmicrohttpd's message above)" : "");
     abx_rootfs_shutdown();
     abx_cgroup_shutdown();
+    abx_tls_free(&tlsc);
     if (created_state)
       abx_rmtree(state);
     curl_global_cleanup();
@@ -326,9 +370,24 @@ static int serve_run(int argc, char **argv)
   }
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   int bound = di ? di->port : (int)port;
-  char url[64];
-  snprintf(url, sizeof url, "http://%s:%d", host, bound);
-  printf("abxlua serve: listening on %s (domain %s)\n", url, domain);
+  char url[400];
+  static char sdk_domain[300]; /* what the API reports as a sandbox's domain (read by api.c) */
+  if (tls) {
+    /* E2B's SDK: API https://api.<domain>, envd https://49983-<id>.<sandbox's domain>,
+     * getHost(p) = <p>-<id>.<sandbox's domain> (reference/e2b-v2-and-peers.md §1.5): the port must
+     * ride in the domain the API reports, or the SDK would go to 443. Set before the ready line:
+     * no client knows the port before it. */
+    snprintf(url, sizeof url, "https://api.%s:%d", domain, bound);
+    snprintf(sdk_domain, sizeof sdk_domain, "%s:%d", domain, bound);
+    abx_api_config(key, sdk_domain);
+    printf("abxlua serve: listening on %s (domain %s, TLS, CA %s%s)\n", url, domain,
+           tlsc.ca_path, tlsc.ca_created ? ", new" : "");
+    printf("abxlua serve: for E2B's SDK: E2B_DOMAIN=%s NODE_EXTRA_CA_CERTS=%s\n", sdk_domain,
+           tlsc.ca_path);
+  } else {
+    snprintf(url, sizeof url, "http://%s:%d", host, bound);
+    printf("abxlua serve: listening on %s (domain %s)\n", url, domain);
+  }
   /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
   if (ready_fd >= 0)
     printf("abxlua serve: api key e2b_**** (on the ready line)\n");
@@ -338,6 +397,8 @@ static int serve_run(int argc, char **argv)
   if (ready_fd >= 0) {
     json_t *j = json_pack("{s:s,s:i,s:s,s:s}", "url", url, "port", bound, "api_key", key,
                           "domain", domain);
+    if (j && tls) /* only with --tls: without it the line is what it always was */
+      json_object_set_new(j, "ca_cert", json_string(tlsc.ca_path));
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (s) {
@@ -359,6 +420,7 @@ static int serve_run(int argc, char **argv)
   abx_spawner_stop();
   abx_lifecycle_shutdown();
   MHD_stop_daemon(d);
+  abx_tls_free(&tlsc);
   abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
   abx_rootfs_shutdown();
   abx_cgroup_shutdown();

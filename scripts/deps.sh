@@ -7,8 +7,11 @@
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
       libmicrohttpd-dev libjansson-dev libssl-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
-      libxml2-utils python3-jsonschema clang-format
+      libxml2-utils python3-jsonschema clang-format libnss-myhostname
       sudo python-is-python3 git)
+# libnss-myhostname: `localhost` and every name under `.localhost` resolve to loopback through NSS,
+# as `abxlua serve --tls` needs for api.e2b.localhost and <port>-<id>.e2b.localhost (getent, Node's
+# dns.lookup, Python; libcurl resolves *.localhost itself).
 # `deps.sh fuzz` (make fuzz) adds clang and libclang-rt-14-dev, which ships libFuzzer
 # (libclang_rt.fuzzer-x86_64.a); the normal build does not need them.
 if [ "${1:-}" = fuzz ]; then pkgs+=(clang libclang-rt-14-dev); fi
@@ -21,4 +24,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+# The package's postinst adds `myhostname` to /etc/nsswitch.conf's hosts line; a hand-written
+# nsswitch.conf may lack it (or the line): add it before `dns`, else at the end. Idempotent.
+if ! grep -Eq '^hosts:.*[[:space:]]myhostname([[:space:]]|$)' /etc/nsswitch.conf 2>/dev/null; then
+  echo "deps: adding myhostname to the hosts line of /etc/nsswitch.conf" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  if grep -q '^hosts:' /etc/nsswitch.conf 2>/dev/null; then
+    $SUDO sed -i -E '/^hosts:/{s/[[:space:]]dns([[:space:]]|$)/ myhostname dns\1/;t;s/$/ myhostname/}' /etc/nsswitch.conf
+  else
+    echo 'hosts:          files myhostname dns' | $SUDO tee -a /etc/nsswitch.conf >/dev/null
+  fi
 fi

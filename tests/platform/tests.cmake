@@ -13,3 +13,7 @@ add_test(NAME platform_v2 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/tes
 set_tests_properties(platform_v2 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
 add_test(NAME platform_limits COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_limits.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_limits PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+# serve --tls: E2B's default addressing over HTTPS (certificates, names, the official SDK with only
+# key, domain and CA, the engine's local-tls provider); npm ci of tests/platform/tls_sdk once
+add_test(NAME platform_tls COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_tls.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_tls PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)

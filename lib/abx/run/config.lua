@@ -17,13 +17,35 @@ M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "networ
   "metrics", "pty", "watch", "v2_routes" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
-  envd_routing = "string", envd_url = "string", capabilities = "table", description = "string" }
+  envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
+  tls = "boolean" }
+
+-- The domain of a `kind: local, tls: true` provider that names none: a wildcard certificate needs
+-- two labels under it (Node's tls.checkServerIdentity refuses *.localhost; platform/tls.h).
+M.LOCAL_TLS_DOMAIN = "e2b.localhost"
+
+---True when `domain` has two or more non-empty labels of letters, digits and '-' (what
+---`abxlua serve --tls` accepts, platform/tls.h abx_tls_domain_ok).
+---@param domain string
+---@return boolean
+function M.tls_domain_ok(domain)
+  if type(domain) ~= "string" or #domain > 200 then return false end
+  local labels = 0
+  for label in (domain .. "."):gmatch("([^.]*)%.") do
+    if #label == 0 or #label > 63 or label:find("[^%w-]") then return false end
+    labels = labels + 1
+  end
+  return labels >= 2
+end
 
 M.DEFAULTS = {
   defaults = { jobs = 4, max_sandboxes = 5, test_timeout = 300, teardown_timeout = 60,
     sandbox_ttl = 300, template = "base", request_timeout = 60 },
   provider = "local",
-  providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" } },
+  providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" },
+    -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
+    ["local-tls"] = { kind = "local", tls = true, domain = "e2b.localhost",
+      envd_routing = "host" } },
   markers = { e2e = "every test", known_issue = "a strict expected failure" },
   known_issues = "config/known_issues.yaml",
 }
@@ -72,16 +94,28 @@ local function check_provider(path, name, p)
     local want = PROVIDER_KEYS[k]
     if not want then
       core.error("InvalidArgument", 0, string.format("%s: unknown key %q (known: kind, api_url, "
-        .. "domain, envd_routing, envd_url, capabilities, description)", where, tostring(k)))
+        .. "domain, envd_routing, envd_url, capabilities, description, tls)", where, tostring(k)))
     end
     if type(v) ~= want then
-      core.error("InvalidArgument", 0, string.format("%s.%s must be a %s", where, k,
-        want == "table" and "list" or want))
+      core.error("InvalidArgument", 0, string.format("%s.%s must be a %s%s", where, k,
+        want == "table" and "list" or want, want == "boolean" and " (true or false)" or ""))
     end
   end
   if p.kind ~= "local" and p.kind ~= "remote" then
     core.error("InvalidArgument", 0, where .. ".kind must be local or remote, got "
       .. tostring(p.kind))
+  end
+  if p.tls ~= nil and p.kind ~= "local" then
+    core.error("InvalidArgument", 0, where .. ".tls applies to kind local only (a remote "
+      .. "provider's scheme is its api_url's)")
+  end
+  if p.tls then
+    p.domain = p.domain or M.LOCAL_TLS_DOMAIN
+    if not M.tls_domain_ok(p.domain) then
+      core.error("InvalidArgument", 0, string.format("%s.domain must have two or more labels "
+        .. "with tls: true (e.g. %s), got %s: TLS clients refuse a wildcard certificate for "
+        .. "*.<one label>", where, M.LOCAL_TLS_DOMAIN, p.domain))
+    end
   end
   if p.envd_routing and p.envd_routing ~= "host" and p.envd_routing ~= "headers" then
     core.error("InvalidArgument", 0, where .. ".envd_routing must be host or headers, got "

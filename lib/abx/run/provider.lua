@@ -1,5 +1,9 @@
 -- abx.run.provider: turns a configured provider into a live sandbox connection. For `kind: local` it
--- starts the embedded platform (`abxlua serve`) as a child and stops it at the end of the run.
+-- starts the embedded platform (`abxlua serve`) as a child and stops it at the end of the run;
+-- with `tls: true`, as `abxlua serve --tls`: the connection then uses E2B's default addressing
+-- (https://api.<domain>:<port>, https://<port>-<id>.<domain>:<port>, or with header routing the
+-- shared host https://sandbox.<domain>:<port>), and every HTTPS transfer of the run trusts the CA
+-- serve names on its ready line (core.set_ca_file).
 -- For `kind: remote` it resolves the credentials: each of API key, API URL and domain is looked up
 -- under its two names (ABX_SANDBOX_* first, then E2B_*) in the environment, then in .env at the
 -- project root (the working directory), then in scenarios/.env; the first found wins. API URL and
@@ -126,14 +130,16 @@ end
 ---@param name string
 ---@param p table provider settings (abx.run.config)
 ---@return table r { name, kind, api_url, domain, envd_routing, envd_url, capabilities,
----  credentials = { {field, name, value, source, via, secret} ... }, missing = {names} }
+---  credentials = { {field, name, value, source, via, secret} ... }, missing = {names},
+---  tls = boolean (kind local only: `tls: true`) }
 function M.resolve(name, p)
   local r = { name = name, kind = p.kind, envd_routing = p.envd_routing or "host",
     capabilities = p.capabilities or {}, credentials = {}, missing = {} }
   if p.kind == "local" then
     M.dotenv() -- secret-looking .env values are masked under `local` too
     r.envd_routing = p.envd_routing or "headers"
-    r.domain = p.domain or "localhost"
+    r.domain = p.domain or (p.tls and "e2b.localhost" or "localhost")
+    r.tls = p.tls == true
     return r
   end
   for _, c in ipairs(M.CREDENTIALS) do
@@ -173,7 +179,7 @@ end
 ---@return table|nil conn a sandbox.connection, or nil when credentials are missing
 ---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
 ---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
----  removed by stop unless keep_log)
+---  removed by stop unless keep_log; ca_cert = path, with tls: true)
 ---Raises: Transport when the local platform does not start
 function M.open(name, p, run)
   local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
@@ -189,13 +195,27 @@ function M.open(name, p, run)
     else
       core.ewrite("abxlua: warning: the local platform's log is not kept: " .. derr .. "\n")
     end
-    local child = core.platform_start({ "--domain", p.domain or "localhost" }, 20, info.log)
+    local tls = p.tls == true
+    local args = { "--domain", p.domain or (tls and "e2b.localhost" or "localhost") }
+    if tls then args[#args + 1] = "--tls" end
+    local child = core.platform_start(args, 20, info.log)
     local ok, ready = pcall(cjson.decode, child.ready)
-    if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string" then
+    if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string"
+      or type(ready.url) ~= "string" or not math.tointeger(ready.port)
+      or type(ready.domain) ~= "string" or (tls and type(ready.ca_cert) ~= "string") then
       core.platform_stop(child.pid, 5)
       core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
     end
     core.add_secret(ready.api_key)
+    if tls then
+      -- before the first request: the health check below is already HTTPS
+      local cok, cerr = pcall(core.set_ca_file, ready.ca_cert)
+      if not cok then
+        core.platform_stop(child.pid, 5)
+        error(cerr, 0)
+      end
+      info.ca_cert = ready.ca_cert
+    end
     -- the ready line comes after the listen socket exists; one health check proves it answers
     local hok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
     if not hok or health.status ~= 200 then
@@ -206,9 +226,17 @@ function M.open(name, p, run)
     end
     opts.api_url, opts.api_key, opts.domain = ready.url, ready.api_key, ready.domain
     opts.envd_url = ready.url
+    if tls then
+      -- the domain a sandbox answer names (with the port: E2B's SDK derives every URL from it),
+      -- and the shared host the ingress takes E2b-Sandbox-* headers on (platform/ingress.h);
+      -- the certificate covers *.<domain>
+      opts.domain = ready.domain .. ":" .. math.tointeger(ready.port)
+      opts.envd_url = "https://sandbox." .. ready.domain .. ":" .. math.tointeger(ready.port)
+    end
     info.endpoint = ready.url
     info.stop = function(keep_log)
       core.platform_stop(child.pid, 15)
+      if tls then core.set_ca_file(nil) end -- the CA went with serve's state dir
       -- the log only matters when something failed
       if info.log and not keep_log then os.remove(info.log) end
     end

@@ -120,7 +120,8 @@ function M.execute(args)
   field("provider", pname .. " (kind " .. tostring(p.kind) .. ")"
     .. (p.description and (": " .. p.description) or ""))
   if p.kind == "local" then
-    field("endpoint", "the embedded platform (started on a free port for each run)")
+    field("endpoint", "the embedded platform (started on a free port for each run)"
+      .. (r.tls and ", HTTPS with its own CA (tls: true)" or ""))
   else
     field("endpoint", r.api_url or "missing")
   end
