@@ -33,6 +33,8 @@ void abx_api_config(const char *api_key, const char *domain)
 /* Patterns are matched segment by segment; "{x}" matches one non-empty segment into params[]. */
 const struct abx_api_route abx_api_routes[] = {
   {"POST", "/sandboxes", abx_api_sandbox_create},
+  {"POST", "/v2/sandboxes", abx_api_sandbox_create_v2},
+  {"POST", "/v2/sandboxes/{id}/connect", abx_api_sandbox_connect_v2},
   {"GET", "/sandboxes", abx_api_sandbox_list},
   {"GET", "/v2/sandboxes", abx_api_sandbox_list_v2},
   {"GET", "/sandboxes/{id}", abx_api_sandbox_get},
@@ -166,9 +168,23 @@ int abx_api_timeout_body(struct abx_api_req *r, int required, long long *t, enum
   }
   if (*t < 0)
     *t = 0;
-  if (*t > ABX_MAX_TIMEOUT_S)
-    *t = ABX_MAX_TIMEOUT_S;
+  char msg[96];
+  if (*t > 0 && abx_api_check_timeout(*t, msg, sizeof msg) != 0) {
+    *sent = abx_http_error(r->c, 400, msg);
+    return -1;
+  }
   return 0;
+}
+
+int abx_api_check_timeout(long long t, char *msg, size_t n)
+{
+  if (t <= 0)
+    snprintf(msg, n, "Timeout must be greater than 0");
+  else if (t > ABX_MAX_TIMEOUT_S)
+    snprintf(msg, n, "Timeout cannot be greater than %d hours", ABX_MAX_TIMEOUT_S / 3600);
+  else
+    return 0;
+  return -1;
 }
 
 int abx_api_check_str_map(json_t *o, const char *key, char *msg, size_t n)
@@ -238,7 +254,8 @@ enum MHD_Result abx_api_not_found(struct MHD_Connection *c, const char *id)
   return abx_http_error(c, 404, msg);
 }
 
-enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *next)
+enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *next,
+                             long total_running)
 {
   char *s = json_dumps(arr, JSON_COMPACT);
   json_decref(arr);
@@ -249,6 +266,11 @@ enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *
   MHD_add_response_header(r, "Content-Type", "application/json");
   if (next)
     MHD_add_response_header(r, "X-Next-Token", next);
+  if (total_running >= 0) {
+    char n[24];
+    snprintf(n, sizeof n, "%ld", total_running);
+    MHD_add_response_header(r, "X-Total-Running", n);
+  }
   enum MHD_Result ret = MHD_queue_response(c, 200, r);
   MHD_destroy_response(r);
   return ret;

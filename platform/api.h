@@ -2,7 +2,8 @@
  * api.h: the E2B control plane of the local platform (REST, JSON).
  *
  * Routes:  GET /health (no key, 200 "Health check successful"); with header X-API-Key (table in
- *          api.c): POST /sandboxes, GET /v2/sandboxes, GET /sandboxes (deprecated), GET|DELETE
+ *          api.c): POST /sandboxes, POST /v2/sandboxes, POST /v2/sandboxes/{id}/connect,
+ *          GET /v2/sandboxes, GET /sandboxes (deprecated), GET|DELETE
  *          /sandboxes/{id}, POST /sandboxes/{id}/{timeout,connect,resume,pause,refreshes,snapshots},
  *          GET /sandboxes/{id}/metrics, PUT /sandboxes/{id}/network, GET /snapshots,
  *          DELETE /templates/{id}, POST|GET /volumes, GET|DELETE /volumes/{id}.
@@ -19,7 +20,8 @@
 #include <stddef.h>
 
 #define ABX_CLIENT_ID "6532622b"
-#define ABX_MAX_TIMEOUT_S 86400
+#define ABX_MAX_TIMEOUT_S 86400 /* 24 h, E2B Pro's maximum run (e2b-v2-and-peers.md §6) */
+#define ABX_V2_TIMEOUT_S 300    /* v2 create/connect default TTL (e2b-v2-and-peers.md §1.2) */
 
 /* Set once at startup (strings borrowed for the life of the process). */
 void abx_api_config(const char *api_key, const char *domain);

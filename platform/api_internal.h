@@ -67,9 +67,9 @@ json_t *abx_api_body(struct abx_api_req *r, int required, enum MHD_Result *sent)
 /* Integer field: 1 present (*out set), 0 absent or null, -1 wrong type (integral reals accepted). */
 int abx_api_get_int(json_t *o, const char *key, long long *out);
 
-/* A {timeout} body (seconds; negative counts as 0, capped at ABX_MAX_TIMEOUT_S). With `required`
- * the body and the field must be there; otherwise *t keeps its default when absent. 0, or -1
- * with a 400 queued (*sent). */
+/* A {timeout} body (seconds; negative counts as 0; above ABX_MAX_TIMEOUT_S a 400, never a silent
+ * clamp). With `required` the body and the field must be there; otherwise *t keeps its default
+ * when absent. 0, or -1 with a 400 queued (*sent). */
 int abx_api_timeout_body(struct abx_api_req *r, int required, long long *t, enum MHD_Result *sent);
 
 /* Field `key` absent/null or an object of strings (0), else -1 with a validation message. */
@@ -97,15 +97,25 @@ int abx_api_sandbox_id(struct abx_api_req *r, char out[32], enum MHD_Result *sen
 /* 404 with the standard message: Sandbox "<id>" doesn't exist or you don't have access to it. */
 enum MHD_Result abx_api_not_found(struct MHD_Connection *c, const char *id);
 
-/* Queue a 200 JSON array (stolen) with X-Next-Token when `next` is not NULL (§2 Pagination). */
-enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *next);
+/* Queue a 200 JSON array (stolen) with X-Next-Token when `next` is not NULL (§2 Pagination) and
+ * X-Total-Running when total_running ≥ 0 (GET /v2/sandboxes with `running` requested, §3.4). */
+enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *next,
+                             long total_running);
 
 /* Shapes (§3.3). Under the registry lock, or on a sandbox not yet listed. */
 json_t *abx_api_sandbox_json(const struct abx_sandbox *sb);
 json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail);
 
-/* api_sandboxes.c */
+/* A TTL in seconds as create, connect, resume, timeout and fork take it: 0 when 1..max, else -1
+ * with E2B's 400 message in msg ("Timeout must be greater than 0" for ≤ 0, "Timeout cannot be
+ * greater than 24 hours" above ABX_MAX_TIMEOUT_S; infra handlers/timeout_helper.go as quoted in
+ * reference/e2b-control-plane.md §3.2 and e2b-v2-and-peers.md §1.2-1.3). */
+int abx_api_check_timeout(long long t, char *msg, size_t n);
+
+/* api_sandboxes.c: create is POST /sandboxes (v1: timeout 15 s, `secure` as sent) and
+ * POST /v2/sandboxes (timeout 300 s, always secured); e2b-v2-and-peers.md §1.2. */
 enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_create_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_list(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_list_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_get(struct abx_api_req *r);
@@ -118,6 +128,10 @@ enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
+
+/* api_v2.c: POST /v2/sandboxes/{id}/connect (optional body {timeout?=300, memory?}; 200 running,
+ * TTL only extended; 201 resumed; timeout 0 → 400; e2b-v2-and-peers.md §1.3). */
+enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r);
 
 /* api_snapshots.c */
 enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);

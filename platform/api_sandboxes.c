@@ -99,7 +99,42 @@ static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
   return 0;
 }
 
-enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r)
+/* autoPause, autoPauseMemory and autoResume {enabled} (§3.2 NewSandbox; e2b-v2-and-peers.md
+ * §1.2 NewSandboxV2: the same fields in both). autoPauseMemory false is only valid with
+ * autoPause true and not together with autoResume. 0, or -1 with a 400 message. */
+static int parse_lifecycle(json_t *req, struct abx_sandbox *sb, char *msg, size_t n)
+{
+  if (abx_api_check_bool(req, "autoPause", msg, n) ||
+      abx_api_check_bool(req, "autoPauseMemory", msg, n))
+    return -1;
+  json_t *ar = json_object_get(req, "autoResume");
+  json_t *en = json_is_object(ar) ? json_object_get(ar, "enabled") : NULL;
+  if (ar && !json_is_null(ar) &&
+      (!json_is_object(ar) || (en && !json_is_boolean(en) && !json_is_null(en)))) {
+    snprintf(msg, n, "validation error: field 'autoResume' must be an object {enabled: boolean}");
+    return -1;
+  }
+  json_t *apm = json_object_get(req, "autoPauseMemory");
+  sb->auto_pause = json_is_true(json_object_get(req, "autoPause"));
+  sb->auto_pause_memory = !json_is_false(apm);
+  sb->auto_resume = json_is_true(en);
+  if (!sb->auto_pause_memory && !sb->auto_pause) {
+    snprintf(msg, n, "autoPauseMemory can only be set when autoPause is true");
+    return -1;
+  }
+  if (!sb->auto_pause_memory && sb->auto_resume) {
+    snprintf(msg, n, "autoPauseMemory false (a filesystem-only pause) cannot be combined with "
+             "autoResume");
+    return -1;
+  }
+  return 0;
+}
+
+/* POST /sandboxes (v1, §3.2) and POST /v2/sandboxes (e2b-v2-and-peers.md §1.2). They differ in
+ * the server-side defaults the 2.51 SDK leaves to the server: v1 timeout 15 s and `secure` as
+ * sent; v2 timeout 300 s and every sandbox secured (the v2 schema has no `secure`: a key sent
+ * anyway is ignored, as E2B ignores unknown keys). */
+static enum MHD_Result create(struct abx_api_req *r, int v2)
 {
   struct MHD_Connection *c = r->c;
   enum MHD_Result sent = MHD_NO;
@@ -108,7 +143,7 @@ enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r)
     return sent;
   char msg[300];
   json_t *tid = json_object_get(req, "templateID");
-  long long timeout = 15;
+  long long timeout = v2 ? ABX_V2_TIMEOUT_S : 15;
   int ti = abx_api_get_int(req, "timeout", &timeout);
   if (!json_is_string(tid)) {
     snprintf(msg, sizeof msg, "validation error: field 'templateID' is required and must be a string");
@@ -121,15 +156,13 @@ enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r)
   if (abx_api_check_str_map(req, "metadata", msg, sizeof msg) ||
       abx_api_check_str_map(req, "envVars", msg, sizeof msg) || abx_api_check_bool(req, "secure", msg, sizeof msg) ||
       abx_api_check_bool(req, "allow_internet_access", msg, sizeof msg) ||
-      abx_api_check_bool(req, "allowInternetAccess", msg, sizeof msg) ||
-      abx_api_check_bool(req, "autoPause", msg, sizeof msg))
+      abx_api_check_bool(req, "allowInternetAccess", msg, sizeof msg))
     goto bad;
-  if (timeout <= 0) {
-    snprintf(msg, sizeof msg, "Timeout must be greater than 0");
+  if (abx_api_check_timeout(timeout, msg, sizeof msg) != 0)
     goto bad;
-  }
-  if (timeout > ABX_MAX_TIMEOUT_S)
-    timeout = ABX_MAX_TIMEOUT_S;
+  struct abx_sandbox lc = {0};
+  if (parse_lifecycle(req, &lc, msg, sizeof msg) != 0)
+    goto bad;
   struct abx_template *t = abx_template_get(json_string_value(tid), 1);
   if (!t) {
     snprintf(msg, sizeof msg, "template '%.200s' not found", json_string_value(tid));
@@ -145,7 +178,9 @@ enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r)
   pthread_mutex_init(&sb->op, NULL);
   sb->netns_fd = -1;
   sb->tmpl = t;
-  sb->auto_pause = json_is_true(json_object_get(req, "autoPause"));
+  sb->auto_pause = lc.auto_pause;
+  sb->auto_pause_memory = lc.auto_pause_memory;
+  sb->auto_resume = lc.auto_resume;
   snprintf(sb->template_id, sizeof sb->template_id, "%s", t->id);
   snprintf(sb->alias, sizeof sb->alias, "%s", t->alias);
   int vst = take_volumes(sb, json_object_get(req, "volumeMounts"), msg, sizeof msg);
@@ -156,7 +191,7 @@ enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r)
   }
   json_t *md = json_object_get(req, "metadata");
   sb->metadata = json_is_object(md) ? json_deep_copy(md) : json_object();
-  sb->secure = json_is_true(json_object_get(req, "secure"));
+  sb->secure = v2 || json_is_true(json_object_get(req, "secure"));
   sb->id[0] = 'i';
   int rnd = abx_rand_alnum(sb->id + 1, 20);
   if (rnd == 0 && sb->secure)
@@ -194,6 +229,9 @@ bad:
   json_decref(req);
   return abx_http_error(c, 400, msg);
 }
+
+enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r) { return create(r, 0); }
+enum MHD_Result abx_api_sandbox_create_v2(struct abx_api_req *r) { return create(r, 1); }
 
 json_t *abx_api_parse_metadata_filter(const char *q)
 {
@@ -264,6 +302,10 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
   const char *tq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "nextToken");
   const char *oq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
   const char *tpq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "template");
+  const char *saq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "startedAfter");
+  int64_t started_after = INT64_MIN; /* §3.4 GET /v2/sandboxes: RFC3339 */
+  if (v2 && saq && abx_rfc3339_parse(saq, &started_after) != 0)
+    return abx_http_error(c, 400, "validation error: startedAfter must be an RFC3339 date-time");
   int dir = 1; /* 1: newest first (desc, the default), -1: oldest first */
   if (v2 && oq && strcmp(oq, "desc") != 0) {
     if (strcmp(oq, "asc") != 0)
@@ -327,10 +369,12 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
     have_cursor = 1;
   }
   size_t nrows = 0, cap = 16;
+  long running = 0; /* matches before pagination, for X-Total-Running */
   struct row *rows = malloc(cap * sizeof *rows);
   abx_registry_lock();
   for (struct abx_sandbox *s = abx_registry_head(); s && rows; s = s->next) {
     if (!(s->paused ? want_paused : want_running) || !metadata_matches(s->metadata, want) ||
+        s->started_ns <= started_after ||
         (tpl[0] && strcmp(s->template_id, tpl) != 0 && strcmp(s->alias, tpl) != 0))
       continue;
     if (nrows == cap) {
@@ -339,6 +383,7 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
         break;
       rows = nr;
     }
+    running += !s->paused;
     rows[nrows].started = s->started_ns;
     memcpy(rows[nrows].id, s->id, sizeof s->id);
     rows[nrows].obj = abx_api_listed_json(s, 0);
@@ -377,7 +422,7 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
   for (size_t k = 0; k < nrows; k++)
     json_decref(rows[k].obj);
   free(rows);
-  enum MHD_Result ret = abx_api_page(c, arr, next);
+  enum MHD_Result ret = abx_api_page(c, arr, next, v2 && want_running ? running : -1);
   free(next);
   return ret;
 }

@@ -148,7 +148,7 @@ enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r)
     json_object_del(e, "sandboxID");
   }
   json_decref(all);
-  enum MHD_Result ret = abx_api_page(c, page, next);
+  enum MHD_Result ret = abx_api_page(c, page, next, -1);
   free(next);
   return ret;
 }

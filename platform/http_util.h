@@ -40,6 +40,10 @@ int abx_percent_decode(char *s, int plus_space);
 /* Format `ns` as RFC3339 UTC with millisecond precision ("2025-01-02T03:04:05.678Z") into out[32]. */
 void abx_rfc3339(int64_t ns, char out[32]);
 
+/* Parse an RFC3339 date-time ("2025-01-02T03:04:05Z", optional fraction, "Z" or "±hh:mm") into
+ * nanoseconds since the epoch. 0, or -1 when `s` is not one (trailing text included). */
+int abx_rfc3339_parse(const char *s, int64_t *ns);
+
 /* Current CLOCK_REALTIME / CLOCK_MONOTONIC time in nanoseconds. */
 int64_t abx_now_ns(void);
 int64_t abx_mono_ns(void);

@@ -43,7 +43,7 @@ t.test("creating from an unknown template gives NotFound with status 404", funct
     ctx.sandbox_factory({ template = "abx-no-such-template-" .. ctx.run_id })
   end)
   t.eq(err.status, 404)
-  t.eq(err.request, "POST /sandboxes")
+  t.eq(err.request, ctx.conn.v2_routes and "POST /v2/sandboxes" or "POST /sandboxes")
   t.ok(type(err.message) == "string" and #err.message > 0, "the error carries the server's message")
 end)
 

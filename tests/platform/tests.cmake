@@ -9,3 +9,5 @@ add_test(NAME platform_crash COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/
 # RUN_SERIAL: any serve that starts while this test has killed serve A recovers A's state first
 # (as it should), which took the leftovers this test checks (seen: 3 of 6 runs beside other tests)
 set_tests_properties(platform_crash PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+add_test(NAME platform_v2 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_v2.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_v2 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)

@@ -53,6 +53,8 @@ local CONNECTION_FIELDS = {
     .. "gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), "
     .. "volume_deleted(id)}" },
   { "default_metadata", "table<string,string>", "metadata every create adds (e2e: the run tag)" },
+  { "v2_routes", "boolean", "create and connect through POST /v2/sandboxes and "
+    .. "/v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)" },
 }
 local CONNECTION = options.define("sandbox.connection", "Opens a connection to a control plane "
   .. "(also the keys conn:with may replace).", CONNECTION_FIELDS)
@@ -77,6 +79,9 @@ local CREATE = options.define("conn:create", "Creates a sandbox (POST /sandboxes
     { "envs", "table<string,string>", "environment of every process" },
     { "secure", "boolean", "envd needs the access token (default true)" },
     { "auto_pause", "boolean", "pause instead of kill when the TTL ends" },
+    { "auto_pause_memory", "boolean", "false: the TTL's pause keeps only the filesystem (needs "
+      .. "auto_pause)" },
+    { "auto_resume", "boolean", "traffic to the paused sandbox resumes it" },
     { "allow_internet_access", "boolean", "false: no outbound traffic" },
     { "network", "table", "see conn:create network" },
     { "volume_mounts", "table", "see conn:create volume_mounts[i]" },
@@ -84,6 +89,8 @@ local CREATE = options.define("conn:create", "Creates a sandbox (POST /sandboxes
 local REATTACH = options.define("conn:connect", "Connects to a running or paused sandbox (POST "
   .. "/sandboxes/{id}/connect); also the options of conn:resume and sbx:connect.", {
     { "timeout", "number", "TTL from now, seconds (conn: 300; sbx:connect: the handle's timeout)" },
+    { "memory", "boolean", "false: a paused sandbox comes back from its filesystem as a fresh boot "
+      .. "(v2 connect only)" },
   })
 local LIST_PAGE = options.define("conn:list_page", "One page of GET /v2/sandboxes: SandboxInfo[] "
   .. "and the next token.", {
@@ -155,6 +162,7 @@ function sandbox.connection(o)
     request_timeout = o.request_timeout or 60,
     hooks = o.hooks or {},
     default_metadata = o.default_metadata or {},
+    v2_routes = o.v2_routes == true,
   }, Connection)
 end
 
@@ -263,16 +271,17 @@ end
 --- when the outcome is unknown (transport failure, 502/503/504), the attempt's tag is looked up
 --- first and a sandbox it created is adopted (GET /sandboxes/{id} gives its tokens) instead of
 --- creating another one.
---- Returns the create response (or a synthesized 201 for an adopted sandbox) and "POST /sandboxes".
+--- `path` is "/sandboxes" or "/v2/sandboxes" (Connection.v2_routes).
+--- Returns the create response (or a synthesized 201 for an adopted sandbox) and "POST <path>".
 --- Raises: what core.request raises when every attempt failed.
-function Connection:_create_once(body)
+function Connection:_create_once(path, body)
   local deadline = core.now() + RETRY.budget
   local attempt = 1
   while true do
     body.metadata = body.metadata or {}
     body.metadata.e2e_attempt = core.random_hex(8)
-    local ok, resp = pcall(self._call, self, "POST", "/sandboxes", nil, body, false)
-    local request = "POST /sandboxes"
+    local ok, resp = pcall(self._call, self, "POST", path, nil, body, false)
+    local request = "POST " .. path
     local unknown = (not ok and core.is_error(resp) and resp.kind == "Transport")
       or (ok and (resp.status == 502 or resp.status == 503 or resp.status == 504))
     if not ok and not unknown then error(resp, 0) end -- Timeout, Interrupted, ...: not retried
@@ -302,7 +311,11 @@ function Connection:_create_once(body)
   end
 end
 
---- Creates a sandbox: POST /sandboxes (reference §3.1, §3.2 NewSandbox); 201 -> Sandbox.
+--- Creates a sandbox: POST /sandboxes (reference §3.1, §3.2 NewSandbox), or POST /v2/sandboxes
+--- when the connection has v2_routes (e2b-v2-and-peers.md §1.2 NewSandboxV2: no `secure` field,
+--- every sandbox is secured, so `secure = false` raises InvalidArgument there); 201 -> Sandbox.
+--- `auto_pause_memory = false` (with auto_pause) makes the TTL's pause keep only the filesystem;
+--- `auto_resume` lets traffic resume a paused sandbox (autoResume {enabled}, both route versions).
 --- Options beyond the basics: `auto_pause` (pause instead of kill at the TTL), `allow_internet_access`
 --- (false: no outbound traffic), `network = {allow_public_traffic=, allow_out=, deny_out=}`
 --- (allow_public_traffic = false needs `secure` and gives sbx.traffic_access_token), and
@@ -312,7 +325,8 @@ end
 --- Raises: Authentication, NotFound (unknown template: 404), InvalidArgument (400), RateLimit,
 --- SandboxGone (502/503), Sandbox, Protocol, Transport, Timeout.
 ---@param opts? {template?: string, timeout?: number, metadata?: table, envs?: table, secure?: boolean,
----  auto_pause?: boolean, allow_internet_access?: boolean, network?: table, volume_mounts?: table[]}
+---  auto_pause?: boolean, auto_pause_memory?: boolean, auto_resume?: boolean,
+---  allow_internet_access?: boolean, network?: table, volume_mounts?: table[]}
 ---@return abx.Sandbox
 function Connection:create(opts)
   opts = options.check(CREATE, opts)
@@ -320,13 +334,19 @@ function Connection:create(opts)
   for i, m in ipairs(opts.volume_mounts or {}) do
     options.check(VOLUME_MOUNT, m, "conn:create volume_mounts[" .. i .. "]")
   end
+  if self.v2_routes and opts.secure == false then
+    errmap.raise("InvalidArgument", 0, "conn:create: secure = false is not available through "
+      .. "POST /v2/sandboxes (every v2 sandbox is secured); use a provider without v2_routes")
+  end
   if self.hooks.before_create then self.hooks.before_create(opts) end
   local body = {
     templateID = opts.template or "base",
     timeout = math.ceil(opts.timeout or 300), -- SDK default 300 s (reference §3.4)
     metadata = merge_metadata(self.default_metadata, opts.metadata),
-    secure = opts.secure ~= false, -- SDK default true (reference §3.2)
   }
+  if not self.v2_routes then body.secure = opts.secure ~= false end -- SDK default true (§3.2)
+  if opts.auto_pause_memory ~= nil then body.autoPauseMemory = opts.auto_pause_memory and true or false end
+  if opts.auto_resume ~= nil then body.autoResume = { enabled = opts.auto_resume and true or false } end
   if opts.envs and next(opts.envs) then body.envVars = opts.envs end
   if opts.auto_pause ~= nil then body.autoPause = opts.auto_pause and true or false end
   if opts.allow_internet_access ~= nil then
@@ -335,7 +355,7 @@ function Connection:create(opts)
   body.network = wire.network_body(opts.network)
   body.volumeMounts = wire.volume_mounts_body(opts.volume_mounts)
   local ok, sbx = pcall(function()
-    local resp, request = self:_create_once(body)
+    local resp, request = self:_create_once(self.v2_routes and "/v2/sandboxes" or "/sandboxes", body)
     if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
     return object.new(self, errmap.decode_ok(resp, request), request, body.timeout)
   end)
@@ -347,13 +367,22 @@ function Connection:create(opts)
   return sbx
 end
 
---- POST /sandboxes/{id}/<action> {timeout} (connect or resume): 200 or 201 -> Sandbox and status.
+--- POST /sandboxes/{id}/<action> {timeout} (connect or resume), or for connect on a v2_routes
+--- connection POST /v2/sandboxes/{id}/connect {timeout, memory?} (e2b-v2-and-peers.md §1.3):
+--- 200 or 201 -> Sandbox and status. `memory` is v2 only (InvalidArgument on v1).
 --- Raises: SandboxNotFound (404) and the other kinds of errmap.raise_api, Protocol.
 local function reattach(conn, id, action, opts, retry)
   opts = options.check(REATTACH, opts, "conn:" .. action)
-  local path = "/sandboxes/" .. envd.quote(id) .. "/" .. action
+  local v2 = conn.v2_routes and action == "connect"
+  if opts.memory ~= nil and not v2 then
+    errmap.raise("InvalidArgument", 0, "conn:" .. action .. ": memory needs the v2 connect route "
+      .. "(a provider with v2_routes)")
+  end
+  local path = (v2 and "/v2/sandboxes/" or "/sandboxes/") .. envd.quote(id) .. "/" .. action
   local timeout = math.ceil(opts.timeout or 300)
-  local resp, request = conn:_call("POST", path, nil, { timeout = timeout }, retry)
+  local body = { timeout = timeout }
+  if opts.memory ~= nil then body.memory = opts.memory and true or false end
+  local resp, request = conn:_call("POST", path, nil, body, retry)
   if resp.status ~= 200 and resp.status ~= 201 then
     conn:_gone_if_404(resp, id)
     errmap.raise_api(resp, request, "SandboxNotFound")

@@ -5,14 +5,16 @@ local M = {}
 
 -- What a provider can do beyond the core lifecycle, files and commands. A test names the ones it
 -- needs in `requires`; a provider lists the ones it has in `capabilities:`.
+-- v2_routes: create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (E2B
+-- SDK ≥ 2.51; e2b-v2-and-peers.md §1.1); without it the client speaks the v1 routes.
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "code_interpreter", "metrics", "templates_build", "pty", "watch" }
+  "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
 -- The embedded local platform's capabilities when the config does not list them.
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "metrics", "pty", "watch" }
+  "metrics", "pty", "watch", "v2_routes" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string" }

@@ -178,7 +178,8 @@ end
 function M.open(name, p, run)
   local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
   local opts = { request_timeout = run.defaults.request_timeout,
-    default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host" }
+    default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
+    v2_routes = (p.capability_set or {}).v2_routes == true }
   if p.kind == "local" then
     M.dotenv() -- registers the secret-looking .env values: masked under `local` too
     -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
