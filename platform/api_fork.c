@@ -180,17 +180,14 @@ static int fork_body(struct abx_api_req *r, long long *timeout, long long *count
   int ti = abx_api_get_int(req, "timeout", timeout), ci = abx_api_get_int(req, "count", count);
   json_decref(req);
   const char *bad = NULL;
-  char msg[80];
+  char msg[120];
   if (ti < 0)
     bad = "validation error: field 'timeout' must be an integer (seconds)";
   else if (ci < 0)
     bad = "validation error: field 'count' must be an integer";
-  else if (*timeout <= 0)
-    bad = "Timeout must be greater than 0";
-  else if (*timeout > ABX_MAX_TIMEOUT_S) {
-    snprintf(msg, sizeof msg, "Timeout cannot be greater than %d hours", ABX_MAX_TIMEOUT_S / 3600);
+  else if (abx_api_check_timeout(*timeout, msg, sizeof msg) != 0)
     bad = msg;
-  } else if (*count < 1)
+  else if (*count < 1)
     bad = "Count must be at least 1";
   else if (*count > FORK_MAX_COUNT) {
     snprintf(msg, sizeof msg, "Count cannot be greater than %d", FORK_MAX_COUNT);
