@@ -49,7 +49,7 @@ struct fork_src {
   char alias[64];
   json_t *metadata, *env_vars, *volume_mounts; /* owned copies */
   int secure, auto_pause, auto_pause_memory, auto_resume, cpu_count, memory_mb;
-  struct abx_template *layer;                  /* one ref */
+  struct abx_template *layer; /* one ref */
   int64_t timeout_s;
 };
 
@@ -109,7 +109,8 @@ static json_t *fork_one(const struct fork_src *src)
   int fail = !sb->metadata;
   if (fail)
     snprintf(msg, sizeof msg, "out of memory");
-  if (!fail && (abx_rand_alnum(sb->id + 1, 20) != 0 || (sb->secure && abx_rand_hex(sb->token, 32) != 0))) {
+  if (!fail &&
+      (abx_rand_alnum(sb->id + 1, 20) != 0 || (sb->secure && abx_rand_hex(sb->token, 32) != 0))) {
     snprintf(msg, sizeof msg, "no randomness available");
     fail = 1;
   }
@@ -172,7 +173,8 @@ static int checkpoint(struct abx_sandbox *s, struct fork_src *src, char *msg, si
 }
 
 /* timeout and count of the body. 0, or -1 with the 400 queued in *sent. */
-static int fork_body(struct abx_api_req *r, long long *timeout, long long *count, enum MHD_Result *sent)
+static int fork_body(struct abx_api_req *r, long long *timeout, long long *count,
+                     enum MHD_Result *sent)
 {
   json_t *req = abx_api_body(r, 0, sent);
   if (!req)
@@ -235,7 +237,8 @@ enum MHD_Result abx_api_sandbox_fork(struct abx_api_req *r)
   for (long long i = 0; !status && i < count; i++) {
     if (jobs[i].started)
       pthread_join(jobs[i].th, NULL);
-    json_array_append_new(results, jobs[i].result ? jobs[i].result : fork_error(500, "out of memory"));
+    json_array_append_new(results,
+                          jobs[i].result ? jobs[i].result : fork_error(500, "out of memory"));
   }
   free(jobs);
   abx_template_put(src.layer, 0);

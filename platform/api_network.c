@@ -86,8 +86,8 @@ int abx_network_mask_ok(const char *s, char *msg, size_t msglen)
       ok = label > 0;
       label = 0;
     } else {
-      ok = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-') &&
-           ++label <= 63;
+      int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      ok = (alnum || c == '-') && ++label <= 63;
     }
   }
   ok = ok && label > 0;

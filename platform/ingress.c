@@ -374,9 +374,9 @@ static int wake(struct MHD_Connection *c, const struct abx_route *route, int *ne
   memcpy(token, sb->token, sizeof token);
   abx_registry_unlock();
   int allowed = 1;
+  const char *traffic = MHD_lookup_connection_value(c, MHD_HEADER_KIND, ABX_NET_TOKEN_HEADER);
   if (can && route->port != ABX_E2B_ENVD_PORT)
-    allowed = !abx_network_traffic_denied(
-      route->id, route->port, MHD_lookup_connection_value(c, MHD_HEADER_KIND, ABX_NET_TOKEN_HEADER));
+    allowed = !abx_network_traffic_denied(route->id, route->port, traffic);
   else if (can && secure)
     allowed = token_eq(token, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token"));
   int rc = !can ? 409 : !allowed ? 403 : abx_lifecycle_auto_resume(sb);
@@ -406,7 +406,9 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
 {
   (void)kind;
   struct hdr_ctx *h = cls;
-  if (!key || hop_by_hop(key, strlen(key)) || (h->masked && strcasecmp(key, "X-Forwarded-Host") == 0))
+  if (!key || hop_by_hop(key, strlen(key)))
+    return MHD_YES;
+  if (h->masked && strcasecmp(key, "X-Forwarded-Host") == 0)
     return MHD_YES;
   if (strcasecmp(key, "Accept") == 0)
     h->has_accept = 1;

@@ -93,7 +93,8 @@ int abx_lifecycle_resume_mem(struct abx_sandbox *sb, int64_t timeout_s, int requ
   return rc;
 }
 
-int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_paused, int *resumed)
+int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
+                         int *resumed)
 {
   return abx_lifecycle_resume_mem(sb, timeout_s, require_paused, 1, resumed);
 }

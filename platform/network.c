@@ -544,7 +544,8 @@ void abx_network_json(const char *id, json_t *o, int detail)
   } else if (n) {
     json_object_set_new(o, "allowInternetAccess", json_boolean(n->rules.internet));
     json_t *net = json_pack("{s:b,s:o,s:o}", "allowPublicTraffic", n->public_traffic, "allowOut",
-                            array_or_empty(n->rules.allow), "denyOut", array_or_empty(n->rules.deny));
+                            array_or_empty(n->rules.allow), "denyOut",
+                            array_or_empty(n->rules.deny));
     if (net && n->mask_host)
       json_object_set_new(net, "maskRequestHost", json_string(n->mask_host));
     json_object_set_new(o, "network", net);
