@@ -160,6 +160,23 @@ def t_auto_resume_envd(s, ctx):
     kill(s, sid)
 
 
+def t_auto_resume_traffic_token(s, ctx):
+    j = new(s, secure=True, autoPause=True, autoResume={"enabled": True},
+            network={"allowPublicTraffic": False})
+    sid, tt = j["sandboxID"], j["trafficAccessToken"]
+    pause(s, sid)
+    st, _, body = port_get(s, sid, 8000)
+    check(st == 403 and "can't be resumed" in body.get("message", ""),
+          "port request without the traffic token: %d %r" % (st, body))
+    st, _, body = port_get(s, sid, 8000, {"e2b-traffic-access-token": "0" * 64})
+    check(st == 403 and info(s, sid)["state"] == "paused", "wrong traffic token: %d %r" % (st, body))
+    st, _, body = port_get(s, sid, 8000, {"e2b-traffic-access-token": tt})
+    check(st == 502 and body.get("port") == 8000,
+          "with the token: resumed, port closed: %d %r" % (st, body))
+    check(info(s, sid)["state"] == "running", "the traffic token did not resume")
+    kill(s, sid)
+
+
 def t_auto_resume_concurrent(s, ctx):
     a = ctx["auto"]
     pid = sleeper(s, a)
@@ -208,6 +225,11 @@ def t_fs_pause(s, ctx):
     check(st == 200 and sid in [x["sandboxID"] for x in lst], "fs-paused not listed as paused %r" % lst)
     st, _, m = s.json("GET", "/sandboxes/%s/metrics" % sid)
     check(st == 200 and isinstance(m, list), "metrics of a fs-paused sandbox %d %r" % (st, m))
+    st, _, snap = s.json("POST", "/sandboxes/%s/snapshots" % sid, {"name": "fs-paused-snap"})
+    check(st == 201, "snapshot of a fs-paused sandbox %d %r" % (st, snap))
+    r = new(s, templateID="fs-paused-snap")["sandboxID"]
+    check(ok(s, r, "cat /home/user/f") == "kept\n", "snapshot of a fs-paused sandbox lacks the file")
+    kill(s, r)
     st, _, body = s.request("PUT", "/sandboxes/%s/network" % sid, {"denyOut": ["10.0.0.0/8"]})
     check(st == 204, "PUT network on a fs-paused sandbox %d %r" % (st, body))
     st, _, j = s.json("POST", "/sandboxes/%s/connect" % sid, {"timeout": 60})
@@ -365,9 +387,17 @@ def t_mask_request_host(s, ctx):
         kill(s, x)
 
 
+def t_left_paused(s, ctx):
+    """Leave one sandbox paused filesystem only and one with memory: shutdown must clean both."""
+    for memory in (False, True):
+        sid = new(s)["sandboxID"]
+        ok(s, sid, "echo x > /tmp/x")
+        pause(s, sid, memory=memory)
+
+
 CHECKS = [t_get_info_lifecycle, t_paused_409_without_auto_resume, t_auto_resume_port,
-          t_auto_resume_envd, t_auto_resume_concurrent, t_auto_resume_not_fs_paused, t_fs_pause,
-          t_memory_pause_keeps_boot, t_fs_auto_pause, t_fork, t_mask_request_host]
+          t_auto_resume_envd, t_auto_resume_traffic_token, t_auto_resume_concurrent,
+          t_auto_resume_not_fs_paused, t_fs_pause, t_memory_pause_keeps_boot, t_fs_auto_pause, t_fork, t_mask_request_host, t_left_paused]
 
 
 def main():
@@ -399,10 +429,16 @@ def main():
                 failed += 1
                 print("FAIL %-28s %s: %s" % (name, type(e).__name__, e))
     finally:
+        pid = s.proc.pid
         rc, _, err = s.stop()
-        if rc != 0:
+        left = tp.mounts_under(s.state_dir)
+        if rc != 0 or left or os.path.exists(s.state_dir) or \
+                os.path.exists("/sys/fs/cgroup/freezer/abxlua/serve.%d" % pid):
             failed += 1
-            print("FAIL serve exit %r %r" % (rc, err[-400:]))
+            print("FAIL shutdown: exit %r, mounts %r, state dir left %r; %r" %
+                  (rc, left, os.path.exists(s.state_dir), err[-400:]))
+        else:
+            print("PASS shutdown")
     print("%d failed" % failed)
     return 1 if failed else 0
 
