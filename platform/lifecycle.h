@@ -44,7 +44,8 @@ int abx_lifecycle_pause(struct abx_sandbox *sb);
 int abx_lifecycle_pause_mem(struct abx_sandbox *sb, int keep_memory);
 
 /* abx_lifecycle_resume_mem with keep_memory 1. */
-int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_paused, int *resumed);
+int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
+                         int *resumed);
 
 /* Resume a paused sandbox and set its TTL to now + timeout_s (*resumed = 1): a memory-paused one
  * is thawed when keep_memory, else cold-booted from its files; a filesystem-paused one is always
@@ -61,8 +62,8 @@ int abx_lifecycle_auto_resume(struct abx_sandbox *sb);
 /* The TTL an auto-resume gives `sb`, in seconds (see "Auto-resume" above). */
 int64_t abx_lifecycle_auto_resume_ttl_s(const struct abx_sandbox *sb);
 
-/* v2 connect (e2b-v2-and-peers.md §1.3): like abx_lifecycle_resume(sb, timeout_s, 0, resumed);
- * abx_lifecycle_resume_mem(sb, timeout_s, 0, keep_memory, resumed). */
+/* v2 connect (e2b-v2-and-peers.md §1.3 {timeout, memory}): abx_lifecycle_resume_mem(sb,
+ * timeout_s, 0, keep_memory, resumed); keep_memory 0 resumes from disk as a cold boot. */
 int abx_lifecycle_connect(struct abx_sandbox *sb, int64_t timeout_s, int keep_memory, int *resumed);
 
 /* Unlist and stop the sandbox (thawing it first when paused). 404 when already gone. The
