@@ -202,8 +202,9 @@ def t_auto_resume_not_fs_paused(s, ctx):
     st, _, j = port_get(s, a, ENVD, path="/health")
     check(st == 409 and j == dict(PAUSED, sandboxId=a, canAutoResume=False),
           "filesystem-paused autoResume sandbox: %d %r" % (st, j))
-    st, _, j = s.json("POST", "/sandboxes/%s/connect" % a, {"timeout": 60})
-    check(st == 201, "connect fs-paused %d %r" % (st, j))
+    st, _, j = s.json("POST", "/sandboxes/%s/resume" % a, {"timeout": 60})  # deprecated route
+    check(st == 201 and j["sandboxID"] == a, "resume of a fs-paused sandbox %d %r" % (st, j))
+    check(ok(s, a, "echo up") == "up\n", "not usable after /resume of a fs pause")
     kill(s, a)
 
 
