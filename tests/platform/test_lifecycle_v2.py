@@ -350,6 +350,11 @@ def t_mask_request_host(s, ctx):
                 "bücher.de"):
         st, _, j = s.create(network={"maskRequestHost": bad})
         check(st == 400 and "mask request host" in j["message"], "mask %r: %d %r" % (bad, st, j))
+    for good in ("localhost:${PORT}", "127.0.0.1:${PORT}", "Example.COM", "a-b.example.com:8080",
+                 "x.example.com:${PORT}${PORT}", ""):
+        st, _, j = s.create(network={"maskRequestHost": good})
+        check(st == 201, "mask %r refused: %d %r" % (good, st, j))
+        kill(s, j["sandboxID"])
     st, _, j = s.create(network={"maskRequestHost": 7})
     check(st == 400 and "maskRequestHost" in j["message"], "mask 7: %d %r" % (st, j))
     sid = new(s, network={"maskRequestHost": "custom-host.example.com:${PORT}"})["sandboxID"]
