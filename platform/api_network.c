@@ -78,7 +78,8 @@ int abx_network_mask_ok(const char *s, char *msg, size_t msglen)
     return 0;
   const char *colon = strchr(s, ':');
   size_t hl = colon ? (size_t)(colon - s) : strlen(s);
-  int ok = hl > 0 && hl <= 253 && (!colon || !strchr(colon + 1, ':'));
+  int ok = hl > 0 && hl <= 253 && strlen(s) <= ABX_NET_MASK_MAX;
+  ok = ok && (!colon || !strchr(colon + 1, ':'));
   size_t label = 0;
   for (size_t i = 0; ok && i < hl; i++) {
     char c = s[i];
@@ -103,8 +104,8 @@ int abx_network_mask_ok(const char *s, char *msg, size_t msglen)
   if (ok)
     return 0;
   snprintf(msg, msglen, "mask request host is not valid: %.100s (field 'network.maskRequestHost': "
-           "host[:port], host an ASCII host name or IPv4 address, port digits and "
-           ABX_NET_MASK_PORT " placeholders)", s);
+           "host[:port] of at most %d bytes, host an ASCII host name or IPv4 address, port "
+           "digits and " ABX_NET_MASK_PORT " placeholders)", s, ABX_NET_MASK_MAX);
   return -1;
 }
 

@@ -68,13 +68,15 @@ int abx_network_clone(const char *from, const char *id, char *msg, size_t msglen
  * Host then goes in X-Forwarded-Host). 1 with out set (truncated to outlen), 0 when not set or
  * empty. */
 #define ABX_NET_MASK_PORT "${PORT}"
+#define ABX_NET_MASK_MAX 255 /* bytes of a maskRequestHost (the expanded Host is never longer) */
 int abx_network_mask_host(const char *id, int port, char *out, size_t outlen);
 
 /* Check a maskRequestHost value as E2B's create does (e2b-dev/infra
  * api/internal/handlers/sandbox_create.go validateNetworkConfig: net.SplitHostPort, then IDNA
  * ToASCII, UseSTD3Rules, must stay ASCII), a little stricter where a Host header needs it:
- * "" (accepted and ignored, as E2B), or host[:port] where host is dot-separated labels of
- * [A-Za-z0-9-] (at most 253 bytes) and port is digits and ${PORT} placeholders (so the
+ * "" (accepted and ignored, as E2B), or host[:port] (at most ABX_NET_MASK_MAX bytes) where host
+ * is dot-separated labels of [A-Za-z0-9-] (at most 253 bytes) and port is digits and ${PORT}
+ * placeholders (so the
  * placeholder is allowed only after the colon, as E2B's STD3 check refuses '$' in a host name).
  * 0, or -1 with a 400 message naming the field and the valid form. */
 int abx_network_mask_ok(const char *s, char *msg, size_t msglen);
