@@ -278,19 +278,6 @@ enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *
 
 /* ---- shapes (§3.3) ------------------------------------------------------------------------ */
 
-static long cpu_count(void)
-{
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? n : 1;
-}
-
-static long memory_mb(void)
-{
-  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-  long mb = (pages > 0 && psz > 0) ? (long)((long long)pages * psz / (1024 * 1024)) : 0;
-  return mb < 128 ? 128 : mb;
-}
-
 static long disk_mb(void)
 {
   struct statvfs v;
@@ -320,7 +307,7 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail)
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:O}", "templateID",
                         sb->template_id, "alias", sb->alias, "sandboxID", sb->id, "clientID",
                         ABX_CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
-                        (json_int_t)cpu_count(), "memoryMB", (json_int_t)memory_mb(), "diskSizeMB",
+                        (json_int_t)sb->cpu_count, "memoryMB", (json_int_t)sb->memory_mb, "diskSizeMB",
                         (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion", ABX_E2B_ENVD_VERSION,
                         "metadata", sb->metadata);
   if (o && sb->volume_mounts)

@@ -3,8 +3,9 @@
  * handler type, body/field parsing, id validation and the sandbox shapes.
  *
  * Files:   api.c (route table, dispatch, auth, these helpers), api_sandboxes.c (create, list,
- *          get, kill, timeout), api_lifecycle.c (connect, resume, pause, refreshes, metrics),
- *          api_snapshots.c (snapshots, DELETE /templates), api_fork.c (fork), api_volumes.c (volumes). A new route = one row in api.c's table plus a handler.
+ *          get, kill, timeout), api_lifecycle.c (connect, resume, pause, refreshes),
+ *          api_metrics.c (metrics), api_snapshots.c (snapshots, DELETE /templates), api_fork.c
+ *          (fork), api_volumes.c (volumes). A new route = one row in api.c's table plus a handler.
  * Shapes:  reference/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
  *          {"code":<status>,"message"} (§2).
  * Errors:  helpers that can fail queue the error answer themselves and report it through *sent.
@@ -127,6 +128,8 @@ enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r);
+
+/* api_metrics.c */
 enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
 
 /* api_v2.c: POST /v2/sandboxes/{id}/connect (optional body {timeout?=300, memory?}; 200 running,

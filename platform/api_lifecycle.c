@@ -1,6 +1,6 @@
 /*
  * api_lifecycle.c: the lifecycle routes of a sandbox: connect, resume (deprecated), pause (with
- * memory or filesystem only), refreshes and metrics. Contract in api.h; behaviour
+ * memory or filesystem only) and refreshes (metrics: api_metrics.c). Contract in api.h; behaviour
  * reference/e2b-control-plane.md §3.4.
  */
 #include <jansson.h>
@@ -136,68 +136,4 @@ enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r)
     s->end_ns = end;
   abx_registry_unlock();
   return ok ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);
-}
-
-static int query_int(struct abx_api_req *r, const char *name)
-{
-  const char *q = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
-  if (!q)
-    return 0;
-  char *end = NULL;
-  strtoll(q, &end, 10);
-  return *q && !*end ? 0 : -1;
-}
-
-/* GET /sandboxes/{id}/metrics[?start&end]: one current SandboxMetric from the sandbox's cgroups
- * and upper layer (§3.3). cpuUsedPct is over the time since the previous call (or since start). */
-enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r)
-{
-  char id[32];
-  enum MHD_Result sent = MHD_NO;
-  if (abx_api_sandbox_id(r, id, &sent) != 0)
-    return sent;
-  if (query_int(r, "start") != 0 || query_int(r, "end") != 0)
-    return abx_http_error(r->c, 400, "validation error: start and end must be integer Unix seconds");
-  struct abx_sandbox *s = abx_registry_get(id);
-  if (!s)
-    return abx_api_not_found(r->c, id);
-  pthread_mutex_lock(&s->op);
-  int listed = s->listed;
-  struct abx_cgroup_stats st;
-  uint64_t disk = 0;
-  int64_t mono = abx_mono_ns();
-  double pct = 0;
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  if (ncpu < 1)
-    ncpu = 1;
-  if (listed) {
-    abx_cgroup_stats(s->id, &st);
-    disk = s->dir ? abx_rootfs_disk_used(s->dir) : 0;
-    int64_t since = s->cpu_prev_mono ? s->cpu_prev_mono : mono - (abx_now_ns() - s->started_ns);
-    uint64_t used = st.cpu_ns >= s->cpu_prev_ns ? st.cpu_ns - s->cpu_prev_ns : 0;
-    if (mono > since)
-      pct = 100.0 * (double)used / (double)(mono - since) / (double)ncpu;
-    if (pct > 100)
-      pct = 100;
-    s->cpu_prev_ns = st.cpu_ns;
-    s->cpu_prev_mono = mono;
-  }
-  pthread_mutex_unlock(&s->op);
-  abx_registry_put(s);
-  if (!listed)
-    return abx_api_not_found(r->c, id);
-  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-  uint64_t phys = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
-  uint64_t mem_total = st.mem_limit && st.mem_limit < phys ? st.mem_limit : phys;
-  struct statvfs v;
-  uint64_t disk_total = statvfs("/", &v) == 0 ? (uint64_t)v.f_blocks * v.f_frsize : 0;
-  int64_t now = abx_now_ns();
-  char ts[32];
-  abx_rfc3339(now, ts);
-  json_t *m = json_pack("{s:I,s:s,s:I,s:f,s:I,s:I,s:I,s:I,s:I}", "timestampUnix",
-                        (json_int_t)(now / 1000000000LL), "timestamp", ts, "cpuCount",
-                        (json_int_t)ncpu, "cpuUsedPct", pct, "memUsed", (json_int_t)st.mem_used,
-                        "memTotal", (json_int_t)mem_total, "memCache", (json_int_t)st.mem_cache,
-                        "diskUsed", (json_int_t)disk, "diskTotal", (json_int_t)disk_total);
-  return abx_http_json(r->c, 200, json_pack("[o]", m));
 }

@@ -1,5 +1,5 @@
 /*
- * cgroup.c: per-sandbox cgroup v1 freezer, memory and cpuacct groups. Contract in cgroup.h.
+ * cgroup.c: per-sandbox cgroup v1 freezer, memory, cpuacct and cpu groups. Contract in cgroup.h.
  */
 #include "cgroup.h"
 
@@ -16,8 +16,8 @@
 
 #include "http_util.h"
 
-enum { H_FREEZER, H_MEMORY, H_CPUACCT };
-static const char *const names[ABX_CGROUP_MAX] = {"freezer", "memory", "cpuacct"};
+enum { H_FREEZER, H_MEMORY, H_CPUACCT, H_CPU };
+static const char *const names[ABX_CGROUP_MAX] = {"freezer", "memory", "cpuacct", "cpu"};
 static char g_base[ABX_CGROUP_MAX][600];  /* .../abxlua/serve.<pid>, "" when unusable */
 static char g_abx[ABX_CGROUP_MAX][512];   /* .../abxlua */
 
@@ -68,6 +68,10 @@ int abx_cgroup_init(void)
     }
     ok++;
   }
+  if (!g_base[H_MEMORY][0] || !g_base[H_CPU][0])
+    fprintf(stderr, "abxlua serve: warning: no usable cgroup v1 %s hierarchy: sandbox %s limits "
+            "are reported but not enforced\n", g_base[H_MEMORY][0] ? "cpu" : "memory",
+            g_base[H_MEMORY][0] ? "CPU" : "memory");
   return ok;
 }
 
@@ -83,6 +87,8 @@ static int write_str(const char *path, const char *s)
   close(fd);
   return ok ? 0 : -1;
 }
+
+static uint64_t read_u64(const char *path);
 
 static void file_of(int h, const char *id, const char *file, char *out, size_t n)
 {
@@ -111,6 +117,70 @@ fail:
   procs[0] = NULL;
   abx_cgroup_remove(id);
   return -1;
+}
+
+int abx_cgroup_can_limit(int *memory, int *cpu)
+{
+  *memory = g_base[H_MEMORY][0] != 0;
+  *cpu = g_base[H_CPU][0] != 0;
+  return *memory && *cpu;
+}
+
+int abx_cgroup_dir(const char *hierarchy, const char *id, char *out, size_t n)
+{
+  for (int h = 0; h < ABX_CGROUP_MAX; h++)
+    if (strcmp(names[h], hierarchy) == 0 && g_base[h][0]) {
+      file_of(h, id, NULL, out, n);
+      return 0;
+    }
+  return -1;
+}
+
+/* Write `value` to the sandbox's `file` in hierarchy h; on failure a message naming it in err. */
+static int set_value(int h, const char *id, const char *file, unsigned long long value, char *err,
+                     size_t errlen)
+{
+  char p[1024], v[32];
+  file_of(h, id, file, p, sizeof p);
+  snprintf(v, sizeof v, "%llu", value);
+  if (write_str(p, v) == 0)
+    return 0;
+  snprintf(err, errlen, "cannot set %s to %s: %s", file, v, strerror(errno));
+  return -1;
+}
+
+int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *err, size_t errlen)
+{
+  if (cpu_count < 1 || memory_mb < 1) {
+    snprintf(err, errlen, "invalid limits: %d CPUs, %d MiB", cpu_count, memory_mb);
+    return -1;
+  }
+  if (g_base[H_MEMORY][0]) {
+    unsigned long long bytes = (unsigned long long)memory_mb << 20;
+    char p[1024];
+    if (set_value(H_MEMORY, id, "memory.limit_in_bytes", bytes, err, errlen) != 0)
+      return -1;
+    /* memory + swap: without it a host with swap lets the sandbox page out past its limit.
+     * Written after memory.limit_in_bytes, which must never exceed it. Absent when the kernel
+     * accounts no swap (swapaccount=0): then there is nothing to hide the limit behind. */
+    file_of(H_MEMORY, id, "memory.memsw.limit_in_bytes", p, sizeof p);
+    if (access(p, F_OK) == 0 &&
+        set_value(H_MEMORY, id, "memory.memsw.limit_in_bytes", bytes, err, errlen) != 0)
+      return -1;
+  }
+  if (g_base[H_CPU][0]) {
+    char p[1024];
+    file_of(H_CPU, id, "cpu.cfs_period_us", p, sizeof p);
+    uint64_t period = read_u64(p);
+    if (period == 0) {
+      period = 100000; /* the kernel's default period, 100 ms */
+      if (set_value(H_CPU, id, "cpu.cfs_period_us", period, err, errlen) != 0)
+        return -1;
+    }
+    if (set_value(H_CPU, id, "cpu.cfs_quota_us", period * (uint64_t)cpu_count, err, errlen) != 0)
+      return -1;
+  }
+  return 0;
 }
 
 int abx_cgroup_freeze(const char *id, int64_t deadline_mono)

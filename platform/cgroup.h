@@ -1,12 +1,20 @@
 /*
- * cgroup.h: one cgroup per sandbox in the cgroup v1 freezer, memory and cpuacct hierarchies:
- * pause (freeze with memory intact), resume (thaw) and the figures behind GET /metrics.
+ * cgroup.h: one cgroup per sandbox in the cgroup v1 freezer, memory, cpuacct and cpu
+ * hierarchies: pause (freeze with memory intact), resume (thaw), the sandbox's CPU and memory
+ * limits, and the figures behind GET /metrics.
  *
  * Layout:  /sys/fs/cgroup/<h><own cgroup of serve in h>/abxlua/serve.<pid>/<sandbox id> for h in
- *          freezer, memory, cpuacct (nested under serve's own cgroup so any limit on serve still
- *          holds). bwrap joins them between fork and exec (spawner.h), so every sandbox process
- *          is inside from its first instruction. A hierarchy that is not mounted is skipped;
- *          without the freezer, pause answers 500.
+ *          freezer, memory, cpuacct, cpu (nested under serve's own cgroup so any limit on serve
+ *          still holds). bwrap joins them between fork and exec (spawner.h), so every sandbox
+ *          process is inside from its first instruction. A hierarchy that is not mounted (or not
+ *          writable) is skipped: without the freezer, pause answers 500; without memory or cpu
+ *          that limit is not enforced (abx_cgroup_can_limit says which; serve warns at startup).
+ * Limits:  memory: memory.limit_in_bytes = memory.memsw.limit_in_bytes (when the kernel accounts
+ *          swap) = memory_mb MiB, so the kernel's OOM killer acts inside the sandbox's group
+ *          (kernel Documentation/admin-guide/cgroup-v1/memory.rst §2.5, §10 OOM Control); cpu:
+ *          CFS bandwidth, cpu.cfs_quota_us = cpu_count * cpu.cfs_period_us (the period is the
+ *          kernel's, 100 ms by default), i.e. at most cpu_count CPUs' worth of time per period
+ *          (kernel Documentation/scheduler/sched-bwc.rst).
  * Units:   bytes, nanoseconds of CPU time; deadlines CLOCK_MONOTONIC ns.
  * Errors:  int functions return 0, or -1 (errno set where it means something).
  * Source:  DESIGN.md "The local platform"; kernel Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst.
@@ -18,7 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define ABX_CGROUP_MAX 3 /* hierarchies */
+#define ABX_CGROUP_MAX 4 /* hierarchies */
 
 /* Find the hierarchies and create serve's parent cgroups. Call once at startup. Returns the
  * number of usable hierarchies (0 is not an error: no pause, no metrics figures). */
@@ -30,6 +38,19 @@ int abx_cgroup_can_freeze(void);
 /* Create the sandbox's cgroups and fill procs[] with the malloc'd paths of their cgroup.procs
  * files, NULL-terminated (procs must hold ABX_CGROUP_MAX + 1). Returns 0 or -1. */
 int abx_cgroup_create(const char *id, char *procs[ABX_CGROUP_MAX + 1]);
+
+/* Which limits can be enforced: *memory and *cpu get 1 when that hierarchy is usable. Returns 1
+ * when both are. */
+int abx_cgroup_can_limit(int *memory, int *cpu);
+
+/* The sandbox's group directory in `hierarchy` ("memory", "cpu", "cpuacct", "freezer") into out.
+ * 0, or -1 when that hierarchy is not usable. */
+int abx_cgroup_dir(const char *hierarchy, const char *id, char *out, size_t n);
+
+/* Apply the sandbox's limits (Limits above) to its groups, after abx_cgroup_create and before
+ * any process joins. cpu_count >= 1, memory_mb >= 1 (MiB). Hierarchies that are not usable are
+ * skipped. 0, or -1 with a message naming the file in err. */
+int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *err, size_t errlen);
 
 /* Freeze every process of the sandbox and wait until the freezer reports FROZEN (deadline
  * CLOCK_MONOTONIC ns). On failure the sandbox is thawed again and -1 returned. */

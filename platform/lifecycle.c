@@ -9,6 +9,7 @@
 #include "api.h"
 #include "cgroup.h"
 #include "http_util.h"
+#include "metrics.h"
 #include "sandbox.h"
 
 /* Under sb->op. */
@@ -161,6 +162,7 @@ void abx_lifecycle_tick(int64_t now_ns)
       abx_registry_put(sb);
     abx_registry_put(sb);
   }
+  abx_metrics_tick(); /* metrics.h: the time series behind GET /sandboxes/{id}/metrics */
 }
 
 void abx_lifecycle_shutdown(void)

@@ -87,7 +87,7 @@ static int build_base(const char *layer)
     uid_t uid;
   } dirs[] = {{"home", 0755, 0},    {"home/user", 0755, 1000}, {"root", 0700, 0},
               {"tmp", 01777, 0},    {"proc", 0555, 0},         {"dev", 0755, 0},
-              {"run", 0755, 0},     {"mnt", 0755, 0},          {"srv", 0755, 0},
+              {"run", 0755, 0},     {"mnt", 0755, 0},          {"srv", 0755, 0},         {"sys", 0555, 0},
               {"opt", 0755, 0},     {"opt/abx", 0755, 0},      {"var", 0755, 0},
               {"var/tmp", 01777, 0}};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
@@ -118,6 +118,10 @@ static int build_base(const char *layer)
                "root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n",
                0644) != 0 ||
       put_file(etc, "group", "root:x:0:\nuser:x:1000:\n", 0644) != 0)
+    return -1;
+  /* E2B's base image lets `user` sudo without a password; /etc/sudoers includes sudoers.d */
+  if (mk(etc, "sudoers.d", 0755, 0) != 0 ||
+      put_file(etc, "sudoers.d/user", "user ALL=(ALL:ALL) NOPASSWD: ALL\n", 0440) != 0)
     return -1;
   return 0;
 }
@@ -153,6 +157,8 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen)
   }
   snprintf(t->id, sizeof t->id, "base");
   snprintf(t->alias, sizeof t->alias, "base");
+  t->cpu_count = ABX_BASE_CPU_COUNT;
+  t->memory_mb = ABX_BASE_MEMORY_MB;
   t->created_ns = abx_now_ns();
   t->refs = 1;
   t->listed = 1;
@@ -396,6 +402,8 @@ int abx_snapshot_create(struct abx_template *from, const char *sbdir, const char
   snprintf(t->alias, sizeof t->alias, "%s", id);
   snprintf(t->source_sandbox, sizeof t->source_sandbox, "%s", source_sandbox);
   t->is_snapshot = 1;
+  t->cpu_count = from->cpu_count; /* a sandbox's limits are its template's (sandbox.c) */
+  t->memory_mb = from->memory_mb;
   t->created_ns = abx_now_ns();
   t->depth = from->depth + 1;
   t->refs = 1;

@@ -11,7 +11,7 @@
  * Layers:  a template is a chain of layer dirs, newest first; each layer holds one subdir per part.
  *          base: <state>/templates/base/{root,etc,usr,...}: root is the skeleton (home/user 1000:1000
  *          0755, root 0700, tmp and var/tmp 1777, opt/abx/abxlua mount point, proc, dev, run, mnt,
- *          srv, a mount point per host part, the host's top-level symlinks); etc holds passwd and
+ *          srv, sys (0555; sandbox.c mounts the sandbox's own cgroups there), a mount point per host part, the host's top-level symlinks); etc holds passwd and
  *          group with root and user (uid 1000). A snapshot adds a copy of the sandbox's upper
  *          dirs (cp -a: modes, owners, xattrs, whiteouts) as <state>/templates/<id>.<seq>; a fork
  *          does the same as <state>/templates/fork-<sandbox id>.<seq>, a layer never listed.
@@ -34,6 +34,14 @@
 
 #define ABX_TEMPLATE_MAX_DEPTH 32
 
+/* The base template's limits: 2 CPUs and 1024 MiB, the defaults E2B applies to a template build
+ * that names none (E2B SDK 2.45 `cpuCount ?? 2`, `memoryMB ?? 1024`, reference/e2b-v2-and-peers.md
+ * §1.1; e2b CLI `template create` "The default value is 2" / "1024", packages/cli/src/commands/
+ * template/create.ts @ b8029973). E2B's docs quote 2 vCPU / 2 GiB for a default sandbox (same
+ * reference §6); the smaller figure is kept because every sandbox of this platform shares one host. */
+#define ABX_BASE_CPU_COUNT 2
+#define ABX_BASE_MEMORY_MB 1024
+
 struct abx_template {
   char id[64];
   char alias[64];
@@ -42,6 +50,8 @@ struct abx_template {
   int depth;                    /* base 0 */
   int is_snapshot;
   char source_sandbox[32];      /* snapshots: the sandbox it was taken from */
+  int cpu_count;                /* limits of its sandboxes (cgroup.h Limits); a snapshot */
+  int memory_mb;                /* inherits them from the sandbox it was taken from, in MiB */
   int64_t created_ns;
   int refs;                     /* under the templates mutex */
   int sandboxes;                /* live sandboxes using it (DELETE answers 400 while > 0) */

@@ -21,6 +21,7 @@
 #include "e2b.h"
 #include "envd_client.h"
 #include "http_util.h"
+#include "metrics.h"
 #include "netns.h"
 #include "network.h"
 #include "rootfs.h"
@@ -68,7 +69,7 @@ static int prepare_dir(struct abx_sandbox *sb)
 struct argv_buf {
   char *v[160];
   int n;
-  char *own[16];
+  char *own[24];
   int nown;
 };
 
@@ -80,7 +81,7 @@ static void add(struct argv_buf *a, const char *s)
 
 static const char *own(struct argv_buf *a, char *s)
 {
-  if (s && a->nown < 16)
+  if (s && a->nown < 24)
     a->own[a->nown++] = s;
   return s ? s : "";
 }
@@ -100,6 +101,41 @@ static const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_O
 #define KEEP_CAPS                                                                                  \
   ((1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) | (1ULL << CAP_CHOWN) |                             \
    (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_FOWNER) | (1ULL << CAP_KILL))
+
+/* The sandbox's own memory, cpu and cpuacct groups, read-only at /sys/fs/cgroup/<h> (on a tmpfs
+ * /sys, read-only too), as a container sees its groups: cgroup-aware programs (the JVM, Node, Go)
+ * size themselves from the limits, and envd's /metrics reads them. Nothing else of the host's
+ * /sys is visible; the pids in cgroup.procs are those of the sandbox's pid namespace. */
+static int bind_cgroups(struct argv_buf *a, struct abx_sandbox *sb)
+{
+  static const char *const hs[] = {"memory", "cpu", "cpuacct"};
+  int any = 0;
+  for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++) {
+    char dir[1024], *d = NULL, *dest = NULL;
+    if (abx_cgroup_dir(hs[i], sb->id, dir, sizeof dir) != 0)
+      continue;
+    if (!any) {
+      add(a, "--tmpfs");
+      add(a, "/sys");
+      add(a, "--perms"); /* bwrap makes missing parents 0700: readable by every user instead */
+      add(a, "0755");
+      add(a, "--dir");
+      add(a, "/sys/fs");
+      add(a, "--perms");
+      add(a, "0755");
+      add(a, "--dir");
+      add(a, "/sys/fs/cgroup");
+      any = 1;
+    }
+    d = strdup(dir);
+    if (asprintf(&dest, "/sys/fs/cgroup/%s", hs[i]) < 0)
+      dest = NULL;
+    add(a, "--ro-bind");
+    add(a, own(a, d));
+    add(a, own(a, dest));
+  }
+  return any; /* the caller remounts /sys read-only after the volumes (one may be under /sys) */
+}
 
 static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
 {
@@ -131,12 +167,17 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, "--ro-bind");
   add(a, g_exe);
   add(a, "/opt/abx/abxlua");
+  int sys = bind_cgroups(a, sb);
   size_t nv = json_array_size(sb->volume_mounts);
   for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
     json_t *m = json_array_get(sb->volume_mounts, i);
     add(a, json_is_true(json_object_get(m, "readOnly")) ? "--ro-bind" : "--bind");
     add(a, sb->volume_dirs[i]);
     add(a, json_string_value(json_object_get(m, "path")));
+  }
+  if (sys) {
+    add(a, "--remount-ro");
+    add(a, "/sys");
   }
   add(a, "--chdir");
   add(a, "/");
@@ -313,6 +354,13 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
     snprintf(err, errlen, "cannot create the sandbox's cgroups: %s", strerror(errno));
     goto fail;
   }
+  if (sb->cpu_count <= 0 || sb->memory_mb <= 0) { /* the template's limits (rootfs.h) */
+    sb->cpu_count = sb->tmpl->cpu_count;
+    sb->memory_mb = sb->tmpl->memory_mb;
+  }
+  if (abx_cgroup_set_limits(sb->id, sb->cpu_count, sb->memory_mb, err, errlen) != 0)
+    goto fail;
+  abx_metrics_begin(sb->id);
   char logp[4096];
   snprintf(logp, sizeof logp, "%s/envd.log", sb->dir);
   logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -366,6 +414,7 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
   json_decref(init);
   if (rc != 0)
     goto fail;
+  abx_metrics_sample(sb); /* E2B collects one at the start of the sandbox (metrics.h) */
   close(pipefd[0]);
   close(logfd);
   for (int i = 0; i < a.nown; i++)
@@ -424,6 +473,7 @@ void abx_sandbox_destroy(struct abx_sandbox *sb)
     return;
   teardown(sb);
   abx_network_forget(sb->id);
+  abx_metrics_forget(sb->id);
   json_decref(sb->metadata);
   json_decref(sb->env_vars);
   size_t nv = json_array_size(sb->volume_mounts);

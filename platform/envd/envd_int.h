@@ -136,8 +136,13 @@ char *envd_path_clean(const char *p);
 void envd_fs_enter(const struct envd_user *u);
 void envd_fs_leave(void);
 
-/* mkdir -p with mode 0755 under the current fs identity. Returns 0 or -1 with errno. */
-int envd_mkdir_p(const char *path);
+/* mkdir -p with mode 0755 under the current fs identity; with `owner`, each directory this call
+ * creates (and only those) is then chowned to owner's uid:gid. Called as root with the requesting
+ * user as owner, it is E2B envd's EnsureDirs: an upload to /0/file, MakeDir /a/b or a Move into a
+ * new directory succeeds for `user` with the new directories the user's (reference/
+ * envd-protocol.md §5.2 MakeDir, §7 POST /files "Parent dirs are created and chowned to the
+ * user"). Returns 0 or -1 with errno (ENOTDIR when path is not a directory). */
+int envd_mkdir_p(const char *path, const struct envd_user *owner);
 
 /* Map an errno from a file operation to a Connect code name. */
 const char *envd_errno_code(int err);

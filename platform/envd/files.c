@@ -20,8 +20,9 @@
  *          Errors {"code":<status>,"message":".."}: 400 (directory, no path, bad content type,
  *          duplicate path, a path that is not UTF-8, refused before anything is written),
  *          401 (auth, unknown user), 403 (permission), 404 (missing), 507 (disk full), 500.
- * Files:   parents created (0755) and files created (0666 & ~umask 022) as the user, so owned by
- *          the user; existing files truncated and fchown'ed to the user.
+ * Files:   missing parents created (0755) as root and chowned to the user, as E2B's envd does
+ *          (only the directories created; envd_mkdir_p); files created (0666 & ~umask 022) as
+ *          the user, so owned by the user; existing files truncated and fchown'ed to the user.
  * Source:  reference/envd-protocol.md §7 (/files), §8 (signatures), §6.1.
  */
 #ifndef _GNU_SOURCE

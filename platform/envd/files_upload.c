@@ -125,11 +125,15 @@ static bool open_target(struct envd_upload *up, const char *target)
   }
   json_object_set_new(up->seen, path, json_true());
   char *pcopy = strdup(path);
-  envd_fs_enter(&up->user);
-  int rc = pcopy ? envd_mkdir_p(dirname(pcopy)) : -1;
-  int fd = rc == 0 ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666) : -1;
-  int er = errno;
-  envd_fs_leave();
+  /* missing parents as root, handed to the user (envd_mkdir_p); the file itself as the user */
+  int rc = pcopy ? envd_mkdir_p(dirname(pcopy), &up->user) : -1;
+  int er = errno, fd = -1;
+  if (rc == 0) {
+    envd_fs_enter(&up->user);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    er = errno;
+    envd_fs_leave();
+  }
   free(pcopy);
   if (fd < 0) {
     up_fail(up, envd_files_errno_status(er), "error writing '%s': %s", path, strerror(er));

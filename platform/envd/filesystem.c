@@ -2,7 +2,9 @@
  * filesystem.c: the filesystem.Filesystem service, unary RPCs: Stat, MakeDir, Move, ListDir,
  * Remove; the watch RPCs (WatchDir, CreateWatcher, GetWatcherEvents, RemoveWatcher) are in
  * watch.c. Every operation runs under the requesting
- * user's filesystem identity (envd_fs_enter), so permissions are the user's.
+ * user's filesystem identity (envd_fs_enter), so permissions are the user's, except that
+ * MakeDir and Move's missing destination parents are created as root and chowned to the user
+ * (envd_mkdir_p), as E2B's envd does.
  * Shapes:  responses {"entry":EntryInfo} (Stat, MakeDir, Move), {"entries":[EntryInfo...]}
  *          (ListDir), {} (Remove); EntryInfo in entry.c.
  * Errors:  not_found (missing), already_exists (MakeDir on a dir), invalid_argument (not a
@@ -71,18 +73,17 @@ static int rpc_make_dir(struct envd_call *c, json_t *req, json_t **out, struct e
     return -1;
   int rc;
   struct stat st;
-  envd_fs_enter(&c->user);
+  /* as root, handing what it creates to the user: E2B envd's EnsureDirs (envd_mkdir_p) */
   if (stat(path, &st) == 0) {
     rc = S_ISDIR(st.st_mode)
              ? envd_fail(err, "already_exists", "directory '%s' already exists", path)
              : envd_fail(err, "invalid_argument",
                          "path '%s' already exists and it is not a directory", path);
-  } else if (envd_mkdir_p(path) < 0) {
+  } else if (envd_mkdir_p(path, &c->user) < 0) {
     rc = fs_errno(err, errno, "error creating directory", path);
   } else {
     rc = wrap_entry(path, out, err, "error getting file info");
   }
-  envd_fs_leave();
   free(path);
   return rc;
 }
@@ -101,8 +102,12 @@ static int rpc_move(struct envd_call *c, json_t *req, json_t **out, struct envd_
   } else {
     char *dcopy = strdup(dst);
     char *parent = dcopy ? dirname(dcopy) : NULL;
-    if (!parent || envd_mkdir_p(parent) < 0)
-      rc = fs_errno(err, errno, "error creating destination parent", dst);
+    envd_fs_leave(); /* missing parents as root, handed to the user (envd_mkdir_p) */
+    int made = parent ? envd_mkdir_p(parent, &c->user) : -1;
+    int er = errno;
+    envd_fs_enter(&c->user);
+    if (made < 0)
+      rc = fs_errno(err, er, "error creating destination parent", dst);
     else if (rename(src, dst) < 0)
       rc = fs_errno(err, errno, "error renaming", src);
     else

@@ -6,6 +6,11 @@
  * Sources: cpu from /proc/stat, busy share of the jiffies since the previous call (the first call
  *          takes two samples 100 ms apart); mem from /proc/meminfo (used = MemTotal -
  *          MemAvailable, cache = Cached); disk from statvfs("/") (used = blocks - free).
+ *          In an `abxlua serve` sandbox, whose own cgroups are mounted at /sys/fs/cgroup/{memory,
+ *          cpu,cpuacct} (docs/PLATFORM.md "A sandbox's CPU and memory"), the sandbox's figures
+ *          instead, as E2B's envd reports its VM's: cpu_count = ceil(cfs_quota / cfs_period), busy =
+ *          cpuacct.usage over that many CPUs; mem_total = memory.limit_in_bytes (when below
+ *          MemTotal), used = usage_in_bytes - total_inactive_file, cache = memory.stat cache.
  * Source:  reference/envd-protocol.md §7 (/metrics).
  */
 #ifndef _GNU_SOURCE
@@ -19,9 +24,48 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Aggregate "cpu" line of /proc/stat: total and idle (idle + iowait) jiffies. 0 or -1. */
-static int cpu_sample(unsigned long long *total, unsigned long long *idle)
+#define CG "/sys/fs/cgroup/"
+
+/* The first unsigned integer in file `path` into *v. 0, or -1 when unreadable. */
+static int read_ull(const char *path, unsigned long long *v)
 {
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return -1;
+  int n = fscanf(f, "%llu", v);
+  fclose(f);
+  return n == 1 ? 0 : -1;
+}
+
+/* The sandbox's CPU count from its CFS quota, or 0 when it has none (or no cgroup view). */
+static long cgroup_cpus(void)
+{
+  long long quota = 0;
+  unsigned long long period = 0;
+  FILE *f = fopen(CG "cpu/cpu.cfs_quota_us", "re");
+  if (!f)
+    return 0;
+  int n = fscanf(f, "%lld", &quota);
+  fclose(f);
+  if (n != 1 || quota <= 0 || read_ull(CG "cpu/cpu.cfs_period_us", &period) != 0 || period == 0)
+    return 0;
+  return (long)(((unsigned long long)quota + period - 1) / period);
+}
+
+/* Total and idle CPU time since some fixed point. With the sandbox's cgroups (ncpu > 0 from its
+ * quota): ns of monotonic time times ncpu, and that minus cpuacct.usage; else the aggregate "cpu"
+ * line of /proc/stat: total and idle (idle + iowait) jiffies. 0 or -1. */
+static int cpu_sample(long cg_cpus, unsigned long long *total, unsigned long long *idle)
+{
+  unsigned long long used = 0;
+  if (cg_cpus > 0 && read_ull(CG "cpuacct/cpuacct.usage", &used) == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *total = ((unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec) *
+             (unsigned long long)cg_cpus;
+    *idle = *total > used ? *total - used : 0;
+    return 0;
+  }
   FILE *f = fopen("/proc/stat", "re");
   if (!f)
     return -1;
@@ -52,16 +96,17 @@ static unsigned long long meminfo(const char *text, const char *key)
 enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c)
 {
   unsigned long long tot = 0, idle = 0, ptot = 0, pidle = 0;
+  long cg_cpus = cgroup_cpus();
   pthread_mutex_lock(&e->mu);
   ptot = e->cpu_prev_total;
   pidle = e->cpu_prev_idle;
   pthread_mutex_unlock(&e->mu);
   if (ptot == 0) {
-    cpu_sample(&ptot, &pidle);
+    cpu_sample(cg_cpus, &ptot, &pidle);
     usleep(100 * 1000);
   }
   double pct = 0;
-  if (cpu_sample(&tot, &idle) == 0) {
+  if (cpu_sample(cg_cpus, &tot, &idle) == 0) {
     if (tot > ptot && tot - ptot > 0) {
       unsigned long long dt = tot - ptot, di = idle >= pidle ? idle - pidle : 0;
       pct = di >= dt ? 0 : 100.0 * (double)(dt - di) / (double)dt;
@@ -84,13 +129,31 @@ enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c)
   if (!avail)
     avail = meminfo(text, "MemFree") + cached + meminfo(text, "Buffers");
   unsigned long long mused = mtotal > avail ? mtotal - avail : 0;
+  unsigned long long limit = 0, usage = 0;
+  if (read_ull(CG "memory/memory.limit_in_bytes", &limit) == 0 && limit < mtotal &&
+      read_ull(CG "memory/memory.usage_in_bytes", &usage) == 0) {
+    unsigned long long inactive = 0, cache = 0, v = 0;
+    char key[64];
+    FILE *st = fopen(CG "memory/memory.stat", "re");
+    while (st && fscanf(st, "%63s %llu", key, &v) == 2) {
+      if (strcmp(key, "total_inactive_file") == 0)
+        inactive = v;
+      else if (strcmp(key, "cache") == 0)
+        cache = v;
+    }
+    if (st)
+      fclose(st);
+    mtotal = limit;
+    mused = usage > inactive ? usage - inactive : 0;
+    cached = cache;
+  }
   unsigned long long dtotal = 0, dused = 0;
   struct statvfs sv;
   if (statvfs("/", &sv) == 0) {
     dtotal = (unsigned long long)sv.f_blocks * sv.f_frsize;
     dused = (unsigned long long)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
   }
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  long ncpu = cg_cpus > 0 ? cg_cpus : sysconf(_SC_NPROCESSORS_ONLN);
   json_t *j = json_pack("{s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ts", (json_int_t)time(NULL),
                         "cpu_count", (json_int_t)(ncpu > 0 ? ncpu : 1), "cpu_used_pct", pct,
                         "mem_total", (json_int_t)mtotal, "mem_used", (json_int_t)mused, "mem_cache",

@@ -158,7 +158,7 @@ void envd_fs_leave(void)
   syscall(SYS_setgroups, (size_t)1, none);
 }
 
-int envd_mkdir_p(const char *path)
+int envd_mkdir_p(const char *path, const struct envd_user *owner)
 {
   char *p = strdup(path);
   if (!p)
@@ -168,7 +168,15 @@ int envd_mkdir_p(const char *path)
     if (p[i] == '/' || p[i] == 0) {
       char saved = p[i];
       p[i] = 0;
-      if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+      int made = mkdir(p, 0755) == 0;
+      if (!made && errno != EEXIST) {
+        int er = errno;
+        free(p);
+        errno = er;
+        return -1;
+      }
+      /* only what this call made changes hands; lchown: never through a symlink put in its place */
+      if (made && owner && lchown(p, owner->uid, owner->gid) < 0) {
         int er = errno;
         free(p);
         errno = er;

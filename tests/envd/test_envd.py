@@ -503,8 +503,18 @@ def t_filesystem():
     check(st == 404 and j.get("code") == "not_found", f"Stat after Remove -> not_found ({st})")
     st, j = unary(fs + "Remove", {"path": "/home/user/d1"}, user="user")
     check(st == 200, f"Remove of a missing path is OK ({st})")
+    # E2B's envd makes directories as root and hands the new ones to the user (EnsureDirs)
     st, j = unary(fs + "MakeDir", {"path": "/root/u"}, user="user")
-    check(st == 403 and j.get("code") == "permission_denied", f"user cannot write /root ({st} {j})")
+    check(st == 200 and j["entry"].get("owner") == "user", f"MakeDir /root/u as user ({st} {j})")
+    st, j = unary(fs + "MakeDir", {"path": "/tmp/mk/a/b"}, user="user")
+    check(st == 200 and j["entry"].get("owner") == "user", f"MakeDir in root's /tmp as user ({st} {j})")
+    owners = [unary(fs + "Stat", {"path": p})[1]["entry"].get("owner") for p in ("/tmp", "/tmp/mk", "/tmp/mk/a")]
+    check(owners == ["root", "user", "user"], f"only the new directories are the user's: {owners}")
+    st, j = files_post("/tmp/mk/a/mv-src.txt", b"m", user="user")  # same file system as /tmp/mv
+    st, j = unary(fs + "Move", {"source": "/tmp/mk/a/mv-src.txt", "destination": "/tmp/mv/new/f.txt"},
+                  user="user")
+    check(st == 200 and unary(fs + "Stat", {"path": "/tmp/mv/new"})[1]["entry"].get("owner") == "user",
+          f"Move into a new directory under root's /tmp as user ({st} {j})")
     st, j = unary(fs + "MakeDir", {"path": "/root/r"}, user="root")
     check(st == 200 and j["entry"].get("owner") == "root", f"root can write /root ({st} {j})")
     st, j = unary(fs + "Stat", {"path": "/root/r"}, user="user")
@@ -552,6 +562,15 @@ def t_files():
     check(st == 400, f"directory -> 400 ({st})")
     st, j = files_post("/root/nope.txt", b"x", user="user")
     check(st in (401, 403), f"user cannot upload into /root ({st} {j})")
+    # missing parents are made as root and handed to the user (E2B's write.test.ts writes /0/...)
+    st, j = files_post("/tmp/up0/a/f.txt", b"up", user="user")
+    check(st == 200 and j == [{"path": "/tmp/up0/a/f.txt", "name": "f.txt", "type": "file"}],
+          f"upload as user into new directories under root's /tmp ({st} {j})")
+    owners = [unary("/filesystem.Filesystem/Stat", {"path": p})[1]["entry"].get("owner")
+              for p in ("/tmp", "/tmp/up0", "/tmp/up0/a", "/tmp/up0/a/f.txt")]
+    check(owners == ["root", "user", "user", "user"], f"upload: only the new directories are the user's: {owners}")
+    st, j = files_post("/tmp/up0/a/f.txt/x", b"x", user="user")
+    check(st in (400, 403, 500) and j, f"upload below a file fails ({st} {j})")
     # signatures (§8): test vectors first, to validate the helper
     check(sign("/home/user/a.txt", "read", "", "tok") == "v1_Zkbb3914oLJLvMBzCAHQhm2ydBLxbSx2eQUR/kLdvIY",
           "signature helper matches reference vector 1")

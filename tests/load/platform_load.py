@@ -219,7 +219,7 @@ def cgroup_dirs(pid):
     for line in lines:
         _, ctl, path = line.split(":", 2)
         for h in ctl.split(","):
-            if h in ("freezer", "memory", "cpuacct"):
+            if h in ("freezer", "memory", "cpuacct", "cpu"):
                 base = "/sys/fs/cgroup/%s%s" % (h, "" if path == "/" else path)
                 dirs.append(os.path.join(base, "abxlua", "serve.%d" % pid))
     return dirs

@@ -260,9 +260,16 @@ def t_auto_pause(s, ctx):
 def t_metrics(s, ctx):
     a = ctx["a"]
     ok(s, a, "head -c 3000000 /dev/urandom > /home/user/blob")
-    st, _, j = s.json("GET", "/sandboxes/%s/metrics" % a)
-    check(st == 200 and isinstance(j, list) and len(j) == 1, "metrics %d %r" % (st, j))
-    m = j[0]
+    written = time.time()
+    # samples come every 5 s (metrics.h): wait for one taken after the write
+    deadline = written + 12
+    while True:
+        st, _, j = s.json("GET", "/sandboxes/%s/metrics" % a)
+        check(st == 200 and isinstance(j, list) and len(j) >= 1, "metrics %d %r" % (st, j))
+        if j[-1]["timestampUnix"] > written or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    m = j[-1]
     ints = ("timestampUnix", "cpuCount", "memUsed", "memTotal", "memCache", "diskUsed", "diskTotal")
     for f in ints:
         check(isinstance(m.get(f), int) and m[f] >= 0, "field %s: %r" % (f, m))
@@ -272,8 +279,10 @@ def t_metrics(s, ctx):
     check(m["memUsed"] > 0 and m["memTotal"] >= m["memUsed"], "memory %r" % m)
     check(m["diskUsed"] >= 3000000 and m["diskTotal"] > m["diskUsed"], "disk %r" % m)
     ok(s, a, "rm /home/user/blob")
-    st, _, j = s.json("GET", "/sandboxes/%s/metrics?start=%d&end=%d" % (a, time.time() - 60, time.time()))
-    check(st == 200 and j[0]["diskUsed"] < 3000000, "metrics after rm %r" % j)
+    removed = time.time()
+    time.sleep(1 + 5)
+    st, _, j = s.json("GET", "/sandboxes/%s/metrics?start=%d&end=%d" % (a, removed + 1, time.time() + 1))
+    check(st == 200 and j and j[-1]["diskUsed"] < 3000000, "metrics after rm %r" % j)
     st, _, j = s.json("GET", "/sandboxes/%s/metrics?start=x" % a)
     check(st == 400 and err_shape(j, 400), "bad start %d" % st)
     st, _, j = s.json("GET", "/sandboxes/inotthere00000000000/metrics")

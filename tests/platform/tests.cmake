@@ -13,3 +13,5 @@ add_test(NAME platform_v2 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/tes
 set_tests_properties(platform_v2 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
 add_test(NAME platform_lifecycle_v2 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_lifecycle_v2.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_lifecycle_v2 PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+add_test(NAME platform_limits COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_limits.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_limits PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
