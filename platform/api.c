@@ -46,6 +46,7 @@ const struct abx_api_route abx_api_routes[] = {
   {"POST", "/sandboxes/{id}/refreshes", abx_api_sandbox_refreshes},
   {"GET", "/sandboxes/{id}/metrics", abx_api_sandbox_metrics},
   {"POST", "/sandboxes/{id}/snapshots", abx_api_snapshot_create},
+  {"POST", "/sandboxes/{id}/fork", abx_api_sandbox_fork},
   {"GET", "/snapshots", abx_api_snapshot_list},
   {"DELETE", "/templates/{id}", abx_api_template_delete},
   {"POST", "/volumes", abx_api_volume_create},
@@ -313,8 +314,9 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail)
     json_object_set_new(o, "volumeMounts", json_deep_copy(sb->volume_mounts));
   if (o && detail) {
     json_object_set_new(o, "domain", sb->paused ? json_null() : json_string(g_domain));
-    json_object_set_new(o, "lifecycle", json_pack("{s:b,s:s}", "autoResume", 0, "onTimeout",
-                                                  sb->auto_pause ? "pause" : "kill"));
+    /* SandboxLifecycle (§3.3; e2b-dev/infra handlers/sandbox_get.go sandboxLifecycleToAPI) */
+    json_object_set_new(o, "lifecycle", json_pack("{s:b,s:s}", "autoResume", sb->auto_resume != 0,
+                                                  "onTimeout", sb->auto_pause ? "pause" : "kill"));
     if (sb->secure)
       json_object_set_new(o, "envdAccessToken", json_string(sb->token));
     abx_network_json(sb->id, o, 1);

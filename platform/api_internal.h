@@ -4,7 +4,8 @@
  *
  * Files:   api.c (route table, dispatch, auth, these helpers), api_sandboxes.c (create, list,
  *          get, kill, timeout), api_lifecycle.c (connect, resume, pause, refreshes),
- *          api_metrics.c (metrics), api_snapshots.c (snapshots, DELETE /templates), api_volumes.c (volumes). A new route = one row in api.c's table plus a handler.
+ *          api_metrics.c (metrics), api_snapshots.c (snapshots, DELETE /templates), api_fork.c
+ *          (fork), api_volumes.c (volumes). A new route = one row in api.c's table plus a handler.
  * Shapes:  reference/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
  *          {"code":<status>,"message"} (§2).
  * Errors:  helpers that can fail queue the error answer themselves and report it through *sent.
@@ -139,6 +140,9 @@ enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);
 enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r);
 enum MHD_Result abx_api_template_delete(struct abx_api_req *r);
+
+/* api_fork.c */
+enum MHD_Result abx_api_sandbox_fork(struct abx_api_req *r);
 
 /* api_volumes.c */
 enum MHD_Result abx_api_volume_create(struct abx_api_req *r);

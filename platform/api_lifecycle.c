@@ -1,6 +1,7 @@
 /*
- * api_lifecycle.c: the lifecycle routes of a sandbox: connect, resume (deprecated), pause and
- * refreshes (metrics: api_metrics.c). Contract in api.h; behaviour reference/e2b-control-plane.md §3.4.
+ * api_lifecycle.c: the lifecycle routes of a sandbox: connect, resume (deprecated), pause (with
+ * memory or filesystem only) and refreshes (metrics: api_metrics.c). Contract in api.h; behaviour
+ * reference/e2b-control-plane.md §3.4.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -28,23 +29,44 @@ static enum MHD_Result answer(struct abx_api_req *r, const char *id, int rc, uns
     return abx_api_not_found(r->c, id);
   if (rc == 409)
     return abx_http_error(r->c, 409, msg409);
-  return abx_http_error(r->c, 500, "the sandbox's freezer cgroup did not answer");
+  return abx_http_error(r->c, 500, "the sandbox could not change state (freezer or reboot failed; "
+                                   "see the serve log)");
 }
 
-/* connect (require_paused 0) and resume (1). */
+/* Optional boolean `memory` of a pause or connect body (default true). 0, or -1 with 400 queued. */
+static int memory_field(struct abx_api_req *r, json_t *req, int *keep, enum MHD_Result *sent)
+{
+  char msg[128];
+  if (abx_api_check_bool(req, "memory", msg, sizeof msg) != 0) {
+    *sent = abx_http_error(r->c, 400, msg);
+    return -1;
+  }
+  *keep = !json_is_false(json_object_get(req, "memory"));
+  return 0;
+}
+
+/* connect (require_paused 0; body {timeout, memory?}) and resume (1; body {timeout=15}). */
 static enum MHD_Result resume(struct abx_api_req *r, int require_paused)
 {
   char id[32], msg[128];
   enum MHD_Result sent = MHD_NO;
   long long t = 15;
+  int keep = 1;
   if (abx_api_sandbox_id(r, id, &sent) != 0 ||
       abx_api_timeout_body(r, !require_paused, &t, &sent) != 0)
     return sent;
+  if (!require_paused) {
+    json_t *req = abx_api_body(r, 1, &sent); /* parsed once already: well-formed */
+    int bad = !req || memory_field(r, req, &keep, &sent) != 0;
+    json_decref(req);
+    if (bad)
+      return sent;
+  }
   struct abx_sandbox *s = abx_registry_get(id);
   if (!s)
     return abx_api_not_found(r->c, id);
   int resumed = 0;
-  int rc = abx_lifecycle_resume(s, t, require_paused, &resumed);
+  int rc = abx_lifecycle_resume_mem(s, t, require_paused, keep, &resumed);
   json_t *out = NULL;
   if (rc == 0) {
     abx_registry_lock();
@@ -56,26 +78,33 @@ static enum MHD_Result resume(struct abx_api_req *r, int require_paused)
   return answer(r, id, rc, resumed ? 201 : 200, out, msg);
 }
 
-/* POST /sandboxes/{id}/connect {timeout}: running → 200, TTL only extended; paused → thawed, 201,
- * TTL = now + timeout. */
+/* POST /sandboxes/{id}/connect {timeout, memory?}: running → 200, TTL only extended; paused →
+ * 201, TTL = now + timeout: thawed (memory pause, memory true) or cold-booted from its files
+ * (filesystem pause, or memory false) (lifecycle.h). */
 enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r) { return resume(r, 0); }
 
 /* POST /sandboxes/{id}/resume {timeout=15} (deprecated): paused → 201; running → 409. */
 enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r) { return resume(r, 1); }
 
-/* POST /sandboxes/{id}/pause [{memory}]: 204; 409 when already paused. The memory is always kept. */
+/* POST /sandboxes/{id}/pause [{memory=true}]: 204; 409 when already paused. memory false pauses
+ * filesystem only: processes stopped, files kept, the resume is a fresh boot (lifecycle.h;
+ * reference/e2b-control-plane.md §3.2 SandboxPauseRequest). */
 enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r)
 {
   char id[32], msg[160];
   enum MHD_Result sent = MHD_NO;
+  int keep = 1;
   if (abx_api_sandbox_id(r, id, &sent) != 0)
     return sent;
   json_t *req = abx_api_body(r, 0, &sent);
   if (!req)
     return sent;
+  int bad = memory_field(r, req, &keep, &sent) != 0;
   json_decref(req);
+  if (bad)
+    return sent;
   struct abx_sandbox *s = abx_registry_get(id);
-  int rc = s ? abx_lifecycle_pause(s) : 404;
+  int rc = s ? abx_lifecycle_pause_mem(s, keep) : 404;
   if (s)
     abx_registry_put(s);
   snprintf(msg, sizeof msg, "Error pausing sandbox - sandbox '%s' is already paused", id);

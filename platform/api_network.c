@@ -72,6 +72,43 @@ static int parse_rules(json_t *top, json_t *obj, struct abx_net_rules *r, char *
   return 0;
 }
 
+int abx_network_mask_ok(const char *s, char *msg, size_t msglen)
+{
+  if (!*s)
+    return 0;
+  const char *colon = strchr(s, ':');
+  size_t hl = colon ? (size_t)(colon - s) : strlen(s);
+  int ok = hl > 0 && hl <= 253 && strlen(s) <= ABX_NET_MASK_MAX;
+  ok = ok && (!colon || !strchr(colon + 1, ':'));
+  size_t label = 0;
+  for (size_t i = 0; ok && i < hl; i++) {
+    char c = s[i];
+    if (c == '.') {
+      ok = label > 0;
+      label = 0;
+    } else {
+      int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+      ok = (alnum || c == '-') && ++label <= 63;
+    }
+  }
+  ok = ok && label > 0;
+  for (const char *p = colon ? colon + 1 : ""; ok && *p;) {
+    if (strncmp(p, ABX_NET_MASK_PORT, sizeof ABX_NET_MASK_PORT - 1) == 0)
+      p += sizeof ABX_NET_MASK_PORT - 1;
+    else if (*p >= '0' && *p <= '9')
+      p++;
+    else
+      ok = 0;
+  }
+  ok = ok && (!colon || colon[1]);
+  if (ok)
+    return 0;
+  snprintf(msg, msglen, "mask request host is not valid: %.100s (field 'network.maskRequestHost': "
+           "host[:port] of at most %d bytes, host an ASCII host name or IPv4 address, port "
+           "digits and " ABX_NET_MASK_PORT " placeholders)", s, ABX_NET_MASK_MAX);
+  return -1;
+}
+
 int abx_api_network_create(const char *id, json_t *req, int secure, char *msg, size_t msglen)
 {
   json_t *net = json_object_get(req, "network");
@@ -82,7 +119,16 @@ int abx_api_network_create(const char *id, json_t *req, int secure, char *msg, s
     return 400;
   }
   int public_traffic = 1;
+  const char *mask = NULL;
   if (net) {
+    json_t *mh = json_object_get(net, "maskRequestHost");
+    if (mh && !json_is_null(mh) && !json_is_string(mh)) {
+      snprintf(msg, msglen, "validation error: field 'network.maskRequestHost' must be a string");
+      return 400;
+    }
+    mask = json_string_value(mh);
+    if (mask && abx_network_mask_ok(mask, msg, msglen) != 0)
+      return 400;
     json_t *apt = json_object_get(net, "allowPublicTraffic");
     if (apt && !json_is_null(apt) && !json_is_boolean(apt)) {
       snprintf(msg, msglen, "validation error: field 'network.allowPublicTraffic' must be a boolean");
@@ -104,7 +150,7 @@ int abx_api_network_create(const char *id, json_t *req, int secure, char *msg, s
   struct abx_net_rules rules;
   if (parse_rules(req, net, &rules, msg, msglen) != 0)
     return 400;
-  return abx_network_register(id, public_traffic, &rules, msg, msglen) == 0 ? 0 : 500;
+  return abx_network_register(id, public_traffic, &rules, mask, msg, msglen) == 0 ? 0 : 500;
 }
 
 enum MHD_Result abx_api_sandbox_network(struct abx_api_req *r)
@@ -121,6 +167,11 @@ enum MHD_Result abx_api_sandbox_network(struct abx_api_req *r)
   if (proxy && !json_is_null(proxy)) {
     json_decref(req);
     return abx_http_error(r->c, 400, "egressProxy is not supported by the local platform");
+  }
+  if (json_object_get(req, "maskRequestHost")) { /* not in SandboxNetworkUpdateConfig */
+    json_decref(req);
+    return abx_http_error(r->c, 400, "maskRequestHost cannot be changed by PUT network (it is "
+                                     "set at create, in network.maskRequestHost)");
   }
   int rc = parse_rules(req, req, &rules, msg, sizeof msg);
   json_decref(req);

@@ -23,6 +23,7 @@
 #include "e2b.h"
 #include "faults.h"
 #include "http_util.h"
+#include "lifecycle.h"
 #include "netns.h"
 #include "network.h"
 #include "registry.h"
@@ -336,15 +337,68 @@ static enum MHD_Result port_closed(struct MHD_Connection *c, const struct abx_ro
                                          route->port, "code", 502));
 }
 
-static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id)
+static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id, int can_resume)
 {
   return abx_http_json(c, 409, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", id, "message",
-                                         "The sandbox is paused", "code", 409, "canAutoResume", 0));
+                                         "The sandbox is paused", "code", 409, "canAutoResume",
+                                         can_resume));
+}
+
+/* Constant time over the expected token's length. */
+static int token_eq(const char *want, const char *got)
+{
+  size_t n = strlen(want);
+  unsigned diff = !got || strlen(got) != n;
+  const char *t = diff ? want : got;
+  for (size_t i = 0; i < n; i++)
+    diff |= (unsigned char)want[i] ^ (unsigned char)t[i];
+  return diff == 0;
+}
+
+/* A request reached a paused sandbox. With autoResume (and a memory pause) it is resumed when the
+ * request carries the credentials its port needs (e2b-dev/infra api/internal/handlers/
+ * proxy_grpc.go ResumeSandbox: the traffic access token on other ports, the envd access token
+ * X-Access-Token on envd's of a secure sandbox; else 403 sandbox_resume_permission_denied.go).
+ * 0: it runs now (*netns set); otherwise the answer is queued in *sent. */
+static int wake(struct MHD_Connection *c, const struct abx_route *route, int *netns,
+                enum MHD_Result *sent)
+{
+  struct abx_sandbox *sb = abx_registry_get(route->id);
+  if (!sb) {
+    *sent = proxy_error(c, route->id, "The sandbox was not found");
+    return -1;
+  }
+  abx_registry_lock();
+  int can = sb->auto_resume && sb->memory_paused, secure = sb->secure;
+  char token[sizeof sb->token];
+  memcpy(token, sb->token, sizeof token);
+  abx_registry_unlock();
+  int allowed = 1;
+  const char *traffic = MHD_lookup_connection_value(c, MHD_HEADER_KIND, ABX_NET_TOKEN_HEADER);
+  if (can && route->port != ABX_E2B_ENVD_PORT)
+    allowed = !abx_network_traffic_denied(route->id, route->port, traffic);
+  else if (can && secure)
+    allowed = token_eq(token, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token"));
+  int rc = !can ? 409 : !allowed ? 403 : abx_lifecycle_auto_resume(sb);
+  abx_registry_put(sb);
+  if (rc == 0 && (*netns = abx_registry_netns_running(route->id)) >= 0)
+    return 0;
+  if (rc == 403)
+    *sent = abx_http_json(c, 403, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
+                                            "This sandbox can't be resumed with the credentials "
+                                            "provided. Check your access token and try again.",
+                                            "code", 403));
+  else if (rc == 404 || (rc == 0 && *netns == -1))
+    *sent = proxy_error(c, route->id, "The sandbox was not found");
+  else /* 409: no auto-resume; 500 or paused again at once: it would resume, but did not */
+    *sent = sandbox_paused(c, route->id, rc != 409);
+  return -1;
 }
 
 struct hdr_ctx {
   struct curl_slist *list;
   int has_accept, has_ctype;
+  int masked; /* the Host is masked: the client's own X-Forwarded-Host is replaced */
 };
 
 static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -353,6 +407,8 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
   (void)kind;
   struct hdr_ctx *h = cls;
   if (!key || hop_by_hop(key, strlen(key)))
+    return MHD_YES;
+  if (h->masked && strcasecmp(key, "X-Forwarded-Host") == 0)
     return MHD_YES;
   if (strcasecmp(key, "Accept") == 0)
     h->has_accept = 1;
@@ -372,8 +428,9 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
                                    const char *method, const char *raw_uri, char **body, size_t len)
 {
   int netns = abx_registry_netns_running(route->id);
-  if (netns == -2) /* no auto-resume: E2B's default */
-    return sandbox_paused(c, route->id);
+  enum MHD_Result sent = MHD_NO;
+  if (netns == -2 && wake(c, route, &netns, &sent) != 0)
+    return sent;
   if (netns < 0)
     return proxy_error(c, route->id, "The sandbox was not found");
   const char *denied = abx_network_traffic_denied(
@@ -410,10 +467,18 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   char *url = NULL;
   if (asprintf(&url, "http://127.0.0.1:%d%s", route->port, path) < 0)
     url = NULL;
-  struct hdr_ctx h = {NULL, 0, 0};
+  char mask[300], hosthdr[320];
+  struct hdr_ctx h = {NULL, 0, 0, abx_network_mask_host(route->id, route->port, mask, sizeof mask)};
   MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &h);
-  char hosthdr[64];
-  snprintf(hosthdr, sizeof hosthdr, "Host: localhost:%d", route->port);
+  if (h.masked) { /* network.maskRequestHost (network.h) */
+    const char *in = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    snprintf(hosthdr, sizeof hosthdr, "X-Forwarded-Host: %.256s", in ? in : "");
+    if (in && *in)
+      h.list = curl_slist_append(h.list, hosthdr);
+    snprintf(hosthdr, sizeof hosthdr, "Host: %s", mask);
+  } else {
+    snprintf(hosthdr, sizeof hosthdr, "Host: localhost:%d", route->port);
+  }
   h.list = curl_slist_append(h.list, hosthdr);
   h.list = curl_slist_append(h.list, "Expect:");
   if (!h.has_accept)

@@ -7,14 +7,27 @@
  *          (reference/e2b-control-plane.md §7.1, §7.4). Anything else goes to the control plane.
  * Proxy:   method, path+query and body (≤ ABX_INGRESS_MAX_BODY) are forwarded to 127.0.0.1:<port>
  *          inside the sandbox's network namespace; hop-by-hop headers are dropped and Host becomes
- *          `localhost:<port>`. Status and headers come back as soon as upstream sends them; the body
- *          is streamed through a bounded buffer (ABX_INGRESS_BUF), so Connect server streams deliver
- *          events as they happen. No API key is needed.
+ *          `localhost:<port>`, or the sandbox's network.maskRequestHost with ${PORT} replaced (not
+ *          on envd's port; the original Host then goes in X-Forwarded-Host; network.h). Status
+ *          and headers come back as soon as upstream sends them; the body is streamed through a
+ *          bounded buffer (ABX_INGRESS_BUF), so Connect server streams deliver events as they
+ *          happen. No API key is needed.
+ * Paused:  a sandbox created with autoResume and paused with its memory is resumed by the
+ *          request (every port, envd's too), then the request is proxied (lifecycle.h
+ *          "Auto-resume": TTL now + max(create timeout, 300 s)); concurrent requests resume it
+ *          once. The resume needs the credentials of the port: e2b-traffic-access-token when
+ *          public traffic is off (other ports), X-Access-Token on envd's port of a secure sandbox.
  * Errors:  the edge's own answers, told apart by status and fields (lib/abx/errmap.lua edge_kind):
  *          unknown or killed sandbox: 502 {"sandboxId","message":"The sandbox was not found",
  *            "code":502} (reference/e2b-control-plane.md §7.4);
- *          paused sandbox (no auto-resume): 409 {"sandboxId","message":"The sandbox is paused",
- *            "code":409,"canAutoResume":false} (e2b-dev/infra proxy/template/sandbox_paused.go);
+ *          paused sandbox, no auto-resume (not enabled, or paused filesystem only): 409
+ *            {"sandboxId","message":"The sandbox is paused","code":409,"canAutoResume":false}
+ *            (e2b-dev/infra commit dae914ff5 proxy/template/sandbox_paused.go, a branch never
+ *            merged: E2B's main line answers 502 "The sandbox was not found" here); the same
+ *            with "canAutoResume":true when the auto-resume failed;
+ *          auto-resume without the credentials: 403 {"sandboxId","message":"This sandbox can't be
+ *            resumed with the credentials provided. Check your access token and try again.",
+ *            "code":403} (shared/pkg/proxy/template/sandbox_resume_permission_denied.go);
  *          running sandbox, connection to the port refused: 502 {"sandboxId","message":"The
  *            sandbox is running but port is not open","port":<port>,"code":502} (port_closed.go);
  *          400 for half or malformed routing info; 413 for bodies over the limit (serve.c).

@@ -1,42 +1,77 @@
 /*
- * lifecycle.c: pause, resume, kill and the TTL. Contract in lifecycle.h.
+ * lifecycle.c: pause, resume, auto-resume, kill and the TTL. Contract in lifecycle.h.
  */
 #include "lifecycle.h"
 
 #include <pthread.h>
+#include <stdio.h>
 
+#include "api.h"
 #include "cgroup.h"
 #include "http_util.h"
 #include "metrics.h"
 #include "sandbox.h"
 
 /* Under sb->op. */
-static int pause_locked(struct abx_sandbox *sb)
+static int pause_locked(struct abx_sandbox *sb, int keep_memory)
 {
   if (!sb->listed)
     return 404;
   if (sb->paused)
     return 409;
-  if (abx_cgroup_freeze(sb->id, abx_mono_ns() + ABX_FREEZE_DEADLINE_NS) != 0)
+  if (keep_memory && abx_cgroup_freeze(sb->id, abx_mono_ns() + ABX_FREEZE_DEADLINE_NS) != 0)
     return 500;
   int64_t now = abx_now_ns();
-  abx_registry_lock();
+  abx_registry_lock(); /* paused first: the ingress stops handing out the namespace */
   sb->paused = 1;
+  sb->memory_paused = keep_memory;
   sb->paused_ns = now;
   sb->end_ns = now;
   abx_registry_unlock();
+  if (!keep_memory)
+    abx_sandbox_halt(sb);
   return 0;
 }
 
-int abx_lifecycle_pause(struct abx_sandbox *sb)
+int abx_lifecycle_pause_mem(struct abx_sandbox *sb, int keep_memory)
 {
   pthread_mutex_lock(&sb->op);
-  int rc = pause_locked(sb);
+  int rc = pause_locked(sb, keep_memory);
   pthread_mutex_unlock(&sb->op);
   return rc;
 }
 
-int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_paused, int *resumed)
+int abx_lifecycle_pause(struct abx_sandbox *sb) { return abx_lifecycle_pause_mem(sb, 1); }
+
+/* Under sb->op, sb listed and paused: make it run again with TTL `end` (ns). */
+static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)
+{
+  if (sb->memory_paused && keep_memory) {
+    if (abx_cgroup_thaw(sb->id) != 0)
+      return 500;
+  } else {
+    if (sb->memory_paused) { /* a cold boot from its files: the frozen processes go */
+      abx_sandbox_halt(sb);
+      abx_registry_lock();
+      sb->memory_paused = 0;
+      abx_registry_unlock();
+    }
+    char err[512];
+    if (abx_sandbox_reboot(sb, err, sizeof err) != 0) {
+      fprintf(stderr, "abxlua serve: cannot boot sandbox %s again: %s\n", sb->id, err);
+      return 500;
+    }
+  }
+  abx_registry_lock();
+  sb->paused = 0;
+  sb->memory_paused = 0;
+  sb->end_ns = end;
+  abx_registry_unlock();
+  return 0;
+}
+
+int abx_lifecycle_resume_mem(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
+                             int keep_memory, int *resumed)
 {
   int rc = 0;
   *resumed = 0;
@@ -45,15 +80,8 @@ int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_
   if (!sb->listed) {
     rc = 404;
   } else if (sb->paused) {
-    if (abx_cgroup_thaw(sb->id) != 0) {
-      rc = 500;
-    } else {
-      abx_registry_lock();
-      sb->paused = 0;
-      sb->end_ns = end;
-      abx_registry_unlock();
-      *resumed = 1;
-    }
+    rc = wake_locked(sb, keep_memory, end);
+    *resumed = rc == 0;
   } else if (require_paused) {
     rc = 409;
   } else {
@@ -62,6 +90,34 @@ int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_
       sb->end_ns = end;
     abx_registry_unlock();
   }
+  pthread_mutex_unlock(&sb->op);
+  return rc;
+}
+
+int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
+                         int *resumed)
+{
+  return abx_lifecycle_resume_mem(sb, timeout_s, require_paused, 1, resumed);
+}
+
+int64_t abx_lifecycle_auto_resume_ttl_s(const struct abx_sandbox *sb)
+{
+  int64_t t = sb->timeout_s;
+  if (t < ABX_AUTO_RESUME_MIN_TIMEOUT_S)
+    t = ABX_AUTO_RESUME_MIN_TIMEOUT_S;
+  return t > ABX_MAX_TIMEOUT_S ? ABX_MAX_TIMEOUT_S : t;
+}
+
+int abx_lifecycle_auto_resume(struct abx_sandbox *sb)
+{
+  int rc = 0;
+  pthread_mutex_lock(&sb->op); /* a second request waits here, then finds it running */
+  if (!sb->listed)
+    rc = 404;
+  else if (sb->paused && (!sb->auto_resume || !sb->memory_paused))
+    rc = 409;
+  else if (sb->paused)
+    rc = wake_locked(sb, 1, abx_now_ns() + abx_lifecycle_auto_resume_ttl_s(sb) * 1000000000LL);
   pthread_mutex_unlock(&sb->op);
   return rc;
 }
@@ -94,11 +150,12 @@ void abx_lifecycle_tick(int64_t now_ns)
     pthread_mutex_lock(&sb->op);
     abx_registry_lock();
     int expired = sb->listed && !sb->paused && sb->end_ns <= now_ns;
-    int exited = sb->listed && sb->pid == 0;
-    int auto_pause = sb->auto_pause;
+    /* bwrap gone: killed, unless the sandbox is paused filesystem only (it has no process) */
+    int exited = sb->listed && sb->pid == 0 && !(sb->paused && !sb->memory_paused);
+    int auto_pause = sb->auto_pause, keep_memory = sb->auto_pause_memory;
     abx_registry_unlock();
     int killed = 0;
-    if (exited || (expired && !(auto_pause && pause_locked(sb) == 0)))
+    if (exited || (expired && !(auto_pause && pause_locked(sb, keep_memory) == 0)))
       killed = kill_locked(sb) == 0;
     pthread_mutex_unlock(&sb->op);
     if (killed)
@@ -123,6 +180,5 @@ void abx_lifecycle_shutdown(void)
 
 int abx_lifecycle_connect(struct abx_sandbox *sb, int64_t timeout_s, int keep_memory, int *resumed)
 {
-  (void)keep_memory; /* memory is always kept until filesystem-only resumes exist */
-  return abx_lifecycle_resume(sb, timeout_s, 0, resumed);
+  return abx_lifecycle_resume_mem(sb, timeout_s, 0, keep_memory, resumed);
 }

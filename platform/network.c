@@ -30,6 +30,7 @@ struct net {
   int public_traffic;
   char token[65]; /* trafficAccessToken when !public_traffic */
   struct abx_net_rules rules;
+  char *mask_host; /* maskRequestHost as given (malloc'd), NULL when not set */
   int link; /* 1..LINKS when the sandbox has a veth pair, else 0 */
   struct net *next;
 };
@@ -252,10 +253,13 @@ static int apply_rules(int netns_fd, const char *text, char *err, size_t errlen)
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
 int abx_network_register(const char *id, int public_traffic, struct abx_net_rules *rules,
-                         char *msg, size_t msglen)
+                         const char *mask_host, char *msg, size_t msglen)
 {
   struct net *n = calloc(1, sizeof *n);
-  if (!n) {
+  char *mask = mask_host ? strdup(mask_host) : NULL;
+  if (!n || (mask_host && !mask)) {
+    free(n);
+    free(mask);
     rules_free(rules);
     snprintf(msg, msglen, "out of memory");
     return -1;
@@ -263,9 +267,11 @@ int abx_network_register(const char *id, int public_traffic, struct abx_net_rule
   snprintf(n->id, sizeof n->id, "%s", id);
   n->public_traffic = public_traffic;
   n->rules = *rules;
+  n->mask_host = mask;
   rules->allow = rules->deny = NULL;
   if (!public_traffic && abx_rand_hex(n->token, 64) != 0) {
     rules_free(&n->rules);
+    free(n->mask_host);
     free(n);
     snprintf(msg, msglen, "no randomness available");
     return -1;
@@ -277,6 +283,8 @@ int abx_network_register(const char *id, int public_traffic, struct abx_net_rule
     old->rules = n->rules;
     old->public_traffic = n->public_traffic;
     memcpy(old->token, n->token, sizeof old->token);
+    free(old->mask_host);
+    old->mask_host = n->mask_host;
     free(n);
   } else {
     n->next = g_list;
@@ -284,6 +292,58 @@ int abx_network_register(const char *id, int public_traffic, struct abx_net_rule
   }
   pthread_mutex_unlock(&g_mu);
   return 0;
+}
+
+int abx_network_clone(const char *from, const char *id, char *msg, size_t msglen)
+{
+  pthread_mutex_lock(&g_mu);
+  struct net *src = find(from);
+  int public_traffic = src ? src->public_traffic : 1;
+  struct abx_net_rules r = {1, NULL, NULL};
+  char *mask = NULL;
+  int oom = 0;
+  if (src) {
+    r.internet = src->rules.internet;
+    r.allow = src->rules.allow ? json_deep_copy(src->rules.allow) : NULL;
+    r.deny = src->rules.deny ? json_deep_copy(src->rules.deny) : NULL;
+    mask = src->mask_host ? strdup(src->mask_host) : NULL;
+    oom = (src->rules.allow && !r.allow) || (src->rules.deny && !r.deny) ||
+          (src->mask_host && !mask);
+  }
+  pthread_mutex_unlock(&g_mu);
+  if (oom) {
+    rules_free(&r);
+    free(mask);
+    snprintf(msg, msglen, "out of memory");
+    return -1;
+  }
+  int rc = abx_network_register(id, public_traffic, &r, mask, msg, msglen);
+  free(mask);
+  return rc;
+}
+
+int abx_network_mask_host(const char *id, int port, char *out, size_t outlen)
+{
+  if (port == ABX_E2B_ENVD_PORT || outlen == 0)
+    return 0;
+  pthread_mutex_lock(&g_mu);
+  struct net *n = find(id);
+  const char *m = n && n->mask_host && *n->mask_host ? n->mask_host : NULL;
+  size_t len = 0;
+  char num[8];
+  snprintf(num, sizeof num, "%d", port);
+  for (const char *c = m; c && *c && len + 1 < outlen;) {
+    if (strncmp(c, ABX_NET_MASK_PORT, sizeof ABX_NET_MASK_PORT - 1) == 0) {
+      for (const char *d = num; *d && len + 1 < outlen; d++)
+        out[len++] = *d;
+      c += sizeof ABX_NET_MASK_PORT - 1;
+    } else {
+      out[len++] = *c++;
+    }
+  }
+  out[len] = 0;
+  pthread_mutex_unlock(&g_mu);
+  return m != NULL;
 }
 
 static int alloc_link(void)
@@ -409,6 +469,7 @@ void abx_network_forget(const char *id)
     if (strcmp(n->id, id) == 0) {
       *pp = n->next;
       rules_free(&n->rules);
+      free(n->mask_host);
       free(n);
       break;
     }
@@ -419,9 +480,14 @@ void abx_network_forget(const char *id)
 int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, size_t msglen)
 {
   int netns = abx_registry_netns(id);
-  if (netns < 0) {
-    rules_free(rules);
-    return 404;
+  if (netns < 0) { /* no namespace: unknown, or paused filesystem only (rules kept for its boot) */
+    abx_registry_lock();
+    int listed = abx_registry_find(id) != NULL;
+    abx_registry_unlock();
+    if (!listed) {
+      rules_free(rules);
+      return 404;
+    }
   }
   pthread_mutex_lock(&g_apply);
   pthread_mutex_lock(&g_mu);
@@ -440,7 +506,7 @@ int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, s
   int status = 204;
   if (!n) {
     status = 404;
-  } else if (link && (!text || apply_rules(netns, text, msg, msglen) != 0)) {
+  } else if (link && netns >= 0 && (!text || apply_rules(netns, text, msg, msglen) != 0)) {
     if (!text)
       snprintf(msg, msglen, "out of memory");
     status = 500;
@@ -456,7 +522,8 @@ int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, s
   rules_free(&old);
   rules_free(rules);
   pthread_mutex_unlock(&g_apply);
-  close(netns);
+  if (netns >= 0)
+    close(netns);
   return status;
 }
 
@@ -476,10 +543,12 @@ void abx_network_json(const char *id, json_t *o, int detail)
                         n && !n->public_traffic ? json_string(n->token) : json_null());
   } else if (n) {
     json_object_set_new(o, "allowInternetAccess", json_boolean(n->rules.internet));
-    json_object_set_new(o, "network",
-                        json_pack("{s:b,s:o,s:o}", "allowPublicTraffic", n->public_traffic,
-                                  "allowOut", array_or_empty(n->rules.allow), "denyOut",
-                                  array_or_empty(n->rules.deny)));
+    json_t *net = json_pack("{s:b,s:o,s:o}", "allowPublicTraffic", n->public_traffic, "allowOut",
+                            array_or_empty(n->rules.allow), "denyOut",
+                            array_or_empty(n->rules.deny));
+    if (net && n->mask_host)
+      json_object_set_new(net, "maskRequestHost", json_string(n->mask_host));
+    json_object_set_new(o, "network", net);
     if (n->link && g_hub >= 0) {
       char h[INET_ADDRSTRLEN], s[INET_ADDRSTRLEN], ns[64];
       addr_of(n->link, 1, h);
@@ -534,6 +603,7 @@ void abx_network_shutdown(void)
     struct net *n = g_list;
     g_list = n->next;
     rules_free(&n->rules);
+    free(n->mask_host);
     free(n);
   }
   pthread_mutex_unlock(&g_mu);

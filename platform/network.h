@@ -51,9 +51,35 @@ int abx_network_entry_ok(const char *s, int allow_domain);
 char *abx_net_ruleset(const struct abx_net_rules *rules, const char *hub_addr);
 
 /* Record the network settings of sandbox `id` before it starts. Takes ownership of the json in
- * `rules`. public_traffic=0 makes a traffic access token. 0, or -1 (no randomness, msg set). */
+ * `rules`; `mask_host` (copied; NULL when not set) is its maskRequestHost, already checked
+ * (abx_network_mask_ok). public_traffic=0 makes a traffic access token. 0, or -1 (no randomness
+ * or memory, msg set). */
 int abx_network_register(const char *id, int public_traffic, struct abx_net_rules *rules,
-                         char *msg, size_t msglen);
+                         const char *mask_host, char *msg, size_t msglen);
+
+/* Register sandbox `id` with the settings of sandbox `from` (a fork): public traffic, outbound
+ * rules, internet access and maskRequestHost; a new traffic access token when public traffic is
+ * off. Defaults when `from` is unknown. 0, or -1 with msg. */
+int abx_network_clone(const char *from, const char *id, char *msg, size_t msglen);
+
+/* maskRequestHost: the Host header the ingress sends to port `port` of sandbox `id` instead of
+ * its own, with every ABX_NET_MASK_PORT replaced by the port number; never for envd's port
+ * (e2b-dev/infra orchestrator/pkg/proxy/proxy.go, shared/pkg/proxy/pool/client.go: the original
+ * Host then goes in X-Forwarded-Host). 1 with out set (truncated to outlen), 0 when not set or
+ * empty. */
+#define ABX_NET_MASK_PORT "${PORT}"
+#define ABX_NET_MASK_MAX 255 /* bytes of a maskRequestHost (the expanded Host is never longer) */
+int abx_network_mask_host(const char *id, int port, char *out, size_t outlen);
+
+/* Check a maskRequestHost value as E2B's create does (e2b-dev/infra
+ * api/internal/handlers/sandbox_create.go validateNetworkConfig: net.SplitHostPort, then IDNA
+ * ToASCII, UseSTD3Rules, must stay ASCII), a little stricter where a Host header needs it:
+ * "" (accepted and ignored, as E2B), or host[:port] (at most ABX_NET_MASK_MAX bytes) where host
+ * is dot-separated labels of [A-Za-z0-9-] (at most 253 bytes) and port is digits and ${PORT}
+ * placeholders (so the
+ * placeholder is allowed only after the colon, as E2B's STD3 check refuses '$' in a host name).
+ * 0, or -1 with a 400 message naming the field and the valid form. */
+int abx_network_mask_ok(const char *s, char *msg, size_t msglen);
 
 /* Give the started sandbox (its namespace `netns_fd`) its link and rules. No-op for an unknown
  * id or when networking is unavailable. 0, or -1 with err set (nothing is left behind). */
@@ -66,13 +92,15 @@ void abx_network_detach(const char *id);
 void abx_network_forget(const char *id);
 
 /* Replace the outbound rules of a known sandbox (PUT network): takes ownership of the json in
- * `rules`. Returns 204, 404 (unknown id) or 500 (msg set; the old rules stay). */
+ * `rules`; maskRequestHost and public traffic are kept. A sandbox paused filesystem only (no
+ * namespace) gets them at its next boot. Returns 204, 404 (unknown id) or 500 (msg set; the old
+ * rules stay). */
 int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, size_t msglen);
 
 /* Add the network fields of `id` to a response object. detail=0 (Sandbox): trafficAccessToken
  * (string or null). detail=1 (SandboxDetail): allowInternetAccess, network {allowPublicTraffic,
- * allowOut, denyOut}, and the extension abxNetwork {hostAddress, sandboxAddress, hostNamespace}
- * when the sandbox has a link. */
+ * allowOut, denyOut, maskRequestHost when set}, and the extension abxNetwork {hostAddress,
+ * sandboxAddress, hostNamespace} when the sandbox has a link. */
 void abx_network_json(const char *id, json_t *o, int detail);
 
 /* Ingress check of a request to `port` of sandbox `id` carrying `token` (NULL when absent).
@@ -85,14 +113,15 @@ void abx_network_shutdown(void);
 /* ---- control plane (api_network.c) ---- */
 
 /* POST /sandboxes: read allow_internet_access (or allowInternetAccess) and network
- * {allowPublicTraffic, allowOut, denyOut, egressProxy} from `req` and register them for `id`.
- * Returns 0, 400 (msg: bad type, bad CIDR/IP, too many entries, allowPublicTraffic=false without
- * secure, egressProxy set) or 500 (msg). */
+ * {allowPublicTraffic, allowOut, denyOut, maskRequestHost, egressProxy} from `req` and register
+ * them for `id`. Returns 0, 400 (msg: bad type, bad CIDR/IP, too many entries, bad
+ * maskRequestHost, allowPublicTraffic=false without secure, egressProxy set) or 500 (msg). */
 int abx_api_network_create(const char *id, json_t *req, int secure, char *msg, size_t msglen);
 
 /* Route PUT /sandboxes/{id}/network (api.c's table), body {allowOut?, denyOut?,
  * allow_internet_access? | allowInternetAccess?}: replaces the rules (an omitted field is cleared;
- * internet access then defaults to true). 204, 400, 404, 500. */
+ * internet access then defaults to true). maskRequestHost is not part of SandboxNetworkUpdateConfig
+ * (e2b-dev/infra spec/openapi.yml): present, it answers 400. 204, 400, 404, 500. */
 struct abx_api_req;
 enum MHD_Result abx_api_sandbox_network(struct abx_api_req *r);
 

@@ -41,6 +41,9 @@ struct abx_sandbox {
                               * only, the resume is a fresh boot (v2 autoPauseMemory, default 1) */
   int auto_resume;           /* traffic to a paused sandbox resumes it (v2 autoResume.enabled) */
   int memory_paused;         /* paused with memory (frozen) = 1; filesystem only = 0 */
+  int64_t timeout_s;         /* the create (or fork) request's timeout; an auto-resume's TTL is
+                              * max(timeout_s, 300) (lifecycle.h); 0 = not recorded */
+  json_t *env_vars;          /* the create request's envVars, owned (sandbox.c), for reboots */
   int cpu_count;             /* limits applied as cgroup limits and reported by get_info and */
   int memory_mb;             /* metrics; 0 = not yet set (the template's defaults apply) */
   int paused;                /* frozen (cgroup.h); paused sandboxes have no TTL */

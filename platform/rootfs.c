@@ -202,6 +202,14 @@ struct abx_template *abx_template_get(const char *ref, int sandbox)
   return t;
 }
 
+void abx_template_ref(struct abx_template *t, int sandbox)
+{
+  pthread_mutex_lock(&mu);
+  t->refs++;
+  t->sandboxes += sandbox ? 1 : 0;
+  pthread_mutex_unlock(&mu);
+}
+
 /* Under the mutex; returns the chain of templates whose last ref went (to free unlocked). */
 static struct abx_template *unref_locked(struct abx_template *t)
 {
@@ -419,6 +427,44 @@ int abx_snapshot_create(struct abx_template *from, const char *sbdir, const char
   pthread_mutex_unlock(&mu);
   free_dead(dead);
   return 0;
+}
+
+struct abx_template *abx_template_fork_layer(struct abx_template *from, const char *sbdir,
+                                             const char *source_sandbox, char *err, size_t errlen)
+{
+  if (from->depth + 1 > ABX_TEMPLATE_MAX_DEPTH) {
+    snprintf(err, errlen, "too many layers to fork (at most %d)", ABX_TEMPLATE_MAX_DEPTH);
+    return NULL;
+  }
+  pthread_mutex_lock(&mu);
+  unsigned seq = ++g_seq;
+  pthread_mutex_unlock(&mu);
+  struct abx_template *t = calloc(1, sizeof *t);
+  if (!t || asprintf(&t->layer, "%s/fork-%s.%u", g_tdir, source_sandbox, seq) < 0) {
+    free(t);
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  char up[4096];
+  snprintf(up, sizeof up, "%s/upper", sbdir);
+  if (mkdir(t->layer, 0755) != 0 || copy_tree(up, t->layer) != 0 || layer_parts(t->layer) != 0) {
+    snprintf(err, errlen, "cannot copy the sandbox's upper layer");
+    abx_rmtree(t->layer);
+    free(t->layer);
+    free(t);
+    return NULL;
+  }
+  snprintf(t->id, sizeof t->id, "%s", from->id);
+  snprintf(t->alias, sizeof t->alias, "%s", from->alias);
+  snprintf(t->source_sandbox, sizeof t->source_sandbox, "%s", source_sandbox);
+  t->created_ns = abx_now_ns();
+  t->depth = from->depth + 1;
+  t->refs = 1; /* the caller's; never listed */
+  pthread_mutex_lock(&mu);
+  from->refs++;
+  t->parent = from;
+  pthread_mutex_unlock(&mu);
+  return t;
 }
 
 json_t *abx_snapshot_list(const char *sandbox_id, const char *name)

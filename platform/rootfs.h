@@ -13,7 +13,8 @@
  *          0755, root 0700, tmp and var/tmp 1777, opt/abx/abxlua mount point, proc, dev, run, mnt,
  *          srv, sys (0555; sandbox.c mounts the sandbox's own cgroups there), a mount point per host part, the host's top-level symlinks); etc holds passwd and
  *          group with root and user (uid 1000). A snapshot adds a copy of the sandbox's upper
- *          dirs (cp -a: modes, owners, xattrs, whiteouts) as <state>/templates/<id>.<seq>.
+ *          dirs (cp -a: modes, owners, xattrs, whiteouts) as <state>/templates/<id>.<seq>; a fork
+ *          does the same as <state>/templates/fork-<sandbox id>.<seq>, a layer never listed.
  *          lowerdir of part p = layer_n/p : ... : base/p [: /p for host parts].
  * Sandbox: <sbdir>/upper/<part>, <sbdir>/work/<part>, merged at <sbdir>/rootfs, which bwrap binds
  *          (recursively) as the sandbox's /.
@@ -68,6 +69,9 @@ int abx_template_valid_id(const char *name);
  * NULL when unknown. */
 struct abx_template *abx_template_get(const char *ref, int sandbox);
 
+/* Take one more ref on `t` (held by the caller), and a sandbox use when `sandbox`. */
+void abx_template_ref(struct abx_template *t, int sandbox);
+
 /* Drop a ref (and a sandbox use when `sandbox`); the last ref removes the layer dir. */
 void abx_template_put(struct abx_template *t, int sandbox);
 
@@ -86,6 +90,13 @@ uint64_t abx_rootfs_disk_used(const char *sbdir);
  * template) or 500. */
 int abx_snapshot_create(struct abx_template *from, const char *sbdir, const char *id,
                         const char *source_sandbox, int *status, char *err, size_t errlen);
+
+/* A fork's layer: a copy of the upper dirs of the sandbox at `sbdir` (frozen by the caller) on
+ * top of `from`, as a template that is never listed (no id of its own: it carries from's id and
+ * alias) and is returned with one ref, the caller's; each fork sandbox takes its own ref and use
+ * (abx_template_put). NULL with err when too deep or the copy failed. */
+struct abx_template *abx_template_fork_layer(struct abx_template *from, const char *sbdir,
+                                             const char *source_sandbox, char *err, size_t errlen);
 
 /* Snapshots, newest first, as {"snapshotID","names","sandboxID","createdNs"} objects (new
  * array); filters may be NULL. */

@@ -161,6 +161,9 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, "/proc");
   add(a, "--dev");
   add(a, "/dev");
+  add(a, "--ro-bind"); /* this boot's id over the host's (write_boot_id) */
+  add(a, path_in(a, sb->dir, "boot_id"));
+  add(a, "/proc/sys/kernel/random/boot_id");
   add(a, "--ro-bind");
   add(a, g_exe);
   add(a, "/opt/abx/abxlua");
@@ -238,7 +241,28 @@ static void log_tail(const char *dir, char *out, size_t outlen)
       *c = ' ';
 }
 
-static void teardown(struct abx_sandbox *sb)
+/* A fresh random UUID (version 4, as the kernel's) in <dir>/boot_id, bound read-only over
+ * /proc/sys/kernel/random/boot_id: every boot of the sandbox has its own id, a thaw keeps it. */
+static int write_boot_id(struct abx_sandbox *sb)
+{
+  char h[33], id[40], p[4096];
+  if (abx_rand_hex(h, 32) != 0)
+    return -1;
+  h[12] = '4';                                  /* version 4 */
+  h[16] = "89ab"[(unsigned char)h[16] & 3]; /* variant 10xx */
+  snprintf(id, sizeof id, "%.8s-%.4s-%.4s-%.4s-%.12s\n", h, h + 8, h + 12, h + 16, h + 20);
+  snprintf(p, sizeof p, "%s/boot_id", sb->dir);
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+  if (fd < 0)
+    return -1;
+  size_t n = strlen(id);
+  int ok = write(fd, id, n) == (ssize_t)n;
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+/* Stop every process of the sandbox and drop its link; its files, mounts and cgroups stay. */
+static void halt(struct abx_sandbox *sb)
 {
   /* Kill the namespace's first process first: the outer bwrap then reaps it and exits by itself,
    * so no zombie is left to the host's init. Then make sure with SIGKILL to the whole group. */
@@ -284,8 +308,18 @@ static void teardown(struct abx_sandbox *sb)
     }
   }
   abx_network_detach(sb->id);
-  if (sb->netns_fd >= 0)
-    close(sb->netns_fd);
+  abx_registry_lock(); /* a listed sandbox (a filesystem pause): netns_of() reads these */
+  int netns = sb->netns_fd;
+  sb->netns_fd = -1;
+  sb->pid = sb->child_pid = 0;
+  abx_registry_unlock();
+  if (netns >= 0)
+    close(netns);
+}
+
+static void teardown(struct abx_sandbox *sb)
+{
+  halt(sb);
   if (sb->dir) {
     abx_cgroup_remove(sb->id);
     abx_rootfs_umount(sb->dir);
@@ -293,11 +327,12 @@ static void teardown(struct abx_sandbox *sb)
   }
   free(sb->dir);
   sb->dir = NULL;
-  sb->pid = sb->child_pid = 0;
-  sb->netns_fd = -1;
 }
 
-int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen)
+/* Boot the sandbox: with `fresh` its state dir and root are made first (a new sandbox), else
+ * they are reused (a reboot after halt()). On failure a fresh sandbox is torn down; a reboot is
+ * halted again with its files kept. */
+static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, size_t errlen)
 {
   int64_t deadline = abx_mono_ns() + START_DEADLINE_NS;
   int pipefd[2] = {-1, -1}, logfd = -1;
@@ -305,12 +340,16 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   sb->netns_fd = -1;
   sb->pid = sb->child_pid = 0;
   char *cgroups[ABX_CGROUP_MAX + 1] = {NULL};
-  if (prepare_dir(sb) != 0) {
+  if (fresh && prepare_dir(sb) != 0) {
     snprintf(err, errlen, "cannot prepare sandbox state dir: %s", strerror(errno));
     goto fail;
   }
-  if (abx_rootfs_mount(sb->tmpl, sb->dir, err, errlen) != 0)
+  if (fresh && abx_rootfs_mount(sb->tmpl, sb->dir, err, errlen) != 0)
     goto fail;
+  if (write_boot_id(sb) != 0) {
+    snprintf(err, errlen, "cannot write the sandbox's boot id: %s", strerror(errno));
+    goto fail;
+  }
   if (abx_cgroup_create(sb->id, cgroups) != 0) {
     snprintf(err, errlen, "cannot create the sandbox's cgroups: %s", strerror(errno));
     goto fail;
@@ -348,7 +387,10 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
     snprintf(err, errlen, "bwrap did not report its child: %s", tail);
     goto fail;
   }
-  sb->netns_fd = abx_netns_open(sb->child_pid);
+  int netns = abx_netns_open(sb->child_pid);
+  abx_registry_lock(); /* a reboot's sandbox is listed: netns_of() reads it */
+  sb->netns_fd = netns;
+  abx_registry_unlock();
   if (sb->netns_fd < 0) {
     snprintf(err, errlen, "cannot open the sandbox network namespace: %s", strerror(errno));
     goto fail;
@@ -391,8 +433,36 @@ fail:
     free(a.own[i]);
   for (int i = 0; cgroups[i]; i++)
     free(cgroups[i]);
-  teardown(sb);
+  if (fresh)
+    teardown(sb);
+  else
+    halt(sb);
   return -1;
+}
+
+int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen)
+{
+  json_decref(sb->env_vars);
+  sb->env_vars = json_deep_copy(env_vars); /* for reboots (abx_sandbox_reboot) */
+  if (!sb->env_vars) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  return boot(sb, env_vars, 1, err, errlen);
+}
+
+void abx_sandbox_halt(struct abx_sandbox *sb) { halt(sb); }
+
+int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen)
+{
+  if (!sb->dir) {
+    snprintf(err, errlen, "the sandbox has no state dir");
+    return -1;
+  }
+  json_t *env = sb->env_vars ? json_incref(sb->env_vars) : json_object();
+  int rc = boot(sb, env, 0, err, errlen);
+  json_decref(env);
+  return rc;
 }
 
 void abx_sandbox_stop(struct abx_sandbox *sb) { teardown(sb); }
@@ -405,6 +475,7 @@ void abx_sandbox_destroy(struct abx_sandbox *sb)
   abx_network_forget(sb->id);
   abx_metrics_forget(sb->id);
   json_decref(sb->metadata);
+  json_decref(sb->env_vars);
   size_t nv = json_array_size(sb->volume_mounts);
   for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
     if (sb->volume_dirs[i])

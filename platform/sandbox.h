@@ -2,10 +2,11 @@
  * sandbox.h: templates and the lifecycle of one sandbox: an isolated process tree run with
  * bubblewrap (pid, net, uts, ipc and mount namespaces) whose first program is envd.
  *
- * Layout:  <state-dir>/<id>/{upper,work,rootfs,envd.log}: / is the writable overlay root of the
+ * Layout:  <state-dir>/<id>/{upper,work,rootfs,envd.log,boot_id}: / is the writable overlay root of the
  *          sandbox's template (rootfs.h: /home/user uid 1000 0755, /root 0700, /tmp 1777, /usr and
  *          /etc writable copy-on-write); the abxlua binary is /opt/abx/abxlua (read-only) and runs
- *          `envd --port 49983`; volumes are bound at their paths (read-only when asked). The state
+ *          `envd --port 49983`; volumes are bound at their paths (read-only when asked); boot_id (a
+ *          UUID made for each boot) is bound read-only over /proc/sys/kernel/random/boot_id. The state
  *          dir, host /root, /home, /work and /tmp are never mounted in. Every process is in the
  *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with
  *          loopback and eth0, a veth link into the platform's hub namespace, with outbound rules
@@ -25,12 +26,23 @@
  * Both strings are borrowed for the life of the process. */
 void abx_sandbox_config(const char *state_dir, const char *exe_path);
 
-/* Start `sb` (id, template_id, tmpl, volumes, secure and token already set): create its state dir,
+/* Start `sb` (id, template_id, tmpl, volumes, secure and token already set; a deep copy of
+ * env_vars is kept in sb->env_vars for reboots): create its state dir,
  * mount its root, create its cgroups, spawn bwrap,
  * wait (10 s) for envd's /health, then POST /init with `env_vars` (object, borrowed) and the
  * token. Fills pid, child_pid, netns_fd, dir. On failure everything started is torn down, the
  * fields are reset, and -1 is returned with err set. */
 int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen);
+
+/* Stop every process of the sandbox (thawing it when frozen) and delete its network link, but
+ * keep its state dir, overlay root (so every file) and cgroups: a filesystem-only pause. Sets
+ * pid, child_pid to 0 and netns_fd to -1. The op mutex is held by the caller. */
+void abx_sandbox_halt(struct abx_sandbox *sb);
+
+/* Boot a halted sandbox again on the same root: new bwrap, new envd (POST /init with the
+ * envVars of its start and its token), a new link with its network settings, a new boot id.
+ * 0, or -1 with err (the sandbox is halted again, its files kept). Op mutex held by the caller. */
+int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen);
 
 /* SIGKILL the whole sandbox (thawing it when paused), wait for bwrap and the namespace's first
  * process to die (2 s deadline for the latter), remove its cgroups, unmount its root, remove its

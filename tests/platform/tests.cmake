@@ -11,6 +11,8 @@ add_test(NAME platform_crash COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/
 set_tests_properties(platform_crash PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 add_test(NAME platform_v2 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_v2.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_v2 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
+add_test(NAME platform_lifecycle_v2 COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_lifecycle_v2.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_lifecycle_v2 PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 add_test(NAME platform_limits COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_limits.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_limits PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # serve --tls: E2B's default addressing over HTTPS (certificates, names, the official SDK with only
