@@ -222,6 +222,7 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   }
   sb->started_ns = abx_now_ns();
   sb->end_ns = sb->started_ns + (int64_t)timeout * 1000000000LL;
+  sb->timeout_s = timeout; /* an auto-resume's TTL is max(this, 300 s): lifecycle.h */
   json_t *out = abx_api_sandbox_json(sb);
   abx_registry_add(sb);
   return abx_http_json(c, 201, out);
