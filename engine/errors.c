@@ -23,7 +23,7 @@ const struct abx_error_kind abx_error_kinds[] = {
   {"RateLimit", "429: too many requests; the same call can succeed later"},
   {"PayloadTooLarge", "413: a body over the platform's limit; repeating the call cannot help"},
   {"Timeout", "a deadline passed: the test's, the call's, or the platform's 504"},
-  {"SandboxPaused", "the edge answered for a paused sandbox: 409 {sandboxId, canAutoResume}"},
+  {"SandboxPaused", "the edge answered for a paused sandbox: 502 (or 409) {sandboxId, canAutoResume}"},
   {"SandboxGone", "the sandbox is killed, expired or unknown to the edge: 502/404 {sandboxId}, 503"},
   {"PortNotOpen", "the sandbox runs but nothing listens on the port: 502 {sandboxId, port}"},
   {"NotEnoughSpace", "507: the sandbox's disk is full"},

@@ -337,10 +337,13 @@ static enum MHD_Result port_closed(struct MHD_Connection *c, const struct abx_ro
                                          route->port, "code", 502));
 }
 
+/* 502, as E2B's edge answers a paused sandbox (the SDK's isRunning() reads only a 502 as "not
+ * running", and E2B's own tests assert isRunning() false after a pause), with canAutoResume so a
+ * client can still tell paused from gone (ingress.h "Errors"). */
 static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id, int can_resume)
 {
-  return abx_http_json(c, 409, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", id, "message",
-                                         "The sandbox is paused", "code", 409, "canAutoResume",
+  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", id, "message",
+                                         "The sandbox is paused", "code", 502, "canAutoResume",
                                          can_resume));
 }
 

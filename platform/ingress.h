@@ -20,11 +20,14 @@
  * Errors:  the edge's own answers, told apart by status and fields (lib/abx/errmap.lua edge_kind):
  *          unknown or killed sandbox: 502 {"sandboxId","message":"The sandbox was not found",
  *            "code":502} (reference/e2b-control-plane.md §7.4);
- *          paused sandbox, no auto-resume (not enabled, or paused filesystem only): 409
- *            {"sandboxId","message":"The sandbox is paused","code":409,"canAutoResume":false}
- *            (e2b-dev/infra commit dae914ff5 proxy/template/sandbox_paused.go, a branch never
- *            merged: E2B's main line answers 502 "The sandbox was not found" here); the same
- *            with "canAutoResume":true when the auto-resume failed;
+ *          paused sandbox, no auto-resume (not enabled, or paused filesystem only): 502
+ *            {"sandboxId","message":"The sandbox is paused","code":502,"canAutoResume":false}:
+ *            the status of E2B's main line (502 "The sandbox was not found"; the official SDK's
+ *            isRunning() reads only a 502 as not running, and E2B's tests assert it false after
+ *            a pause), the canAutoResume field of e2b-dev/infra commit dae914ff5
+ *            proxy/template/sandbox_paused.go (a branch that answers 409, never merged) so that
+ *            clients tell paused from gone; the same with "canAutoResume":true when the
+ *            auto-resume failed;
  *          auto-resume without the credentials: 403 {"sandboxId","message":"This sandbox can't be
  *            resumed with the credentials provided. Check your access token and try again.",
  *            "code":403} (shared/pkg/proxy/template/sandbox_resume_permission_denied.go);

@@ -10,15 +10,15 @@
 -- expect-line: ^3 passed, 0 failed
 local t = require("abx.test")
 
-t.test("a paused sandbox answers SandboxPaused (409) and is not running", { requires = { "pause" } },
+t.test("a paused sandbox answers SandboxPaused (502 with canAutoResume) and is not running", { requires = { "pause" } },
   function(ctx)
   local sbx = ctx.sandbox_factory({})
   sbx.files:write("/home/user/p.txt", "p")
   t.eq(sbx:pause(), true)
   local err = t.raises("SandboxPaused", function() sbx.files:read("/home/user/p.txt") end)
-  t.eq(err.status, 409)
+  t.eq(err.status, 502)
   err = t.raises("SandboxPaused", function() sbx:list_code_contexts() end)
-  t.eq(err.status, 409)
+  t.eq(err.status, 502)
   t.eq(sbx:is_running(), false)
   sbx:connect({})
   t.eq(sbx.files:read("/home/user/p.txt"), "p", "after connect the sandbox answers again")

@@ -133,7 +133,7 @@ def t_pause_keeps_memory(s, ctx):
     check(counter(s, a) == frozen, "counter advanced while paused: %d → %d" % (frozen, counter(s, a)))
     st, _, j = s.json("GET", "/health", key=False, headers={"E2b-Sandbox-Id": a, "E2b-Sandbox-Port": "49983"})
     # the edge's shape for a paused sandbox (e2b-dev/infra proxy/template/sandbox_paused.go)
-    check(st == 409 and j == {"sandboxId": a, "message": "The sandbox is paused", "code": 409,
+    check(st == 502 and j == {"sandboxId": a, "message": "The sandbox is paused", "code": 502,
                               "canAutoResume": False}, "ingress to a paused sandbox %d %r" % (st, j))
     st, _, j = s.json("POST", "/sandboxes/%s/pause" % a)
     check(st == 409 and err_shape(j, 409) and "already paused" in j["message"], "second pause %d %r" % (st, j))

@@ -21,7 +21,7 @@ import test_platform as tp  # noqa: E402  (Server, run_in, check)
 check = tp.check
 ENVD = str(tp.ENVD_PORT)
 
-PAUSED = {"message": "The sandbox is paused", "code": 409}
+PAUSED = {"message": "The sandbox is paused", "code": 502}
 
 
 def ok(s, sid, cmd, user="root", token=None):
@@ -117,13 +117,13 @@ def t_get_info_lifecycle(s, ctx):
 
 # ---- auto-resume ---------------------------------------------------------------------------------
 
-def t_paused_409_without_auto_resume(s, ctx):
+def t_paused_502_without_auto_resume(s, ctx):
     b = ctx["plain"]
     start_http(s, b, 8000)
     pause(s, b)
     for port in (8000, ENVD):
         st, _, j = port_get(s, b, port)
-        check(st == 409 and j == dict(PAUSED, sandboxId=b, canAutoResume=False),
+        check(st == 502 and j == dict(PAUSED, sandboxId=b, canAutoResume=False),
               "port %s of a paused sandbox without autoResume: %d %r" % (port, st, j))
     check(info(s, b)["state"] == "paused", "a request resumed a sandbox without autoResume")
     kill(s, b)
@@ -200,7 +200,7 @@ def t_auto_resume_not_fs_paused(s, ctx):
     a = ctx["auto"]
     pause(s, a, memory=False)
     st, _, j = port_get(s, a, ENVD, path="/health")
-    check(st == 409 and j == dict(PAUSED, sandboxId=a, canAutoResume=False),
+    check(st == 502 and j == dict(PAUSED, sandboxId=a, canAutoResume=False),
           "filesystem-paused autoResume sandbox: %d %r" % (st, j))
     st, _, j = s.json("POST", "/sandboxes/%s/resume" % a, {"timeout": 60})  # deprecated route
     check(st == 201 and j["sandboxID"] == a, "resume of a fs-paused sandbox %d %r" % (st, j))
@@ -401,7 +401,7 @@ def t_left_paused(s, ctx):
         pause(s, sid, memory=memory)
 
 
-CHECKS = [t_get_info_lifecycle, t_paused_409_without_auto_resume, t_auto_resume_port,
+CHECKS = [t_get_info_lifecycle, t_paused_502_without_auto_resume, t_auto_resume_port,
           t_auto_resume_envd, t_auto_resume_traffic_token, t_auto_resume_concurrent,
           t_auto_resume_not_fs_paused, t_fs_pause, t_memory_pause_keeps_boot, t_fs_auto_pause, t_fork, t_mask_request_host, t_left_paused]
 

@@ -131,7 +131,8 @@ end
 
 --- The kind of an answer of the edge proxy itself (not of the server behind it), told by its
 --- documented shape, never by its message text: a JSON object with a string `sandboxId` and
----   status 409 or a `canAutoResume` field   -> "SandboxPaused"  (the sandbox is paused)
+---   a `canAutoResume` field, or status 409  -> "SandboxPaused"  (the sandbox is paused; the local
+---                                              platform answers 502 as E2B does, with the field)
 ---   a `port` field                          -> "PortNotOpen"    (it runs; nothing listens)
 ---   status 502 or 404 otherwise             -> "SandboxGone"    (killed, expired or unknown)
 --- Sources: reference/e2b-control-plane.md §7.4 (502 {sandboxId, message, code}); e2b-dev/infra

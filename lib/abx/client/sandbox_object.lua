@@ -176,7 +176,7 @@ end
 --- Whether envd answers GET /health through the routing (reference/envd-protocol.md §9; a 502 from
 --- the edge means gone, reference/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
 --- knows the sandbox also counts as not running, and so does the edge's answer for a paused
---- sandbox (409 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused).
+--- sandbox (502 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused).
 --- Raises: Authentication, Sandbox (another status), Transport, Timeout.
 ---@return boolean
 function Sandbox:is_running()
