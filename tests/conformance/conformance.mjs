@@ -1,30 +1,68 @@
-// Conformance: the official E2B JS SDK (npm `e2b`, pinned in package.json), unmodified, against
-// `abxlua serve` (issue 4 item 8). run.sh starts the server and sets E2B_API_KEY, E2B_API_URL,
-// E2B_SANDBOX_URL (envd reached through the E2b-Sandbox-Id/E2b-Sandbox-Port headers) and
-// E2B_DOMAIN=localhost. One async check per behaviour; prints `ok - name` or
-// `not ok - name: error` and, for a failure, the HTTP exchanges the SDK made during that check
-// that did not succeed (method, URL, status, start of the answer), then `N passed, N failed`.
-// Exit 1 on any failure. Everything a check creates is killed/deleted in the runner's finally block
-// (after the failure report, so the report shows the exchanges as they were when the check failed).
+// Conformance: the official E2B JS SDK (npm `e2b`, one pinned copy per version in
+// sdk-<version>/), unmodified, against `abxlua serve` (issue 4 item 8, issue 10 item 8). run.sh
+// starts the server and sets CONFORMANCE_SDK_DIR (the pin), CONFORMANCE_MODE and the SDK's own
+// variables:
+//   url: E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL (envd reached through the
+//        E2b-Sandbox-Id/E2b-Sandbox-Port headers), E2B_DOMAIN=localhost
+//   tls: E2B_API_KEY, E2B_DOMAIN=<domain>:<port> and NODE_EXTRA_CA_CERTS only: the SDK's default
+//        addressing (https://api.<domain>, https://49983-<id>.<domain>, getHost <port>-<id>.<domain>)
+// One async check per behaviour; prints `ok - name` or `not ok - name: error` and, for a
+// failure, the HTTP exchanges the SDK made during that check that did not succeed (method, URL,
+// status, start of the answer), then `N passed, N failed`. Exit 1 on any failure. Everything a
+// check creates is killed/deleted in the runner's finally block (after the failure report, so the
+// report shows the exchanges as they were when the check failed).
 //
 // The SDK talks through its own bundled undici (an HTTP/1.1 Agent; no global fetch), so the
 // exchanges are recorded from undici's diagnostics channels, which both the bundled and the
-// built-in undici publish; nothing is proxied or altered.
+// built-in undici publish; nothing is proxied or altered. Checks that need a request the SDK has
+// no call for (a route with an invalid body the SDK would refuse client-side, the raw v2 answer)
+// use `api()`, a plain fetch with the SDK's own API URL and key.
 import assert from 'node:assert/strict'
 import diagnostics from 'node:diagnostics_channel'
 import http from 'node:http'
+import https from 'node:https'
+import os from 'node:os'
+import path from 'node:path'
 import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { Sandbox, CommandExitError, FilesystemEventType, FileType } from 'e2b'
+import { pathToFileURL } from 'node:url'
 
-for (const v of ['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN']) {
+const MODE = process.env.CONFORMANCE_MODE
+const SDK_DIR = process.env.CONFORMANCE_SDK_DIR
+const need = {
+  url: ['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN', 'CONFORMANCE_SDK_DIR'],
+  tls: ['E2B_API_KEY', 'E2B_DOMAIN', 'NODE_EXTRA_CA_CERTS', 'CONFORMANCE_SDK_DIR'],
+}[MODE]
+if (!need) {
+  console.error(`conformance.mjs: CONFORMANCE_MODE must be url or tls (run it through run.sh)`)
+  process.exit(2)
+}
+for (const v of need) {
   if (!process.env[v]) {
     console.error(`conformance.mjs: ${v} is not set (run it through run.sh)`)
     process.exit(2)
   }
 }
-const API_URL = new URL(process.env.E2B_API_URL)
-const SANDBOX_URL = new URL(process.env.E2B_SANDBOX_URL)
+if (MODE === 'tls' && (process.env.E2B_API_URL || process.env.E2B_SANDBOX_URL)) {
+  console.error('conformance.mjs: tls mode gives the SDK only the domain; E2B_API_URL/E2B_SANDBOX_URL must be unset')
+  process.exit(2)
+}
+// The pin's copy of the SDK, by its package.json `module` entry (the ESM build an `import 'e2b'`
+// from that directory would load).
+const sdkPkg = JSON.parse(readFileSync(path.join(SDK_DIR, 'node_modules/e2b/package.json'), 'utf8'))
+const e2b = await import(pathToFileURL(path.join(SDK_DIR, 'node_modules/e2b', sdkPkg.module ?? sdkPkg.main)).href)
+const { Sandbox, CommandExitError, FilesystemEventType, FileType, ConnectionConfig, SandboxNotFoundError } = e2b
+const SDK_VERSION = sdkPkg.version
+const sdkAtLeast = (v) => {
+  const a = SDK_VERSION.split('.').map(Number)
+  const b = v.split('.').map(Number)
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i]
+  return true
+}
+
+const API_URL = new URL(new ConnectionConfig().apiUrl) // what the SDK itself uses in this mode
+const API_KEY = process.env.E2B_API_KEY
+const SANDBOX_URL = process.env.E2B_SANDBOX_URL ? new URL(process.env.E2B_SANDBOX_URL) : undefined
 const RUN = randomBytes(4).toString('hex') // tags this run's sandboxes in metadata
 const TEMPLATE = 'base'
 const CHECK_TIMEOUT_MS = 90_000
@@ -60,6 +98,7 @@ diagnostics.subscribe('undici:request:create', ({ request }) => {
     url: `${request.origin}${request.path}`,
     route: sid ? `[E2b-Sandbox-Id ${sid} E2b-Sandbox-Port ${sport}]` : '',
     requestBody: bodyText(request.body),
+    bodyKnown: bodyText(request.body) !== undefined, // else it is streamed: bodyChunkSent
     status: undefined,
     body: '',
     error: undefined,
@@ -69,7 +108,7 @@ diagnostics.subscribe('undici:request:create', ({ request }) => {
 })
 diagnostics.subscribe('undici:request:bodyChunkSent', ({ request, chunk }) => {
   const x = byRequest.get(request)
-  if (!x || typeof chunk === 'undefined') return
+  if (!x || x.bodyKnown || typeof chunk === 'undefined') return
   const t = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('latin1')
   x.requestBody = ((x.requestBody ?? '') + t).slice(0, BODY_CAP)
 })
@@ -156,22 +195,105 @@ async function release() {
   }
 }
 
-// GET / on a sandbox port through the platform's ingress. `headers` picks the routing style.
-function ingressGet(base, headers) {
+// One HTTP GET; resolves {status, body, headers}. `url` says where to connect; `headers` may set
+// Host (node:http, because fetch forbids setting Host).
+function httpGet(url, headers = {}) {
+  const u = new URL(url)
+  const mod = u.protocol === 'https:' ? https : http
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: base.hostname, port: base.port, path: '/', method: 'GET', headers, setHost: !('Host' in headers) },
+    const req = mod.request(
+      { host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'GET', headers, setHost: !('Host' in headers) },
       (res) => {
         let body = ''
         res.setEncoding('utf8')
         res.on('data', (c) => (body += c))
-        res.on('end', () => resolve({ status: res.statusCode, body }))
+        res.on('end', () => resolve({ status: res.statusCode, body, headers: res.headers }))
       }
     )
-    req.setTimeout(10_000, () => req.destroy(new Error('ingress request timed out')))
+    req.setTimeout(20_000, () => req.destroy(new Error('request timed out')))
     req.on('error', reject)
     req.end()
   })
+}
+
+// GET `path` on a sandbox port through the platform's ingress, addressed as the SDK's getHost
+// says: in tls mode https://<port>-<id>.<domain> itself (wildcard name, the serve's CA); in url
+// mode the API port with `Host: <port>-<id>.<domain>` (the names need not resolve).
+function portGet(sbx, port, path = '/') {
+  const host = sbx.getHost(port)
+  if (MODE === 'tls') return httpGet(`https://${host}${path}`)
+  return httpGet(new URL(path, API_URL), { Host: host })
+}
+
+// The control plane without the SDK: for requests the SDK cannot make (bodies it would refuse
+// client-side, fields it no longer sends) and for answers it does not expose (status, raw body).
+// Same URL and key as the SDK's; resolves {status, json, text}.
+async function api(method, route, body) {
+  const init = { method, headers: { 'X-API-KEY': API_KEY } }
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json'
+    init.body = JSON.stringify(body)
+  }
+  const res = await fetch(new URL(route, API_URL), init)
+  const text = await res.text()
+  let json
+  try {
+    json = JSON.parse(text)
+  } catch {}
+  return { status: res.status, json, text }
+}
+
+// POST /v2/sandboxes through api(), tagged with this run's metadata, registered for cleanup.
+async function apiCreate(tag, body = {}) {
+  const r = await api('POST', '/v2/sandboxes', { templateID: TEMPLATE, ...body, metadata: { conformance: RUN, check: tag } })
+  if (r.json?.sandboxID) liveSandboxes.add(r.json.sandboxID)
+  return r
+}
+
+const ttlSeconds = (info) => (info.endAt - info.startedAt) / 1000
+const near = (actual, want, slack, what) =>
+  assert.ok(Math.abs(actual - want) <= slack, `${what}: ${actual}, expected ${want} ± ${slack}`)
+const MiB = 1024 * 1024
+
+// A line of the check's output that is not a verdict: what the check did in this SDK version.
+let currentCheck = ''
+const note = (msg) => console.log(`#   ${currentCheck}: ${msg}`)
+
+// The SDK's own request (from the exchange log) since index `from` whose path ends with `suffix`.
+function sentBy(from, method, suffix) {
+  const x = exchanges.slice(from).find((e) => e.method === method && new URL(e.url).pathname.endsWith(suffix))
+  assert.ok(x, `no ${method} …${suffix} recorded`)
+  return { path: new URL(x.url).pathname, body: x.requestBody ? JSON.parse(x.requestBody) : undefined }
+}
+
+async function bootId(sbx) {
+  const r = await sbx.commands.run('cat /proc/sys/kernel/random/boot_id')
+  assert.match(r.stdout, /^[0-9a-f-]{36}\n$/, `boot_id ${JSON.stringify(r.stdout)}`)
+  return r.stdout.trim()
+}
+
+// A python3 server on `port` answering every GET with the Host header it received.
+async function startHostEcho(sbx, port) {
+  await sbx.files.write(
+    '/home/user/echo_host.py',
+    [
+      'import http.server, sys',
+      'class H(http.server.BaseHTTPRequestHandler):',
+      '    def do_GET(self):',
+      "        b = (self.headers.get('Host') or '').encode()",
+      '        self.send_response(200)',
+      "        self.send_header('Content-Length', str(len(b)))",
+      '        self.end_headers()',
+      '        self.wfile.write(b)',
+      '    def log_message(self, *a):',
+      '        pass',
+      "http.server.ThreadingHTTPServer(('0.0.0.0', int(sys.argv[1])), H).serve_forever()",
+      '',
+    ].join('\n')
+  )
+  const h = await sbx.commands.run(`python3 /home/user/echo_host.py ${port}`, { background: true })
+  await sbx.commands.run(`for i in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && exit 0; sleep 0.1; done; exit 1`)
+  return h
 }
 
 // ---- checks ------------------------------------------------------------------------------------
@@ -365,16 +487,16 @@ check('files watchDir', async () => {
 })
 
 // getHost: a python3 http.server on port 8080 in the sandbox, reached through the platform's
-// ingress (the API port) twice: by Host `sbx.getHost(8080)` (`8080-<id>.localhost`, sent with
-// node:http because fetch forbids setting Host), and by the E2b-Sandbox-Id/E2b-Sandbox-Port
-// headers against E2B_SANDBOX_URL with Host 127.0.0.1.
+// ingress as portGet() addresses it (tls: https://8080-<id>.<domain>; url: the API port with
+// `Host: sbx.getHost(8080)`), and in url mode also by the E2b-Sandbox-Id/E2b-Sandbox-Port headers
+// against E2B_SANDBOX_URL with Host 127.0.0.1 (tls mode has no E2B_SANDBOX_URL).
 check('getHost with an HTTP server in the sandbox', async () => {
   const sbx = await create('gethost')
   const marker = `conformance-${RUN}`
   await sbx.files.write('/home/user/www/index.html', marker)
   const host = sbx.getHost(8080)
   assert.equal(host, `8080-${sbx.sandboxId}.${process.env.E2B_DOMAIN}`)
-  const before = await ingressGet(API_URL, { Host: host })
+  const before = await portGet(sbx, 8080)
   assert.equal(before.status, 502, `before the server listens: ${before.status} ${before.body}`)
   const j = JSON.parse(before.body)
   assert.equal(j.sandboxId, sbx.sandboxId)
@@ -383,14 +505,16 @@ check('getHost with an HTTP server in the sandbox', async () => {
     background: true,
     cwd: '/home/user/www',
   })
-  const byHost = await until('the server answering through Host routing', async () => {
-    const r = await ingressGet(API_URL, { Host: host })
+  const byHost = await until('the server answering through getHost', async () => {
+    const r = await portGet(sbx, 8080)
     return r.status === 200 ? r : undefined
   }, 20_000, 200)
   assert.equal(byHost.body, marker)
-  const byHeaders = await ingressGet(SANDBOX_URL, { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8080' })
-  assert.equal(byHeaders.status, 200, `header routing: ${byHeaders.status} ${byHeaders.body}`)
-  assert.equal(byHeaders.body, marker)
+  if (SANDBOX_URL) {
+    const byHeaders = await httpGet(SANDBOX_URL, { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8080' })
+    assert.equal(byHeaders.status, 200, `header routing: ${byHeaders.status} ${byHeaders.body}`)
+    assert.equal(byHeaders.body, marker)
+  } else note('no E2B_SANDBOX_URL in this mode: header routing not checked')
   await server.kill()
 })
 
@@ -491,11 +615,11 @@ check('kill twice', async () => {
 const only = process.argv.slice(2)
 let passed = 0
 let failed = 0
-const sdkVersion = JSON.parse(readFileSync(new URL('./node_modules/e2b/package.json', import.meta.url), 'utf8')).version
-console.log(`# e2b ${sdkVersion} against ${API_URL.origin} (run ${RUN})`)
+console.log(`# e2b ${SDK_VERSION} (${SDK_DIR}) against ${API_URL.origin}, ${MODE} mode (run ${RUN})`)
 for (const { name, fn } of checks) {
   if (only.length && !only.some((o) => name.includes(o))) continue
   const from = exchanges.length
+  currentCheck = name
   let timer
   try {
     await Promise.race([
