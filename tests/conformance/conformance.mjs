@@ -611,6 +611,316 @@ check('kill twice', async () => {
   await assert.rejects(Sandbox.getInfo(sbx.sandboxId), (e) => e.name === 'SandboxNotFoundError')
 })
 
+// ---- issue 10: v2 lifecycle, limits, fork, lifecycle fidelity, base template ------------------
+// Sources: ../shared/reference/e2b-v2-and-peers.md §1 (v2 routes and defaults) and
+// e2b-control-plane.md §3 (schemas, per-endpoint behaviour); the pinned SDK's dist/index.mjs
+// (what each call sends). Each check runs with both pins: where a pin sends a value itself that
+// the check is about (2.50 sends timeout 300 on create and connect), the check also asks the
+// route without it through api(), so it never passes on the SDK's default alone.
+
+check('v2 create without timeout: server default 300 s, envdAccessToken', async () => {
+  const raw = await apiCreate('v2-create-raw')
+  assert.equal(raw.status, 201, `POST /v2/sandboxes {templateID}: ${raw.status} ${raw.text}`)
+  assert.match(raw.json.sandboxID ?? '', /\S/)
+  assert.equal(typeof raw.json.envdAccessToken, 'string', `envdAccessToken: ${raw.text}`)
+  assert.match(raw.json.envdAccessToken, /\S/)
+  assert.match(raw.json.envdVersion ?? '', /^\d+\.\d+\.\d+/)
+  near(ttlSeconds(await Sandbox.getInfo(raw.json.sandboxID)), 300, 2, 'TTL of a v2 create without timeout')
+
+  const from = exchanges.length
+  const sbx = await Sandbox.create(TEMPLATE, { metadata: { conformance: RUN, check: 'v2-create-sdk' } })
+  liveSandboxes.add(sbx.sandboxId)
+  const sent = sentBy(from, 'POST', '/sandboxes')
+  if (sdkAtLeast('2.51.0')) {
+    assert.equal(sent.path, '/v2/sandboxes')
+    assert.ok(!('timeout' in sent.body) && !('secure' in sent.body), `the SDK sent ${JSON.stringify(sent.body)}`)
+  } else note(`e2b ${SDK_VERSION} posts ${sent.path} with timeout ${sent.body.timeout} itself; the default was checked on the raw v2 route`)
+  near(ttlSeconds(await sbx.getInfo()), 300, 2, 'TTL of Sandbox.create without timeoutMs')
+  assert.equal((await sbx.commands.run('echo secured')).stdout, 'secured\n')
+})
+
+check('v2 connect: 200 running (TTL only extended), 201 resumed, timeout 0 → 400', async () => {
+  const sbx = await create('v2-connect', { timeoutMs: 600_000 })
+  const id = sbx.sandboxId
+  const end0 = (await sbx.getInfo()).endAt
+  const route = `/v2/sandboxes/${id}/connect`
+  let r = await api('POST', route, { timeout: 60 })
+  assert.equal(r.status, 200, `connect {timeout: 60} on a running sandbox: ${r.status} ${r.text}`)
+  assert.equal(r.json.sandboxID, id)
+  assert.match(r.json.envdAccessToken ?? '', /\S/, `envdAccessToken: ${r.text}`)
+  near(((await sbx.getInfo()).endAt - end0) / 1000, 0, 1.5, 'endAt moved by connect {timeout: 60} (must not shorten)')
+  r = await api('POST', route)
+  assert.equal(r.status, 200, `connect without a body: ${r.status} ${r.text}`)
+  near(((await sbx.getInfo()).endAt - end0) / 1000, 0, 1.5, 'endAt moved by connect without a body (default 300 < 600 left)')
+  r = await api('POST', route, { timeout: 900 })
+  assert.equal(r.status, 200)
+  near(((await sbx.getInfo()).endAt - Date.now()) / 1000, 900, 3, 'seconds left after connect {timeout: 900}')
+  const end1 = (await sbx.getInfo()).endAt
+  r = await api('POST', route, { timeout: 0 })
+  assert.equal(r.status, 400, `connect {timeout: 0}: ${r.status} ${r.text}`)
+  r = await api('POST', route, { timeout: 86_401 })
+  assert.equal(r.status, 400, `connect {timeout: 86401}: ${r.status} ${r.text}`)
+  // the SDK's connect on a running sandbox (2.51 sends {}, 2.50 sends timeout 300): not shortened
+  const again = await Sandbox.connect(id)
+  assert.equal(again.sandboxId, id)
+  near(((await sbx.getInfo()).endAt - end1) / 1000, 0, 1.5, 'endAt moved by Sandbox.connect() (must not shorten)')
+  assert.equal(await sbx.pause(), true)
+  r = await api('POST', route, {})
+  assert.equal(r.status, 201, `connect {} on a paused sandbox: ${r.status} ${r.text}`)
+  assert.equal(r.json.sandboxID, id)
+  const info = await sbx.getInfo()
+  assert.equal(info.state, 'running')
+  near((info.endAt - Date.now()) / 1000, 300, 3, 'seconds left after resuming with connect {}')
+  r = await api('POST', `/v2/sandboxes/inotthere0000000000000/connect`, {})
+  assert.equal(r.status, 404, `connect on an unknown id: ${r.status} ${r.text}`)
+})
+
+check('create timeout above 24 h → 400 "Timeout cannot be greater than 24 hours"', async () => {
+  await assert.rejects(
+    Sandbox.create(TEMPLATE, { timeoutMs: 86_401_000, metadata: { conformance: RUN, check: 'timeout-24h' } }),
+    (e) => /^400\b/.test(e.message) && /Timeout cannot be greater than 24 hours/.test(e.message)
+  )
+  let r = await apiCreate('timeout-24h', { timeout: 86_401 })
+  assert.equal(r.status, 400, `v2 create timeout 86401: ${r.status} ${r.text}`)
+  assert.match(r.json?.message ?? '', /Timeout cannot be greater than 24 hours/)
+  r = await apiCreate('timeout-0', { timeout: 0 })
+  assert.equal(r.status, 400, `v2 create timeout 0 (min 1): ${r.status} ${r.text}`)
+  r = await apiCreate('timeout-24h-ok', { timeout: 86_400 })
+  assert.equal(r.status, 201, `v2 create timeout 86400 (the maximum): ${r.status} ${r.text}`)
+  near(ttlSeconds(await Sandbox.getInfo(r.json.sandboxID)), 86_400, 2, 'TTL of a 24 h sandbox')
+})
+
+check('fork: per-fork results, files copied, independent; fork of a killed sandbox fails', async () => {
+  const src = await create('fork-src')
+  await src.files.write('/home/user/fork.txt', 'before fork')
+  const srcEnd = (await src.getInfo()).endAt
+  const forks = await Sandbox.fork(src.sandboxId, { count: 2, timeoutMs: 120_000 })
+  for (const f of forks) if (f instanceof Sandbox) liveSandboxes.add(f.sandboxId)
+  assert.equal(forks.length, 2)
+  for (const f of forks) if (!(f instanceof Sandbox)) throw f
+  const ids = forks.map((f) => f.sandboxId)
+  assert.equal(new Set([...ids, src.sandboxId]).size, 3, `ids ${ids} ${src.sandboxId}`)
+  for (const f of forks) {
+    assert.equal(await f.isRunning(), true)
+    assert.equal(await f.files.read('/home/user/fork.txt'), 'before fork')
+    near(ttlSeconds(await f.getInfo()), 120, 2, `TTL of fork ${f.sandboxId}`)
+  }
+  await forks[0].files.write('/home/user/fork.txt', 'changed in fork 0')
+  assert.equal(await forks[1].files.read('/home/user/fork.txt'), 'before fork')
+  assert.equal(await src.files.read('/home/user/fork.txt'), 'before fork')
+  const after = await src.getInfo()
+  assert.equal(after.state, 'running')
+  near((after.endAt - srcEnd) / 1000, 0, 1.5, 'the source endAt moved by the fork')
+  // the instance method, default count; the raw answer's shape
+  const one = await src.fork()
+  for (const f of one) if (f instanceof Sandbox) liveSandboxes.add(f.sandboxId)
+  assert.equal(one.length, 1)
+  assert.ok(one[0] instanceof Sandbox, `src.fork(): ${one[0]}`)
+  let r = await api('POST', `/sandboxes/${src.sandboxId}/fork`, { count: 1, timeout: 60 })
+  for (const x of r.json ?? []) if (x?.sandbox?.sandboxID) liveSandboxes.add(x.sandbox.sandboxID)
+  assert.equal(r.status, 201, `POST fork: ${r.status} ${r.text}`)
+  assert.ok(Array.isArray(r.json) && r.json.length === 1, r.text)
+  assert.match(r.json[0].sandbox?.sandboxID ?? '', /\S/, r.text)
+  assert.match(r.json[0].sandbox?.envdAccessToken ?? '', /\S/, r.text)
+  assert.equal(r.json[0].error, undefined)
+  r = await api('POST', `/sandboxes/${src.sandboxId}/fork`, { count: 0 })
+  assert.equal(r.status, 400, `fork count 0: ${r.status} ${r.text}`)
+  const dead = await create('fork-killed')
+  assert.equal(await dead.kill(), true)
+  liveSandboxes.delete(dead.sandboxId)
+  await assert.rejects(dead.fork(), (e) => e instanceof SandboxNotFoundError)
+})
+
+check('getInfo lifecycle {autoResume, onTimeout}; invalid lifecycle bodies → 400', async () => {
+  const plain = await create('lifecycle-kill')
+  assert.deepEqual((await plain.getInfo()).lifecycle, { autoResume: false, onTimeout: 'kill' }, 'no lifecycle option')
+  const pausing = await create('lifecycle-pause', { lifecycle: { onTimeout: 'pause' } })
+  assert.deepEqual((await pausing.getInfo()).lifecycle, { autoResume: false, onTimeout: 'pause' }, "lifecycle {onTimeout: 'pause'}")
+  const resuming = await create('lifecycle-resume', { lifecycle: { onTimeout: 'pause', autoResume: true } })
+  assert.deepEqual((await resuming.getInfo()).lifecycle, { autoResume: true, onTimeout: 'pause' }, "lifecycle {onTimeout: 'pause', autoResume: true}")
+  // what the SDK refuses client-side, the server must refuse too (reference control-plane §3.2)
+  let r = await apiCreate('lifecycle-bad', { autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } })
+  assert.equal(r.status, 400, `autoPauseMemory false with autoResume: ${r.status} ${r.text}`)
+  r = await apiCreate('lifecycle-bad', { autoPauseMemory: false })
+  assert.equal(r.status, 400, `autoPauseMemory without autoPause: ${r.status} ${r.text}`)
+})
+
+check('autoResume: traffic to a port or to envd resumes a paused sandbox', async () => {
+  const sbx = await create('autoresume', { lifecycle: { onTimeout: 'pause', autoResume: true } })
+  await startHostEcho(sbx, 8080)
+  assert.equal((await portGet(sbx, 8080)).status, 200)
+  assert.equal(await sbx.pause(), true)
+  assert.equal((await sbx.getInfo()).state, 'paused')
+  const r = await portGet(sbx, 8080)
+  assert.equal(r.status, 200, `a request to port 8080 of the paused sandbox: ${r.status} ${r.body}`)
+  assert.equal((await sbx.getInfo()).state, 'running')
+  assert.equal(await sbx.pause(), true)
+  assert.equal((await sbx.commands.run('echo via envd')).stdout, 'via envd\n')
+  assert.equal((await sbx.getInfo()).state, 'running')
+  // without autoResume, traffic does not resume it
+  const off = await create('autoresume-off', { lifecycle: { onTimeout: 'pause' } })
+  await startHostEcho(off, 8080)
+  assert.equal(await off.pause(), true)
+  const no = await portGet(off, 8080)
+  assert.notEqual(no.status, 200, 'a paused sandbox without autoResume answered')
+  assert.equal((await off.getInfo()).state, 'paused')
+})
+
+check('filesystem-only pause resumes as a fresh boot (processes gone, files kept, new boot_id)', async () => {
+  const sbx = await create('fs-pause')
+  await sbx.files.write('/home/user/kept.txt', 'kept')
+  const boot0 = await bootId(sbx)
+  const sleeper = await sbx.commands.run('sleep 600', { background: true })
+  // control: a memory pause keeps the boot and the processes
+  assert.equal(await sbx.pause(), true)
+  const mem = await Sandbox.connect(sbx.sandboxId)
+  assert.equal(await bootId(mem), boot0, 'boot_id changed across a memory pause')
+  assert.ok((await mem.commands.list()).some((p) => p.pid === sleeper.pid), 'the sleeper did not survive a memory pause')
+  // filesystem only
+  const from = exchanges.length
+  assert.equal(await mem.pause({ keepMemory: false }), true)
+  assert.deepEqual(sentBy(from, 'POST', '/pause').body, { memory: false })
+  assert.equal((await mem.getInfo()).state, 'paused')
+  const cold = await Sandbox.connect(sbx.sandboxId)
+  assert.equal((await cold.getInfo()).state, 'running')
+  assert.equal(await cold.files.read('/home/user/kept.txt'), 'kept')
+  const boot1 = await bootId(cold)
+  assert.notEqual(boot1, boot0, 'boot_id unchanged after a filesystem-only pause')
+  assert.ok(!(await cold.commands.list()).some((p) => p.pid === sleeper.pid), 'a process survived a filesystem-only pause')
+  assert.equal((await cold.commands.run('pgrep -x sleep || true')).stdout, '')
+  // connect onResume 'reboot' (memory: false) on a memory pause also cold-boots
+  await cold.commands.run('sleep 600', { background: true })
+  assert.equal(await cold.pause(), true)
+  const from2 = exchanges.length
+  const rebooted = await Sandbox.connect(sbx.sandboxId, { onResume: 'reboot' })
+  assert.equal(sentBy(from2, 'POST', '/connect').body.memory, false)
+  assert.notEqual(await bootId(rebooted), boot1, "boot_id unchanged after connect onResume 'reboot'")
+  assert.equal((await rebooted.commands.run('pgrep -x sleep || true')).stdout, '')
+  assert.equal(await rebooted.files.read('/home/user/kept.txt'), 'kept')
+})
+
+check("onTimeout {action: 'pause', keepMemory: false}: auto-pause, then a fresh boot", async () => {
+  const sbx = await create('fs-autopause', { timeoutMs: 8_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } })
+  const boot0 = await bootId(sbx)
+  await sbx.files.write('/home/user/kept.txt', 'kept')
+  await sbx.commands.run('sleep 600', { background: true })
+  assert.deepEqual((await sbx.getInfo()).lifecycle, { autoResume: false, onTimeout: 'pause' })
+  await until('the sandbox auto-paused at its timeout', async () => (await Sandbox.getInfo(sbx.sandboxId)).state === 'paused', 30_000, 500)
+  const cold = await Sandbox.connect(sbx.sandboxId)
+  assert.equal(await cold.files.read('/home/user/kept.txt'), 'kept')
+  assert.notEqual(await bootId(cold), boot0, 'boot_id unchanged after a filesystem-only auto-pause')
+  assert.equal((await cold.commands.run('pgrep -x sleep || true')).stdout, '')
+})
+
+// The limits as seen from inside: the cgroup the sandbox's processes are in (v1 memory/cpu
+// controllers, or v2 memory.max/cpu.max), looked up through /proc/self/cgroup, or at the root of
+// /sys/fs/cgroup when the sandbox has its own cgroup namespace.
+const LIMITS_SH = `
+mem= cpu=
+for d in "/sys/fs/cgroup/memory$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)" /sys/fs/cgroup/memory; do
+  [ -r "$d/memory.limit_in_bytes" ] && { mem=$(cat "$d/memory.limit_in_bytes"); break; }
+done
+v2=$(awk -F: '$1 == "0" {print $3}' /proc/self/cgroup)
+for d in "/sys/fs/cgroup$v2" /sys/fs/cgroup; do
+  [ -z "$mem" ] && [ -r "$d/memory.max" ] && mem=$(cat "$d/memory.max")
+  [ -r "$d/cpu.max" ] && { cpu=$(cat "$d/cpu.max"); break; }
+done
+for d in "/sys/fs/cgroup/cpu$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' /proc/self/cgroup)" /sys/fs/cgroup/cpu /sys/fs/cgroup/cpu,cpuacct; do
+  [ -z "$cpu" ] && [ -r "$d/cpu.cfs_quota_us" ] && { cpu="$(cat "$d/cpu.cfs_quota_us") $(cat "$d/cpu.cfs_period_us")"; break; }
+done
+echo "mem=$mem"; echo "cpu=$cpu"; echo "nproc=$(nproc)"
+`
+
+check('cpuCount/memoryMB of getInfo and metrics match the cgroup limits inside the sandbox', async () => {
+  const sbx = await create('limits')
+  const info = await sbx.getInfo()
+  assert.ok(Number.isInteger(info.cpuCount) && info.cpuCount >= 1, `cpuCount ${info.cpuCount}`)
+  assert.ok(Number.isInteger(info.memoryMB) && info.memoryMB >= 128, `memoryMB ${info.memoryMB}`)
+  assert.ok(Math.abs(info.memoryMB * MiB - os.totalmem()) > 64 * MiB, `memoryMB ${info.memoryMB} is the host's memory (${Math.round(os.totalmem() / MiB)} MiB), not a limit`)
+  const out = (await sbx.commands.run(LIMITS_SH)).stdout
+  const v = Object.fromEntries(out.trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2)))
+  assert.match(v.mem ?? '', /^\d+$/, `no memory limit visible inside the sandbox: ${JSON.stringify(v)}`)
+  assert.equal(Number(v.mem), info.memoryMB * MiB, `cgroup memory limit ${v.mem} vs memoryMB ${info.memoryMB}`)
+  const [quota, period] = (v.cpu ?? '').split(' ')
+  if (/^\d+$/.test(quota) && Number(quota) > 0) {
+    assert.equal(Number(quota) / Number(period), info.cpuCount, `cgroup cpu quota ${v.cpu} vs cpuCount ${info.cpuCount}`)
+  } else {
+    assert.equal(Number(v.nproc), info.cpuCount, `no cpu quota inside (${v.cpu}); nproc ${v.nproc} vs cpuCount ${info.cpuCount}`)
+    note(`no CPU quota in the sandbox's cgroup (${v.cpu || 'none'}); cpuCount checked against nproc`)
+  }
+  const m = await until('a metrics sample', async () => (await sbx.getMetrics()).at(-1), 15_000, 500)
+  assert.equal(m.cpuCount, info.cpuCount)
+  assert.equal(m.memTotal, info.memoryMB * MiB)
+})
+
+check('network maskRequestHost seen by a server in the sandbox', async () => {
+  const mask = 'masked.example:${PORT}'
+  const sbx = await create('mask', { network: { maskRequestHost: mask } })
+  await startHostEcho(sbx, 8080)
+  const r = await portGet(sbx, 8080)
+  assert.equal(r.status, 200, `${r.status} ${r.body}`)
+  assert.equal(r.body, 'masked.example:8080', 'the Host header the server in the sandbox received')
+  assert.equal((await sbx.getInfo()).network?.maskRequestHost, mask, 'getInfo network.maskRequestHost')
+})
+
+check('list startedAfter', async () => {
+  const a = await create('started-after', { metadata: { step: 'a' } })
+  const aStarted = (await a.getInfo()).startedAt
+  await sleep(1_100)
+  const cut = new Date()
+  await sleep(1_100)
+  const b = await create('started-after', { metadata: { step: 'b' } })
+  const listed = async (startedAfter) => {
+    const out = []
+    const pager = Sandbox.list({ query: { metadata: { conformance: RUN, check: 'started-after' }, startedAfter } })
+    while (pager.hasNext) out.push(...(await pager.nextItems()))
+    return out.map((s) => s.sandboxId).sort()
+  }
+  assert.deepEqual(await listed(new Date(aStarted.getTime() - 60_000)), [a.sandboxId, b.sandboxId].sort())
+  assert.deepEqual(await listed(cut), [b.sandboxId])
+  assert.deepEqual(await listed(new Date(Date.now() + 3_600_000)), [])
+  const r = await api('GET', '/v2/sandboxes?startedAfter=yesterday')
+  assert.equal(r.status, 400, `startedAfter=yesterday: ${r.status} ${r.text}`)
+})
+
+check('metrics start/end', async () => {
+  const sbx = await create('metrics')
+  const started = (await sbx.getInfo()).startedAt
+  const all = await until('a metrics sample', async () => {
+    const m = await sbx.getMetrics()
+    return m.length ? m : undefined
+  }, 15_000, 500)
+  const s = (d) => Math.floor(d.getTime() / 1000)
+  assert.deepEqual(await sbx.getMetrics({ start: new Date(Date.now() + 3_600_000) }), [], 'start an hour ahead')
+  assert.deepEqual(await sbx.getMetrics({ end: new Date(started.getTime() - 3_600_000) }), [], 'end an hour before the start')
+  const start = new Date(started.getTime() - 1000)
+  const end = new Date(Date.now() + 1000)
+  const win = await sbx.getMetrics({ start, end })
+  assert.ok(win.length >= 1, `no sample in [${start.toISOString()}, ${end.toISOString()}] (unfiltered: ${all.length})`)
+  for (const m of win)
+    assert.ok(s(m.timestamp) >= s(start) && s(m.timestamp) <= s(end) + 1, `sample at ${m.timestamp.toISOString()} outside the window`)
+})
+
+check('files write /0/file as user: parents created and handed to the user', async () => {
+  const sbx = await create('upload-parents')
+  const w = await sbx.files.write('/0/file', 'zero')
+  assert.equal(w.path, '/0/file')
+  assert.equal(await sbx.files.read('/0/file'), 'zero')
+  await sbx.files.write('/1/2/3/file', 'deep')
+  const st = await sbx.commands.run('stat -c "%n %U:%G" /0 /0/file /1 /1/2 /1/2/3 /1/2/3/file')
+  assert.equal(st.stdout, ['/0', '/0/file', '/1', '/1/2', '/1/2/3', '/1/2/3/file'].map((p) => `${p} user:user\n`).join(''))
+})
+
+check('base template: sudo -n (passwordless for user), python, git, curl', async () => {
+  const sbx = await create('base-tools')
+  assert.equal((await sbx.commands.run('sudo -n id -u')).stdout, '0\n')
+  assert.equal((await sbx.commands.run('sudo -n true && echo ok')).stdout, 'ok\n')
+  assert.match((await sbx.commands.run('python --version 2>&1')).stdout, /^Python 3\./)
+  assert.equal((await sbx.commands.run("python -c 'print(6*7)'")).stdout, '42\n')
+  assert.match((await sbx.commands.run('git --version')).stdout, /^git version \d/)
+  assert.match((await sbx.commands.run('curl --version')).stdout, /^curl \d/)
+})
+
 // ---- runner ------------------------------------------------------------------------------------
 const only = process.argv.slice(2)
 let passed = 0
