@@ -639,6 +639,17 @@ check('v2 create without timeout: server default 300 s, envdAccessToken', async 
   assert.equal((await sbx.commands.run('echo secured')).stdout, 'secured\n')
 })
 
+// The SDK's isRunning() is envd GET /health, with 502 meaning "not running" and any other error
+// thrown (reference control-plane §6): a paused sandbox without autoResume must answer 502 there.
+check('isRunning() false on a paused sandbox, true after connect', async () => {
+  const sbx = await create('isrunning')
+  assert.equal(await sbx.isRunning(), true)
+  assert.equal(await sbx.pause(), true)
+  assert.equal(await sbx.isRunning(), false)
+  await sbx.connect()
+  assert.equal(await sbx.isRunning(), true)
+})
+
 check('v2 connect: 200 running (TTL only extended), 201 resumed, timeout 0 → 400', async () => {
   const sbx = await create('v2-connect', { timeoutMs: 600_000 })
   const id = sbx.sandboxId
