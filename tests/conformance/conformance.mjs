@@ -266,6 +266,17 @@ function sentBy(from, method, suffix) {
   return { path: new URL(x.url).pathname, body: x.requestBody ? JSON.parse(x.requestBody) : undefined }
 }
 
+// commands.run, with a failed command's stderr in the error (CommandExitError's message is only
+// "exit status N").
+async function sh(sbx, cmd) {
+  try {
+    return await sbx.commands.run(cmd)
+  } catch (e) {
+    if (e instanceof CommandExitError) throw new Error(`\`${cmd}\` exited ${e.exitCode}: ${e.stderr.trim() || e.stdout.trim()}`)
+    throw e
+  }
+}
+
 async function bootId(sbx) {
   const r = await sbx.commands.run('cat /proc/sys/kernel/random/boot_id')
   assert.match(r.stdout, /^[0-9a-f-]{36}\n$/, `boot_id ${JSON.stringify(r.stdout)}`)
@@ -848,7 +859,7 @@ check('cpuCount/memoryMB of getInfo and metrics match the cgroup limits inside t
   assert.ok(Number.isInteger(info.cpuCount) && info.cpuCount >= 1, `cpuCount ${info.cpuCount}`)
   assert.ok(Number.isInteger(info.memoryMB) && info.memoryMB >= 128, `memoryMB ${info.memoryMB}`)
   assert.ok(Math.abs(info.memoryMB * MiB - os.totalmem()) > 64 * MiB, `memoryMB ${info.memoryMB} is the host's memory (${Math.round(os.totalmem() / MiB)} MiB), not a limit`)
-  const out = (await sbx.commands.run(LIMITS_SH)).stdout
+  const out = (await sh(sbx, LIMITS_SH)).stdout
   const v = Object.fromEntries(out.trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2)))
   assert.match(v.mem ?? '', /^\d+$/, `no memory limit visible inside the sandbox: ${JSON.stringify(v)}`)
   assert.equal(Number(v.mem), info.memoryMB * MiB, `cgroup memory limit ${v.mem} vs memoryMB ${info.memoryMB}`)
@@ -924,12 +935,12 @@ check('files write /0/file as user: parents created and handed to the user', asy
 
 check('base template: sudo -n (passwordless for user), python, git, curl', async () => {
   const sbx = await create('base-tools')
-  assert.equal((await sbx.commands.run('sudo -n id -u')).stdout, '0\n')
-  assert.equal((await sbx.commands.run('sudo -n true && echo ok')).stdout, 'ok\n')
-  assert.match((await sbx.commands.run('python --version 2>&1')).stdout, /^Python 3\./)
-  assert.equal((await sbx.commands.run("python -c 'print(6*7)'")).stdout, '42\n')
-  assert.match((await sbx.commands.run('git --version')).stdout, /^git version \d/)
-  assert.match((await sbx.commands.run('curl --version')).stdout, /^curl \d/)
+  assert.equal((await sh(sbx, 'sudo -n id -u')).stdout, '0\n')
+  assert.equal((await sh(sbx, 'sudo -n true && echo ok')).stdout, 'ok\n')
+  assert.match((await sh(sbx, 'python --version 2>&1')).stdout, /^Python 3\./)
+  assert.equal((await sh(sbx, "python -c 'print(6*7)'")).stdout, '42\n')
+  assert.match((await sh(sbx, 'git --version')).stdout, /^git version \d/)
+  assert.match((await sh(sbx, 'curl --version')).stdout, /^curl \d/)
 })
 
 // ---- runner ------------------------------------------------------------------------------------
