@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-load test-asan fuzz clean
+.PHONY: all deps build run test test-load test-asan fuzz e2b-suite clean
 
 all: build
 
@@ -42,6 +42,13 @@ fuzz:
 	@cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DABX_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j $(JOBS) --target fuzz_all
 	./tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+# E2B's own JS SDK suite (e2b-dev/E2B packages/js-sdk, tests/sandbox and tests/api, unmodified,
+# exported from the mirror, not part of this repository) against one `abxlua serve`, file by file;
+# prints the per-file table. E2B_SUITE_MODE=url for a serve without --tls. Not in `make test`.
+E2B_SUITE_MODE ?= tls
+e2b-suite: build
+	bash tests/e2b_suite/run.sh $(BUILD)/abxlua $(E2B_SUITE_MODE)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz

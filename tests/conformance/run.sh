@@ -1,33 +1,47 @@
 #!/usr/bin/env bash
-# Conformance (issue 4 item 8): the official E2B JS SDK, pinned in package.json/package-lock.json,
-# unmodified, against `abxlua serve`.
-#   bash tests/conformance/run.sh path/to/abxlua [check-name-substring ...]
-# Installs the SDK with `npm ci` (skipped when node_modules matches package-lock.json), starts
-# `abxlua serve --port 0 --ready-fd 3`, points the SDK at it through E2B_API_KEY, E2B_API_URL,
-# E2B_SANDBOX_URL (the same URL: envd is reached by the E2b-Sandbox-Id/E2b-Sandbox-Port headers)
-# and E2B_DOMAIN=localhost, runs conformance.mjs, then stops serve with SIGTERM and checks that it
+# Conformance (issue 4 item 8, issue 10 item 8): the official E2B JS SDK, pinned per version in
+# sdk-<version>/package.json + package-lock.json, unmodified, against `abxlua serve`.
+#   bash tests/conformance/run.sh path/to/abxlua <sdk-version> <mode> [check-name-substring ...]
+#   sdk-version: a directory sdk-<version>/ next to this script (2.50.0, 2.51.0)
+#   mode url: `serve --port 0`; the SDK gets E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL (the same
+#             URL: envd is reached by the E2b-Sandbox-Id/E2b-Sandbox-Port headers) and
+#             E2B_DOMAIN=localhost
+#   mode tls: `serve --tls --port 0`; the SDK's default addressing: ONLY E2B_API_KEY,
+#             E2B_DOMAIN=<domain>:<port> (api.<domain>, 49983-<id>.<domain>, <port>-<id>.<domain>)
+#             and NODE_EXTRA_CA_CERTS=<the CA serve generated> (the ready line's `ca_cert`)
+# Installs the pin with `npm ci` (skipped when its node_modules matches its package-lock.json;
+# serialised with flock, since ctest runs both modes of one pin at once), starts serve with
+# --ready-fd 3, runs conformance.mjs against it, then stops serve with SIGTERM and checks that it
 # exited 0 and that none of its processes (bwrap sandboxes and their descendants) remain.
-# Exit status: conformance.mjs's, or 1 if serve misbehaved, or 77 (skipped) without root, bwrap,
-# node or npm.
+# Exit status: conformance.mjs's, or 1 if serve misbehaved or lacks the mode (a missing server
+# feature fails, it is never skipped), or 77 (skipped) without root, bwrap, node or npm.
 set -u
-ABX=${1:?usage: run.sh path/to/abxlua [check ...]}
-shift
+ABX=${1:?usage: run.sh path/to/abxlua <sdk-version> <url|tls> [check ...]}
+SDK=${2:?usage: run.sh path/to/abxlua <sdk-version> <url|tls> [check ...]}
+MODE=${3:?usage: run.sh path/to/abxlua <sdk-version> <url|tls> [check ...]}
+shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
 ABX=$(cd "$(dirname "$ABX")" && pwd)/$(basename "$ABX")
+PIN="$HERE/sdk-$SDK"
+[ -f "$PIN/package-lock.json" ] || { echo "no pin $PIN/package-lock.json (pins: $(cd "$HERE" && echo sdk-*))"; exit 2; }
+case "$MODE" in url|tls) ;; *) echo "mode must be url or tls, not '$MODE'"; exit 2;; esac
 
 if [ "$(id -u)" != 0 ]; then echo "SKIP: abxlua serve needs root (bubblewrap namespaces)"; exit 77; fi
-for tool in bwrap node npm; do
+for tool in bwrap node npm flock; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
 done
 
 # ---- the pinned SDK ------------------------------------------------------------------------
-stamp="$HERE/node_modules/.conformance-lock.sha256"
-want=$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "# npm ci"
-  (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error) || { echo "npm ci failed"; exit 1; }
-  echo "$want" >"$stamp"
-fi
+(
+  flock 9
+  stamp="$PIN/node_modules/.conformance-lock.sha256"
+  want=$(sha256sum "$PIN/package-lock.json" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "# npm ci in sdk-$SDK"
+    (cd "$PIN" && npm ci --no-audit --no-fund --loglevel=error) || { echo "npm ci failed"; exit 1; }
+    echo "$want" >"$stamp"
+  fi
+) 9>"$PIN/.npm-ci.lock" || exit 1
 
 # ---- the server ----------------------------------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/abxlua-conformance.XXXXXX")
@@ -42,7 +56,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-env -u ABX_LOCAL_API_KEY "$ABX" serve --port 0 --ready-fd 3 3>"$work/ready" >"$work/serve.log" 2>&1 &
+serve_args=(--port 0 --ready-fd 3)
+[ "$MODE" = tls ] && serve_args=(--tls "${serve_args[@]}")
+env -u ABX_LOCAL_API_KEY "$ABX" serve "${serve_args[@]}" 3>"$work/ready" >"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 1 300); do
   grep -q . "$work/ready" 2>/dev/null && [ "$(tail -c1 "$work/ready" | od -An -c | tr -d ' ')" = '\n' ] && break
@@ -51,21 +67,35 @@ for _ in $(seq 1 300); do
 done
 ready=$(head -n1 "$work/ready" 2>/dev/null)
 if [ -z "$ready" ]; then
-  echo "abxlua serve did not write its ready line; its output:"
+  echo "not ok - abxlua serve ${serve_args[*]} did not write its ready line; its output:"
   sed 's/^/  | /' "$work/serve.log"
   exit 1
 fi
 field() { node -e 'const r = JSON.parse(process.argv[1]); process.stdout.write(String(r[process.argv[2]]))' "$ready" "$1"; }
-url=$(field url) && key=$(field api_key) && domain=$(field domain) || { echo "bad ready line: $ready"; exit 1; }
-echo "# abxlua serve pid $serve_pid at $url (domain $domain)"
+url=$(field url) && key=$(field api_key) && domain=$(field domain) && port=$(field port) ||
+  { echo "bad ready line: $ready"; exit 1; }
 state_dir="${TMPDIR:-/tmp}/abxlua-serve.$serve_pid"
 
 # ---- the SDK against it --------------------------------------------------------------------
+sdk_env=(E2B_API_KEY="$key" CONFORMANCE_SDK_DIR="$PIN" CONFORMANCE_MODE="$MODE")
+if [ "$MODE" = url ]; then
+  sdk_env+=(E2B_API_URL="$url" E2B_SANDBOX_URL="$url" E2B_DOMAIN="$domain")
+  echo "# abxlua serve pid $serve_pid at $url (domain $domain); e2b $SDK with E2B_API_URL/E2B_SANDBOX_URL"
+else
+  ca=$(field ca_cert)
+  if [ "$ca" = undefined ] || [ ! -f "$ca" ]; then
+    echo "not ok - serve --tls: its ready line has no CA file in ca_cert: $ready"
+    kill -TERM "$serve_pid"; wait "$serve_pid"; serve_pid=
+    exit 1
+  fi
+  case "$domain" in *:*) ;; *) domain="$domain:$port";; esac
+  sdk_env+=(E2B_DOMAIN="$domain" NODE_EXTRA_CA_CERTS="$ca")
+  echo "# abxlua serve --tls pid $serve_pid at $url; e2b $SDK with only E2B_DOMAIN=$domain and the CA $ca"
+fi
 (
   cd "$HERE" &&
-  env -u E2B_DEBUG -u E2B_ACCESS_TOKEN \
-    E2B_API_KEY="$key" E2B_API_URL="$url" E2B_SANDBOX_URL="$url" E2B_DOMAIN="$domain" \
-    node conformance.mjs "$@"
+  env -u E2B_DEBUG -u E2B_ACCESS_TOKEN -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u NODE_EXTRA_CA_CERTS \
+    "${sdk_env[@]}" node conformance.mjs "$@"
 )
 rc=$?
 

@@ -1,4 +1,13 @@
-# Conformance (issue 4 item 8): the official E2B JS SDK (npm e2b, pinned in package-lock.json)
-# against `abxlua serve`; needs root, bubblewrap, node and npm (exit 77 = skipped).
-add_test(NAME conformance COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conformance/run.sh $<TARGET_FILE:abxlua>)
-set_tests_properties(conformance PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+# Conformance (issue 4 item 8, issue 10 item 8): the official E2B JS SDK (npm e2b, each version
+# pinned with its own package-lock.json in tests/conformance/sdk-<version>/) against
+# `abxlua serve`, in both addressing modes: url (E2B_API_URL + E2B_SANDBOX_URL overrides) and tls
+# (`serve --tls`, the SDK given only the key, E2B_DOMAIN and the CA). Needs root, bubblewrap, node
+# and npm (exit 77 = skipped); a serve without the mode's feature (e.g. no --tls) fails.
+foreach(sdk 2.50.0 2.51.0)
+  foreach(mode url tls)
+    add_test(NAME conformance-e2b-${sdk}-${mode}
+             COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conformance/run.sh $<TARGET_FILE:abxlua> ${sdk} ${mode})
+    set_tests_properties(conformance-e2b-${sdk}-${mode} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+                         LABELS conformance)
+  endforeach()
+endforeach()
