@@ -482,31 +482,12 @@ CHECKS = [t_writable_root, t_pause_keeps_memory, t_list_states, t_connect_ttl, t
 
 
 def main():
-    if os.geteuid() != 0:
-        print("SKIP: abxlua serve needs root (bubblewrap, overlayfs, cgroups)")
+    s = tp.start_for_checks("freezer")
+    if s == 77:
         return 77
-    if not os.path.isdir("/sys/fs/cgroup/freezer"):
-        print("SKIP: no cgroup v1 freezer")
-        return 77
-    s = tp.Server()
-    ctx = {}
-    st, _, j = s.create()
-    if st != 201:
-        s.stop()
-        print("SKIP: the real envd does not start: %r" % (j,))
-        return 77
-    s.request("DELETE", "/sandboxes/" + j["sandboxID"])
-    failed = 0
+    ctx, failed = {}, 0
     try:
-        for fn in CHECKS:
-            name = fn.__name__[2:]
-            t0 = time.time()
-            try:
-                fn(s, ctx)
-                print("PASS %-22s %.2fs" % (name, time.time() - t0))
-            except Exception as e:  # noqa: BLE001 - report every failure and keep going
-                failed += 1
-                print("FAIL %-22s %s: %s" % (name, type(e).__name__, e))
+        failed = tp.run_checks(s, ctx, CHECKS, width=22)
     finally:
         if not ctx.get("stopped"):
             s.stop()

@@ -407,33 +407,12 @@ CHECKS = [t_get_info_lifecycle, t_paused_502_without_auto_resume, t_auto_resume_
 
 
 def main():
-    if os.geteuid() != 0:
-        print("SKIP: abxlua serve needs root (bubblewrap, overlayfs, cgroups)")
+    s = tp.start_for_checks("freezer")
+    if s == 77:
         return 77
-    if not os.path.isdir("/sys/fs/cgroup/freezer"):
-        print("SKIP: no cgroup v1 freezer")
-        return 77
-    s = tp.Server()
-    st, _, j = s.create()
-    if st != 201:
-        s.stop()
-        print("SKIP: the real envd does not start: %r" % (j,))
-        return 77
-    s.request("DELETE", "/sandboxes/" + j["sandboxID"])
     ctx, failed = {}, 0
-    only = os.environ.get("ABX_ONLY")
     try:
-        for fn in CHECKS:
-            name = fn.__name__[2:]
-            if only and name not in only.split(","):
-                continue
-            t0 = time.time()
-            try:
-                fn(s, ctx)
-                print("PASS %-28s %.2fs" % (name, time.time() - t0))
-            except Exception as e:  # noqa: BLE001 - report every failure and keep going
-                failed += 1
-                print("FAIL %-28s %s: %s" % (name, type(e).__name__, e))
+        failed = tp.run_checks(s, ctx, CHECKS, os.environ.get("ABX_ONLY"))
     finally:
         pid = s.proc.pid
         rc, _, err = s.stop()

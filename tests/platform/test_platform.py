@@ -447,6 +447,45 @@ def alive(pid):
         return False
 
 
+def start_for_checks(cgroup):
+    """The Server for a list of t_* checks, or an exit status 77 (skipped) when this is not root,
+    /sys/fs/cgroup/<cgroup> is missing or the real envd does not start (a probe sandbox)."""
+    if os.geteuid() != 0:
+        print("SKIP: abxlua serve needs root (bubblewrap, overlayfs, cgroups)")
+        return 77
+    if not os.path.isdir("/sys/fs/cgroup/" + cgroup):
+        print("SKIP: no cgroup v1 %s hierarchy" % cgroup)
+        return 77
+    s = Server()
+    st, _, j = s.create()
+    if st != 201:
+        s.stop()
+        print("SKIP: the real envd does not start: %r" % (j,))
+        return 77
+    s.request("DELETE", "/sandboxes/" + j["sandboxID"])
+    return s
+
+
+def run_checks(s, ctx, checks, only=None, width=28, outcome=None):
+    """Runs each check fn(s, ctx) in order (only those named in the comma list `only`, by name
+    without the t_ prefix, when given), prints PASS/FAIL with its time and keeps going after a
+    failure. outcome(fn) may name a passing check's status instead of PASS (e.g. XFAIL). Returns
+    the number that failed."""
+    failed = 0
+    for fn in checks:
+        name = fn.__name__[2:]
+        if only and name not in only.split(","):
+            continue
+        t0 = time.time()
+        try:
+            fn(s, ctx)
+            print("%s %-*s %.2fs" % (outcome(fn) if outcome else "PASS", width, name, time.time() - t0))
+        except Exception as e:  # noqa: BLE001 - report every failure and keep going
+            failed += 1
+            print("FAIL %-*s %s: %s" % (width, name, type(e).__name__, e))
+    return failed
+
+
 def t_shutdown(s, ctx):
     pids = sandbox_pids(s.state_dir)
     check(len(pids) >= 2, "no sandbox processes found before shutdown: %r" % pids)
