@@ -126,15 +126,15 @@ enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r);
 /* api_lifecycle.c */
 enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r);
+/* POST /v2/sandboxes/{id}/connect (optional body {timeout?=300, memory?}; 200 running, TTL only
+ * extended; 201 resumed; timeout 0 → 400; e2b-v2-and-peers.md §1.3). */
+enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r);
 
 /* api_metrics.c */
 enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
 
-/* api_v2.c: POST /v2/sandboxes/{id}/connect (optional body {timeout?=300, memory?}; 200 running,
- * TTL only extended; 201 resumed; timeout 0 → 400; e2b-v2-and-peers.md §1.3). */
-enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r);
 
 /* api_snapshots.c */
 enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);

@@ -45,18 +45,26 @@ static int memory_field(struct abx_api_req *r, json_t *req, int *keep, enum MHD_
   return 0;
 }
 
-/* connect (require_paused 0; body {timeout, memory?}) and resume (1; body {timeout=15}). */
-static enum MHD_Result resume(struct abx_api_req *r, int require_paused)
+enum reattach { CONNECT_V1, RESUME_V1, CONNECT_V2 };
+
+/* The three ways back to a sandbox. CONNECT_V1 {timeout (required), memory?}; RESUME_V1
+ * {timeout = 15} (a running sandbox: 409); CONNECT_V2, body optional {timeout? = 300 (≥ 1: 0 is a
+ * 400), memory?} (e2b-v2-and-peers.md §1.3). A running sandbox's TTL is only extended (200); a
+ * paused one is resumed (201): thawed (memory pause, memory true) or cold-booted from its files
+ * (filesystem pause, or memory false) (lifecycle.h). */
+static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
 {
   char id[32], msg[128];
   enum MHD_Result sent = MHD_NO;
-  long long t = 15;
+  long long t = how == CONNECT_V2 ? ABX_V2_TIMEOUT_S : 15;
   int keep = 1;
   if (abx_api_sandbox_id(r, id, &sent) != 0 ||
-      abx_api_timeout_body(r, !require_paused, &t, &sent) != 0)
+      abx_api_timeout_body(r, how == CONNECT_V1, &t, &sent) != 0)
     return sent;
-  if (!require_paused) {
-    json_t *req = abx_api_body(r, 1, &sent); /* parsed once already: well-formed */
+  if (how == CONNECT_V2 && abx_api_check_timeout(t, msg, sizeof msg) != 0)
+    return abx_http_error(r->c, 400, msg);
+  if (how != RESUME_V1) {
+    json_t *req = abx_api_body(r, how == CONNECT_V1, &sent); /* parsed once already: well-formed */
     int bad = !req || memory_field(r, req, &keep, &sent) != 0;
     json_decref(req);
     if (bad)
@@ -66,7 +74,7 @@ static enum MHD_Result resume(struct abx_api_req *r, int require_paused)
   if (!s)
     return abx_api_not_found(r->c, id);
   int resumed = 0;
-  int rc = abx_lifecycle_resume_mem(s, t, require_paused, keep, &resumed);
+  int rc = abx_lifecycle_resume_mem(s, t, how == RESUME_V1, keep, &resumed);
   json_t *out = NULL;
   if (rc == 0) {
     abx_registry_lock();
@@ -74,17 +82,21 @@ static enum MHD_Result resume(struct abx_api_req *r, int require_paused)
     abx_registry_unlock();
   }
   abx_registry_put(s);
-  snprintf(msg, sizeof msg, "Sandbox %s is already running", id);
+  if (how == RESUME_V1)
+    snprintf(msg, sizeof msg, "Sandbox %s is already running", id);
+  else
+    snprintf(msg, sizeof msg, "Sandbox %s is changing state, try again", id);
   return answer(r, id, rc, resumed ? 201 : 200, out, msg);
 }
 
-/* POST /sandboxes/{id}/connect {timeout, memory?}: running → 200, TTL only extended; paused →
- * 201, TTL = now + timeout: thawed (memory pause, memory true) or cold-booted from its files
- * (filesystem pause, or memory false) (lifecycle.h). */
-enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r) { return resume(r, 0); }
+/* POST /sandboxes/{id}/connect {timeout, memory?} (reference/e2b-control-plane.md §3.4). */
+enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r) { return reattach(r, CONNECT_V1); }
 
 /* POST /sandboxes/{id}/resume {timeout=15} (deprecated): paused → 201; running → 409. */
-enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r) { return resume(r, 1); }
+enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r) { return reattach(r, RESUME_V1); }
+
+/* POST /v2/sandboxes/{id}/connect [{timeout?, memory?}] (e2b-v2-and-peers.md §1.3). */
+enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r) { return reattach(r, CONNECT_V2); }
 
 /* POST /sandboxes/{id}/pause [{memory=true}]: 204; 409 when already paused. memory false pauses
  * filesystem only: processes stopped, files kept, the resume is a fresh boot (lifecycle.h;

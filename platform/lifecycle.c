@@ -177,8 +177,3 @@ void abx_lifecycle_shutdown(void)
     s = next;
   }
 }
-
-int abx_lifecycle_connect(struct abx_sandbox *sb, int64_t timeout_s, int keep_memory, int *resumed)
-{
-  return abx_lifecycle_resume_mem(sb, timeout_s, 0, keep_memory, resumed);
-}

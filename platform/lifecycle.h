@@ -62,10 +62,6 @@ int abx_lifecycle_auto_resume(struct abx_sandbox *sb);
 /* The TTL an auto-resume gives `sb`, in seconds (see "Auto-resume" above). */
 int64_t abx_lifecycle_auto_resume_ttl_s(const struct abx_sandbox *sb);
 
-/* v2 connect (e2b-v2-and-peers.md §1.3 {timeout, memory}): abx_lifecycle_resume_mem(sb,
- * timeout_s, 0, keep_memory, resumed); keep_memory 0 resumes from disk as a cold boot. */
-int abx_lifecycle_connect(struct abx_sandbox *sb, int64_t timeout_s, int keep_memory, int *resumed);
-
 /* Unlist and stop the sandbox (thawing it first when paused). 404 when already gone. The
  * caller's ref is left to the caller. */
 int abx_lifecycle_kill(struct abx_sandbox *sb);
