@@ -11,3 +11,5 @@ add_test(NAME platform_crash COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/
 set_tests_properties(platform_crash PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
 add_test(NAME platform_limits COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_limits.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_limits PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+add_test(NAME platform_sudo COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_sudo.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_sudo PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
