@@ -118,6 +118,8 @@ def t_io_and_status(s, ctx):
     code, out, err = run(s, a, "sudo sh -c 'exit 3'")
     check(code == 3, "the Start exit code is the command's: %r" % code)
     check(ok(s, a, "cd /tmp && sudo pwd && sudo sh -c 'umask'") == "/tmp\n0022\n", "cwd and umask kept")
+    out = ok(s, a, "for i in $(seq 20); do sudo id -u & done; wait")
+    check(out == "0\n" * 20, "20 sudo at once, each its own handler: %r" % out)
     check(ok(s, a, "sudo -i pwd; sudo -u user -i pwd") == "/root\n/home/user\n", "-i: the target's home")
     check(ok(s, a, "sudo -s echo '$HOME' \"$USER\"") == "/root user\n", "-s: the command through the shell")
 
