@@ -128,7 +128,7 @@ struct sudo_req {
 };
 
 /* Records → *r. Returns 0, or -1 when malformed (no final NUL, an unknown tag or flag, a 's'
- * record without '='): fail closed, the broker refuses the request. */
+ * record without '=', no command and none of -i, -s, -l, -v): fail closed, the broker refuses. */
 int sudo_req_parse(char *b, size_t len, struct sudo_req *r);
 
 /* Whether flag letter f was given. */

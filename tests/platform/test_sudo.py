@@ -200,6 +200,38 @@ def t_policy(s, ctx):
     ok(s, a, "rm /etc/sudoers.d/bob", user="root")
 
 
+RAW = r"""
+import socket, struct, sys
+def req(payload, fds=(0, 1, 2), magic=0x41425853):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("/run/abx/sudo.sock")
+    hdr = struct.pack("=III", magic, 1, len(payload))
+    if fds:
+        socket.send_fds(s, [hdr], list(fds))
+    else:
+        s.sendall(hdr)
+    s.sendall(payload)
+    st = s.recv(4, socket.MSG_WAITALL)
+    return struct.unpack("=I", st)[0] if len(st) == 4 else None
+sys.stdout.flush()
+for name, p, kw in (("nofds", b"fa/usr/bin/id\0", {"fds": ()}), ("magic", b"fa/usr/bin/id\0", {"magic": 1}),
+                    ("tag", b"f\0zx\0a/usr/bin/id\0", {}), ("nocmd", b"f\0c/\0", {}),
+                    ("flag", b"fX\0a/usr/bin/id\0", {}), ("ok", b"f\0a/usr/bin/id\0a-u\0", {})):
+    st = req(p, **kw)
+    sys.stdout.flush()
+    print(name, st, flush=True)
+"""
+
+
+def t_raw_requests(s, ctx):
+    """The broker's own checks, with hand-made requests (no client): fail closed, never crash."""
+    a = ctx["a"]
+    code, out, err = run(s, a, "python3 - <<'PY'\n%sPY" % RAW)
+    check(code == 0 and out == "nofds 1\nmagic 1\ntag 1\nnocmd 1\nflag 1\n0\nok 0\n" and
+          err.count("sudo: malformed request") == 3, "raw requests: %r %r %r" % (code, out, err))
+    check(ok(s, a, "sudo id -u") == "0\n", "the broker still serves")
+
+
 def t_capabilities(s, ctx):
     a = ctx["a"]
     want = ok(s, a, "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status", user="root")
@@ -225,8 +257,8 @@ def t_snapshot(s, ctx):
     s.request("DELETE", "/sandboxes/" + b["sandboxID"])
 
 
-CHECKS = [t_runs_as_root, t_env_reset, t_io_and_status, t_signals, t_modes, t_policy, t_capabilities,
-          t_snapshot]
+CHECKS = [t_runs_as_root, t_env_reset, t_io_and_status, t_signals, t_modes, t_policy, t_raw_requests,
+          t_capabilities, t_snapshot]
 
 
 def main():
