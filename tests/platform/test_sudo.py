@@ -214,7 +214,7 @@ def req(payload, fds=(0, 1, 2), magic=0x41425853):
     st = s.recv(4, socket.MSG_WAITALL)
     return struct.unpack("=I", st)[0] if len(st) == 4 else None
 sys.stdout.flush()
-for name, p, kw in (("nofds", b"fa/usr/bin/id\0", {"fds": ()}), ("magic", b"fa/usr/bin/id\0", {"magic": 1}),
+for name, p, kw in (("nofds", b"f\0a/usr/bin/id\0", {"fds": ()}), ("magic", b"f\0a/usr/bin/id\0", {"magic": 1}),
                     ("tag", b"f\0zx\0a/usr/bin/id\0", {}), ("nocmd", b"f\0c/\0", {}),
                     ("flag", b"fX\0a/usr/bin/id\0", {}), ("ok", b"f\0a/usr/bin/id\0a-u\0", {})):
     st = req(p, **kw)
