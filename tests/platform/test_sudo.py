@@ -174,6 +174,12 @@ def t_policy(s, ctx):
     code, out, err = run(s, a, "echo hi | setpriv --reuid=1001 --regid=1001 --clear-groups sudo cat", user="root")
     check(code == 1 and "bob is not in the sudoers file" in err and out == "",
           "the uid comes from the kernel, not the client: %r %r %r" % (code, out, err))
+    code, out, err = run(s, a, "unshare -Ur sh -c 'id -u; sudo -n id -u'", user="bob")
+    if out.startswith("0\n"):  # root of a user namespace of its own is still bob to the broker
+        check(code == 1 and out == "0\n" and "bob is not in the sudoers file" in err,
+              "bob as root of a new user namespace: %r %r %r" % (code, out, err))
+    else:
+        print("  (no unprivileged user namespaces here: %r)" % err.strip())
     rules = [("bob ALL=(ALL:ALL) ALL", 1, "sudo: a password is required\n"),
              ("bob ALL=(ALL) NOPASSWD: /usr/bin/id", 1, "a form this sandbox's sudo does not apply"),
              ("BOBS ALL=(ALL) NOPASSWD: ALL", 1, "a form this sandbox's sudo does not apply"),
