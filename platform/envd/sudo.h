@@ -15,7 +15,7 @@
  * Wire:    client → broker, once: struct sudo_hdr with SCM_RIGHTS of the client's fds 0, 1, 2,
  *          then `len` bytes: NUL-terminated records, each a tag byte then its value:
  *            'f' flags (letters: E preserve env, H set HOME, i login shell, s shell, l list,
- *                v validate, n non-interactive)   'u' run-as user (name or #uid)
+ *                v validate, n non-interactive, F the client is its terminal's foreground job)   'u' run-as user (name or #uid)
  *            'g' run-as group (name or #gid)      'c' the client's cwd   'm' its umask (octal)
  *            'p' a variable name to preserve (--preserve-env=LIST)
  *            'e' one K=V of the client's environment   's' one VAR=value of the command line
@@ -25,7 +25,8 @@
  *          (0..255), or SUDO_SIGNALED | signal number when the command was killed by a signal.
  *          Refusals and errors are written by the broker to the client's stderr, status 1.
  *          The client's going away before the status (it was SIGKILLed) SIGKILLs the command's
- *          process group, so a command never outlives a killed sudo.
+ *          process group, so a command never outlives a killed sudo. On a terminal the command
+ *          gets a pty of its own (sudo_pty.c, sudo's use_pty).
  * Limits:  SUDO_MAX_REQ (4 MiB) of records; the header must arrive within 10 s of connecting.
  * Source:  sudo(8) and sudoers(5) of sudo 1.9.13 (Debian 12): options, env_reset, secure_path,
  *          the default env_keep / env_check / env_delete lists (`sudo -V` as root), messages.
@@ -35,7 +36,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <poll.h>
 #include <sys/types.h>
+#include <termios.h>
 
 struct passwd;
 
@@ -121,7 +124,7 @@ char **sudo_build_env(const struct sudo_env_in *in);
 
 /* A parsed request (records of the wire above); strings point into the request buffer. */
 struct sudo_req {
-  const char *flags, *user, *group, *cwd; /* flags: letters of "EHilsvn"; user/group NULL: none */
+  const char *flags, *user, *group, *cwd; /* flags: letters of "EHilsvnF"; user/group NULL: none */
   mode_t umask;
   char **keep, **env, **sets, **args; /* NULL-terminated, n* entries each */
   size_t nkeep, nenv, nsets, nargs;
@@ -157,6 +160,39 @@ char *sudo_find_cmd(const char *cmd, const char *cwd, const char *path);
 
 /* Write "fmt\n" to fd (the client's stderr), best effort. */
 void sudo_say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- sudo_pty.c (use_pty: the command's own terminal) ---------------------------------------- */
+
+/* A pseudo-terminal between the command and the caller's terminal. master < 0: none. */
+struct sudo_pty {
+  int master, slave;
+  int tty;       /* the caller's terminal (a dup of its stdout, else the first fd that is one) */
+  int in;        /* the caller's stdin when it is a terminal and the caller is in the foreground */
+  int raw, eof;  /* in was put in raw mode (saved restores it); the master reported EIO */
+  int is_tty[3]; /* which of the caller's fds 0-2 are terminals (the command gets the slave) */
+  struct termios saved;
+  char pend[4096]; /* input read from in and not yet written to the master */
+  size_t npend, pos;
+};
+
+/* When one of fds 0-2 is a terminal: open a pty (slave owned by `owner`, the caller's modes and
+ * window size), and with `foreground` (the caller is its terminal's foreground job: the client
+ * says so with flag F) put the caller's terminal in raw mode, so keys reach the command's line
+ * discipline (Ctrl-C there). Returns 1 with a pty, 0 when no fd is a terminal, -1 on failure. */
+int sudo_pty_open(struct sudo_pty *p, const int fds[3], int foreground, uid_t owner);
+
+/* In the command's child: a session of its own with the slave as controlling terminal, and the
+ * slave in place of each of fds 0-2 that is the caller's terminal. No-op without a pty. */
+void sudo_pty_child(const struct sudo_pty *p, int fds[3]);
+
+/* The handler's poll set for the relay (at most 2 entries into pf); then hand the results to
+ * sudo_pty_events. SIGWINCH from the client: sudo_pty_winch copies the caller's window size. */
+int sudo_pty_pollfds(struct sudo_pty *p, struct pollfd *pf);
+void sudo_pty_events(struct sudo_pty *p, const struct pollfd *pf, int n);
+void sudo_pty_winch(struct sudo_pty *p);
+
+/* Relay what is left of the command's output, restore the caller's terminal mode, close. */
+void sudo_pty_close(struct sudo_pty *p);
 
 /* ---- sudo_client.c: abx_sudo_main (platform_main.h) ------------------------------------------ */
 /* Parses sudo's options (fail-closed: an unknown option prints sudo's usage and exits 1; the known

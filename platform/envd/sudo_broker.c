@@ -82,14 +82,19 @@ static struct passwd *pw_copy(const struct passwd *p)
 
 /* In the command's child: identity, fds, cwd, exec. Reports errno on `rep` when exec fails. */
 static void exec_child(const struct sudo_plan *pl, char **env, int fds[3], const gid_t *groups,
-                       int ng, uid_t uid, gid_t gid, mode_t um, int rep)
+                       int ng, uid_t uid, gid_t gid, mode_t um, const struct sudo_pty *pty, int rep)
 {
   sigset_t none;
   sigemptyset(&none);
   for (int sig = 1; sig < NSIG; sig++)
     signal(sig, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, NULL);
-  setpgid(0, 0); /* its own group: a killed client SIGKILLs it and what it started */
+  /* Its own group, so a killed client SIGKILLs it and what it started; with a pty its own
+   * session (setsid, which a group leader could not call) and so its own group too. */
+  if (pty->master >= 0)
+    sudo_pty_child(pty, fds);
+  else
+    setpgid(0, 0);
   for (int i = 0; i < 3; i++)
     if (dup2(fds[i], i) < 0)
       goto fail;
@@ -114,8 +119,13 @@ fail:;
 
 /* Run the plan and relay until the command ends; returns the status word for the client. */
 static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
-                    const struct passwd *t, gid_t gid, mode_t um)
+                    const struct passwd *t, gid_t gid, mode_t um, int foreground)
 {
+  struct sudo_pty pty;
+  if (sudo_pty_open(&pty, fds, foreground, t->pw_uid) < 0) {
+    sudo_say(fds[2], "sudo: unable to allocate pty: %s", strerror(errno));
+    return 1;
+  }
   gid_t groups[256];
   int ng = 255;
   if (getgrouplist(t->pw_name, t->pw_gid, groups, &ng) < 0) {
@@ -135,10 +145,15 @@ static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
   }
   pid_t pid = fork();
   if (pid == 0)
-    exec_child(pl, env, fds, groups, ng, t->pw_uid, gid, um, rep[1]);
+    exec_child(pl, env, fds, groups, ng, t->pw_uid, gid, um, &pty, rep[1]);
   close(rep[1]);
+  if (pty.slave >= 0) { /* the command's now: the master sees EIO once it and its children end */
+    close(pty.slave);
+    pty.slave = -1;
+  }
   if (pid < 0) {
     sudo_say(fds[2], "sudo: unable to fork: %s", strerror(errno));
+    sudo_pty_close(&pty);
     return 1;
   }
   int er = 0;
@@ -152,9 +167,11 @@ static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
     close(fds[i]);
   int gone = 0, st = 0;
   for (;;) {
-    struct pollfd p[2] = {{sfd, POLLIN, 0}, {gone ? -1 : c, POLLIN, 0}};
-    if (poll(p, 2, -1) < 0 && errno != EINTR)
+    struct pollfd p[4] = {{sfd, POLLIN, 0}, {gone ? -1 : c, POLLIN, 0}};
+    int np = 2 + sudo_pty_pollfds(&pty, p + 2);
+    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
       break;
+    sudo_pty_events(&pty, p + 2, np - 2);
     if (p[0].revents) {
       struct signalfd_siginfo si;
       if (read(sfd, &si, sizeof si) < 0) {
@@ -167,7 +184,9 @@ static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
       uint32_t sig = 0;
       ssize_t n = recv(c, &sig, sizeof sig, MSG_WAITALL);
       if (n == (ssize_t)sizeof sig) {
-        if (forwardable(sig))
+        if (sig == SIGWINCH && pty.master >= 0)
+          sudo_pty_winch(&pty); /* the pty tells the command's foreground group itself */
+        else if (forwardable(sig))
           kill(pid, (int)sig);
       } else if (n == 0 || (n < 0 && errno != EINTR)) {
         kill(-pid, SIGKILL); /* the client was killed outright: so is its command */
@@ -176,6 +195,7 @@ static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
       }
     }
   }
+  sudo_pty_close(&pty);
   if (k == (ssize_t)sizeof er)
     return 1;
   if (WIFSIGNALED(st))
@@ -352,7 +372,7 @@ static uint32_t handle(int c)
     sudo_say(errfd, "sudo: out of memory");
     return 1;
   }
-  return run(c, &pl, env, fds, target, gid, r.umask);
+  return run(c, &pl, env, fds, target, gid, r.umask, sudo_req_has(&r, 'F'));
 }
 
 static void broker_loop(int lfd)

@@ -292,6 +292,8 @@ int abx_sudo_main(int argc, char **argv)
     usage(stderr);
     return 1;
   }
+  if (isatty(0) && tcgetpgrp(0) == getpgrp())
+    strcat(flags, "F"); /* the foreground job: the broker may take the terminal's input (use_pty) */
   rec(&b, 'f', flags);
   if (user)
     rec(&b, 'u', user);

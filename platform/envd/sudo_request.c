@@ -75,7 +75,7 @@ int sudo_req_parse(char *b, size_t len, struct sudo_req *r)
     if (rc)
       return -1;
   }
-  if (strspn(r->flags, "EHilsvn") != strlen(r->flags))
+  if (strspn(r->flags, "EHilsvnF") != strlen(r->flags))
     return -1;
   /* nothing to run and no mode that needs nothing: the client never sends that */
   return r->nargs || strpbrk(r->flags, "islv") ? 0 : -1;

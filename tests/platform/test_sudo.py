@@ -8,7 +8,7 @@ base template's `sudo` (/usr/local/bin/sudo, /usr/bin/sudo) is a client of envd'
 (platform/envd/sudo.h). Checked here, as E2B's base image behaves and its SDK tests expect
 (`sudo echo "$FOO"` → exit 0, empty: env reset): running as root and as another user, sudo's
 env_reset environment, -E, VAR=value, stdin, exit codes and signals both ways, a killed client
-taking its command along, -i/-s/-l/-v/-k/-g, the sudoers policy (a user without a rule, a rule
+taking its command along, -i/-s/-l/-v/-k/-g, use_pty on a terminal, the sudoers policy (a user without a rule, a rule
 needing a password, a rule of a form the broker does not apply, an unsafe sudoers file), sudo's
 usage for unknown options, and that root reached through sudo keeps the sandbox's reduced
 capability set and no_new_privs.
@@ -238,6 +238,62 @@ def t_raw_requests(s, ctx):
     check(ok(s, a, "sudo id -u") == "0\n", "the broker still serves")
 
 
+def pty_run(s, sid, cmd, steps=(), user="user", cols=100, rows=30, timeout=30):
+    """`bash -c cmd` on a PTY of cols x rows (Start with pty); each (marker, data) of `steps` sends
+    data (SendInput) once the output so far contains marker. Returns (end event, output)."""
+    hdr = {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": str(tp.ENVD_PORT),
+           "Authorization": "Basic " + base64.b64encode((user + ":").encode()).decode()}
+    msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]},
+                      "pty": {"size": {"cols": cols, "rows": rows}}}).encode()
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=timeout)
+    c.request("POST", "/process.Process/Start", b"\x00" + struct.pack(">I", len(msg)) + msg,
+              {"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1", **hdr})
+    r = c.getresponse()
+    check(r.status == 200, "pty Start answered %d" % r.status)
+    buf, out, pid, end, steps = b"", b"", None, None, list(steps)
+    deadline = time.time() + timeout
+    while end is None and time.time() < deadline:
+        chunk = r.read1(65536)
+        if not chunk:
+            break
+        buf += chunk
+        while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">BI", buf[:5])[1]:
+            flags, n = struct.unpack(">BI", buf[:5])
+            ev, buf = json.loads(buf[5:5 + n] or b"{}").get("event", {}), buf[5 + n:]
+            pid = ev.get("start", {}).get("pid", pid)
+            out += base64.b64decode(ev.get("data", {}).get("pty", ""))
+            end = ev.get("end", end)
+        while steps and pid and steps[0][0].encode() in out:
+            body = json.dumps({"process": {"pid": pid}, "input": {"pty": base64.b64encode(steps.pop(0)[1]).decode()}})
+            u = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+            u.request("POST", "/process.Process/SendInput", body, {"Content-Type": "application/json", **hdr})
+            check(u.getresponse().status == 200, "SendInput")
+            u.close()
+    c.close()
+    return end, out.decode(errors="replace")
+
+
+def t_pty(s, ctx):
+    """use_pty (Debian's sudoers): on a terminal the command gets a pty of its own as its
+    controlling terminal, with the caller's window size; keys go through it (Ctrl-C included),
+    an interactive shell has job control, and the caller's terminal mode is restored after."""
+    a = ctx["a"]
+    end, out = pty_run(s, a, "tty; sudo sh -c 'tty; ps -o tty= -p $$; stty size'")
+    lines = out.split("\r\n")
+    check(len(lines) >= 4 and lines[1] != lines[0] and lines[1].startswith("/dev/pts/") and
+          lines[2].strip() == lines[1][5:] and lines[3] == "30 100",
+          "the command's own pty, its controlling terminal, 30x100: %r" % out)
+    end, out = pty_run(s, a, "sudo bash --norc --noprofile -i; echo rc=$?",
+                       [("# ", b"echo in-root-$((6*7)); id -u\r"), ("in-root-42", b"exit 5\r")])
+    check("\r\nin-root-42\r\n" in out and "\r\n0\r\n" in out and "rc=5" in out and "job control" not in out,
+          "interactive sudo bash on a pty: %r" % out)
+    end, out = pty_run(s, a, "sudo sh -c 'echo ready; sleep 100'; echo rc=$?", [("ready", b"\x03")])
+    check("rc=130" in out, "Ctrl-C reaches the command through its pty: %r" % out)
+    end, out = pty_run(s, a, "echo hi | sudo cat; sudo true; stty -a | grep -o -- '-\\?icanon'")
+    check(out.startswith("hi\r\n") and out.rstrip().endswith("\nicanon"),
+          "a piped stdin still works; the caller's terminal is back in canonical mode: %r" % out)
+
+
 def t_capabilities(s, ctx):
     a = ctx["a"]
     want = ok(s, a, "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status", user="root")
@@ -264,7 +320,7 @@ def t_snapshot(s, ctx):
 
 
 CHECKS = [t_runs_as_root, t_env_reset, t_io_and_status, t_signals, t_modes, t_policy, t_raw_requests,
-          t_capabilities, t_snapshot]
+          t_pty, t_capabilities, t_snapshot]
 
 
 def main():
