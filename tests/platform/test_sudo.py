@@ -8,10 +8,10 @@ base template's `sudo` (/usr/local/bin/sudo, /usr/bin/sudo) is a client of envd'
 (platform/envd/sudo.h). Checked here, as E2B's base image behaves and its SDK tests expect
 (`sudo echo "$FOO"` → exit 0, empty: env reset): running as root and as another user, sudo's
 env_reset environment, -E, VAR=value, stdin, exit codes and signals both ways, a killed client
-taking its command along, -i/-s/-l/-v/-k/-g, use_pty on a terminal, the sudoers policy (a user without a rule, a rule
-needing a password, a rule of a form the broker does not apply, an unsafe sudoers file), sudo's
-usage for unknown options, and that root reached through sudo keeps the sandbox's reduced
-capability set and no_new_privs.
+taking its command along, -i/-s/-l/-v/-k/-g, use_pty on a terminal, the sudoers policy (a user
+without a rule, a rule needing a password, a rule of a form the broker does not apply, an unsafe
+sudoers file), hand-made requests to the broker, sudo's usage for unknown options, and that root
+reached through sudo keeps the sandbox's reduced capability set and no_new_privs.
 
 Each check prints PASS/FAIL; exit 1 when any failed, 77 when skipped (not root, envd not usable).
 """
