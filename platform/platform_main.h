@@ -20,6 +20,9 @@
  *
  * `abxlua envd`: the in-sandbox daemon (process and filesystem Connect services, /files).
  * Source: reference/envd-protocol.md.
+ *
+ * `sudo` (the binary run as `sudo` or `sudoedit`, or `abxlua sudo ARGS`): a sandbox's sudo, a
+ * client of envd's privilege broker (platform/envd/sudo.h; docs/PLATFORM.md "sudo").
  */
 #ifndef ABX_PLATFORM_MAIN_H
 #define ABX_PLATFORM_MAIN_H
@@ -29,5 +32,9 @@ int abx_serve_main(int argc, char **argv);
 
 /* Entry point of `abxlua envd ARGS...`; argv[0] is "envd". Returns the process exit code. */
 int abx_envd_main(int argc, char **argv);
+
+/* Entry point of `sudo ARGS...` in a sandbox; argv[0] is "sudo" (or a path ending in it, or
+ * "sudoedit", refused). Returns the exit code: the command's, or 1 when sudo refused or failed. */
+int abx_sudo_main(int argc, char **argv);
 
 #endif

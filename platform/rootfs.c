@@ -123,6 +123,24 @@ static int build_base(const char *layer)
   if (mk(etc, "sudoers.d", 0755, 0) != 0 ||
       put_file(etc, "sudoers.d/user", "user ALL=(ALL:ALL) NOPASSWD: ALL\n", 0440) != 0)
     return -1;
+  /* The set-user-ID sudo cannot work under bwrap's no_new_privs: `sudo` is abxlua (mounted at
+   * /opt/abx/abxlua in every sandbox), a client of envd's broker (platform/envd/sudo.h). Both
+   * the PATH one (/usr/local/bin, first, so it survives a package reinstalling /usr/bin/sudo) and
+   * /usr/bin/sudo, which shadows the host's. */
+  char usr[4096];
+  snprintf(usr, sizeof usr, "%s/usr", layer);
+  struct stat ust;
+  if (stat("/usr", &ust) == 0 && S_ISDIR(ust.st_mode)) {
+    if (mk(usr, "local", 0755, 0) != 0 || mk(usr, "local/bin", 0755, 0) != 0 || mk(usr, "bin", 0755, 0) != 0)
+      return -1;
+    static const char *const links[] = {"local/bin/sudo", "bin/sudo"};
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+      char p[4200];
+      snprintf(p, sizeof p, "%s/%s", usr, links[i]);
+      if (symlink("/opt/abx/abxlua", p) != 0)
+        return -1;
+    }
+  }
   return 0;
 }
 

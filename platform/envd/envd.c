@@ -11,6 +11,7 @@
  *          must carry the current token.
  * Limits:  request messages over ENVD_MAX_MSG are not buffered (resource_exhausted).
  * Signals: SIGTERM/SIGINT stop the daemon; live processes are killed; SIGCHLD goes to the reaper.
+ * sudo:    as root, envd first forks its sudo broker (sudo_broker.c, contract in sudo.h).
  * Source:  reference/envd-protocol.md §1, §6.1, §7, §9.
  */
 #ifndef _GNU_SOURCE
@@ -30,6 +31,7 @@
 
 #include "envd/envd_int.h"
 #include "envd/process.h"
+#include "envd/sudo.h"
 
 #define UNAUTHORIZED_MSG                                                                           \
   "unauthorized access, please provide a valid access token or method signing if supported"
@@ -320,11 +322,14 @@ int abx_envd_main(int argc, char **argv)
   signal(SIGPIPE, SIG_IGN);
   umask(022);
 
+  /* Before any thread: the broker is a single-threaded child (sudo.h). */
+  pid_t broker = envd_sudo_broker_start();
   struct envd e = {0};
   pthread_mutex_init(&e.mu, NULL);
   if (envd_procs_init(&e) < 0 || envd_watchers_init(&e) < 0) {
     fprintf(stderr, "envd: cannot start the process or watcher table\n");
     envd_procs_shutdown(&e);
+    envd_sudo_broker_stop(broker);
     return 1;
   }
   struct MHD_Daemon *d = MHD_start_daemon(
@@ -351,6 +356,7 @@ int abx_envd_main(int argc, char **argv)
   }
   envd_watchers_shutdown(&e);
   envd_procs_shutdown(&e);
+  envd_sudo_broker_stop(broker);
   free(e.token);
   free(e.default_user);
   free(e.default_workdir);

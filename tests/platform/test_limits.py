@@ -15,8 +15,7 @@ Usage: test_limits.py [path/to/abxlua]
   (platform/metrics.h, platform/api_metrics.c).
 - uploads: envd creates an upload's missing parents as root and hands only those to the user
   (E2B envd's EnsureDirs; E2B's own write.test.ts writes /0/...).
-- base tools: python, git, curl, and sudo for `user` (see t_base_tools for why sudo is reported
-  as a known failure under bubblewrap).
+- base tools: python, git, curl, and sudo for `user` (envd's broker: tests/platform/test_sudo.py).
 
 Each check prints PASS/FAIL (XFAIL for a known, reported limitation); exit 1 when any failed, 77 when
 skipped (not root, no cgroup v1 memory hierarchy, or envd not usable).
@@ -225,15 +224,7 @@ def t_base_tools(s, ctx):
     out = ok(s, a, "stat -c '%U %a' /etc/sudoers.d/user && cat /etc/sudoers.d/user", user="root")
     check(out == "root 440\nuser ALL=(ALL:ALL) NOPASSWD: ALL\n", "sudoers entry for user: %r" % out)
     code, out, err = run(s, a, "sudo -n true && sudo -n id -u")
-    if code == 0:
-        check(out == "0\n", "sudo -n id -u as user gave %r" % out)
-        return
-    # bubblewrap sets PR_SET_NO_NEW_PRIVS on every sandbox process, with no option to leave it
-    # off, so no set-user-ID program can raise privileges in the sandbox; sudo says so itself.
-    nnp = ok(s, a, "grep NoNewPrivs /proc/self/status").split()
-    check(nnp == ["NoNewPrivs:", "1"] and "no new privileges" in err,
-          "sudo -n as user failed for another reason: %r %r %r" % (code, out, err))
-    XFAILS.append("sudo: bubblewrap's no_new_privs blocks set-user-ID sudo (%s)" % err.splitlines()[0])
+    check(code == 0 and out == "0\n", "sudo -n id -u as user: %r %r %r" % (code, out, err))
 
 
 CHECKS = [t_limits_reported, t_limits_read_only, t_oom_inside, t_snapshot_inherits, t_metrics_series,

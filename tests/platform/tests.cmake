@@ -19,3 +19,5 @@ set_tests_properties(platform_limits PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # key, domain and CA, the engine's local-tls provider); npm ci of tests/platform/tls_sdk once
 add_test(NAME platform_tls COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_tls.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_tls PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+add_test(NAME platform_sudo COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_sudo.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_sudo PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
