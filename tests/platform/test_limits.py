@@ -17,7 +17,7 @@ Usage: test_limits.py [path/to/abxlua]
   (E2B envd's EnsureDirs; E2B's own write.test.ts writes /0/...).
 - base tools: python, git, curl, and sudo for `user` (envd's broker: tests/platform/test_sudo.py).
 
-Each check prints PASS/FAIL (XFAIL for a known, reported limitation); exit 1 when any failed, 77 when
+Each check prints PASS/FAIL; exit 1 when any failed, 77 when
 skipped (not root, no cgroup v1 memory hierarchy, or envd not usable).
 """
 import glob
@@ -30,7 +30,6 @@ import test_platform as tp  # noqa: E402
 
 check = tp.check
 MIB = 1 << 20
-XFAILS = []
 
 
 def run(s, sid, cmd, user="user", timeout=60):
@@ -232,32 +231,12 @@ CHECKS = [t_limits_reported, t_limits_read_only, t_oom_inside, t_snapshot_inheri
 
 
 def main():
-    if os.geteuid() != 0:
-        print("SKIP: abxlua serve needs root (bubblewrap, overlayfs, cgroups)")
+    s = tp.start_for_checks("memory")
+    if s == 77:
         return 77
-    if not os.path.isdir("/sys/fs/cgroup/memory"):
-        print("SKIP: no cgroup v1 memory hierarchy")
-        return 77
-    s = tp.Server()
-    st, _, j = s.create()
-    if st != 201:
-        s.stop()
-        print("SKIP: the real envd does not start: %r" % (j,))
-        return 77
-    s.request("DELETE", "/sandboxes/" + j["sandboxID"])
-    ctx, failed = {}, 0
-    only = os.environ.get("LIMITS_TESTS")  # e.g. LIMITS_TESTS=t_metrics_series (t_limits_reported always)
+    only = os.environ.get("ABX_ONLY")  # e.g. ABX_ONLY=metrics_series (limits_reported always runs)
     try:
-        for fn in CHECKS:
-            if only and fn.__name__ not in only.split(",") and fn is not t_limits_reported:
-                continue
-            t0, n = time.time(), len(XFAILS)
-            try:
-                fn(s, ctx)
-                print("%s %-22s %.2fs" % ("XFAIL" if len(XFAILS) > n else "PASS", fn.__name__[2:], time.time() - t0))
-            except Exception as e:  # noqa: BLE001 - report every failure and keep going
-                failed += 1
-                print("FAIL %-22s %s" % (fn.__name__[2:], e))
+        failed = tp.run_checks(s, {}, CHECKS, only and only + ",limits_reported", width=22)
     finally:
         code, _, err = s.stop()
     left = [d for h in ("cpu", "memory", "cpuacct") for d in
@@ -265,8 +244,6 @@ def main():
     if left:
         print("FAIL cgroups left after serve stopped: %r" % left)
         failed += 1
-    for x in XFAILS:
-        print("known: " + x)
     if code != 0:
         print("FAIL serve exit %r: %s" % (code, err.decode(errors="replace")[-500:]))
         failed += 1
