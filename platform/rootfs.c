@@ -379,6 +379,29 @@ static int copy_tree(const char *src, const char *dst)
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* A new template record whose layer, <templates>/<name>, is a copy of the sandbox's upper dirs
+ * (<sbdir>/upper: modes, owners, xattrs, whiteouts) with every part present; the caller fills in
+ * the rest. NULL with err on failure (nothing left behind). */
+static struct abx_template *copy_upper(const char *sbdir, const char *name, char *err, size_t errlen)
+{
+  struct abx_template *t = calloc(1, sizeof *t);
+  if (!t || asprintf(&t->layer, "%s/%s", g_tdir, name) < 0) {
+    free(t);
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  char up[4096];
+  snprintf(up, sizeof up, "%s/upper", sbdir);
+  if (mkdir(t->layer, 0755) != 0 || copy_tree(up, t->layer) != 0 || layer_parts(t->layer) != 0) {
+    snprintf(err, errlen, "cannot copy the sandbox's upper layer");
+    abx_rmtree(t->layer);
+    free(t->layer);
+    free(t);
+    return NULL;
+  }
+  return t;
+}
+
 int abx_snapshot_create(struct abx_template *from, const char *sbdir, const char *id,
                         const char *source_sandbox, int *status, char *err, size_t errlen)
 {
@@ -401,21 +424,11 @@ int abx_snapshot_create(struct abx_template *from, const char *sbdir, const char
     return -1;
   }
   *status = 500;
-  struct abx_template *t = calloc(1, sizeof *t);
-  if (!t || asprintf(&t->layer, "%s/%s.%u", g_tdir, id, seq) < 0) {
-    free(t);
-    snprintf(err, errlen, "out of memory");
+  char name[128];
+  snprintf(name, sizeof name, "%.63s.%u", id, seq);
+  struct abx_template *t = copy_upper(sbdir, name, err, errlen);
+  if (!t)
     return -1;
-  }
-  char up[4096];
-  snprintf(up, sizeof up, "%s/upper", sbdir);
-  if (mkdir(t->layer, 0755) != 0 || copy_tree(up, t->layer) != 0 || layer_parts(t->layer) != 0) {
-    snprintf(err, errlen, "cannot copy the sandbox's upper layer");
-    abx_rmtree(t->layer);
-    free(t->layer);
-    free(t);
-    return -1;
-  }
   snprintf(t->id, sizeof t->id, "%s", id);
   snprintf(t->alias, sizeof t->alias, "%s", id);
   snprintf(t->source_sandbox, sizeof t->source_sandbox, "%s", source_sandbox);
@@ -457,21 +470,11 @@ struct abx_template *abx_template_fork_layer(struct abx_template *from, const ch
   pthread_mutex_lock(&mu);
   unsigned seq = ++g_seq;
   pthread_mutex_unlock(&mu);
-  struct abx_template *t = calloc(1, sizeof *t);
-  if (!t || asprintf(&t->layer, "%s/fork-%s.%u", g_tdir, source_sandbox, seq) < 0) {
-    free(t);
-    snprintf(err, errlen, "out of memory");
+  char name[128];
+  snprintf(name, sizeof name, "fork-%.40s.%u", source_sandbox, seq);
+  struct abx_template *t = copy_upper(sbdir, name, err, errlen);
+  if (!t)
     return NULL;
-  }
-  char up[4096];
-  snprintf(up, sizeof up, "%s/upper", sbdir);
-  if (mkdir(t->layer, 0755) != 0 || copy_tree(up, t->layer) != 0 || layer_parts(t->layer) != 0) {
-    snprintf(err, errlen, "cannot copy the sandbox's upper layer");
-    abx_rmtree(t->layer);
-    free(t->layer);
-    free(t);
-    return NULL;
-  }
   snprintf(t->id, sizeof t->id, "%s", from->id);
   snprintf(t->alias, sizeof t->alias, "%s", from->alias);
   snprintf(t->source_sandbox, sizeof t->source_sandbox, "%s", source_sandbox);

@@ -334,18 +334,8 @@ def main():
         print("SKIP: the real envd does not start: %r" % (j,))
         return 77
     ctx, failed = {"a": j["sandboxID"]}, 0
-    only = os.environ.get("SUDO_TESTS")
     try:
-        for fn in CHECKS:
-            if only and fn.__name__ not in only.split(","):
-                continue
-            t0 = time.time()
-            try:
-                fn(s, ctx)
-                print("PASS %-22s %.2fs" % (fn.__name__[2:], time.time() - t0))
-            except Exception as e:  # noqa: BLE001 - report every failure and keep going
-                failed += 1
-                print("FAIL %-22s %s" % (fn.__name__[2:], e))
+        failed = tp.run_checks(s, ctx, CHECKS, os.environ.get("ABX_ONLY"), width=22)
     finally:
         code, _, err = s.stop()
     if code != 0:
