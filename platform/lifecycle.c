@@ -147,7 +147,13 @@ void abx_lifecycle_tick(int64_t now_ns)
   size_t n = abx_registry_due(now_ns, due, sizeof due / sizeof due[0]);
   for (size_t i = 0; i < n; i++) {
     struct abx_sandbox *sb = due[i];
-    pthread_mutex_lock(&sb->op);
+    /* Only try: the thread holding op may be waiting for this (main) thread's spawner, e.g. a
+     * connect {memory:false} cold-booting the sandbox after halting it (a deadlock seen under
+     * ASan). A busy sandbox stays due (abx_registry_due) and is seen at a later tick. */
+    if (pthread_mutex_trylock(&sb->op) != 0) {
+      abx_registry_put(sb);
+      continue;
+    }
     abx_registry_lock();
     int expired = sb->listed && !sb->paused && sb->end_ns <= now_ns;
     /* bwrap gone: killed, unless the sandbox is paused filesystem only (it has no process) */

@@ -68,7 +68,8 @@ int abx_lifecycle_kill(struct abx_sandbox *sb);
 
 /* The main loop's tick: sandboxes past their TTL are paused (autoPause, with memory unless
  * autoPauseMemory is false) or killed; sandboxes whose bwrap exited are killed (not those paused
- * filesystem only: they have no process). */
+ * filesystem only: they have no process). It only try-locks each sandbox's op mutex (the main
+ * thread runs the spawner, which an op holder may be waiting for); a busy one waits a tick. */
 void abx_lifecycle_tick(int64_t now_ns);
 
 /* Kill every sandbox (shutdown). */

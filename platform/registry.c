@@ -81,12 +81,18 @@ size_t abx_registry_due(int64_t now_ns, struct abx_sandbox **out, size_t max)
   pthread_mutex_lock(&mu);
   for (struct abx_sandbox *s = head; s && n < max; s = s->next) {
     int due = !s->paused && s->end_ns <= now_ns;
-    if (!due && s->pid > 0) {
+    /* bwrap exited: reaped now, or at an earlier tick that could not take the op mutex
+     * (abx_lifecycle_tick only try-locks); a sandbox paused filesystem only has no process.
+     * Reaping needs op too (a try: the lock order is op, then registry, and a try never waits):
+     * a halt or teardown under op waits for its bwrap without reaping it and then kills its
+     * process group; reaped here meanwhile, that pid (or 0, serve's own group) would be hit. */
+    if (!due && pthread_mutex_trylock(&s->op) == 0) {
       int st;
-      if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
-        s->pid = 0;
+      if (s->pid > 0 && waitpid(s->pid, &st, WNOHANG) == s->pid)
+        s->pid = 0, due = 1;
+      else if (s->pid == 0 && !(s->paused && !s->memory_paused))
         due = 1;
-      }
+      pthread_mutex_unlock(&s->op);
     }
     if (due) {
       s->refs++;

@@ -84,7 +84,9 @@ void abx_registry_put(struct abx_sandbox *sb);
 int abx_registry_unlist(struct abx_sandbox *sb);
 
 /* Take a ref on every listed sandbox that is due: running and past its TTL, or whose bwrap exited
- * (reaped here, pid set to 0). At most `max` into out[]; returns the count. Takes the lock. */
+ * (reaped here, pid set to 0, only while its op mutex is free: try-locked; one with pid 0 stays
+ * due until handled, unless paused filesystem only). At most `max` into out[]; returns the count.
+ * Takes the lock. */
 size_t abx_registry_due(int64_t now_ns, struct abx_sandbox **out, size_t max);
 
 /* Under the lock: dup() of the sandbox's netns fd, or -1 when `id` is unknown. Takes the lock. */

@@ -270,22 +270,24 @@ static void halt(struct abx_sandbox *sb)
     kill(sb->child_pid, SIGKILL);
   if (sb->dir)
     abx_cgroup_kill_all(sb->id); /* a paused sandbox: SIGKILL everything, then thaw so it dies */
-  if (sb->pid > 0) {
+  pid_t pid = sb->pid; /* one read: a killpg(0) would hit serve's own process group */
+  if (pid > 0) {
     /* Wait (1 s) for bwrap to exit without reaping it, so its pid and group stay reserved for
-     * the killpg below; then reap. */
+     * the killpg below; then reap. Nobody else reaps it meanwhile: the caller holds sb->op and
+     * abx_registry_due only reaps sandboxes whose op it can take. */
     int64_t deadline = abx_mono_ns() + 1000000000LL;
     for (;;) {
       siginfo_t si = {0};
-      if (waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == sb->pid)
+      if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
         break;
       if (abx_mono_ns() >= deadline)
         break;
       struct timespec ts = {0, 5 * 1000000L};
       nanosleep(&ts, NULL);
     }
-    killpg(sb->pid, SIGKILL);
-    kill(sb->pid, SIGKILL);
-    while (waitpid(sb->pid, NULL, 0) < 0 && errno == EINTR)
+    killpg(pid, SIGKILL);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
       ;
   }
   if (sb->child_pid > 0) {

@@ -265,6 +265,21 @@ def t_memory_pause_keeps_boot(s, ctx):
     kill(s, sid)
 
 
+def t_cold_boot_repeated(s, ctx):
+    """Memory pause, then connect {memory:false}, many times over: the cold boot halts the frozen
+    sandbox and spawns it again while holding its op mutex; the main loop's tick, which runs the
+    spawner, once took that mutex (it had reaped the halted bwrap) and both waited forever."""
+    sid = new(s, timeout=120)["sandboxID"]
+    for i in range(int(os.environ.get("ABX_COLD_BOOTS", "25"))):
+        sleeper(s, sid)  # frozen processes for the halt to kill: bwrap takes longer to go
+        pause(s, sid)
+        st, _, j = s.json("POST", "/sandboxes/%s/connect" % sid, {"timeout": 120, "memory": False},
+                          timeout=20)
+        check(st == 201, "cold boot %d: connect memory false %d %r" % (i, st, j))
+    check(ok(s, sid, "echo alive") == "alive\n", "the sandbox runs after the cold boots")
+    kill(s, sid)
+
+
 def t_fs_auto_pause(s, ctx):
     sid = new(s, timeout=2, autoPause=True, autoPauseMemory=False)["sandboxID"]
     ok(s, sid, "echo marker > /home/user/m")
@@ -403,7 +418,8 @@ def t_left_paused(s, ctx):
 
 CHECKS = [t_get_info_lifecycle, t_paused_502_without_auto_resume, t_auto_resume_port,
           t_auto_resume_envd, t_auto_resume_traffic_token, t_auto_resume_concurrent,
-          t_auto_resume_not_fs_paused, t_fs_pause, t_memory_pause_keeps_boot, t_fs_auto_pause, t_fork, t_mask_request_host, t_left_paused]
+          t_auto_resume_not_fs_paused, t_fs_pause, t_memory_pause_keeps_boot, t_cold_boot_repeated,
+          t_fs_auto_pause, t_fork, t_mask_request_host, t_left_paused]
 
 
 def main():
