@@ -29,8 +29,10 @@
  *     parts naming one path, mean no 200; a 200 names every part in order at the path
  *     envd_resolve_path gives, holding exactly its bytes (a part right after an empty part of
  *     the same name continues that file: libmicrohttpd cannot tell where an empty part ended);
- *   - as `user`: nothing outside /home/user is created or changed, whatever the answer, and
- *     what is created belongs to uid 1000 (envd switched to the user's fsuid).
+ *   - as `user`: nothing that was there is changed, whatever the answer; what is created
+ *     belongs to uid 1000 (missing parents are made by root and handed to the user, as E2B
+ *     envd's EnsureDirs; files are made with the user's fsuid), and no file lands directly in
+ *     a directory that existed before outside /home/user.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -415,8 +417,18 @@ static int walk_entry(const char *path, const struct stat *sb, int type, struct 
     }
     return 0;
   }
-  if (is_user && strncmp(rel, JAIL_USER_HOME "/", sizeof JAIL_USER_HOME) != 0)
-    FAIL("an upload as user created %s outside " JAIL_USER_HOME, rel);
+  /* As envd's EnsureDirs (E2B's): an upload's missing parents are made by root and handed to the
+   * user, anywhere; the file itself is made as the user, so it never lands in a directory that
+   * was there before unless that is the user's home tree. */
+  if (is_user && type == FTW_F && strncmp(rel, JAIL_USER_HOME "/", sizeof JAIL_USER_HOME) != 0) {
+    char parent[4096];
+    snprintf(parent, sizeof parent, "%s", rel);
+    char *slash = strrchr(parent, '/');
+    if (slash)
+      *slash = 0;
+    if (jail_fixture_dir(parent))
+      FAIL("an upload as user created %s in the root-owned %s", rel, parent[0] ? parent : "/");
+  }
   if (is_user && sb->st_uid != JAIL_USER_UID)
     FAIL("an upload as user created %s owned by uid %u", rel, (unsigned)sb->st_uid);
   if (type != FTW_DP && !(type == FTW_F && S_ISREG(sb->st_mode)))
