@@ -13,8 +13,8 @@ Wire protocol (reference/envd-protocol.md §10, reference/e2b-v2-and-peers.md §
   GET  /contexts                 [Context...]
   POST /contexts/{id}/restart    200 null
   DELETE /contexts/{id}          200 null
-Errors are plain text (400 both context_id and language, or a language without a kernel; 404
-"Context <id> not found"; 500 a kernel that failed to start); a malformed body is 422
+Errors are plain text (400 both context_id and language; 404 "Context <id> not found", or a
+language without a kernel, naming it; 500 a kernel that failed to start); a malformed body is 422
 {"detail": [...]} as FastAPI answers it.
 
 Contexts are real Jupyter kernels (Debian's python3-ipykernel through python3-jupyter-client),
@@ -23,7 +23,7 @@ on first use of that language; the default python context starts before the port
 the template's ready_cmd (GET /health) succeeds only once code can run. A client that drops its
 /execute connection interrupts the kernel (SIGINT), and the server drains that execution so the
 next one starts at once. Only the kernels installed in the sandbox exist: Debian 12 has no
-JavaScript kernel, so "javascript" (and "js", "ts") answer 400 naming the missing kernel.
+JavaScript kernel, so "javascript" (and "js", "ts") answer 404 naming the missing kernel.
 """
 import json
 import os
@@ -79,7 +79,8 @@ class Context:
         kernel = KERNELS.get(language, language)
         specs = KernelSpecManager().find_kernel_specs()
         if kernel not in specs:
-            raise HTTPError(400, "language '%s' is not available in this template: no Jupyter "
+            # 404, not 400: the official SDK shows the body of a 404 only (NotFoundError)
+            raise HTTPError(404, "language '%s' is not available in this template: no Jupyter "
                             "kernel '%s' is installed (installed kernels: %s)"
                             % (language, kernel, ", ".join(sorted(specs)) or "none"))
         if not os.path.isdir(cwd):

@@ -172,9 +172,9 @@ def t_errors(s, ctx):
     check(st == 422 and "code" in json.loads(data)["detail"][0]["loc"], "422 %d %r" % (st, data))
     for lang in ("javascript", "js"):
         st, text = execute(s, ctx, "1", language=lang)
-        check(st == 400 and "javascript" in text and "kernel" in text, "%s %d %r" % (lang, st, text))
+        check(st == 404 and "javascript" in text and "kernel" in text, "%s %d %r" % (lang, st, text))
     st, data = ci(s, ctx, "POST", "/contexts", {"language": "ts"})
-    check(st == 400 and b"javascript" in data, "ts context %d %r" % (st, data))
+    check(st == 404 and b"javascript" in data, "ts context %d %r" % (st, data))
     st, lines = execute(s, ctx, "40 + 2", language="Python ")
     check(of(lines, "result")[0]["text"] == "42", "language normalized %r" % lines)
 
