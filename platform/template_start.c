@@ -22,9 +22,9 @@ static void start_log_tail(int netns_fd, const char *token, char *out, size_t ou
 {
   char err[160];
   int code = 0;
-  if (abx_envd_run(netns_fd, token, "root", "tail -c 400 " ABX_START_LOG " 2>&1", NULL, 5000,
+  if (abx_envd_run(netns_fd, token, "root", "tail -c 160 " ABX_START_LOG " 2>&1", NULL, 5000,
                    &code, out, outlen, err, sizeof err) != 0)
-    snprintf(out, outlen, "(unreadable: %s)", err);
+    snprintf(out, outlen, "(unreadable: %.100s)", err);
 }
 
 int abx_template_start(const struct abx_template *t, int netns_fd, const char *token, char *err,
@@ -63,11 +63,15 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
     struct timespec ts = {0, ABX_READY_POLL_MS * 1000000L};
     nanosleep(&ts, NULL);
   }
-  char last[600], log[420] = "";
+  /* The whole message must fit the API's error buffer (512 bytes in api_sandboxes.c): the last
+   * 120 bytes of the ready command's output and the last 160 of the start log. */
+  char last[200], log[170] = "";
+  size_t on = strlen(out);
   if (e[0])
-    snprintf(last, sizeof last, "%s", e);
+    snprintf(last, sizeof last, "%.150s", e);
   else
-    snprintf(last, sizeof last, "exit %d, output: %s", code, out[0] ? out : "(none)");
+    snprintf(last, sizeof last, "exit %d, output: %s", code,
+             on ? out + (on > 120 ? on - 120 : 0) : "(none)");
   if (start)
     start_log_tail(netns_fd, token, log, sizeof log);
   snprintf(err, errlen,

@@ -9,8 +9,9 @@
  *          every READY_POLL_MS until it exits 0, for at most READY_TIMEOUT_S. The sandbox is
  *          handed out only then. Templates without the commands (base, snapshots of base) skip
  *          this; a snapshot inherits them from its parent layers (rootfs.h).
- * Errors:  -1 with err naming the template, the ready command, its last exit code and output,
- *          and the tail of START_LOG.
+ * Errors:  -1 with err naming the template, the ready command, its last exit code and output
+ *          (its last 120 bytes), and the last 160 bytes of START_LOG (sized so that the message
+ *          fits the 512-byte error of a create).
  */
 #ifndef ABX_LOCAL_TEMPLATE_START_H
 #define ABX_LOCAL_TEMPLATE_START_H

@@ -173,7 +173,9 @@ class Context:
                     self.silent(restore)
 
     def _run(self, code, emit, closed):
-        msg_id = self.kc.execute(code, allow_stdin=False)
+        # stop_on_error=False: ipykernel otherwise aborts requests that arrive just after an error
+        # (seen: the execution right after an interrupted one answered only end_of_execution)
+        msg_id = self.kc.execute(code, allow_stdin=False, stop_on_error=False)
         last = [time.monotonic()]
 
         def send(obj):
@@ -428,6 +430,8 @@ def drop_to_user():
 
 def main():
     drop_to_user()
+    # ipykernel's debugger warns about frozen modules at every kernel start (into the start log)
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     CONTEXTS.default_for("python")  # before listening: /health means code can run
     srv = ThreadingHTTPServer(("0.0.0.0", PORT), Handler)
     srv.daemon_threads = True

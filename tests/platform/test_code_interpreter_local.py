@@ -10,8 +10,10 @@ the server is ready, /health, state within a context, stdout, an exception's err
 traceback, the MIME mapping (text quotes stripped, a matplotlib figure as png, html), contexts
 create/list/restart/delete, two isolated contexts, env_vars for one execution, the 400/404/422
 answers, a javascript request naming the missing kernel, keepalive lines during a silent 6 s
-execution, a dropped client interrupting the kernel, the start log in the sandbox, and that the
-built-in template cannot be deleted.
+execution, a dropped client interrupting the kernel, the start log in the sandbox, that the
+built-in template cannot be deleted, that a snapshot's sandbox starts the server again (start_cmd
+and ready_cmd are inherited), and that a template whose server never comes up fails the create
+after the 60 s ready bound with an error naming the template, the command, and the start log.
 
 Each check prints PASS/FAIL; exit 1 when any failed, 77 when skipped (not root, envd not usable).
 """
@@ -206,7 +208,7 @@ def t_disconnect_interrupts(s, ctx):
     t0 = time.time()
     st, lines = execute(s, ctx, "'next'", context_id=cid)
     took = time.time() - t0
-    check(of(lines, "result")[0]["text"] == "next" and took < 15,
+    check(of(lines, "result") and of(lines, "result")[0]["text"] == "next" and took < 15,
           "next execution after %.1fs: %r" % (took, lines))
     ci(s, ctx, "DELETE", "/contexts/" + cid)
 
@@ -218,6 +220,46 @@ def t_start_log(s, ctx):
     check("user" in out.split() or "1000" in out.split(), "the server's kernels run as user: %r" % out)
 
 
+def t_snapshot_starts_server(s, ctx):
+    """A snapshot inherits start_cmd/ready_cmd: its sandboxes boot cold, so the server must start."""
+    st, _, j = s.json("POST", "/sandboxes/%s/snapshots" % ctx["sid"], {"name": "ci-snap"})
+    check(st in (200, 201), "snapshot %d %r" % (st, j))
+    st, _, b = s.create(templateID="ci-snap")
+    check(st == 201, "create from the snapshot %d %r" % (st, b))
+    other = {"sid": b["sandboxID"], "token": b.get("envdAccessToken")}
+    st, lines = execute(s, other, "6 * 7")
+    check(st == 200 and of(lines, "result")[0]["text"] == "42", "in the snapshot's sandbox %r" % (lines,))
+    s.request("DELETE", "/sandboxes/" + b["sandboxID"])
+    s.request("DELETE", "/templates/ci-snap")
+
+
+def t_ready_never(s, ctx):
+    """A start_cmd whose server never comes up: create fails after the 60 s bound, naming the
+    template, the ready command, its last result and the start log; nothing is left running."""
+    st, _, a = s.create(templateID="code-interpreter-v1")
+    check(st == 201, "create %d %r" % (st, a))
+    sid = a["sandboxID"]
+    code, out, err = tp.run_in(s, sid, "printf 'import sys\\nprint(\"broken on purpose\", flush=True)\\n"
+                               "sys.exit(3)\\n' > /opt/abx/code-interpreter/server.py", user="root",
+                               token=a.get("envdAccessToken"))
+    check(code == 0, "break the server: %r %r" % (out, err))
+    st, _, j = s.json("POST", "/sandboxes/%s/snapshots" % sid, {"name": "ci-broken"})
+    check(st in (200, 201), "snapshot %d %r" % (st, j))
+    s.request("DELETE", "/sandboxes/" + sid)
+    t0 = time.time()
+    st, _, j = s.json("POST", "/sandboxes", {"templateID": "ci-broken", "timeout": 60}, timeout=120)
+    took = time.time() - t0
+    msg = json.dumps(j)
+    check(st >= 400 and 55 <= took <= 90, "create answered %d after %.1fs: %r" % (st, took, j))
+    for want in ("template 'ci-broken'", "ready_cmd", "did not succeed within 60 s", "exit 1",
+                 "start_cmd log", "broken on purpose"):
+        check(want in msg, "%r not in the error: %s" % (want, msg))
+    st, _, lst = s.json("GET", "/sandboxes")
+    check(st == 200 and all(x.get("templateID") != "ci-broken" for x in lst or []),
+          "a sandbox of ci-broken is listed: %r" % lst)
+    s.request("DELETE", "/templates/ci-broken")
+
+
 def t_builtin_not_deletable(s, ctx):
     st, _, j = s.json("DELETE", "/templates/code-interpreter-v1")
     check(st == 400 and "built-in" in json.dumps(j), "delete %d %r" % (st, j))
@@ -225,7 +267,7 @@ def t_builtin_not_deletable(s, ctx):
 
 CHECKS = [t_ready_at_create, t_state, t_stdout_stderr, t_error, t_mime, t_png, t_contexts,
           t_isolated, t_env_vars, t_errors, t_keepalive, t_disconnect_interrupts, t_start_log,
-          t_builtin_not_deletable]
+          t_builtin_not_deletable, t_snapshot_starts_server, t_ready_never]
 
 
 def main():
