@@ -224,8 +224,10 @@ def result_line(data, main):
             extra[mime] = value
         elif value is not None:
             if key == "text" and isinstance(value, str) and len(value) >= 2 \
-                    and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]  # §10: one pair of surrounding quotes is stripped
+                    and value[0] == value[-1] == "'":
+                # §10: one pair of surrounding single quotes is stripped (the repr of a str);
+                # E2B's api/models/result.py leaves double quotes alone ("it's")
+                value = value[1:-1]
             r[key] = value
     if extra:
         r["extra"] = extra

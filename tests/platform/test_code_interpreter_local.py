@@ -101,6 +101,8 @@ def t_error(s, ctx):
 def t_mime(s, ctx):
     st, lines = execute(s, ctx, "'quoted'")
     check(of(lines, "result")[0]["text"] == "quoted", "quotes stripped: %r" % of(lines, "result"))
+    st, lines = execute(s, ctx, "\"it's\"")
+    check(of(lines, "result")[0]["text"] == "\"it's\"", "double quotes kept: %r" % of(lines, "result"))
     st, lines = execute(s, ctx, "from IPython.display import HTML, display\n"
                                 "display(HTML('<b>hi</b>'))")
     res = of(lines, "result")
