@@ -222,22 +222,6 @@ struct abx_template *abx_template_builtin(const char *id, char *err, size_t errl
   return t;
 }
 
-const char *abx_template_start_cmd(const struct abx_template *t)
-{
-  for (; t; t = t->parent)
-    if (t->start_cmd)
-      return t->start_cmd;
-  return NULL;
-}
-
-const char *abx_template_ready_cmd(const struct abx_template *t)
-{
-  for (; t; t = t->parent)
-    if (t->ready_cmd)
-      return t->ready_cmd;
-  return NULL;
-}
-
 /* "<id>", "<id>:default" or "<id>:latest" → id; 0, or -1 when malformed. */
 static int ref_id(const char *ref, char out[64])
 {

@@ -72,13 +72,6 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen);
  * at startup). The caller sets start_cmd/ready_cmd (malloc'd). NULL with err on failure. */
 struct abx_template *abx_template_builtin(const char *id, char *err, size_t errlen);
 
-/* The command the sandboxes of `t` run at start, from the nearest layer that sets one (so a
- * snapshot of a code-interpreter-v1 sandbox still starts its server). NULL: none. */
-const char *abx_template_start_cmd(const struct abx_template *t);
-
-/* Likewise the ready command. NULL: none (ready once envd is). */
-const char *abx_template_ready_cmd(const struct abx_template *t);
-
 /* 1 when `name` is a valid template id. */
 int abx_template_valid_id(const char *name);
 

@@ -18,6 +18,22 @@ static const char start_script[] =
     "unset ABX_START_CMD ABX_START_LOG && "
     "setsid /bin/bash -c \"$c\" </dev/null >>\"$log\" 2>&1 &";
 
+const char *abx_template_start_cmd(const struct abx_template *t)
+{
+  for (; t; t = t->parent)
+    if (t->start_cmd)
+      return t->start_cmd;
+  return NULL;
+}
+
+const char *abx_template_ready_cmd(const struct abx_template *t)
+{
+  for (; t; t = t->parent)
+    if (t->ready_cmd)
+      return t->ready_cmd;
+  return NULL;
+}
+
 static void start_log_tail(int netns_fd, const char *token, char *out, size_t outlen)
 {
   char err[160];

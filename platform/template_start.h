@@ -24,6 +24,13 @@
 #define ABX_READY_TIMEOUT_S 60
 #define ABX_READY_POLL_MS 200
 
+/* The command the sandboxes of `t` run at start, from the nearest layer that sets one (so a
+ * snapshot of a code-interpreter-v1 sandbox still starts its server). NULL: none. */
+const char *abx_template_start_cmd(const struct abx_template *t);
+
+/* Likewise the ready command. NULL: none (ready once envd is). */
+const char *abx_template_ready_cmd(const struct abx_template *t);
+
 /* Run t's start_cmd, then wait for its ready_cmd, in the sandbox whose network namespace is
  * `netns_fd` (envd reachable on 127.0.0.1:49983 there). `token`: envd's access token or NULL.
  * 0 when ready (or the template has neither command). */
