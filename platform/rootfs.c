@@ -26,6 +26,7 @@ static const char *const host_dirs[] = {"usr", "etc", "bin", "sbin", "lib", "lib
 static const char *g_parts[MAX_PARTS]; /* [0] = "root", then host parts */
 static int g_nparts;
 static char g_tdir[4096];              /* <state>/templates */
+static char g_bdir[4096];              /* <state>/builtin: built-in templates' layers */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct abx_template *g_list;    /* listed templates */
 static struct abx_template *g_base;
@@ -161,6 +162,11 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen)
     snprintf(err, errlen, "cannot create %s: %s", g_tdir, strerror(errno));
     return -1;
   }
+  snprintf(g_bdir, sizeof g_bdir, "%s/builtin", state_dir);
+  if (mkdir(g_bdir, 0700) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "cannot create %s: %s", g_bdir, strerror(errno));
+    return -1;
+  }
   struct abx_template *t = calloc(1, sizeof *t);
   if (!t || asprintf(&t->layer, "%s/base", g_tdir) < 0) {
     free(t);
@@ -189,7 +195,7 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen)
 struct abx_template *abx_template_builtin(const char *id, char *err, size_t errlen)
 {
   struct abx_template *t = calloc(1, sizeof *t);
-  if (!t || asprintf(&t->layer, "%s/%s", g_tdir, id) < 0) {
+  if (!t || asprintf(&t->layer, "%s/%s", g_bdir, id) < 0) {
     free(t);
     snprintf(err, errlen, "out of memory");
     return NULL;

@@ -67,7 +67,7 @@ struct abx_template {
 int abx_rootfs_init(const char *state_dir, char *err, size_t errlen);
 
 /* A new built-in template `id` over base, listed, with the base limits: its layer dir
- * <state>/templates/<id> is created empty (one subdir per part; a reused state dir's copy is
+ * <state>/builtin/<id> is created empty (one subdir per part; a reused state dir's copy is
  * removed first) for the caller to fill before any sandbox can start (abx_rootfs_init's thread,
  * at startup). The caller sets start_cmd/ready_cmd (malloc'd). NULL with err on failure. */
 struct abx_template *abx_template_builtin(const char *id, char *err, size_t errlen);
