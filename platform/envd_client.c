@@ -4,6 +4,7 @@
 #include "envd_client.h"
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,4 +104,181 @@ int abx_envd_init(int netns_fd, json_t *body, char *err, size_t errlen)
   else
     snprintf(err, errlen, "envd /init failed: %s", e);
   return -1;
+}
+
+struct buf {
+  unsigned char *p;
+  size_t n, cap;
+};
+
+#define RUN_BODY_MAX (8u * 1024u * 1024u) /* more output than this: the call fails */
+
+static size_t collect(char *p, size_t sz, size_t n, void *cls)
+{
+  struct buf *b = cls;
+  size_t k = sz * n;
+  if (b->n + k > RUN_BODY_MAX)
+    return 0;
+  if (b->n + k > b->cap) {
+    size_t cap = (b->n + k) * 2;
+    unsigned char *np = realloc(b->p, cap);
+    if (!np)
+      return 0;
+    b->p = np;
+    b->cap = cap;
+  }
+  memcpy(b->p + b->n, p, k);
+  b->n += k;
+  return k;
+}
+
+/* Append base64 `b64` decoded to the tail buffer out[outlen] (keeping its last bytes). */
+static void tail_append(char *out, size_t outlen, const char *b64)
+{
+  size_t n = strlen(b64);
+  unsigned char *d = malloc(n / 4 * 3 + 4);
+  if (!d || outlen < 2) {
+    free(d);
+    return;
+  }
+  int k = EVP_DecodeBlock(d, (const unsigned char *)b64, (int)n);
+  if (k > 0) {
+    while (n > 0 && b64[n - 1] == '=') { /* EVP_DecodeBlock counts padding as bytes */
+      n--;
+      k--;
+    }
+    size_t have = strlen(out), add = (size_t)k, room = outlen - 1;
+    if (add >= room) {
+      memcpy(out, d + add - room, room);
+      out[room] = 0;
+    } else {
+      if (have + add > room) {
+        memmove(out, out + (have + add - room), room - add);
+        have = room - add;
+      }
+      memcpy(out + have, d, add);
+      out[have + add] = 0;
+    }
+  }
+  free(d);
+}
+
+/* Parse the Start stream's envelopes; 0 when an end event was seen. */
+static int parse_stream(const struct buf *b, int *exit_code, char *out, size_t outlen, char *err,
+                        size_t errlen)
+{
+  int ended = 0;
+  for (size_t at = 0; at + 5 <= b->n;) {
+    unsigned flags = b->p[at];
+    size_t len = (size_t)b->p[at + 1] << 24 | (size_t)b->p[at + 2] << 16 |
+                 (size_t)b->p[at + 3] << 8 | b->p[at + 4];
+    if (at + 5 + len > b->n)
+      break;
+    json_t *m = json_loadb((const char *)b->p + at + 5, len, 0, NULL);
+    at += 5 + len;
+    if (!m)
+      continue;
+    if (flags & 0x02) { /* end-of-stream: {} or {"error":{code,message}} (§2.3) */
+      json_t *e = json_object_get(m, "error");
+      if (e && !ended)
+        snprintf(err, errlen, "envd: %s: %s", json_string_value(json_object_get(e, "code")),
+                 json_string_value(json_object_get(e, "message")));
+      json_decref(m);
+      break;
+    }
+    json_t *ev = json_object_get(m, "event");
+    json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
+    const char *o = json_string_value(json_object_get(data, "stdout"));
+    const char *e = json_string_value(json_object_get(data, "stderr"));
+    if (o)
+      tail_append(out, outlen, o);
+    if (e)
+      tail_append(out, outlen, e);
+    if (end) {
+      ended = 1;
+      *exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
+    }
+    json_decref(m);
+  }
+  if (!ended && !err[0])
+    snprintf(err, errlen, "envd's process stream ended without an end event");
+  return ended ? 0 : -1;
+}
+
+int abx_envd_run(int netns_fd, const char *token, const char *user, const char *script,
+                 json_t *envs, long timeout_ms, int *exit_code, char *out, size_t outlen,
+                 char *err, size_t errlen)
+{
+  if (outlen)
+    out[0] = 0;
+  err[0] = 0;
+  json_t *proc = json_pack("{s:s,s:[s,s]}", "cmd", "/bin/bash", "args", "-c", script);
+  if (proc && envs)
+    json_object_set(proc, "envs", envs);
+  json_t *req = proc ? json_pack("{s:o}", "process", proc) : NULL;
+  char *js = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  json_decref(req);
+  CURL *c = curl_easy_init();
+  size_t jn = js ? strlen(js) : 0;
+  unsigned char *env = js ? malloc(jn + 5) : NULL;
+  if (!js || !c || !env) {
+    free(js);
+    free(env);
+    if (c)
+      curl_easy_cleanup(c);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  env[0] = 0; /* one uncompressed message (§2.3) */
+  env[1] = (unsigned char)(jn >> 24);
+  env[2] = (unsigned char)(jn >> 16);
+  env[3] = (unsigned char)(jn >> 8);
+  env[4] = (unsigned char)jn;
+  memcpy(env + 5, js, jn);
+  free(js);
+  char url[96], auth[160], tok[200];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/process.Process/Start", ABX_E2B_ENVD_PORT);
+  /* Basic auth with an empty password names the user (§4.1, users.c) */
+  unsigned char cred[80];
+  int cn = snprintf((char *)cred, sizeof cred, "%s:", user);
+  unsigned char b64[120];
+  EVP_EncodeBlock(b64, cred, cn);
+  snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/connect+json");
+  h = curl_slist_append(h, "Connect-Protocol-Version: 1");
+  h = curl_slist_append(h, "Expect:");
+  h = curl_slist_append(h, auth);
+  if (token) {
+    snprintf(tok, sizeof tok, "X-Access-Token: %s", token);
+    h = curl_slist_append(h, tok);
+  }
+  struct buf b = {0};
+  int fd = netns_fd;
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, env);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(jn + 5));
+  abx_netns_curl(c, &fd);
+  CURLcode rc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  free(env);
+  int ret = -1;
+  if (rc != CURLE_OK)
+    snprintf(err, errlen, "envd process.Process/Start: %s", curl_easy_strerror(rc));
+  else if (status != 200)
+    snprintf(err, errlen, "envd process.Process/Start answered %ld: %.*s", status,
+             (int)(b.n < 200 ? b.n : 200), b.p ? (const char *)b.p : "");
+  else
+    ret = parse_stream(&b, exit_code, out, outlen, err, errlen);
+  free(b.p);
+  return ret;
 }

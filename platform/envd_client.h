@@ -25,4 +25,16 @@ int abx_envd_wait_health(int netns_fd, pid_t bwrap_pid, int *exited, int64_t dea
 /* POST /init with `body` (borrowed), 5 s timeout. */
 int abx_envd_init(int netns_fd, json_t *body, char *err, size_t errlen);
 
+/* Run `script` with /bin/bash -c as `user` (envd's Basic auth user, e.g. "root") through envd's
+ * process.Process/Start, a Connect server stream in the JSON codec (reference/envd-protocol.md
+ * §2.1 content types, §2.3 envelopes, §4.1–4.3 StartRequest and the event sequence), and wait for
+ * its end event. `envs` (borrowed, may be NULL) are extra environment variables; `token` is the
+ * sandbox's envd access token or NULL. `timeout_ms` bounds the whole call. On return 0,
+ * *exit_code is the process's exitCode (-1 for a signal) and out[outlen] holds the last bytes of
+ * its stdout and stderr, interleaved as they came. -1 with err: envd unreachable, an error
+ * end-of-stream, or no end event before the timeout. */
+int abx_envd_run(int netns_fd, const char *token, const char *user, const char *script,
+                 json_t *envs, long timeout_ms, int *exit_code, char *out, size_t outlen,
+                 char *err, size_t errlen);
+
 #endif

@@ -18,6 +18,7 @@
 
 #include "http_util.h"
 #include "sandbox.h"
+#include "templates.h"
 
 #define MAX_PARTS 9
 
@@ -25,6 +26,7 @@ static const char *const host_dirs[] = {"usr", "etc", "bin", "sbin", "lib", "lib
 static const char *g_parts[MAX_PARTS]; /* [0] = "root", then host parts */
 static int g_nparts;
 static char g_tdir[4096];              /* <state>/templates */
+static char g_bdir[4096];              /* <state>/builtin: built-in templates' layers */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct abx_template *g_list;    /* listed templates */
 static struct abx_template *g_base;
@@ -160,6 +162,11 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen)
     snprintf(err, errlen, "cannot create %s: %s", g_tdir, strerror(errno));
     return -1;
   }
+  snprintf(g_bdir, sizeof g_bdir, "%s/builtin", state_dir);
+  if (mkdir(g_bdir, 0700) != 0 && errno != EEXIST) {
+    snprintf(err, errlen, "cannot create %s: %s", g_bdir, strerror(errno));
+    return -1;
+  }
   struct abx_template *t = calloc(1, sizeof *t);
   if (!t || asprintf(&t->layer, "%s/base", g_tdir) < 0) {
     free(t);
@@ -180,8 +187,45 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen)
   t->created_ns = abx_now_ns();
   t->refs = 1;
   t->listed = 1;
+  t->builtin = 1;
   g_base = g_list = t;
-  return 0;
+  return abx_templates_builtin_init(err, errlen);
+}
+
+struct abx_template *abx_template_builtin(const char *id, char *err, size_t errlen)
+{
+  struct abx_template *t = calloc(1, sizeof *t);
+  if (!t || asprintf(&t->layer, "%s/%s", g_bdir, id) < 0) {
+    free(t);
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  abx_rmtree(t->layer); /* a reused --state-dir */
+  if (mkdir(t->layer, 0755) != 0 || layer_parts(t->layer) != 0) {
+    snprintf(err, errlen, "cannot create the layer of template '%s' in %s: %s", id, t->layer,
+             strerror(errno));
+    free(t->layer);
+    free(t);
+    return NULL;
+  }
+  snprintf(t->id, sizeof t->id, "%s", id);
+  snprintf(t->alias, sizeof t->alias, "%s", id);
+  t->cpu_count = ABX_BASE_CPU_COUNT;
+  t->memory_mb = ABX_BASE_MEMORY_MB;
+  t->created_ns = abx_now_ns();
+  t->refs = 1;
+  t->listed = 1;
+  t->builtin = 1;
+  t->parent = g_base;
+  t->depth = 1;
+  pthread_mutex_lock(&mu);
+  g_base->refs++; /* the parent ref (unref_locked drops it with t's last) */
+  struct abx_template **pp = &g_list;
+  while (*pp)
+    pp = &(*pp)->next;
+  *pp = t;
+  pthread_mutex_unlock(&mu);
+  return t;
 }
 
 /* "<id>", "<id>:default" or "<id>:latest" → id; 0, or -1 when malformed. */
@@ -248,6 +292,8 @@ static void free_dead(struct abx_template *dead)
     if (dead->layer)
       abx_rmtree(dead->layer);
     free(dead->layer);
+    free(dead->start_cmd);
+    free(dead->ready_cmd);
     free(dead);
     dead = next;
   }
@@ -525,6 +571,9 @@ int abx_template_delete(const char *ref, char *msg, size_t msglen)
     rc = 404;
   } else if (t == g_base) {
     snprintf(msg, msglen, "the base template cannot be deleted");
+    rc = 400;
+  } else if (t->builtin) {
+    snprintf(msg, msglen, "the built-in template '%s' cannot be deleted", id);
     rc = 400;
   } else if (t->sandboxes > 0) {
     snprintf(msg, msglen, "cannot delete template '%s': %d sandbox(es) still use it", id,

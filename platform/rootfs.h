@@ -56,11 +56,21 @@ struct abx_template {
   int refs;                     /* under the templates mutex */
   int sandboxes;                /* live sandboxes using it (DELETE answers 400 while > 0) */
   int listed;
+  int builtin;                  /* base and the built-in templates (templates.h): never deleted */
+  char *start_cmd;              /* owned or NULL; run at sandbox start (template_start.h) */
+  char *ready_cmd;              /* owned or NULL; the sandbox is handed out once it exits 0 */
   struct abx_template *next;
 };
 
-/* Build the base template under <state_dir>/templates. Once, at startup. */
+/* Build the base template under <state_dir>/templates, then the built-in templates on top of it
+ * (templates.h abx_templates_builtin_init). Once, at startup. */
 int abx_rootfs_init(const char *state_dir, char *err, size_t errlen);
+
+/* A new built-in template `id` over base, listed, with the base limits: its layer dir
+ * <state>/builtin/<id> is created empty (one subdir per part; a reused state dir's copy is
+ * removed first) for the caller to fill before any sandbox can start (abx_rootfs_init's thread,
+ * at startup). The caller sets start_cmd/ready_cmd (malloc'd). NULL with err on failure. */
+struct abx_template *abx_template_builtin(const char *id, char *err, size_t errlen);
 
 /* 1 when `name` is a valid template id. */
 int abx_template_valid_id(const char *name);

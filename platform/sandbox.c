@@ -20,6 +20,7 @@
 #include "cgroup.h"
 #include "e2b.h"
 #include "envd_client.h"
+#include "template_start.h"
 #include "http_util.h"
 #include "metrics.h"
 #include "netns.h"
@@ -415,6 +416,9 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
   int rc = init ? abx_envd_init(sb->netns_fd, init, err, errlen) : -1;
   json_decref(init);
   if (rc != 0)
+    goto fail;
+  /* the template's start_cmd, then its ready_cmd: handed out only once ready (template_start.h) */
+  if (abx_template_start(sb->tmpl, sb->netns_fd, sb->secure ? sb->token : NULL, err, errlen) != 0)
     goto fail;
   abx_metrics_sample(sb); /* E2B collects one at the start of the sandbox (metrics.h) */
   close(pipefd[0]);

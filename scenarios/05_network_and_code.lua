@@ -1,13 +1,16 @@
 -- 05_network_and_code: servers inside a sandbox reached from outside (port URLs, 502 for a closed
--- port, content served by code running in the sandbox), the traffic access token, and outbound
--- network rules (deny and restore).
--- Fixtures: ctx.sandbox_factory (own sandbox per test). Markers: none.
+-- port, content served by code running in the sandbox), the traffic access token, outbound
+-- network rules (deny and restore), and code execution in the code interpreter (sbx:run_code:
+-- state, output, results, errors, env vars; code contexts).
+-- Fixtures: ctx.sandbox_factory (own sandbox per test), ctx.code_sandbox (template
+-- code-interpreter-v1, or E2E_CODE_TEMPLATE). Markers: none.
 -- Requires: network_update (outbound rules).
 -- Protocol: reference/e2b-control-plane.md §3.2 (NewSandbox allow_internet_access, network
 --           allowPublicTraffic/allowOut/denyOut; SandboxNetworkUpdateConfig replaces the rules),
 --           §3.3 (trafficAccessToken), §3.4 (PUT /sandboxes/{id}/network 204), §7.1 (host
 --           <port>-<id>.<domain>), §7.4 (E2b-Sandbox-* headers, e2b-traffic-access-token only on
---           non-envd ports, 403 and 502 JSON {sandboxId, message, code}).
+--           non-envd ports, 403 and 502 JSON {sandboxId, message, code}); reference/envd-protocol.md
+--           §10 (the code interpreter on port 49999: /execute NDJSON, /contexts).
 -- User complaints covered: anchors.md §C item 14 ("The sandbox is running but port is not open").
 -- Outbound reachability: the local platform never routes a sandbox beyond this machine; "outside"
 -- is the host side of the sandbox's own link (GET /sandboxes/{id} abxNetwork.hostAddress, in the
@@ -221,4 +224,73 @@ t.test("without public traffic a non-envd port needs the traffic access token; e
   t.eq(sbx.commands:run("echo envd-ok").stdout, "envd-ok\n", "envd calls need no traffic token")
   -- connect answers the same token
   t.eq(ctx.conn:connect(sbx.id, { timeout = 300 }).traffic_access_token, sbx.traffic_access_token)
+end)
+
+-- ---- code execution (ctx.code_sandbox: the code interpreter on port 49999) --------------------
+
+t.test("run_code keeps state, returns stdout, stderr, the main result and the execution count",
+  function(ctx)
+  local sbx = ctx.code_sandbox
+  local first = sbx:run_code("x = 20")
+  t.eq(first.error, nil, "x = 20")
+  local seen = {}
+  local ex = sbx:run_code("import sys\nprint('hello')\nprint('warn', file=sys.stderr)\nx * 2 + 2",
+    { on_stdout = function(text) seen[#seen + 1] = text end })
+  t.eq(ex.text, "42", "the main result's text")
+  t.eq(ex.logs.stdout, { "hello\n" })
+  t.eq(ex.logs.stderr, { "warn\n" })
+  t.eq(seen, { "hello\n" }, "on_stdout saw the line as it came")
+  t.eq(#ex.results, 1)
+  t.eq(ex.results[1].is_main_result, true)
+  t.ok(first.execution_count and ex.execution_count == first.execution_count + 1,
+    "execution counts " .. tostring(first.execution_count) .. " then " .. tostring(ex.execution_count))
+  t.eq(sbx:run_code("'quoted'").text, "quoted", "one pair of surrounding quotes is stripped")
+  local env = sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')",
+    { envs = { ABX_SCENARIO = ctx.run_id } })
+  t.eq(env.text, ctx.run_id, "envs apply to that execution")
+  t.eq(sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')").text, "unset",
+    "and only to it")
+end)
+
+t.test("run_code returns the code's exception as error and a figure as a png result", function(ctx)
+  local sbx = ctx.code_sandbox
+  local ex = sbx:run_code("print('before')\n1 / 0")
+  t.ok(ex.error, "no error for 1 / 0")
+  t.eq(ex.error.name, "ZeroDivisionError")
+  t.eq(ex.error.value, "division by zero")
+  t.match(ex.error.traceback, "ZeroDivisionError")
+  t.eq(ex.logs.stdout, { "before\n" }, "output before the error is kept")
+  local fig = sbx:run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+  local png
+  for _, r in ipairs(fig.results) do png = png or r.png end
+  t.ok(png, "no png among the results")
+  t.eq(png:sub(1, 11), "iVBORw0KGgo", "the png result is base64 of a PNG image (its signature)")
+  -- code and files share the sandbox: a file written through envd is read by the code
+  sbx.files:write("/home/user/from_envd.txt", ctx.run_id)
+  t.eq(sbx:run_code("open('/home/user/from_envd.txt').read()").text, ctx.run_id)
+end)
+
+t.test("code contexts: own cwd and state, isolated from the default one, restart, remove",
+  function(ctx)
+  local sbx = ctx.code_sandbox
+  local c = sbx:create_code_context({ language = "python", cwd = "/tmp" })
+  t.eq(c.language, "python")
+  t.eq(c.cwd, "/tmp")
+  t.eq(sbx:run_code("import os\nos.getcwd()", { context = c }).text, "/tmp")
+  sbx:run_code("only_here = 1", { context = c })
+  t.eq(sbx:run_code("only_here", { context = c }).text, "1")
+  local other = sbx:run_code("only_here")
+  t.eq(other.error and other.error.name, "NameError", "the default context sees another's state")
+  local listed = false
+  for _, x in ipairs(sbx:list_code_contexts()) do listed = listed or x.id == c.id end
+  t.ok(listed, "the new context is not listed")
+  sbx:restart_code_context(c)
+  local after = sbx:run_code("only_here", { context = c })
+  t.eq(after.error and after.error.name, "NameError", "a restart drops the context's state")
+  sbx:remove_code_context(c)
+  for _, x in ipairs(sbx:list_code_contexts()) do t.neq(x.id, c.id, "a removed context is listed") end
+  t.raises("NotFound", function() sbx:run_code("1", { context = c }) end)
+  t.raises("InvalidArgument", function()
+    sbx:run_code("1", { context = sbx:create_code_context({}), language = "python" })
+  end)
 end)

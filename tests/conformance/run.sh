@@ -2,7 +2,8 @@
 # Conformance (issue 4 item 8, issue 10 item 8): the official E2B JS SDK, pinned per version in
 # sdk-<version>/package.json + package-lock.json, unmodified, against `abxlua serve`.
 #   bash tests/conformance/run.sh path/to/abxlua <sdk-version> <mode> [check-name-substring ...]
-#   sdk-version: a directory sdk-<version>/ next to this script (2.50.0, 2.51.0)
+#   sdk-version: a directory sdk-<version>/ next to this script (2.50.0, 2.51.0), or ci-<version>
+#             (ci-2.8.0): the @e2b/code-interpreter pin ci-<version>/, checked by code_interpreter.mjs
 #   mode url: `serve --port 0`; the SDK gets E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL (the same
 #             URL: envd is reached by the E2b-Sandbox-Id/E2b-Sandbox-Port headers) and
 #             E2B_DOMAIN=localhost
@@ -22,8 +23,12 @@ MODE=${3:?usage: run.sh path/to/abxlua <sdk-version> <url|tls> [check ...]}
 shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
 ABX=$(cd "$(dirname "$ABX")" && pwd)/$(basename "$ABX")
-PIN="$HERE/sdk-$SDK"
-[ -f "$PIN/package-lock.json" ] || { echo "no pin $PIN/package-lock.json (pins: $(cd "$HERE" && echo sdk-*))"; exit 2; }
+# sdk-version ci-<v>: the pin ci-<v>/ of @e2b/code-interpreter, checked by code_interpreter.mjs
+case "$SDK" in
+  ci-*) PIN="$HERE/$SDK"; SCRIPT=code_interpreter.mjs ;;
+  *) PIN="$HERE/sdk-$SDK"; SCRIPT=conformance.mjs ;;
+esac
+[ -f "$PIN/package-lock.json" ] || { echo "no pin $PIN/package-lock.json (pins: $(cd "$HERE" && echo sdk-* ci-*))"; exit 2; }
 case "$MODE" in url|tls) ;; *) echo "mode must be url or tls, not '$MODE'"; exit 2;; esac
 
 if [ "$(id -u)" != 0 ]; then echo "SKIP: abxlua serve needs root (bubblewrap namespaces)"; exit 77; fi
@@ -95,7 +100,7 @@ fi
 (
   cd "$HERE" &&
   env -u E2B_DEBUG -u E2B_ACCESS_TOKEN -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u NODE_EXTRA_CA_CERTS \
-    "${sdk_env[@]}" node conformance.mjs "$@"
+    "${sdk_env[@]}" node "$SCRIPT" "$@"
 )
 rc=$?
 

@@ -11,3 +11,11 @@ foreach(sdk 2.50.0 2.51.0)
                          LABELS conformance)
   endforeach()
 endforeach()
+# The official @e2b/code-interpreter package (pinned in ci-<version>/) against the built-in
+# code-interpreter-v1 template, in both addressing modes (code_interpreter.mjs)
+foreach(mode url tls)
+  add_test(NAME conformance-code-interpreter-2.8.0-${mode}
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conformance/run.sh $<TARGET_FILE:abxlua> ci-2.8.0 ${mode})
+  set_tests_properties(conformance-code-interpreter-2.8.0-${mode} PROPERTIES TIMEOUT 600
+                       SKIP_RETURN_CODE 77 LABELS conformance)
+endforeach()

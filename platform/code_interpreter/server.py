@@ -1,0 +1,445 @@
+"""The code-interpreter server of the local platform's code-interpreter-v1 template.
+
+Written into the template's layer at /opt/abx/code-interpreter/server.py (platform/templates.c
+embeds this file at build time) and started by the template's start_cmd as root; it drops to
+`user` (uid 1000, HOME /home/user) before it starts a kernel, so code runs as E2B's template user.
+
+Wire protocol (reference/envd-protocol.md §10, reference/e2b-v2-and-peers.md §3), on port 49999:
+  GET  /health                   200 "OK" (JSON string)
+  POST /execute                  {code, context_id?, language?, env_vars?} -> 200, chunked NDJSON:
+                                 number_of_executions, stdout/stderr, result, error, keepalive
+                                 (after 5 s of silence), and always a last end_of_execution
+  POST /contexts                 {language="python", cwd="/home/user"} -> {id, language, cwd}
+  GET  /contexts                 [Context...]
+  POST /contexts/{id}/restart    200 null
+  DELETE /contexts/{id}          200 null
+Errors are plain text (400 both context_id and language; 404 "Context <id> not found", or a
+language without a kernel, naming it; 500 a kernel that failed to start); a malformed body is 422
+{"detail": [...]} as FastAPI answers it.
+
+Contexts are real Jupyter kernels (Debian's python3-ipykernel through python3-jupyter-client),
+one KernelManager each, executions in a context one at a time. A context for a language starts
+on first use of that language; the default python context starts before the port is opened, so
+the template's ready_cmd (GET /health) succeeds only once code can run. A client that drops its
+/execute connection interrupts the kernel (SIGINT), and the server drains that execution so the
+next one starts at once. Only the kernels installed in the sandbox exist: Debian 12 has no
+JavaScript kernel, so "javascript" (and "js", "ts") answer 404 naming the missing kernel.
+"""
+import json
+import os
+import queue
+import select
+import socket
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from jupyter_client import KernelManager
+from jupyter_client.kernelspec import KernelSpecManager
+
+PORT = int(os.environ.get("ABX_CODE_INTERPRETER_PORT", "49999"))
+KEEPALIVE_S = 5.0          # §10: a keepalive line after 5 s of silence
+KERNEL_READY_S = 60.0      # bound on a kernel's start
+INTERRUPT_DRAIN_S = 10.0   # after an interrupt, wait this long for the kernel to go idle
+USER_UID, USER_HOME = 1000, "/home/user"
+
+# language (normalized) -> kernel name; aliases as E2B's server maps them (§10)
+ALIASES = {"": "python", "python3": "python", "js": "javascript", "ts": "typescript"}
+KERNELS = {"python": "python3", "javascript": "javascript", "typescript": "javascript",
+           "r": "ir", "bash": "bash", "java": "java"}
+
+# result MIME keys (api/models/result.py through §10); anything else goes to "extra"
+MIME = {"text/plain": "text", "text/html": "html", "text/markdown": "markdown",
+        "image/svg+xml": "svg", "image/png": "png", "image/jpeg": "jpeg",
+        "application/pdf": "pdf", "text/latex": "latex", "application/json": "json",
+        "application/javascript": "javascript", "e2b/data": "data", "e2b/chart": "chart"}
+
+
+def log(*a):
+    print(time.strftime("%H:%M:%S"), *a, file=sys.stderr, flush=True)
+
+
+def normalize(language):
+    lang = (language or "").strip().lower()
+    return ALIASES.get(lang, lang)
+
+
+class HTTPError(Exception):
+    def __init__(self, status, text):
+        super().__init__(text)
+        self.status, self.text = status, text
+
+
+class Context:
+    """One Jupyter kernel. `lock` serializes executions (and restarts) on it."""
+
+    def __init__(self, language, cwd):
+        kernel = KERNELS.get(language, language)
+        specs = KernelSpecManager().find_kernel_specs()
+        if kernel not in specs:
+            # 404, not 400: the official SDK shows the body of a 404 only (NotFoundError)
+            raise HTTPError(404, "language '%s' is not available in this template: no Jupyter "
+                            "kernel '%s' is installed (installed kernels: %s)"
+                            % (language, kernel, ", ".join(sorted(specs)) or "none"))
+        if not os.path.isdir(cwd):
+            raise HTTPError(400, "cwd '%s' is not a directory in the sandbox" % cwd)
+        self.id, self.language, self.cwd, self.kernel = str(uuid.uuid4()), language, cwd, kernel
+        self.lock = threading.Lock()
+        self.km = None
+        self.kc = None
+        self.start()
+
+    def start(self):
+        self.km = KernelManager(kernel_name=self.kernel)
+        self.km.start_kernel(cwd=self.cwd)
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=KERNEL_READY_S)
+        except RuntimeError as e:
+            self.stop()
+            raise HTTPError(500, "Failed to start the %s kernel: %s" % (self.kernel, e))
+
+    def stop(self):
+        try:
+            if self.kc:
+                self.kc.stop_channels()
+            if self.km:
+                self.km.shutdown_kernel(now=True)
+        except Exception as e:  # a dead kernel is already stopped
+            log("stop", self.id, e)
+        self.kc = self.km = None
+
+    def restart(self):
+        with self.lock:
+            self.stop()
+            self.start()
+
+    def json(self):
+        return {"id": self.id, "language": self.language, "cwd": self.cwd}
+
+    # --- execution ---------------------------------------------------------------------------
+    def wait_idle(self, msg_id, deadline, on_msg=None, tick=None):
+        """Reads iopub until the kernel reports idle for `msg_id`. on_msg(msg) for its messages;
+        tick() between reads (may raise to abort). False when `deadline` passed first."""
+        while time.monotonic() < deadline:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.2)
+            except queue.Empty:
+                if tick:
+                    tick()
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+                return True
+            if on_msg:
+                on_msg(msg)
+            if tick:
+                tick()
+        return False
+
+    def silent(self, code):
+        """Runs helper code that produces no output and no execution count."""
+        msg_id = self.kc.execute(code, silent=True, store_history=False)
+        self.wait_idle(msg_id, time.monotonic() + 30)
+
+    def env_code(self, env_vars, restore):
+        if self.language != "python" or not env_vars:
+            return None
+        if restore:
+            return ("for __k, __v in __abx_saved_env.items():\n"
+                    "    __abx_os.environ.pop(__k, None) if __v is None else "
+                    "__abx_os.environ.__setitem__(__k, __v)\n"
+                    "del __abx_saved_env, __k, __v")
+        return ("import os as __abx_os\n__abx_env = %s\n"
+                "__abx_saved_env = {k: __abx_os.environ.get(k) for k in __abx_env}\n"
+                "__abx_os.environ.update(__abx_env)\ndel __abx_env" % json.dumps(env_vars))
+
+    def execute(self, code, env_vars, emit, closed):
+        """Runs `code`; emit(obj) for each stream line but end_of_execution; closed() tells when
+        the client went away (the kernel is then interrupted and the execution drained)."""
+        with self.lock:
+            setup = self.env_code(env_vars, False)
+            if setup:
+                self.silent(setup)
+            try:
+                self._run(code, emit, closed)
+            finally:
+                restore = self.env_code(env_vars, True)
+                if restore and self.kc:
+                    self.silent(restore)
+
+    def _run(self, code, emit, closed):
+        # stop_on_error=False: ipykernel otherwise aborts requests that arrive just after an error
+        # (seen: the execution right after an interrupted one answered only end_of_execution)
+        msg_id = self.kc.execute(code, allow_stdin=False, stop_on_error=False)
+        last = [time.monotonic()]
+
+        def send(obj):
+            emit(obj)
+            last[0] = time.monotonic()
+
+        def on_msg(msg):
+            kind, c = msg["msg_type"], msg["content"]
+            ts = msg["header"].get("date")
+            ts = ts.isoformat() if hasattr(ts, "isoformat") else ts
+            if kind == "execute_input":
+                send({"type": "number_of_executions", "execution_count": c.get("execution_count")})
+            elif kind == "stream":
+                send({"type": "stdout" if c.get("name") == "stdout" else "stderr",
+                      "text": c.get("text", ""), "timestamp": ts})
+            elif kind in ("execute_result", "display_data"):
+                send(result_line(c.get("data", {}), kind == "execute_result"))
+            elif kind == "error":
+                send({"type": "error", "name": c.get("ename", ""), "value": c.get("evalue", ""),
+                      "traceback": "\n".join(c.get("traceback", []))})
+
+        def tick():
+            if closed():
+                raise ConnectionResetError("client closed the connection")
+            if time.monotonic() - last[0] >= KEEPALIVE_S:
+                send({"type": "keepalive"})
+
+        try:
+            self.wait_idle(msg_id, float("inf"), on_msg, tick)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            log("client left; interrupting context", self.id)
+            self.km.interrupt_kernel()
+            if not self.wait_idle(msg_id, time.monotonic() + INTERRUPT_DRAIN_S):
+                log("context", self.id, "did not stop on interrupt; restarting it")
+                self.stop()
+                self.start()
+            raise
+
+
+def result_line(data, main):
+    r = {"type": "result", "is_main_result": main}
+    extra = {}
+    for mime, value in data.items():
+        key = MIME.get(mime)
+        if key is None:
+            extra[mime] = value
+        elif value is not None:
+            if key == "text" and isinstance(value, str) and len(value) >= 2 \
+                    and value[0] == value[-1] == "'":
+                # §10: one pair of surrounding single quotes is stripped (the repr of a str);
+                # E2B's api/models/result.py leaves double quotes alone ("it's")
+                value = value[1:-1]
+            r[key] = value
+    if extra:
+        r["extra"] = extra
+    return r
+
+
+class Contexts:
+    def __init__(self):
+        self.mu = threading.Lock()
+        self.by_id = {}
+        self.default = {}  # language -> context id
+
+    def create(self, language, cwd):
+        ctx = Context(language, cwd)
+        with self.mu:
+            self.by_id[ctx.id] = ctx
+        log("context", ctx.id, language, cwd)
+        return ctx
+
+    def get(self, cid):
+        with self.mu:
+            ctx = self.by_id.get(cid)
+        if ctx is None:
+            raise HTTPError(404, "Context %s not found" % cid)
+        return ctx
+
+    def default_for(self, language):
+        with self.mu:
+            cid = self.default.get(language)
+            if cid in self.by_id:
+                return self.by_id[cid]
+        ctx = self.create(language, USER_HOME)
+        with self.mu:
+            self.default[language] = ctx.id
+        return ctx
+
+    def remove(self, cid):
+        with self.mu:
+            ctx = self.by_id.pop(cid, None)
+        if ctx is None:
+            raise HTTPError(404, "Context %s not found" % cid)
+        with ctx.lock:
+            ctx.stop()
+
+    def list(self):
+        with self.mu:
+            return [c.json() for c in self.by_id.values()]
+
+
+CONTEXTS = Contexts()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "abx-code-interpreter"
+
+    def log_message(self, fmt, *a):
+        log(self.address_string(), fmt % a)
+
+    def send_body(self, status, data, ctype):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_json(self, status, obj):
+        self.send_body(status, json.dumps(obj).encode(), "application/json")
+
+    def send_text(self, status, text):
+        self.send_body(status, text.encode(), "text/plain; charset=utf-8")
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if not raw:
+            return {}
+        try:
+            v = json.loads(raw)
+        except ValueError as e:
+            raise HTTPError(422, json.dumps({"detail": [{"loc": ["body"], "msg": "invalid JSON: %s" % e,
+                                                         "type": "value_error.jsondecode"}]}))
+        if not isinstance(v, dict):
+            raise HTTPError(422, json.dumps({"detail": [{"loc": ["body"], "msg": "must be an object",
+                                                         "type": "type_error.dict"}]}))
+        return v
+
+    def route(self, method):
+        path = self.path.split("?", 1)[0]
+        try:
+            if method == "POST":
+                req = self.body()  # read first, so every answer leaves the connection clean
+            if method == "GET" and path == "/health":
+                return self.send_json(200, "OK")
+            if method == "GET" and path == "/contexts":
+                return self.send_json(200, CONTEXTS.list())
+            if method == "POST" and path == "/contexts":
+                language = normalize(field(req, "language", str, "python"))
+                cwd = field(req, "cwd", str, USER_HOME) or USER_HOME
+                return self.send_json(200, CONTEXTS.create(language, cwd).json())
+            if path.startswith("/contexts/"):
+                rest = path[len("/contexts/"):]
+                if method == "POST" and rest.endswith("/restart"):
+                    CONTEXTS.get(rest[:-len("/restart")]).restart()
+                    return self.send_json(200, None)
+                if method == "DELETE" and "/" not in rest:
+                    CONTEXTS.remove(rest)
+                    return self.send_json(200, None)
+            if method == "POST" and path == "/execute":
+                return self.execute(req)
+            return self.send_text(404, "Not Found")
+        except HTTPError as e:
+            if e.status == 422:
+                return self.send_body(422, e.text.encode(), "application/json")
+            return self.send_text(e.status, e.text)
+
+    def execute(self, req):
+        code = req.get("code")
+        if not isinstance(code, str):
+            raise HTTPError(422, json.dumps({"detail": [{"loc": ["body", "code"],
+                                                         "msg": "field required (a string)",
+                                                         "type": "value_error.missing"}]}))
+        cid, language = field(req, "context_id", str, None), field(req, "language", str, None)
+        env_vars = field(req, "env_vars", dict, None) or {}
+        for k, v in env_vars.items():
+            if not isinstance(v, str):
+                raise HTTPError(422, json.dumps({"detail": [{"loc": ["body", "env_vars", k],
+                                                             "msg": "str type expected",
+                                                             "type": "type_error.str"}]}))
+        if cid and language:
+            raise HTTPError(400, "Only one of context_id or language can be provided, not both")
+        ctx = CONTEXTS.get(cid) if cid else CONTEXTS.default_for(normalize(language))
+        self.send_response(200)  # no Content-Type: E2B's StreamingResponse sets none (§10)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        sock = self.connection
+
+        def emit(obj):
+            data = (json.dumps(obj) + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def closed():
+            r, _, _ = select.select([sock], [], [], 0)
+            if not r:
+                return False
+            try:
+                return sock.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                return True
+
+        try:
+            ctx.execute(code, env_vars, emit, closed)
+            emit({"type": "end_of_execution"})
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            pass
+        except Exception as e:  # the kernel died or was removed: an error line, then the end
+            log("execute failed:", repr(e))
+            try:
+                emit({"type": "error", "name": "UnexpectedEndOfExecution", "value": str(e),
+                      "traceback": ""})
+                emit({"type": "end_of_execution"})
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:
+                pass
+        self.close_connection = True
+
+    def do_GET(self):
+        self.route("GET")
+
+    def do_POST(self):
+        self.route("POST")
+
+    def do_DELETE(self):
+        self.route("DELETE")
+
+
+def field(req, name, kind, default):
+    v = req.get(name)
+    if v is None:
+        return default
+    if not isinstance(v, kind):
+        raise HTTPError(422, json.dumps({"detail": [{"loc": ["body", name],
+                                                     "msg": "must be a %s" % kind.__name__,
+                                                     "type": "type_error"}]}))
+    return v
+
+
+def drop_to_user():
+    """Started as root by the template's start_cmd: run kernels as `user`, as E2B's template does."""
+    if os.getuid() != 0:
+        return
+    os.setgroups([])
+    os.setgid(USER_UID)
+    os.setuid(USER_UID)
+    os.environ.update({"HOME": USER_HOME, "USER": "user", "LOGNAME": "user"})
+    os.chdir(USER_HOME)
+
+
+def main():
+    drop_to_user()
+    # ipykernel's debugger warns about frozen modules at every kernel start (into the start log)
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    CONTEXTS.default_for("python")  # before listening: /health means code can run
+    srv = ThreadingHTTPServer(("0.0.0.0", PORT), Handler)
+    srv.daemon_threads = True
+    log("listening on", PORT)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+/*
+ * template_start.c: start_cmd and ready_cmd at sandbox start. Contract in template_start.h.
+ */
+#include "template_start.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "envd_client.h"
+#include "http_util.h"
+
+/* The command comes in through the environment, so no quoting is needed; it is unset before
+ * the command runs. setsid + & detach it from the short-lived shell envd waits for. */
+static const char start_script[] =
+    "mkdir -p \"${ABX_START_LOG%/*}\" && c=$ABX_START_CMD && log=$ABX_START_LOG && "
+    "unset ABX_START_CMD ABX_START_LOG && "
+    "setsid /bin/bash -c \"$c\" </dev/null >>\"$log\" 2>&1 &";
+
+const char *abx_template_start_cmd(const struct abx_template *t)
+{
+  for (; t; t = t->parent)
+    if (t->start_cmd)
+      return t->start_cmd;
+  return NULL;
+}
+
+const char *abx_template_ready_cmd(const struct abx_template *t)
+{
+  for (; t; t = t->parent)
+    if (t->ready_cmd)
+      return t->ready_cmd;
+  return NULL;
+}
+
+static void start_log_tail(int netns_fd, const char *token, char *out, size_t outlen)
+{
+  char err[160];
+  int code = 0;
+  if (abx_envd_run(netns_fd, token, "root", "tail -c 160 " ABX_START_LOG " 2>&1", NULL, 5000,
+                   &code, out, outlen, err, sizeof err) != 0)
+    snprintf(out, outlen, "(unreadable: %.100s)", err);
+}
+
+int abx_template_start(const struct abx_template *t, int netns_fd, const char *token, char *err,
+                       size_t errlen)
+{
+  const char *start = abx_template_start_cmd(t), *ready = abx_template_ready_cmd(t);
+  char out[512] = "", e[256] = "";
+  int code = 0;
+  if (start) {
+    json_t *envs = json_pack("{s:s,s:s}", "ABX_START_CMD", start, "ABX_START_LOG", ABX_START_LOG);
+    int rc = envs ? abx_envd_run(netns_fd, token, "root", start_script, envs, 10000, &code, out,
+                                 sizeof out, e, sizeof e)
+                  : -1;
+    json_decref(envs);
+    if (rc != 0 || code != 0) {
+      snprintf(err, errlen, "template '%s': cannot launch start_cmd `%s`: %s%s", t->id, start,
+               rc ? e : "exit ", rc ? "" : out);
+      return -1;
+    }
+  }
+  if (!ready)
+    return 0;
+  int64_t deadline = abx_mono_ns() + (int64_t)ABX_READY_TIMEOUT_S * 1000000000LL;
+  int tries = 0;
+  for (;;) {
+    int64_t left_ms = (deadline - abx_mono_ns()) / 1000000;
+    long bound = left_ms < 10000 ? (long)(left_ms > 100 ? left_ms : 100) : 10000;
+    e[0] = 0;
+    int rc = abx_envd_run(netns_fd, token, "root", ready, NULL, bound, &code, out, sizeof out, e,
+                          sizeof e);
+    tries++;
+    if (rc == 0 && code == 0)
+      return 0;
+    if (abx_mono_ns() >= deadline)
+      break;
+    struct timespec ts = {0, ABX_READY_POLL_MS * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  /* The whole message must fit the API's error buffer (512 bytes in api_sandboxes.c): the last
+   * 120 bytes of the ready command's output and the last 160 of the start log. */
+  char last[200], log[170] = "";
+  size_t on = strlen(out);
+  if (e[0])
+    snprintf(last, sizeof last, "%.150s", e);
+  else
+    snprintf(last, sizeof last, "exit %d, output: %s", code,
+             on ? out + (on > 120 ? on - 120 : 0) : "(none)");
+  if (start)
+    start_log_tail(netns_fd, token, log, sizeof log);
+  snprintf(err, errlen,
+           "template '%s': ready_cmd `%s` did not succeed within %d s (%d tries; last: %s)%s%s",
+           t->id, ready, ABX_READY_TIMEOUT_S, tries, last, start ? "; start_cmd log: " : "",
+           start ? (log[0] ? log : "(empty)") : "");
+  return -1;
+}

@@ -1,0 +1,71 @@
+/*
+ * templates.c: the built-in templates other than base. Contract in templates.h.
+ */
+#include "templates.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rootfs.h"
+
+/* cmake/embed_file.cmake output: platform/code_interpreter/server.py */
+extern const unsigned char abx_code_interpreter_server[];
+extern const size_t abx_code_interpreter_server_len;
+
+#define CI_DIR "opt/abx/code-interpreter"
+
+/* The server logs to stderr; start_cmd's output goes to the start log (template_start.h). */
+static const char ci_start[] = "/usr/bin/python3 /" CI_DIR "/server.py";
+static const char ci_ready[] =
+    "curl -s -o /dev/null -w '%{http_code}' http://localhost:49999/health | grep -q 200";
+
+static int write_all(const char *path, const unsigned char *data, size_t n, mode_t mode)
+{
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0)
+    return -1;
+  size_t at = 0;
+  while (at < n) {
+    ssize_t k = write(fd, data + at, n - at);
+    if (k <= 0) {
+      close(fd);
+      return -1;
+    }
+    at += (size_t)k;
+  }
+  return close(fd);
+}
+
+static int code_interpreter(char *err, size_t errlen)
+{
+  struct abx_template *t = abx_template_builtin("code-interpreter-v1", err, errlen);
+  if (!t)
+    return -1;
+  char p[4200];
+  const char *dirs[] = {"opt", "opt/abx", CI_DIR};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    snprintf(p, sizeof p, "%s/root/%s", t->layer, dirs[i]);
+    if (mkdir(p, 0755) != 0 && errno != EEXIST)
+      goto fail;
+  }
+  snprintf(p, sizeof p, "%s/root/" CI_DIR "/server.py", t->layer);
+  if (write_all(p, abx_code_interpreter_server, abx_code_interpreter_server_len, 0644) != 0)
+    goto fail;
+  t->start_cmd = strdup(ci_start);
+  t->ready_cmd = strdup(ci_ready);
+  if (!t->start_cmd || !t->ready_cmd) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  return 0;
+fail:
+  snprintf(err, errlen, "cannot write the code-interpreter-v1 layer (%s): %s", p, strerror(errno));
+  return -1;
+}
+
+int abx_templates_builtin_init(char *err, size_t errlen) { return code_interpreter(err, errlen); }

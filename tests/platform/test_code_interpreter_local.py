@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""The built-in code-interpreter-v1 template of `abxlua serve` (issue 11 part 5): its server on
+real Jupyter kernels, started by the template's start_cmd and waited for by its ready_cmd.
+
+Usage: test_code_interpreter_local.py [path/to/abxlua]
+
+Wire protocol: reference/envd-protocol.md §10, reference/e2b-v2-and-peers.md §3. Checked through
+the serve's ingress (E2b-Sandbox-Id / E2b-Sandbox-Port: 49999 headers): create answers only once
+the server is ready, /health, state within a context, stdout, an exception's error line with its
+traceback, the MIME mapping (text quotes stripped, a matplotlib figure as png, html), contexts
+create/list/restart/delete, two isolated contexts, env_vars for one execution, the 400/404/422
+answers, a javascript request naming the missing kernel, keepalive lines during a silent 6 s
+execution, a dropped client interrupting the kernel, the start log in the sandbox, that the
+built-in template cannot be deleted, that a snapshot's sandbox starts the server again (start_cmd
+and ready_cmd are inherited), and that a template whose server never comes up fails the create
+after the 60 s ready bound with an error naming the template, the command, and the start log.
+
+Each check prints PASS/FAIL; exit 1 when any failed, 77 when skipped (not root, envd not usable).
+"""
+import http.client
+import json
+import os
+import re
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_platform as tp  # noqa: E402
+
+check = tp.check
+CI_PORT = 49999
+
+
+def ci(s, ctx, method, path, body=None, timeout=60):
+    """One request to the sandbox's code interpreter; returns (status, body bytes)."""
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=timeout)
+    h = {"E2b-Sandbox-Id": ctx["sid"], "E2b-Sandbox-Port": str(CI_PORT),
+         "Content-Type": "application/json"}
+    if ctx.get("token"):
+        h["X-Access-Token"] = ctx["token"]
+    c.request(method, path, json.dumps(body) if body is not None else None, h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data
+
+
+def execute(s, ctx, code, **fields):
+    """POST /execute; returns (status, [lines]) with the lines decoded (the raw body on non-200)."""
+    body = {"code": code}
+    body.update(fields)
+    st, data = ci(s, ctx, "POST", "/execute", body)
+    if st != 200:
+        return st, data.decode(errors="replace")
+    lines = [json.loads(l) for l in data.decode().splitlines() if l.strip()]
+    check(lines and lines[-1] == {"type": "end_of_execution"}, "last line %r" % lines[-1:])
+    return st, lines
+
+
+def of(lines, kind):
+    return [l for l in lines if l.get("type") == kind]
+
+
+def t_ready_at_create(s, ctx):
+    # create answered only once ready_cmd succeeded: the very first request must be served
+    st, data = ci(s, ctx, "GET", "/health")
+    check(st == 200 and json.loads(data) == "OK", "health %d %r" % (st, data))
+
+
+def t_state(s, ctx):
+    st, a = execute(s, ctx, "x = 1")
+    check(st == 200 and not of(a, "error"), "x = 1: %r" % (a,))
+    st, b = execute(s, ctx, "x + 1")
+    res = of(b, "result")
+    check(len(res) == 1 and res[0]["text"] == "2" and res[0]["is_main_result"] is True,
+          "x + 1 results %r" % res)
+    n1, n2 = of(a, "number_of_executions"), of(b, "number_of_executions")
+    check(n1 and n2 and n2[0]["execution_count"] == n1[0]["execution_count"] + 1,
+          "execution counts %r %r" % (n1, n2))
+
+
+def t_stdout_stderr(s, ctx):
+    st, lines = execute(s, ctx, "import sys\nprint('hello')\nprint('warn', file=sys.stderr)")
+    out, err = of(lines, "stdout"), of(lines, "stderr")
+    check([l["text"] for l in out] == ["hello\n"], "stdout %r" % out)
+    check([l["text"] for l in err] == ["warn\n"], "stderr %r" % err)
+    check(out[0].get("timestamp", "").startswith("20"), "timestamp %r" % out[0])
+
+
+def t_error(s, ctx):
+    st, lines = execute(s, ctx, "print('before')\n1/0")
+    errs = of(lines, "error")
+    check(len(errs) == 1 and errs[0]["name"] == "ZeroDivisionError", "error %r" % errs)
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", errs[0]["traceback"])  # IPython colours it
+    check(errs[0]["value"] == "division by zero" and "Traceback" in plain and "1/0" in plain,
+          "error fields %r" % errs[0])
+    check([l["text"] for l in of(lines, "stdout")] == ["before\n"], "stdout before the error")
+
+
+def t_mime(s, ctx):
+    st, lines = execute(s, ctx, "'quoted'")
+    check(of(lines, "result")[0]["text"] == "quoted", "quotes stripped: %r" % of(lines, "result"))
+    st, lines = execute(s, ctx, "\"it's\"")
+    check(of(lines, "result")[0]["text"] == "\"it's\"", "double quotes kept: %r" % of(lines, "result"))
+    st, lines = execute(s, ctx, "from IPython.display import HTML, display\n"
+                                "display(HTML('<b>hi</b>'))")
+    res = of(lines, "result")
+    check(len(res) == 1 and res[0]["html"] == "<b>hi</b>" and res[0]["is_main_result"] is False,
+          "display_data html %r" % res)
+
+
+def t_png(s, ctx):
+    st, lines = execute(s, ctx, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+    res = [r for r in of(lines, "result") if "png" in r]
+    check(len(res) == 1 and res[0]["png"].startswith("iVBORw0KGgo"), "png result %r"
+          % [{k: str(v)[:40] for k, v in r.items()} for r in of(lines, "result")] + str(of(lines, "error")))
+
+
+def t_contexts(s, ctx):
+    st, data = ci(s, ctx, "POST", "/contexts", {"language": "python", "cwd": "/tmp"})
+    c = json.loads(data)
+    check(st == 200 and c["language"] == "python" and c["cwd"] == "/tmp" and c["id"],
+          "create %d %r" % (st, data))
+    st, data = ci(s, ctx, "GET", "/contexts")
+    check(st == 200 and c["id"] in [x["id"] for x in json.loads(data)], "list %r" % data)
+    st, lines = execute(s, ctx, "import os\ny = 5\nos.getcwd()", context_id=c["id"])
+    check(of(lines, "result")[0]["text"] == "/tmp", "cwd of the context %r" % lines)
+    st, data = ci(s, ctx, "POST", "/contexts/%s/restart" % c["id"])
+    check(st == 200, "restart %d %r" % (st, data))
+    st, lines = execute(s, ctx, "y", context_id=c["id"])
+    errs = of(lines, "error")
+    check(errs and errs[0]["name"] == "NameError", "state lost on restart: %r" % lines)
+    st, data = ci(s, ctx, "DELETE", "/contexts/" + c["id"])
+    check(st == 200, "delete %d %r" % (st, data))
+    st, data = ci(s, ctx, "GET", "/contexts")
+    check(c["id"] not in [x["id"] for x in json.loads(data)], "deleted context still listed")
+    st, text = execute(s, ctx, "1", context_id=c["id"])
+    check(st == 404 and c["id"] in text, "execute in a deleted context %d %r" % (st, text))
+    st, data = ci(s, ctx, "DELETE", "/contexts/" + c["id"])
+    check(st == 404, "second delete %d" % st)
+    st, data = ci(s, ctx, "POST", "/contexts/nope/restart")
+    check(st == 404 and b"nope" in data, "restart unknown %d %r" % (st, data))
+
+
+def t_isolated(s, ctx):
+    ids = []
+    for _ in range(2):
+        st, data = ci(s, ctx, "POST", "/contexts", {})
+        check(st == 200, "create %d %r" % (st, data))
+        ids.append(json.loads(data)["id"])
+    execute(s, ctx, "z = 'first'", context_id=ids[0])
+    st, lines = execute(s, ctx, "z", context_id=ids[1])
+    check(of(lines, "error") and of(lines, "error")[0]["name"] == "NameError",
+          "second context sees z: %r" % lines)
+    st, lines = execute(s, ctx, "z", context_id=ids[0])
+    check(of(lines, "result")[0]["text"] == "first", "first context lost z: %r" % lines)
+    for i in ids:
+        ci(s, ctx, "DELETE", "/contexts/" + i)
+
+
+def t_env_vars(s, ctx):
+    code = "import os\nos.environ.get('ABX_CI_VAR', 'unset')"
+    st, lines = execute(s, ctx, code, env_vars={"ABX_CI_VAR": "set-here"})
+    check(of(lines, "result")[0]["text"] == "set-here", "env var applied: %r" % lines)
+    st, lines = execute(s, ctx, code)
+    check(of(lines, "result")[0]["text"] == "unset", "env var restored: %r" % lines)
+
+
+def t_errors(s, ctx):
+    st, text = execute(s, ctx, "1", context_id="abc", language="python")
+    check(st == 400 and "context_id" in text, "both %d %r" % (st, text))
+    st, text = execute(s, ctx, "1", context_id="no-such")
+    check(st == 404 and "no-such" in text, "unknown context %d %r" % (st, text))
+    st, data = ci(s, ctx, "POST", "/execute", {"nocode": 1})
+    check(st == 422 and "code" in json.loads(data)["detail"][0]["loc"], "422 %d %r" % (st, data))
+    for lang in ("javascript", "js"):
+        st, text = execute(s, ctx, "1", language=lang)
+        check(st == 404 and "javascript" in text and "kernel" in text, "%s %d %r" % (lang, st, text))
+    st, data = ci(s, ctx, "POST", "/contexts", {"language": "ts"})
+    check(st == 404 and b"javascript" in data, "ts context %d %r" % (st, data))
+    st, lines = execute(s, ctx, "40 + 2", language="Python ")
+    check(of(lines, "result")[0]["text"] == "42", "language normalized %r" % lines)
+
+
+def t_keepalive(s, ctx):
+    t0 = time.time()
+    st, lines = execute(s, ctx, "import time\ntime.sleep(6)\n'done'")
+    check(of(lines, "keepalive"), "no keepalive in %r" % lines)
+    check(of(lines, "result")[0]["text"] == "done" and time.time() - t0 >= 6, "result %r" % lines)
+
+
+def t_disconnect_interrupts(s, ctx):
+    st, data = ci(s, ctx, "POST", "/contexts", {})
+    cid = json.loads(data)["id"]
+    body = json.dumps({"code": "import time\ntime.sleep(120)", "context_id": cid}).encode()
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+    head = ("POST /execute HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: %d\r\n"
+            "Content-Type: application/json\r\nContent-Length: %d\r\n%s\r\n"
+            % (s.port, ctx["sid"], CI_PORT, len(body),
+               "X-Access-Token: %s\r\n" % ctx["token"] if ctx.get("token") else ""))
+    sock.sendall(head.encode() + body)
+    got = b""
+    while b"number_of_executions" not in got:  # the code is running
+        chunk = sock.recv(4096)
+        check(chunk, "stream closed early: %r" % got)
+        got += chunk
+    time.sleep(0.5)
+    sock.close()
+    t0 = time.time()
+    st, lines = execute(s, ctx, "'next'", context_id=cid)
+    took = time.time() - t0
+    check(of(lines, "result") and of(lines, "result")[0]["text"] == "next" and took < 15,
+          "next execution after %.1fs: %r" % (took, lines))
+    ci(s, ctx, "DELETE", "/contexts/" + cid)
+
+
+def t_start_log(s, ctx):
+    code, out, err = tp.run_in(s, ctx["sid"], "cat /var/log/abx/start_cmd.log; "
+                               "ps -o user= -C python3 | sort -u", user="root", token=ctx.get("token"))
+    check(code == 0 and "listening on 49999" in out, "start log %r %r" % (out, err))
+    check("user" in out.split() or "1000" in out.split(), "the server's kernels run as user: %r" % out)
+
+
+def t_snapshot_starts_server(s, ctx):
+    """A snapshot inherits start_cmd/ready_cmd: its sandboxes boot cold, so the server must start."""
+    st, _, j = s.json("POST", "/sandboxes/%s/snapshots" % ctx["sid"], {"name": "ci-snap"})
+    check(st in (200, 201), "snapshot %d %r" % (st, j))
+    st, _, b = s.create(templateID="ci-snap")
+    check(st == 201, "create from the snapshot %d %r" % (st, b))
+    other = {"sid": b["sandboxID"], "token": b.get("envdAccessToken")}
+    st, lines = execute(s, other, "6 * 7")
+    check(st == 200 and of(lines, "result")[0]["text"] == "42", "in the snapshot's sandbox %r" % (lines,))
+    s.request("DELETE", "/sandboxes/" + b["sandboxID"])
+    s.request("DELETE", "/templates/ci-snap")
+
+
+def t_ready_never(s, ctx):
+    """A start_cmd whose server never comes up: create fails after the 60 s bound, naming the
+    template, the ready command, its last result and the start log; nothing is left running."""
+    st, _, a = s.create(templateID="code-interpreter-v1")
+    check(st == 201, "create %d %r" % (st, a))
+    sid = a["sandboxID"]
+    code, out, err = tp.run_in(s, sid, "printf 'import sys\\nprint(\"broken on purpose\", flush=True)\\n"
+                               "sys.exit(3)\\n' > /opt/abx/code-interpreter/server.py", user="root",
+                               token=a.get("envdAccessToken"))
+    check(code == 0, "break the server: %r %r" % (out, err))
+    st, _, j = s.json("POST", "/sandboxes/%s/snapshots" % sid, {"name": "ci-broken"})
+    check(st in (200, 201), "snapshot %d %r" % (st, j))
+    s.request("DELETE", "/sandboxes/" + sid)
+    t0 = time.time()
+    st, _, j = s.json("POST", "/sandboxes", {"templateID": "ci-broken", "timeout": 60}, timeout=120)
+    took = time.time() - t0
+    msg = json.dumps(j)
+    check(st >= 400 and 55 <= took <= 90, "create answered %d after %.1fs: %r" % (st, took, j))
+    for want in ("template 'ci-broken'", "ready_cmd", "did not succeed within 60 s", "exit 1",
+                 "start_cmd log", "broken on purpose"):
+        check(want in msg, "%r not in the error: %s" % (want, msg))
+    st, _, lst = s.json("GET", "/sandboxes")
+    check(st == 200 and all(x.get("templateID") != "ci-broken" for x in lst or []),
+          "a sandbox of ci-broken is listed: %r" % lst)
+    s.request("DELETE", "/templates/ci-broken")
+
+
+def t_builtin_not_deletable(s, ctx):
+    st, _, j = s.json("DELETE", "/templates/code-interpreter-v1")
+    check(st == 400 and "built-in" in json.dumps(j), "delete %d %r" % (st, j))
+
+
+CHECKS = [t_ready_at_create, t_state, t_stdout_stderr, t_error, t_mime, t_png, t_contexts,
+          t_isolated, t_env_vars, t_errors, t_keepalive, t_disconnect_interrupts, t_start_log,
+          t_builtin_not_deletable, t_snapshot_starts_server, t_ready_never]
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP: abxlua serve needs root (bubblewrap, overlayfs)")
+        return 77
+    s = tp.Server()
+    t0 = time.time()
+    st, _, j = s.create(templateID="code-interpreter-v1", timeout=600)
+    if st != 201:
+        st2, _, j2 = s.create()
+        s.stop()
+        if st2 != 201:
+            print("SKIP: the real envd does not start: %r" % (j2,))
+            return 77
+        print("FAIL create code-interpreter-v1: %d %r" % (st, j))
+        return 1
+    print("create code-interpreter-v1: %.2fs" % (time.time() - t0))
+    ctx, failed = {"sid": j["sandboxID"], "token": j.get("envdAccessToken")}, 0
+    try:
+        failed = tp.run_checks(s, ctx, CHECKS, os.environ.get("ABX_ONLY"), width=24)
+    finally:
+        code, _, err = s.stop()
+    if code != 0:
+        print("FAIL serve exit %r: %s" % (code, err.decode(errors="replace")[-500:]))
+        failed += 1
+    print("%d failed" % failed)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
