@@ -288,16 +288,13 @@ def main():
         print("FAIL create code-interpreter-v1: %d %r" % (st, j))
         return 1
     print("create code-interpreter-v1: %.2fs" % (time.time() - t0))
-    ctx, failed = {"sid": j["sandboxID"], "token": j.get("envdAccessToken")}, 0
+    ctx = {"sid": j["sandboxID"], "token": j.get("envdAccessToken")}
+    failed = 0
     try:
         failed = tp.run_checks(s, ctx, CHECKS, os.environ.get("ABX_ONLY"), width=24)
     finally:
-        code, _, err = s.stop()
-    if code != 0:
-        print("FAIL serve exit %r: %s" % (code, err.decode(errors="replace")[-500:]))
-        failed += 1
-    print("%d failed" % failed)
-    return 1 if failed else 0
+        status = tp.stop_and_sum(s, failed)
+    return status
 
 
 if __name__ == "__main__":

@@ -486,6 +486,17 @@ def run_checks(s, ctx, checks, only=None, width=28, outcome=None):
     return failed
 
 
+def stop_and_sum(s, failed):
+    """Stops serve (SIGTERM), counts a non-zero exit as one more failure (with its stderr tail),
+    prints the total and returns the exit status of a check list: 1 when any failed, else 0."""
+    code, _, err = s.stop()
+    if code != 0:
+        print("FAIL serve exit %r: %s" % (code, err.decode(errors="replace")[-500:]))
+        failed += 1
+    print("%d failed" % failed)
+    return 1 if failed else 0
+
+
 def t_shutdown(s, ctx):
     pids = sandbox_pids(s.state_dir)
     check(len(pids) >= 2, "no sandbox processes found before shutdown: %r" % pids)

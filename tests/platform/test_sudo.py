@@ -333,16 +333,13 @@ def main():
         s.stop()
         print("SKIP: the real envd does not start: %r" % (j,))
         return 77
-    ctx, failed = {"a": j["sandboxID"]}, 0
+    ctx = {"a": j["sandboxID"]}
+    failed = 0
     try:
         failed = tp.run_checks(s, ctx, CHECKS, os.environ.get("ABX_ONLY"), width=22)
     finally:
-        code, _, err = s.stop()
-    if code != 0:
-        print("FAIL serve exit %r: %s" % (code, err.decode(errors="replace")[-500:]))
-        failed += 1
-    print("%d failed" % failed)
-    return 1 if failed else 0
+        status = tp.stop_and_sum(s, failed)
+    return status
 
 
 if __name__ == "__main__":
