@@ -7,16 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
 
 #include "api.h"
 #include "api_internal.h"
-#include "cgroup.h"
 #include "http_util.h"
 #include "lifecycle.h"
 #include "registry.h"
-#include "rootfs.h"
 
 /* Answer a lifecycle status: 0 → `ok_status` with `body` (stolen), 404 standard, 409 `msg409`. */
 static enum MHD_Result answer(struct abx_api_req *r, const char *id, int rc, unsigned ok_status,

@@ -50,8 +50,6 @@ struct abx_sandbox {
   int64_t paused_ns;         /* when it was paused (endAt while paused) */
   json_t *volume_mounts;     /* [{name,path,readOnly}], owned; a use of each volume is held */
   char **volume_dirs;        /* host dirs, parallel to volume_mounts, owned */
-  uint64_t cpu_prev_ns;      /* last metrics sample: cgroup CPU time and monotonic time */
-  int64_t cpu_prev_mono;
   int refs;                  /* under the registry lock: the list's ref + abx_registry_get()s */
   int listed;
   pthread_mutex_t op;        /* serializes pause/resume/snapshot/kill of this sandbox */

@@ -146,6 +146,20 @@ static int build_base(const char *layer)
   return 0;
 }
 
+/* The record of a template serve itself provides (base, the built-in ones): listed, one ref,
+ * not deletable, base's CPU and memory. */
+static void init_builtin(struct abx_template *t, const char *id)
+{
+  snprintf(t->id, sizeof t->id, "%s", id);
+  snprintf(t->alias, sizeof t->alias, "%s", id);
+  t->cpu_count = ABX_BASE_CPU_COUNT;
+  t->memory_mb = ABX_BASE_MEMORY_MB;
+  t->created_ns = abx_now_ns();
+  t->refs = 1;
+  t->listed = 1;
+  t->builtin = 1;
+}
+
 int abx_rootfs_init(const char *state_dir, char *err, size_t errlen)
 {
   g_nparts = 0;
@@ -180,14 +194,7 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen)
     free(t);
     return -1;
   }
-  snprintf(t->id, sizeof t->id, "base");
-  snprintf(t->alias, sizeof t->alias, "base");
-  t->cpu_count = ABX_BASE_CPU_COUNT;
-  t->memory_mb = ABX_BASE_MEMORY_MB;
-  t->created_ns = abx_now_ns();
-  t->refs = 1;
-  t->listed = 1;
-  t->builtin = 1;
+  init_builtin(t, "base");
   g_base = g_list = t;
   return abx_templates_builtin_init(err, errlen);
 }
@@ -208,14 +215,7 @@ struct abx_template *abx_template_builtin(const char *id, char *err, size_t errl
     free(t);
     return NULL;
   }
-  snprintf(t->id, sizeof t->id, "%s", id);
-  snprintf(t->alias, sizeof t->alias, "%s", id);
-  t->cpu_count = ABX_BASE_CPU_COUNT;
-  t->memory_mb = ABX_BASE_MEMORY_MB;
-  t->created_ns = abx_now_ns();
-  t->refs = 1;
-  t->listed = 1;
-  t->builtin = 1;
+  init_builtin(t, id);
   t->parent = g_base;
   t->depth = 1;
   pthread_mutex_lock(&mu);

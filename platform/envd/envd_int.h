@@ -263,6 +263,11 @@ void envd_stream_input_free(struct envd_sinput *si);
 enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c);
 
 /* Watchers (watch.c): the table of CreateWatcher watchers; shutdown stops their threads. */
+/* spawn.c: the first executable regular file `cmd` in the ':'-separated dirs of `path` (empty
+ * entries skipped; with absolute_only, relative dirs too, as sudo's secure_path lookup does), a
+ * malloc'd path; NULL when there is none. */
+char *envd_path_lookup(const char *path, const char *cmd, int absolute_only);
+
 struct envd_watchers;
 int envd_watchers_init(struct envd *e);
 void envd_watchers_shutdown(struct envd *e);

@@ -77,21 +77,15 @@ static const char *env_get(char **env, const char *key)
   return NULL;
 }
 
-/* Command path: as given when it has a '/', else the first executable on the child's PATH. */
-static char *resolve_cmd(const char *cmd, char **env)
+char *envd_path_lookup(const char *path, const char *cmd, int absolute_only)
 {
-  if (strchr(cmd, '/'))
-    return strdup(cmd);
-  const char *path = env_get(env, "PATH");
-  if (!path)
-    path = ENVD_PATH_ENV;
-  char *dup = strdup(path), *save = NULL;
-  char *found = NULL;
-  for (char *d = strtok_r(dup, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+  char *dup = strdup(path), *save = NULL, *found = NULL;
+  for (char *d = dup ? strtok_r(dup, ":", &save) : NULL; d && !found;
+       d = strtok_r(NULL, ":", &save)) {
     char *cand = NULL;
     struct stat st;
-    if (asprintf(&cand, "%s/%s", *d ? d : ".", cmd) < 0)
-      break;
+    if ((absolute_only && *d != '/') || asprintf(&cand, "%s/%s", d, cmd) < 0)
+      continue;
     if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
       found = cand;
     else
@@ -99,6 +93,15 @@ static char *resolve_cmd(const char *cmd, char **env)
   }
   free(dup);
   return found;
+}
+
+/* Command path: as given when it has a '/', else the first executable on the child's PATH. */
+static char *resolve_cmd(const char *cmd, char **env)
+{
+  if (strchr(cmd, '/'))
+    return strdup(cmd);
+  const char *path = env_get(env, "PATH");
+  return envd_path_lookup(path ? path : ENVD_PATH_ENV, cmd, 0);
 }
 
 static void close_pair(int p[2])

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include "envd/sudo.h"
+#include "envd/envd_int.h"
 
 #include <pwd.h>
 #include <stdarg.h>
@@ -120,19 +121,7 @@ char *sudo_find_cmd(const char *cmd, const char *cwd, const char *path)
     free(p);
     return NULL;
   }
-  char *dup = strdup(path), *save = NULL, *found = NULL;
-  for (char *d = dup ? strtok_r(dup, ":", &save) : NULL; d && !found;
-       d = strtok_r(NULL, ":", &save)) {
-    char *cand = NULL;
-    if (*d != '/' || asprintf(&cand, "%s/%s", d, cmd) < 0)
-      continue;
-    if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111))
-      found = cand;
-    else
-      free(cand);
-  }
-  free(dup);
-  return found;
+  return envd_path_lookup(path, cmd, 1);
 }
 
 static const char *env_val(const struct sudo_req *r, const char *k)
