@@ -216,7 +216,10 @@ def req(payload, fds=(0, 1, 2), magic=0x41425853):
         socket.send_fds(s, [hdr], list(fds))
     else:
         s.sendall(hdr)
-    s.sendall(payload)
+    try:
+        s.sendall(payload)
+    except BrokenPipeError:  # the broker may refuse at the header and close before the rest
+        pass
     st = s.recv(4, socket.MSG_WAITALL)
     return struct.unpack("=I", st)[0] if len(st) == 4 else None
 sys.stdout.flush()
