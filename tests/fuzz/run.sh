@@ -60,4 +60,15 @@ echo
 echo "fuzz summary (${seconds}s per target; cov = edges, ft = features, corpus = units after the run)"
 printf '%-10s %-8s %12s %8s %8s %8s %7s\n' target status executions cov ft corpus time
 for r in "${rows[@]}"; do echo "$r"; done
+# A CI log is often read from its end only: each failure's cause and its input (base64, one
+# line) come last, so the crash can be replayed from the log alone (tests/fuzz/replay.c).
+for t in "${targets[@]}"; do
+  dir="$out/$t"
+  grep -q FAILED <<<"$(printf '%s\n' "${rows[@]}" | grep "^$t ")" || continue
+  cause=$(grep -m 3 -E 'ERROR|fuzz_[a-z_]+: |envd_jail: |ALARM|out-of-memory|deadly signal|SUMMARY' "$dir/log")
+  echo "fuzz: $t failed: ${cause:-see $dir/log}"
+  for a in "$dir"/artifacts/*; do
+    [ -f "$a" ] && echo "fuzz: $t input $(basename "$a") ($(stat -c %s "$a") bytes), base64: $(base64 -w0 "$a")"
+  done
+done
 exit $failed
