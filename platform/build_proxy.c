@@ -83,8 +83,25 @@ static void answer(int fd, int status, const char *reason, const char *text)
                    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
                    "Content-Length: %d\r\nConnection: close\r\n\r\n%s\n",
                    status, reason, body, text);
-  if (n > 0)
-    write_all(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, now_ms() + 2000);
+  if (n <= 0)
+    return;
+  int64_t until = now_ms() + 2000;
+  if (write_all(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1, until) != 0)
+    return;
+  /* A close with unread input sends a reset, which can destroy the answer before the client
+   * reads it: end our side, then drain (at most 256 KiB, 2 s) until the client closes. */
+  shutdown(fd, SHUT_WR);
+  size_t drained = 0;
+  while (drained < 256 * 1024) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int left = (int)(until - now_ms());
+    if (left <= 0 || poll(&p, 1, left) <= 0)
+      break;
+    ssize_t k = recv(fd, buf, sizeof buf, 0);
+    if (k <= 0)
+      break;
+    drained += (size_t)k;
+  }
 }
 
 /* The allowed sandbox whose link has `local` as hub end and `peer` as sandbox end, into id.
@@ -275,6 +292,8 @@ static void relay(int a, int b, const char *pre, size_t prelen)
         ssize_t k = send(fds[1 - i], q->data + q->off, q->len - q->off, MSG_NOSIGNAL);
         if (k > 0) {
           q->off += (size_t)k;
+          if (q->off == q->len)
+            q->off = q->len = 0; /* drained: room to read again */
           last = now_ms();
         } else if (k < 0 && errno != EAGAIN && errno != EINTR) {
           goto out;
