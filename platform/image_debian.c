@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,7 +270,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* envd's library packages (+ ca-certificates, passwd), sorted, comma-separated into p->list. */
-static int envd_packages(struct pkgs *p, char *err, size_t errlen)
+static int envd_packages_find(struct pkgs *p, char *err, size_t errlen)
 {
   memset(p, 0, sizeof *p);
   if (elf_needed(g_binary, p->needed, sizeof p->needed) != 0) {
@@ -320,6 +321,22 @@ static int envd_packages(struct pkgs *p, char *err, size_t errlen)
     free(names[i]);
   }
   return used < sizeof p->list ? 0 : -1;
+}
+
+/* envd_packages_find once per process (the binary does not change under a running serve). */
+static int envd_packages(struct pkgs *p, char *err, size_t errlen)
+{
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  static struct pkgs found;
+  static int have;
+  pthread_mutex_lock(&mu);
+  int rc = have ? 0 : envd_packages_find(&found, err, errlen);
+  if (rc == 0) {
+    have = 1;
+    *p = found;
+  }
+  pthread_mutex_unlock(&mu);
+  return rc;
 }
 
 /* ---- the build ---------------------------------------------------------------------------- */

@@ -77,9 +77,9 @@ void abx_image_set_binary(const char *path);
 /* The root of image `ref`: parse it, resolve the suite's codename, and build the root once under
  * `cache_dir` (created when missing), or find it built. On 0, `root` (rootlen bytes) holds the
  * absolute path of <cache>/images/<key>/root. Blocks for the build (40-70 s for bookworm-slim on
- * this machine, the first time; about 1 s when built: the package list is recomputed), so
- * call it from a build's own thread. Thread-safe: concurrent
- * calls for one key build it once. */
+ * this machine, the first time; when built, at once but for the package list, computed once
+ * per process, about 1 s: ldd, dpkg -S), so call it from a build's own thread. Thread-safe:
+ * concurrent calls for one key build it once. */
 int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud, const char *line),
                    void *ud, char *root, size_t rootlen, char *err, size_t errlen);
 

@@ -9,8 +9,8 @@ namespaces this test makes (ip netns add) into its hub namespace exactly as serv
 one more namespace of this test's, on a veth into this namespace with the TEST-NET-2 address
 198.51.100.2 (public-looking: not refused); the refused destinations are a server on loopback and
 a listening "platform port", which must see no connection at all. Then a running sandbox of a real
-`abxlua serve` gets 403 from serve's proxy, and a real fetch from deb.debian.org and the npm
-registry goes through the proxy (skipped with the reason when this machine cannot reach them).
+`abxlua serve` gets 403 from serve's proxy, and a real fetch from deb.debian.org (curl, and apt-get download with
+apt's own http method) and the npm registry (npm view) goes through the proxy (skipped with the reason when this machine cannot reach them).
 Each check prints PASS/FAIL/SKIP (INFO lines give the measured figures); exit 1 when any failed,
 77 when skipped whole (not root, no ip/nft).
 """
@@ -440,6 +440,16 @@ def t_real_registries(s, ctx):
     p = curl(ns("sb1"), "-x", ctx["url1"], "http://deb.debian.org/debian/dists/bookworm/Release")
     check(p.returncode == 0 and "Codename: bookworm" in p.stdout, "Debian Release: %d %s %r" %
           (p.returncode, p.stderr, p.stdout[:200]))
+    dl = tempfile.mkdtemp(prefix="abxbp-apt-")
+    try:  # apt's own http method, through http_proxy (the host's package lists)
+        p = sh("ip", "netns", "exec", ns("sb1"), "env", "http_proxy=" + ctx["url1"], "apt-get",
+               "download", "hello", check_rc=False, timeout=120, cwd=dl)
+        debs = [f for f in os.listdir(dl) if f.startswith("hello_") and f.endswith(".deb")]
+    finally:
+        shutil.rmtree(dl, ignore_errors=True)
+    check(p.returncode == 0 and debs, "apt-get download hello: %d %r %s" %
+          (p.returncode, debs, p.stdout[-300:] + p.stderr[-300:]))
+    print("INFO apt-get download through the proxy: %s" % debs[0])
     env = json.loads(ctx["h"].cmd("env " + ctx["url1"]))
     home = tempfile.mkdtemp(prefix="abxbp-npm-")
     try:
