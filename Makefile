@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-load test-asan fuzz e2b-suite clean
+.PHONY: all deps build run test test-load test-slow test-asan fuzz e2b-suite clean
 
 all: build
 
@@ -19,9 +19,14 @@ run: build
 	./$(BUILD)/abxlua run scenarios/
 
 # Every test of the project (unit, envd, platform, runner, scenarios) but the platform load
-# benchmark, which needs the machine to itself: `make test-load`.
+# benchmark, which needs the machine to itself (`make test-load`), and the tests labelled slow
+# (real image builds from Debian's mirror: `make test-slow`).
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900 -LE load
+	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900 -LE "load|slow"
+
+# The slow tests: a real mmdebstrap build of a fromImage root (tests/platform/test_image_debian.py).
+test-slow: build
+	cd $(BUILD) && ctest --output-on-failure -L slow --timeout 1500
 
 # The platform load benchmark (200 sandboxes, 2,000 concurrent commands), alone on the machine;
 # --verbose so that its figures (latencies, CPU by side, peaks) are in the log even when it passes.
@@ -33,7 +38,7 @@ test-load: build
 test-asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DABX_SANITIZE=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900 -LE "valgrind|load"
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 --timeout 900 -LE "valgrind|load|slow"
 
 # libFuzzer targets of tests/fuzz (clang, ASan, UBSan), each run FUZZ_SECONDS on a scratch copy of
 # its seed corpus; prints executions and coverage per target and fails when one crashes.

@@ -587,6 +587,25 @@ const char *abx_network_traffic_denied(const char *id, int port, const char *tok
   return why;
 }
 
+int abx_network_hub_fd(void)
+{
+  pthread_once(&g_once, init_once);
+  return g_hub;
+}
+
+int abx_network_link_addrs(const char *id, struct in_addr *hub, struct in_addr *sandbox)
+{
+  pthread_mutex_lock(&g_mu);
+  struct net *n = find(id);
+  int k = n && g_hub >= 0 ? n->link : 0;
+  pthread_mutex_unlock(&g_mu);
+  if (!k)
+    return -1;
+  hub->s_addr = htonl(NET_BASE + 4u * (unsigned)k + 1u);
+  sandbox->s_addr = htonl(NET_BASE + 4u * (unsigned)k + 2u);
+  return 0;
+}
+
 void abx_network_shutdown(void)
 {
   pthread_mutex_lock(&g_apply);

@@ -107,6 +107,16 @@ void abx_network_json(const char *id, json_t *o, int detail);
  * NULL when allowed, else the 403 message. */
 const char *abx_network_traffic_denied(const char *id, int port, const char *token);
 
+/* The hub namespace, made on first use as by abx_network_attach: a borrowed fd (closed by
+ * abx_network_shutdown), or -1 when sandbox links are unavailable. For build_proxy.h, which
+ * listens there. */
+int abx_network_hub_fd(void);
+
+/* The two ends of sandbox `id`'s link, network byte order: `hub` (the hub end, abxh<k>) and
+ * `sandbox` (its eth0). 0, or -1 when the id is unknown or has no link now. */
+struct in_addr;
+int abx_network_link_addrs(const char *id, struct in_addr *hub, struct in_addr *sandbox);
+
 /* Shutdown: delete every remaining link and close the hub namespace. */
 void abx_network_shutdown(void);
 

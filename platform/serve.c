@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "build_proxy.h"
 #include "http_util.h"
 #include "cgroup.h"
 #include "faults.h"
@@ -370,6 +371,10 @@ static int serve_run(int argc, char **argv)
   }
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   int bound = di ? di->port : (int)port;
+  /* build_proxy.h: the build sandboxes' egress proxy, in the hub namespace; it refuses serve's
+   * own port. Without sandbox links there is none, and builds get no registry access. */
+  if (abx_build_proxy_start(bound, err, sizeof err) != 0)
+    fprintf(stderr, "abxlua serve: warning: no build proxy: %s\n", err);
   char url[400];
   static char sdk_domain[300]; /* what the API reports as a sandbox's domain (read by api.c) */
   if (tls) {
@@ -425,6 +430,7 @@ static int serve_run(int argc, char **argv)
   abx_rootfs_shutdown();
   abx_cgroup_shutdown();
   abx_ingress_drain(2000);
+  abx_build_proxy_stop();
   abx_network_shutdown();
   if (created_state)
     abx_rmtree(state);

@@ -24,3 +24,26 @@ set_tests_properties(platform_sudo PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # code-interpreter-v1: start_cmd/ready_cmd and the code-interpreter server on real Jupyter kernels
 add_test(NAME platform_code_interpreter COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_code_interpreter_local.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_code_interpreter PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+# The build sandboxes' egress proxy (platform/build_proxy.h): a harness linking the platform
+# library links namespaces the test makes as sandboxes are linked and allows them on the proxy;
+# the test adds an "outside" server on a TEST-NET address, serve for a running sandbox's 403, and
+# a real fetch from deb.debian.org and the npm registry (skipped with its reason when unreachable).
+add_executable(build_proxy_harness ${CMAKE_SOURCE_DIR}/tests/platform/build_proxy_harness.c)
+target_compile_options(build_proxy_harness PRIVATE -Wall -Wextra -Werror)
+target_include_directories(build_proxy_harness PRIVATE "${CMAKE_SOURCE_DIR}/platform")
+target_link_libraries(build_proxy_harness PRIVATE abx_platform)
+add_test(NAME platform_build_proxy COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_build_proxy.py
+         $<TARGET_FILE:abxlua> $<TARGET_FILE:build_proxy_harness>)
+set_tests_properties(platform_build_proxy PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+# fromImage (platform/image_debian.h): the reference rules and refusals, fast; one real mmdebstrap
+# build of debian:bookworm-slim is labelled slow and left out of `make test` (`make test-slow`).
+add_executable(image_debian_harness ${CMAKE_SOURCE_DIR}/tests/platform/image_debian_harness.c)
+target_compile_options(image_debian_harness PRIVATE -Wall -Wextra -Werror)
+target_include_directories(image_debian_harness PRIVATE "${CMAKE_SOURCE_DIR}/platform")
+target_link_libraries(image_debian_harness PRIVATE abx_platform)
+add_test(NAME platform_image_refs COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_image_debian.py
+         refs $<TARGET_FILE:abxlua> $<TARGET_FILE:image_debian_harness>)
+set_tests_properties(platform_image_refs PROPERTIES TIMEOUT 60)
+add_test(NAME platform_image_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_image_debian.py
+         build $<TARGET_FILE:abxlua> $<TARGET_FILE:image_debian_harness>)
+set_tests_properties(platform_image_build PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
