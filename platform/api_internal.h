@@ -141,6 +141,19 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);
 enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r);
 enum MHD_Result abx_api_template_delete(struct abx_api_req *r);
 
+/* api_templates.c: the template build API (template_build.h; e2b-v2-and-peers.md §2) */
+enum MHD_Result abx_api_template_request(struct abx_api_req *r);
+enum MHD_Result abx_api_template_files(struct abx_api_req *r);
+enum MHD_Result abx_api_template_build_start(struct abx_api_req *r);
+enum MHD_Result abx_api_template_build_status(struct abx_api_req *r);
+enum MHD_Result abx_api_template_build_logs(struct abx_api_req *r);
+enum MHD_Result abx_api_template_tags_assign(struct abx_api_req *r);
+enum MHD_Result abx_api_template_tags_delete(struct abx_api_req *r);
+enum MHD_Result abx_api_template_tags_list(struct abx_api_req *r);
+enum MHD_Result abx_api_template_alias(struct abx_api_req *r);
+enum MHD_Result abx_api_template_list(struct abx_api_req *r);
+enum MHD_Result abx_api_template_get(struct abx_api_req *r);
+
 /* api_fork.c */
 enum MHD_Result abx_api_sandbox_fork(struct abx_api_req *r);
 

@@ -24,3 +24,5 @@ set_tests_properties(platform_sudo PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # code-interpreter-v1: start_cmd/ready_cmd and the code-interpreter server on real Jupyter kernels
 add_test(NAME platform_code_interpreter COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_code_interpreter_local.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_code_interpreter PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+add_test(NAME platform_template_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_template_build.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_template_build PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
