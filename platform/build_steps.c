@@ -138,6 +138,34 @@ static int spawn_wait(char *const argv[])
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+/* <layer>/etc/<name>: base's root and user lines (rootfs.c) around the host's system entries
+ * (ids 1..999 and 65534): dpkg refuses to work when its statoverride file names a user or group
+ * that does not exist (e.g. crontab, _ssh), and apt drops privileges to _apt. */
+static int system_ids(const char *layer, const char *name, const char *head, const char *tail)
+{
+  char src[64], dst[4400], line[2048];
+  snprintf(src, sizeof src, "/etc/%s", name);
+  snprintf(dst, sizeof dst, "%s/etc/%s", layer, name);
+  FILE *in = fopen(src, "re"), *out = fopen(dst, "we");
+  if (!out) {
+    if (in)
+      fclose(in);
+    return -1;
+  }
+  fputs(head, out);
+  while (in && fgets(line, sizeof line, in)) {
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    long id = c2 ? strtol(c2 + 1, NULL, 10) : -1;
+    if ((id > 0 && id < 1000) || id == 65534)
+      if (strncmp(line, "user:", 5) != 0)
+        fputs(line, out);
+  }
+  fputs(tail, out);
+  if (in)
+    fclose(in);
+  return fclose(out) == 0 ? 0 : -1;
+}
+
 /* The apt layer (template_build.h "Apt") for the chain, made once per dpkg state. */
 static int apt_layer(struct run *r, char *err, size_t n)
 {
@@ -148,6 +176,8 @@ static int apt_layer(struct run *r, char *err, size_t n)
   abx_key_add(k, r->key);
   abx_key_add(k, "apt-state v1");
   abx_key_add_file(k, "/var/lib/dpkg/status");
+  abx_key_add_file(k, "/etc/passwd");
+  abx_key_add_file(k, "/etc/group");
   abx_key_end(k, r->key);
   if (!abx_lcache_layer_present(r->key)) {
     char tmp[4096], layer[4200], p[4400];
@@ -162,6 +192,9 @@ static int apt_layer(struct run *r, char *err, size_t n)
       snprintf(p, sizeof p, "%s/root/%s", layer, dirs[i]);
       ok = mkdir(p, 0755) == 0 || errno == EEXIST;
     }
+    ok = ok && system_ids(layer, "passwd", "root:x:0:0:root:/root:/bin/bash\n",
+                          "user:x:1000:1000::/home/user:/bin/bash\n") == 0 &&
+         system_ids(layer, "group", "root:x:0:\n", "user:x:1000:\n") == 0;
     static const char *const copies[][2] = {{"/var/lib/dpkg", "var/lib"},
                                             {"/var/lib/apt", "var/lib"},
                                             {"/var/cache/debconf", "var/cache"}};
