@@ -446,6 +446,7 @@ static int exec_step(struct run *r, const char *type, json_t *st, const char *ke
     return -1;
   }
   int code = 0, rc = 0;
+  abx_tbuild_track(sb->pid, 1);
   json_t *envs = json_deep_copy(r->env);
   if (strcmp(type, "RUN") == 0) {
     const char *user = na >= 2 && *arg(args, 1) ? arg(args, 1) : r->user;
@@ -479,6 +480,11 @@ static int exec_step(struct run *r, const char *type, json_t *st, const char *ke
     }
   }
   json_decref(envs);
+  abx_tbuild_track(sb->pid, 0);
+  if (rc == 0 && abx_tbuild_stopping()) {
+    snprintf(err, n, "serve is stopping");
+    rc = -1;
+  }
   if (rc == 0)
     rc = finish_layer(sb, key, err, n);
   else
@@ -651,6 +657,10 @@ void abx_build_run(struct abx_tbuild *b)
     json_t *a;
     json_array_foreach(args, j, a) snprintf(text + strlen(text), sizeof text - strlen(text), " %s",
                                             json_string_value(a));
+    if (abx_tbuild_stopping()) {
+      fail_build(&r, from, "serve is stopping");
+      goto out;
+    }
     if (!known(type)) {
       snprintf(err, sizeof err, "command type %s is not implemented", type);
       fail_build(&r, from, err);

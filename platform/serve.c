@@ -448,12 +448,15 @@ static int serve_run(int argc, char **argv)
   }
 
   abx_faults_stop(); /* held (no_answer) and delayed requests end now */
+  abx_tbuild_stop(); /* builds: queued ones fail, running steps are killed (template_build.h) */
   abx_spawner_stop();
+  int builds_idle = abx_tbuild_wait() == 0;
   abx_lifecycle_shutdown();
   MHD_stop_daemon(d);
   abx_tls_free(&tlsc);
   abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
-  abx_tstore_shutdown();
+  if (builds_idle)
+    abx_tstore_shutdown();
   abx_rootfs_shutdown();
   abx_cgroup_shutdown();
   abx_ingress_drain(2000);

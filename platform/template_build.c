@@ -8,6 +8,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +126,19 @@ int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
 /* ---- queue ----------------------------------------------------------------------------------- */
 
 static struct abx_tbuild *g_qhead, **g_qtail = &g_qhead;
-static int g_running;
+static int g_running, g_stopping;
+static int g_pids[ABX_BUILDS_MAX * 2];
 static char g_base_key[65];
 
 static void *worker(void *arg);
 
 void abx_tbuild_enqueue(struct abx_tbuild *b)
 {
+  if (g_stopping) {
+    b->status = ABX_BUILD_ERROR;
+    b->reason = strdup("serve is stopping");
+    return;
+  }
   b->status = ABX_BUILD_WAITING;
   b->qnext = NULL;
   *g_qtail = b;
@@ -166,6 +174,52 @@ static void *worker(void *arg)
     abx_tstore_unlock();
     abx_build_run(b);
   }
+}
+
+int abx_tbuild_stopping(void) { return g_stopping; }
+
+void abx_tbuild_track(int pid, int add)
+{
+  abx_tstore_lock();
+  for (size_t i = 0; i < sizeof g_pids / sizeof g_pids[0]; i++)
+    if (add ? g_pids[i] == 0 : g_pids[i] == pid) {
+      g_pids[i] = add ? pid : 0;
+      break;
+    }
+  abx_tstore_unlock();
+}
+
+void abx_tbuild_stop(void)
+{
+  abx_tstore_lock();
+  g_stopping = 1;
+  for (struct abx_tbuild *b = g_qhead; b; b = b->qnext) {
+    b->status = ABX_BUILD_ERROR;
+    free(b->reason);
+    b->reason = strdup("serve is stopping");
+    b->finished_ns = abx_now_ns();
+  }
+  g_qhead = NULL;
+  g_qtail = &g_qhead;
+  for (size_t i = 0; i < sizeof g_pids / sizeof g_pids[0]; i++)
+    if (g_pids[i] > 0)
+      kill(-g_pids[i], SIGKILL);
+  abx_tstore_unlock();
+}
+
+int abx_tbuild_wait(void)
+{
+  for (int i = 0; i < 300; i++) {
+    abx_tstore_lock();
+    int running = g_running;
+    abx_tstore_unlock();
+    if (!running)
+      return 0;
+    struct timespec ts = {0, 100 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  fprintf(stderr, "abxlua serve: %d template build(s) still running at shutdown\n", g_running);
+  return -1;
 }
 
 void abx_tbuild_init_keys(void)

@@ -139,6 +139,21 @@ void abx_tbuild_enqueue(struct abx_tbuild *b);
  * base's generated layer), for builds from base. */
 void abx_tbuild_init_keys(void);
 
+/* Shutdown, in two parts around the spawner's stop (serve.c): abx_tbuild_stop fails the queued
+ * builds, marks the store as stopping (running builds fail at their next step: "serve is
+ * stopping") and kills the build sandboxes running a step (SIGKILL to bwrap's process group);
+ * abx_tbuild_wait then waits (at most 30 s) for the build workers to end: 0, or -1 when some
+ * still run (then the store must not be freed: serve leaves it to the exit). */
+void abx_tbuild_stop(void);
+int abx_tbuild_wait(void);
+
+/* 1 once abx_tbuild_stop ran. Under the store lock or not (a plain read). */
+int abx_tbuild_stopping(void);
+
+/* A build sandbox's bwrap pid while it runs a step (add 1), or no longer (add 0): what
+ * abx_tbuild_stop kills. */
+void abx_tbuild_track(int pid, int add);
+
 /* The one place where a build sandbox's environment is extended for the egress proxy of build
  * sandboxes (platform/build_proxy.h, wired in at merge): `env` (object) gets http_proxy,
  * https_proxy, HTTP_PROXY, HTTPS_PROXY, no_proxy and NODE_EXTRA_CA_CERTS for sandbox `id`. */

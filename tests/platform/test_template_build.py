@@ -269,8 +269,51 @@ def t_delete(s, ctx):
     check(st == 404, "second delete: %d" % st)
 
 
+def t_queue(s, ctx):
+    """At most 2 builds run at once (template_build.h ABX_BUILDS_MAX); the third waits."""
+    started = []
+    for i in range(3):
+        r = request(s, "queued-%d" % i)
+        spec = {"fromTemplate": "base", "steps": [{"type": "RUN", "args": ["sleep 1.5; echo q%d" % i]}]}
+        st, _, j = s.json("POST", "/v2/templates/%s/builds/%s" % (r["templateID"], r["buildID"]), spec)
+        check(st == 202, "start %d: %d %r" % (i, st, j))
+        started.append(r)
+    st, _, j = s.json("POST", "/v2/templates/%s/builds/%s" % (started[0]["templateID"], started[0]["buildID"]),
+                      {"fromTemplate": "base"})
+    check(st == 409, "a second start of one build: %d" % st)
+    max_building, saw_waiting, deadline = 0, False, time.time() + 60
+    while time.time() < deadline:
+        sts = [s.json("GET", "/templates/%s/builds/%s/status" % (r["templateID"], r["buildID"]))[2]["status"]
+               for r in started]
+        max_building = max(max_building, sts.count("building"))
+        saw_waiting |= "waiting" in sts and sts.count("building") == 2
+        if all(x in ("ready", "error") for x in sts):
+            break
+        time.sleep(0.1)
+    check(sts == ["ready"] * 3, "all built: %r" % sts)
+    check(max_building == 2 and saw_waiting, "building at most 2 (%d), one waiting seen: %r" % (max_building, saw_waiting))
+
+
 CHECKS = [t_request_validation, t_build_and_sandbox, t_cached_rebuild, t_tags, t_alias_list_get,
-          t_failing_step, t_unknown_step, t_delete]
+          t_failing_step, t_unknown_step, t_queue, t_delete]
+
+
+def t_stop_during_build(cache):
+    """SIGTERM while a step runs: the step is killed, serve exits 0 without delay."""
+    s = tp.Server(args=("--build-cache", cache))
+    r = request(s, "long-build")
+    s.json("POST", "/v2/templates/%s/builds/%s" % (r["templateID"], r["buildID"]),
+           {"fromTemplate": "base", "steps": [{"type": "RUN", "args": ["echo started; sleep 120"]}]})
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        j = s.json("GET", "/templates/%s/builds/%s/status" % (r["templateID"], r["buildID"]))[2]
+        if any(e["message"] == "started" for e in j["logEntries"]):
+            break
+        time.sleep(0.2)
+    t0 = time.time()
+    code, _, err = s.stop()
+    took = time.time() - t0
+    check(code == 0 and took < 15, "serve exit %r after %.1f s: %s" % (code, took, err.decode(errors="replace")[-300:]))
 
 
 def main():
@@ -280,7 +323,16 @@ def main():
     with tempfile.TemporaryDirectory(prefix="abx-build-cache.") as cache:
         s = tp.Server(args=("--build-cache", cache))
         failed = tp.run_checks(s, {}, CHECKS, only=os.environ.get("ONLY"))
-        return tp.stop_and_sum(s, failed)
+        rc = tp.stop_and_sum(s, failed)
+        if not os.environ.get("ONLY") or "stop_during_build" in os.environ["ONLY"]:
+            t0 = time.time()
+            try:
+                t_stop_during_build(cache)
+                print("PASS %-28s %.2fs" % ("stop_during_build", time.time() - t0))
+            except Exception as e:  # noqa: BLE001
+                print("FAIL %-28s %s: %s" % ("stop_during_build", type(e).__name__, e))
+                rc = 1
+        return rc
 
 
 if __name__ == "__main__":
