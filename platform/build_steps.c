@@ -20,21 +20,7 @@
 #include "network.h"
 #include "sandbox.h"
 
-#define BIND_PATH "/mnt" /* an existing dir of every root: a bind there adds nothing to a layer */
-
-struct run {
-  struct abx_tbuild *b;
-  struct abx_template *top; /* chain so far (one ref) */
-  char key[65];             /* key of the chain so far */
-  char user[64];
-  char *workdir;            /* NULL: the user's home */
-  json_t *env;              /* ENV state */
-  char step[24];            /* current step name for log entries */
-};
-
-static void blog(struct run *r, const char *level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void blog(struct run *r, const char *level, const char *fmt, ...)
+void abx_run_log(struct abx_run *r, const char *level, const char *fmt, ...)
 {
   char m[4200];
   va_list ap;
@@ -44,11 +30,6 @@ static void blog(struct run *r, const char *level, const char *fmt, ...)
   abx_tstore_lock();
   abx_tstore_log(r->b, level, r->step[0] ? r->step : NULL, "%s", m);
   abx_tstore_unlock();
-}
-
-static void on_line(void *cls, int stream, const char *line)
-{
-  blog(cls, stream == 2 ? "error" : "info", "%s", line);
 }
 
 /* ---- keys and layers -------------------------------------------------------------------------- */
@@ -109,7 +90,7 @@ static int layer_empty(const char *layer)
 }
 
 /* Put cache layer `key` on top of the chain (skipped when it changed nothing). */
-static int push_layer(struct run *r, const char *key, int apt, char *err, size_t n)
+static int push_layer(struct abx_run *r, const char *key, int apt, char *err, size_t n)
 {
   char p[4096];
   abx_lcache_layer_path(key, p);
@@ -167,7 +148,7 @@ static int system_ids(const char *layer, const char *name, const char *head, con
 }
 
 /* The apt layer (template_build.h "Apt") for the chain, made once per dpkg state. */
-static int apt_layer(struct run *r, char *err, size_t n)
+static int apt_layer(struct abx_run *r, char *err, size_t n)
 {
   for (struct abx_template *t = r->top; t; t = t->parent)
     if (t->apt_state)
@@ -222,292 +203,9 @@ static int apt_layer(struct run *r, char *err, size_t n)
   return push_layer(r, r->key, 1, err, n);
 }
 
-/* ---- build sandboxes ------------------------------------------------------------------------ */
-
-static struct abx_sandbox *boot(struct run *r, struct abx_template *t, const char *bind_dir,
-                                int skip_start, char *err, size_t n)
-{
-  struct abx_sandbox *sb = calloc(1, sizeof *sb);
-  if (!sb) {
-    snprintf(err, n, "out of memory");
-    return NULL;
-  }
-  pthread_mutex_init(&sb->op, NULL);
-  sb->netns_fd = -1;
-  abx_template_ref(t, 1);
-  sb->tmpl = t;
-  sb->skip_start = skip_start;
-  sb->cpu_count = r->b->cpu_count;
-  sb->memory_mb = r->b->memory_mb;
-  snprintf(sb->template_id, sizeof sb->template_id, "%s", r->b->tmpl->id);
-  snprintf(sb->alias, sizeof sb->alias, "%.63s", r->b->tmpl->name);
-  sb->metadata = json_object();
-  sb->id[0] = 'b'; /* never listed: "b" tells a build sandbox in logs and cgroups */
-  json_t *none = json_object(), *env = json_object();
-  int rc = abx_rand_alnum(sb->id + 1, 20);
-  if (rc == 0)
-    rc = abx_api_network_create(sb->id, none, 0, err, n) == 0 ? 0 : -1;
-  if (rc == 0 && bind_dir) {
-    sb->volume_mounts = json_pack("[{s:s,s:s,s:b}]", "name", "", "path", BIND_PATH, "readOnly", 1);
-    sb->volume_dirs = calloc(1, sizeof *sb->volume_dirs);
-    if (sb->volume_dirs)
-      sb->volume_dirs[0] = strdup(bind_dir);
-  }
-  abx_tbuild_sandbox_env(sb->id, env);
-  if (rc == 0)
-    rc = abx_sandbox_start(sb, env, err, n);
-  json_decref(none);
-  json_decref(env);
-  if (rc != 0) {
-    abx_sandbox_destroy(sb);
-    return NULL;
-  }
-  return sb;
-}
-
-/* Stop the build sandbox and keep its upper dirs as cache layer `key`. */
-static int finish_layer(struct abx_sandbox *sb, const char *key, char *err, size_t n)
-{
-  abx_sandbox_halt(sb);
-  abx_rootfs_umount(sb->dir);
-  char up[4200];
-  snprintf(up, sizeof up, "%s/upper", sb->dir);
-  int rc = abx_lcache_layer_store(key, up, err, n);
-  abx_sandbox_destroy(sb);
-  return rc;
-}
-
-static int run_in(struct run *r, struct abx_sandbox *sb, const char *user, const char *cwd,
-                  const char *script, json_t *envs, int *code, char *err, size_t n)
-{
-  return abx_envd_run_stream(sb->netns_fd, NULL, user, cwd, script, envs,
-                             (long)ABX_BUILD_STEP_TIMEOUT_S * 1000, on_line, r, code, err, n);
-}
-
-/* ---- steps ----------------------------------------------------------------------------------- */
-
-static const char copy_script[] =
-    "set -e\n"
-    "workdir=\"$ABX_WORKDIR\"\n"
-    "[ -n \"$workdir\" ] || workdir=$(getent passwd \"$ABX_USER\" | cut -d: -f6)\n"
-    "cd \"$workdir\"\n"
-    "case \"$ABX_DEST\" in /*) target=\"$ABX_DEST\" ;; *) target=\"$(pwd)/$ABX_DEST\" ;; esac\n"
-    "stage=$(mktemp -d /tmp/.abx-copy.XXXXXX)\n"
-    "trap 'rm -rf \"$stage\"' EXIT\n"
-    "cp -a \"$(dirname \"$ABX_SRC\")/.\" \"$stage/\"\n"
-    "cd \"$stage\"\n"
-    "entry=$(ls -A | head -n 1)\n"
-    "[ -n \"$entry\" ] || { echo 'Error: sourceFolder is empty'; exit 1; }\n"
-    "if [ -L \"$entry\" ]; then\n"
-    "  mkdir -p \"$(dirname \"$target\")\"; chown -h \"$ABX_OWNER\" \"$entry\"; mv \"$entry\" \"$target\"\n"
-    "elif [ -f \"$entry\" ]; then\n"
-    "  chown \"$ABX_OWNER\" \"$entry\"; [ -z \"$ABX_PERM\" ] || chmod \"$ABX_PERM\" \"$entry\"\n"
-    "  mkdir -p \"$(dirname \"$target\")\"; mv \"$entry\" \"$target\"\n"
-    "elif [ -d \"$entry\" ]; then\n"
-    "  chown -R \"$ABX_OWNER\" \"$entry\"; [ -z \"$ABX_PERM\" ] || chmod -R \"$ABX_PERM\" \"$entry\"\n"
-    "  mkdir -p \"$target\"\n"
-    "  find \"$entry\" -mindepth 1 -maxdepth 1 -exec mv {} \"$target/\" \\;\n"
-    "else echo 'Error: entry is neither file, directory, nor symlink'; exit 1; fi\n";
-
-static const char workdir_script[] =
-    "target=\"$ABX_TARGET\"\n"
-    "[ -d \"$target\" ] && exit 0\n"
-    "first_new=\"\"; check=\"$target\"\n"
-    "while [ ! -d \"$check\" ]; do first_new=\"$check\"; check=$(dirname \"$check\"); done\n"
-    "[ -z \"$first_new\" ] || { mkdir -p \"$target\" && chown -R \"$ABX_USER:$ABX_USER\" \"$first_new\"; }\n";
-
-static const char user_script[] =
-    "id -u \"$ABX_USER\" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash \"$ABX_USER\"\n"
-    "if [ \"$ABX_SUDO\" = true ]; then\n"
-    "  printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\\n' \"$ABX_USER\" > \"/etc/sudoers.d/$ABX_USER\"\n"
-    "  chmod 0440 \"/etc/sudoers.d/$ABX_USER\"\n"
-    "fi\n";
-
-/* The source path before any glob (E2B: doublestar.SplitPattern of src + "/"), cleaned. */
-static void static_prefix(const char *src, char *out, size_t n)
-{
-  char s[4096];
-  snprintf(s, sizeof s, "%s/", src);
-  size_t cut = 0, seg = 0;
-  for (size_t i = 0; s[i]; i++) {
-    if (s[i] == '/')
-      seg = i + 1;
-    if (strchr("*?[{\\", s[i])) {
-      cut = seg;
-      goto done;
-    }
-  }
-  cut = strlen(s);
-done:;
-  char path[4096];
-  snprintf(path, sizeof path, "%.*s", (int)cut, s);
-  size_t l = strlen(path);
-  while (l > 0 && path[l - 1] == '/')
-    path[--l] = 0;
-  while (strncmp(path, "./", 2) == 0)
-    memmove(path, path + 2, strlen(path + 2) + 1);
-  snprintf(out, n, "%s", strcmp(path, ".") == 0 ? "" : path);
-}
-
-/* $VAR and ${VAR} from the ENV state, else a root shell's defaults; \$ is a literal $. */
-static char *expand(const char *v, json_t *env)
-{
-  size_t cap = strlen(v) * 2 + 64, len = 0;
-  char *out = malloc(cap);
-  for (size_t i = 0; out && v[i];) {
-    char name[256] = "";
-    const char *val = NULL, *lit = NULL;
-    size_t adv = 1;
-    if (v[i] == '\\' && v[i + 1] == '$') {
-      lit = "$";
-      adv = 2;
-    } else if (v[i] == '$' && (v[i + 1] == '{' || isalpha((unsigned char)v[i + 1]) || v[i + 1] == '_')) {
-      int br = v[i + 1] == '{';
-      size_t j = i + 1 + (size_t)br, k = 0;
-      while ((isalnum((unsigned char)v[j]) || v[j] == '_') && k < sizeof name - 1)
-        name[k++] = v[j++];
-      if (br && v[j] == '}')
-        j++;
-      adv = j - i;
-      val = json_string_value(json_object_get(env, name));
-      if (!val && strcmp(name, "PATH") == 0)
-        val = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-      if (!val && strcmp(name, "HOME") == 0)
-        val = "/root";
-      lit = val ? val : "";
-    }
-    char one[2] = {v[i], 0};
-    const char *add = lit ? lit : one;
-    size_t al = strlen(add);
-    if (len + al + 1 > cap) {
-      cap = (len + al + 1) * 2;
-      char *np = realloc(out, cap);
-      if (!np) {
-        free(out);
-        return NULL;
-      }
-      out = np;
-    }
-    memcpy(out + len, add, al);
-    len += al;
-    i += adv;
-  }
-  if (out)
-    out[len] = 0;
-  return out;
-}
-
-static const char *arg(json_t *args, size_t i)
-{
-  const char *s = json_string_value(json_array_get(args, i));
-  return s ? s : "";
-}
-
-/* Execute one file-changing step in a fresh build sandbox; 0 with the layer stored as `key`. */
-static int exec_step(struct run *r, const char *type, json_t *st, const char *key, char *err,
-                     size_t n)
-{
-  json_t *args = json_object_get(st, "args");
-  size_t na = json_array_size(args);
-  char tmp[4096] = "", unpack[4200] = "";
-  const char *fh = json_string_value(json_object_get(st, "filesHash"));
-  int copy = strcmp(type, "COPY") == 0 || strcmp(type, "ADD") == 0;
-  if (copy) {
-    if (na < 2) {
-      snprintf(err, n, "%s requires a local path and a container path argument", type);
-      return -1;
-    }
-    if (!fh || !*fh) {
-      snprintf(err, n, "%s requires files hash to be set", type);
-      return -1;
-    }
-    if (!abx_lcache_valid_hash(fh) || !abx_lcache_files_present(fh)) {
-      snprintf(err, n, "the files of %s (hash %.64s) were not uploaded", type, fh);
-      return -1;
-    }
-    if (abx_lcache_tmpdir(tmp, err, n) != 0)
-      return -1;
-    snprintf(unpack, sizeof unpack, "%s/unpack", tmp);
-    if (mkdir(unpack, 0755) != 0 || abx_lcache_extract(fh, unpack, err, n) != 0) {
-      if (!err[0])
-        snprintf(err, n, "cannot unpack the files: %s", strerror(errno));
-      abx_rmtree(tmp);
-      return -1;
-    }
-  } else if (na < 1 || (strcmp(type, "RUN") == 0 && !*arg(args, 0))) {
-    snprintf(err, n, "%s requires %s argument", type,
-             strcmp(type, "RUN") == 0 ? "a command" : strcmp(type, "USER") == 0 ? "a username" : "a path");
-    return -1;
-  }
-  struct abx_sandbox *sb = boot(r, r->top, copy ? tmp : NULL, 1, err, n);
-  if (!sb) {
-    if (tmp[0])
-      abx_rmtree(tmp);
-    return -1;
-  }
-  int code = 0, rc = 0;
-  abx_tbuild_track(sb->pid, 1);
-  json_t *envs = json_deep_copy(r->env);
-  if (strcmp(type, "RUN") == 0) {
-    const char *user = na >= 2 && *arg(args, 1) ? arg(args, 1) : r->user;
-    rc = run_in(r, sb, user, r->workdir, arg(args, 0), envs, &code, err, n);
-    if (rc == 0 && code != 0) {
-      snprintf(err, n, "failed to run command '%.3000s': exit status %d", arg(args, 0), code);
-      rc = -1;
-    }
-  } else {
-    const char *script = copy ? copy_script : strcmp(type, "USER") == 0 ? user_script : workdir_script;
-    char src[4200], prefix[4096], owner[200];
-    static_prefix(arg(args, 0), prefix, sizeof prefix);
-    snprintf(src, sizeof src, BIND_PATH "/unpack%s%s", prefix[0] ? "/" : "", prefix);
-    const char *o = na >= 3 ? arg(args, 2) : "";
-    if (*o)
-      snprintf(owner, sizeof owner, strchr(o, ':') ? "%s" : "%s:%s", o, o);
-    else
-      snprintf(owner, sizeof owner, "%s:%s", r->user, r->user);
-    json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "ABX_SRC", src, "ABX_DEST",
-                          arg(args, 1), "ABX_OWNER", owner, "ABX_PERM", na >= 4 ? arg(args, 3) : "",
-                          "ABX_WORKDIR", r->workdir ? r->workdir : "", "ABX_USER",
-                          strcmp(type, "USER") == 0 ? arg(args, 0) : r->user, "ABX_TARGET",
-                          arg(args, 0), "ABX_SUDO", na >= 2 ? arg(args, 1) : "");
-    if (strcmp(type, "WORKDIR") == 0)
-      json_object_set_new(e, "ABX_TARGET", json_string(r->workdir ? r->workdir : "/"));
-    rc = e ? run_in(r, sb, "root", "/", script, e, &code, err, n) : -1;
-    json_decref(e);
-    if (rc == 0 && code != 0) {
-      snprintf(err, n, "%s failed: exit status %d", type, code);
-      rc = -1;
-    }
-  }
-  json_decref(envs);
-  abx_tbuild_track(sb->pid, 0);
-  if (rc == 0 && abx_tbuild_stopping()) {
-    snprintf(err, n, "serve is stopping");
-    rc = -1;
-  }
-  if (rc == 0)
-    rc = finish_layer(sb, key, err, n);
-  else
-    abx_sandbox_destroy(sb);
-  if (tmp[0])
-    abx_rmtree(tmp);
-  return rc;
-}
-
-/* WORKDIR's new value: absolute, or relative to the current one (default "/"). */
-static char *join_workdir(const char *cur, const char *p)
-{
-  char *out = NULL;
-  if (p[0] == '/')
-    return strdup(p);
-  if (asprintf(&out, "%s/%s", cur && strcmp(cur, "/") ? cur : "", p) < 0)
-    return NULL;
-  return out;
-}
-
 /* ---- the build ------------------------------------------------------------------------------ */
 
-static void step_key(struct run *r, const char *type, json_t *st, char out[65])
+static void step_key(struct abx_run *r, const char *type, json_t *st, char out[65])
 {
   struct abx_key *k = abx_key_new();
   abx_key_add(k, r->key);
@@ -525,7 +223,7 @@ static void step_key(struct run *r, const char *type, json_t *st, char out[65])
   abx_key_end(k, out);
 }
 
-static void fail_build(struct run *r, size_t from, const char *msg)
+static void fail_build(struct abx_run *r, size_t from, const char *msg)
 {
   abx_tstore_lock();
   abx_tstore_log(r->b, "error", r->step[0] ? r->step : NULL, "Build failed: %s", msg);
@@ -538,7 +236,7 @@ static void fail_build(struct run *r, size_t from, const char *msg)
   abx_tstore_unlock();
 }
 
-static size_t log_count(struct run *r)
+static size_t log_count(struct abx_run *r)
 {
   abx_tstore_lock();
   size_t n = json_array_size(r->b->logs);
@@ -547,7 +245,7 @@ static size_t log_count(struct run *r)
 }
 
 /* The parent of the build and the keys: 0, or -1 with err. */
-static int base(struct run *r, json_t *spec, char *err, size_t n)
+static int base(struct abx_run *r, json_t *spec, char *err, size_t n)
 {
   const char *img = json_string_value(json_object_get(spec, "fromImage"));
   const char *tpl = json_string_value(json_object_get(spec, "fromTemplate"));
@@ -559,7 +257,7 @@ static int base(struct run *r, json_t *spec, char *err, size_t n)
   }
   r->top = p;
   chain_key(p, r->key);
-  blog(r, "info", "[base] FROM %s %s [%s]", tpl && *tpl ? "template" : "image", tpl && *tpl ? tpl : img, r->key);
+  abx_run_log(r, "info", "[base] FROM %s %s [%s]", tpl && *tpl ? "template" : "image", tpl && *tpl ? tpl : img, r->key);
   /* v2 builds: after the base phase (root) comes USER user (infra builder.go userBuilder,
    * config.TemplateDefaultUser); from a built template, its WORKDIR and ENV carry on */
   snprintf(r->user, sizeof r->user, "user");
@@ -572,7 +270,7 @@ static int base(struct run *r, json_t *spec, char *err, size_t n)
 
 /* The template record of the result: an empty cache layer over the chain carrying the
  * template's commands, defaults and limits. */
-static struct abx_template *result(struct run *r, json_t *spec, char *err, size_t n)
+static struct abx_template *result(struct abx_run *r, json_t *spec, char *err, size_t n)
 {
   static char empty_key[65];
   if (!empty_key[0]) {
@@ -628,7 +326,7 @@ static const char *known(const char *type)
 
 void abx_build_run(struct abx_tbuild *b)
 {
-  struct run r = {.b = b};
+  struct abx_run r = {.b = b};
   abx_tstore_lock();
   json_t *spec = json_incref(b->spec);
   int force = json_is_true(json_object_get(spec, "force"));
@@ -676,23 +374,23 @@ void abx_build_run(struct abx_tbuild *b)
         goto out;
       }
       for (j = 0; j + 1 < na; j += 2) {
-        char *v = expand(arg(args, j + 1), r.env);
-        json_object_set_new(r.env, arg(args, j), json_string(v ? v : ""));
+        char *v = abx_run_expand(abx_run_arg(args, j + 1), r.env);
+        json_object_set_new(r.env, abx_run_arg(args, j), json_string(v ? v : ""));
         free(v);
       }
-      blog(&r, "info", "[builder %zu/%zu] %s%s [%s]", i + 1, nsteps, type, text, key);
+      abx_run_log(&r, "info", "[builder %zu/%zu] %s%s [%s]", i + 1, nsteps, type, text, key);
       snprintf(r.key, sizeof r.key, "%s", key);
       continue;
     }
     if (strcmp(type, "WORKDIR") == 0) {
-      char *w = join_workdir(r.workdir, arg(args, 0));
+      char *w = abx_run_join_workdir(r.workdir, abx_run_arg(args, 0));
       free(r.workdir);
       r.workdir = w;
     }
     int cached = !force && !json_is_true(json_object_get(st, "force")) && abx_lcache_layer_present(key);
-    blog(&r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps, type,
+    abx_run_log(&r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps, type,
          text, key);
-    if (!cached && exec_step(&r, type, st, key, err, sizeof err) != 0) {
+    if (!cached && abx_run_exec_step(&r, type, st, key, err, sizeof err) != 0) {
       fail_build(&r, from, err);
       goto out;
     }
@@ -701,7 +399,7 @@ void abx_build_run(struct abx_tbuild *b)
       goto out;
     }
     if (strcmp(type, "USER") == 0)
-      snprintf(r.user, sizeof r.user, "%s", arg(args, 0));
+      snprintf(r.user, sizeof r.user, "%s", abx_run_arg(args, 0));
     snprintf(r.key, sizeof r.key, "%s", key);
   }
   snprintf(r.step, sizeof r.step, "finalize");
@@ -712,8 +410,8 @@ void abx_build_run(struct abx_tbuild *b)
     goto out;
   }
   if ((res->start_cmd || res->ready_cmd) && (force || !abx_lcache_done_present(res->build_key))) {
-    blog(&r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]", res->build_key);
-    struct abx_sandbox *sb = boot(&r, res, NULL, 0, err, sizeof err);
+    abx_run_log(&r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]", res->build_key);
+    struct abx_sandbox *sb = abx_run_boot(&r, res, NULL, 0, err, sizeof err);
     if (!sb) {
       abx_template_put(res, 0);
       fail_build(&r, from, err);
@@ -722,7 +420,7 @@ void abx_build_run(struct abx_tbuild *b)
     abx_sandbox_destroy(sb);
     abx_lcache_done_mark(res->build_key);
   } else if (res->start_cmd || res->ready_cmd) {
-    blog(&r, "info", "CACHED [finalize] start_cmd and ready_cmd [%s]", res->build_key);
+    abx_run_log(&r, "info", "CACHED [finalize] start_cmd and ready_cmd [%s]", res->build_key);
   }
   abx_tstore_lock();
   b->result = res;

@@ -82,30 +82,6 @@ int abx_rootfs_layer_parts(const char *dir) { return layer_parts(dir); }
 
 struct abx_template *abx_template_base(void) { return g_base; }
 
-json_t *abx_template_env(const struct abx_template *t)
-{
-  for (; t; t = t->parent)
-    if (t->env_vars)
-      return t->env_vars;
-  return NULL;
-}
-
-const char *abx_template_user(const struct abx_template *t)
-{
-  for (; t; t = t->parent)
-    if (t->default_user)
-      return t->default_user;
-  return NULL;
-}
-
-const char *abx_template_workdir(const struct abx_template *t)
-{
-  for (; t; t = t->parent)
-    if (t->default_workdir)
-      return t->default_workdir;
-  return NULL;
-}
-
 struct abx_template *abx_template_layer(struct abx_template *parent, const char *layer_dir,
                                         char *err, size_t errlen)
 {

@@ -34,6 +34,31 @@ const char *abx_template_ready_cmd(const struct abx_template *t)
   return NULL;
 }
 
+/* rootfs.h: a built template's defaults, from the nearest record that sets them */
+json_t *abx_template_env(const struct abx_template *t)
+{
+  for (; t; t = t->parent)
+    if (t->env_vars)
+      return t->env_vars;
+  return NULL;
+}
+
+const char *abx_template_user(const struct abx_template *t)
+{
+  for (; t; t = t->parent)
+    if (t->default_user)
+      return t->default_user;
+  return NULL;
+}
+
+const char *abx_template_workdir(const struct abx_template *t)
+{
+  for (; t; t = t->parent)
+    if (t->default_workdir)
+      return t->default_workdir;
+  return NULL;
+}
+
 static void start_log_tail(int netns_fd, const char *token, char *out, size_t outlen)
 {
   char err[160];
