@@ -158,9 +158,9 @@ static int query_size(struct abx_api_req *r, const char *k, size_t def, size_t m
     return 0;
   char *end;
   long long x = strtoll(v, &end, 10);
-  if (!*v || *end || x < 0)
-    return -1;
-  *out = (size_t)x > max ? max : (size_t)x;
+  if (!*v || *end || x < 0 || (unsigned long long)x > (unsigned long long)max)
+    return -1; /* above the spec's maximum: a 400, never a silent clamp */
+  *out = (size_t)x;
   return 0;
 }
 
@@ -187,8 +187,8 @@ enum MHD_Result abx_api_template_build_status(struct abx_api_req *r)
 enum MHD_Result abx_api_template_build_logs(struct abx_api_req *r)
 {
   size_t lim;
-  if (query_size(r, "limit", 100, 1000, &lim) != 0)
-    return abx_http_error(r->c, 400, "validation error: query parameter 'limit' must be a non-negative integer");
+  if (query_size(r, "limit", 100, 100, &lim) != 0)
+    return abx_http_error(r->c, 400, "validation error: query parameter 'limit' must be an integer from 0 to 100");
   const char *dir = qarg(r, "direction"), *level = qarg(r, "level");
   int backward = dir && strcmp(dir, "backward") == 0;
   if (dir && !backward && strcmp(dir, "forward") != 0)

@@ -19,6 +19,7 @@
 #include "layer_cache.h"
 #include "network.h"
 #include "sandbox.h"
+#include "template_start.h"
 
 void abx_run_log(struct abx_run *r, const char *level, const char *fmt, ...)
 {
@@ -272,46 +273,47 @@ static int base(struct abx_run *r, json_t *spec, char *err, size_t n)
  * template's commands, defaults and limits. */
 static struct abx_template *result(struct abx_run *r, json_t *spec, char *err, size_t n)
 {
-  static char empty_key[65];
-  if (!empty_key[0]) {
-    struct abx_key *k = abx_key_new();
-    abx_key_add(k, "empty layer v1");
-    abx_key_end(k, empty_key);
-  }
-  if (!abx_lcache_layer_present(empty_key)) {
-    char tmp[4096], layer[4200];
-    if (abx_lcache_tmpdir(tmp, err, n) != 0)
-      return NULL;
-    snprintf(layer, sizeof layer, "%s/layer", tmp);
-    int rc = mkdir(layer, 0755) == 0 && abx_rootfs_layer_parts(layer) == 0
-                 ? abx_lcache_layer_store(empty_key, layer, err, n)
-                 : -1;
-    abx_rmtree(tmp);
-    if (rc != 0)
-      return NULL;
-  }
-  char p[4096];
-  abx_lcache_layer_path(empty_key, p);
-  struct abx_template *t = abx_template_layer(r->top, p, err, n);
-  if (!t)
-    return NULL;
   const char *sc = json_string_value(json_object_get(spec, "startCmd"));
   const char *rc = json_string_value(json_object_get(spec, "readyCmd"));
-  snprintf(t->id, sizeof t->id, "%s", r->b->tmpl->id);
-  snprintf(t->alias, sizeof t->alias, "%.63s", r->b->tmpl->name);
-  t->start_cmd = sc && *sc ? strdup(sc) : NULL;
-  t->ready_cmd = rc && *rc ? strdup(rc) : NULL;
-  t->env_vars = json_deep_copy(r->env);
-  t->default_user = strdup(r->user);
-  t->default_workdir = r->workdir ? strdup(r->workdir) : NULL;
-  t->cpu_count = r->b->cpu_count;
-  t->memory_mb = r->b->memory_mb;
+  /* the record's layer: an empty one of its own key (overlayfs refuses one dir twice in a
+   * chain, so templates built on each other cannot share one empty layer) */
+  char fkey[65];
   struct abx_key *k = abx_key_new();
   abx_key_add(k, r->key);
   abx_key_add(k, "finalize");
   abx_key_add(k, sc);
   abx_key_add(k, rc);
-  abx_key_end(k, t->build_key);
+  abx_key_end(k, fkey);
+  if (!abx_lcache_layer_present(fkey)) {
+    char tmp[4096], layer[4200];
+    if (abx_lcache_tmpdir(tmp, err, n) != 0)
+      return NULL;
+    snprintf(layer, sizeof layer, "%s/layer", tmp);
+    int st = mkdir(layer, 0755) == 0 && abx_rootfs_layer_parts(layer) == 0
+                 ? abx_lcache_layer_store(fkey, layer, err, n)
+                 : -1;
+    abx_rmtree(tmp);
+    if (st != 0)
+      return NULL;
+  }
+  char p[4096];
+  abx_lcache_layer_path(fkey, p);
+  struct abx_template *t = abx_template_layer(r->top, p, err, n);
+  if (!t)
+    return NULL;
+  snprintf(t->build_key, sizeof t->build_key, "%s", fkey);
+  snprintf(t->id, sizeof t->id, "%s", r->b->tmpl->id);
+  snprintf(t->alias, sizeof t->alias, "%.63s", r->b->tmpl->name);
+  /* either set: both replace the parent's ("" = none); neither: the parent's stay (infra
+   * phases/finalize/builder.go Layer) */
+  int own = (sc && *sc) || (rc && *rc);
+  t->start_cmd = own ? strdup(sc ? sc : "") : NULL;
+  t->ready_cmd = own ? strdup(rc ? rc : "") : NULL;
+  t->env_vars = json_deep_copy(r->env);
+  t->default_user = strdup(r->user);
+  t->default_workdir = r->workdir ? strdup(r->workdir) : NULL;
+  t->cpu_count = r->b->cpu_count;
+  t->memory_mb = r->b->memory_mb;
   return t;
 }
 
@@ -409,7 +411,8 @@ void abx_build_run(struct abx_tbuild *b)
     fail_build(&r, from, err);
     goto out;
   }
-  if ((res->start_cmd || res->ready_cmd) && (force || !abx_lcache_done_present(res->build_key))) {
+  int cmds = abx_template_start_cmd(res) || abx_template_ready_cmd(res);
+  if (cmds && (force || !abx_lcache_done_present(res->build_key))) {
     abx_run_log(&r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]", res->build_key);
     struct abx_sandbox *sb = abx_run_boot(&r, res, NULL, 0, err, sizeof err);
     if (!sb) {
@@ -419,7 +422,7 @@ void abx_build_run(struct abx_tbuild *b)
     }
     abx_sandbox_destroy(sb);
     abx_lcache_done_mark(res->build_key);
-  } else if (res->start_cmd || res->ready_cmd) {
+  } else if (cmds) {
     abx_run_log(&r, "info", "CACHED [finalize] start_cmd and ready_cmd [%s]", res->build_key);
   }
   abx_tstore_lock();

@@ -14,15 +14,16 @@
 /* The command comes in through the environment, so no quoting is needed; it is unset before
  * the command runs. setsid + & detach it from the short-lived shell envd waits for. */
 static const char start_script[] =
-    "mkdir -p \"${ABX_START_LOG%/*}\" && c=$ABX_START_CMD && log=$ABX_START_LOG && "
+    "{ [ -w \"$ABX_START_LOG\" ] || mkdir -p \"${ABX_START_LOG%/*}\"; } && c=$ABX_START_CMD && log=$ABX_START_LOG && "
     "unset ABX_START_CMD ABX_START_LOG && "
     "setsid /bin/bash -c \"$c\" </dev/null >>\"$log\" 2>&1 &";
 
+/* "" is an explicit none: a build that sets one of the two replaces both (template_build.h) */
 const char *abx_template_start_cmd(const struct abx_template *t)
 {
   for (; t; t = t->parent)
     if (t->start_cmd)
-      return t->start_cmd;
+      return *t->start_cmd ? t->start_cmd : NULL;
   return NULL;
 }
 
@@ -30,7 +31,7 @@ const char *abx_template_ready_cmd(const struct abx_template *t)
 {
   for (; t; t = t->parent)
     if (t->ready_cmd)
-      return t->ready_cmd;
+      return *t->ready_cmd ? t->ready_cmd : NULL;
   return NULL;
 }
 
@@ -72,11 +73,28 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
                        size_t errlen)
 {
   const char *start = abx_template_start_cmd(t), *ready = abx_template_ready_cmd(t);
+  /* a built template's commands run as its USER (E2B's finalize phase runs them in the build's
+   * last context), in envd's default workdir (its WORKDIR); the others as root */
+  const char *user = abx_template_user(t) ? abx_template_user(t) : "root";
   char out[512] = "", e[256] = "";
   int code = 0;
+  if (start && strcmp(user, "root") != 0) { /* the log is root's dir: make the file the user's */
+    json_t *envs = json_pack("{s:s,s:s}", "ABX_START_LOG", ABX_START_LOG, "ABX_USER", user);
+    int rc = envs ? abx_envd_run(netns_fd, token, "root",
+                                 "mkdir -p \"${ABX_START_LOG%/*}\" && touch \"$ABX_START_LOG\" && "
+                                 "chown \"$ABX_USER\" \"$ABX_START_LOG\"",
+                                 envs, 10000, &code, out, sizeof out, e, sizeof e)
+                  : -1;
+    json_decref(envs);
+    if (rc != 0 || code != 0) {
+      snprintf(err, errlen, "template '%s': cannot prepare the start_cmd log for user %s: %s%s",
+               t->id, user, rc ? e : "exit ", rc ? "" : out);
+      return -1;
+    }
+  }
   if (start) {
     json_t *envs = json_pack("{s:s,s:s}", "ABX_START_CMD", start, "ABX_START_LOG", ABX_START_LOG);
-    int rc = envs ? abx_envd_run(netns_fd, token, "root", start_script, envs, 10000, &code, out,
+    int rc = envs ? abx_envd_run(netns_fd, token, user, start_script, envs, 10000, &code, out,
                                  sizeof out, e, sizeof e)
                   : -1;
     json_decref(envs);
@@ -94,7 +112,7 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
     int64_t left_ms = (deadline - abx_mono_ns()) / 1000000;
     long bound = left_ms < 10000 ? (long)(left_ms > 100 ? left_ms : 100) : 10000;
     e[0] = 0;
-    int rc = abx_envd_run(netns_fd, token, "root", ready, NULL, bound, &code, out, sizeof out, e,
+    int rc = abx_envd_run(netns_fd, token, user, ready, NULL, bound, &code, out, sizeof out, e,
                           sizeof e);
     tries++;
     if (rc == 0 && code == 0)

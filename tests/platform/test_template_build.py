@@ -141,6 +141,11 @@ def t_request_validation(s, ctx):
         check(st == 400 and field in j["message"], "%r: %d %r" % (body, st, j))
     st, _, j = s.json("GET", "/templates/%s/builds/%s/status" % (tid, bid))
     check(st == 200 and j["status"] == "waiting", "not started: %r" % (j,))
+    for q in ("limit=101", "logsOffset=-1", "level=loud"):
+        st, _, j = s.json("GET", "/templates/%s/builds/%s/status?%s" % (tid, bid, q))
+        check(st == 400 and q.split("=")[0] in j["message"], "%s: %d %r" % (q, st, j))
+    st, _, j = s.json("GET", "/templates/%s/builds/%s/status" % (tid, "0" * 36))
+    check(st == 404, "unknown build: %d" % st)
     st, _, j = s.json("GET", "/templates/%s/files/%s" % (tid, "ab" * 32))
     check(st == 201 and j["present"] is False and "/build-files/" in j["url"], "files: %r" % (j,))
     u = urllib.parse.urlsplit(j["url"])
@@ -168,12 +173,12 @@ def t_build_and_sandbox(s, ctx):
     sid = sb["sandboxID"]
     code, out, err = tp.run_in(s, sid, "cat /opt/app/data.txt; cat /home/user/who; cat /srv/rootonly/uid;"
                                " stat -c %U /opt/app/server.py; echo $GREETING $P2; pwd; whoami;"
-                               " curl -s localhost:8080")
+                               " stat -c %U /proc/$(pgrep -f app/server.py | head -n1); curl -s localhost:8080")
     check(code == 0, "run: %r %r" % (out, err))
     lines = out.split("\n")
     check(lines[:7] == ["payload", "built-by-user", "0", "user", "world world-x", "/opt/app", "user"],
           "files/env/workdir/user: %r" % lines)
-    check(out.endswith("hello world"), "server from start_cmd with ENV: %r" % out)
+    check(out.endswith("user\nhello world"), "server from start_cmd, as USER, with ENV: %r" % out)
     for ref in ("web-app:default", r["templateID"]):
         st, _, sb2 = s.create(templateID=ref)
         check(st == 201, "create %s: %d %r" % (ref, st, sb2))
@@ -230,6 +235,28 @@ def t_alias_list_get(s, ctx):
               and mine[0]["buildStatus"] == "ready" and mine[0]["buildCount"] >= 2, "%s: %r" % (path, j))
     st, _, j = s.json("GET", "/templates/" + ctx["web"]["templateID"])
     check(st == 200 and len(j["builds"]) >= 2 and j["builds"][0]["status"] == "ready", "get: %r" % (j,))
+
+
+def t_from_built(s, ctx):
+    """fromTemplate of a built template: its layers, ENV, WORKDIR and start/ready commands carry
+    on (infra phases/finalize: a build without startCmd/readyCmd keeps the parent's)."""
+    spec = {"fromTemplate": "web-app:v2", "steps": [
+        {"type": "RUN", "args": ["pwd > ~/child-pwd; echo $GREETING > ~/child-env"]},
+        {"type": "USER", "args": ["builder"]},
+        {"type": "RUN", "args": ["whoami > /tmp/child-user"]}]}
+    _, (status, logs, _) = build(s, "child-app", spec)
+    check(status == "ready", "status %s: %r" % (status, [e["message"] for e in logs][-5:]))
+    st, _, sb = s.create(templateID="child-app")
+    check(st == 201, "create: %d %r" % (st, sb))
+    code, out, err = tp.run_in(s, sb["sandboxID"], "cat /home/user/child-pwd /home/user/child-env"
+                               " /tmp/child-user; whoami; curl -s localhost:8080", user="root")
+    check(code == 0 and out.split("\n")[:4] == ["/opt/app", "world", "builder", "root"]
+          and out.endswith("hello world"), "child: %r %r" % (out, err))
+    code, out, _ = tp.run_in(s, sb["sandboxID"], "whoami", user="builder")
+    check(code == 0 and out == "builder\n", "the USER exists: %r" % out)
+    s.request("DELETE", "/sandboxes/" + sb["sandboxID"])
+    st, _, _ = s.json("DELETE", "/templates/child-app")
+    check(st == 204, "delete child: %d" % st)
 
 
 def t_failing_step(s, ctx):
@@ -295,6 +322,7 @@ def t_queue(s, ctx):
 
 
 CHECKS = [t_request_validation, t_build_and_sandbox, t_cached_rebuild, t_tags, t_alias_list_get,
+          t_from_built,
           t_failing_step, t_unknown_step, t_queue, t_delete]
 
 
