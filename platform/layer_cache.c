@@ -5,11 +5,13 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,13 +71,22 @@ int abx_lcache_init(const char *dir, char *err, size_t errlen)
       return -1;
     }
   }
+  /* work in progress of serves that are gone (tmp/<pid>.<seq>); another serve may share the
+   * cache and be using its own entries right now */
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s/tmp", g_dir);
-  abx_rmtree(tmp); /* a crashed predecessor's work in progress */
-  if (mkdir(tmp, 0700) != 0 && errno != EEXIST) {
-    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-    return -1;
+  DIR *d = opendir(tmp);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    long pid = strtol(e->d_name, NULL, 10);
+    if (e->d_name[0] == '.' || (pid > 0 && pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+      continue;
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", tmp, e->d_name);
+    abx_rmtree(p);
   }
+  if (d)
+    closedir(d);
   if (abx_rand_hex(g_secret, 64) != 0) {
     snprintf(err, errlen, "no randomness available");
     return -1;

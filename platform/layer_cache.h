@@ -10,7 +10,8 @@
  *                                     the build sandbox's upper dirs as they were when it stopped
  *                                     (moved, so modes, owners, xattrs and whiteouts are kept)
  *          <cache>/layers/<key>.done  marker of a finished "finalize" (start/ready checked)
- *          <cache>/tmp/               work in progress (removed at init)
+ *          <cache>/tmp/<pid>.<n>/     work in progress of serve <pid> (removed by the next
+ *                                     serve once that pid is gone: serves may share a cache)
  *          A key is the sha256 (hex) of the parent's key and the step (layer_key_*). Layers are
  *          made under tmp/ and renamed into place, so a layer dir that exists is complete.
  *          Nothing is removed automatically: every layer may be in use by a template or a
@@ -30,7 +31,8 @@
 
 #define ABX_UPLOAD_MAX (1024ull * 1024 * 1024) /* 1 GiB per COPY archive */
 
-/* Create (mkdir -p, 0700) the cache dir and its subdirs and clear tmp/. Once, at startup. */
+/* Create (mkdir -p, 0700) the cache dir and its subdirs and remove what serves that are gone
+ * left in tmp/. Once, at startup. */
 int abx_lcache_init(const char *dir, char *err, size_t errlen);
 
 /* The cache dir given to abx_lcache_init. */

@@ -326,6 +326,25 @@ CHECKS = [t_request_validation, t_build_and_sandbox, t_cached_rebuild, t_tags, t
           t_failing_step, t_unknown_step, t_queue, t_delete]
 
 
+def t_restart_cached(cache):
+    """A new serve on the same --build-cache: the upload is present, every step CACHED."""
+    s = tp.Server(args=("--build-cache", cache))
+    try:
+        r = request(s, "web-app")
+        fh, present = upload(s, r["templateID"], APP, "app", "/opt/app")
+        check(present, "the archive survived the restart")
+        spec = web_spec()
+        spec["steps"][0]["filesHash"] = fh
+        s.json("POST", "/v2/templates/%s/builds/%s" % (r["templateID"], r["buildID"]), spec)
+        status, logs, _ = wait(s, r["templateID"], r["buildID"])
+        steps = [e["message"] for e in logs if "[builder" in e["message"] and "ENV" not in e["message"]]
+        check(status == "ready" and len(steps) == 4 and all(m.startswith("CACHED ") for m in steps),
+              "after a restart: %s %r" % (status, steps))
+    finally:
+        code, _, err = s.stop()
+    check(code == 0, "serve exit %r: %s" % (code, err[-300:]))
+
+
 def t_stop_during_build(cache):
     """SIGTERM while a step runs: the step is killed, serve exits 0 without delay."""
     s = tp.Server(args=("--build-cache", cache))
@@ -352,13 +371,16 @@ def main():
         s = tp.Server(args=("--build-cache", cache))
         failed = tp.run_checks(s, {}, CHECKS, only=os.environ.get("ONLY"))
         rc = tp.stop_and_sum(s, failed)
-        if not os.environ.get("ONLY") or "stop_during_build" in os.environ["ONLY"]:
+        for fn in (t_restart_cached, t_stop_during_build):  # each with a serve of its own
+            name = fn.__name__[2:]
+            if os.environ.get("ONLY") and name not in os.environ["ONLY"].split(","):
+                continue
             t0 = time.time()
             try:
-                t_stop_during_build(cache)
-                print("PASS %-28s %.2fs" % ("stop_during_build", time.time() - t0))
+                fn(cache)
+                print("PASS %-28s %.2fs" % (name, time.time() - t0))
             except Exception as e:  # noqa: BLE001
-                print("FAIL %-28s %s: %s" % ("stop_during_build", type(e).__name__, e))
+                print("FAIL %-28s %s: %s" % (name, type(e).__name__, e))
                 rc = 1
         return rc
 
