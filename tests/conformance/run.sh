@@ -88,7 +88,7 @@ state_dir="${TMPDIR:-/tmp}/abxlua-serve.$serve_pid"
 sdk_env=(E2B_API_KEY="$key" CONFORMANCE_SDK_DIR="$PIN" CONFORMANCE_MODE="$MODE")
 if [ "$MODE" = url ]; then
   sdk_env+=(E2B_API_URL="$url" E2B_SANDBOX_URL="$url" E2B_DOMAIN="$domain")
-  echo "# abxlua serve pid $serve_pid at $url (domain $domain); e2b $SDK with E2B_API_URL/E2B_SANDBOX_URL"
+  echo "# abxlua serve pid $serve_pid at $url (domain $domain); $SDK with E2B_API_URL/E2B_SANDBOX_URL"
 else
   ca=$(field ca_cert)
   if [ "$ca" = undefined ] || [ ! -f "$ca" ]; then
@@ -98,7 +98,7 @@ else
   fi
   case "$domain" in *:*) ;; *) domain="$domain:$port";; esac
   sdk_env+=(E2B_DOMAIN="$domain" NODE_EXTRA_CA_CERTS="$ca")
-  echo "# abxlua serve --tls pid $serve_pid at $url; e2b $SDK with only E2B_DOMAIN=$domain and the CA $ca"
+  echo "# abxlua serve --tls pid $serve_pid at $url; $SDK with only E2B_DOMAIN=$domain and the CA $ca"
 fi
 (
   cd "$HERE" &&
