@@ -334,11 +334,24 @@ enum MHD_Result abx_api_template_tags_list(struct abx_api_req *r)
 /* GET /templates/aliases/{alias} → 200 {templateID, public} | 404. Built-ins answer too. */
 enum MHD_Result abx_api_template_alias(struct abx_api_req *r)
 {
+  /* "name" or "name:tag" (an explicit tag must exist: infra handlers/template_alias.go) */
+  char x[136], tag[136], msg[300] = "";
+  if (abx_tstore_split_ref(r->params[0], x, sizeof x, tag, sizeof tag) != 0)
+    return abx_http_error(r->c, 400, "Invalid alias format");
+  for (char *p = x; *p; p++)
+    *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+  int has_tag = strchr(r->params[0], ':') != NULL;
   abx_tstore_lock();
-  struct abx_ttemplate *t = abx_tstore_find(r->params[0]);
-  json_t *o = t ? json_pack("{s:s,s:b}", "templateID", t->id, "public", 0) : NULL;
+  struct abx_ttemplate *t = abx_tstore_find(x);
+  json_t *o = NULL;
+  if (t && has_tag && !json_object_get(t->tags, tag))
+    snprintf(msg, sizeof msg, "tag '%.64s' does not exist for template '%.64s'", tag, x);
+  else if (t)
+    o = json_pack("{s:s,s:b}", "templateID", t->id, "public", 0);
   abx_tstore_unlock();
-  if (!o && abx_template_valid_id(r->params[0])) {
+  if (msg[0])
+    return abx_http_error(r->c, 404, msg);
+  if (!o && !t && abx_template_valid_id(x)) {
     struct abx_template *bt = abx_template_get(r->params[0], 0);
     if (bt && bt->builtin)
       o = json_pack("{s:s,s:b}", "templateID", bt->id, "public", 1);

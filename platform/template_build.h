@@ -160,7 +160,9 @@ void abx_tbuild_track(int pid, int add);
 void abx_tbuild_sandbox_env(const char *id, json_t *env);
 
 /* The one place where a fromImage build gets its root (platform/image_debian.h, wired in at
- * merge): a template record (one ref, the caller's) of the image's root, or NULL with err. */
+ * merge): a template record (one ref, the caller's) of the image's root, or NULL with err.
+ * "e2bdev/base" (the SDK's default base image, which E2B's base template is built from) is the
+ * base template. */
 struct abx_template *abx_tbuild_image_root(const char *image, char *err, size_t errlen);
 
 #endif

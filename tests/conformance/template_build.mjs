@@ -89,6 +89,14 @@ await check('Template.exists, a cached rebuild (no upload), waitForURL', async (
   assert.deepEqual(tags, ['default', 'v2'])
 })
 
+await check('Template() without a from*: the SDK\'s default image e2bdev/base is base', async () => {
+  const t = Template().runCmd('echo from-default-image > ~/marker.txt')
+  await Template.build(t, `${name}-default`)
+  const sbx = await Sandbox.create(`${name}-default`, { timeoutMs: 60_000 })
+  sandboxes.push(sbx)
+  assert.equal((await sbx.files.read('/home/user/marker.txt')).trim(), 'from-default-image')
+})
+
 await check('a failing step: BuildError with the step\'s message', async () => {
   const bad = Template().fromTemplate('base').runCmd('echo nope; exit 7')
   await assert.rejects(Template.build(bad, `${name}-fails`), (e) => {

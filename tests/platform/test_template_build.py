@@ -228,6 +228,12 @@ def t_alias_list_get(s, ctx):
     check(st == 200 and j == {"templateID": ctx["web"]["templateID"], "public": False}, "alias: %d %r" % (st, j))
     st, _, j = s.json("GET", "/templates/aliases/no-such-template")
     check(st == 404, "absent alias: %d" % st)
+    st, _, j = s.json("GET", "/templates/aliases/web-app%3Av2")
+    check(st == 200 and j["templateID"] == ctx["web"]["templateID"], "alias with its tag (%%3A): %d %r" % (st, j))
+    st, _, j = s.json("GET", "/templates/aliases/web-app%3Anope")
+    check(st == 404 and "nope" in j["message"], "alias with an absent tag: %d %r" % (st, j))
+    st, _, j = s.json("GET", "/templates/aliases/base")
+    check(st == 200 and j["templateID"] == "base", "a built-in: %d %r" % (st, j))
     for path in ("/templates", "/v2/templates"):
         st, _, j = s.json("GET", path)
         mine = [t for t in j if t["templateID"] == ctx["web"]["templateID"]]
