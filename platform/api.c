@@ -118,7 +118,11 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
     return abx_http_error(c, 401, "Invalid API key");
   struct abx_api_req r = {.c = c, .method = method, .url = url, .body = body, .len = len};
   const struct abx_api_route *route = NULL;
-  switch (abx_api_lookup(method, url, &r, &route)) {
+  int st = abx_api_lookup(method, url, &r, &route);
+  for (int i = 0; st == 0 && i < ABX_API_MAX_PARAMS; i++)
+    if (abx_percent_decode(r.params[i], 0) != 0)
+      return abx_http_error(c, 400, "validation error: path parameter has a bad %-escape");
+  switch (st) {
   case 0: return route->fn(&r);
   case 400: return abx_http_error(c, 400, "validation error: path parameter is too long");
   case 405: return abx_http_error(c, 405, "method not allowed");

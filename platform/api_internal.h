@@ -21,8 +21,9 @@
 
 #define ABX_API_MAX_PARAMS 2
 
-/* One control-plane request as the handlers see it. params[i] are the path segments matched by
- * "{...}" in the route pattern, percent-decoded, at most 127 bytes (longer segments get 400). */
+/* One control-plane request as the handlers see it. params[i] are the raw path segments matched
+ * by "{...}" in the route pattern, at most 127 bytes (longer segments get 400), percent-decoded
+ * by abx_api_handle before the handler runs. */
 struct abx_api_req {
   struct MHD_Connection *c;
   const char *method; /* "HEAD" is reported as "GET" */

@@ -145,8 +145,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return fr;
   if (r->kind == 1)
     fr = abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len);
-  else
-    fr = abx_api_handle(c, method, url, r->body, r->len);
+  else {
+    /* the raw path: a path parameter is one percent-encoded segment ("ns%2Fname%3Atag", E2B's
+     * SDKs encode template names so), decoded by abx_api_handle after the match */
+    size_t pl = strcspn(r->raw_uri, "?#");
+    char *path = r->raw_uri[0] == '/' ? strndup(r->raw_uri, pl) : NULL;
+    fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
+    free(path);
+  }
   return abx_faults_after(fr);
 }
 
