@@ -60,6 +60,16 @@ const char *abx_template_workdir(const struct abx_template *t)
   return NULL;
 }
 
+/* How errors name the template: a built one by its name and id, the others by id. */
+static const char *tname(const struct abx_template *t, char *buf, size_t n)
+{
+  if (t->alias[0] && strcmp(t->alias, t->id) != 0)
+    snprintf(buf, n, "%s' ('%s", t->alias, t->id); /* inside '...': 'name' ('id') */
+  else
+    snprintf(buf, n, "%s", t->id);
+  return buf;
+}
+
 static void start_log_tail(int netns_fd, const char *token, char *out, size_t outlen)
 {
   char err[160];
@@ -76,6 +86,8 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
   /* a built template's commands run as its USER (E2B's finalize phase runs them in the build's
    * last context), in envd's default workdir (its WORKDIR); the others as root */
   const char *user = abx_template_user(t) ? abx_template_user(t) : "root";
+  char nm[160];
+  tname(t, nm, sizeof nm);
   char out[512] = "", e[256] = "";
   int code = 0;
   if (start && strcmp(user, "root") != 0) { /* the log is root's dir: make the file the user's */
@@ -88,7 +100,7 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
     json_decref(envs);
     if (rc != 0 || code != 0) {
       snprintf(err, errlen, "template '%s': cannot prepare the start_cmd log for user %s: %s%s",
-               t->id, user, rc ? e : "exit ", rc ? "" : out);
+               nm, user, rc ? e : "exit ", rc ? "" : out);
       return -1;
     }
   }
@@ -99,7 +111,7 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
                   : -1;
     json_decref(envs);
     if (rc != 0 || code != 0) {
-      snprintf(err, errlen, "template '%s': cannot launch start_cmd `%s`: %s%s", t->id, start,
+      snprintf(err, errlen, "template '%s': cannot launch start_cmd `%s`: %s%s", nm, start,
                rc ? e : "exit ", rc ? "" : out);
       return -1;
     }
@@ -135,7 +147,7 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
     start_log_tail(netns_fd, token, log, sizeof log);
   snprintf(err, errlen,
            "template '%s': ready_cmd `%s` did not succeed within %d s (%d tries; last: %s)%s%s",
-           t->id, ready, ABX_READY_TIMEOUT_S, tries, last, start ? "; start_cmd log: " : "",
+           nm, ready, ABX_READY_TIMEOUT_S, tries, last, start ? "; start_cmd log: " : "",
            start ? (log[0] ? log : "(empty)") : "");
   return -1;
 }

@@ -94,8 +94,8 @@ def wait(s, tid, bid, timeout=120):
     raise AssertionError("build did not finish: %r" % logs[-5:])
 
 
-def build(s, name, spec, entries=None, tags=None):
-    r = request(s, name, **({"tags": tags} if tags else {}))
+def build(s, name, spec, entries=None, tags=None, limits=None):
+    r = request(s, name, **({"tags": tags} if tags else {}), **(limits or {}))
     for st in spec.get("steps", []):
         if st["type"] == "COPY" and entries is not None:
             st["filesHash"], _ = upload(s, r["templateID"], entries, st["args"][0], st["args"][1])
@@ -260,7 +260,7 @@ def t_from_built(s, ctx):
         {"type": "RUN", "args": ["pwd > ~/child-pwd; echo $GREETING > ~/child-env"]},
         {"type": "USER", "args": ["builder"]},
         {"type": "RUN", "args": ["whoami > /tmp/child-user"]}]}
-    _, (status, logs, _) = build(s, "child-app", spec)
+    _, (status, logs, _) = build(s, "child-app", spec, limits={"cpuCount": 1, "memoryMB": 768})
     check(status == "ready", "status %s: %r" % (status, [e["message"] for e in logs][-5:]))
     st, _, sb = s.create(templateID="child-app")
     check(st == 201, "create: %d %r" % (st, sb))
@@ -268,8 +268,11 @@ def t_from_built(s, ctx):
                                " /tmp/child-user; whoami; curl -s localhost:8080", user="root")
     check(code == 0 and out.split("\n")[:4] == ["/opt/app", "world", "builder", "root"]
           and out.endswith("hello world"), "child: %r %r" % (out, err))
-    code, out, _ = tp.run_in(s, sb["sandboxID"], "whoami", user="builder")
-    check(code == 0 and out == "builder\n", "the USER exists: %r" % out)
+    code, out, _ = tp.run_in(s, sb["sandboxID"], "whoami; cat /sys/fs/cgroup/memory/memory.limit_in_bytes",
+                             user="builder")
+    check(code == 0 and out == "builder\n%d\n" % (768 << 20), "the USER exists, the memory limit: %r" % out)
+    st, _, info = s.json("GET", "/sandboxes/" + sb["sandboxID"])
+    check(info["cpuCount"] == 1 and info["memoryMB"] == 768, "limits: %r" % info)
     s.request("DELETE", "/sandboxes/" + sb["sandboxID"])
     st, _, _ = s.json("DELETE", "/templates/child-app")
     check(st == 204, "delete child: %d" % st)
