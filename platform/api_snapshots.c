@@ -42,6 +42,13 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r)
   }
   if (json_is_string(jn)) {
     snprintf(name, sizeof name, "%s", json_string_value(jn));
+    abx_tstore_lock();
+    int taken = abx_tstore_find(name) != NULL; /* one name space with built templates */
+    abx_tstore_unlock();
+    if (taken) {
+      json_decref(req);
+      return abx_http_error(r->c, 400, "invalid snapshot name: it is the name of a built template");
+    }
   } else {
     memcpy(name, "snap-", 5);
     if (abx_rand_alnum(name + 5, 16) != 0) {

@@ -190,10 +190,12 @@ int abx_tstore_request(const char *name, json_t *tags, int cpu_count, int memory
   if (json_array_size(clean_tags) == 0)
     json_array_append_new(clean_tags, json_string("default"));
   struct abx_template *builtin = NULL;
-  if (abx_template_valid_id(nm) && (builtin = abx_template_get(nm, 0)) && builtin->builtin) {
+  if (abx_template_valid_id(nm) && (builtin = abx_template_get(nm, 0)) &&
+      (builtin->builtin || builtin->is_snapshot)) { /* one name space with them */
+    snprintf(msg, n, "'%s' is the name of a %s of this platform", nm,
+             builtin->builtin ? "built-in template" : "snapshot");
     abx_template_put(builtin, 0);
     json_decref(clean_tags);
-    snprintf(msg, n, "'%s' is the name of a built-in template of this platform", nm);
     return 400;
   }
   abx_template_put(builtin, 0);

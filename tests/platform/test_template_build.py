@@ -127,6 +127,9 @@ def t_request_validation(s, ctx):
     check(st == 400 and "cpuCount" in j["message"], "cpuCount type: %d %r" % (st, j))
     st, _, j = s.json("POST", "/v3/templates", {"name": "ok", "tags": ["bad tag"]})
     check(st == 400 and "Invalid tag" in j["message"], "bad tag: %d %r" % (st, j))
+    for taken in ("base", "code-interpreter-v1"):
+        st, _, j = s.json("POST", "/v3/templates", {"name": taken})
+        check(st == 400 and "built-in" in j["message"], "%s: %d %r" % (taken, st, j))
     j = request(s, "Shape-Check:v1", tags=["extra"])
     check(j["names"] == ["shape-check"] and j["tags"][0] == "v1" and set(j["tags"]) == {"v1", "extra"}
           and j["public"] is False and len(j["templateID"]) == 20, "response: %r" % j)
@@ -185,6 +188,8 @@ def t_build_and_sandbox(s, ctx):
         s.request("DELETE", "/sandboxes/" + sb2["sandboxID"])
     st, _, j = s.json("DELETE", "/templates/web-app")
     check(st == 400 and "still use" in j["message"], "delete in use: %d %r" % (st, j))
+    st, _, j = s.json("POST", "/sandboxes/%s/snapshots" % sid, {"name": "web-app"})
+    check(st == 400 and "built template" in j["message"], "a snapshot under its name: %d %r" % (st, j))
     s.request("DELETE", "/sandboxes/" + sid)
 
 
