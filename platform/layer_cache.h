@@ -49,10 +49,12 @@ int abx_lcache_valid_hash(const char *h);
 void abx_lcache_files_path(const char *hash, char *out);
 void abx_lcache_layer_path(const char *key, char *out);
 
-/* 1 when the archive / the layer / the finalize marker exists. */
+/* 1 when the archive / the layer / the finalize marker exists, else 0. */
 int abx_lcache_files_present(const char *hash);
 int abx_lcache_layer_present(const char *key);
 int abx_lcache_done_present(const char *key);
+
+/* Create the finalize marker of `key` (its start/ready commands succeeded once): 0 or -1. */
 int abx_lcache_done_mark(const char *key);
 
 /* Move the dir `upper` (one subdir per part) into the cache as layer `key` (rename; a copy with
