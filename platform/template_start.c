@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,8 +15,9 @@
 /* The command comes in through the environment, so no quoting is needed; it is unset before
  * the command runs. setsid + & detach it from the short-lived shell envd waits for. */
 static const char start_script[] =
-    "{ [ -w \"$ABX_START_LOG\" ] || mkdir -p \"${ABX_START_LOG%/*}\"; } && c=$ABX_START_CMD && log=$ABX_START_LOG && "
-    "unset ABX_START_CMD ABX_START_LOG && "
+    "{ [ -w \"$ABX_START_LOG\" ] || mkdir -p \"${ABX_START_LOG%/*}\"; } && "
+    "{ [ -z \"$ABX_START_CWD\" ] || cd \"$ABX_START_CWD\"; } && c=$ABX_START_CMD && log=$ABX_START_LOG && "
+    "unset ABX_START_CMD ABX_START_LOG ABX_START_CWD && "
     "setsid /bin/bash -c \"$c\" </dev/null >>\"$log\" 2>&1 &";
 
 /* "" is an explicit none: a build that sets one of the two replaces both (template_build.h) */
@@ -79,13 +81,42 @@ static void start_log_tail(int netns_fd, const char *token, char *out, size_t ou
     snprintf(out, outlen, "(unreadable: %.100s)", err);
 }
 
+static int start_ready(const struct abx_template *t, int netns_fd, const char *token,
+                       const char *start, const char *ready_run, const char *ready,
+                       json_t *ready_env, const char *user, const char *cwd, char *err,
+                       size_t errlen);
+
 int abx_template_start(const struct abx_template *t, int netns_fd, const char *token, char *err,
                        size_t errlen)
 {
   const char *start = abx_template_start_cmd(t), *ready = abx_template_ready_cmd(t);
-  /* a built template's commands run as its USER (E2B's finalize phase runs them in the build's
-   * last context), in envd's default workdir (its WORKDIR); the others as root */
-  const char *user = abx_template_user(t) ? abx_template_user(t) : "root";
+  /* The commands run in the context of the build that set them (E2B keeps Start.Context with
+   * them, infra phases/finalize/builder.go): its USER and WORKDIR; the built-in ones (no USER)
+   * as root. So a template built on code-interpreter-v1 still starts its server as root. */
+  const struct abx_template *def = t;
+  while (def && !def->start_cmd && !def->ready_cmd)
+    def = def->parent;
+  const char *user = def && abx_template_user(def) ? abx_template_user(def) : "root";
+  const char *cwd = def ? abx_template_workdir(def) : NULL;
+  char *ready_in = NULL; /* ready_cmd in that workdir */
+  if (ready && cwd && asprintf(&ready_in, "cd \"$ABX_READY_CWD\" || exit 1; %s", ready) < 0) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  json_t *ready_env = cwd ? json_pack("{s:s}", "ABX_READY_CWD", cwd) : NULL;
+  int rc = start_ready(t, netns_fd, token, start, ready_in ? ready_in : ready, ready, ready_env,
+                       user, cwd, err, errlen);
+  free(ready_in);
+  json_decref(ready_env);
+  return rc;
+}
+
+/* abx_template_start's work: `ready_run` is what runs, `ready` what errors name. */
+static int start_ready(const struct abx_template *t, int netns_fd, const char *token,
+                       const char *start, const char *ready_run, const char *ready,
+                       json_t *ready_env, const char *user, const char *cwd, char *err,
+                       size_t errlen)
+{
   char nm[160];
   tname(t, nm, sizeof nm);
   char out[512] = "", e[256] = "";
@@ -105,7 +136,8 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
     }
   }
   if (start) {
-    json_t *envs = json_pack("{s:s,s:s}", "ABX_START_CMD", start, "ABX_START_LOG", ABX_START_LOG);
+    json_t *envs = json_pack("{s:s,s:s,s:s}", "ABX_START_CMD", start, "ABX_START_LOG", ABX_START_LOG,
+                             "ABX_START_CWD", cwd ? cwd : "");
     int rc = envs ? abx_envd_run(netns_fd, token, user, start_script, envs, 10000, &code, out,
                                  sizeof out, e, sizeof e)
                   : -1;
@@ -124,7 +156,7 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
     int64_t left_ms = (deadline - abx_mono_ns()) / 1000000;
     long bound = left_ms < 10000 ? (long)(left_ms > 100 ? left_ms : 100) : 10000;
     e[0] = 0;
-    int rc = abx_envd_run(netns_fd, token, user, ready, NULL, bound, &code, out, sizeof out, e,
+    int rc = abx_envd_run(netns_fd, token, user, ready_run, ready_env, bound, &code, out, sizeof out, e,
                           sizeof e);
     tries++;
     if (rc == 0 && code == 0)

@@ -283,6 +283,23 @@ def t_from_built(s, ctx):
     check(st == 204, "delete child: %d" % st)
 
 
+def t_from_code_interpreter(s, ctx):
+    """From the built-in code-interpreter-v1: its start/ready commands keep their context (root,
+    which the server drops to user itself), whatever the child's USER and WORKDIR."""
+    spec = {"fromTemplate": "code-interpreter-v1", "steps": [
+        {"type": "RUN", "args": ["mkdir -p ~/work && echo ci-child > ~/work/mark"]},
+        {"type": "WORKDIR", "args": ["/home/user/work"]}]}
+    _, (status, logs, _) = build(s, "ci-child", spec)
+    check(status == "ready", "status %s: %r" % (status, [e["message"] for e in logs][-5:]))
+    st, _, sb = s.create(templateID="ci-child")
+    check(st == 201, "create: %d %r" % (st, sb))
+    code, out, err = tp.run_in(s, sb["sandboxID"], "cat mark; pwd; curl -s localhost:49999/health")
+    check(code == 0 and out.startswith("ci-child\n/home/user/work\n") and "OK" in out,
+          "child of code-interpreter-v1 (files, WORKDIR, its server): %r %r" % (out, err))
+    s.request("DELETE", "/sandboxes/" + sb["sandboxID"])
+    s.json("DELETE", "/templates/ci-child")
+
+
 def t_failing_step(s, ctx):
     spec = {"fromTemplate": "base", "steps": [
         {"type": "RUN", "args": ["echo before-fail"]},
@@ -346,7 +363,7 @@ def t_queue(s, ctx):
 
 
 CHECKS = [t_request_validation, t_build_and_sandbox, t_cached_rebuild, t_tags, t_alias_list_get,
-          t_from_built,
+          t_from_built, t_from_code_interpreter,
           t_failing_step, t_unknown_step, t_queue, t_delete]
 
 
