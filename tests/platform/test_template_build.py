@@ -6,6 +6,7 @@ build start, status polling, tags, aliases, lists, delete; sandboxes created by 
 Usage: test_template_build.py [path/to/abxlua]. Exit 77 = skipped (not root, no cgroups).
 """
 import hashlib
+import http.client
 import io
 import os
 import sys
@@ -156,6 +157,12 @@ def t_request_validation(s, ctx):
     check(st == 400, "a body that is no tar: %d" % st)
     st, _, _ = s.request("PUT", u.path + "?sig=" + "0" * 64, make_tar(APP), key=False)
     check(st == 403, "bad signature: %d" % st)
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    c.request("PUT", u.path + "?" + u.query, body=iter([make_tar(APP)]), encode_chunked=True)
+    resp = c.getresponse()
+    resp.read()
+    c.close()
+    check(resp.status == 411, "chunked, no Content-Length: %d" % resp.status)
     st, _, j = s.json("GET", "/templates/%s/files/%s" % (tid, "ab" * 32))
     check(j["present"] is False, "a refused upload is not present: %r" % (j,))
 
@@ -170,6 +177,13 @@ def t_build_and_sandbox(s, ctx):
     check(any(m.startswith("[builder 1/5] COPY app /opt/app") for m in msgs), "step line: %r" % msgs)
     check(all("step" in e for e in logs if e["message"] == "line-one"), "step on entries")
     ctx["web"] = r
+    path = "/templates/%s/builds/%s/logs" % (r["templateID"], r["buildID"])
+    st, _, j = s.json("GET", path + "?limit=3")
+    check(st == 200 and [e["message"] for e in j["logs"]] == msgs[:3], "logs: %r" % (j,))
+    st, _, j = s.json("GET", path + "?direction=backward&limit=1")
+    check(st == 200 and [e["message"] for e in j["logs"]] == msgs[-1:], "logs backward: %r" % (j,))
+    st, _, j = s.json("GET", path + "?level=error")
+    check(st == 200 and all(e["level"] == "error" for e in j["logs"]), "logs level: %r" % (j,))
     st, _, sb = s.create(templateID="web-app")
     check(st == 201, "create by name: %d %r" % (st, sb))
     check(sb["templateID"] == r["templateID"], "templateID: %r" % sb)
