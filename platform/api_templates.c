@@ -294,10 +294,12 @@ enum MHD_Result abx_api_template_tags_delete(struct abx_api_req *r)
   st = t ? 0 : 404;
   size_t i;
   json_t *v;
-  json_array_foreach(clean, i, v) if (t && !json_object_get(t->tags, json_string_value(v)))
+  json_array_foreach(clean, i, v)
   {
-    snprintf(msg, sizeof msg, "tag '%s' of template '%s' not found", json_string_value(v), name);
-    st = 404;
+    if (t && !json_object_get(t->tags, json_string_value(v))) { /* all or none are removed */
+      snprintf(msg, sizeof msg, "tag '%s' of template '%s' not found", json_string_value(v), name);
+      st = 404;
+    }
   }
   if (st == 0)
     json_array_foreach(clean, i, v) json_object_del(t->tags, json_string_value(v));
