@@ -9,6 +9,7 @@ import hashlib
 import http.client
 import io
 import os
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -314,6 +315,42 @@ def t_from_code_interpreter(s, ctx):
     s.json("DELETE", "/templates/ci-child")
 
 
+def make_deb():
+    """A minimal package built with the host's dpkg-deb: abx-apt-probe, one file."""
+    with tempfile.TemporaryDirectory() as d:
+        root = os.path.join(d, "pkg")
+        os.makedirs(os.path.join(root, "DEBIAN"))
+        os.makedirs(os.path.join(root, "usr/share/abx-apt-probe"))
+        with open(os.path.join(root, "DEBIAN/control"), "w") as f:
+            f.write("Package: abx-apt-probe\nVersion: 1.0\nArchitecture: all\n"
+                    "Maintainer: abxlua <abxlua@localhost>\nDescription: probe\n")
+        with open(os.path.join(root, "usr/share/abx-apt-probe/hello"), "w") as f:
+            f.write("probe\n")
+        subprocess.run(["dpkg-deb", "--root-owner-group", "--build", root, os.path.join(d, "p.deb")],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(os.path.join(d, "p.deb"), "rb") as f:
+            return f.read()
+
+
+def t_apt_in_build(s, ctx):
+    """apt-get in a build knows the host's /usr (the dpkg/apt layer): a local .deb installs, an
+    installed package is already there."""
+    ents = [("p.deb", 0o100644, make_deb())]
+    spec = {"fromTemplate": "base", "steps": [
+        {"type": "COPY", "args": ["p.deb", "/tmp/p.deb", "", ""]},
+        {"type": "RUN", "args": ["DEBIAN_FRONTEND=noninteractive apt-get install -y -q /tmp/p.deb"
+                                 " && rm /tmp/p.deb && apt-get install -y --no-download python3", "root"]}]}
+    _, (status, logs, _) = build(s, "apt-app", spec, ents)
+    msgs = [e["message"] for e in logs]
+    check(status == "ready", "status %s: %r" % (status, msgs[-6:]))
+    check(any("python3 is already the newest version" in m for m in msgs), "dpkg knows the host's /usr: %r" % msgs[-6:])
+    st, _, sb = s.create(templateID="apt-app")
+    code, out, err = tp.run_in(s, sb["sandboxID"], "cat /usr/share/abx-apt-probe/hello; dpkg-query -W -f='${Status}' abx-apt-probe")
+    check(code == 0 and out == "probe\ninstall ok installed", "installed: %r %r" % (out, err))
+    s.request("DELETE", "/sandboxes/" + sb["sandboxID"])
+    s.json("DELETE", "/templates/apt-app")
+
+
 def t_failing_step(s, ctx):
     spec = {"fromTemplate": "base", "steps": [
         {"type": "RUN", "args": ["echo before-fail"]},
@@ -377,7 +414,7 @@ def t_queue(s, ctx):
 
 
 CHECKS = [t_request_validation, t_build_and_sandbox, t_cached_rebuild, t_tags, t_alias_list_get,
-          t_from_built, t_from_code_interpreter,
+          t_from_built, t_from_code_interpreter, t_apt_in_build,
           t_failing_step, t_unknown_step, t_queue, t_delete]
 
 
