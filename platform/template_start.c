@@ -66,9 +66,9 @@ const char *abx_template_workdir(const struct abx_template *t)
 static const char *tname(const struct abx_template *t, char *buf, size_t n)
 {
   if (t->alias[0] && strcmp(t->alias, t->id) != 0)
-    snprintf(buf, n, "%s' ('%s", t->alias, t->id); /* inside '...': 'name' ('id') */
+    snprintf(buf, n, "'%s' (%s)", t->alias, t->id);
   else
-    snprintf(buf, n, "%s", t->id);
+    snprintf(buf, n, "'%s'", t->id);
   return buf;
 }
 
@@ -130,7 +130,7 @@ static int start_ready(const struct abx_template *t, int netns_fd, const char *t
                   : -1;
     json_decref(envs);
     if (rc != 0 || code != 0) {
-      snprintf(err, errlen, "template '%s': cannot prepare the start_cmd log for user %s: %s%s",
+      snprintf(err, errlen, "template %s: cannot prepare the start_cmd log for user %s: %s%s",
                nm, user, rc ? e : "exit ", rc ? "" : out);
       return -1;
     }
@@ -143,7 +143,7 @@ static int start_ready(const struct abx_template *t, int netns_fd, const char *t
                   : -1;
     json_decref(envs);
     if (rc != 0 || code != 0) {
-      snprintf(err, errlen, "template '%s': cannot launch start_cmd `%s`: %s%s", nm, start,
+      snprintf(err, errlen, "template %s: cannot launch start_cmd `%s`: %s%s", nm, start,
                rc ? e : "exit ", rc ? "" : out);
       return -1;
     }
@@ -178,7 +178,7 @@ static int start_ready(const struct abx_template *t, int netns_fd, const char *t
   if (start)
     start_log_tail(netns_fd, token, log, sizeof log);
   snprintf(err, errlen,
-           "template '%s': ready_cmd `%s` did not succeed within %d s (%d tries; last: %s)%s%s",
+           "template %s: ready_cmd `%s` did not succeed within %d s (%d tries; last: %s)%s%s",
            nm, ready, ABX_READY_TIMEOUT_S, tries, last, start ? "; start_cmd log: " : "",
            start ? (log[0] ? log : "(empty)") : "");
   return -1;
