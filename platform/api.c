@@ -48,6 +48,19 @@ const struct abx_api_route abx_api_routes[] = {
   {"POST", "/sandboxes/{id}/snapshots", abx_api_snapshot_create},
   {"POST", "/sandboxes/{id}/fork", abx_api_sandbox_fork},
   {"GET", "/snapshots", abx_api_snapshot_list},
+  /* templates: builds, tags, aliases (api_templates.c); DELETE also takes snapshots */
+  {"POST", "/v3/templates", abx_api_template_request},
+  {"GET", "/templates/{id}/files/{hash}", abx_api_template_files},
+  {"POST", "/v2/templates/{id}/builds/{build}", abx_api_template_build_start},
+  {"GET", "/templates/{id}/builds/{build}/status", abx_api_template_build_status},
+  {"GET", "/templates/{id}/builds/{build}/logs", abx_api_template_build_logs},
+  {"POST", "/templates/tags", abx_api_template_tags_assign},
+  {"DELETE", "/templates/tags", abx_api_template_tags_delete},
+  {"GET", "/templates/aliases/{alias}", abx_api_template_alias},
+  {"GET", "/templates/{id}/tags", abx_api_template_tags_list},
+  {"GET", "/v2/templates", abx_api_template_list},
+  {"GET", "/templates", abx_api_template_list},
+  {"GET", "/templates/{id}", abx_api_template_get},
   {"DELETE", "/templates/{id}", abx_api_template_delete},
   {"POST", "/volumes", abx_api_volume_create},
   {"GET", "/volumes", abx_api_volume_list},
@@ -105,7 +118,11 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
     return abx_http_error(c, 401, "Invalid API key");
   struct abx_api_req r = {.c = c, .method = method, .url = url, .body = body, .len = len};
   const struct abx_api_route *route = NULL;
-  switch (abx_api_lookup(method, url, &r, &route)) {
+  int st = abx_api_lookup(method, url, &r, &route);
+  for (int i = 0; st == 0 && i < ABX_API_MAX_PARAMS; i++)
+    if (abx_percent_decode(r.params[i], 0) != 0)
+      return abx_http_error(c, 400, "validation error: path parameter has a bad %-escape");
+  switch (st) {
   case 0: return route->fn(&r);
   case 400: return abx_http_error(c, 400, "validation error: path parameter is too long");
   case 405: return abx_http_error(c, 405, "method not allowed");

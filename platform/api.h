@@ -27,7 +27,9 @@
 void abx_api_config(const char *api_key, const char *domain);
 
 /* Answer one control-plane request whose body (`len` bytes, may be NULL) is fully received.
- * `url` is the decoded path without the query. */
+ * `url` is the raw path without the query: routes are matched on it segment by segment, then the
+ * path parameters are percent-decoded (so "/templates/ns%2Fname%3Av1" has the one parameter
+ * "ns/name:v1"; a bad escape is a 400). */
 enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, const char *url,
                                const char *body, size_t len);
 

@@ -21,8 +21,9 @@
 
 #define ABX_API_MAX_PARAMS 2
 
-/* One control-plane request as the handlers see it. params[i] are the path segments matched by
- * "{...}" in the route pattern, percent-decoded, at most 127 bytes (longer segments get 400). */
+/* One control-plane request as the handlers see it. params[i] are the raw path segments matched
+ * by "{...}" in the route pattern, at most 127 bytes (longer segments get 400), percent-decoded
+ * by abx_api_handle before the handler runs. */
 struct abx_api_req {
   struct MHD_Connection *c;
   const char *method; /* "HEAD" is reported as "GET" */
@@ -140,6 +141,19 @@ enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
 enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);
 enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r);
 enum MHD_Result abx_api_template_delete(struct abx_api_req *r);
+
+/* api_templates.c: the template build API (template_build.h; e2b-v2-and-peers.md §2) */
+enum MHD_Result abx_api_template_request(struct abx_api_req *r);
+enum MHD_Result abx_api_template_files(struct abx_api_req *r);
+enum MHD_Result abx_api_template_build_start(struct abx_api_req *r);
+enum MHD_Result abx_api_template_build_status(struct abx_api_req *r);
+enum MHD_Result abx_api_template_build_logs(struct abx_api_req *r);
+enum MHD_Result abx_api_template_tags_assign(struct abx_api_req *r);
+enum MHD_Result abx_api_template_tags_delete(struct abx_api_req *r);
+enum MHD_Result abx_api_template_tags_list(struct abx_api_req *r);
+enum MHD_Result abx_api_template_alias(struct abx_api_req *r);
+enum MHD_Result abx_api_template_list(struct abx_api_req *r);
+enum MHD_Result abx_api_template_get(struct abx_api_req *r);
 
 /* api_fork.c */
 enum MHD_Result abx_api_sandbox_fork(struct abx_api_req *r);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "template_build.h"
 #include "base64.h"
 #include "cgroup.h"
 #include "http_util.h"
@@ -41,6 +42,13 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r)
   }
   if (json_is_string(jn)) {
     snprintf(name, sizeof name, "%s", json_string_value(jn));
+    abx_tstore_lock();
+    int taken = abx_tstore_find(name) != NULL; /* one name space with built templates */
+    abx_tstore_unlock();
+    if (taken) {
+      json_decref(req);
+      return abx_http_error(r->c, 400, "invalid snapshot name: it is the name of a built template");
+    }
   } else {
     memcpy(name, "snap-", 5);
     if (abx_rand_alnum(name + 5, 16) != 0) {
@@ -156,6 +164,9 @@ enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r)
 enum MHD_Result abx_api_template_delete(struct abx_api_req *r)
 {
   char msg[200];
-  int rc = abx_template_delete(r->params[0], msg, sizeof msg);
+  /* a built template (template_build.h) by id or name, else a snapshot or a built-in */
+  int rc = abx_tstore_delete(r->params[0], msg, sizeof msg);
+  if (rc == 404)
+    rc = abx_template_delete(r->params[0], msg, sizeof msg);
   return rc == 0 ? abx_http_json(r->c, 204, NULL) : abx_http_error(r->c, (unsigned)rc, msg);
 }

@@ -282,3 +282,194 @@ int abx_envd_run(int netns_fd, const char *token, const char *user, const char *
   free(b.p);
   return ret;
 }
+
+/* ---- streamed runs --------------------------------------------------------------------------- */
+
+#define LINE_MAX_BYTES 4096
+
+struct stream_state {
+  unsigned char *p; /* envelope bytes not parsed yet */
+  size_t n, cap;
+  char line[2][LINE_MAX_BYTES + 1];
+  size_t ll[2];
+  abx_envd_line_fn fn;
+  void *cls;
+  int ended, exit_code;
+  char err[256];
+};
+
+static void emit(struct stream_state *s, int k, const unsigned char *d, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    if (d[i] == '\n' || s->ll[k] == LINE_MAX_BYTES) {
+      s->line[k][s->ll[k]] = 0;
+      s->fn(s->cls, k + 1, s->line[k]);
+      s->ll[k] = 0;
+      if (d[i] == '\n')
+        continue;
+    }
+    s->line[k][s->ll[k]++] = (char)d[i];
+  }
+}
+
+static void emit_b64(struct stream_state *s, int k, const char *b64)
+{
+  size_t n = strlen(b64);
+  unsigned char *d = malloc(n / 4 * 3 + 4);
+  if (!d)
+    return;
+  int len = EVP_DecodeBlock(d, (const unsigned char *)b64, (int)n);
+  while (len > 0 && n > 0 && b64[n - 1] == '=') { /* EVP_DecodeBlock counts padding as bytes */
+    n--;
+    len--;
+  }
+  if (len > 0)
+    emit(s, k, d, (size_t)len);
+  free(d);
+}
+
+/* Parse every complete envelope in s->p (§2.3), keeping the rest. */
+static void stream_parse(struct stream_state *s)
+{
+  size_t at = 0;
+  while (at + 5 <= s->n) {
+    unsigned flags = s->p[at];
+    size_t len = (size_t)s->p[at + 1] << 24 | (size_t)s->p[at + 2] << 16 |
+                 (size_t)s->p[at + 3] << 8 | s->p[at + 4];
+    if (at + 5 + len > s->n)
+      break;
+    json_t *m = json_loadb((const char *)s->p + at + 5, len, 0, NULL);
+    at += 5 + len;
+    if (!m)
+      continue;
+    if (flags & 0x02) {
+      json_t *e = json_object_get(m, "error");
+      if (e && !s->ended)
+        snprintf(s->err, sizeof s->err, "envd: %s: %s",
+                 json_string_value(json_object_get(e, "code")),
+                 json_string_value(json_object_get(e, "message")));
+    } else {
+      json_t *ev = json_object_get(m, "event");
+      json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
+      const char *o = json_string_value(json_object_get(data, "stdout"));
+      const char *e = json_string_value(json_object_get(data, "stderr"));
+      if (o)
+        emit_b64(s, 0, o);
+      if (e)
+        emit_b64(s, 1, e);
+      if (end) {
+        s->ended = 1;
+        s->exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
+      }
+    }
+    json_decref(m);
+  }
+  memmove(s->p, s->p + at, s->n - at);
+  s->n -= at;
+}
+
+static size_t stream_cb(char *p, size_t sz, size_t n, void *cls)
+{
+  struct stream_state *s = cls;
+  size_t k = sz * n;
+  if (s->n + k > s->cap) {
+    size_t cap = (s->n + k) * 2;
+    unsigned char *np = realloc(s->p, cap);
+    if (!np)
+      return 0;
+    s->p = np;
+    s->cap = cap;
+  }
+  memcpy(s->p + s->n, p, k);
+  s->n += k;
+  stream_parse(s);
+  return k;
+}
+
+int abx_envd_run_stream(int netns_fd, const char *token, const char *user, const char *cwd,
+                        const char *script, json_t *envs, long timeout_ms, abx_envd_line_fn fn,
+                        void *cls, int *exit_code, char *err, size_t errlen)
+{
+  err[0] = 0;
+  json_t *proc = json_pack("{s:s,s:[s,s]}", "cmd", "/bin/bash", "args", "-c", script);
+  if (proc && envs)
+    json_object_set(proc, "envs", envs);
+  if (proc && cwd && *cwd)
+    json_object_set_new(proc, "cwd", json_string(cwd));
+  json_t *req = proc ? json_pack("{s:o}", "process", proc) : NULL;
+  char *js = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  json_decref(req);
+  CURL *c = curl_easy_init();
+  size_t jn = js ? strlen(js) : 0;
+  unsigned char *env = js ? malloc(jn + 5) : NULL;
+  struct stream_state *s = calloc(1, sizeof *s);
+  if (!js || !c || !env || !s) {
+    free(js);
+    free(env);
+    free(s);
+    if (c)
+      curl_easy_cleanup(c);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  s->fn = fn;
+  s->cls = cls;
+  env[0] = 0;
+  env[1] = (unsigned char)(jn >> 24);
+  env[2] = (unsigned char)(jn >> 16);
+  env[3] = (unsigned char)(jn >> 8);
+  env[4] = (unsigned char)jn;
+  memcpy(env + 5, js, jn);
+  free(js);
+  char url[96], auth[160], tok[200];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/process.Process/Start", ABX_E2B_ENVD_PORT);
+  unsigned char cred[80], b64[120];
+  int cn = snprintf((char *)cred, sizeof cred, "%s:", user);
+  EVP_EncodeBlock(b64, cred, cn);
+  snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/connect+json");
+  h = curl_slist_append(h, "Connect-Protocol-Version: 1");
+  h = curl_slist_append(h, "Expect:");
+  h = curl_slist_append(h, auth);
+  if (token) {
+    snprintf(tok, sizeof tok, "X-Access-Token: %s", token);
+    h = curl_slist_append(h, tok);
+  }
+  int fd = netns_fd;
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_cb);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, env);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(jn + 5));
+  abx_netns_curl(c, &fd);
+  CURLcode rc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  free(env);
+  for (int k = 0; k < 2; k++)
+    if (s->ll[k]) {
+      s->line[k][s->ll[k]] = 0;
+      fn(cls, k + 1, s->line[k]);
+    }
+  int ret = -1;
+  if (rc != CURLE_OK)
+    snprintf(err, errlen, "envd process.Process/Start: %s", curl_easy_strerror(rc));
+  else if (status != 200)
+    snprintf(err, errlen, "envd process.Process/Start answered %ld", status);
+  else if (!s->ended)
+    snprintf(err, errlen, "%s", s->err[0] ? s->err : "envd's process stream ended without an end event");
+  else {
+    *exit_code = s->exit_code;
+    ret = 0;
+  }
+  free(s->p);
+  free(s);
+  return ret;
+}

@@ -37,4 +37,17 @@ int abx_envd_run(int netns_fd, const char *token, const char *user, const char *
                  json_t *envs, long timeout_ms, int *exit_code, char *out, size_t outlen,
                  char *err, size_t errlen);
 
+/* One line of a streamed process's output: `stream` 1 stdout, 2 stderr; `line` without its
+ * newline, NUL-terminated (a last line without a newline is given at the end; lines longer than
+ * 4 KiB are given in 4 KiB pieces). */
+typedef void (*abx_envd_line_fn)(void *cls, int stream, const char *line);
+
+/* abx_envd_run with the output streamed as it comes, line by line, to `fn` (called on the
+ * caller's thread), instead of a tail buffer, and with a working dir: `cwd` NULL or "" leaves it
+ * to envd (its default workdir, else the user's home; reference/envd-protocol.md §4.1
+ * ProcessConfig.cwd). No output limit. 0 with *exit_code, or -1 with err as abx_envd_run. */
+int abx_envd_run_stream(int netns_fd, const char *token, const char *user, const char *cwd,
+                        const char *script, json_t *envs, long timeout_ms, abx_envd_line_fn fn,
+                        void *cls, int *exit_code, char *err, size_t errlen);
+
 #endif

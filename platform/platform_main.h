@@ -5,7 +5,10 @@
  *
  * `abxlua serve`: the embedded local E2B platform (a separate process).
  * Usage:   abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]
- *                       [--tls] [--ready-fd FD] [--faults FILE] [--help]
+ *                       [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE] [--help]
+ * --build-cache: the template build cache (layer_cache.h; default <state>/build-cache with
+ *          --state-dir, else $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache);
+ *          a dir that cannot be created is a startup failure (exit 1).
  * Startup: prints "abxlua serve: listening on http://127.0.0.1:PORT (domain DOMAIN)" and
  *          "abxlua serve: api key e2b_<40 hex>" on stdout. The key is random unless env
  *          ABX_LOCAL_API_KEY is set (it must match ^e2b_[0-9a-f]+$, else exit 4). With --ready-fd FD

@@ -18,6 +18,7 @@
 
 #include "http_util.h"
 #include "sandbox.h"
+#include "template_build.h"
 #include "templates.h"
 
 #define MAX_PARTS 9
@@ -75,6 +76,39 @@ static int layer_parts(const char *layer)
     if (mk(layer, g_parts[i], 0755, 0) != 0)
       return -1;
   return 0;
+}
+
+int abx_rootfs_layer_parts(const char *dir) { return layer_parts(dir); }
+
+struct abx_template *abx_template_base(void) { return g_base; }
+
+struct abx_template *abx_template_layer(struct abx_template *parent, const char *layer_dir,
+                                        char *err, size_t errlen)
+{
+  if (parent->depth + 1 > ABX_TEMPLATE_MAX_DEPTH) {
+    snprintf(err, errlen, "too many layers (at most %d; a step that changes files adds one)",
+             ABX_TEMPLATE_MAX_DEPTH);
+    return NULL;
+  }
+  struct abx_template *t = calloc(1, sizeof *t);
+  if (!t || !(t->layer = strdup(layer_dir))) {
+    free(t);
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  snprintf(t->id, sizeof t->id, "%s", parent->id);
+  snprintf(t->alias, sizeof t->alias, "%s", parent->alias);
+  t->cpu_count = parent->cpu_count;
+  t->memory_mb = parent->memory_mb;
+  t->created_ns = abx_now_ns();
+  t->depth = parent->depth + 1;
+  t->keep_layer = 1;
+  t->refs = 1;
+  pthread_mutex_lock(&mu);
+  parent->refs++;
+  t->parent = parent;
+  pthread_mutex_unlock(&mu);
+  return t;
 }
 
 static int build_base(const char *layer)
@@ -253,7 +287,7 @@ struct abx_template *abx_template_get(const char *ref, int sandbox)
 {
   char id[64];
   if (ref_id(ref, id) != 0)
-    return NULL;
+    return abx_tstore_resolve(ref, sandbox);
   pthread_mutex_lock(&mu);
   struct abx_template *t = find_locked(id);
   if (t) {
@@ -261,7 +295,7 @@ struct abx_template *abx_template_get(const char *ref, int sandbox)
     t->sandboxes += sandbox ? 1 : 0;
   }
   pthread_mutex_unlock(&mu);
-  return t;
+  return t ? t : abx_tstore_resolve(ref, sandbox);
 }
 
 void abx_template_ref(struct abx_template *t, int sandbox)
@@ -289,11 +323,14 @@ static void free_dead(struct abx_template *dead)
 {
   while (dead) {
     struct abx_template *next = dead->next;
-    if (dead->layer)
+    if (dead->layer && !dead->keep_layer)
       abx_rmtree(dead->layer);
     free(dead->layer);
     free(dead->start_cmd);
     free(dead->ready_cmd);
+    json_decref(dead->env_vars);
+    free(dead->default_user);
+    free(dead->default_workdir);
     free(dead);
     dead = next;
   }

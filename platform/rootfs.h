@@ -59,6 +59,14 @@ struct abx_template {
   int builtin;                  /* base and the built-in templates (templates.h): never deleted */
   char *start_cmd;              /* owned or NULL; run at sandbox start (template_start.h) */
   char *ready_cmd;              /* owned or NULL; the sandbox is handed out once it exits 0 */
+  /* Built templates (template_build.h): their sandboxes' defaults, from the nearest record that
+   * sets them (abx_template_env etc.); NULL: not set here. */
+  json_t *env_vars;             /* owned object str -> str: ENV of the build */
+  char *default_user;           /* owned: USER of the build (envd's defaultUser) */
+  char *default_workdir;        /* owned: WORKDIR of the build (envd's defaultWorkdir) */
+  int keep_layer;               /* the layer dir is the build cache's: never removed here */
+  int apt_state;                /* this layer holds the host's dpkg/apt state (template_build.h) */
+  char build_key[65];           /* the layer key builds on top of it start from; "" = unknown */
   struct abx_template *next;
 };
 
@@ -72,11 +80,30 @@ int abx_rootfs_init(const char *state_dir, char *err, size_t errlen);
  * at startup). The caller sets start_cmd/ready_cmd (malloc'd). NULL with err on failure. */
 struct abx_template *abx_template_builtin(const char *id, char *err, size_t errlen);
 
+/* A new unlisted record for the cache layer dir `layer_dir` (not owned: keep_layer) on top of
+ * `parent` (a ref taken on it), with parent's id, alias and limits; one ref, the caller's. NULL
+ * with err when deeper than ABX_TEMPLATE_MAX_DEPTH. */
+struct abx_template *abx_template_layer(struct abx_template *parent, const char *layer_dir,
+                                        char *err, size_t errlen);
+
+/* Create one empty subdir per rootfs part in the existing dir `dir` (what every layer holds). */
+int abx_rootfs_layer_parts(const char *dir);
+
+/* The base template (a borrowed pointer; it lives until abx_rootfs_shutdown). */
+struct abx_template *abx_template_base(void);
+
+/* The nearest record of t's chain that sets env_vars / default_user / default_workdir; NULL:
+ * none (then E2B's defaults: no variables, user "user", the user's home). */
+json_t *abx_template_env(const struct abx_template *t);
+const char *abx_template_user(const struct abx_template *t);
+const char *abx_template_workdir(const struct abx_template *t);
+
 /* 1 when `name` is a valid template id. */
 int abx_template_valid_id(const char *name);
 
-/* Look up a listed template by reference and take a ref (and a sandbox use when `sandbox`).
- * NULL when unknown. */
+/* Look up a listed template by reference and take a ref (and a sandbox use when `sandbox`);
+ * references that are no listed id go to the built templates (template_build.h
+ * abx_tstore_resolve: name, name:tag, templateID, templateID:tag). NULL when unknown. */
 struct abx_template *abx_template_get(const char *ref, int sandbox);
 
 /* Take one more ref on `t` (held by the caller), and a sandbox use when `sandbox`. */

@@ -410,7 +410,17 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
     snprintf(err, errlen, "%s; envd log: %s", msg, tail);
     goto fail;
   }
-  json_t *init = json_pack("{s:O,s:s}", "envVars", env_vars, "defaultUser", "user");
+  /* a built template's ENV, USER and WORKDIR are its sandboxes' defaults; the create's envVars
+   * win over the template's (template_build.h) */
+  json_t *tenv = abx_template_env(sb->tmpl);
+  json_t *envs = tenv ? json_deep_copy(tenv) : json_object();
+  if (envs)
+    json_object_update(envs, env_vars);
+  const char *duser = abx_template_user(sb->tmpl), *dwd = abx_template_workdir(sb->tmpl);
+  json_t *init = envs ? json_pack("{s:o,s:s}", "envVars", envs, "defaultUser", duser ? duser : "user")
+                      : NULL;
+  if (init && dwd)
+    json_object_set_new(init, "defaultWorkdir", json_string(dwd));
   if (init && sb->secure)
     json_object_set_new(init, "accessToken", json_string(sb->token));
   int rc = init ? abx_envd_init(sb->netns_fd, init, err, errlen) : -1;
@@ -418,7 +428,8 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
   if (rc != 0)
     goto fail;
   /* the template's start_cmd, then its ready_cmd: handed out only once ready (template_start.h) */
-  if (abx_template_start(sb->tmpl, sb->netns_fd, sb->secure ? sb->token : NULL, err, errlen) != 0)
+  if (!sb->skip_start &&
+      abx_template_start(sb->tmpl, sb->netns_fd, sb->secure ? sb->token : NULL, err, errlen) != 0)
     goto fail;
   abx_metrics_sample(sb); /* E2B collects one at the start of the sandbox (metrics.h) */
   close(pipefd[0]);

@@ -26,6 +26,7 @@
 #include "cgroup.h"
 #include "faults.h"
 #include "ingress.h"
+#include "layer_cache.h"
 #include "lifecycle.h"
 #include "network.h"
 #include "recover.h"
@@ -33,6 +34,7 @@
 #include "rootfs.h"
 #include "sandbox.h"
 #include "spawner.h"
+#include "template_build.h"
 #include "tls.h"
 #include "volume.h"
 
@@ -52,6 +54,7 @@ struct req {
   char *body;
   size_t len, cap;
   int started, too_large, kind;
+  struct abx_upload *upload; /* a PUT of a template build archive (layer_cache.h) */
   struct abx_route route;
   char msg[160];
 };
@@ -72,6 +75,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   (void)cls, (void)c, (void)toe;
   struct req *r = *con_cls;
   if (r) {
+    abx_upload_free(r->upload);
     free(r->raw_uri);
     free(r->body);
     free(r);
@@ -91,11 +95,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (!r->started) {
     r->started = 1;
     r->kind = abx_ingress_route(c, &r->route, r->msg, sizeof r->msg);
+    if (r->kind == 0 && abx_upload_match(method, url)) { /* streamed to a file, not buffered */
+      r->upload = abx_upload_begin(c, url);
+      return r->upload ? MHD_YES : MHD_NO;
+    }
     limit = r->kind == 1 ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
     if (cl && strtoull(cl, NULL, 10) > limit)
       return abx_http_error(c, 413, "request body too large");
     return MHD_YES;
+  }
+  if (r->upload) {
+    if (*upload_size) {
+      abx_upload_data(r->upload, upload, *upload_size);
+      *upload_size = 0;
+      return MHD_YES;
+    }
+    return abx_upload_finish(r->upload, c);
   }
   if (*upload_size) {
     size_t n = *upload_size;
@@ -130,15 +146,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return fr;
   if (r->kind == 1)
     fr = abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len);
-  else
-    fr = abx_api_handle(c, method, url, r->body, r->len);
+  else {
+    /* the raw path: a path parameter is one percent-encoded segment ("ns%2Fname%3Atag", E2B's
+     * SDKs encode template names so), decoded by abx_api_handle after the match */
+    size_t pl = strcspn(r->raw_uri, "?#");
+    char *path = r->raw_uri[0] == '/' ? strndup(r->raw_uri, pl) : NULL;
+    fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
+    free(path);
+  }
   return abx_faults_after(fr);
 }
 
 static void usage(FILE *f)
 {
   fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
-        "                    [--tls] [--ready-fd FD] [--faults FILE] [--help]\n"
+        "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE] [--help]\n"
         "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
         "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
         "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n"
@@ -148,6 +170,10 @@ static void usage(FILE *f)
         "  The domain defaults to e2b.localhost and needs two or more labels (TLS clients refuse\n"
         "  *.localhost). Then the SDK needs only E2B_API_KEY, E2B_DOMAIN=<domain>:<port> and\n"
         "  NODE_EXTRA_CA_CERTS=<ca.pem> (names under .localhost resolve through libnss-myhostname).\n"
+        "--build-cache DIR: where template builds keep uploaded files and their layers, kept\n"
+        "  across restarts (default <state dir>/build-cache with --state-dir, else\n"
+        "  $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache). Nothing in it is\n"
+        "  removed automatically; remove the dir while no serve uses it to reclaim the space.\n"
         "--faults FILE: YAML fault-injection rules (platform/faults.h); for tests only.\n"
         "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
         "removed (platform/recover.h).\n",
@@ -167,6 +193,7 @@ static int key_valid(const char *k)
 static int serve_run(int argc, char **argv)
 {
   const char *host = "127.0.0.1", *domain = NULL, *state_opt = NULL, *faults = NULL;
+  const char *cache_opt = NULL;
   long port = 0;
   int ready_fd = -1, tls = 0;
   for (int i = 1; i < argc; i++) {
@@ -194,6 +221,8 @@ static int serve_run(int argc, char **argv)
       state_opt = v;
     else if (strcmp(a, "--faults") == 0)
       faults = v;
+    else if (strcmp(a, "--build-cache") == 0)
+      cache_opt = v;
     else if (strcmp(a, "--port") == 0) {
       port = strtol(v, &end, 10);
       if (!*v || *end || port < 0 || port > 65535) {
@@ -320,9 +349,15 @@ static int serve_run(int argc, char **argv)
       abx_rmtree(state);
     return 1;
   }
+  char cache[4096];
+  if (cache_opt)
+    snprintf(cache, sizeof cache, "%s", cache_opt);
+  else
+    abx_lcache_default_dir(state_opt, cache, sizeof cache);
   int rfs = abx_rootfs_init(state, err, sizeof err);
-  if (rfs != 0 || abx_volume_init(state) != 0) {
-    fprintf(stderr, "abxlua serve: %s\n", rfs ? err : "cannot create the volumes dir");
+  int lcs = rfs == 0 && abx_lcache_init(cache, err, sizeof err) != 0;
+  if (rfs != 0 || lcs || abx_volume_init(state) != 0) {
+    fprintf(stderr, "abxlua serve: %s\n", rfs || lcs ? err : "cannot create the volumes dir");
     abx_rootfs_shutdown();
     abx_cgroup_shutdown();
     abx_tls_free(&tlsc);
@@ -330,6 +365,8 @@ static int serve_run(int argc, char **argv)
       abx_rmtree(state);
     return 1;
   }
+  abx_tbuild_init_keys();
+  abx_lcache_config_tls(tls);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   abx_sandbox_config(state, exe);
   abx_api_config(key, domain);
@@ -422,11 +459,15 @@ static int serve_run(int argc, char **argv)
   }
 
   abx_faults_stop(); /* held (no_answer) and delayed requests end now */
+  abx_tbuild_stop(); /* builds: queued ones fail, running steps are killed (template_build.h) */
   abx_spawner_stop();
+  int builds_idle = abx_tbuild_wait() == 0;
   abx_lifecycle_shutdown();
   MHD_stop_daemon(d);
   abx_tls_free(&tlsc);
   abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
+  if (builds_idle)
+    abx_tstore_shutdown();
   abx_rootfs_shutdown();
   abx_cgroup_shutdown();
   abx_ingress_drain(2000);

@@ -3,7 +3,9 @@
 # sdk-<version>/package.json + package-lock.json, unmodified, against `abxlua serve`.
 #   bash tests/conformance/run.sh path/to/abxlua <sdk-version> <mode> [check-name-substring ...]
 #   sdk-version: a directory sdk-<version>/ next to this script (2.50.0, 2.51.0), or ci-<version>
-#             (ci-2.8.0): the @e2b/code-interpreter pin ci-<version>/, checked by code_interpreter.mjs
+#             (ci-2.8.0): the @e2b/code-interpreter pin ci-<version>/, checked by code_interpreter.mjs,
+#             or build-<version> (build-2.51.0): the pin sdk-<version>/ checked by
+#             template_build.mjs (Template.build against serve's template build API)
 #   mode url: `serve --port 0`; the SDK gets E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL (the same
 #             URL: envd is reached by the E2b-Sandbox-Id/E2b-Sandbox-Port headers) and
 #             E2B_DOMAIN=localhost
@@ -26,6 +28,7 @@ ABX=$(cd "$(dirname "$ABX")" && pwd)/$(basename "$ABX")
 # sdk-version ci-<v>: the pin ci-<v>/ of @e2b/code-interpreter, checked by code_interpreter.mjs
 case "$SDK" in
   ci-*) PIN="$HERE/$SDK"; SCRIPT=code_interpreter.mjs ;;
+  build-*) PIN="$HERE/sdk-${SDK#build-}"; SCRIPT=template_build.mjs ;;
   *) PIN="$HERE/sdk-$SDK"; SCRIPT=conformance.mjs ;;
 esac
 [ -f "$PIN/package-lock.json" ] || { echo "no pin $PIN/package-lock.json (pins: $(cd "$HERE" && echo sdk-* ci-*))"; exit 2; }
@@ -61,7 +64,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-serve_args=(--port 0 --ready-fd 3)
+serve_args=(--port 0 --ready-fd 3 --build-cache "$work/build-cache")
 [ "$MODE" = tls ] && serve_args=(--tls "${serve_args[@]}")
 env -u ABX_LOCAL_API_KEY "$ABX" serve "${serve_args[@]}" 3>"$work/ready" >"$work/serve.log" 2>&1 &
 serve_pid=$!
@@ -85,7 +88,7 @@ state_dir="${TMPDIR:-/tmp}/abxlua-serve.$serve_pid"
 sdk_env=(E2B_API_KEY="$key" CONFORMANCE_SDK_DIR="$PIN" CONFORMANCE_MODE="$MODE")
 if [ "$MODE" = url ]; then
   sdk_env+=(E2B_API_URL="$url" E2B_SANDBOX_URL="$url" E2B_DOMAIN="$domain")
-  echo "# abxlua serve pid $serve_pid at $url (domain $domain); e2b $SDK with E2B_API_URL/E2B_SANDBOX_URL"
+  echo "# abxlua serve pid $serve_pid at $url (domain $domain); $SDK with E2B_API_URL/E2B_SANDBOX_URL"
 else
   ca=$(field ca_cert)
   if [ "$ca" = undefined ] || [ ! -f "$ca" ]; then
@@ -95,7 +98,7 @@ else
   fi
   case "$domain" in *:*) ;; *) domain="$domain:$port";; esac
   sdk_env+=(E2B_DOMAIN="$domain" NODE_EXTRA_CA_CERTS="$ca")
-  echo "# abxlua serve --tls pid $serve_pid at $url; e2b $SDK with only E2B_DOMAIN=$domain and the CA $ca"
+  echo "# abxlua serve --tls pid $serve_pid at $url; $SDK with only E2B_DOMAIN=$domain and the CA $ca"
 fi
 (
   cd "$HERE" &&

@@ -19,3 +19,11 @@ foreach(mode url tls)
   set_tests_properties(conformance-code-interpreter-2.8.0-${mode} PROPERTIES TIMEOUT 600
                        SKIP_RETURN_CODE 77 LABELS conformance)
 endforeach()
+# The official e2b SDK's Template() builder and Template.build against serve's template build API
+# (template_build.mjs; a fresh build cache per run)
+foreach(mode url tls)
+  add_test(NAME conformance-template-build-2.51.0-${mode}
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/conformance/run.sh $<TARGET_FILE:abxlua> build-2.51.0 ${mode})
+  set_tests_properties(conformance-template-build-2.51.0-${mode} PROPERTIES TIMEOUT 600
+                       SKIP_RETURN_CODE 77 LABELS conformance)
+endforeach()

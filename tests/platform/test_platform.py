@@ -26,12 +26,12 @@ RFC3339_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 
 
 class Server:
-    def __init__(self, env_extra=None):
+    def __init__(self, env_extra=None, args=()):
         r, w = os.pipe()
         env = dict(os.environ)
         env.pop("ABX_LOCAL_API_KEY", None)
         env.update(env_extra or {})
-        self.proc = subprocess.Popen([BIN, "serve", "--port", "0", "--ready-fd", str(w)],
+        self.proc = subprocess.Popen([BIN, "serve", "--port", "0", "--ready-fd", str(w), *args],
                                      pass_fds=(w,), env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         os.close(w)

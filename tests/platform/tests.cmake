@@ -47,3 +47,5 @@ set_tests_properties(platform_image_refs PROPERTIES TIMEOUT 60)
 add_test(NAME platform_image_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_image_debian.py
          build $<TARGET_FILE:abxlua> $<TARGET_FILE:image_debian_harness>)
 set_tests_properties(platform_image_build PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
+add_test(NAME platform_template_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_template_build.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_template_build PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
