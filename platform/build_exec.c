@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "build_proxy.h"
 #include "envd_client.h"
 #include "http_util.h"
 #include "layer_cache.h"
@@ -56,7 +57,6 @@ struct abx_sandbox *abx_run_boot(struct abx_run *r, struct abx_template *t, cons
     if (sb->volume_dirs)
       sb->volume_dirs[0] = strdup(bind_dir);
   }
-  abx_tbuild_sandbox_env(sb->id, env);
   if (rc == 0)
     rc = abx_sandbox_start(sb, env, err, n);
   json_decref(none);
@@ -85,6 +85,28 @@ static int run_in(struct abx_run *r, struct abx_sandbox *sb, const char *user, c
 {
   return abx_envd_run_stream(sb->netns_fd, NULL, user, cwd, script, envs,
                              (long)ABX_BUILD_STEP_TIMEOUT_S * 1000, on_line, r, code, err, n);
+}
+
+/* A RUN step may reach the package registries only through the build sandboxes' egress proxy
+ * (build_proxy.h; the sandbox's own link reaches nothing else): allow this sandbox and add the
+ * proxy's variables to `envs` where the template's ENV has not set them. Without the proxy the
+ * step still runs, offline, and the log says why. */
+static void with_proxy(struct abx_run *r, struct abx_sandbox *sb, json_t *envs)
+{
+  char url[64], why[256];
+  if (abx_build_proxy_allow(sb->id, url, sizeof url, why, sizeof why) != 0) {
+    abx_run_log(r, "warn", "no egress proxy for this step (it runs offline): %s", why);
+    return;
+  }
+  json_t *pe = abx_build_proxy_env(url);
+  const char *k;
+  json_t *v;
+  json_object_foreach(pe, k, v)
+  {
+    if (!json_object_get(envs, k))
+      json_object_set(envs, k, v);
+  }
+  json_decref(pe);
 }
 
 /* ---- steps ----------------------------------------------------------------------------------- */
@@ -253,7 +275,9 @@ int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const cha
   json_t *envs = json_deep_copy(r->env);
   if (strcmp(type, "RUN") == 0) {
     const char *user = na >= 2 && *abx_run_arg(args, 1) ? abx_run_arg(args, 1) : r->user;
+    with_proxy(r, sb, envs);
     rc = run_in(r, sb, user, r->workdir, abx_run_arg(args, 0), envs, &code, err, n);
+    abx_build_proxy_revoke(sb->id);
     if (rc == 0 && code != 0) {
       snprintf(err, n, "failed to run command '%.3000s': exit status %d", abx_run_arg(args, 0), code);
       rc = -1;

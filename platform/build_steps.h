@@ -27,8 +27,7 @@ void abx_run_log(struct abx_run *r, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* A build sandbox over `t` (not listed; skip_start: no start/ready commands), with `bind_dir`
- * (or NULL) bound read-only at ABX_BUILD_BIND, its env from abx_tbuild_sandbox_env. NULL with
- * err. */
+ * (or NULL) bound read-only at ABX_BUILD_BIND. NULL with err. */
 struct abx_sandbox *abx_run_boot(struct abx_run *r, struct abx_template *t, const char *bind_dir,
                                  int skip_start, char *err, size_t n);
 

@@ -232,15 +232,6 @@ void abx_tbuild_init_keys(void)
   snprintf(abx_template_base()->build_key, sizeof abx_template_base()->build_key, "%s", g_base_key);
 }
 
-void abx_tbuild_sandbox_env(const char *id, json_t *env)
-{
-  /* Wired in at merge: build_proxy.h gives build sandbox `id` its egress proxy URL, set here as
-   * http_proxy, https_proxy, HTTP_PROXY, HTTPS_PROXY, no_proxy=localhost,127.0.0.1 and
-   * NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt. Until then the build sandbox uses
-   * the network every sandbox has (network.h). */
-  (void)id, (void)env;
-}
-
 struct abx_template *abx_tbuild_image_root(const char *image, char *err, size_t errlen)
 {
   /* The SDK's default base image (Template() without a from*: `e2bdev/base`, template/index.ts

@@ -154,11 +154,6 @@ int abx_tbuild_stopping(void);
  * abx_tbuild_stop kills. */
 void abx_tbuild_track(int pid, int add);
 
-/* The one place where a build sandbox's environment is extended for the egress proxy of build
- * sandboxes (platform/build_proxy.h, wired in at merge): `env` (object) gets http_proxy,
- * https_proxy, HTTP_PROXY, HTTPS_PROXY, no_proxy and NODE_EXTRA_CA_CERTS for sandbox `id`. */
-void abx_tbuild_sandbox_env(const char *id, json_t *env);
-
 /* The one place where a fromImage build gets its root (platform/image_debian.h, wired in at
  * merge): a template record (one ref, the caller's) of the image's root, or NULL with err.
  * "e2bdev/base" (the SDK's default base image, which E2B's base template is built from) is the
