@@ -1,0 +1,9 @@
+# Template folders and the E2B build API client (issue 11): recipe validation (every error class,
+# exact messages), the files hash and build body against the official SDK 2.51.0, and the CLI
+# against a fake build API that records the requests.
+set(ABX_TEMPLATES_DIR ${CMAKE_SOURCE_DIR}/tests/templates)
+
+# abxlua's build request (steps, COPY filesHash) equals the e2b SDK's Template.toJSON
+add_test(NAME templates:sdk_hash COMMAND bash ${ABX_TEMPLATES_DIR}/sdk_compare.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:sdk_hash PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
