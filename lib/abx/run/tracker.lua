@@ -23,7 +23,8 @@ Tracker.__index = Tracker
 ---@param run_id string
 function Tracker.new(max_live, run_id)
   return setmetatable({ max = max_live, live = 0, waiters = {}, alive = {}, run_id = run_id,
-    created = 0, snapshots = {}, volumes = {}, owners = {}, seq = 0 }, Tracker)
+    created = 0, snapshots = {}, volumes = {}, owners = {}, seq = 0, alive_n = 0, peak_alive = 0 },
+    Tracker)
 end
 
 ---A new owner of slots (one per test). Raises: InvalidArgument when `claim` exceeds the bound.
@@ -182,6 +183,11 @@ end
 
 ---hooks.created: the sandbox holds the slot `owner` took for it.
 function Tracker:track(sbx, owner)
+  if not self.alive[sbx.id] then
+    -- live sandboxes the run knows of, and the most at any moment (the template table shows it)
+    self.alive_n = self.alive_n + 1
+    if self.alive_n > self.peak_alive then self.peak_alive = self.alive_n end
+  end
   self.alive[sbx.id] = { sbx = sbx, owner = owner, seq = self.created }
   self.created = self.created + 1
   if owner then
@@ -208,6 +214,7 @@ function Tracker:forget(id)
   local a = self.alive[id]
   if not a then return false end
   self.alive[id] = nil
+  self.alive_n = self.alive_n - 1
   self:release(a.owner)
   if a.owner and a.owner.temporary and a.owner.held == 0 then self.owners[a.owner] = nil end
   return true
@@ -248,6 +255,7 @@ function Tracker:hooks(owner_of)
     before_create = function(opts)
       local o = current_owner()
       self:acquire(o)
+      o.create_started = core.now() -- the request starts now: create-to-ready excludes the wait
       pending[opts] = o
     end,
     create_failed = function(opts)
