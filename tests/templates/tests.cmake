@@ -7,3 +7,10 @@ set(ABX_TEMPLATES_DIR ${CMAKE_SOURCE_DIR}/tests/templates)
 add_test(NAME templates:sdk_hash COMMAND bash ${ABX_TEMPLATES_DIR}/sdk_compare.sh $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:sdk_hash PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+
+# `abxlua template build|deploy|list|delete|logs` and template folders in `abxlua run`, against
+# a fake build API in front of a real serve: the SDK's exact request sequence, cached rebuilds,
+# deploy tags, failures with their log tail, the table, at most max_sandboxes alive
+add_test(NAME templates:build_cli COMMAND python3 ${ABX_TEMPLATES_DIR}/test_build_cli.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:build_cli PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)

@@ -77,6 +77,7 @@ local function run_one(test, run)
       result.failure = { error = e.error, kind = e.error.kind, message = templates.failure_message(e) }
       return result
     end
+    result.started = core.now() -- the test's time starts after its template's deploy
   end
   local ok_owner, owner = pcall(run.tracker.owner, run.tracker, test.file .. "::" .. test.name,
     test.opts.sandboxes)

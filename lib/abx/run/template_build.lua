@@ -69,7 +69,8 @@ local function progress(r, out, res)
       s.cached and "CACHED" or fmt_time(s.seconds)))
     cur = nil
   end
-  function p.line(msg)
+  function p.line(msg, step)
+    if step == "finalize" then finish(core.now()) return end
     local k = msg:match("^%[builder (%d+)/%d+%]")
     local ck = msg:match("^CACHED %[builder (%d+)/%d+%]")
     if k or ck then
@@ -132,7 +133,7 @@ function M.build(conn, r, opts)
         local msg = type(e.message) == "string" and e.message or cjson.encode(e)
         res.log[#res.log + 1] = msg
         if log_f then log_f:write(msg, "\n"); log_f:flush() end
-        p.line(msg)
+        p.line(msg, e.step)
         if opts.verbose ~= false then out(r.name .. " | " .. msg) end
       end })
     if log_f then log_f:close() end
