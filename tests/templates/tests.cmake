@@ -14,3 +14,11 @@ set_tests_properties(templates:sdk_hash PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 
 add_test(NAME templates:build_cli COMMAND python3 ${ABX_TEMPLATES_DIR}/test_build_cli.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:build_cli PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+
+# Recipe validation: every error class with its exact message, each step kind's mapping, the
+# content tag (a runner case; config tests/templates/unit.yaml, no sandbox)
+add_test(NAME templates:recipe_errors
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
+          ${ABX_TEMPLATES_DIR}/recipe_errors.lua "^8 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:recipe_errors PROPERTIES TIMEOUT 120)
