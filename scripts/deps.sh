@@ -8,15 +8,13 @@
 # (platform/code_interpreter/server.py: real Jupyter kernels; matplotlib for PNG results).
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
-      libmicrohttpd-dev libjansson-dev libssl-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
+      libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
       libxml2-utils python3-jsonschema clang-format libnss-myhostname
-      sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib
-      libarchive-dev)
+      sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib)
+# libarchive-dev: the local platform unpacks and checks template build uploads (layer_cache.h).
 # libnss-myhostname: `localhost` and every name under `.localhost` resolve to loopback through NSS,
 # as `abxlua serve --tls` needs for api.e2b.localhost and <port>-<id>.e2b.localhost (getent, Node's
 # dns.lookup, Python; libcurl resolves *.localhost itself).
-# libarchive-dev: the tar.gz of a template COPY step that `abxlua template build` uploads
-# (bindings/core_fs.c).
 # `deps.sh fuzz` (make fuzz) adds clang and libclang-rt-14-dev, which ships libFuzzer
 # (libclang_rt.fuzzer-x86_64.a); the normal build does not need them.
 if [ "${1:-}" = fuzz ]; then pkgs+=(clang libclang-rt-14-dev); fi
