@@ -6,7 +6,8 @@
 --   local res = tb.build(conn, r, { deploy = true, out = function(line) ... end,
 --     record_dir = dir, verbose = true })
 --   -- res = { name, tag, status = "cached" | "built", seconds, template_id, build_id,
---   --         steps = { {index, kind, cached, seconds} }, log = { lines } }
+--   --         steps = { {index, kind, cached, seconds} }, log = { lines },
+--   --         all_cached = true when built but every step was CACHED }
 --
 -- The content tag: a recipe is built as "<name>:abx-<12 hex of its hash>" (abx.run.recipe); when
 -- the template already has that tag the build is skipped ("cached"). Deploy then assigns
@@ -149,6 +150,11 @@ function M.build(conn, r, opts)
       error(err, 0)
     end
     res.status = "built"
+    -- every step came from the platform's layer cache (a platform that forgets its templates
+    -- between runs, like the local one, but keeps its build cache): shown as cached
+    local all = #res.steps > 0
+    for _, st in ipairs(res.steps) do all = all and st.cached end
+    res.all_cached = all
   end
   if opts.deploy then
     local tags = { "default" }

@@ -138,7 +138,13 @@ function Reg:table(tracker)
     local e = self.entries[name]
     local build
     if e.state == "ready" then
-      build = e.result.status == "cached" and "cached" or string.format("%.1fs", e.result.seconds)
+      if e.result.status == "cached" then
+        build = "cached"
+      elseif e.result.all_cached then
+        build = string.format("cached (%.1fs)", e.result.seconds) -- rebuilt from cached layers
+      else
+        build = string.format("%.1fs", e.result.seconds)
+      end
     elseif e.state == "failed" then
       build = "FAILED"
     elseif e.state == "skipped" then
