@@ -22,3 +22,10 @@ add_test(NAME templates:recipe_errors
           ${ABX_TEMPLATES_DIR}/recipe_errors.lua "^8 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:recipe_errors PROPERTIES TIMEOUT 120)
+
+# The same against the real local platform (serve's build API, --build-cache kept between runs):
+# build, a CACHED rebuild by a new serve, deploy, logs, and a run of tests/templates/local/
+# hello-local (skipped when serve has no build API)
+add_test(NAME templates:local_build COMMAND python3 ${ABX_TEMPLATES_DIR}/test_local_build.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:local_build PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
