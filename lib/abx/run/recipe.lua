@@ -49,8 +49,28 @@ local KEY_SET, STEP_SET, COPY_SET, READY_SET =
 -- A template name (the folder's name): what E2B accepts as a template name/alias.
 M.NAME_PATTERN = "^[a-z0-9][a-z0-9_-]*$"
 
+-- The recipe being loaded and where each of its entries is (core.yaml_load with lines), so that
+-- an error names the line of the key it is about.
+local CUR = nil
+
+-- The line of a key path ("steps[2].copy.src") in the recipe being loaded: the deepest entry of
+-- the path that exists; nil when none does (a missing top-level key, the folder, the file).
+local function line_of(key)
+  if not CUR then return nil end
+  local node, line = CUR.raw, nil
+  for seg in key:gmatch("[^%.%[%]]+") do
+    local k = math.tointeger(tonumber(seg)) or seg
+    local at = type(node) == "table" and CUR.lines[node]
+    if not (at and at[k]) then break end
+    line, node = at[k], node[k]
+  end
+  return line
+end
+
 local function fail(file, key, msg)
-  errmap.raise("InvalidArgument", 0, string.format("%s: %s: %s", file, key, msg))
+  local line = line_of(key)
+  errmap.raise("InvalidArgument", 0, string.format("%s%s: %s: %s", file,
+    line and (":" .. line) or "", key, msg))
 end
 
 local function show(v)
@@ -396,7 +416,15 @@ function M.load(dir)
       .. ".lua (its scenario)")
   end
   local script = dir .. "/" .. name .. ".lua"
-  local raw = core.yaml_load(file)
+  local raw, lines = core.yaml_load(file, true)
+  CUR = { raw = raw, lines = lines }
+  local ok, r = pcall(M._load, dir, name, file, script, raw)
+  CUR = nil
+  if not ok then error(r, 0) end
+  return r
+end
+
+function M._load(dir, name, file, script, raw)
   if type(raw) ~= "table" or is_list(raw) and next(raw) ~= nil then
     fail(file, "top level", "must be a mapping of recipe keys (valid: " .. table.concat(M.KEYS, ", ")
       .. ")")
