@@ -226,6 +226,7 @@ function M.run(files, opts)
 
   local pname, psettings = require("abx.run.config").provider(cfg, opts.provider_name)
   run.provider = pname
+  run.provider_kind = psettings.kind
   run.capabilities = psettings.capability_set or {}
   local conn, pinfo = provider.open(pname, psettings, run)
   local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)

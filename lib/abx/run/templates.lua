@@ -2,7 +2,8 @@
 -- tests with `recipe`). Before their tests, the run deploys each recipe (abx.run.template_build:
 -- skipped when unchanged), `defaults.build_jobs` builds at a time; a test of a template waits
 -- for its template, a failed build fails its tests with the build's error and log tail (the other
--- templates still run), a provider without templates_build skips them. At the end: one table
+-- templates still run), a provider without templates_build skips them. On the local platform a
+-- build holds one of the run's max_sandboxes slots (it runs in a sandbox). At the end: one table
 -- line per template (build time or "cached", sandbox create-to-ready time, result counts).
 --
 --   local templates = require("abx.run.templates")
@@ -49,11 +50,15 @@ end
 local function build_one(self, e)
   local run, r = self.run, e.recipe
   e.state, e.started = "building", core.now()
+  -- the local platform builds in a sandbox on this machine: the build holds one of the run's
+  -- max_sandboxes slots while it runs
+  local slot = run.provider_kind == "local" and run.tracker and run.tracker:begin_build(r.name)
   local ok, res = core.guard({ timeout = run.defaults.build_timeout, interruptible = true },
     function(err) return err end, tb.build, run.conn, r, {
       deploy = true, verbose = run.verbose, provider = run.provider,
       record_dir = tb.record_dir(core.state_dir(), run.provider),
       out = function(line) self.out:line(line) end })
+  if slot then run.tracker:end_build(slot) end
   if ok then
     e.result = res
     finish(e, "ready")
@@ -159,8 +164,9 @@ function Reg:table(tracker)
       e.ready_seconds and string.format("%.2fs", e.ready_seconds) or "-", result))
   end
   if tracker then
-    out:line(string.format("sandboxes alive at once: at most %d (max_sandboxes %d)",
-      tracker.peak_alive, tracker.max))
+    out:line(string.format("sandboxes alive at once: at most %d (max_sandboxes %d%s)",
+      tracker.peak_alive, tracker.max, self.run.provider_kind == "local"
+        and "; a local template build counts as one" or ""))
   end
 end
 

@@ -186,7 +186,7 @@ function Tracker:track(sbx, owner)
   if not self.alive[sbx.id] then
     -- live sandboxes the run knows of, and the most at any moment (the template table shows it)
     self.alive_n = self.alive_n + 1
-    if self.alive_n > self.peak_alive then self.peak_alive = self.alive_n end
+    self:_peak()
   end
   self.alive[sbx.id] = { sbx = sbx, owner = owner, seq = self.created }
   self.created = self.created + 1
@@ -194,6 +194,31 @@ function Tracker:track(sbx, owner)
     owner.ids = owner.ids or {}
     owner.ids[#owner.ids + 1] = sbx.id
   end
+end
+
+function Tracker:_peak()
+  local n = self.alive_n + (self.building or 0)
+  if n > self.peak_alive then self.peak_alive = n end
+end
+
+---A template build on a platform that runs it in a sandbox of the same machine (the local one):
+---it holds one slot from `begin_build` to `end_build`, counted among the live sandboxes.
+---Yields while every slot is taken. Returns the owner to give to end_build.
+---@param name string
+---@return table owner
+function Tracker:begin_build(name)
+  local o = self:owner("template build " .. name, 1)
+  self:acquire(o)
+  self.building = (self.building or 0) + 1
+  self:_peak()
+  return o
+end
+
+---@param owner table from begin_build
+function Tracker:end_build(owner)
+  self.building = self.building - 1
+  self:release(owner)
+  self:finish(owner)
 end
 
 ---The live sandboxes `owner` created, oldest first.
