@@ -163,6 +163,14 @@ def run_checks(abx, work, state, ready):
     code, out = cli("run", "tests/templates/fixtures/", "-j", "6", "--provider", "fake")
     print(out)
     check(code == 1, "the run fails (the broken template) with exit 1 (got %d)" % code)
+    check(out.find("tiny: deployed") >= 0 and out.find("derived: build ") > out.find("tiny: deployed"),
+          "derived (from: tiny) is built after tiny's deploy")
+    check(re.search(r"^PASSED +tests/templates/fixtures/derived/derived\.lua::", out, re.M) is not None,
+          "derived's test passed")
+    check(re.search(r"^cyc-a: build FAILED: InvalidArgument: templates built from each other: "
+                    r"cyc-a -> cyc-b -> cyc-a$", out, re.M) is not None
+          and len(set(re.findall(r"^FAILED +tests/templates/fixtures/(cyc-[ab])/", out, re.M))) == 2,
+          "recipes built from each other fail, naming the cycle")
     check(re.search(r"^PASSED +tests/templates/fixtures/tiny/tiny\.lua::", out, re.M) is not None,
           "tiny was deployed again (deleted before) and its test passed")
     check(re.search(r"^PASSED +tests/templates/fixtures/copies/copies\.lua::", out, re.M) is not None,
@@ -180,7 +188,7 @@ def run_checks(abx, work, state, ready):
     m = re.search(r"^sandboxes alive at once: at most (\d+) \(max_sandboxes 3\)$", out, re.M)
     check(m is not None and int(m.group(1)) <= 3, "the run says at most 3 sandboxes were alive")
     check(1 <= st.peak <= 3, "the platform saw at most 3 sandboxes alive at once (peak %d)" % st.peak)
-    check(re.search(r"^\d+ passed, 1 failed", out.strip().splitlines()[-1]) is not None,
+    check(re.search(r"^\d+ passed, 3 failed", out.strip().splitlines()[-1]) is not None,
           "the summary line is last")
 
     # a second run: every recipe unchanged, nothing rebuilt

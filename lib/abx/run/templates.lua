@@ -49,6 +49,18 @@ end
 
 local function build_one(self, e)
   local run, r = self.run, e.recipe
+  -- a recipe built from another recipe of this run waits for that one (self.order has it first)
+  local base = r.build.fromTemplate and self.entries[r.build.fromTemplate]
+  if e.cycle or base then
+    local d = not e.cycle and self:await(r.build.fromTemplate)
+    if e.cycle or d.state ~= "ready" then
+      e.error = core.new_error("InvalidArgument", 0, e.cycle or string.format("template %s is built "
+        .. "from %s, whose deploy %s", r.name, r.build.fromTemplate,
+        d.state == "failed" and "failed" or "was skipped"))
+      self.out:line(string.format("%s: build FAILED: %s", r.name, tostring(e.error)))
+      return finish(e, "failed")
+    end
+  end
   e.state, e.started = "building", core.now()
   -- the local platform builds in a sandbox on this machine: the build holds one of the run's
   -- max_sandboxes slots while it runs
@@ -83,10 +95,34 @@ function Reg:start()
     end
     return
   end
+  -- a recipe `from:` another recipe of this run comes after it (a cycle fails its members)
+  local sorted, mark = {}, {}
+  local function visit(name, path)
+    local e = self.entries[name]
+    if mark[name] == "done" then return end
+    if mark[name] == "active" then
+      local from_i = 1
+      for i, n in ipairs(path) do if n == name then from_i = i end end
+      local loop = table.concat(path, " -> ", from_i) .. " -> " .. name
+      for i = from_i, #path do
+        self.entries[path[i]].cycle = "templates built from each other: " .. loop
+      end
+      return
+    end
+    mark[name] = "active"
+    path[#path + 1] = name
+    local from = e.recipe.build.fromTemplate
+    if from and self.entries[from] then visit(from, path) end
+    path[#path] = nil
+    mark[name] = "done"
+    sorted[#sorted + 1] = name
+  end
+  for _, name in ipairs(self.order) do visit(name, {}) end
+  local queue = sorted
   local next_i = 1
   local function worker()
-    while next_i <= #self.order do
-      local e = self.entries[self.order[next_i]]
+    while next_i <= #queue do
+      local e = self.entries[queue[next_i]]
       next_i = next_i + 1
       build_one(self, e)
     end
