@@ -33,10 +33,11 @@ local function fmt_time(s) return string.format("%.1fs", s) end
 ---@param provider string
 ---@return string|nil dir
 function M.record_dir(state, provider)
-  if not state then return nil end
-  local dir = state .. "/template-builds"
-  os.execute("mkdir -p '" .. dir .. "/" .. provider:gsub("'", "") .. "'")
-  return dir .. "/" .. provider:gsub("'", "")
+  if not state or not provider:match("^[%w._-]+$") then return nil end
+  local dir = state .. "/template-builds/" .. provider
+  -- POSIX single quotes hold anything but a single quote, which becomes '\''
+  local ok = os.execute("mkdir -p -m 0700 '" .. dir:gsub("'", "'\\''") .. "'")
+  return ok and dir or nil
 end
 
 local function write_file(path, text)
