@@ -135,6 +135,8 @@ def run_checks(abx, work, state, ready):
     code, out = cli("template", "build", "tests/templates/fixtures/broken")
     print(out)
     check(code == 1, "a failing build exits 1 (got %d)" % code)
+    check(re.search(r"^broken: step 2/3 run FAILED after \d+\.\ds$", out, re.M) is not None,
+          "the progress line of the failing step says FAILED")
     check(re.search(r"template broken: build failed at step 2: step 2 \(RUN\) failed: exit status 1", out)
           is not None, "its error names the template, the step and the reason")
     check("last build log lines:" in out and "command exited with status 1" in out,

@@ -62,13 +62,13 @@ local function progress(r, out, res)
   local n = #r.build.steps
   local cur, started = nil, nil
   local p = {}
-  local function finish(now)
+  local function finish(now, failed)
     if not cur then return end
     local s = { index = cur.index, kind = r.kinds[cur.index] or "?", cached = cur.cached,
-      seconds = now - started }
+      seconds = now - started, failed = failed }
     res.steps[#res.steps + 1] = s
-    out(string.format("%s: step %d/%d %s %s", r.name, s.index, n, s.kind,
-      s.cached and "CACHED" or fmt_time(s.seconds)))
+    out(string.format("%s: step %d/%d %s %s", r.name, s.index, n, s.kind, failed
+      and ("FAILED after " .. fmt_time(s.seconds)) or s.cached and "CACHED" or fmt_time(s.seconds)))
     cur = nil
   end
   function p.line(msg, step)
@@ -81,7 +81,8 @@ local function progress(r, out, res)
       cur, started = { index = tonumber(k or ck), cached = ck ~= nil }, now
     end
   end
-  function p.done() finish(core.now()) end
+  -- the build ended; `failed`: the step in flight is where it failed (or was interrupted)
+  function p.done(failed) finish(core.now(), failed) end
   return p
 end
 
@@ -139,7 +140,7 @@ function M.build(conn, r, opts)
         if opts.verbose ~= false then out(r.name .. " | " .. msg) end
       end })
     if log_f then log_f:close() end
-    p.done()
+    p.done(not ok)
     if not ok then
       if core.is_error(err) then
         local tail = {}
