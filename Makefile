@@ -14,9 +14,11 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: every scenario against the embedded local platform.
+# The main job: every scenario against the embedded local platform, and the python-hello and
+# node-web template folders (deployed first through serve's build API; scenarios/ alone does not
+# descend into scenarios/templates/). `abxlua run scenarios/templates/` runs every template.
 run: build
-	./$(BUILD)/abxlua run scenarios/
+	./$(BUILD)/abxlua run scenarios/ scenarios/templates/python-hello scenarios/templates/node-web
 
 # Every test of the project (unit, envd, platform, runner, scenarios) but the platform load
 # benchmark, which needs the machine to itself (`make test-load`), and the tests labelled slow

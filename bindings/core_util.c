@@ -138,22 +138,26 @@ static int core_read_file(lua_State *L)
   return 1;
 }
 
-/* core.yaml_load(path) -> value. Raises InvalidArgument "file:line:col: problem". */
+/* core.yaml_load(path [, with_lines]) -> value [, lines]. Raises InvalidArgument
+ * "file:line:col: problem". With 'with_lines' true also returns lines: {[table] = {[key or
+ * index] = line}} for every mapping and sequence of the value (engine/yaml_lua.h). */
 static int core_yaml_load(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
   const char *path = luaL_checkstring(L, 1);
+  int want_lines = lua_toboolean(L, 2);
   size_t n;
   char *buf = slurp(path, &n, 4 * 1024 * 1024);
   if (!buf)
     return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s: %s", path,
                            strerror(errno));
   char err[512];
-  int rc = abx_yaml_push(L, path, buf, n, err, sizeof err);
+  int rc = want_lines ? abx_yaml_push_lines(L, path, buf, n, err, sizeof err)
+                     : abx_yaml_push(L, path, buf, n, err, sizeof err);
   free(buf);
   if (rc != 0)
     return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s", err);
-  return 1;
+  return want_lines ? 2 : 1;
 }
 
 static int core_getenv(lua_State *L)

@@ -18,7 +18,30 @@ struct ctx {
   const char *name;
   char *err;
   size_t errlen;
+  int lines; /* stack index of the lines table (abx_yaml_push_lines), 0 when not wanted */
 };
+
+/* lines[container][key] = 1-based line of the entry (the key of a mapping entry, the start of a
+ * sequence item); container and key are absolute stack indices. [-0, +0, m] */
+static void record_line(struct ctx *c, int container, int key, size_t line)
+{
+  lua_State *L = c->L;
+  if (!c->lines)
+    return;
+  luaL_checkstack(L, 4, "YAML lines");
+  lua_pushvalue(L, container);
+  if (lua_rawget(L, c->lines) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, container);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, c->lines);
+  }
+  lua_pushvalue(L, key);
+  lua_pushinteger(L, (lua_Integer)line + 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
 
 static int fail(struct ctx *c, const yaml_mark_t *mark, const char *what)
 {
@@ -85,6 +108,7 @@ static int parse_children(struct ctx *c, int depth, int mapping)
       lua_pushlstring(L, (const char *)ev.data.scalar.value, ev.data.scalar.length);
       yaml_mark_t mark = ev.start_mark;
       yaml_event_delete(&ev);
+      record_line(c, lua_gettop(L) - 1, lua_gettop(L), mark.line);
       lua_pushvalue(L, -1);                       /* seen map key key */
       if (lua_rawget(L, -4) != LUA_TNIL) {         /* seen map key seen[key] */
         lua_pop(L, 2);
@@ -100,6 +124,9 @@ static int parse_children(struct ctx *c, int depth, int mapping)
         return -1;
       lua_rawset(L, -3);
     } else {
+      lua_pushinteger(L, i);
+      record_line(c, lua_gettop(L) - 1, lua_gettop(L), ev.start_mark.line);
+      lua_pop(L, 1);
       if (parse_node(c, &ev, depth + 1))
         return -1;
       lua_rawseti(L, -2, i++);
@@ -155,8 +182,8 @@ static int parse_node(struct ctx *c, yaml_event_t *ev, int depth)
   return r;
 }
 
-int abx_yaml_push(lua_State *L, const char *name, const char *text, size_t len, char *err,
-                  size_t errlen)
+static int push_yaml(lua_State *L, const char *name, const char *text, size_t len, char *err,
+                     size_t errlen, int want_lines)
 {
   struct ctx c = {.L = L, .name = name, .err = err, .errlen = errlen};
   if (!yaml_parser_initialize(&c.parser)) {
@@ -165,6 +192,10 @@ int abx_yaml_push(lua_State *L, const char *name, const char *text, size_t len, 
   }
   yaml_parser_set_input_string(&c.parser, (const unsigned char *)text, len);
   int top = lua_gettop(L);
+  if (want_lines) {
+    lua_newtable(L);
+    c.lines = lua_gettop(L);
+  }
   int pushed = 0, rc = 0;
   for (;;) {
     yaml_event_t ev;
@@ -194,5 +225,21 @@ int abx_yaml_push(lua_State *L, const char *name, const char *text, size_t len, 
   }
   if (!pushed)
     lua_pushnil(L);
+  if (want_lines) {
+    lua_pushvalue(L, c.lines); /* value, lines */
+    lua_remove(L, c.lines);
+  }
   return 0;
+}
+
+int abx_yaml_push(lua_State *L, const char *name, const char *text, size_t len, char *err,
+                  size_t errlen)
+{
+  return push_yaml(L, name, text, len, err, errlen, 0);
+}
+
+int abx_yaml_push_lines(lua_State *L, const char *name, const char *text, size_t len, char *err,
+                        size_t errlen)
+{
+  return push_yaml(L, name, text, len, err, errlen, 1);
 }

@@ -19,4 +19,10 @@
 int abx_yaml_push(lua_State *L, const char *name, const char *text, size_t len, char *err,
                   size_t errlen);
 
+/* Like abx_yaml_push, and also pushes, above the value, where each entry was: a table mapping
+ * every mapping or sequence table of the value to {[key or index] = 1-based line} (for error
+ * messages that name the line: lib/abx/run/recipe.lua). [-0, +(0|2), m] */
+int abx_yaml_push_lines(lua_State *L, const char *name, const char *text, size_t len, char *err,
+                        size_t errlen);
+
 #endif

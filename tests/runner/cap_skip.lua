@@ -1,18 +1,18 @@
--- Runner case: capabilities. The local provider (config/abxlua.yaml) has pause but neither
--- templates_build nor code_interpreter: a test requiring one it lacks is skipped with
+-- Runner case: capabilities. The local provider (config/abxlua.yaml) has pause and
+-- templates_build but not code_interpreter: a test requiring one it lacks is skipped with
 -- "provider local lacks capability <C>" before any sandbox exists; one whose requirements are all
 -- met runs.
 -- Expected (-j 1): 1 passed, 2 skipped; no sandbox created; exit code 0.
--- expect-line: ^SKIPPED +tests/runner/cap_skip\.lua::needs a template build .*provider local lacks capability templates_build
+-- expect-line: ^SKIPPED +tests/runner/cap_skip\.lua::needs the code interpreter .*provider local lacks capability code_interpreter
 -- expect-line: ^SKIPPED +tests/runner/cap_skip\.lua::needs pause and the code interpreter .*provider local lacks capability code_interpreter
 -- expect-line: ^PASSED +tests/runner/cap_skip\.lua::needs only pause
 -- expect-line: ^cleanup: 0 sandboxes created
 -- expect-no-line: must not run
 local t = require("abx.test")
 
-t.test("needs a template build", { requires = { "templates_build" } }, function(ctx)
+t.test("needs the code interpreter", { requires = { "code_interpreter" } }, function(ctx)
   local _ = ctx.base_sandbox
-  error("must not run: local lacks templates_build")
+  error("must not run: local lacks code_interpreter")
 end)
 
 t.test("needs pause and the code interpreter", { requires = { "pause", "code_interpreter" } },

@@ -284,6 +284,24 @@ static void test_empty(void)
   lua_pop(L, 1);
 }
 
+/* abx_yaml_push_lines: the value, then {[table] = {[key or index] = line}}; nothing on failure. */
+static void test_lines(void)
+{
+  const char *text = "# c\nfrom: base\nsteps:\n  - run: x\n  - copy: {src: a,\n      dest: b}\n";
+  int top = lua_gettop(L);
+  CHECK(abx_yaml_push_lines(L, "t.yaml", text, strlen(text), err, sizeof err) == 0);
+  CHECK(lua_gettop(L) == top + 2);
+  CHECK(luaL_loadstring(L, "local v, l = ... return l[v].from == 2 and l[v].steps == 3 and "
+                           "l[v.steps][1] == 4 and l[v.steps][2] == 5 and l[v.steps[1]].run == 4 and "
+                           "l[v.steps[2].copy].src == 5 and l[v.steps[2].copy].dest == 6") == LUA_OK);
+  lua_pushvalue(L, -3);
+  lua_pushvalue(L, -3);
+  CHECK(lua_pcall(L, 2, 1, 0) == LUA_OK && lua_toboolean(L, -1));
+  lua_settop(L, top);
+  CHECK(abx_yaml_push_lines(L, "t.yaml", "a: [1\n", 6, err, sizeof err) == -1);
+  CHECK(lua_gettop(L) == top);
+}
+
 int main(void)
 {
   L = luaL_newstate();
@@ -298,6 +316,7 @@ int main(void)
   RUN(test_anchors_aliases);
   RUN(test_depth);
   RUN(test_empty);
+  RUN(test_lines);
   CHECK(lua_gettop(L) == 1 && strcmp(lua_tostring(L, 1), "sentinel") == 0);
   lua_close(L);
   return check_report();

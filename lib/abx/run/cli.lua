@@ -22,7 +22,7 @@ for public, internal in pairs(M.PUBLIC) do
   package.preload[public] = function() return require(internal) end
 end
 
-local COMMANDS = { "run", "list", "known-issues", "api", "cleanup", "doctor" }
+local COMMANDS = { "run", "list", "known-issues", "api", "cleanup", "doctor", "template" }
 
 local function module_for(name)
   return require("abx.run.cmd." .. name:gsub("%-", "_"))

@@ -8,16 +8,50 @@ local test_api = require("abx.test")
 
 local M = {}
 
----Expands paths into sorted scenario files.
+local function parent(p) return p:match("^(.*)/[^/]*$") end
+
+---The template folder (a directory holding template.yaml) that `f` lies in, the nearest one,
+---looking no higher than `root` (a directory; "" for no bound), or nil.
+---@param f string
+---@param root string
+---@return string|nil
+function M.template_folder(f, root)
+  local dir = parent(f)
+  while dir and dir ~= "" and #dir >= #root do
+    if core.exists(dir .. "/template.yaml") then return dir end
+    dir = parent(dir)
+  end
+  return nil
+end
+
+---The template folder whose scenario script `f` is (<folder>/<folder name>.lua), or nil.
+---@param f string
+---@return string|nil
+function M.template_of(f)
+  local dir = M.template_folder(f, "")
+  if dir and f == dir .. "/" .. dir:match("([^/]+)$") .. ".lua" then return dir end
+  return nil
+end
+
+---Expands paths into sorted scenario files. A directory walk does not descend into template
+---folders (scenarios/templates/<name>/, holding template.yaml) unless the directory named is the
+---folder itself or the one holding it (`abxlua run scenarios/templates/`): a template folder runs
+---only when named; from it only its script <name>.lua is a scenario (the rest is what it copies).
 ---@param paths string[] files or directories
 ---@return string[] files, string[] problems (paths that do not exist)
 function M.files(paths)
   local out, seen, problems = {}, {}, {}
   for _, p in ipairs(paths) do
     if core.isdir(p) then
-      local list = core.list_files((p:gsub("/+$", "")))
+      local root = (p:gsub("/+$", ""))
+      local list = core.list_files(root)
       for _, f in ipairs(list or {}) do
-        if f:match("%.lua$") and not seen[f] then seen[f] = true; out[#out + 1] = f end
+        local tf = M.template_folder(f, root)
+        local take = f:match("%.lua$") and not seen[f]
+        if take and tf then
+          take = (tf == root or parent(tf) == root) and M.template_of(f) == tf
+        end
+        if take then seen[f] = true; out[#out + 1] = f end
       end
     elseif core.exists(p) then
       if not seen[p] then seen[p] = true; out[#out + 1] = p end
@@ -72,10 +106,22 @@ local KINDS = core.KINDS
 
 ---@param markers table registered marker names
 ---@param catalog table|nil the known-issues catalog (abx.run.known_issues)
----@return table { path =, tests = {...}, error = "file:line: message" | nil }
+---@return table { path =, tests = {...}, error = "file:line: message" | nil, recipe = the
+---  template's recipe (abx.run.recipe) when the file is a template folder's script }
 function M.load(path, markers, catalog)
   seal()
   local file = { path = path, tests = {} }
+  -- a template folder's script: its recipe is checked now (a malformed one is this file's
+  -- collection error) and its tests run after the run deploys it (abx.run.templates)
+  local tdir = M.template_of(path)
+  if tdir then
+    local ok, r = pcall(require("abx.run.recipe").load, tdir)
+    if not ok then
+      file.error = core.is_error(r) and r.message or tostring(r)
+      return file
+    end
+    file.recipe = r
+  end
   local names = {}
   local function collector(spec)
     if names[spec.name] then
@@ -97,6 +143,7 @@ function M.load(path, markers, catalog)
     end
     spec.file = path
     spec.id = path .. "::" .. spec.name
+    spec.recipe = file.recipe
     local ki = spec.opts.known_issue
     if ki and not (catalog and catalog.entries[ki]) then
       error(string.format("test %q references unknown known issue %q; add it to %s or fix the id",

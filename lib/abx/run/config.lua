@@ -14,7 +14,7 @@ for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
 -- The embedded local platform's capabilities when the config does not list them.
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "metrics", "pty", "watch", "v2_routes" }
+  "metrics", "templates_build", "pty", "watch", "v2_routes" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
@@ -40,7 +40,8 @@ end
 
 M.DEFAULTS = {
   defaults = { jobs = 4, max_sandboxes = 5, test_timeout = 300, teardown_timeout = 60,
-    sandbox_ttl = 300, template = "base", request_timeout = 60 },
+    sandbox_ttl = 300, template = "base", request_timeout = 60, build_jobs = 2,
+    build_timeout = 1800 },
   provider = "local",
   providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" },
     -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
@@ -165,7 +166,7 @@ function M.load(path)
   local cfg = merge(M.DEFAULTS, raw)
   cfg.defaults = merge(M.DEFAULTS.defaults, raw.defaults)
   for _, key in ipairs({ "jobs", "max_sandboxes", "test_timeout", "teardown_timeout", "sandbox_ttl",
-    "request_timeout" }) do
+    "request_timeout", "build_jobs", "build_timeout" }) do
     check_number("defaults", key, cfg.defaults[key])
   end
   if type(cfg.markers) ~= "table" then

@@ -2,6 +2,10 @@
 --   ctx.base_sandbox       created on first access (template from config), killed after the test
 --   ctx.code_sandbox       likewise, template E2E_CODE_TEMPLATE (default code-interpreter-v1)
 --   ctx.server_sandbox     likewise, template E2E_SERVER_TEMPLATE (default python-hello)
+--   ctx.template_sandbox   in a template folder's script: a sandbox of that folder's template
+--                          (after the run deployed it); the three template fixtures skip the
+--                          test, naming the template, when the provider lacks it and the run
+--                          did not build it
 --   ctx.sandbox_factory(o) creates a tracked sandbox with options `o` (as conn:create)
 --   ctx.workdir            a fresh directory in base_sandbox, created on first access
 --   ctx.conn, ctx.run_id, ctx.test_name
@@ -50,11 +54,43 @@ function M.new(test, run)
     return sbx
   end
 
+  -- A sandbox of a template the run may deploy itself: waits for that deploy; a failed one fails
+  -- the test with the build's error. A template the provider lacks (404 on create) skips the
+  -- test with the template's name, unless the run built it (then the 404 is a failure).
+  local function template_sandbox(name)
+    local reg = run.templates
+    local e = reg and reg:await(name)
+    if e and e.state == "failed" then
+      -- the log tail goes with the template's own tests; here the reason is enough
+      core.error(e.error.kind, e.error.status or 0, "template " .. name .. " was not built: "
+        .. tostring(e.error.message))
+    end
+    local t0 = core.now()
+    local ok, sbx = pcall(ctx.sandbox_factory, { template = name })
+    if not ok then
+      if core.is_error(sbx) and sbx.kind == "NotFound" and not (e and e.state == "ready") then
+        core.error("Skipped", 0, string.format("template %s is not on provider %s (%s); deploy it "
+          .. "with `abxlua template deploy %s` or run its folder scenarios/templates/%s",
+          name, tostring(run.provider), sbx.message, name, name))
+      end
+      error(sbx, 0)
+    end
+    -- from the create request (after its slot was granted) to the sandbox handed out ready
+    local owner = run.owners and run.owners[core.current()]
+    if reg then reg:ready_time(name, core.now() - (owner and owner.create_started or t0)) end
+    return sbx
+  end
+
   local lazy = {
     base_sandbox = function() return ctx.sandbox_factory({}) end,
-    code_sandbox = function() return ctx.sandbox_factory({ template = M.template("code_sandbox") }) end,
-    server_sandbox = function()
-      return ctx.sandbox_factory({ template = M.template("server_sandbox") })
+    code_sandbox = function() return template_sandbox(M.template("code_sandbox")) end,
+    server_sandbox = function() return template_sandbox(M.template("server_sandbox")) end,
+    template_sandbox = function()
+      if not test.recipe then
+        error("ctx.template_sandbox is a template folder's fixture: only the tests of "
+          .. "scenarios/templates/<name>/<name>.lua have it (a sandbox of <name>)", 3)
+      end
+      return template_sandbox(test.recipe.name)
     end,
     workdir = function()
       local sbx = ctx.base_sandbox
@@ -69,7 +105,8 @@ function M.new(test, run)
       local make = lazy[k]
       if not make then
         error("ctx has no fixture " .. tostring(k) .. " (fixtures: base_sandbox, code_sandbox, "
-          .. "server_sandbox, sandbox_factory, workdir, conn, run_id, test_name, finally)", 2)
+          .. "server_sandbox, template_sandbox, sandbox_factory, workdir, conn, run_id, test_name, "
+          .. "finally)", 2)
       end
       local v = make()
       rawset(t, k, v)

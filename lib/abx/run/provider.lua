@@ -179,7 +179,8 @@ end
 ---@return table|nil conn a sandbox.connection, or nil when credentials are missing
 ---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
 ---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
----  removed by stop unless keep_log; ca_cert = path, with tls: true)
+---  removed by stop unless keep_log; ca_cert = path, with tls: true; build_cache = path: with
+---  the templates_build capability serve runs with --build-cache <core.state_dir()>/build-cache)
 ---Raises: Transport when the local platform does not start
 function M.open(name, p, run)
   local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
@@ -198,6 +199,12 @@ function M.open(name, p, run)
     local tls = p.tls == true
     local args = { "--domain", p.domain or (tls and "e2b.localhost" or "localhost") }
     if tls then args[#args + 1] = "--tls" end
+    -- with the build API, serve keeps its build cache (step layers by content) between runs
+    if (p.capability_set or {}).templates_build and dir then
+      args[#args + 1] = "--build-cache"
+      args[#args + 1] = dir .. "/build-cache"
+      info.build_cache = dir .. "/build-cache"
+    end
     local child = core.platform_start(args, 20, info.log)
     local ok, ready = pcall(cjson.decode, child.ready)
     if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string"

@@ -9,6 +9,7 @@ local Tracker = require("abx.run.tracker")
 local provider = require("abx.run.provider")
 local console = require("abx.run.console")
 local known_issues = require("abx.run.known_issues")
+local templates = require("abx.run.templates")
 
 local M = {}
 
@@ -64,6 +65,19 @@ local function run_one(test, run)
       result.duration = 0
       return result
     end
+  end
+  -- a template folder's test: after its template's deploy (the build's time is not the test's)
+  if test.recipe and run.templates then
+    local e = run.templates:await(test.recipe.name)
+    if e.state == "skipped" then
+      result.outcome, result.reason, result.duration = "skipped", e.reason, 0
+      return result
+    elseif e.state == "failed" then
+      result.outcome, result.duration = "failed", 0
+      result.failure = { error = e.error, kind = e.error.kind, message = templates.failure_message(e) }
+      return result
+    end
+    result.started = core.now() -- the test's time starts after its template's deploy
   end
   local ok_owner, owner = pcall(run.tracker.owner, run.tracker, test.file .. "::" .. test.name,
     test.opts.sandboxes)
@@ -164,6 +178,7 @@ local function schedule(run, out, tests, opts)
         local r = run_one(t, run)
         out.in_flight = out.in_flight - 1
         run.results[#run.results + 1] = r
+        if run.templates then run.templates:count(r) end
         out:result(r)
         if opts.exitfirst and (r.outcome == "failed" or r.outcome == "xpassed"
             or r.teardown_errors) then
@@ -211,6 +226,7 @@ function M.run(files, opts)
 
   local pname, psettings = require("abx.run.config").provider(cfg, opts.provider_name)
   run.provider = pname
+  run.provider_kind = psettings.kind
   run.capabilities = psettings.capability_set or {}
   local conn, pinfo = provider.open(pname, psettings, run)
   local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
@@ -232,6 +248,10 @@ function M.run(files, opts)
     local task = core.current()
     return task and run.owners[task]
   end)
+  -- template folders: their deploys start now, beside the other tests (abx.run.templates)
+  run.verbose = opts.verbose
+  run.templates = templates.new(run, out, tests)
+  run.templates:start()
   core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
     .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
 
@@ -248,6 +268,7 @@ function M.run(files, opts)
   out:cleanup(cleanup, run.tracker)
   if not clean and pinfo.log then out:line("local platform log: " .. pinfo.log) end
   out:failures(run.results)
+  run.templates:table(run.tracker)
   if run.interrupted then
     out:line(string.format("interrupted: %d of %d tests did not run", #tests - #run.results, #tests))
   end

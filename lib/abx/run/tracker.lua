@@ -23,7 +23,8 @@ Tracker.__index = Tracker
 ---@param run_id string
 function Tracker.new(max_live, run_id)
   return setmetatable({ max = max_live, live = 0, waiters = {}, alive = {}, run_id = run_id,
-    created = 0, snapshots = {}, volumes = {}, owners = {}, seq = 0 }, Tracker)
+    created = 0, snapshots = {}, volumes = {}, owners = {}, seq = 0, alive_n = 0, peak_alive = 0 },
+    Tracker)
 end
 
 ---A new owner of slots (one per test). Raises: InvalidArgument when `claim` exceeds the bound.
@@ -182,12 +183,42 @@ end
 
 ---hooks.created: the sandbox holds the slot `owner` took for it.
 function Tracker:track(sbx, owner)
+  if not self.alive[sbx.id] then
+    -- live sandboxes the run knows of, and the most at any moment (the template table shows it)
+    self.alive_n = self.alive_n + 1
+    self:_peak()
+  end
   self.alive[sbx.id] = { sbx = sbx, owner = owner, seq = self.created }
   self.created = self.created + 1
   if owner then
     owner.ids = owner.ids or {}
     owner.ids[#owner.ids + 1] = sbx.id
   end
+end
+
+function Tracker:_peak()
+  local n = self.alive_n + (self.building or 0)
+  if n > self.peak_alive then self.peak_alive = n end
+end
+
+---A template build on a platform that runs it in a sandbox of the same machine (the local one):
+---it holds one slot from `begin_build` to `end_build`, counted among the live sandboxes.
+---Yields while every slot is taken. Returns the owner to give to end_build.
+---@param name string
+---@return table owner
+function Tracker:begin_build(name)
+  local o = self:owner("template build " .. name, 1)
+  self:acquire(o)
+  self.building = (self.building or 0) + 1
+  self:_peak()
+  return o
+end
+
+---@param owner table from begin_build
+function Tracker:end_build(owner)
+  self.building = self.building - 1
+  self:release(owner)
+  self:finish(owner)
 end
 
 ---The live sandboxes `owner` created, oldest first.
@@ -208,6 +239,7 @@ function Tracker:forget(id)
   local a = self.alive[id]
   if not a then return false end
   self.alive[id] = nil
+  self.alive_n = self.alive_n - 1
   self:release(a.owner)
   if a.owner and a.owner.temporary and a.owner.held == 0 then self.owners[a.owner] = nil end
   return true
@@ -248,6 +280,7 @@ function Tracker:hooks(owner_of)
     before_create = function(opts)
       local o = current_owner()
       self:acquire(o)
+      o.create_started = core.now() -- the request starts now: create-to-ready excludes the wait
       pending[opts] = o
     end,
     create_failed = function(opts)
