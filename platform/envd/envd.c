@@ -337,7 +337,8 @@ int abx_envd_main(int argc, char **argv)
           MHD_USE_ERROR_LOG,
       (uint16_t)port, NULL, NULL, envd_on_request, &e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
       MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-      on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640, MHD_OPTION_END);
+      on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY, MHD_OPTION_END);
   int rc = 0;
   if (!d) {
     fprintf(stderr, "envd: cannot listen on %s:%ld\n", host, port);

@@ -153,6 +153,14 @@ const char *envd_errno_code(int err);
  * path). Returns new object or NULL with errno set. */
 json_t *envd_entry_info(const char *path, const char *shown);
 
+/* libmicrohttpd's memory per connection (MHD_OPTION_CONNECTION_MEMORY_LIMIT), which bounds the
+ * request head: the head's bytes and a table entry (about 50 bytes) per header field share it.
+ * MHD's default of 32 KiB answers its own 431 "Request too big" page to an upload with a few
+ * hundred X-Metadata-* fields (7 KB of head, found by tests/fuzz/fuzz_multipart); E2B's envd is a
+ * Go net/http server, whose default head limit (http.DefaultMaxHeaderBytes) is 1 MiB. 256 KiB
+ * takes heads of several thousand fields; past that MHD's 431 stands. envd.c and the fuzz jail. */
+#define ENVD_CONNECTION_MEMORY (256u * 1024u)
+
 /* File metadata (§7 X-Metadata-*, EntryInfo.metadata): xattrs ENVD_XATTR_PREFIX<key>. */
 #define ENVD_XATTR_PREFIX "user.e2b."
 /* {key: value} of fd's (fd >= 0) or path's own (lgetxattr) metadata; NULL when none. */

@@ -188,6 +188,7 @@ void jail_setup(void)
   pthread_mutex_init(&g_envd.mu, NULL);
   g_daemon = MHD_start_daemon(MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, envd_on_request, &g_envd,
                               MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed, NULL,
+                              MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY,
                               MHD_OPTION_END);
   if (!g_daemon)
     DIE("cannot start the daemon");

@@ -20,7 +20,8 @@
  *   line 3: X-Metadata-<k>: <v> headers, written "k:v|k2:v2".
  * Oracles (abort() on violation):
  *   - every request gets a complete answer from envd: 200 with a JSON array, or 400, 401, 403,
- *     404, 500 or 507 with {"code": <status>, "message": string};
+ *     404, 500 or 507 with {"code": <status>, "message": string}; libmicrohttpd's own 431 page
+ *     only for a request head of at least HEAD_431_MIN bytes (envd_int.h ENVD_CONNECTION_MEMORY);
  *   - 200: at least one entry {path, name, type "file", metadata?}; paths absolute, clean and
  *     unique, names their last component; each a regular file of the acting user holding the
  *     whole body (octet-stream) or one contiguous run of it (multipart), the body before
@@ -62,6 +63,9 @@
 #define F_CHUNKED 64
 #define F_PARTS 128
 #define PARTS_BOUNDARY "fuzz-parts-1c9e"
+/* The smallest request head that may exhaust envd's connection memory (256 KiB for the head and
+ * about 50 bytes of table per field: 16 KiB of head is some 3,000 fields at least). */
+#define HEAD_431_MIN (16u * 1024u)
 
 struct part {
   char *name; /* file name as sent (quotes, CR, LF and NUL dropped) */
@@ -81,6 +85,7 @@ struct input {
 
 struct check {
   const struct input *in;
+  size_t head_len; /* bytes of the request head, its blank line included */
   char **want;   /* parts mode, predictable: the files a 200 names, in order */
   size_t *from;  /* from[i]: the part whose bytes want[i] holds */
   size_t nwant;
@@ -379,6 +384,8 @@ static void check_answer(struct check *ck, const struct jail_buf *ans)
       ck->reported[i] = strdup(path);
       check_file(ck, i, path);
     }
+  } else if (st == 431 && ck->head_len >= HEAD_431_MIN) {
+    /* libmicrohttpd's page: the head did not fit envd's connection memory */
   } else {
     static const unsigned ok[] = {400, 401, 403, 404, 500, 507};
     int known = 0;
@@ -474,6 +481,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (getenv("FUZZ_MULTIPART_TRACE")) /* writing seeds: what each input got */
     fprintf(stderr, "fuzz_multipart: %.*s\n", (int)(ans.n > 600 ? 600 : ans.n), ans.p);
   struct check ck = {.in = &in, .uid = (in.flags & F_USER) ? JAIL_USER_UID : 0};
+  const char *req_end = req.p ? memmem(req.p, req.n, "\r\n\r\n", 4) : NULL;
+  ck.head_len = req_end ? (size_t)(req_end - req.p) + 4 : req.n;
   ck.root = jail_root(&ck.root_len);
   check_answer(&ck, &ans);
   g_ck = &ck;
