@@ -1,18 +1,21 @@
--- from_source: scenarios/06_server_sdk.lua and the python-hello template script, run against
--- base sandboxes into which this file uploads scenarios/templates/python-hello/server/server.py
--- and starts it as the recipe's start_cmd does (as root, the sandbox's env vars, in its own
--- session), then waits for its /health as ready_cmd does. So the server and its client
--- (lib/abx/client/server.lua) are tested by `make test` without building the template; the
--- built template runs the same scenario through ctx.server_sandbox.
--- The same test functions run: t.test is wrapped while the two files load, and each test sees a
--- ctx whose server_sandbox / template_sandbox (and sandbox_factory for the server template) give
--- such a sandbox; every other fixture is the real one.
+-- from_source: the scripts of the python-hello and node-web templates, and
+-- scenarios/06_server_sdk.lua, run against base sandboxes into which this file applies the
+-- template's recipe by hand: each copy step's files are uploaded (as root, with the step's mode),
+-- each run step is run as root, env steps become the sandbox's env vars, then start_cmd is
+-- started as the platform starts it (root, its own session, the sandbox's env vars) and ready_cmd
+-- ({url} or {port}) is polled. So the servers and the client sbx:server()
+-- (lib/abx/client/server.lua) are tested by `make test` without the build API; the built
+-- templates run the same scripts through ctx.server_sandbox / ctx.template_sandbox.
+-- The same test functions run: t.test is wrapped while the files load, and each test sees a ctx
+-- whose server_sandbox / template_sandbox (and sandbox_factory for the server template) give
+-- such a sandbox; every other fixture is the real one. Only the step kinds these two recipes use
+-- (copy, run, env) are applied; any other is an error naming it.
 -- args: -j 2
 local t = require("abx.test")
 local fixtures = require("abx.fixtures")
+local core = require("abx.core")
 
-local SOURCE = "scenarios/templates/python-hello/server/server.py"
-local START_CMD = "python3 /opt/agent-server/server.py"
+local ROOT = "scenarios/templates/"
 
 local function read(path)
   local f = assert(io.open(path, "rb"))
@@ -20,42 +23,81 @@ local function read(path)
   f:close()
   return s
 end
-local server_py = read(SOURCE)
-t.ok(read("scenarios/templates/python-hello/template.yaml"):find(START_CMD, 1, true),
-  "the recipe's start_cmd is the one this file runs")
 
---- Uploads and starts the server in `sbx`; returns sbx once GET /health answers 200.
-local function start(sbx)
-  sbx.files:write("/opt/agent-server/server.py", server_py, { user = "root" })
-  local r = sbx.commands:run("mkdir -p /var/log/abx && setsid " .. START_CMD
+--- The recipe of template `name`, turned into uploads, commands, envs, start and ready commands.
+local function plan(name)
+  local dir = ROOT .. name .. "/"
+  local y = core.yaml_load(dir .. "template.yaml")
+  assert(y.from == "base", name .. ": from_source applies recipes on base only")
+  local p = { uploads = {}, runs = {}, envs = {}, start_cmd = y.start_cmd }
+  for i, step in ipairs(y.steps or {}) do
+    if step.copy then
+      local src, dest = step.copy.src, step.copy.dest
+      assert(src:sub(-1) == "/" and dest:sub(-1) == "/", name .. ": copy steps of directories only")
+      for _, f in ipairs(core.list_files(dir .. src:sub(1, -2))) do
+        local rel = f:sub(#dir + #src + 1)
+        p.uploads[#p.uploads + 1] = { data = read(f), dest = dest .. rel, mode = step.copy.mode }
+      end
+    elseif step.run then
+      p.runs[#p.runs + 1] = step.run
+    elseif step.env then
+      for k, v in pairs(step.env) do p.envs[k] = v end
+    else
+      error(name .. ": step " .. i .. " is not one from_source applies (copy, run, env)")
+    end
+  end
+  local r = y.ready_cmd
+  if type(r) == "table" and r.url then
+    p.ready = "curl -s -o /dev/null -w '%{http_code}' " .. r.url .. " | grep -q 200"
+  elseif type(r) == "table" and r.port then
+    p.ready = string.format("[ -n \"$(ss -Htuln sport = :%d)\" ]", math.tointeger(r.port))
+  else
+    error(name .. ": ready_cmd must be {url} or {port} here")
+  end
+  return p
+end
+
+--- Applies plan `p` in `sbx` and starts its server; returns sbx once ready_cmd succeeds.
+local function apply(sbx, p)
+  for _, u in ipairs(p.uploads) do
+    sbx.files:write(u.dest, u.data, { user = "root" })
+    if u.mode then sbx.commands:run("chmod " .. u.mode .. " '" .. u.dest .. "'", { user = "root" }) end
+  end
+  for _, cmd in ipairs(p.runs) do
+    local r = sbx.commands:run(cmd, { user = "root" })
+    t.eq(r.exit_code, 0, "run step `" .. cmd .. "`: " .. r.stderr)
+  end
+  local r = sbx.commands:run("mkdir -p /var/log/abx && setsid " .. p.start_cmd
     .. " >>/var/log/abx/start_cmd.log 2>&1 </dev/null & echo started", { user = "root" })
-  t.eq(r.exit_code, 0, "starting the server: " .. r.stderr)
+  t.eq(r.exit_code, 0, "starting `" .. p.start_cmd .. "`: " .. r.stderr)
   t.eventually(function()
-    local h = sbx.commands:run("curl -s -o /dev/null -w '%{http_code}' http://localhost:8080/health")
-    t.eq(h.stdout, "200", "the server's /health")
+    local h = sbx.commands:run(p.ready, { user = "root" })
+    t.eq(h.exit_code, 0, "ready_cmd " .. p.ready .. "; start_cmd.log: "
+      .. sbx.commands:run("tail -c 400 /var/log/abx/start_cmd.log", { user = "root" }).stdout)
   end, { timeout = 30, interval = 0.2 })
   return sbx
 end
 
-local function wrap(fn)
+local function wrap(fn, p, server_template)
   return function(ctx)
     local made = {}
-    local function server_box(opts)
-      local o = {}
+    local function box(opts)
+      local o = { envs = {} }
       for k, v in pairs(opts or {}) do o[k] = v end
-      o.template = "base"
-      return start(ctx.sandbox_factory(o))
+      local envs = {}
+      for k, v in pairs(p.envs) do envs[k] = v end
+      for k, v in pairs(o.envs) do envs[k] = v end
+      o.template, o.envs = "base", envs
+      return apply(ctx.sandbox_factory(o), p)
     end
     local proxy = setmetatable({}, {
       __index = function(_, k)
-        if k == "server_sandbox" or k == "template_sandbox" then
-          made[k] = made[k] or server_box({})
+        if k == "template_sandbox" or (server_template and k == "server_sandbox") then
+          made[k] = made[k] or box({})
           return made[k]
-        elseif k == "sandbox_factory" then
+        elseif k == "sandbox_factory" and server_template then
           return function(opts)
-            if opts and opts.template == fixtures.template("server_sandbox") then
-              return server_box(opts)
-            end
+            if opts and opts.template == fixtures.template("server_sandbox") then return box(opts) end
             return ctx.sandbox_factory(opts)
           end
         end
@@ -67,10 +109,11 @@ local function wrap(fn)
 end
 
 local real_test = t.test
-local function load(path, prefix)
+local function load(path, template, prefix, server_template)
+  local p = plan(template)
   t.test = function(name, opts, fn)
     if fn == nil then fn, opts = opts, {} end
-    real_test(prefix .. name, opts, wrap(fn))
+    real_test(prefix .. name, opts, wrap(fn, p, server_template))
   end
   local ok, err = pcall(function()
     local chunk = assert(loadfile(path, "t", setmetatable({}, { __index = _ENV })))
@@ -79,5 +122,6 @@ local function load(path, prefix)
   t.test = real_test
   if not ok then error(err, 0) end
 end
-load("scenarios/06_server_sdk.lua", "06: ")
-load("scenarios/templates/python-hello/python-hello.lua", "python-hello: ")
+load("scenarios/06_server_sdk.lua", "python-hello", "06: ", true)
+load(ROOT .. "python-hello/python-hello.lua", "python-hello", "python-hello: ", true)
+load(ROOT .. "node-web/node-web.lua", "node-web", "node-web: ", false)
