@@ -8,9 +8,10 @@ local cjson = require("cjson")
 
 local VERSION = "2.1.332"
 
-local function ai_key(sbx, name, host)
+local function ai_key(ctx, name, host)
   local key = t.secret(name)
   if not key then t.skip("needs " .. name .. " (an AI provider key); not given") end
+  local sbx = ctx.template_sandbox -- only once there is a key: no sandbox is started for a skip
   local r = sbx.commands:run("curl -sS -m 10 -o /dev/null https://" .. host .. "/", { timeout = 30 })
   if r.exit_code ~= 0 then
     t.skip("needs outbound HTTPS from the sandbox to " .. host .. "; this sandbox has none (curl exit "
@@ -40,8 +41,8 @@ t.test("claude-code's settings and MCP config are in place and read", { timeout 
 end)
 
 t.test("claude answers one turn with an AI key", { timeout = 180 }, function(ctx)
+  local key = ai_key(ctx, "ANTHROPIC_API_KEY", "api.anthropic.com")
   local sbx = ctx.template_sandbox
-  local key = ai_key(sbx, "ANTHROPIC_API_KEY", "api.anthropic.com")
   local r = sbx.commands:run("claude -p 'Reply with exactly the word pong.'",
     { envs = { ANTHROPIC_API_KEY = key }, cwd = "/home/user", timeout = 150 })
   t.eq(r.exit_code, 0, r.stderr)

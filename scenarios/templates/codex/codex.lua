@@ -8,9 +8,10 @@ local t = require("abx.test")
 local VERSION = "0.171.0"
 
 --- The key, or a skip naming what is missing (the key, or the sandbox's way out).
-local function ai_key(sbx, name, host)
+local function ai_key(ctx, name, host)
   local key = t.secret(name)
   if not key then t.skip("needs " .. name .. " (an AI provider key); not given") end
+  local sbx = ctx.template_sandbox -- only once there is a key: no sandbox is started for a skip
   local r = sbx.commands:run("curl -sS -m 10 -o /dev/null https://" .. host .. "/", { timeout = 30 })
   if r.exit_code ~= 0 then
     t.skip("needs outbound HTTPS from the sandbox to " .. host .. "; this sandbox has none (curl exit "
@@ -37,8 +38,8 @@ t.test("codex reads the recipe's config.toml", function(ctx)
 end)
 
 t.test("codex answers one turn with an AI key", { timeout = 180 }, function(ctx)
+  local key = ai_key(ctx, "OPENAI_API_KEY", "api.openai.com")
   local sbx = ctx.template_sandbox
-  local key = ai_key(sbx, "OPENAI_API_KEY", "api.openai.com")
   local r = sbx.commands:run("codex exec --skip-git-repo-check 'Reply with exactly the word pong.'",
     { envs = { OPENAI_API_KEY = key }, timeout = 150 })
   t.eq(r.exit_code, 0, r.stderr)

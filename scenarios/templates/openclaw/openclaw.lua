@@ -10,9 +10,10 @@ local cjson = require("cjson")
 local VERSION = "2026.9.6"
 local PORT = 18789
 
-local function ai_key(sbx, name, host)
+local function ai_key(ctx, name, host)
   local key = t.secret(name)
   if not key then t.skip("needs " .. name .. " (an AI provider key); not given") end
+  local sbx = ctx.template_sandbox -- only once there is a key: no sandbox is started for a skip
   local r = sbx.commands:run("curl -sS -m 10 -o /dev/null https://" .. host .. "/", { timeout = 30 })
   if r.exit_code ~= 0 then
     t.skip("needs outbound HTTPS from the sandbox to " .. host .. "; this sandbox has none (curl exit "
@@ -52,8 +53,8 @@ t.test("the OpenClaw Gateway answers /health at its port URL", function(ctx)
 end)
 
 t.test("openclaw answers one agent turn with an AI key", { timeout = 240 }, function(ctx)
+  local key = ai_key(ctx, "OPENAI_API_KEY", "api.openai.com")
   local sbx = ctx.template_sandbox
-  local key = ai_key(sbx, "OPENAI_API_KEY", "api.openai.com")
   local r = sbx.commands:run("openclaw agent --local --message 'Reply with exactly the word pong.'",
     { envs = { OPENAI_API_KEY = key }, cwd = "/home/user", timeout = 200 })
   t.eq(r.exit_code, 0, r.stderr)

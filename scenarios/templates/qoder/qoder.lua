@@ -8,9 +8,10 @@ local cjson = require("cjson")
 
 local VERSION = "1.1.52"
 
-local function ai_key(sbx, name, host)
+local function ai_key(ctx, name, host)
   local key = t.secret(name)
   if not key then t.skip("needs " .. name .. " (an AI provider key); not given") end
+  local sbx = ctx.template_sandbox -- only once there is a key: no sandbox is started for a skip
   local r = sbx.commands:run("curl -sS -m 10 -o /dev/null https://" .. host .. "/", { timeout = 30 })
   if r.exit_code ~= 0 then
     t.skip("needs outbound HTTPS from the sandbox to " .. host .. "; this sandbox has none (curl exit "
@@ -36,8 +37,8 @@ t.test("qodercli lists the MCP server the recipe configured", { timeout = 120 },
 end)
 
 t.test("qodercli answers one prompt with an access token", { timeout = 180 }, function(ctx)
+  local key = ai_key(ctx, "QODER_PERSONAL_ACCESS_TOKEN", "qoder.com")
   local sbx = ctx.template_sandbox
-  local key = ai_key(sbx, "QODER_PERSONAL_ACCESS_TOKEN", "qoder.com")
   local r = sbx.commands:run("qodercli -p 'Reply with exactly the word pong.'",
     { envs = { QODER_PERSONAL_ACCESS_TOKEN = key }, cwd = "/home/user", timeout = 150 })
   t.eq(r.exit_code, 0, r.stderr)

@@ -10,9 +10,10 @@ local cjson = require("cjson")
 local VERSION = "0.24.4"
 local PORT = 4170
 
-local function ai_key(sbx, name, host)
+local function ai_key(ctx, name, host)
   local key = t.secret(name)
   if not key then t.skip("needs " .. name .. " (an AI provider key); not given") end
+  local sbx = ctx.template_sandbox -- only once there is a key: no sandbox is started for a skip
   local r = sbx.commands:run("curl -sS -m 10 -o /dev/null https://" .. host .. "/", { timeout = 30 })
   if r.exit_code ~= 0 then
     t.skip("needs outbound HTTPS from the sandbox to " .. host .. "; this sandbox has none (curl exit "
@@ -46,13 +47,15 @@ t.test("qwen serve answers /health at its port URL with its token and 401 withou
   t.eq(r.status, 200, r.body)
   t.eq(cjson.decode(r.body).status, "ok")
   t.eq(sbx:http(PORT, { path = "/health" }).status, 401, "--require-auth: no token, no answer")
-  local ps = sbx.commands:run("ps -eo user=,args= | grep -E '[q]wen.* serve --port 4170'")
-  t.match(ps.stdout, "^user ", "the daemon runs as user")
+  -- the node process itself (runuser, its root parent, stays as the session's keeper)
+  local ps = sbx.commands:run("ps -eo user=,args= | awk '$2 == \"node\" && /serve --port 4170/ "
+    .. "{ print $1 }'")
+  t.eq(ps.stdout, "user\n", "the daemon runs as user")
 end)
 
 t.test("qwen answers one prompt with an AI key", { timeout = 180 }, function(ctx)
+  local key = ai_key(ctx, "OPENAI_API_KEY", "api.openai.com")
   local sbx = ctx.template_sandbox
-  local key = ai_key(sbx, "OPENAI_API_KEY", "api.openai.com")
   local envs = { OPENAI_API_KEY = key }
   for _, name in ipairs({ "OPENAI_BASE_URL", "OPENAI_MODEL" }) do envs[name] = t.secret(name) end
   local r = sbx.commands:run("qwen -p 'Reply with exactly the word pong.'",
