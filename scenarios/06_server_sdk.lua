@@ -151,6 +151,10 @@ t.test("a file written through the agent server reads back, lists and deletes", 
   t.raises("NotFound", function() srv:delete_file(dir) end)
   -- a client's URL library removes literal dot segments; encoded ones reach the server
   t.eq(srv:request("GET", "/files/home/user/%2E%2E/%2E%2E/etc/passwd").status, 400, "'..' is refused")
+  -- the OS refuses the server's user: 403 forbidden, the Sandbox kind (as envd's permission_denied)
+  local denied = t.raises("Sandbox", function() srv:write_file("/etc/abx-e2e-denied", "x") end)
+  t.eq(denied.status, 403)
+  t.eq(denied.code, "forbidden")
 end)
 
 t.test("a process started through the agent server is listed, inspected and killed", function(ctx)

@@ -280,11 +280,12 @@ function errmap.raise_code(status, body, request)
 end
 
 --- Raises the error of an agent-sandbox-server answer whose status is not 2xx: the kind from
---- SERVER_KIND (any other status: Sandbox), the message and `code` from its JSON body
+--- SERVER_KIND (any other status: Sandbox; the server's own 403 {error = "forbidden"}, the OS
+--- refusing its user, is Sandbox too), the message and `code` from its JSON body
 --- {error, message} (server.py). An answer of the edge (errmap.edge_kind) gives SandboxPaused,
 --- SandboxGone or PortNotOpen.
---- Raises: InvalidArgument (400, 405, 411, 415), Authentication (401, 403), NotFound (404),
---- Conflict (409), PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen,
+--- Raises: InvalidArgument (400, 405, 411, 415), Authentication (401, the edge's 403), NotFound
+--- (404), Conflict (409), PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen,
 --- SandboxGone (502, 503), Timeout (504), Sandbox.
 ---@param status integer
 ---@param body string|nil
@@ -293,8 +294,11 @@ function errmap.raise_server(status, body, request)
   local obj = errmap.decode_object(body)
   local extra = { request = request }
   if obj and type(obj.error) == "string" then extra.code = obj.error end
-  errmap.raise(errmap.edge_kind(status, obj) or SERVER_KIND[status] or "Sandbox", status,
-    body_message(obj, body), extra)
+  local kind = errmap.edge_kind(status, obj) or SERVER_KIND[status] or "Sandbox"
+  -- the server's own 403 is the OS refusing its user (EACCES), as envd's permission_denied is
+  -- Sandbox; a 403 without it is the edge's (a missing traffic token): Authentication
+  if status == 403 and extra.code == "forbidden" then kind = "Sandbox" end
+  errmap.raise(kind, status, body_message(obj, body), extra)
 end
 
 --- Checks the status of a stream just opened (core.stream or core.ndjson): when it is not 200,

@@ -16,7 +16,8 @@
 -- /run/agent-server/token) through envd as root: holding envd access is holding the sandbox.
 -- `token = false` sends none (negative tests). The token is registered as a secret.
 -- Errors (the server answers {"error": code, "message": text}): 400/405/411/415 InvalidArgument,
--- 401/403 Authentication, 404 NotFound, 409 Conflict, 413 PayloadTooLarge, 500 Sandbox; an
+-- 401 Authentication, 403 "forbidden" (the OS refused the server's user) Sandbox, 404 NotFound,
+-- 409 Conflict, 413 PayloadTooLarge, 500 Sandbox; an
 -- answer of the edge (closed port, paused or gone sandbox) PortNotOpen, SandboxPaused or
 -- SandboxGone (errmap.raise_server); a success that is not the documented JSON is Protocol;
 -- Transport, Timeout from the transfer. `code` of the error is the server's error code.

@@ -22,7 +22,8 @@ JSON everywhere: request bodies are JSON objects (Content-Type application/json,
 Content-Length; at most 64 MiB), answers are JSON objects. Unknown fields and unknown query
 parameters are refused. Errors: {"error": <code>, "message": <text>} with status
   400 bad_request (malformed JSON, a missing/unknown field or parameter, a wrong type; the
-      message names the field and the valid ones), 401 unauthorized, 404 not_found (route, path or
+      message names the field and the valid ones), 401 unauthorized, 403 forbidden (the OS
+      refused the server's user, e.g. a write under /etc), 404 not_found (route, path or
       process), 405 method_not_allowed (with Allow), 409 conflict (a non-empty directory without
       recursive, a process that has already ended), 411 length_required, 413 payload_too_large,
       415 unsupported_media_type, 500 internal.
