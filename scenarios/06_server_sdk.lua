@@ -243,7 +243,7 @@ t.test("the template's custom route answers at the sandbox's port URL", function
   t.eq(srv:hello().message, "hello from python-hello")
   t.eq(srv:url(), sbx:port_url(PORT))
   -- the same route through plain port traffic: a client outside with the token
-  local token = sbx.files:read("/run/agent-server/token", { user = "root" })
+  local token = sbx.files:read("/var/lib/agent-server/token", { user = "root" })
   local r = sbx:http(PORT, { path = "/hello", headers = { Authorization = "Bearer " .. token } })
   t.eq(r.status, 200)
   t.eq(decoded(r.body).message, "hello from python-hello")

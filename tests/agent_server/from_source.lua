@@ -1,9 +1,10 @@
 -- from_source: the scripts of the python-hello and node-web templates, and
 -- scenarios/06_server_sdk.lua, run against base sandboxes into which this file applies the
--- template's recipe by hand: each copy step's files are uploaded (as root, with the step's mode),
--- each run step is run as root, env steps become the sandbox's env vars, then start_cmd is
--- started as the platform starts it (root, its own session, the sandbox's env vars) and ready_cmd
--- ({url} or {port}) is polled. So the servers and the client sbx:server()
+-- template's recipe by hand, as E2B's v2 builds (and the local build API) run it: the steps'
+-- user is `user` unless a step names one; each copy step's files are uploaded, owned by the
+-- step's user or `user`, with its mode; each run step runs as its user or `user`; env steps
+-- become the sandbox's env vars; then start_cmd is started as the template's user (`user`, its
+-- own session, the sandbox's env vars) and ready_cmd ({url} or {port}) is polled. So the servers and the client sbx:server()
 -- (lib/abx/client/server.lua) are tested by `make test` without the build API; the built
 -- templates run the same scripts through ctx.server_sandbox / ctx.template_sandbox.
 -- The same test functions run: t.test is wrapped while the files load, and each test sees a ctx
@@ -36,10 +37,11 @@ local function plan(name)
       assert(src:sub(-1) == "/" and dest:sub(-1) == "/", name .. ": copy steps of directories only")
       for _, f in ipairs(core.list_files(dir .. src:sub(1, -2))) do
         local rel = f:sub(#dir + #src + 1)
-        p.uploads[#p.uploads + 1] = { data = read(f), dest = dest .. rel, mode = step.copy.mode }
+        p.uploads[#p.uploads + 1] = { data = read(f), dest = dest .. rel, mode = step.copy.mode,
+          owner = step.copy.user or "user" }
       end
     elseif step.run then
-      p.runs[#p.runs + 1] = step.run
+      p.runs[#p.runs + 1] = { cmd = step.run, user = step.user or "user" }
     elseif step.env then
       for k, v in pairs(step.env) do p.envs[k] = v end
     else
@@ -61,19 +63,21 @@ end
 local function apply(sbx, p)
   for _, u in ipairs(p.uploads) do
     sbx.files:write(u.dest, u.data, { user = "root" })
-    if u.mode then sbx.commands:run("chmod " .. u.mode .. " '" .. u.dest .. "'", { user = "root" }) end
+    local r = sbx.commands:run("chown " .. u.owner .. ": '" .. u.dest .. "'"
+      .. (u.mode and (" && chmod " .. u.mode .. " '" .. u.dest .. "'") or ""), { user = "root" })
+    t.eq(r.exit_code, 0, "owner and mode of " .. u.dest .. ": " .. r.stderr)
   end
-  for _, cmd in ipairs(p.runs) do
-    local r = sbx.commands:run(cmd, { user = "root" })
-    t.eq(r.exit_code, 0, "run step `" .. cmd .. "`: " .. r.stderr)
+  for _, run in ipairs(p.runs) do
+    local r = sbx.commands:run(run.cmd, { user = run.user })
+    t.eq(r.exit_code, 0, "run step `" .. run.cmd .. "` as " .. run.user .. ": " .. r.stderr)
   end
-  local r = sbx.commands:run("mkdir -p /var/log/abx && setsid " .. p.start_cmd
-    .. " >>/var/log/abx/start_cmd.log 2>&1 </dev/null & echo started", { user = "root" })
+  local r = sbx.commands:run("setsid " .. p.start_cmd
+    .. " >>/tmp/start_cmd.log 2>&1 </dev/null & echo started", { user = "user" })
   t.eq(r.exit_code, 0, "starting `" .. p.start_cmd .. "`: " .. r.stderr)
   t.eventually(function()
-    local h = sbx.commands:run(p.ready, { user = "root" })
+    local h = sbx.commands:run(p.ready, { user = "user" })
     t.eq(h.exit_code, 0, "ready_cmd " .. p.ready .. "; start_cmd.log: "
-      .. sbx.commands:run("tail -c 400 /var/log/abx/start_cmd.log", { user = "root" }).stdout)
+      .. sbx.commands:run("tail -c 400 /tmp/start_cmd.log").stdout)
   end, { timeout = 30, interval = 0.2 })
   return sbx
 end

@@ -13,7 +13,7 @@
 -- Auth: `Authorization: Bearer <token>` on every call but health(). The token is `token` when
 -- given (e.g. the AGENT_SERVER_TOKEN the sandbox was created with, `envs`); otherwise it is read
 -- once, at the first call that needs it, from the server's token file (`token_file`, default
--- /run/agent-server/token) through envd as root: holding envd access is holding the sandbox.
+-- /var/lib/agent-server/token) through envd as root: holding envd access is holding the sandbox.
 -- `token = false` sends none (negative tests). The token is registered as a secret.
 -- Errors (the server answers {"error": code, "message": text}): 400/405/411/415 InvalidArgument,
 -- 401 Authentication, 403 "forbidden" (the OS refused the server's user) Sandbox, 404 NotFound,
@@ -34,14 +34,14 @@ local server = {}
 
 --- The server's port and token file when the template does not say otherwise (server.py).
 server.PORT = 8080
-server.TOKEN_FILE = "/run/agent-server/token"
+server.TOKEN_FILE = "/var/lib/agent-server/token"
 
 local TRAFFIC = { "traffic_token", "boolean|string", "false: no traffic token; a string: that one" }
 local OPEN = options.define("sbx:server", "A client for the agent-sandbox-server in this sandbox "
   .. "(python-hello): an AgentServer.", {
     { "port", "integer", "the server's port (default 8080)" },
     { "token", "string|boolean", "the bearer token (default: read from token_file); false sends none" },
-    { "token_file", "string", "where the server wrote its token (default /run/agent-server/token)" },
+    { "token_file", "string", "where the server wrote its token (default /var/lib/agent-server/token)" },
     { "timeout", "number", "seconds per request (default the connection's request_timeout)" },
     TRAFFIC,
   })

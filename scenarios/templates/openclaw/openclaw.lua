@@ -49,7 +49,7 @@ t.test("the OpenClaw Gateway answers /health at its port URL", function(ctx)
   -- the gateway names its process openclaw-gateway (a comm of 15 characters would cut it)
   t.match(sbx.commands:run("ps -eo user=,args= | grep '[o]penclaw-gateway'").stdout, "^user ",
     "it runs as user")
-  t.eq(#sbx.files:read("/run/openclaw/token", { user = "root" }), 64, "its token was written")
+  t.eq(#sbx.files:read("/var/lib/openclaw-gateway/token", { user = "root" }), 64, "its token was written")
 end)
 
 t.test("openclaw answers one agent turn with an AI key", { timeout = 240 }, function(ctx)

@@ -1,7 +1,7 @@
 -- python-hello: the template's own check, run by `abxlua run scenarios/templates/` once the
 -- recipe is built (scenarios/06_server_sdk.lua covers the server's whole API). Fixture:
 -- ctx.template_sandbox (a sandbox of this folder's template). Markers: none.
--- What it proves: start_cmd started agent-sandbox-server as root, it dropped to `user`, the
+-- What it proves: start_cmd started agent-sandbox-server as `user`, the
 -- ready_cmd (GET /health on 8080) held before the create answered, and a client outside reaches
 -- the server at the sandbox's port URL with the token the server wrote.
 local t = require("abx.test")
@@ -19,9 +19,9 @@ t.test("python-hello serves agent-sandbox-server on port 8080 at its port URL", 
   local r = srv:run("id -un; python3 --version")
   t.eq(r.exit_code, 0)
   t.match(r.stdout, "^user\nPython 3%.")
-  -- the server process itself runs as user, started by start_cmd (as root) from /opt/agent-server
+  -- the server process itself runs as user, started by start_cmd from /opt/agent-server
   local ps = sbx.commands:run("ps -o user=,args= -C python3")
   t.match(ps.stdout, "user +python3 /opt/agent%-server/server%.py")
-  t.eq(sbx.commands:run("stat -c '%a %U' /run/agent-server/token", { user = "root" }).stdout,
-    "600 root\n", "the token file is root's alone")
+  t.eq(sbx.commands:run("stat -c '%a %U' /var/lib/agent-server /var/lib/agent-server/token",
+    { user = "root" }).stdout, "700 user\n600 user\n", "the token file is the server user's alone")
 end)

@@ -41,7 +41,7 @@ end)
 
 t.test("qwen serve answers /health at its port URL with its token and 401 without", function(ctx)
   local sbx = ctx.template_sandbox
-  local token = sbx.files:read("/run/qwen-serve/token", { user = "root" })
+  local token = sbx.files:read("/var/lib/qwen-serve/token", { user = "root" })
   t.ok(#token >= 32, "a token was written")
   local r = sbx:http(PORT, { path = "/health", headers = { Authorization = "Bearer " .. token } })
   t.eq(r.status, 200, r.body)

@@ -1,9 +1,10 @@
 """agent-sandbox-server: the in-sandbox HTTP server of the python-hello template.
 
 Python 3 standard library only (the sandbox has Debian's python3 and no PyPI). The template's
-start_cmd starts it as root (`python3 /opt/agent-server/server.py`); it reads its token, writes the
-token file, then drops to `user` (uid 1000, HOME /home/user), so commands, files and processes
-run as E2B's template user. abxlua's client is `sbx:server()` (lib/abx/client/server.lua); the
+start_cmd (`python3 /opt/agent-server/server.py`) runs it as the template's user, `user` (uid
+1000, HOME /home/user), as E2B runs a start command in its build's USER context; started as root
+(an older local platform), it writes its token file and then drops to `user` itself. Either way
+commands, files and processes run as E2B's template user. abxlua's client is `sbx:server()` (lib/abx/client/server.lua); the
 scenario is scenarios/06_server_sdk.lua; README.md "Templates" documents the same contract.
 
 Port: AGENT_SERVER_PORT (default 8080), all interfaces.
@@ -13,9 +14,9 @@ wrong one, the answer is 401 {"error": "unauthorized", ...} with `WWW-Authentica
 The token is AGENT_SERVER_TOKEN from the server's environment (give it at sandbox create:
 `envs = {AGENT_SERVER_TOKEN = ...}`; start_cmd runs with the sandbox's env vars); when that is
 unset or empty the server makes a random one (32 bytes, hex). Either way it is written to
-AGENT_SERVER_TOKEN_FILE (default /run/agent-server/token: directory 0700, file 0600, owned by
-root) before the server drops privileges, and removed from the server's environment, so neither
-/env nor the commands it runs see it. A client that has no token reads that file through envd as
+AGENT_SERVER_TOKEN_FILE (default /var/lib/agent-server/token, file 0600 in a directory 0700 that
+the recipe makes for `user`) and removed from the server's environment, so neither /env nor the
+commands it runs see it. A client that has no token reads that file through envd as
 root (whoever holds envd access already controls the sandbox); there is no well-known default.
 
 JSON everywhere: request bodies are JSON objects (Content-Type application/json, with a
@@ -85,7 +86,7 @@ NAME = "agent-sandbox-server"
 VERSION = "1.0.0"
 API_VERSION = 1
 PORT = int(os.environ.get("AGENT_SERVER_PORT", "8080"))
-TOKEN_FILE = os.environ.get("AGENT_SERVER_TOKEN_FILE", "/run/agent-server/token")
+TOKEN_FILE = os.environ.get("AGENT_SERVER_TOKEN_FILE", "/var/lib/agent-server/token")
 RUN_AS = os.environ.get("AGENT_SERVER_USER", "user")
 MAX_BODY = 64 * 1024 * 1024
 MAX_OUTPUT = 16 * 1024 * 1024
@@ -707,8 +708,8 @@ def drop_privileges():
 
 def main():
     global TOKEN
+    drop_privileges()  # first: the token file is the server user's
     TOKEN = setup_token()
-    drop_privileges()
     for var in ("AGENT_SERVER_TOKEN_FILE",):
         os.environ.pop(var, None)
     try:
