@@ -68,6 +68,23 @@ function M.skip(reason)
   core.error("Skipped", 0, reason or "skipped")
 end
 
+---The value of a secret or setting a test needs and the run does not provide (an AI provider's
+---key, say): the environment first, then `.env` in the working directory, then `scenarios/.env`
+---(the same lookup as the provider's credentials, abx.run.provider.lookup). The value is
+---registered as a secret, so it is masked in every output. nil when it is set nowhere: the test
+---then calls t.skip naming it, e.g. "needs OPENAI_API_KEY (an AI provider key); not given".
+---@param name string e.g. "OPENAI_API_KEY"
+---@return string|nil
+---Raises: a Lua error when name is not a non-empty string
+function M.secret(name)
+  if type(name) ~= "string" or name == "" then
+    error("t.secret: the name must be a non-empty string", 2)
+  end
+  local v = require("abx.run.provider").lookup(name)
+  if v then core.add_secret(v) end
+  return v
+end
+
 ---Calls fn until it returns without raising, at most `timeout` seconds, sleeping `interval`
 ---between tries. For eventually consistent operations only (listing, start-up).
 ---@param fn function

@@ -49,6 +49,25 @@ local CODE_KIND = {
   [507] = "NotEnoughSpace",
 }
 
+-- agent-sandbox-server (the python-hello template's server, scenarios/templates/python-hello/
+-- server/server.py): JSON errors {error, message}; 405, 411 and 415 are requests this client
+-- should not have sent; 502/503 without the edge's fields mean the sandbox is gone.
+local SERVER_KIND = {
+  [400] = "InvalidArgument",
+  [401] = "Authentication",
+  [403] = "Authentication",
+  [404] = "NotFound",
+  [405] = "InvalidArgument",
+  [409] = "Conflict",
+  [411] = "InvalidArgument",
+  [413] = "PayloadTooLarge",
+  [415] = "InvalidArgument",
+  [429] = "RateLimit",
+  [502] = "SandboxGone",
+  [503] = "SandboxGone",
+  [504] = "Timeout",
+}
+
 -- Connect code -> kind, reference/envd-protocol.md §2.4 "SDK mapping of codes to exceptions"
 -- (unavailable is the SDK's "sandbox timeout error": our SandboxGone).
 local CONNECT_KIND = {
@@ -258,6 +277,28 @@ function errmap.raise_code(status, body, request)
   local obj = errmap.decode_object(body)
   errmap.raise(errmap.edge_kind(status, obj) or CODE_KIND[status] or "Sandbox", status,
     body_message(obj, body), { request = request })
+end
+
+--- Raises the error of an agent-sandbox-server answer whose status is not 2xx: the kind from
+--- SERVER_KIND (any other status: Sandbox; the server's own 403 {error = "forbidden"}, the OS
+--- refusing its user, is Sandbox too), the message and `code` from its JSON body
+--- {error, message} (server.py). An answer of the edge (errmap.edge_kind) gives SandboxPaused,
+--- SandboxGone or PortNotOpen.
+--- Raises: InvalidArgument (400, 405, 411, 415), Authentication (401, the edge's 403), NotFound
+--- (404), Conflict (409), PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen,
+--- SandboxGone (502, 503), Timeout (504), Sandbox.
+---@param status integer
+---@param body string|nil
+---@param request string "METHOD path"
+function errmap.raise_server(status, body, request)
+  local obj = errmap.decode_object(body)
+  local extra = { request = request }
+  if obj and type(obj.error) == "string" then extra.code = obj.error end
+  local kind = errmap.edge_kind(status, obj) or SERVER_KIND[status] or "Sandbox"
+  -- the server's own 403 is the OS refusing its user (EACCES), as envd's permission_denied is
+  -- Sandbox; a 403 without it is the edge's (a missing traffic token): Authentication
+  if status == 403 and extra.code == "forbidden" then kind = "Sandbox" end
+  errmap.raise(kind, status, body_message(obj, body), extra)
 end
 
 --- Checks the status of a stream just opened (core.stream or core.ndjson): when it is not 200,

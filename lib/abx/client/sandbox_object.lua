@@ -2,7 +2,7 @@
 -- conn:connect and conn:resume return), built by abx.client.sandbox from a control-plane `Sandbox`
 -- answer. Its REST calls go through its connection (abx.client.sandbox: retries, error mapping);
 -- envd through abx.client.envd; ports through abx.client.http and abx.client.route; the code
--- interpreter through abx.client.code.
+-- interpreter through abx.client.code; the agent-sandbox-server through abx.client.server.
 --
 --   sbx.commands:run("echo hi"); sbx.files:write("/tmp/a", "x"); sbx:set_timeout(60)
 --   sbx:pause(); sbx:connect()          -- resumes with the lifetime it was created with
@@ -27,6 +27,7 @@ local files = require("abx.client.files")
 local http = require("abx.client.http")
 local snapshot = require("abx.client.snapshot")
 local code = require("abx.client.code")
+local agent_server = require("abx.client.server")
 local wire = require("abx.client.sandbox_wire")
 local options = require("abx.client.options")
 
@@ -101,6 +102,7 @@ options.class(Sandbox, "Sandbox", "One sandbox (conn:create, ctx.base_sandbox, .
     { "list_code_contexts(opts)", "Context[]" },
     { "restart_code_context(ctx, opts)", "restarts a context's kernel" },
     { "remove_code_context(ctx, opts)", "true, false when it did not exist" },
+    { "server(opts)", "a client for the agent-sandbox-server inside (options: sbx:server)" },
     { "envd_request()", "the envd client (internal)" },
     { "with(opts)", "a copy with other envd credentials (options: sbx:with)" },
   })
@@ -326,6 +328,15 @@ function Sandbox:create_code_context(opts) return code.create_context(self, opts
 function Sandbox:list_code_contexts(opts) return code.list_contexts(self, opts) end
 function Sandbox:restart_code_context(ctx, opts) return code.restart_context(self, ctx, opts) end
 function Sandbox:remove_code_context(ctx, opts) return code.remove_context(self, ctx, opts) end
+
+--- A client for the agent-sandbox-server in this sandbox (the python-hello template's server;
+--- see abx.client.server): port 8080 unless `port`, the bearer token given or read from the
+--- server's token file through envd. Nothing is sent until a method is called.
+--- Raises: InvalidArgument (unknown option, bad port).
+---@param opts? {port?: integer, token?: string|boolean, token_file?: string, timeout?: number,
+---  traffic_token?: boolean|string}
+---@return abx.AgentServer
+function Sandbox:server(opts) return agent_server.new(self, opts) end
 
 --- The envd client (internal: used by abx.client.commands, abx.client.files and abx.client.code).
 --- It reads the id, domain and access token from this Sandbox at every call.
