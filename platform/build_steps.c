@@ -343,6 +343,9 @@ void abx_build_run(struct abx_tbuild *b)
   }
   json_t *steps = json_object_get(spec, "steps");
   size_t nsteps = json_array_size(steps);
+  /* ENV/ARG have no layer of their own; like E2B's (whose every step is a cached layer), one is
+   * CACHED while every step before it was, so a cached rebuild's log says so for every step */
+  int missed = force;
   for (size_t i = 0; i < nsteps; i++) {
     json_t *st = json_array_get(steps, i);
     char type[32], key[65];
@@ -380,7 +383,9 @@ void abx_build_run(struct abx_tbuild *b)
         json_object_set_new(r.env, abx_run_arg(args, j), json_string(v ? v : ""));
         free(v);
       }
-      abx_run_log(&r, "info", "[builder %zu/%zu] %s%s [%s]", i + 1, nsteps, type, text, key);
+      missed |= json_is_true(json_object_get(st, "force"));
+      abx_run_log(&r, "info", "%s[builder %zu/%zu] %s%s [%s]", missed ? "" : "CACHED ", i + 1,
+                  nsteps, type, text, key);
       snprintf(r.key, sizeof r.key, "%s", key);
       continue;
     }
@@ -390,6 +395,7 @@ void abx_build_run(struct abx_tbuild *b)
       r.workdir = w;
     }
     int cached = !force && !json_is_true(json_object_get(st, "force")) && abx_lcache_layer_present(key);
+    missed |= !cached;
     abx_run_log(&r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps, type,
          text, key);
     if (!cached && abx_run_exec_step(&r, type, st, key, err, sizeof err) != 0) {

@@ -214,8 +214,10 @@ def t_cached_rebuild(s, ctx):
     took = time.time() - t0
     msgs = [e["message"] for e in logs]
     check(status == "ready", "status %s: %r" % (status, msgs[-5:]))
-    steps = [m for m in msgs if "[builder" in m and "ENV" not in m]
-    check(len(steps) == 4 and all(m.startswith("CACHED ") for m in steps), "all cached: %r" % steps)
+    steps = [m for m in msgs if "[builder" in m]
+    # ENV included: no layer of its own, CACHED while every step before it was
+    check(len(steps) == 5 and sum("] ENV " in m for m in steps) == 1
+          and all(m.startswith("CACHED ") for m in steps), "all cached: %r" % steps)
     check(took < 5, "cached rebuild took %.1f s (first %.1f s)" % (took, ctx.get("first_build_s", 0)))
     check(r["templateID"] == ctx["web"]["templateID"], "same template, new build")
     ctx["v2"] = r
