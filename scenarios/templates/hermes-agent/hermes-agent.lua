@@ -8,17 +8,7 @@ local t = require("abx.test")
 
 local VERSION = "0.21.5"
 
-local function ai_key(ctx, name, host)
-  local key = t.secret(name)
-  if not key then t.skip("needs " .. name .. " (an AI provider key); not given") end
-  local sbx = ctx.template_sandbox -- only once there is a key: no sandbox is started for a skip
-  local r = sbx.commands:run("curl -sS -m 10 -o /dev/null https://" .. host .. "/", { timeout = 30 })
-  if r.exit_code ~= 0 then
-    t.skip("needs outbound HTTPS from the sandbox to " .. host .. "; this sandbox has none (curl exit "
-      .. r.exit_code .. ")")
-  end
-  return key
-end
+local ai_key = require("abx.agent").ai_key
 
 t.test("hermes starts and reports Hermes Agent " .. VERSION, { timeout = 120 }, function(ctx)
   local sbx = ctx.template_sandbox
