@@ -50,7 +50,7 @@ local function expect(yaml, message_fn, extra, name)
   t.eq(got, message_fn(file, dir))
 end
 
-local VALID = "valid: from, from_image, cpu, memory, tags, steps, start_cmd, ready_cmd"
+local VALID = "valid: from, from_image, cpu, memory, tags, steps, start_cmd, ready_cmd, prebuilt"
 local KINDS = "apt, pip, npm, copy, run, env, workdir, user"
 
 t.test("unknown, missing and conflicting top-level keys name file, key and the valid keys", function()
@@ -233,4 +233,19 @@ t.test("the content tag follows the recipe and its files", function()
   write(dir .. "/template.yaml", "from: base\ncpu: 2\nsteps:\n  - copy: {src: a.txt, dest: /a}\n")
   t.neq(recipe.load(dir).tag, tag2)
   sh("rm -rf '" .. ROOT .. "'")
+end)
+
+t.test("prebuilt: true stands alone and is the provider's own template", function()
+  local dir = folder("prebuilt: true\n", nil, "code-interpreter-v1")
+  local r = recipe.load(dir)
+  t.eq(r.prebuilt, true)
+  t.eq(r.name, "code-interpreter-v1")
+  t.eq(r.build, nil, "nothing is built")
+  t.eq(r.tag, nil)
+  expect("prebuilt: yes please\n", function(f)
+    return f .. ": prebuilt: must be true (the provider's own template of this name), got "
+      .. "\"yes please\"; for a template built from this folder remove it" end)
+  expect("prebuilt: true\nfrom: base\n", function(f)
+    return f .. ": from: cannot go with prebuilt: true (nothing is built for a prebuilt template); "
+      .. "remove it, or remove prebuilt to build the template from this recipe" end)
 end)

@@ -72,6 +72,20 @@ def main():
         check(code == 0, "abxlua run of the template folder passes (got %d)" % code)
         check(re.search(r"^hello-local +(cached \()?\d+\.\ds\)? +\d+\.\d\ds +2 passed, 0 failed, 0 skipped$",
                         out, re.M) is not None, "the table line of hello-local")
+
+        # prebuilt folders: the provider's own template (base has one: its script runs on it);
+        # a name the provider lacks skips its tests naming the template
+        code, out = cli("run", "scenarios/templates/base", "tests/templates/local/absent-official")
+        check(code == 0, "a run of a prebuilt folder and an absent one exits 0 (got %d)" % code)
+        check(re.search(r"^base +prebuilt +\d+\.\d\ds +3 passed, 0 failed, 0 skipped$", out, re.M)
+              is not None, "the table line of the prebuilt base")
+        check(re.search(r"^absent-official +skipped +- +0 passed, 0 failed, 1 skipped$", out, re.M)
+              is not None, "the table line of the absent prebuilt template")
+        check("provider local has no template absent-official (prebuilt" in out,
+              "the skip names the template")
+        code, out = cli("template", "build", "scenarios/templates/base")
+        check(code == 4 and "base is a prebuilt template" in out, "template build of a prebuilt "
+              "folder is a usage error naming it (got %d)" % code)
     finally:
         shutil.rmtree(state, ignore_errors=True)
     abxtest.finish()

@@ -24,6 +24,10 @@
 --   ready_cmd           optional: a string, or {port: N} | {url: U, status?: N} | {process: P} |
 --                       {file: F} | {timeout: seconds}: the SDK's waitFor* strings
 -- Every step carries force = false, and so does the build (the SDK without skipCache).
+--   prebuilt: true      instead of all of the above: the provider's own template of the folder's
+--                       name (an official one such as base or code-interpreter-v1); nothing is
+--                       built, the run checks the provider has it and runs the script on it
+--                       (r.prebuilt = true; no r.build, r.hash, r.tag)
 local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
@@ -31,7 +35,8 @@ local files = require("abx.client.template_files")
 
 local M = {}
 
-M.KEYS = { "from", "from_image", "cpu", "memory", "tags", "steps", "start_cmd", "ready_cmd" }
+M.KEYS = { "from", "from_image", "cpu", "memory", "tags", "steps", "start_cmd", "ready_cmd",
+  "prebuilt" }
 M.STEP_KINDS = { "apt", "pip", "npm", "copy", "run", "env", "workdir", "user" }
 M.COPY_KEYS = { "src", "dest", "user", "mode" }
 M.READY_KINDS = { "port", "url", "process", "file", "timeout" }
@@ -436,6 +441,20 @@ function M._load(dir, name, file, script, raw)
   end
   local r = { name = name, dir = dir, file = file, script = script, tags = {}, copies = {},
     kinds = {} }
+  if raw.prebuilt ~= nil then
+    if raw.prebuilt ~= true then
+      fail(file, "prebuilt", "must be true (the provider's own template of this name), got "
+        .. show(raw.prebuilt) .. "; for a template built from this folder remove it")
+    end
+    for _, k in ipairs(M.KEYS) do
+      if k ~= "prebuilt" and raw[k] ~= nil then
+        fail(file, k, "cannot go with prebuilt: true (nothing is built for a prebuilt template); "
+          .. "remove it, or remove prebuilt to build the template from this recipe")
+      end
+    end
+    r.prebuilt = true
+    return r
+  end
   local build = {}
   if (raw.from == nil) == (raw.from_image == nil) then
     fail(file, "from", raw.from == nil and "missing; give exactly one of from (a template name, "

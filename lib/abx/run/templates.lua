@@ -47,8 +47,30 @@ local function finish(e, state)
   e.waiters = {}
 end
 
+-- A prebuilt template (recipe `prebuilt: true`): nothing is built; it is ready when the provider
+-- has a template of that name (the SDK's alias rule, abx.client.template exists), else its tests
+-- are skipped naming it.
+local function check_prebuilt(self, e)
+  local run, name = self.run, e.recipe.name
+  e.state, e.started = "building", core.now()
+  local ok, has = pcall(require("abx.client.template").exists, run.conn, name)
+  if not ok then
+    e.error = core.is_error(has) and has or core.new_error("Internal", 0, tostring(has))
+    self.out:line(string.format("%s: cannot look up the prebuilt template: %s", name, tostring(e.error)))
+    return finish(e, "failed")
+  end
+  if not has then
+    e.reason = string.format("provider %s has no template %s (prebuilt: the folder's recipe builds "
+      .. "nothing)", run.provider, name)
+    return finish(e, "skipped")
+  end
+  e.result = { status = "prebuilt", seconds = core.now() - e.started }
+  finish(e, "ready")
+end
+
 local function build_one(self, e)
   local run, r = self.run, e.recipe
+  if r.prebuilt then return check_prebuilt(self, e) end
   -- a recipe built from another recipe of this run waits for that one (self.order has it first)
   local base = r.build.fromTemplate and self.entries[r.build.fromTemplate]
   if e.cycle or base then
@@ -87,12 +109,18 @@ function Reg:start()
   if #self.order == 0 then return end
   local run = self.run
   if not run.capabilities.templates_build then
+    local prebuilt = {}
     for _, name in ipairs(self.order) do
       local e = self.entries[name]
-      e.reason = string.format("provider %s lacks capability templates_build (template %s is not "
-        .. "built)", run.provider, name)
-      finish(e, "skipped")
+      if e.recipe.prebuilt then
+        prebuilt[#prebuilt + 1] = e
+      else
+        e.reason = string.format("provider %s lacks capability templates_build (template %s is not "
+          .. "built)", run.provider, name)
+        finish(e, "skipped")
+      end
     end
+    for _, e in ipairs(prebuilt) do core.spawn(function() check_prebuilt(self, e) end) end
     return
   end
   -- a recipe `from:` another recipe of this run comes after it (a cycle fails its members)
@@ -111,7 +139,7 @@ function Reg:start()
     end
     mark[name] = "active"
     path[#path + 1] = name
-    local from = e.recipe.build.fromTemplate
+    local from = e.recipe.build and e.recipe.build.fromTemplate
     if from and self.entries[from] then visit(from, path) end
     path[#path] = nil
     mark[name] = "done"
@@ -179,7 +207,9 @@ function Reg:table(tracker)
     local e = self.entries[name]
     local build
     if e.state == "ready" then
-      if e.result.status == "cached" then
+      if e.result.status == "prebuilt" then
+        build = "prebuilt"
+      elseif e.result.status == "cached" then
         build = "cached"
       elseif e.result.all_cached then
         build = string.format("cached (%.1fs)", e.result.seconds) -- rebuilt from cached layers

@@ -129,6 +129,10 @@ local function build(args, deploy)
   local dir, derr = M.resolve_dir(args.name)
   if not dir then return nil, derr end
   local r = recipe.load(dir)
+  if r.prebuilt then
+    return nil, string.format("%s is a prebuilt template (%s: prebuilt: true): the provider's own, "
+      .. "nothing to build; `abxlua run %s` runs its script", r.name, r.file, r.dir)
+  end
   if args.dry_run then
     say(cjson.encode({ ["POST /v3/templates"] = recipe.create_body(r),
       ["POST /v2/templates/{templateID}/builds/{buildID}"] = r.build }))
