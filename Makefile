@@ -14,11 +14,13 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: every scenario against the embedded local platform, and the python-hello and
-# node-web template folders (deployed first through serve's build API; scenarios/ alone does not
-# descend into scenarios/templates/). `abxlua run scenarios/templates/` runs every template.
+# The main job: every scenario against the embedded local platform, and the code-interpreter-v1
+# (prebuilt: the built-in one), python-hello and node-web template folders (those two deployed
+# first through serve's build API; scenarios/ alone does not descend into scenarios/templates/).
+# `abxlua run scenarios/templates/` runs every template.
 run: build
-	./$(BUILD)/abxlua run scenarios/ scenarios/templates/python-hello scenarios/templates/node-web
+	./$(BUILD)/abxlua run scenarios/ scenarios/templates/code-interpreter-v1 scenarios/templates/python-hello \
+	  scenarios/templates/node-web
 
 # Every test of the project (unit, envd, platform, runner, scenarios) but the platform load
 # benchmark, which needs the machine to itself (`make test-load`), and the tests labelled slow
