@@ -26,7 +26,7 @@
 
 #include "sandbox.h" /* abx_rmtree */
 
-#define RECIPE_VERSION "abx image recipe 1"
+#define RECIPE_VERSION "abx image recipe 2"
 
 /* ---- references --------------------------------------------------------------------------- */
 
@@ -445,6 +445,15 @@ static int finish(const char *root, char *err, size_t errlen)
       snprintf(err, errlen, "cannot make %s: %s", p, strerror(errno));
       return -1;
     }
+  }
+  /* mmdebstrap leaves no /etc/hosts (Docker's runtime writes one); without it `localhost` goes
+   * to DNS, and start/ready commands (curl localhost:PORT) fail */
+  snprintf(p, sizeof p, "%s/etc/hosts", root);
+  if (access(p, F_OK) != 0 &&
+      put(root, "etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+          0644) != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", p, strerror(errno));
+    return -1;
   }
   if (put(root, "etc/sudoers.d/user", "user ALL=(ALL:ALL) NOPASSWD: ALL\n", 0440) != 0 ||
       link_to_abxlua(root, "usr/local/bin/sudo") != 0 || link_to_abxlua(root, "usr/bin/sudo") != 0) {

@@ -39,7 +39,8 @@
  *          suite's own dependencies); `user` (uid/gid 1000, /home/user 0755, bash) as on E2B,
  *          /etc/sudoers.d/user (NOPASSWD: ALL, 0440), /usr/local/bin/sudo and /usr/bin/sudo
  *          symlinks to /opt/abx/abxlua (the platform's sudo, PLATFORM.md "sudo in a sandbox"),
- *          an empty /opt/abx/abxlua (the mount point of the binary), /tmp and /var/tmp 1777.
+ *          an empty /opt/abx/abxlua (the mount point of the binary), /tmp and /var/tmp 1777,
+ *          /etc/hosts (localhost, as Docker's runtime writes it; mmdebstrap leaves none).
  *          Checked before the rename: the binary, copied in, runs in it (chroot ... help envd).
  *          It lacks: the abxlua binary itself (sandbox.c binds it), sudo, curl, python, git,
  *          Node and everything else of E2B's base image (a recipe installs what it needs with
