@@ -273,6 +273,10 @@ static int cmp_str(const void *a, const void *b)
 static int envd_packages_find(struct pkgs *p, char *err, size_t errlen)
 {
   memset(p, 0, sizeof *p);
+  /* ldd and cp are other processes: /proc/self/exe must be this one's path before they see it */
+  char real[4096];
+  if (realpath(g_binary, real) != NULL)
+    snprintf(g_binary, sizeof g_binary, "%s", real);
   if (elf_needed(g_binary, p->needed, sizeof p->needed) != 0) {
     snprintf(err, errlen, "cannot read the shared libraries of %s", g_binary);
     return -1;

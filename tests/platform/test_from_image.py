@@ -123,14 +123,14 @@ def t_sandbox(s, ctx):
           "one overlay, nothing on /usr; the RUN step had the proxy: %r" % lines)
     code, out, err = tp.run_in(s, sid, "ls -l /opt/abx/abxlua | cut -c1-10; /opt/abx/abxlua help envd >/dev/null"
                                " && echo envd-bin; sudo -n whoami; sudo -n -u user id -un; stat -c %a /etc/sudoers.d/user")
-    check(code == 0 and out.split("\n") == ["-rwxr-xr-x", "envd-bin", "root", "user", "440"],
+    check(code == 0 and out.strip().split("\n") == ["-rwxr-xr-x", "envd-bin", "root", "user", "440"],
           "the binary, sudo through envd's broker: %r %r" % (out, err))
     st, _, data = files(s, sid, "POST", "/home/user/note.txt", b"written through envd\n")
     check(st == 200, "files upload: %d %r" % (st, data))
     st, _, data = files(s, sid, "GET", "/home/user/note.txt")
     check(st == 200 and data == b"written through envd\n", "files download: %d %r" % (st, data))
     code, out, _ = tp.run_in(s, sid, "stat -c %U /home/user/note.txt; cat /etc/hosts | head -n1", user="root")
-    check(code == 0 and out.split("\n") == ["user", "127.0.0.1\tlocalhost"], "owner, /etc/hosts: %r" % out)
+    check(code == 0 and out.strip().split("\n") == ["user", "127.0.0.1\tlocalhost"], "owner, /etc/hosts: %r" % out)
 
 
 def t_snapshot(s, ctx):
@@ -140,7 +140,7 @@ def t_snapshot(s, ctx):
     check(st == 201, "create from the snapshot: %d %r" % (st, b))
     code, out, err = tp.run_in(s, b["sandboxID"], "cat ~/note.txt; hello; test -e /usr/bin/cmake && echo HOST-USR;"
                                " cat /tmp/started")
-    check(code == 0 and out == "written through envd\nHello, world!\nstarted-as-user",
+    check(code == 0 and out == "written through envd\nHello, world!\nstarted-as-user\n",
           "the snapshot's sandbox: %r %r" % (out, err))
     s.request("DELETE", "/sandboxes/" + b["sandboxID"])
     s.request("DELETE", "/sandboxes/" + ctx["sid"])
