@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -106,9 +108,49 @@ int abx_image_parse(const char *ref, struct abx_image_ref *out, char *err, size_
 
 /* ---- running a program -------------------------------------------------------------------- */
 
+/* The process groups of the programs running now, for abx_image_stop: one per abx_image_root
+ * call at a time, and at most ABX_BUILDS_MAX (2) builds run, so 8 slots are plenty. */
+static pthread_mutex_t g_run_mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t g_running[8];
+static int g_stop;
+
+static int track(pid_t pid, int add)
+{
+  pthread_mutex_lock(&g_run_mu);
+  int stopped = g_stop;
+  for (size_t i = 0; i < sizeof g_running / sizeof g_running[0]; i++)
+    if (add ? g_running[i] == 0 : g_running[i] == pid) {
+      g_running[i] = add ? pid : 0;
+      break;
+    }
+  if (add && stopped)
+    kill(-pid, SIGKILL);
+  pthread_mutex_unlock(&g_run_mu);
+  return stopped;
+}
+
+void abx_image_stop(void)
+{
+  pthread_mutex_lock(&g_run_mu);
+  g_stop = 1;
+  for (size_t i = 0; i < sizeof g_running / sizeof g_running[0]; i++)
+    if (g_running[i] > 0)
+      kill(-g_running[i], SIGKILL);
+  pthread_mutex_unlock(&g_run_mu);
+}
+
+static int stopping(void)
+{
+  pthread_mutex_lock(&g_run_mu);
+  int st = g_stop;
+  pthread_mutex_unlock(&g_run_mu);
+  return st;
+}
+
 /* Run argv (absolute path) with a fixed environment; each output line (stdout and stderr) to
  * line(ud, text) when given, the last one kept in last. Killed (its whole process group) after
- * timeout_s. Returns the exit status, 124 on timeout, or -1 when it could not start. */
+ * timeout_s or by abx_image_stop. Returns the exit status, 124 on timeout, -2 when stopped, or
+ * -1 when it could not start. */
 static int run(const char *const argv[], void (*line)(void *, const char *), void *ud,
                char *last, size_t lastlen, int timeout_s)
 {
@@ -126,6 +168,10 @@ static int run(const char *const argv[], void (*line)(void *, const char *), voi
     sigprocmask(SIG_SETMASK, &none, NULL);
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* a mount namespace of its own: what mmdebstrap mounts in the root (proc, sys, dev) goes
+     * with its last process, also when it is killed (timeout, abx_image_stop) */
+    if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+      _exit(125);
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(o[1], 1) < 0 || dup2(o[1], 2) < 0)
       _exit(126);
@@ -138,6 +184,7 @@ static int run(const char *const argv[], void (*line)(void *, const char *), voi
     close(o[0]);
     return -1;
   }
+  track(pid, 1);
   char buf[4096];
   size_t len = 0;
   time_t end = time(NULL) + timeout_s;
@@ -181,6 +228,8 @@ static int run(const char *const argv[], void (*line)(void *, const char *), voi
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;
+  if (track(pid, 0))
+    return -2;
   if (timed_out)
     return 124;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -529,6 +578,10 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
   struct abx_image_ref r;
   if (abx_image_parse(ref, &r, err, errlen) != 0)
     return -1;
+  if (stopping()) {
+    snprintf(err, errlen, "serve is stopping");
+    return -1;
+  }
   char suite[32];
   if (codename(r.suite, suite, sizeof suite, err, errlen) != 0)
     return -1;
@@ -559,6 +612,10 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
   }
   while (flock(lk, LOCK_EX) != 0 && errno == EINTR)
     ;
+  if (stopping()) { /* waited for a build that abx_image_stop killed */
+    snprintf(err, errlen, "serve is stopping");
+    goto out;
+  }
   struct stat st;
   snprintf(troot, sizeof troot, "%s/root", final);
   if (stat(troot, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -607,7 +664,9 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
   time_t t0 = time(NULL);
   int st_mm = run(argv, mm_line, &lc, last, sizeof last, ABX_IMAGE_BUILD_TIMEOUT_S);
   if (st_mm != 0) {
-    if (st_mm == 124)
+    if (st_mm == -2)
+      snprintf(err, errlen, "serve is stopping");
+    else if (st_mm == 124)
       snprintf(err, errlen, "image '%s': mmdebstrap did not finish within %d s", ref,
                ABX_IMAGE_BUILD_TIMEOUT_S);
     else

@@ -84,4 +84,10 @@ void abx_image_set_binary(const char *path);
 int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud, const char *line),
                    void *ud, char *root, size_t rootlen, char *err, size_t errlen);
 
+/* Shutdown (template_build.h abx_tbuild_stop): kill (SIGKILL to the process group) every program
+ * an abx_image_root runs now, and make later ones fail at once; each such abx_image_root returns
+ * -1 with "serve is stopping" and leaves nothing (each program runs in a mount namespace of its
+ * own, so mmdebstrap's mounts in the root go with it). */
+void abx_image_stop(void);
+
 #endif

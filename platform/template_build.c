@@ -16,6 +16,7 @@
 
 #include "build_steps.h"
 #include "http_util.h"
+#include "image_debian.h"
 #include "layer_cache.h"
 #include "sandbox.h"
 #include "template_start.h"
@@ -205,6 +206,7 @@ void abx_tbuild_stop(void)
     if (g_pids[i] > 0)
       kill(-g_pids[i], SIGKILL);
   abx_tstore_unlock();
+  abx_image_stop(); /* a fromImage build in mmdebstrap (image_debian.h) */
 }
 
 int abx_tbuild_wait(void)

@@ -143,7 +143,8 @@ void abx_tbuild_init_keys(void);
 
 /* Shutdown, in two parts around the spawner's stop (serve.c): abx_tbuild_stop fails the queued
  * builds, marks the store as stopping (running builds fail at their next step: "serve is
- * stopping") and kills the build sandboxes running a step (SIGKILL to bwrap's process group);
+ * stopping") and kills the build sandboxes running a step (SIGKILL to bwrap's process group)
+ * and a fromImage root's mmdebstrap (image_debian.h abx_image_stop);
  * abx_tbuild_wait then waits (at most 30 s) for the build workers to end: 0, or -1 when some
  * still run (then the store must not be freed: serve leaves it to the exit). */
 void abx_tbuild_stop(void);

@@ -12,12 +12,13 @@ build  (slow: a real mmdebstrap build of debian:bookworm-slim from deb.debian.or
        the build proxy; a sandbox of the result is Debian's root alone (its /etc/debian_version,
        `hello`, none of the host's /usr, one overlay), envd serves commands and files, `user`,
        sudo, start_cmd/ready_cmd, a snapshot of it; a rebuild finds the image and every step
-       cached. Exit 77 (skipped) when not root, no cgroup v1, no mmdebstrap, or deb.debian.org
+       cached; SIGTERM during a cold image build stops serve at once and leaves nothing. Exit 77 (skipped) when not root, no cgroup v1, no mmdebstrap, or deb.debian.org
        is unreachable.
 """
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -160,6 +161,34 @@ def t_rebuild_cached(s, ctx):
     ctx["rebuild_s"] = took
 
 
+def t_stop_during_image_build(cache):
+    """SIGTERM while mmdebstrap runs: serve kills it (image_debian.h abx_image_stop) and exits 0
+    at once; no temporary root, no mount and no mmdebstrap process is left."""
+    s = tp.Server(args=("--build-cache", cache))
+    r = tb.request(s, "stop-image")
+    s.json("POST", "/v2/templates/%s/builds/%s" % (r["templateID"], r["buildID"]),
+           {"fromImage": "debian:bookworm-slim"})
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        j = s.json("GET", "/templates/%s/builds/%s/status" % (r["templateID"], r["buildID"]))[2]
+        if any(e["message"].startswith("I: installing essential packages") for e in j["logEntries"]):
+            break
+        time.sleep(0.2)
+    check(time.time() < deadline, "mmdebstrap reached its install phase")
+    t0 = time.time()
+    code, _, err = s.stop()
+    took = time.time() - t0
+    check(code == 0 and took < 10, "serve exit %r after %.1f s: %s" % (code, took, err.decode(errors="replace")[-300:]))
+    images = os.path.join(cache, "images")
+    left = [x for x in os.listdir(images) if not x.endswith(".lock")]
+    check(not left, "nothing left in %s: %r" % (images, left))
+    with open("/proc/mounts") as f:
+        mounts = [ln for ln in f if cache in ln]
+    check(not mounts, "no mount left under the cache: %r" % mounts)
+    ps = subprocess.run(["pgrep", "-f", cache], capture_output=True, text=True).stdout.split()
+    check(not ps, "no process left: %r" % ps)
+
+
 def main():
     if MODE not in ("refuse", "build"):
         print(__doc__)
@@ -182,6 +211,15 @@ def main():
         checks = [t_refused] if MODE == "refuse" else [t_build, t_sandbox, t_snapshot, t_rebuild_cached]
         failed = tp.run_checks(s, ctx, checks, only=os.environ.get("ONLY"))
         rc = tp.stop_and_sum(s, failed)
+        if MODE == "build" and (not os.environ.get("ONLY") or "stop_during_image_build" in os.environ["ONLY"]):
+            with tempfile.TemporaryDirectory(prefix="abx-from-image-stop.") as c2:
+                t0 = time.time()
+                try:
+                    t_stop_during_image_build(c2)
+                    print("PASS %-28s %.2fs" % ("stop_during_image_build", time.time() - t0))
+                except Exception as e:  # noqa: BLE001
+                    print("FAIL %-28s %s: %s" % ("stop_during_image_build", type(e).__name__, e))
+                    rc = 1
         if MODE == "build":
             print("INFO cold build (mmdebstrap + apt hello): %.1f s; %s; cached rebuild %.1f s" % (
                 ctx.get("build_s", -1), ctx.get("mmdebstrap", "?"), ctx.get("rebuild_s", -1)))
