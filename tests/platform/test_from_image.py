@@ -11,7 +11,7 @@ build  (slow: a real mmdebstrap build of debian:bookworm-slim from deb.debian.or
        minute cold; label `slow`, `make test-slow`): a RUN step installs `hello` with apt through
        the build proxy; a sandbox of the result is Debian's root alone (its /etc/debian_version,
        `hello`, none of the host's /usr, one overlay), envd serves commands and files, `user`,
-       sudo, start_cmd/ready_cmd, a snapshot of it; a rebuild finds the image and every step
+       sudo, start_cmd/ready_cmd, a snapshot, a pause and resume, a fork; a rebuild finds the image and every step
        cached; SIGTERM during a cold image build stops serve at once and leaves nothing. Exit 77 (skipped) when not root, no cgroup v1, no mmdebstrap, or deb.debian.org
        is unreachable.
 """
@@ -144,7 +144,23 @@ def t_snapshot(s, ctx):
     check(code == 0 and out == "written through envd\nHello, world!\nstarted-as-user\n",
           "the snapshot's sandbox: %r %r" % (out, err))
     s.request("DELETE", "/sandboxes/" + b["sandboxID"])
-    s.request("DELETE", "/sandboxes/" + ctx["sid"])
+
+
+def t_pause_fork(s, ctx):
+    sid = ctx["sid"]
+    st, _, _ = s.request("POST", "/sandboxes/%s/pause" % sid)
+    check(st == 204, "pause: %d" % st)
+    st, _, j = s.json("POST", "/sandboxes/%s/connect" % sid, {"timeout": 120})
+    check(st == 201, "connect (resume): %d %r" % (st, j))
+    code, out, _ = tp.run_in(s, sid, "cat ~/note.txt; hello")
+    check(code == 0 and out == "written through envd\nHello, world!\n", "after resume: %r" % out)
+    st, _, res = s.json("POST", "/sandboxes/%s/fork" % sid, {"count": 1, "timeout": 60})
+    check(st == 201 and len(res) == 1 and "sandbox" in res[0], "fork: %d %r" % (st, res))
+    f = res[0]["sandbox"]["sandboxID"]
+    code, out, _ = tp.run_in(s, f, "cat ~/note.txt; test -e /usr/bin/cmake && echo HOST-USR; grep -c ' overlay ' /proc/mounts")
+    check(code == 0 and out == "written through envd\n1\n", "the fork: %r" % out)
+    s.request("DELETE", "/sandboxes/" + f)
+    s.request("DELETE", "/sandboxes/" + sid)
     st, _, _ = s.json("DELETE", "/templates/img-snap")
     check(st == 204, "delete the snapshot: %d" % st)
 
@@ -208,7 +224,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="abx-from-image.") as cache:
         ctx = {"cache": cache}
         s = tp.Server(args=("--build-cache", cache))
-        checks = [t_refused] if MODE == "refuse" else [t_build, t_sandbox, t_snapshot, t_rebuild_cached]
+        checks = [t_refused] if MODE == "refuse" else [t_build, t_sandbox, t_snapshot, t_pause_fork, t_rebuild_cached]
         failed = tp.run_checks(s, ctx, checks, only=os.environ.get("ONLY"))
         rc = tp.stop_and_sum(s, failed)
         if MODE == "build" and (not os.environ.get("ONLY") or "stop_during_image_build" in os.environ["ONLY"]):
