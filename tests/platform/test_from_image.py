@@ -12,7 +12,7 @@ build  (slow: a real mmdebstrap build of debian:bookworm-slim from deb.debian.or
        the build proxy; a sandbox of the result is Debian's root alone (its /etc/debian_version,
        `hello`, none of the host's /usr, one overlay), envd serves commands and files, `user`,
        sudo, start_cmd/ready_cmd, a snapshot, a pause and resume, a fork; a rebuild finds the image and every step
-       cached; SIGTERM during a cold image build stops serve at once and leaves nothing. Exit 77 (skipped) when not root, no cgroup v1, no mmdebstrap, or deb.debian.org
+       cached; a build fromTemplate of it stays on the image; SIGTERM during a cold image build stops serve at once and leaves nothing. Exit 77 (skipped) when not root, no cgroup v1, no mmdebstrap, or deb.debian.org
        is unreachable.
 """
 import os
@@ -205,6 +205,21 @@ def t_stop_during_image_build(cache):
     check(not ps, "no process left: %r" % ps)
 
 
+def t_from_built_image(s, ctx):
+    """A build fromTemplate of an image-built template stays on the image's root: no dpkg/apt
+    layer of the host's is added, its sandboxes still see no host /usr."""
+    spec = {"fromTemplate": "img-hello", "steps": [{"type": "RUN", "args": ["hello -g child > ~/child"]}]}
+    _, (status, logs, last) = build(s, "img-child", spec)
+    msgs = [e["message"] for e in logs]
+    check(status == "ready", "status %s %r: %r" % (status, last.get("reason"), msgs[-5:]))
+    st, _, sb = s.create(templateID="img-child")
+    check(st == 201, "create: %d %r" % (st, sb))
+    code, out, _ = tp.run_in(s, sb["sandboxID"], "cat ~/child; test -e /usr/bin/cmake && echo HOST-USR;"
+                             " dpkg-query -W cmake 2>/dev/null || echo no-cmake-in-dpkg; echo $GREETING")
+    check(code == 0 and out == "child\nno-cmake-in-dpkg\nfrom-image\n", "the child: %r" % out)
+    s.request("DELETE", "/sandboxes/" + sb["sandboxID"])
+
+
 def main():
     if MODE not in ("refuse", "build"):
         print(__doc__)
@@ -224,7 +239,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="abx-from-image.") as cache:
         ctx = {"cache": cache}
         s = tp.Server(args=("--build-cache", cache))
-        checks = [t_refused] if MODE == "refuse" else [t_build, t_sandbox, t_snapshot, t_pause_fork, t_rebuild_cached]
+        checks = [t_refused] if MODE == "refuse" else [t_build, t_sandbox, t_snapshot, t_pause_fork, t_rebuild_cached, t_from_built_image]
         failed = tp.run_checks(s, ctx, checks, only=os.environ.get("ONLY"))
         rc = tp.stop_and_sum(s, failed)
         if MODE == "build" and (not os.environ.get("ONLY") or "stop_during_image_build" in os.environ["ONLY"]):
