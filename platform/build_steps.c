@@ -148,9 +148,12 @@ static int system_ids(const char *layer, const char *name, const char *head, con
   return fclose(out) == 0 ? 0 : -1;
 }
 
-/* The apt layer (template_build.h "Apt") for the chain, made once per dpkg state. */
+/* The apt layer (template_build.h "Apt") for the chain, made once per dpkg state; none over an
+ * image root (its own dpkg database). */
 static int apt_layer(struct abx_run *r, char *err, size_t n)
 {
+  if (abx_template_is_image(r->top))
+    return 0;
   for (struct abx_template *t = r->top; t; t = t->parent)
     if (t->apt_state)
       return 0;
@@ -245,12 +248,19 @@ static size_t log_count(struct abx_run *r)
   return n;
 }
 
+/* An image build's output line (image_debian.h "Log") as a log entry of the build's base step. */
+static void image_line(void *ud, const char *line)
+{
+  abx_run_log(ud, "info", "%s", line);
+}
+
 /* The parent of the build and the keys: 0, or -1 with err. */
 static int base(struct abx_run *r, json_t *spec, char *err, size_t n)
 {
   const char *img = json_string_value(json_object_get(spec, "fromImage"));
   const char *tpl = json_string_value(json_object_get(spec, "fromTemplate"));
-  struct abx_template *p = tpl && *tpl ? abx_template_get(tpl, 0) : abx_tbuild_image_root(img, err, n);
+  struct abx_template *p = tpl && *tpl ? abx_template_get(tpl, 0)
+                                       : abx_tbuild_image_root(img, image_line, r, err, n);
   if (!p) {
     if (tpl && *tpl)
       snprintf(err, n, "template '%.200s' not found", tpl);

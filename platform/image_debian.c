@@ -1,6 +1,7 @@
 /*
  * image_debian.c: `fromImage` of a Debian image: the reference rules, envd's packages, one
- * mmdebstrap build per key under a lock, the checks. Contract in image_debian.h.
+ * mmdebstrap build per key under a lock, the checks (the programs run through image_run.c).
+ * Contract in image_debian.h.
  */
 #include "image_debian.h"
 
@@ -11,22 +12,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
-#include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "image_debian_int.h"
 #include "sandbox.h" /* abx_rmtree */
 
-#define RECIPE_VERSION "abx image recipe 1"
+#define RECIPE_VERSION "abx image recipe 2"
 
 /* ---- references --------------------------------------------------------------------------- */
 
@@ -102,88 +101,6 @@ int abx_image_parse(const char *ref, struct abx_image_ref *out, char *err, size_
   snprintf(err, errlen, "image '%s': %s; valid tags: bookworm, 12, trixie, 13, stable, "
            "oldstable, latest (= bookworm); all but latest also with -slim", ref, why);
   return -1;
-}
-
-/* ---- running a program -------------------------------------------------------------------- */
-
-/* Run argv (absolute path) with a fixed environment; each output line (stdout and stderr) to
- * line(ud, text) when given, the last one kept in last. Killed (its whole process group) after
- * timeout_s. Returns the exit status, 124 on timeout, or -1 when it could not start. */
-static int run(const char *const argv[], void (*line)(void *, const char *), void *ud,
-               char *last, size_t lastlen, int timeout_s)
-{
-  static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LC_ALL=C",
-                               "DEBIAN_FRONTEND=noninteractive", NULL};
-  int o[2];
-  if (last && lastlen)
-    last[0] = 0;
-  if (pipe2(o, O_CLOEXEC) != 0)
-    return -1;
-  pid_t pid = fork();
-  if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(o[1], 1) < 0 || dup2(o[1], 2) < 0)
-      _exit(126);
-    close_range(3, ~0U, 0);
-    execve(argv[0], (char *const *)argv, envp);
-    _exit(127);
-  }
-  close(o[1]);
-  if (pid < 0) {
-    close(o[0]);
-    return -1;
-  }
-  char buf[4096];
-  size_t len = 0;
-  time_t end = time(NULL) + timeout_s;
-  int timed_out = 0;
-  for (;;) {
-    struct pollfd p = {o[0], POLLIN, 0};
-    int left = (int)(end - time(NULL));
-    if (left <= 0 || poll(&p, 1, left * 1000) == 0) {
-      timed_out = 1;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    ssize_t k = read(o[0], buf + len, sizeof buf - 1 - len);
-    if (k < 0 && errno == EINTR)
-      continue;
-    if (k <= 0)
-      break;
-    len += (size_t)k;
-    buf[len] = 0;
-    char *s = buf, *nl;
-    while ((nl = strchr(s, '\n')) != NULL || (s == buf && len == sizeof buf - 1)) {
-      if (nl)
-        *nl = 0;
-      if (line && *s)
-        line(ud, s);
-      if (last && *s) {
-        size_t m = strlen(s) < lastlen - 1 ? strlen(s) : lastlen - 1;
-        memcpy(last, s, m);
-        last[m] = 0;
-      }
-      s = nl ? nl + 1 : buf + len;
-    }
-    len -= (size_t)(s - buf);
-    memmove(buf, s, len);
-  }
-  if (len && line) {
-    buf[len] = 0;
-    line(ud, buf);
-  }
-  close(o[0]);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  if (timed_out)
-    return 124;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 /* ---- envd's packages ---------------------------------------------------------------------- */
@@ -273,13 +190,17 @@ static int cmp_str(const void *a, const void *b)
 static int envd_packages_find(struct pkgs *p, char *err, size_t errlen)
 {
   memset(p, 0, sizeof *p);
+  /* ldd and cp are other processes: /proc/self/exe must be this one's path before they see it */
+  char real[4096];
+  if (realpath(g_binary, real) != NULL)
+    snprintf(g_binary, sizeof g_binary, "%s", real);
   if (elf_needed(g_binary, p->needed, sizeof p->needed) != 0) {
     snprintf(err, errlen, "cannot read the shared libraries of %s", g_binary);
     return -1;
   }
   const char *ldd[] = {"/usr/bin/ldd", g_binary, NULL};
   char last[256];
-  if (run(ldd, ldd_line, p, last, sizeof last, 30) != 0) {
+  if (abx_image_run(ldd, ldd_line, p, last, sizeof last, 30) != 0) {
     snprintf(err, errlen, "ldd %s failed: %s", g_binary, last);
     return -1;
   }
@@ -295,7 +216,7 @@ static int envd_packages_find(struct pkgs *p, char *err, size_t errlen)
     const char *tries[] = {path, realpath(path, real) ? real : path, alt};
     for (int i = 0; i < 3 && !out[0]; i++) {
       const char *dpkg[] = {"/usr/bin/dpkg", "-S", tries[i], NULL};
-      if (run(dpkg, NULL, NULL, out, sizeof out, 30) != 0)
+      if (abx_image_run(dpkg, NULL, NULL, out, sizeof out, 30) != 0)
         out[0] = 0;
     }
     char *colon = strchr(out, ':');
@@ -446,6 +367,15 @@ static int finish(const char *root, char *err, size_t errlen)
       return -1;
     }
   }
+  /* mmdebstrap leaves no /etc/hosts (Docker's runtime writes one); without it `localhost` goes
+   * to DNS, and start/ready commands (curl localhost:PORT) fail */
+  snprintf(p, sizeof p, "%s/etc/hosts", root);
+  if (access(p, F_OK) != 0 &&
+      put(root, "etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+          0644) != 0) {
+    snprintf(err, errlen, "cannot write %s: %s", p, strerror(errno));
+    return -1;
+  }
   if (put(root, "etc/sudoers.d/user", "user ALL=(ALL:ALL) NOPASSWD: ALL\n", 0440) != 0 ||
       link_to_abxlua(root, "usr/local/bin/sudo") != 0 || link_to_abxlua(root, "usr/bin/sudo") != 0) {
     snprintf(err, errlen, "cannot write the sudo files under %s: %s", root, strerror(errno));
@@ -456,11 +386,11 @@ static int finish(const char *root, char *err, size_t errlen)
   const char *cp[] = {"/bin/cp", "--dereference", g_binary, p, NULL};
   const char *chk[] = {"/usr/sbin/chroot", root, "/opt/abx/abxlua", "help", "envd", NULL};
   char last[300] = "";
-  if (run(cp, NULL, NULL, last, sizeof last, 60) != 0) {
+  if (abx_image_run(cp, NULL, NULL, last, sizeof last, 60) != 0) {
     snprintf(err, errlen, "cannot copy %.1000s into the image: %s", g_binary, last);
     return -1;
   }
-  int rc = run(chk, NULL, NULL, last, sizeof last, 60);
+  int rc = abx_image_run(chk, NULL, NULL, last, sizeof last, 60);
   if (truncate(p, 0) != 0 || chmod(p, 0755) != 0 || rc != 0) {
     snprintf(err, errlen, "abxlua envd does not run in the built root (exit %d): %s", rc, last);
     return -1;
@@ -516,6 +446,10 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
   struct abx_image_ref r;
   if (abx_image_parse(ref, &r, err, errlen) != 0)
     return -1;
+  if (abx_image_stopping()) {
+    snprintf(err, errlen, "serve is stopping");
+    return -1;
+  }
   char suite[32];
   if (codename(r.suite, suite, sizeof suite, err, errlen) != 0)
     return -1;
@@ -546,6 +480,10 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
   }
   while (flock(lk, LOCK_EX) != 0 && errno == EINTR)
     ;
+  if (abx_image_stopping()) { /* waited for a build that abx_image_stop killed */
+    snprintf(err, errlen, "serve is stopping");
+    goto out;
+  }
   struct stat st;
   snprintf(troot, sizeof troot, "%s/root", final);
   if (stat(troot, &st) == 0 && S_ISDIR(st.st_mode)) {
@@ -592,9 +530,11 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
   struct logctx lc = {log, ud};
   char last[512] = "";
   time_t t0 = time(NULL);
-  int st_mm = run(argv, mm_line, &lc, last, sizeof last, ABX_IMAGE_BUILD_TIMEOUT_S);
+  int st_mm = abx_image_run(argv, mm_line, &lc, last, sizeof last, ABX_IMAGE_BUILD_TIMEOUT_S);
   if (st_mm != 0) {
-    if (st_mm == 124)
+    if (st_mm == -2)
+      snprintf(err, errlen, "serve is stopping");
+    else if (st_mm == 124)
       snprintf(err, errlen, "image '%s': mmdebstrap did not finish within %d s", ref,
                ABX_IMAGE_BUILD_TIMEOUT_S);
     else

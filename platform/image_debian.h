@@ -39,7 +39,8 @@
  *          suite's own dependencies); `user` (uid/gid 1000, /home/user 0755, bash) as on E2B,
  *          /etc/sudoers.d/user (NOPASSWD: ALL, 0440), /usr/local/bin/sudo and /usr/bin/sudo
  *          symlinks to /opt/abx/abxlua (the platform's sudo, PLATFORM.md "sudo in a sandbox"),
- *          an empty /opt/abx/abxlua (the mount point of the binary), /tmp and /var/tmp 1777.
+ *          an empty /opt/abx/abxlua (the mount point of the binary), /tmp and /var/tmp 1777,
+ *          /etc/hosts (localhost, as Docker's runtime writes it; mmdebstrap leaves none).
  *          Checked before the rename: the binary, copied in, runs in it (chroot ... help envd).
  *          It lacks: the abxlua binary itself (sandbox.c binds it), sudo, curl, python, git,
  *          Node and everything else of E2B's base image (a recipe installs what it needs with
@@ -82,5 +83,11 @@ void abx_image_set_binary(const char *path);
  * concurrent calls for one key build it once. */
 int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud, const char *line),
                    void *ud, char *root, size_t rootlen, char *err, size_t errlen);
+
+/* Shutdown (template_build.h abx_tbuild_stop): kill (SIGKILL to the process group) every program
+ * an abx_image_root runs now, and make later ones fail at once; each such abx_image_root returns
+ * -1 with "serve is stopping" and leaves nothing (each program runs in a mount namespace of its
+ * own, so mmdebstrap's mounts in the root go with it). */
+void abx_image_stop(void);
 
 #endif

@@ -391,7 +391,8 @@ int abx_rootfs_mount(const struct abx_template *t, const char *sbdir, char *err,
     snprintf(err, errlen, "cannot create the overlay dirs: %s", strerror(errno));
     return -1;
   }
-  for (int i = 0; i < g_nparts; i++) {
+  int nparts = abx_template_is_image(t) ? 1 : g_nparts; /* an image: its own /usr, /etc... */
+  for (int i = 0; i < nparts; i++) {
     char *low = lowerdirs(t, i), *opts = NULL, target[4096];
     if (!low || asprintf(&opts, "%s,upperdir=%s/%s,workdir=%s/%s", low, up, g_parts[i], wk,
                          g_parts[i]) < 0) {

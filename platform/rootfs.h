@@ -16,6 +16,9 @@
  *          dirs (cp -a: modes, owners, xattrs, whiteouts) as <state>/templates/<id>.<seq>; a fork
  *          does the same as <state>/templates/fork-<sandbox id>.<seq>, a layer never listed.
  *          lowerdir of part p = layer_n/p : ... : base/p [: /p for host parts].
+ * Images:  a template built fromImage (image_debian.h) has an image root at the bottom of its
+ *          chain instead of base: its sandboxes' / is ONE overlay, lowerdir = layer_n/root : ...
+ *          : <cache>/images/<key>/root, and no host part is mounted (the image's own /usr, /etc).
  * Sandbox: <sbdir>/upper/<part>, <sbdir>/work/<part>, merged at <sbdir>/rootfs, which bwrap binds
  *          (recursively) as the sandbox's /.
  * Names:   template ids are ^[a-z0-9][a-z0-9_-]{0,62}$; references accept "<id>", "<id>:default"
@@ -66,6 +69,8 @@ struct abx_template {
   char *default_workdir;        /* owned: WORKDIR of the build (envd's defaultWorkdir) */
   int keep_layer;               /* the layer dir is the build cache's: never removed here */
   int apt_state;                /* this layer holds the host's dpkg/apt state (template_build.h) */
+  int image_root;               /* the bottom of a fromImage chain (image_root.c): `layer` holds
+                                 * only the "root" part, a complete tree; no host part is used */
   char build_key[65];           /* the layer key builds on top of it start from; "" = unknown */
   struct abx_template *next;
 };
@@ -112,7 +117,21 @@ void abx_template_ref(struct abx_template *t, int sandbox);
 /* Drop a ref (and a sandbox use when `sandbox`); the last ref removes the layer dir. */
 void abx_template_put(struct abx_template *t, int sandbox);
 
-/* Mount the sandbox root of template `t` under `sbdir` (which exists). */
+/* A new unlisted record (one ref, the caller's; no parent, depth 0) whose layer is the image dir
+ * `image_dir` (image_debian.h: <cache>/images/<key>, holding the tree in root/; not owned:
+ * keep_layer), named `id` (the image key) with alias `ref` (the image reference), base's limits,
+ * and build_key = sha256("abx image root v1", id, the root's var/lib/dpkg/status): builds over it
+ * start from that key. Its chains mount one overlay only (abx_rootfs_mount). In image_root.c.
+ * NULL with err. */
+struct abx_template *abx_template_image(const char *image_dir, const char *id, const char *ref,
+                                        char *err, size_t errlen);
+
+/* 1 when the bottom of t's chain is an image root (abx_template_image). */
+int abx_template_is_image(const struct abx_template *t);
+
+/* Mount the sandbox root of template `t` under `sbdir` (which exists): one overlay per part, or
+ * for an image chain one overlay only (lowerdir = each layer's root part : the image's tree), so
+ * no host directory is part of it. */
 int abx_rootfs_mount(const struct abx_template *t, const char *sbdir, char *err, size_t errlen);
 
 /* Unmount whatever abx_rootfs_mount mounted under `sbdir` (idempotent). */

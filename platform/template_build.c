@@ -16,6 +16,7 @@
 
 #include "build_steps.h"
 #include "http_util.h"
+#include "image_debian.h"
 #include "layer_cache.h"
 #include "sandbox.h"
 #include "template_start.h"
@@ -205,6 +206,7 @@ void abx_tbuild_stop(void)
     if (g_pids[i] > 0)
       kill(-g_pids[i], SIGKILL);
   abx_tstore_unlock();
+  abx_image_stop(); /* a fromImage build in mmdebstrap (image_debian.h) */
 }
 
 int abx_tbuild_wait(void)
@@ -230,20 +232,4 @@ void abx_tbuild_init_keys(void)
   abx_key_add_tree(k, abx_template_base()->layer);
   abx_key_end(k, g_base_key);
   snprintf(abx_template_base()->build_key, sizeof abx_template_base()->build_key, "%s", g_base_key);
-}
-
-struct abx_template *abx_tbuild_image_root(const char *image, char *err, size_t errlen)
-{
-  /* The SDK's default base image (Template() without a from*: `e2bdev/base`, template/index.ts
-   * defaultBaseImage) is the image E2B's base template is built from: here, the base template. */
-  if (strcmp(image, "e2bdev/base") == 0 || strcmp(image, "e2bdev/base:latest") == 0) {
-    struct abx_template *b = abx_template_base();
-    abx_template_ref(b, 0);
-    return b;
-  }
-  /* Wired in at merge: image_debian.h makes (and caches) the mmdebstrap root of a Debian image
-   * and returns it as a template record; any other registry is unreachable from here. */
-  snprintf(err, errlen, "fromImage '%s': image roots are not available on this build of the local "
-           "platform (image_debian.h is not linked in); use fromTemplate", image);
-  return NULL;
 }

@@ -29,7 +29,9 @@
  *          must get ready (template_start.h), else the build fails at step "finalize".
  * Apt:     a build over a chain without it starts with a layer holding a copy of the host's
  *          /var/lib/dpkg, /var/lib/apt and /var/cache/debconf (the base template's /usr is the
- *          host's, so dpkg must know what is installed): `apt-get install` works in builds.
+ *          host's, so dpkg must know what is installed): `apt-get install` works in builds. Not
+ *          over an image root (fromImage, rootfs.h "Images"): the image has its own dpkg
+ *          database and no apt lists (a recipe runs `apt-get update` first, as aptInstall does).
  * Locking: one store mutex (abx_tstore_lock), taken before the templates mutex of rootfs.c.
  */
 #ifndef ABX_LOCAL_TEMPLATE_BUILD_H
@@ -141,7 +143,8 @@ void abx_tbuild_init_keys(void);
 
 /* Shutdown, in two parts around the spawner's stop (serve.c): abx_tbuild_stop fails the queued
  * builds, marks the store as stopping (running builds fail at their next step: "serve is
- * stopping") and kills the build sandboxes running a step (SIGKILL to bwrap's process group);
+ * stopping") and kills the build sandboxes running a step (SIGKILL to bwrap's process group)
+ * and a fromImage root's mmdebstrap (image_debian.h abx_image_stop);
  * abx_tbuild_wait then waits (at most 30 s) for the build workers to end: 0, or -1 when some
  * still run (then the store must not be freed: serve leaves it to the exit). */
 void abx_tbuild_stop(void);
@@ -154,10 +157,15 @@ int abx_tbuild_stopping(void);
  * abx_tbuild_stop kills. */
 void abx_tbuild_track(int pid, int add);
 
-/* The one place where a fromImage build gets its root (platform/image_debian.h, wired in at
- * merge): a template record (one ref, the caller's) of the image's root, or NULL with err.
- * "e2bdev/base" (the SDK's default base image, which E2B's base template is built from) is the
- * base template. */
-struct abx_template *abx_tbuild_image_root(const char *image, char *err, size_t errlen);
+/* The parent of a fromImage build (image_root.c): "e2bdev/base" (the SDK's default base image,
+ * which E2B's base template is built from) is the base template; a Debian image is its
+ * image_debian.h root, built (blocking: 40-70 s cold, on the build's thread) or found in
+ * <cache>/images, as a rootfs.h image record; every other image is image_debian.h's refusal
+ * ("image '<ref>': image registry <r> is unreachable from this machine: only Debian images
+ * (debian:<suite>) are built locally, from Debian packages"). Each line of the image build's
+ * output goes to log(ud, line) (may be NULL). A record with one ref (the caller's), or NULL with
+ * err. */
+struct abx_template *abx_tbuild_image_root(const char *image, void (*log)(void *ud, const char *line),
+                                           void *ud, char *err, size_t errlen);
 
 #endif

@@ -97,6 +97,16 @@ await check('Template() without a from*: the SDK\'s default image e2bdev/base is
   assert.equal((await sbx.files.read('/home/user/marker.txt')).trim(), 'from-default-image')
 })
 
+await check('fromImage of a non-Debian image: BuildError with the platform\'s exact refusal', async () => {
+  const t = Template().fromImage('ubuntu:22.04').runCmd('true')
+  await assert.rejects(Template.build(t, `${name}-ubuntu`), (e) => {
+    assert.ok(e instanceof BuildError, String(e))
+    assert.ok(e.message.includes("image 'ubuntu:22.04': image registry docker.io is unreachable from " +
+      'this machine: only Debian images (debian:<suite>) are built locally, from Debian packages'), e.message)
+    return true
+  })
+})
+
 await check('a failing step: BuildError with the step\'s message', async () => {
   const bad = Template().fromTemplate('base').runCmd('echo nope; exit 7')
   await assert.rejects(Template.build(bad, `${name}-fails`), (e) => {

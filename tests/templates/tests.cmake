@@ -29,3 +29,9 @@ set_tests_properties(templates:recipe_errors PROPERTIES TIMEOUT 120)
 add_test(NAME templates:local_build COMMAND python3 ${ABX_TEMPLATES_DIR}/test_local_build.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:local_build PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+
+# A from_image recipe (tests/templates/local/debian-hello) through `abxlua template build` and
+# `abxlua run` on the local platform: a real mmdebstrap root (about a minute cold), so slow
+add_test(NAME templates:local_from_image COMMAND python3 ${ABX_TEMPLATES_DIR}/test_local_from_image.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:local_from_image PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
