@@ -17,7 +17,7 @@ M.PUBLIC = {
   ["abx.errmap"] = "abx.client.errmap", ["abx.route"] = "abx.client.route",
   ["abx.options"] = "abx.client.options", ["abx.collect"] = "abx.run.collect",
   ["abx.fixtures"] = "abx.run.fixtures", ["abx.tracker"] = "abx.run.tracker",
-  ["abx.agent"] = "abx.run.agent",
+  ["abx.agent"] = "abx.run.agent", ["abx.template"] = "abx.client.template",
 }
 for public, internal in pairs(M.PUBLIC) do
   package.preload[public] = function() return require(internal) end
