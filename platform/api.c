@@ -14,6 +14,7 @@
 #include "api_internal.h"
 #include "e2b.h"
 #include "faults.h"
+#include "flavor.h"
 #include "http_util.h"
 #include "network.h"
 #include "registry.h"
@@ -112,9 +113,13 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
     method = "GET";
   if (strcmp(url, "/health") == 0 && strcmp(method, "GET") == 0)
     return abx_http_text(c, 200, "text/plain; charset=utf-8", "Health check successful", 23);
-  if (!MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key"))
+  const struct abx_flavor *fl = abx_flavor();
+  url = abx_flavor_strip_prefix(url); /* OpenKruise /kruise/api, CubeSandbox /cubeapi/v1 */
+  /* E2B's refusals (e2b-control-plane.md §1.2, §6.1). OpenKruise and Alibaba: the reference gives
+   * no refusal body, so E2B's is kept (flavor.h); CubeSandbox takes any key (check_key 0). */
+  if (fl->check_key && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key"))
     return abx_http_error(c, 401, "authorization header is missing");
-  if (!key_ok(c))
+  if (fl->check_key && !key_ok(c))
     return abx_http_error(c, 401, "Invalid API key");
   struct abx_api_req r = {.c = c, .method = method, .url = url, .body = body, .len = len};
   const struct abx_api_route *route = NULL;
@@ -122,6 +127,8 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
   for (int i = 0; st == 0 && i < ABX_API_MAX_PARAMS; i++)
     if (abx_percent_decode(r.params[i], 0) != 0)
       return abx_http_error(c, 400, "validation error: path parameter has a bad %-escape");
+  if (st == 0 && !abx_flavor_serves(route->method, route->pattern))
+    st = 404; /* a route this platform does not have (flavor.h) */
   switch (st) {
   case 0: return route->fn(&r);
   case 400: return abx_http_error(c, 400, "validation error: path parameter is too long");
@@ -195,7 +202,11 @@ int abx_api_timeout_body(struct abx_api_req *r, int required, long long *t, enum
 
 int abx_api_check_timeout(long long t, char *msg, size_t n)
 {
-  if (t <= 0)
+  const struct abx_flavor *fl = abx_flavor();
+  if (fl->ttl_min != 1 && (t < fl->ttl_min || t > fl->ttl_max)) /* OpenKruise's own range */
+    snprintf(msg, n, "timeout must be between %lld and %lld seconds, got %lld", fl->ttl_min,
+             fl->ttl_max, t);
+  else if (t <= 0)
     snprintf(msg, n, "Timeout must be greater than 0");
   else if (t > ABX_MAX_TIMEOUT_S)
     snprintf(msg, n, "Timeout cannot be greater than %d hours", ABX_MAX_TIMEOUT_S / 3600);
@@ -295,6 +306,13 @@ enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *
 
 /* ---- shapes (§3.3) ------------------------------------------------------------------------ */
 
+/* What the answers report as envdVersion: ours, or the flavour's constant (CubeSandbox). */
+static const char *envd_version(void)
+{
+  const char *v = abx_flavor()->const_envd_version;
+  return v ? v : ABX_E2B_ENVD_VERSION;
+}
+
 static long disk_mb(void)
 {
   struct statvfs v;
@@ -307,10 +325,12 @@ json_t *abx_api_sandbox_json(const struct abx_sandbox *sb)
 {
   json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n,s:s,s:s}", "templateID", sb->template_id,
                         "sandboxID", sb->id, "clientID", ABX_CLIENT_ID, "envdVersion",
-                        ABX_E2B_ENVD_VERSION, "trafficAccessToken", "domain", g_domain, "alias",
+                        envd_version(), "trafficAccessToken", "domain", g_domain, "alias",
                         sb->alias);
   if (o && sb->secure)
     json_object_set_new(o, "envdAccessToken", json_string(sb->token));
+  else if (o && abx_flavor()->const_envd_version) /* CubeSandbox: envdAccessToken null */
+    json_object_set_new(o, "envdAccessToken", json_null());
   if (o)
     abx_network_json(sb->id, o, 0);
   return o;
@@ -325,7 +345,7 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail)
                         sb->template_id, "alias", sb->alias, "sandboxID", sb->id, "clientID",
                         ABX_CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
                         (json_int_t)sb->cpu_count, "memoryMB", (json_int_t)sb->memory_mb, "diskSizeMB",
-                        (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion", ABX_E2B_ENVD_VERSION,
+                        (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion", envd_version(),
                         "metadata", sb->metadata);
   if (o && sb->volume_mounts)
     json_object_set_new(o, "volumeMounts", json_deep_copy(sb->volume_mounts));

@@ -99,6 +99,11 @@ int abx_api_sandbox_id(struct abx_api_req *r, char out[32], enum MHD_Result *sen
 /* 404 with the standard message: Sandbox "<id>" doesn't exist or you don't have access to it. */
 enum MHD_Result abx_api_not_found(struct MHD_Connection *c, const char *id);
 
+/* 403 {code, message} "<what> needs an allowlist on <flavor>...": Alibaba's pause/resume and
+ * Flash's snapshots (e2b-control-plane.md §8.1). The reference gives no status or body for
+ * this refusal; the shape is ours (flavor.h). Defined in api_lifecycle.c. */
+enum MHD_Result abx_api_allowlist_refusal(struct abx_api_req *r, const char *what);
+
 /* Queue a 200 JSON array (stolen) with X-Next-Token when `next` is not NULL (§2 Pagination) and
  * X-Total-Running when total_running ≥ 0 (GET /v2/sandboxes with `running` requested, §3.4). */
 enum MHD_Result abx_api_page(struct MHD_Connection *c, json_t *arr, const char *next,

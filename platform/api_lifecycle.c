@@ -10,6 +10,7 @@
 
 #include "api.h"
 #include "api_internal.h"
+#include "flavor.h"
 #include "http_util.h"
 #include "lifecycle.h"
 #include "registry.h"
@@ -41,6 +42,14 @@ static int memory_field(struct abx_api_req *r, json_t *req, int *keep, enum MHD_
   return 0;
 }
 
+enum MHD_Result abx_api_allowlist_refusal(struct abx_api_req *r, const char *what)
+{
+  char msg[200];
+  snprintf(msg, sizeof msg, "%s needs an allowlist on %s, and this account is not on it", what,
+           abx_flavor()->name);
+  return abx_http_error(r->c, 403, msg);
+}
+
 enum reattach { CONNECT_V1, RESUME_V1, CONNECT_V2 };
 
 /* The three ways back to a sandbox. CONNECT_V1 {timeout (required), memory?}; RESUME_V1
@@ -66,11 +75,19 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
     if (bad)
       return sent;
   }
+  const struct abx_flavor *fl = abx_flavor();
+  if (how == RESUME_V1 && fl->pause_needs_allowlist)
+    return abx_api_allowlist_refusal(r, "resume");
   struct abx_sandbox *s = abx_registry_get(id);
   if (!s)
     return abx_api_not_found(r->c, id);
   int resumed = 0;
-  int rc = abx_lifecycle_resume_mem(s, t, how == RESUME_V1, keep, &resumed);
+  abx_registry_lock();
+  int was_paused = s->paused;
+  abx_registry_unlock();
+  if (was_paused && t < fl->resume_min_ttl)
+    t = fl->resume_min_ttl; /* OpenKruise: "min resume timeout 300" (e2b-v2-and-peers.md §5) */
+  int rc = abx_lifecycle_reattach(s, t, how == RESUME_V1, keep, fl->connect_extends, &resumed);
   json_t *out = NULL;
   if (rc == 0) {
     abx_registry_lock();
@@ -82,7 +99,12 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
     snprintf(msg, sizeof msg, "Sandbox %s is already running", id);
   else
     snprintf(msg, sizeof msg, "Sandbox %s is changing state, try again", id);
-  return answer(r, id, rc, resumed ? 201 : 200, out, msg);
+  if (how == RESUME_V1 && fl->resume_status == 204) { /* OpenKruise: resume → 204, no body */
+    json_decref(out);
+    out = NULL;
+  }
+  unsigned ok = how == RESUME_V1 ? fl->resume_status : resumed ? fl->connect_resumed_status : 200;
+  return answer(r, id, rc, ok, out, msg);
 }
 
 /* POST /sandboxes/{id}/connect {timeout, memory?} (reference/e2b-control-plane.md §3.4). */
@@ -104,6 +126,8 @@ enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r)
   int keep = 1;
   if (abx_api_sandbox_id(r, id, &sent) != 0)
     return sent;
+  if (abx_flavor()->pause_needs_allowlist)
+    return abx_api_allowlist_refusal(r, "pause");
   json_t *req = abx_api_body(r, 0, &sent);
   if (!req)
     return sent;

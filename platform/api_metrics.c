@@ -19,6 +19,7 @@
 
 #include "api.h"
 #include "api_internal.h"
+#include "flavor.h"
 #include "http_util.h"
 #include "metrics.h"
 #include "registry.h"
@@ -66,5 +67,13 @@ enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r)
   json_t *arr = abx_metrics_json(id, start, end);
   if (!arr)
     return abx_http_error(r->c, 500, "out of memory");
+  size_t i;
+  json_t *row;
+  if (abx_flavor()->metrics_cpu_mem_only) /* FC: "disk and page-cache fields are placeholders" */
+    json_array_foreach(arr, i, row) {
+      json_object_set_new(row, "memCache", json_integer(0));
+      json_object_set_new(row, "diskUsed", json_integer(0));
+      json_object_set_new(row, "diskTotal", json_integer(0));
+    }
   return abx_http_json(r->c, 200, arr);
 }

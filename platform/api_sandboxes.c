@@ -13,6 +13,7 @@
 #include "api.h"
 #include "api_internal.h"
 #include "base64.h"
+#include "flavor.h"
 #include "http_util.h"
 #include "lifecycle.h"
 #include "network.h"
@@ -143,8 +144,11 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
     return sent;
   char msg[300];
   json_t *tid = json_object_get(req, "templateID");
-  long long timeout = v2 ? ABX_V2_TIMEOUT_S : 15;
+  const struct abx_flavor *fl = abx_flavor();
+  long long timeout = v2 ? ABX_V2_TIMEOUT_S : fl->v1_default;
   int ti = abx_api_get_int(req, "timeout", &timeout);
+  if (ti > 0 && timeout == 0 && fl->zero_is_default)
+    timeout = fl->v1_default; /* OpenKruise: timeout 0 → 300 (e2b-v2-and-peers.md §5) */
   if (!json_is_string(tid)) {
     snprintf(msg, sizeof msg, "validation error: field 'templateID' is required and must be a string");
     goto bad;
@@ -160,9 +164,20 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
     goto bad;
   if (abx_api_check_timeout(timeout, msg, sizeof msg) != 0)
     goto bad;
-  struct abx_sandbox lc = {0};
-  if (parse_lifecycle(req, &lc, msg, sizeof msg) != 0)
+  /* CubeSandbox parses and drops autoPause, envVars, volumeMounts, secure, mcp
+   * (e2b-v2-and-peers.md §5): none of them reaches the sandbox. */
+  int extras = !fl->create_ignores_extras;
+  struct abx_sandbox lc = {.auto_pause_memory = 1};
+  if (extras && parse_lifecycle(req, &lc, msg, sizeof msg) != 0)
     goto bad;
+  json_t *vmreq = extras ? json_object_get(req, "volumeMounts") : NULL;
+  if (fl->no_volumes && vmreq && !json_is_null(vmreq)) {
+    /* Alibaba: volumes "not compatible" (e2b-control-plane.md §8.1); the status and message
+     * are ours, the reference gives none (flavor.h). */
+    snprintf(msg, sizeof msg, "validation error: field 'volumeMounts' is not supported by the "
+             "%s flavor (volumes are not compatible there)", fl->name);
+    goto bad;
+  }
   struct abx_template *t = abx_template_get(json_string_value(tid), 1);
   if (!t) {
     snprintf(msg, sizeof msg, "template '%.200s' not found", json_string_value(tid));
@@ -183,7 +198,7 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   sb->auto_resume = lc.auto_resume;
   snprintf(sb->template_id, sizeof sb->template_id, "%s", t->id);
   snprintf(sb->alias, sizeof sb->alias, "%s", t->alias);
-  int vst = take_volumes(sb, json_object_get(req, "volumeMounts"), msg, sizeof msg);
+  int vst = take_volumes(sb, vmreq, msg, sizeof msg);
   if (vst != 0) {
     json_decref(req);
     abx_sandbox_destroy(sb);
@@ -191,7 +206,7 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   }
   json_t *md = json_object_get(req, "metadata");
   sb->metadata = json_is_object(md) ? json_deep_copy(md) : json_object();
-  sb->secure = v2 || json_is_true(json_object_get(req, "secure"));
+  sb->secure = extras && (v2 || json_is_true(json_object_get(req, "secure")));
   sb->id[0] = 'i';
   int rnd = abx_rand_alnum(sb->id + 1, 20);
   if (rnd == 0 && sb->secure)
@@ -207,7 +222,7 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
     abx_sandbox_destroy(sb);
     return abx_http_error(c, (unsigned)nst, msg);
   }
-  json_t *env = json_object_get(req, "envVars");
+  json_t *env = extras ? json_object_get(req, "envVars") : NULL;
   json_t *env_obj = json_is_object(env) ? json_incref(env) : json_object();
   char err[512];
   int rc = abx_sandbox_start(sb, env_obj, err, sizeof err);
@@ -459,7 +474,7 @@ enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r)
 }
 
 /* POST /sandboxes/{id}/timeout {timeout}: TTL = now + timeout, may shorten; 404 unless running
- * (§3.4). */
+ * (§3.4). OpenKruise never shortens (flavor.h timeout_extends_only). */
 enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r)
 {
   char id[32];
@@ -471,7 +486,7 @@ enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r)
   abx_registry_lock();
   struct abx_sandbox *s = abx_registry_find(id);
   int ok = s && !s->paused;
-  if (ok)
+  if (ok && (!abx_flavor()->timeout_extends_only || end > s->end_ns))
     s->end_ns = end;
   abx_registry_unlock();
   return ok ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "api_internal.h"
+#include "flavor.h"
 #include "template_build.h"
 #include "base64.h"
 #include "cgroup.h"
@@ -32,6 +33,8 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r)
   enum MHD_Result sent = MHD_NO;
   if (abx_api_sandbox_id(r, id, &sent) != 0)
     return sent;
+  if (abx_flavor()->snapshot_needs_allowlist)
+    return abx_api_allowlist_refusal(r, "snapshots");
   json_t *req = abx_api_body(r, 0, &sent);
   if (!req)
     return sent;

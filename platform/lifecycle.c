@@ -73,6 +73,12 @@ static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)
 int abx_lifecycle_resume_mem(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
                              int keep_memory, int *resumed)
 {
+  return abx_lifecycle_reattach(sb, timeout_s, require_paused, keep_memory, 1, resumed);
+}
+
+int abx_lifecycle_reattach(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
+                           int keep_memory, int extend_running, int *resumed)
+{
   int rc = 0;
   *resumed = 0;
   pthread_mutex_lock(&sb->op);
@@ -86,7 +92,7 @@ int abx_lifecycle_resume_mem(struct abx_sandbox *sb, int64_t timeout_s, int requ
     rc = 409;
   } else {
     abx_registry_lock();
-    if (end > sb->end_ns)
+    if (extend_running && end > sb->end_ns)
       sb->end_ns = end;
     abx_registry_unlock();
   }

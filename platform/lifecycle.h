@@ -54,6 +54,11 @@ int abx_lifecycle_resume(struct abx_sandbox *sb, int64_t timeout_s, int require_
 int abx_lifecycle_resume_mem(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
                              int keep_memory, int *resumed);
 
+/* abx_lifecycle_resume_mem, but a running sandbox's TTL is left alone unless `extend_running`
+ * (CubeSandbox: "connect on running does not extend TTL", e2b-v2-and-peers.md §5; flavor.h). */
+int abx_lifecycle_reattach(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
+                           int keep_memory, int extend_running, int *resumed);
+
 /* Auto-resume for the ingress: 0 when the sandbox is running on return (thawed by this call, or
  * already running: its TTL is left alone), 409 when auto-resume does not apply (not enabled, or
  * paused filesystem only), 404 gone, 500 thaw failed. */

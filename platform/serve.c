@@ -25,6 +25,7 @@
 #include "http_util.h"
 #include "cgroup.h"
 #include "faults.h"
+#include "flavor.h"
 #include "ingress.h"
 #include "layer_cache.h"
 #include "lifecycle.h"
@@ -160,7 +161,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void usage(FILE *f)
 {
   fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
-        "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE] [--help]\n"
+        "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]\n"
+        "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox] [--help]\n"
         "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
         "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
         "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n"
@@ -175,6 +177,12 @@ static void usage(FILE *f)
         "  $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache). Nothing in it is\n"
         "  removed automatically; remove the dir while no serve uses it to reclaim the space.\n"
         "--faults FILE: YAML fault-injection rules (platform/faults.h); for tests only.\n"
+        "--flavor NAME: reproduce another E2B-compatible platform's wire (default e2b):\n"
+        "  alicloud-fc, alicloud-express (Alibaba FC Agent Sandbox and its Flash edition: no\n"
+        "  volumes, pause behind an allowlist, partial or no metrics), acs (OpenKruise\n"
+        "  sandbox-manager: v1 create only, TTL 30 s..30 days, resume 204, also under\n"
+        "  /kruise/api), cubesandbox (v1 create/connect only, any API key, env vars and\n"
+        "  autoPause dropped, null tokens). Details: docs/PLATFORM.md \"Flavours\".\n"
         "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
         "removed (platform/recover.h).\n",
         f);
@@ -223,6 +231,13 @@ static int serve_run(int argc, char **argv)
       faults = v;
     else if (strcmp(a, "--build-cache") == 0)
       cache_opt = v;
+    else if (strcmp(a, "--flavor") == 0) {
+      char ferr[200];
+      if (abx_flavor_set(v, ferr, sizeof ferr) != 0) {
+        fprintf(stderr, "abxlua serve: --flavor: %s\n", ferr);
+        return 4;
+      }
+    }
     else if (strcmp(a, "--port") == 0) {
       port = strtol(v, &end, 10);
       if (!*v || *end || port < 0 || port > 65535) {

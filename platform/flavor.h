@@ -1,0 +1,82 @@
+/*
+ * flavor.h: `abxlua serve --flavor NAME`: the wire differences of the E2B-compatible platforms
+ * the local platform can reproduce, as one table the route handlers consult.
+ *
+ * Facts and their sources:
+ *   e2b              today's behaviour (reference/e2b-control-plane.md, e2b-v2-and-peers.md §1).
+ *   alicloud-fc      Alibaba FC Agent Sandbox: e2b-control-plane.md §8.1 compatibility table.
+ *   alicloud-express Alibaba Agent Sandbox Flash edition: e2b-control-plane.md §8.1.
+ *   acs              ACS agent sandbox = OpenKruise sandbox-manager: e2b-v2-and-peers.md §5
+ *                    "OpenKruise agents", e2b-control-plane.md §8.1 (path route).
+ *   cubesandbox      CubeSandbox CubeAPI: e2b-v2-and-peers.md §5 "CubeSandbox".
+ * Where the reference gives no status or body (Alibaba's allowlist refusal, every platform's
+ * credential refusal except E2B's), the local answer is E2B's {code, message} shape with the
+ * status named in the field's comment, and docs/PLATFORM.md "Flavours" says it is ours.
+ */
+#ifndef ABX_PLATFORM_FLAVOR_H
+#define ABX_PLATFORM_FLAVOR_H
+
+#include <stddef.h>
+
+struct abx_flavor {
+  const char *name;
+  /* "METHOD /pattern" entries of the route table (api.c) this platform does not serve: 404. */
+  const char *const *missing;
+  /* A second path prefix the control plane is also served under, or NULL
+   * (OpenKruise "/kruise/api", CubeSandbox "/cubeapi/v1"; e2b-v2-and-peers.md §5). */
+  const char *prefix;
+  /* 1: X-API-Key checked (E2B's 401s); 0: any key and none accepted (CubeSandbox quickstart:
+   * "any E2B_API_KEY", e2b-v2-and-peers.md §5). */
+  int check_key;
+  /* TTL of create and POST /timeout, seconds: valid min..max, else 400; v1 create default;
+   * timeout 0 on create means the default (OpenKruise: 0 → 300). */
+  long long ttl_min, ttl_max, v1_default, zero_is_default;
+  /* POST /timeout never shortens the TTL (OpenKruise AGENTS.md "deadline-extending operations
+   * must not shorten"). */
+  int timeout_extends_only;
+  /* A resume (or connect of a paused sandbox) lives at least this long, s (OpenKruise: 300). */
+  long long resume_min_ttl;
+  /* connect of a running sandbox extends its TTL (E2B yes; CubeSandbox no). */
+  int connect_extends;
+  /* connect that resumed a paused sandbox: 201 (E2B) or 200 (CubeSandbox). */
+  unsigned connect_resumed_status;
+  /* POST /resume: 201 with the Sandbox (E2B, CubeSandbox) or 204 without a body (OpenKruise). */
+  unsigned resume_status;
+  /* Create passes only templateID, timeout, metadata and network; envVars, autoPause(+Memory),
+   * autoResume, volumeMounts, secure and mcp are parsed and dropped (CubeSandbox). */
+  int create_ignores_extras;
+  /* Tokens in create/connect answers always null and envdVersion this constant, or NULL
+   * (CubeSandbox "0.2.0"). */
+  const char *const_envd_version;
+  /* Pause and resume need an allowlist the local account is not on: 403 (Alibaba; the status
+   * and message are ours, the reference gives none). */
+  int pause_needs_allowlist;
+  /* POST /sandboxes/{id}/snapshots needs the same allowlist (Flash: "allowlist and microVM
+   * runtime only"). */
+  int snapshot_needs_allowlist;
+  /* volumeMounts on create refused with 400 (Alibaba: volumes "not compatible"; the message is
+   * ours). */
+  int no_volumes;
+  /* Metrics rows carry CPU and memory only; disk fields are 0 placeholders (FC). */
+  int metrics_cpu_mem_only;
+  /* Serve the path route DOMAIN/kruise/<id>/<port>/... into the sandbox (OpenKruise). */
+  int path_route;
+};
+
+/* Select the flavour by name. 0, or -1 with `msg` naming the valid ones. Call before serving. */
+int abx_flavor_set(const char *name, char *msg, size_t n);
+
+/* The selected flavour (e2b until abx_flavor_set). Never NULL. */
+const struct abx_flavor *abx_flavor(void);
+
+/* 1 when the flavour serves route `method pattern` (a pattern of api.c's table), else 0. */
+int abx_flavor_serves(const char *method, const char *pattern);
+
+/* `url` without the flavour's extra prefix when it starts with it (the rest begins with '/'),
+ * else `url` unchanged. */
+const char *abx_flavor_strip_prefix(const char *url);
+
+/* The valid names, "e2b|alicloud-fc|...", for usage text and errors. */
+const char *abx_flavor_names(void);
+
+#endif
