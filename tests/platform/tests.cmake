@@ -57,3 +57,7 @@ set_tests_properties(platform_from_image PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE
 add_test(NAME platform_from_image_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_from_image.py
          build $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_from_image_build PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
+# serve --flavor: each E2B-compatible platform's routes, status codes, TTL rules and credential
+# refusal, with a create -> envd command -> kill round trip per flavour (platform/flavor.h)
+add_test(NAME platform_flavors COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_flavors.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_flavors PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
