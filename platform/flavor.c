@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "e2b.h"
 
 #define END NULL
 
@@ -105,4 +106,30 @@ const char *abx_flavor_strip_prefix(const char *url)
   if (n && strncmp(url, p, n) == 0 && url[n] == '/')
     return url + n;
   return url;
+}
+
+int abx_flavor_path_route(const char *raw_uri, char id[32], int *port, size_t *rest_off,
+                          char *msg, size_t n)
+{
+  static const char pre[] = "/kruise/";
+  if (!g_flavor->path_route || strncmp(raw_uri, pre, sizeof pre - 1) != 0)
+    return 0;
+  const char *idp = raw_uri + sizeof pre - 1;
+  size_t il = strcspn(idp, "/?#");
+  if (il == 3 && strncmp(idp, "api", 3) == 0 && (idp[3] == '/' || !idp[3]))
+    return 0; /* the control plane's /kruise/api prefix */
+  const char *pp = idp + il;
+  size_t pl = *pp == '/' ? strcspn(pp + 1, "/?#") : 0;
+  int p = 0;
+  for (size_t i = 0; i < pl && i < 6; i++)
+    p = (pp[1 + i] >= '0' && pp[1 + i] <= '9') ? p * 10 + (pp[1 + i] - '0') : -1000000;
+  if (il >= 32 || !abx_e2b_sandbox_id_valid(idp, il) || pl == 0 || pl > 5 || p < 1 || p > 65535) {
+    snprintf(msg, n, "path route must be /kruise/<sandboxID>/<port>[/path]");
+    return -1;
+  }
+  memcpy(id, idp, il);
+  id[il] = 0;
+  *port = p;
+  *rest_off = (size_t)(pp + 1 + pl - raw_uri);
+  return 1;
 }

@@ -96,6 +96,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (!r->started) {
     r->started = 1;
     r->kind = abx_ingress_route(c, &r->route, r->msg, sizeof r->msg);
+    size_t off = 0;
+    if (r->kind == 0) { /* OpenKruise DOMAIN/kruise/<id>/<port>/... (flavor.h) */
+      r->kind = abx_flavor_path_route(r->raw_uri, r->route.id, &r->route.port, &off, r->msg,
+                                      sizeof r->msg);
+      if (r->kind == 1) { /* forward the rest of the path, "/" when there is none */
+        size_t rl = strlen(r->raw_uri + off);
+        memmove(r->raw_uri + 1, r->raw_uri + off + (r->raw_uri[off] == '/'), rl + 1);
+        r->raw_uri[0] = '/';
+      }
+    }
     if (r->kind == 0 && abx_upload_match(method, url)) { /* streamed to a file, not buffered */
       r->upload = abx_upload_begin(c, url);
       return r->upload ? MHD_YES : MHD_NO;

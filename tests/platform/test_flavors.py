@@ -145,6 +145,10 @@ def f_acs(s):
     sid, _ = round_trip(s, n, "/kruise/api/sandboxes", {"templateID": "base", "timeout": 600})
     if not sid:
         return
+    st, _, body = s.request("GET", "/kruise/%s/49983/health" % sid, key=False)
+    check(st in (200, 204), "acs: path route /kruise/<id>/49983/health reaches envd (%d %r)" % (st, body[:100]))
+    st, _, body = s.request("GET", "/kruise/%s/notaport/health" % sid, key=False)
+    check(st == 400, "acs: a malformed path route -> 400 (%d)" % st)
     st, _, _ = s.request("POST", "/kruise/api/sandboxes/%s/timeout" % sid, {"timeout": 60})
     left = ttl(s, sid)
     check(st == 204 and left > 590, "acs: POST timeout 60 does not shorten 600 (%d, %.1f)" % (st, left))
