@@ -152,7 +152,8 @@ function M.page_query(style, limit, token)
     if limit then q[#q + 1] = { "limit", string.format("%d", limit) } end
     if token then q[#q + 1] = { "nextToken", token } end
   elseif style == "page" then
-    local page = token and math.tointeger(tonumber(token)) or 1
+    local page = 1
+    if token ~= nil then page = math.tointeger(tonumber(token)) end
     if not page or page < 1 then
       errmap.raise("InvalidArgument", 0, "page pagination: the token must be a page number >= 1, got "
         .. tostring(token))
