@@ -8,3 +8,9 @@ add_test(NAME providers:semantics
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(providers:semantics PROPERTIES TIMEOUT 120
   ENVIRONMENT "ABX_TEST_REGION=eu-test-1;ABX_REGION=;ABX_TEST_KEY=test-key-0123456789")
+# The same on the wire, against a recording server on loopback: the provider's auth header, ${region}
+# and its missing-region error, libcurl's proxy variables (http_proxy honoured, HTTP_PROXY ignored,
+# no_proxy), and what `abxlua doctor --provider NAME` shows (key and proxy password masked).
+add_test(NAME providers:wire
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/providers/test_wire.py $<TARGET_FILE:abxlua>)
+set_tests_properties(providers:wire PROPERTIES TIMEOUT 180)
