@@ -2,16 +2,20 @@
 - `auth_header` + `credential_env`: the key goes in the provider's header, not X-API-Key;
 - libcurl's proxy variables: `http_proxy` sends requests through the proxy (absolute-form
   request line), `HTTP_PROXY` (upper case) is ignored by libcurl, `no_proxy` exempts a host;
+- pagination (paging_case.lua): page + pageSize following pagination.hasNextPage, cursor
+  limit + nextToken;
 - `abxlua doctor --provider NAME` shows the resolved routing, route version, create mode, TTL,
   pagination, auth header, region and proxy (its password masked) and the key masked.
 
     test_wire.py ABXLUA
 """
 import http.server
+import json
 import os
 import subprocess
 import sys
 import threading
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import abxtest  # noqa: E402
@@ -21,10 +25,23 @@ ABX = sys.argv[1]
 seen = []  # (request line, headers dict lower-case)
 
 
+def detail(sid):
+    return {"sandboxID": sid, "templateID": "base", "state": "running", "metadata": {},
+            "startedAt": "2026-12-01T17:41:13Z", "endAt": "2026-12-01T17:46:13Z",
+            "envdVersion": "0.2.0", "cpuCount": 1, "memoryMB": 512}
+
+
 class Recorder(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         seen.append((self.requestline, {k.lower(): v for k, v in self.headers.items()}))
+        q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
         body = b"[]"
+        if "page" in q:  # page pagination: two pages of pageSize 2
+            page = int(q["page"][0])
+            items = [detail("p1a"), detail("p1b")] if page == 1 else [detail("p2a")]
+            body = json.dumps({"items": items, "pagination": {
+                "page": page, "pageSize": int(q["pageSize"][0]), "totalItems": 3,
+                "totalPages": 2, "hasNextPage": page < 2}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -109,5 +126,19 @@ seen.clear()
 doctor("kr", ABX_TEST_WIRE_KEY=KEY, http_proxy="http://127.0.0.1:9", no_proxy="127.0.0.1")
 check(any("/v2/sandboxes" in line and not line.split()[1].startswith("http://") for line, _ in seen),
       "no_proxy=127.0.0.1: the request went straight to the server")
+# 4. pagination through the client: page (page + pageSize, hasNextPage) and cursor
+seen.clear()
+case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "paging_case.lua")
+r = subprocess.run([ABX, "run", case, "--provider", "kr"], cwd=proj,
+                   env=dict(base_env, ABX_TEST_WIRE_KEY=KEY), capture_output=True, text=True,
+                   timeout=120)
+check(r.returncode == 0 and "2 passed, 0 failed" in r.stdout,
+      "paging_case.lua: 2 passed (got %d: %s)" % (r.returncode, r.stdout[-1500:] + r.stderr[-800:]))
+lines = [line.split()[1] for line, _ in seen]
+check("/v2/sandboxes?page=1&pageSize=2" in lines and "/v2/sandboxes?page=2&pageSize=2" in lines,
+      "page pagination asked page=1 then page=2 with pageSize=2 (%s)" % lines)
+check("/v2/sandboxes?limit=5&nextToken=c1" in lines, "cursor pagination sent limit and nextToken")
+check(not any("page=x" in line for line in lines),
+      "a bad page token was refused before any request")
 srv.shutdown()
 abxtest.finish()
