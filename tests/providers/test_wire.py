@@ -67,11 +67,20 @@ providers:
     auth_header: X-Test-Key
     credential_env: [ABX_TEST_WIRE_KEY]
     ttl: {min: 30, max: 2592000, default: 300}
+  osb:
+    kind: remote
+    protocol: opensandbox
+    api_url: http://127.0.0.1:%d/v1
+    envd_routing: headers
+    credential_env: [ABX_TEST_WIRE_KEY]
+    auth_header: OPEN-SANDBOX-API-KEY
+    create: {mode: poll, deadline: 60}
+    ttl: {mode: expires_at, min: 60}
   fc:
     kind: remote
     api_url: http://api.${region}.example.invalid
     domain: ${region}.example.invalid
-""" % port
+""" % (port, port)
 proj = abxtest.project(config)
 base_env = {k: v for k, v in os.environ.items()
             if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -140,5 +149,16 @@ check("/v2/sandboxes?page=1&pageSize=2" in lines and "/v2/sandboxes?page=2&pageS
 check("/v2/sandboxes?limit=5&nextToken=c1" in lines, "cursor pagination sent limit and nextToken")
 check(not any("page=x" in line for line in lines),
       "a bad page token was refused before any request")
+# 5. `abxlua run` refuses, as config errors (exit 4) before anything starts, a missing region and
+# a protocol with no client (never the E2B client on OpenSandbox's wire)
+seen.clear()
+for prov, want in (("fc", "providers.fc.api_url needs ${region}: set ABX_REGION or providers.fc.region"),
+                   ("osb", "providers.osb: protocol opensandbox has no client in this build")):
+    r = subprocess.run([ABX, "run", case, "--provider", prov], cwd=proj,
+                       env=dict(base_env, ABX_TEST_WIRE_KEY=KEY), capture_output=True, text=True,
+                       timeout=60)
+    check(r.returncode == 4 and ("abxlua: error: " + want) in r.stderr,
+          "run --provider %s: exit 4, %r (got %d: %s)" % (prov, want, r.returncode, r.stderr[-600:]))
+check(seen == [], "and no request was made")
 srv.shutdown()
 abxtest.finish()

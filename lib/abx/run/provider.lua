@@ -198,6 +198,21 @@ function M.resolve(name, p)
   return r
 end
 
+---Checks what opening a provider would refuse for its configuration alone: a protocol without
+---a client in this build, a `${region}` with no region. Reads the environment and .env files.
+---@param name string
+---@param p table provider settings
+---Raises: InvalidArgument naming the provider and what to set
+function M.preflight(name, p)
+  if p.kind ~= "remote" then return end
+  if p.protocol and p.protocol ~= "e2b" then
+    -- no silent fallback onto the E2B client: it would speak the wrong wire
+    core.error("InvalidArgument", 0, string.format("providers.%s: protocol %s has no client in "
+      .. "this build (only e2b; the OpenSandbox adapter is issue 12 part 2)", name, p.protocol))
+  end
+  M.resolve(name, p)
+end
+
 ---Opens the provider.
 ---@param name string provider name
 ---@param p table provider settings from the config
@@ -275,11 +290,7 @@ function M.open(name, p, run)
     end
     info.pid = child.pid
   else
-    if p.protocol and p.protocol ~= "e2b" then
-      -- no silent fallback onto the E2B client: it would speak the wrong wire
-      core.error("InvalidArgument", 0, string.format("providers.%s: protocol %s has no client in "
-        .. "this build (only e2b; the OpenSandbox adapter is issue 12 part 2)", name, p.protocol))
-    end
+    M.preflight(name, p)
     local r = M.resolve(name, p)
     info.resolved = r
     info.endpoint = r.api_url
