@@ -14,6 +14,10 @@
 --   the address a client outside would use. A domain's own port is never doubled.
 -- "headers" routing (§7.4): the fixed sandbox URL (`envd_url`, default the api_url) with
 --   `E2b-Sandbox-Id` and `E2b-Sandbox-Port` headers.
+-- "path" routing (ACS / OpenKruise sandbox-manager's path protocol, reference §8.1 "Unrelated
+--   packages", help.aliyun.com/en/cs/user-guide/connect-to-agent-sandbox-using-the-e2b-sdk):
+--   <scheme>://<domain>/kruise/<id>/<port><path>, the api_url's scheme; with a loopback/IP api_url
+--   the connection goes to its address, as for host routing.
 -- Errors: InvalidArgument (abx.client.errmap) for a URL that is not http(s), an unknown routing or a bad
 --   port.
 
@@ -77,6 +81,18 @@ function route.port_url(r, port)
   return url
 end
 
+--- "<scheme>://<domain>/kruise/<id>/<port>": path routing's base URL for `port` (ACS), the
+--- api_url's scheme. Raises: InvalidArgument (bad port or api_url).
+---@param r {api_url: string, sandbox_id: string, domain: string}
+---@param port integer
+---@return string
+function route.path_url(r, port)
+  check_port(port)
+  route.host_port(r.api_url)
+  local scheme = r.api_url:match("^(%a+)://")
+  return string.format("%s://%s/kruise/%s/%d", scheme, r.domain, r.sandbox_id, port)
+end
+
 --- The routing of one Sandbox, built afresh at every call: its connection's routing, api_url
 --- and envd_url with the id and domain the Sandbox holds now. The one place abx.client.envd,
 --- abx.client.http and abx.client.code take them from (none keeps a copy).
@@ -92,8 +108,8 @@ end
 
 --- URL, connect_to and routing headers for `path` on `port` (see the file header).
 --- Raises: InvalidArgument (unknown routing, bad port, path not starting with "/", bad URL).
----@param r {routing: "host"|"headers", api_url: string, envd_url?: string, sandbox_id: string,
----  domain: string}
+---@param r {routing: "host"|"headers"|"path", api_url: string, envd_url?: string,
+---  sandbox_id: string, domain: string}
 ---@param port integer
 ---@param path string starts with "/"
 ---@return string url, string|nil connect_to, table<string,string> headers
@@ -108,8 +124,10 @@ function route.target(r, port, path)
       { ["E2b-Sandbox-Id"] = r.sandbox_id, ["E2b-Sandbox-Port"] = tostring(port) }
   elseif r.routing == "host" then
     return route.port_url(r, port) .. path, route.loopback_hostport(r.api_url), {}
+  elseif r.routing == "path" then
+    return route.path_url(r, port) .. path, route.loopback_hostport(r.api_url), {}
   end
-  errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\", got "
+  errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\", \"host\" or \"path\", got "
     .. tostring(r.routing))
 end
 

@@ -32,6 +32,7 @@ local envd = require("abx.client.envd")
 local snapshot = require("abx.client.snapshot")
 local volume = require("abx.client.volume")
 local wire = require("abx.client.sandbox_wire")
+local semantics = require("abx.client.semantics")
 local options = require("abx.client.options")
 local object = require("abx.client.sandbox_object")
 
@@ -46,7 +47,13 @@ local CONNECTION_FIELDS = {
   { "api_url", "string", "the control plane's base URL (required)" },
   { "api_key", "string|boolean", "X-API-Key; false sends none (negative tests)" },
   { "domain", "string", "sandbox domain when an answer names none (default e2b.app)" },
-  { "envd_routing", "string", "\"headers\" (E2b-Sandbox-* on envd_url) or \"host\" (<port>-<id>.<domain>)" },
+  { "envd_routing", "string", "\"headers\" (E2b-Sandbox-* on envd_url), \"host\" (<port>-<id>.<domain>) "
+    .. "or \"path\" (<domain>/kruise/<id>/<port>, ACS)" },
+  { "auth_header", "string", "the header the API key goes in (default X-API-Key)" },
+  { "ttl", "table", "{mode = \"lifetime\", min?, max?, where?}: the provider's TTL bounds, checked "
+    .. "before create, connect, resume and set_timeout (abx.client.semantics.check_ttl)" },
+  { "pagination", "string", "\"cursor\" (limit + nextToken, X-Next-Token; default) or \"page\" "
+    .. "(page + pageSize, body pagination.hasNextPage)" },
   { "envd_url", "string", "the fixed sandbox URL of \"headers\" routing (default api_url)" },
   { "request_timeout", "number", "seconds per control-plane or envd request (default 60)" },
   { "hooks", "table", "{before_create(opts), created(sbx, opts), create_failed(opts), killed(id), "
@@ -149,8 +156,19 @@ function sandbox.connection(o)
     errmap.raise("InvalidArgument", 0, "sandbox.connection: api_url is required")
   end
   local routing = o.envd_routing or "headers"
-  if routing ~= "headers" and routing ~= "host" then
-    errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\" or \"host\"")
+  if routing ~= "headers" and routing ~= "host" and routing ~= "path" then
+    errmap.raise("InvalidArgument", 0, "envd_routing must be \"headers\", \"host\" or \"path\", got "
+      .. tostring(routing))
+  end
+  if o.ttl ~= nil and o.ttl.mode ~= nil and o.ttl.mode ~= "lifetime" then
+    -- every E2B route takes `timeout` seconds from now; an absolute expiry is OpenSandbox's
+    -- renew-expiration (its adapter), not this client's
+    errmap.raise("InvalidArgument", 0, "sandbox.connection: ttl.mode " .. tostring(o.ttl.mode)
+      .. " is not spoken by the E2B client (lifetime only)")
+  end
+  if o.pagination ~= nil and o.pagination ~= "cursor" and o.pagination ~= "page" then
+    errmap.raise("InvalidArgument", 0, "sandbox.connection: pagination must be cursor or page, got "
+      .. tostring(o.pagination))
   end
   if o.api_key then core.add_secret(o.api_key) end
   return setmetatable({
@@ -163,6 +181,9 @@ function sandbox.connection(o)
     hooks = o.hooks or {},
     default_metadata = o.default_metadata or {},
     v2_routes = o.v2_routes == true,
+    auth_header = o.auth_header or "X-API-Key",
+    ttl = o.ttl,
+    pagination = o.pagination or "cursor",
   }, Connection)
 end
 
@@ -216,7 +237,7 @@ end
 ---@return table resp, string request
 function Connection:_call(method, path, query, body, retry)
   local h = { ["Accept"] = "application/json" }
-  if self.api_key then h["X-API-Key"] = self.api_key end -- reference §1.2
+  if self.api_key then h[self.auth_header or "X-API-Key"] = self.api_key end -- reference §1.2
   local payload
   if body ~= nil then
     h["Content-Type"] = "application/json"
@@ -341,7 +362,8 @@ function Connection:create(opts)
   if self.hooks.before_create then self.hooks.before_create(opts) end
   local body = {
     templateID = opts.template or "base",
-    timeout = math.ceil(opts.timeout or 300), -- SDK default 300 s (reference §3.4)
+    -- SDK default 300 s (reference §3.4); the provider's bounds before any request
+    timeout = semantics.check_ttl(self.ttl, opts.timeout or 300, "conn:create"),
     metadata = merge_metadata(self.default_metadata, opts.metadata),
   }
   if not self.v2_routes then body.secure = opts.secure ~= false end -- SDK default true (§3.2)
@@ -379,7 +401,7 @@ local function reattach(conn, id, action, opts, retry)
       .. "(a provider with v2_routes)")
   end
   local path = (v2 and "/v2/sandboxes/" or "/sandboxes/") .. envd.quote(id) .. "/" .. action
-  local timeout = math.ceil(opts.timeout or 300)
+  local timeout = semantics.check_ttl(conn.ttl, opts.timeout or 300, "conn:" .. action)
   local body = { timeout = timeout }
   if opts.memory ~= nil then body.memory = opts.memory and true or false end
   local resp, request = conn:_call("POST", path, nil, body, retry)
@@ -469,15 +491,23 @@ function Connection:list_page(opts)
   local q = {}
   if opts.metadata and next(opts.metadata) then q[#q + 1] = { "metadata", wire.metadata_query(opts.metadata) } end
   if opts.state and #opts.state > 0 then q[#q + 1] = { "state", table.concat(opts.state, ",") } end
-  if opts.limit then q[#q + 1] = { "limit", string.format("%d", opts.limit) } end
-  if opts.next_token then q[#q + 1] = { "nextToken", opts.next_token } end
+  for _, kv in ipairs(semantics.page_query(self.pagination, opts.limit, opts.next_token)) do
+    q[#q + 1] = kv
+  end
   local resp, request = self:_call("GET", "/v2/sandboxes", envd.query(q), nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
+  local body = errmap.decode_ok(resp, request, self.pagination == "cursor")
+  -- page pagination answers {items, pagination} (e2b-v2-and-peers.md §4); cursor a bare array
+  local list = body
+  if self.pagination == "page" then
+    if type(body) ~= "table" or type(body.items) ~= "table" then
+      errmap.raise_protocol(resp.status, request, "{items, pagination} (page pagination)")
+    end
+    list = body.items
+  end
   local items = {}
-  for _, d in ipairs(errmap.decode_ok(resp, request, true)) do items[#items + 1] = wire.info_of(d) end
-  local token = resp.headers["x-next-token"]
-  if token == "" then token = nil end
-  return items, token
+  for _, d in ipairs(list) do items[#items + 1] = wire.info_of(d) end
+  return items, semantics.next_token(self.pagination, resp.headers, body)
 end
 
 --- Every sandbox matching the filters, following X-Next-Token until exhausted.

@@ -29,6 +29,7 @@ local snapshot = require("abx.client.snapshot")
 local code = require("abx.client.code")
 local agent_server = require("abx.client.server")
 local wire = require("abx.client.sandbox_wire")
+local semantics = require("abx.client.semantics")
 local options = require("abx.client.options")
 
 local object = {}
@@ -162,7 +163,8 @@ end
 ---@param seconds number
 function Sandbox:set_timeout(seconds)
   local path = "/sandboxes/" .. envd.quote(self.id) .. "/timeout"
-  local resp, request = self.conn:_call("POST", path, nil, { timeout = math.ceil(seconds) }, true)
+  local t = semantics.check_ttl(self.conn.ttl, seconds, "sbx:set_timeout") -- before the request
+  local resp, request = self.conn:_call("POST", path, nil, { timeout = t }, true)
   if resp.status ~= 204 and resp.status ~= 200 then
     self.conn:_gone_if_404(resp, self.id)
     errmap.raise_api(resp, request, "SandboxNotFound")

@@ -18,7 +18,62 @@ M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "networ
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
-  tls = "boolean" }
+  tls = "boolean", protocol = "string", region = "string", region_env = "string",
+  auth_header = "string", credential_env = "table", route_version = "string", create = "table",
+  ttl = "table", pagination = "string", ca_file = "string" }
+M.PROVIDER_KEYS = {}
+for k in pairs(PROVIDER_KEYS) do M.PROVIDER_KEYS[#M.PROVIDER_KEYS + 1] = k end
+table.sort(M.PROVIDER_KEYS)
+
+-- The wire a provider speaks: e2b (the E2B client, with the provider's semantics applied) or
+-- opensandbox (its own /v1 lifecycle API and execd, reference §8.2; e2b-v2-and-peers.md §4).
+M.PROTOCOLS = { "e2b", "opensandbox" }
+M.ROUTINGS = { "host", "headers", "path" }
+M.ROUTE_VERSIONS = { "v1", "v2" }
+M.CREATE_MODES = { "sync", "poll" }
+M.TTL_MODES = { "lifetime", "expires_at" }
+M.PAGINATIONS = { "cursor", "page" }
+-- the keys of the nested mappings, with their types
+M.CREATE_KEYS = { mode = "string", deadline = "number", interval = "number" }
+M.TTL_KEYS = { mode = "string", min = "number", max = "number", default = "number" }
+-- where a remote provider's API key is read from when it names no credential_env
+M.DEFAULT_CREDENTIAL_ENV = { "ABX_SANDBOX_API_KEY", "E2B_API_KEY" }
+
+local function one_of(list, v)
+  for _, x in ipairs(list) do if x == v then return true end end
+  return false
+end
+
+local function sorted_keys(t)
+  local out = {}
+  for k in pairs(t) do out[#out + 1] = k end
+  table.sort(out)
+  return table.concat(out, ", ")
+end
+
+-- A nested mapping (create:, ttl:): its keys and their types, fail closed.
+local function check_mapping(where, key, v, keys)
+  for k, x in pairs(v) do
+    if type(k) ~= "string" or not keys[k] then
+      core.error("InvalidArgument", 0, string.format("%s.%s: unknown key %q (known: %s)", where,
+        key, tostring(k), sorted_keys(keys)))
+    end
+    if type(x) ~= keys[k] then
+      core.error("InvalidArgument", 0, string.format("%s.%s.%s must be a %s", where, key, k, keys[k]))
+    end
+    if keys[k] == "number" and x < 0 then
+      core.error("InvalidArgument", 0, string.format("%s.%s.%s must be >= 0, got %s", where, key, k,
+        tostring(x)))
+    end
+  end
+end
+
+local function check_enum(where, key, v, list)
+  if v ~= nil and not one_of(list, v) then
+    core.error("InvalidArgument", 0, string.format("%s.%s must be one of %s, got %s", where, key,
+      table.concat(list, ", "), tostring(v)))
+  end
+end
 
 -- The domain of a `kind: local, tls: true` provider that names none: a wildcard certificate needs
 -- two labels under it (Node's tls.checkServerIdentity refuses *.localhost; platform/tls.h).
@@ -94,8 +149,8 @@ local function check_provider(path, name, p)
   for k, v in pairs(p) do
     local want = PROVIDER_KEYS[k]
     if not want then
-      core.error("InvalidArgument", 0, string.format("%s: unknown key %q (known: kind, api_url, "
-        .. "domain, envd_routing, envd_url, capabilities, description, tls)", where, tostring(k)))
+      core.error("InvalidArgument", 0, string.format("%s: unknown key %q (known: %s)", where,
+        tostring(k), table.concat(M.PROVIDER_KEYS, ", ")))
     end
     if type(v) ~= want then
       core.error("InvalidArgument", 0, string.format("%s.%s must be a %s%s", where, k,
@@ -118,9 +173,64 @@ local function check_provider(path, name, p)
         .. "*.<one label>", where, M.LOCAL_TLS_DOMAIN, p.domain))
     end
   end
-  if p.envd_routing and p.envd_routing ~= "host" and p.envd_routing ~= "headers" then
-    core.error("InvalidArgument", 0, where .. ".envd_routing must be host or headers, got "
-      .. p.envd_routing)
+  check_enum(where, "envd_routing", p.envd_routing, M.ROUTINGS)
+  check_enum(where, "protocol", p.protocol, M.PROTOCOLS)
+  check_enum(where, "route_version", p.route_version, M.ROUTE_VERSIONS)
+  check_enum(where, "pagination", p.pagination, M.PAGINATIONS)
+  if p.kind == "local" then
+    for _, k in ipairs({ "protocol", "region", "region_env", "auth_header", "credential_env",
+      "route_version", "create", "ttl", "pagination", "ca_file" }) do
+      if p[k] ~= nil then
+        core.error("InvalidArgument", 0, string.format("%s.%s applies to kind remote only (the "
+          .. "local platform's wire is E2B's)", where, k))
+      end
+    end
+  end
+  if p.region_env and not p.region_env:match("^[%a_][%w_]*$") then
+    core.error("InvalidArgument", 0, where .. ".region_env must be an environment variable name, got "
+      .. p.region_env)
+  end
+  if p.auth_header and not p.auth_header:match("^[%w!#$%%&'*+.^_`|~-]+$") then
+    core.error("InvalidArgument", 0, where .. ".auth_header must be an HTTP header name, got "
+      .. p.auth_header)
+  end
+  if p.credential_env then
+    if #p.credential_env == 0 then
+      core.error("InvalidArgument", 0, where .. ".credential_env must list one or more variable names")
+    end
+    for i, n in pairs(p.credential_env) do
+      if math.type(i) ~= "integer" or type(n) ~= "string" or not n:match("^[%a_][%w_]*$") then
+        core.error("InvalidArgument", 0, string.format("%s.credential_env[%s] must be an "
+          .. "environment variable name, got %s", where, tostring(i), tostring(n)))
+      end
+    end
+  end
+  if p.create then
+    check_mapping(where, "create", p.create, M.CREATE_KEYS)
+    check_enum(where, "create.mode", p.create.mode, M.CREATE_MODES)
+    if p.create.mode == "poll" and not (p.create.deadline and p.create.deadline > 0) then
+      core.error("InvalidArgument", 0, where .. ".create.deadline (seconds > 0) is required with "
+        .. "create.mode poll")
+    end
+    if p.create.mode ~= "poll" and (p.create.deadline or p.create.interval) then
+      core.error("InvalidArgument", 0, where .. ".create.deadline and .interval apply to "
+        .. "create.mode poll only")
+    end
+  end
+  if p.ttl then
+    check_mapping(where, "ttl", p.ttl, M.TTL_KEYS)
+    check_enum(where, "ttl.mode", p.ttl.mode, M.TTL_MODES)
+    if p.ttl.min and p.ttl.max and p.ttl.min > p.ttl.max then
+      core.error("InvalidArgument", 0, string.format("%s.ttl.min (%s) is above ttl.max (%s)", where,
+        tostring(p.ttl.min), tostring(p.ttl.max)))
+    end
+  end
+  local proto = p.protocol or "e2b"
+  if proto == "e2b" and ((p.ttl and p.ttl.mode == "expires_at") or p.pagination == "page"
+    or (p.create and p.create.mode == "poll")) then
+    -- every E2B route takes a lifetime, answers create with 201 and lists by cursor (reference §3.4)
+    core.error("InvalidArgument", 0, where .. ": ttl.mode expires_at, pagination page and "
+      .. "create.mode poll are OpenSandbox's wire: set protocol: opensandbox")
   end
   local caps = p.capabilities or (p.kind == "local" and M.LOCAL_CAPABILITIES or {})
   local list, set = {}, {}
@@ -132,6 +242,22 @@ local function check_provider(path, name, p)
     if not set[c] then list[#list + 1] = c; set[c] = true end
   end
   p.capabilities, p.capability_set = list, set
+  -- route_version and the v2_routes capability say one thing (a test `requires` the capability)
+  if p.route_version and (p.route_version == "v2") ~= (set.v2_routes == true) then
+    core.error("InvalidArgument", 0, string.format("%s.route_version %s contradicts its "
+      .. "capabilities (%s v2_routes)", where, p.route_version, set.v2_routes and "with" or "without"))
+  end
+  if p.kind == "remote" then
+    p.protocol = proto
+    p.route_version = p.route_version or (set.v2_routes and "v2" or "v1")
+    p.pagination = p.pagination or (proto == "opensandbox" and "page" or "cursor")
+    p.auth_header = p.auth_header or "X-API-Key"
+    p.credential_env = p.credential_env or M.DEFAULT_CREDENTIAL_ENV
+    p.create = p.create or { mode = "sync" }
+    p.create.mode = p.create.mode or "sync"
+    p.ttl = p.ttl or {}
+    p.ttl.mode = p.ttl.mode or "lifetime"
+  end
 end
 
 ---Loads and validates the configuration.

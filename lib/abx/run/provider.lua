@@ -13,6 +13,7 @@
 local core = require("abx.core")
 local cjson = require("cjson")
 local sandbox = require("abx.client.sandbox")
+local semantics = require("abx.client.semantics")
 
 local M = {}
 
@@ -115,6 +116,20 @@ local function lookup_any(names)
   return nil
 end
 
+---The region of a provider: ABX_REGION, then its region_env, each in the environment then the
+---.env files; then its config `region`.
+---@param name string
+---@param p table provider settings
+---@return string|nil region, string|nil source, string[] vars (the variables looked at, in order)
+function M.region(name, p)
+  local vars = { "ABX_REGION" }
+  if p.region_env then vars[#vars + 1] = p.region_env end
+  local v, source, via = lookup_any(vars)
+  if v then return v, source .. " (" .. via .. ")", vars end
+  if p.region then return p.region, "config (providers." .. name .. ".region)", vars end
+  return nil, nil, vars
+end
+
 ---A display form of a secret that never shows it: its prefix up to the last `_` among the
 ---first 8 characters (e2b_, sk_e2b_), then ****.
 ---@param value string|nil
@@ -134,7 +149,9 @@ end
 ---  tls = boolean (kind local only: `tls: true`) }
 function M.resolve(name, p)
   local r = { name = name, kind = p.kind, envd_routing = p.envd_routing or "host",
-    capabilities = p.capabilities or {}, credentials = {}, missing = {} }
+    capabilities = p.capabilities or {}, credentials = {}, missing = {}, protocol = p.protocol,
+    route_version = p.route_version, pagination = p.pagination, create = p.create, ttl = p.ttl,
+    auth_header = p.auth_header, ca_file = p.ca_file }
   if p.kind == "local" then
     M.dotenv() -- secret-looking .env values are masked under `local` too
     r.envd_routing = p.envd_routing or "headers"
@@ -142,10 +159,19 @@ function M.resolve(name, p)
     r.tls = p.tls == true
     return r
   end
+  local region, region_source, region_vars = M.region(name, p)
+  r.region, r.region_source = region, region_source
   for _, c in ipairs(M.CREDENTIALS) do
+    local names = c.names
+    if c.field == "api_key" and p.credential_env then names = p.credential_env end
+    c = { field = c.field, names = names, secret = c.secret }
     local v, source, via = lookup_any(c.names)
     if not v and c.field ~= "api_key" and p[c.field] then
-      v, source, via = p[c.field], "config", "providers." .. name .. "." .. c.field
+      local where = "providers." .. name .. "." .. c.field
+      -- ${region} only in the config's value (a variable's value is the user's, used as is)
+      v = semantics.substitute_region(p[c.field], region, where, region_vars)
+      source, via = "config", where
+      if v ~= p[c.field] then source = "config, region from " .. region_source end
     end
     r[c.field] = v
     r.credentials[#r.credentials + 1] = { field = c.field, name = c.names[1], value = v,
@@ -164,12 +190,27 @@ function M.resolve(name, p)
     end
   end
   r.envd_url = M.lookup("E2B_SANDBOX_URL") or p.envd_url
-  if not r.api_key then r.missing[#r.missing + 1] = "ABX_SANDBOX_API_KEY" end
+  if not r.api_key then r.missing[#r.missing + 1] = r.credentials[1].name end
   if not r.api_url then r.missing[#r.missing + 1] = "ABX_SANDBOX_BASE_URL" end
   if not r.domain and r.envd_routing == "host" and not r.envd_url then
     r.missing[#r.missing + 1] = "ABX_SANDBOX_DOMAIN"
   end
   return r
+end
+
+---Checks what opening a provider would refuse for its configuration alone: a protocol without
+---a client in this build, a `${region}` with no region. Reads the environment and .env files.
+---@param name string
+---@param p table provider settings
+---Raises: InvalidArgument naming the provider and what to set
+function M.preflight(name, p)
+  if p.kind ~= "remote" then return end
+  if p.protocol and p.protocol ~= "e2b" then
+    -- no silent fallback onto the E2B client: it would speak the wrong wire
+    core.error("InvalidArgument", 0, string.format("providers.%s: protocol %s has no client in "
+      .. "this build (only e2b; the OpenSandbox adapter is issue 12 part 2)", name, p.protocol))
+  end
+  M.resolve(name, p)
 end
 
 ---Opens the provider.
@@ -249,6 +290,7 @@ function M.open(name, p, run)
     end
     info.pid = child.pid
   else
+    M.preflight(name, p)
     local r = M.resolve(name, p)
     info.resolved = r
     info.endpoint = r.api_url
@@ -260,7 +302,19 @@ function M.open(name, p, run)
     info.credential_source = r.credentials[1].source .. " (" .. r.credentials[1].via .. ")"
     opts.api_url, opts.api_key, opts.domain = r.api_url, r.api_key, r.domain
     opts.envd_url = r.envd_url
-    info.stop = function() end
+    opts.auth_header = p.auth_header
+    opts.pagination = p.pagination
+    opts.v2_routes = p.route_version == "v2"
+    if p.ttl and (p.ttl.min or p.ttl.max) then
+      opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
+        where = "providers." .. name .. ".ttl" }
+    end
+    if p.ca_file then
+      core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
+      info.stop = function() core.set_ca_file(nil) end
+    else
+      info.stop = function() end
+    end
   end
   return sandbox.connection(opts), info
 end

@@ -111,6 +111,37 @@ local function remote_checks(cfg, pname, p, r, results)
   end)
 end
 
+-- The provider's wire semantics (abx.run.config), and the proxy variables libcurl will read.
+local function show_semantics(r)
+  local example = ({ host = "<port>-<id>.<domain>", headers = "E2b-Sandbox-Id/-Port headers on "
+    .. "the sandbox URL", path = "<domain>/kruise/<id>/<port>" })[r.envd_routing]
+  field("routing", example or r.envd_routing)
+  field("protocol", r.protocol or "e2b")
+  field("route version", tostring(r.route_version))
+  local c = r.create or {}
+  field("create mode", c.mode == "poll" and string.format("poll (202, then GET until running; "
+    .. "deadline %ss, every %ss)", tostring(c.deadline), tostring(c.interval or 1))
+    or "sync (201)")
+  local t = r.ttl or {}
+  field("ttl", string.format("%s, min %s, max %s, server default %s", tostring(t.mode),
+    t.min and (t.min .. " s") or "(server's)", t.max and (t.max .. " s") or "(server's)",
+    t.default and (t.default .. " s") or "(unknown)"))
+  field("pagination", tostring(r.pagination))
+  field("auth header", tostring(r.auth_header))
+  if r.region then field("region", r.region .. " from " .. r.region_source) end
+  field("CA bundle", r.ca_file or "the system's")
+  local proxies = {}
+  for _, n in ipairs({ "http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+    "no_proxy", "NO_PROXY" }) do
+    local v = core.getenv(n)
+    if v and v ~= "" then
+      -- a proxy URL may carry user:password
+      proxies[#proxies + 1] = n .. "=" .. (v:find("@", 1, true) and (v:gsub("//[^@]*@", "//****@")) or v)
+    end
+  end
+  field("proxy", #proxies > 0 and table.concat(proxies, " ") or "none (libcurl's variables unset)")
+end
+
 function M.execute(args)
   local cfg = config.load(config.find(args.config))
   local pname, p = config.provider(cfg, args.provider)
@@ -129,6 +160,7 @@ function M.execute(args)
   field("envd routing", r.envd_routing .. (r.envd_url and (" via " .. r.envd_url) or ""))
   field("capabilities", #r.capabilities > 0 and table.concat(r.capabilities, ", ") or "none")
   if p.kind ~= "local" then
+    show_semantics(r)
     show_credentials(r)
     show_dotenv()
   end

@@ -111,7 +111,10 @@ function M.execute(args)
     cfg.defaults.test_timeout = args.timeout
   end
   -- resolve the provider now: an unknown name is a usage error, not a failure inside the run
-  local provider_name = config.provider(cfg, args.provider)
+  local provider_name, psettings = config.provider(cfg, args.provider)
+  -- a provider this build cannot speak to, or a missing ${region}, is a config error (exit 4)
+  -- before anything starts, not a failure inside the run
+  require("abx.run.provider").preflight(provider_name, psettings)
   local jobs = args.jobs or cfg.defaults.jobs
   if jobs < 1 or jobs ~= math.floor(jobs) then return nil, "-j must be a positive integer" end
   local env_ttl = core.getenv("E2E_SANDBOX_TTL")

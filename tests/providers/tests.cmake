@@ -1,0 +1,16 @@
+# Provider semantics (issue 12 part 1): routing URLs (host, headers, ACS path), TTL bounds and
+# RFC 3339 expiry, ${region} substitution, pagination, config validation messages, and
+# provider.open handing them to the E2B client. Pure Lua plus a closed loopback port; the run
+# starts the default local provider as every runner case does.
+add_test(NAME providers:semantics
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
+          ${CMAKE_SOURCE_DIR}/tests/providers/semantics.lua "^9 passed, 0 failed" 0
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(providers:semantics PROPERTIES TIMEOUT 120
+  ENVIRONMENT "ABX_TEST_REGION=eu-test-1;ABX_REGION=;ABX_TEST_KEY=test-key-0123456789")
+# The same on the wire, against a recording server on loopback: the provider's auth header, ${region}
+# and its missing-region error, libcurl's proxy variables (http_proxy honoured, HTTP_PROXY ignored,
+# no_proxy), and what `abxlua doctor --provider NAME` shows (key and proxy password masked).
+add_test(NAME providers:wire
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/providers/test_wire.py $<TARGET_FILE:abxlua>)
+set_tests_properties(providers:wire PROPERTIES TIMEOUT 180)
