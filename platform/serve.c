@@ -101,8 +101,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       r->kind = abx_flavor_path_route(r->raw_uri, r->route.id, &r->route.port, &off, r->msg,
                                       sizeof r->msg);
       if (r->kind == 1) { /* forward the rest of the path, "/" when there is none */
-        size_t rl = strlen(r->raw_uri + off);
-        memmove(r->raw_uri + 1, r->raw_uri + off + (r->raw_uri[off] == '/'), rl + 1);
+        const char *rest = r->raw_uri + off + (r->raw_uri[off] == '/');
+        memmove(r->raw_uri + 1, rest, strlen(rest) + 1); /* with its NUL, nothing past it */
         r->raw_uri[0] = '/';
       }
     }
