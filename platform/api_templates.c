@@ -18,26 +18,6 @@ static const char *qarg(struct abx_api_req *r, const char *k)
   return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, k);
 }
 
-static int only(json_t *o, const char *const *keys, size_t nk, char *msg, size_t n)
-{
-  const char *k;
-  json_t *v;
-  json_object_foreach(o, k, v)
-  {
-    size_t i = 0;
-    while (i < nk && strcmp(keys[i], k) != 0)
-      i++;
-    if (i == nk) {
-      char valid[300] = "";
-      for (size_t j = 0; j < nk; j++)
-        snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s", j ? ", " : "", keys[j]);
-      snprintf(msg, n, "validation error: unknown field '%s' (valid: %s)", k, valid);
-      return -1;
-    }
-  }
-  return 0;
-}
-
 static int int_field(json_t *o, const char *k, int lo, int hi, int *out, char *msg, size_t n)
 {
   long long v = 0;
@@ -65,7 +45,7 @@ enum MHD_Result abx_api_template_request(struct abx_api_req *r)
   json_t *name = json_object_get(req, "name"), *alias = json_object_get(req, "alias");
   json_t *tags = json_object_get(req, "tags"), *out = NULL;
   int st = 400;
-  if (only(req, keys, sizeof keys / sizeof keys[0], msg, sizeof msg) ||
+  if (abx_tbuild_only_keys(req, keys, sizeof keys / sizeof keys[0], "", msg, sizeof msg) ||
       int_field(req, "cpuCount", 1, 64, &cpu, msg, sizeof msg) ||
       int_field(req, "memoryMB", 128, 65536, &mem, msg, sizeof msg) ||
       int_field(req, "minFreeDiskMb", 0, 1 << 30, &disk, msg, sizeof msg))
@@ -230,7 +210,7 @@ enum MHD_Result abx_api_template_tags_assign(struct abx_api_req *r)
   const char *target = json_string_value(json_object_get(req, "target"));
   json_t *tags = NULL, *out = NULL;
   int st = 400;
-  if (only(req, keys, 2, msg, sizeof msg))
+  if (abx_tbuild_only_keys(req, keys, 2, "", msg, sizeof msg))
     goto done;
   if (!target || abx_tstore_split_ref(target, x, sizeof x, tag, sizeof tag) != 0) {
     snprintf(msg, sizeof msg, "validation error: field 'target' is required: \"name:tag\"");
@@ -276,7 +256,7 @@ enum MHD_Result abx_api_template_tags_delete(struct abx_api_req *r)
   const char *name = json_string_value(json_object_get(req, "name"));
   json_t *tags = json_object_get(req, "tags");
   int st = 400;
-  if (only(req, keys, 2, msg, sizeof msg))
+  if (abx_tbuild_only_keys(req, keys, 2, "", msg, sizeof msg))
     goto done;
   if (!name || !*name) {
     snprintf(msg, sizeof msg, "validation error: field 'name' is required and must be a string");

@@ -2,6 +2,7 @@
  * layer_cache.c: COPY archives, build layers and upload URLs. Contract in layer_cache.h.
  */
 #include "layer_cache.h"
+#include "rootfs.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -12,12 +13,10 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "http_util.h"
@@ -159,22 +158,6 @@ int abx_lcache_tmpdir(char *out, char *err, size_t errlen)
   return 0;
 }
 
-static int run_cp(const char *src, const char *dst)
-{
-  char from[4200];
-  snprintf(from, sizeof from, "%s/.", src);
-  char *argv[] = {"cp", "-a", "--", from, (char *)dst, NULL};
-  char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
-  pid_t pid;
-  if (posix_spawn(&pid, "/bin/cp", NULL, NULL, argv, envp) != 0)
-    return -1;
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
 int abx_lcache_layer_store(const char *key, const char *upper, char *err, size_t errlen)
 {
   char final[4096], tmp[4096];
@@ -187,7 +170,7 @@ int abx_lcache_layer_store(const char *key, const char *upper, char *err, size_t
   snprintf(staged, sizeof staged, "%s/layer", tmp);
   int rc = rename(upper, staged);
   if (rc != 0 && errno == EXDEV) { /* the state dir is on another filesystem */
-    rc = mkdir(staged, 0755) == 0 && run_cp(upper, staged) == 0 ? 0 : -1;
+    rc = mkdir(staged, 0755) == 0 && abx_copy_tree(upper, staged) == 0 ? 0 : -1;
     if (rc == 0)
       abx_rmtree(upper);
   }

@@ -446,8 +446,7 @@ uint64_t abx_rootfs_disk_used(const char *sbdir)
   return n;
 }
 
-/* cp -a src/. dst (fork/exec, no shell). Returns 0 or -1. */
-static int copy_tree(const char *src, const char *dst)
+int abx_copy_tree(const char *src, const char *dst)
 {
   char from[4096];
   snprintf(from, sizeof from, "%.4000s/.", src);
@@ -476,7 +475,7 @@ static struct abx_template *copy_upper(const char *sbdir, const char *name, char
   }
   char up[4096];
   snprintf(up, sizeof up, "%s/upper", sbdir);
-  if (mkdir(t->layer, 0755) != 0 || copy_tree(up, t->layer) != 0 || layer_parts(t->layer) != 0) {
+  if (mkdir(t->layer, 0755) != 0 || abx_copy_tree(up, t->layer) != 0 || layer_parts(t->layer) != 0) {
     snprintf(err, errlen, "cannot copy the sandbox's upper layer");
     abx_rmtree(t->layer);
     free(t->layer);

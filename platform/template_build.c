@@ -22,8 +22,8 @@
 #include "template_start.h"
 
 
-static int only_keys(json_t *o, const char *const *keys, size_t nk, const char *what, char *msg,
-                     size_t n)
+int abx_tbuild_only_keys(json_t *o, const char *const *keys, size_t nk, const char *what,
+                         char *msg, size_t n)
 {
   const char *k;
   json_t *v;
@@ -62,7 +62,7 @@ int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
 {
   static const char *const keys[] = {"fromImage", "fromTemplate", "fromImageRegistry", "startCmd",
                                      "readyCmd",  "force",        "steps"};
-  if (only_keys(spec, keys, sizeof keys / sizeof keys[0], "", msg, n) ||
+  if (abx_tbuild_only_keys(spec, keys, sizeof keys / sizeof keys[0], "", msg, n) ||
       opt_type(spec, "fromImage", is_str, "a string", "", msg, n) ||
       opt_type(spec, "fromTemplate", is_str, "a string", "", msg, n) ||
       opt_type(spec, "fromImageRegistry", is_obj, "an object", "", msg, n) ||
@@ -93,10 +93,10 @@ int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
       snprintf(msg, n, "validation error: field 'steps[%zu]' must be an object", i);
       return -1;
     }
-    if (only_keys(st, skeys, 4, what, msg, n) != 0) {
+    if (abx_tbuild_only_keys(st, skeys, 4, what, msg, n) != 0) {
       const char *ty = json_string_value(json_object_get(st, "type"));
       int copy = ty && (strcasecmp(ty, "COPY") == 0 || strcasecmp(ty, "ADD") == 0);
-      if (!copy || only_keys(st, skeys, sizeof skeys / sizeof skeys[0], what, msg, n) != 0)
+      if (!copy || abx_tbuild_only_keys(st, skeys, sizeof skeys / sizeof skeys[0], what, msg, n) != 0)
         return -1;
     }
     json_t *ty = json_object_get(st, "type"), *args = json_object_get(st, "args");

@@ -150,6 +150,12 @@ void abx_tbuild_init_keys(void);
 void abx_tbuild_stop(void);
 int abx_tbuild_wait(void);
 
+/* Fail closed on a JSON object's fields: 0 when every key of `o` is one of keys[0..nk), else -1
+ * with msg "validation error: unknown field '<what><key>' (valid: k1, k2, ...)" (`what` names
+ * the enclosing field, e.g. "steps[2]."; "" at top level). For the build API's bodies. */
+int abx_tbuild_only_keys(json_t *o, const char *const *keys, size_t nk, const char *what,
+                         char *msg, size_t n);
+
 /* 1 once abx_tbuild_stop ran. Under the store lock or not (a plain read). */
 int abx_tbuild_stopping(void);
 
