@@ -10,14 +10,16 @@ t.test("a valid API key is accepted", function(ctx)
   t.eq(type(items), "table")
 end)
 
-t.test("a wrong API key is rejected with Authentication", function(ctx)
+t.test("a wrong API key is rejected with Authentication", { requires = { "api_key_check" } },
+  function(ctx)
   local bad = ctx.conn:with({ api_key = "e2b_0000000000000000000000000000000000000000" })
   local err = t.raises("Authentication", function() bad:list() end)
   t.eq(err.status, 401)
   t.eq(err.request, "GET /v2/sandboxes")
 end)
 
-t.test("a request without an API key is rejected with Authentication", function(ctx)
+t.test("a request without an API key is rejected with Authentication",
+  { requires = { "api_key_check" } }, function(ctx)
   local anon = ctx.conn:with({ api_key = false })
   local err = t.raises("Authentication", function() anon:list() end)
   t.eq(err.status, 401)

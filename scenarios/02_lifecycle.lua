@@ -89,7 +89,7 @@ t.test("after kill get_info gives SandboxNotFound and is_running is false", func
   t.eq(sbx:is_running(), false)
 end)
 
-t.test("set_timeout moves end_at", function(ctx)
+t.test("set_timeout moves end_at", { requires = { "ttl_shorten" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 120 })
   local before = sandbox.parse_time(sbx:get_info().end_at)
   sbx:set_timeout(900)
@@ -100,7 +100,8 @@ t.test("set_timeout moves end_at", function(ctx)
   t.ok(shorter < after - 600, "set_timeout may shorten the TTL")
 end)
 
-t.test("a sandbox is gone after its TTL expires", { markers = { "e2e_slow" }, timeout = 90 }, function(ctx)
+t.test("a sandbox is gone after its TTL expires",
+  { markers = { "e2e_slow" }, requires = { "short_ttl" }, timeout = 90 }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 3 })
   t.eventually(function()
     t.raises("SandboxNotFound", function() ctx.conn:get_info(sbx.id) end)
@@ -108,12 +109,13 @@ t.test("a sandbox is gone after its TTL expires", { markers = { "e2e_slow" }, ti
   t.eq(sbx:kill(), false)
 end)
 
-t.test("envs given at create are visible to commands", function(ctx)
+t.test("envs given at create are visible to commands", { requires = { "env_vars" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ envs = { ABX_CREATE_VAR = "from-create" } })
   t.eq(sbx.commands:run("printf %s \"$ABX_CREATE_VAR\"").stdout, "from-create")
 end)
 
-t.test("a secure sandbox rejects envd calls without the right access token", function(ctx)
+t.test("a secure sandbox rejects envd calls without the right access token", { requires = { "secure" } },
+  function(ctx)
   local sbx = ctx.sandbox_factory({ secure = true })
   t.ok(sbx.secure, "a secure sandbox comes with an envdAccessToken")
   t.eq(sbx.commands:run("echo ok").stdout, "ok\n")
@@ -124,7 +126,7 @@ t.test("a secure sandbox rejects envd calls without the right access token", fun
 end)
 
 t.test("pause and connect three times in a row keep the files and each connect resumes the sandbox",
-  { requires = { "pause" }, timeout = 240 }, function(ctx)
+  { requires = { "pause", "connect_resume" }, timeout = 240 }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 300 })
   for cycle = 1, 3 do
     sbx.files:write("/home/user/cycle-" .. cycle, "written before pause " .. cycle)
@@ -167,7 +169,8 @@ t.test("list with state paused alone returns the paused sandbox and not the runn
   t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 2, "no state filter lists running and paused")
 end)
 
-t.test("connect never shortens the TTL while set_timeout can", function(ctx)
+t.test("connect never shortens the TTL while set_timeout can",
+  { requires = { "connect_resume", "ttl_shorten" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 600 })
   local before = end_at(sbx)
   local again = ctx.conn:connect(sbx.id, { timeout = 60 })
@@ -185,7 +188,7 @@ t.test("connect never shortens the TTL while set_timeout can", function(ctx)
     "set_timeout(60) should shorten end_at (moved %.0f s)", shortened - extended))
 end)
 
-t.test("refresh extends the TTL but never shortens it", function(ctx)
+t.test("refresh extends the TTL but never shortens it", { requires = { "refresh" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 120 })
   local before = end_at(sbx)
   sbx:refresh(600)
@@ -255,7 +258,8 @@ t.test("pause, get_metrics and connect of an unknown sandbox raise SandboxNotFou
   t.eq(t.raises("SandboxNotFound", function() sbx:refresh(30) end).status, 404)
 end)
 
-t.test("metrics report the CPU, memory and disk of a running sandbox", { requires = { "metrics" } },
+t.test("metrics report the CPU, memory and disk of a running sandbox",
+  { requires = { "metrics", "metrics_disk" } },
   function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 120 })
   local now = os.time()
@@ -270,7 +274,8 @@ t.test("metrics report the CPU, memory and disk of a running sandbox", { require
 end)
 
 t.test("an auto_pause sandbox is paused, not killed, at its TTL and connect resumes it",
-  { markers = { "e2e_slow" }, requires = { "pause" }, timeout = 120 }, function(ctx)
+  { markers = { "e2e_slow" }, requires = { "pause", "short_ttl", "connect_resume" }, timeout = 120 },
+  function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 120, auto_pause = true })
   sbx.files:write("/home/user/auto.txt", "auto-paused")
   sbx:set_timeout(2) -- the TTL runs out now, after the file is written

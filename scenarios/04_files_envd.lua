@@ -253,7 +253,8 @@ t.test("the v1 file signature matches the reference test vectors", function()
     "v1_x09R0+VxB2mRzkxWcRyFCpiJmFv0okUrtgQ6q12G0jM")
 end)
 
-t.test("a signed download URL reads a file without the access token", function(ctx)
+t.test("a signed download URL reads a file without the access token", { requires = { "secure" } },
+  function(ctx)
   local sbx, path = ctx.base_sandbox, ctx.workdir .. "/signed.txt"
   t.eq(sbx.secure, true)
   sbx.files:write(path, "signed bytes")
@@ -272,7 +273,8 @@ t.test("a signed upload URL writes a file owned by its user without the access t
   t.eq(sbx.files:get_info(path).owner, "user")
 end)
 
-t.test("an expired, tampered or unsigned file URL gives Authentication", function(ctx)
+t.test("an expired, tampered or unsigned file URL gives Authentication", { requires = { "secure" } },
+  function(ctx)
   local sbx, path = ctx.base_sandbox, ctx.workdir .. "/guarded.txt"
   sbx.files:write(path, "guarded")
   local expired = sbx.files:download_url(path, { expires_in = -5 })

@@ -196,7 +196,7 @@ t.test("update_network with an invalid address is InvalidArgument and leaves the
 end)
 
 t.test("without public traffic a non-envd port needs the traffic access token; envd's port does not",
-  function(ctx)
+  { requires = { "secure" } }, function(ctx)
   local err = t.raises("InvalidArgument", function()
     ctx.sandbox_factory({ secure = false, network = { allow_public_traffic = false } })
   end)

@@ -107,7 +107,7 @@ local function wait_seconds(seconds)
 end
 
 t.test("pause and resume keep a background process's memory: it counts on from where it was",
-  { requires = { "pause" }, timeout = 240 }, function(ctx)
+  { requires = { "pause", "connect_resume" }, timeout = 240 }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 300 })
   t.eq(sbx.commands:run(COUNTER).stdout, "started\n")
   local first = read_counter(sbx)

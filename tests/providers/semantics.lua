@@ -242,7 +242,7 @@ end)
 t.test("config: unknown keys and bad values are refused with exact messages", function()
   t.eq(config_error("    kind: remote\n    regoin: x\n"), "F: providers.x: unknown key \"regoin\" "
     .. "(known: api_url, auth_header, ca_file, capabilities, create, credential_env, description, "
-    .. "domain, envd_routing, envd_url, kind, pagination, protocol, region, region_env, "
+    .. "domain, envd_routing, envd_url, flavor, kind, pagination, protocol, region, region_env, "
     .. "route_version, tls, ttl)")
   t.eq(config_error("    kind: remote\n    envd_routing: dns\n"),
     "F: providers.x.envd_routing must be one of host, headers, path, got dns")

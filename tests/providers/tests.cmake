@@ -14,3 +14,10 @@ set_tests_properties(providers:semantics PROPERTIES TIMEOUT 120
 add_test(NAME providers:wire
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/providers/test_wire.py $<TARGET_FILE:abxlua>)
 set_tests_properties(providers:wire PROPERTIES TIMEOUT 180)
+# Local flavours (issue 12 part 5): `--flavor NAME` maps the local provider onto the semantics and
+# capabilities of the remote entry naming it, and refuses what it cannot mean (abx.run.flavor).
+add_test(NAME providers:flavors
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
+          ${CMAKE_SOURCE_DIR}/tests/providers/flavors.lua "^4 passed, 0 failed" 0
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(providers:flavors PROPERTIES TIMEOUT 120 ENVIRONMENT "ABX_FLAVOR=")

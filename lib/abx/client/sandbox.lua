@@ -405,6 +405,16 @@ local function reattach(conn, id, action, opts, retry)
   local body = { timeout = timeout }
   if opts.memory ~= nil then body.memory = opts.memory and true or false end
   local resp, request = conn:_call("POST", path, nil, body, retry)
+  if action == "resume" and resp.status == 204 then
+    -- OpenKruise answers the deprecated resume with 204 and no body (e2b-v2-and-peers.md §5):
+    -- the sandbox's details (id, envd version and token, domain) come from GET /sandboxes/{id}
+    local got, greq = conn:_call("GET", "/sandboxes/" .. envd.quote(id), nil, nil, true)
+    if got.status ~= 200 then
+      conn:_gone_if_404(got, id)
+      errmap.raise_api(got, greq, "SandboxNotFound")
+    end
+    return object.new(conn, errmap.decode_ok(got, greq), greq, timeout), 201
+  end
   if resp.status ~= 200 and resp.status ~= 201 then
     conn:_gone_if_404(resp, id)
     errmap.raise_api(resp, request, "SandboxNotFound")
@@ -427,7 +437,8 @@ function Connection:connect(id, opts)
 end
 
 --- Resumes a paused sandbox through the deprecated route: POST /sandboxes/{id}/resume
---- {timeout} (reference §3.1, §3.4; SDKs before Oct 2025). 201 -> Sandbox with `resumed = true`.
+--- {timeout} (reference §3.1, §3.4; SDKs before Oct 2025). 201 -> Sandbox with `resumed = true`;
+--- 204 (OpenKruise, e2b-v2-and-peers.md §5) -> the same, its details from GET /sandboxes/{id}.
 --- `timeout` defaults to 300 s (the route's own default is 15 s).
 --- Raises: Conflict (409: it is already running), SandboxNotFound (404), Authentication, Sandbox,
 --- Protocol, Transport, Timeout.

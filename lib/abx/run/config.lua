@@ -7,20 +7,31 @@ local M = {}
 -- needs in `requires`; a provider lists the ones it has in `capabilities:`.
 -- v2_routes: create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (E2B
 -- SDK ≥ 2.51; e2b-v2-and-peers.md §1.1); without it the client speaks the v1 routes.
+-- What platforms differ on beyond routes (issue 12; e2b-v2-and-peers.md §5, e2b-control-plane.md
+-- §8.1): api_key_check (a wrong or missing API key is refused; CubeSandbox takes any), env_vars
+-- (create's envVars reach commands; CubeSandbox ignores them), secure (secure sandboxes: envd
+-- access tokens, signed file URLs, traffic tokens; "access tokens: not compatible" on Alibaba FC
+-- and Flash, ignored by CubeSandbox), connect_resume (connect resumes a paused sandbox and
+-- extends the TTL; CubeSandbox's does neither), ttl_shorten (set_timeout may shorten the TTL;
+-- OpenKruise only extends), short_ttl (TTLs of a few seconds; OpenKruise's minimum is 30 s),
+-- refresh (POST /sandboxes/{id}/refreshes; not on OpenKruise), metrics_disk (the metrics' disk
+-- fields are real; FC: placeholders).
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes" }
+  "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check",
+  "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
 -- The embedded local platform's capabilities when the config does not list them.
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "metrics", "templates_build", "pty", "watch", "v2_routes" }
+  "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
+  "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
   tls = "boolean", protocol = "string", region = "string", region_env = "string",
   auth_header = "string", credential_env = "table", route_version = "string", create = "table",
-  ttl = "table", pagination = "string", ca_file = "string" }
+  ttl = "table", pagination = "string", ca_file = "string", flavor = "string" }
 M.PROVIDER_KEYS = {}
 for k in pairs(PROVIDER_KEYS) do M.PROVIDER_KEYS[#M.PROVIDER_KEYS + 1] = k end
 table.sort(M.PROVIDER_KEYS)
@@ -186,6 +197,14 @@ local function check_provider(path, name, p)
       end
     end
   end
+  if p.flavor ~= nil then
+    local flavor = require("abx.run.flavor")
+    if p.kind ~= "remote" then
+      core.error("InvalidArgument", 0, where .. ".flavor applies to kind remote only (it names "
+        .. "the local flavour that reproduces this provider: run --provider local --flavor NAME)")
+    end
+    check_enum(where, "flavor", p.flavor, flavor.NAMES)
+  end
   if p.region_env and not p.region_env:match("^[%a_][%w_]*$") then
     core.error("InvalidArgument", 0, where .. ".region_env must be an environment variable name, got "
       .. p.region_env)
@@ -330,11 +349,18 @@ function M.load(path)
   return cfg
 end
 
----Resolves the provider to use: --provider, ABX_PROVIDER, then the config's `provider`.
+---Resolves the provider to use: --provider, ABX_PROVIDER, then the config's `provider`; with a
+---flavour (--flavor, or ABX_FLAVOR), the local provider's settings as that flavour
+---(abx.run.flavor.apply: a new table with `flavor` set).
+---@param cfg table
+---@param name? string
+---@param flavor? string
 ---@return string name, table settings
----Raises: InvalidArgument for an unknown provider
-function M.provider(cfg, name)
+---Raises: InvalidArgument for an unknown provider or flavour, a flavour on a remote provider
+function M.provider(cfg, name, flavor)
   name = name or core.getenv("ABX_PROVIDER") or cfg.provider
+  flavor = flavor or core.getenv("ABX_FLAVOR")
+  if flavor == "" then flavor = nil end
   local p = cfg.providers[name]
   if type(p) ~= "table" then
     local names = {}
@@ -343,6 +369,7 @@ function M.provider(cfg, name)
     core.error("InvalidArgument", 0, string.format("unknown provider %q (configured: %s)", name,
       table.concat(names, ", ")))
   end
+  if flavor then return name, require("abx.run.flavor").apply(cfg, name, p, flavor) end
   return name, p
 end
 

@@ -14,6 +14,7 @@ local core = require("abx.core")
 local cjson = require("cjson")
 local sandbox = require("abx.client.sandbox")
 local semantics = require("abx.client.semantics")
+local flavor = require("abx.run.flavor")
 
 local M = {}
 
@@ -240,6 +241,11 @@ function M.open(name, p, run)
     local tls = p.tls == true
     local args = { "--domain", p.domain or (tls and "e2b.localhost" or "localhost") }
     if tls then args[#args + 1] = "--tls" end
+    if p.flavor then -- abx.run.flavor: serve reproduces that platform's wire
+      args[#args + 1] = "--flavor"
+      args[#args + 1] = p.flavor
+      info.flavor = p.flavor
+    end
     -- with the build API, serve keeps its build cache (step layers by content) between runs
     if (p.capability_set or {}).templates_build and dir then
       args[#args + 1] = "--build-cache"
@@ -281,7 +287,20 @@ function M.open(name, p, run)
       opts.domain = ready.domain .. ":" .. math.tointeger(ready.port)
       opts.envd_url = "https://sandbox." .. ready.domain .. ":" .. math.tointeger(ready.port)
     end
-    info.endpoint = ready.url
+    if p.flavor then
+      -- the cloud entry's semantics (abx.run.flavor.apply), on serve's address
+      opts.api_url = ready.url .. (flavor.API_PATH[p.flavor] or "")
+      opts.envd_routing = p.envd_routing
+      opts.auth_header = p.auth_header
+      opts.pagination = p.pagination
+      if p.protocol == "opensandbox" then opts.create = p.create end
+      opts.v2_routes = p.route_version == "v2"
+      if p.ttl and (p.ttl.min or p.ttl.max) then
+        opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
+          where = "providers." .. p.flavor_of .. ".ttl" }
+      end
+    end
+    info.endpoint, info.base_url = opts.api_url, ready.url
     info.stop = function(keep_log)
       core.platform_stop(child.pid, 15)
       if tls then core.set_ca_file(nil) end -- the CA went with serve's state dir

@@ -61,7 +61,8 @@ local function run_one(test, run)
   for _, c in ipairs(test.opts.requires or {}) do
     if not run.capabilities[c] then
       result.outcome = "skipped"
-      result.reason = string.format("provider %s lacks capability %s", run.provider, c)
+      result.reason = string.format("provider %s lacks capability %s", run.provider_label or
+        run.provider, c)
       result.duration = 0
       return result
     end
@@ -118,7 +119,8 @@ end
 local function new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
   local v, commit = core.version()
   return {
-    run_id = run.run_id, provider = pname, endpoint = pinfo and pinfo.endpoint,
+    run_id = run.run_id, provider = pname, flavor = pinfo and pinfo.flavor,
+    endpoint = pinfo and pinfo.endpoint,
     engine_version = v, git_commit = commit, started_at = started_wall,
     selection = opts.selection or {}, jobs = opts.jobs, results = {},
     collection_errors = collection_errors, total = #tests,
@@ -195,7 +197,9 @@ end
 
 ---Runs every test of `files` (from abx.run.collect).
 ---@param files table[] collected files
----@param opts table { config, catalog, provider_name, jobs, exitfirst, run_id, verbose, selection }
+---@param opts table { config, catalog, provider_name, provider_settings? (abx.run.config.provider's
+---  second value: given, the run does not resolve the provider again), flavor?, jobs, exitfirst,
+---  run_id, verbose, selection }
 ---@return integer exit code, table run record (see new_record)
 function M.run(files, opts)
   local cfg = opts.config
@@ -224,13 +228,19 @@ function M.run(files, opts)
     return #collection_errors > 0 and 1 or 5, record
   end
 
-  local pname, psettings = require("abx.run.config").provider(cfg, opts.provider_name)
+  local pname, psettings = opts.provider_name, opts.provider_settings
+  if not psettings then
+    pname, psettings = require("abx.run.config").provider(cfg, opts.provider_name, opts.flavor)
+  end
   run.provider = pname
+  -- a flavoured local run names its flavour wherever the provider is named (abx.run.flavor)
+  run.provider_label = psettings.flavor and string.format("%s --flavor %s", pname, psettings.flavor)
+    or pname
   run.provider_kind = psettings.kind
   run.capabilities = psettings.capability_set or {}
   local conn, pinfo = provider.open(pname, psettings, run)
   local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
-  out:header(pname, pinfo, run.run_id, #tests, opts.jobs)
+  out:header(run.provider_label, pinfo, run.run_id, #tests, opts.jobs)
   if not conn then
     local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
     local cleanup = skip_all(run, out, tests, reason)

@@ -22,6 +22,14 @@ function M.add_selection_options(cmd)
 end
 
 ---Adds --shard to an argparse command (run, list).
+---Adds --flavor NAME (abx.run.flavor): the local provider as that platform's flavour.
+function M.add_flavor_option(cmd)
+  cmd:option("--flavor", "Run the local provider as another platform's flavour (`abxlua serve "
+    .. "--flavor`: " .. table.concat(require("abx.run.flavor").NAMES, ", ") .. "), with the "
+    .. "semantics and capabilities of the provider entry naming it (default: ABX_FLAVOR).")
+    :argname("NAME")
+end
+
 function M.add_shard_option(cmd)
   cmd:option("--shard", "Run only part K of N of the selected tests (K/N, 1 <= K <= N): the "
     .. "shards of one selection are disjoint and together make the whole.")

@@ -15,6 +15,7 @@ function M.configure(parser)
   local cmd = parser:command("doctor", "Show the resolved provider, endpoint and credentials "
     .. "(masked, with their source) and check connectivity.")
   cmd:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
+  require("abx.run.suite").add_flavor_option(cmd)
   cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
 end
 
@@ -86,7 +87,7 @@ local function local_checks(cfg, pname, p, results)
     say("  FAIL  GET /v2/sandboxes?limit=1: not tried (the platform did not start)")
     return
   end
-  check(results, "GET " .. info.endpoint .. "/health", function() return health(info.endpoint) end)
+  check(results, "GET " .. info.base_url .. "/health", function() return health(info.base_url) end)
   check(results, "GET /v2/sandboxes?limit=1 (authenticated)", function() return list_one(conn) end)
   if info.stop then info.stop(false) end
 end
@@ -144,7 +145,7 @@ end
 
 function M.execute(args)
   local cfg = config.load(config.find(args.config))
-  local pname, p = config.provider(cfg, args.provider)
+  local pname, p = config.provider(cfg, args.provider, args.flavor)
   local r = provider.resolve(pname, p)
   say("abxlua doctor")
   field("config", cfg.path or "(built-in defaults)")
@@ -152,15 +153,19 @@ function M.execute(args)
     .. (p.description and (": " .. p.description) or ""))
   if p.kind == "local" then
     field("endpoint", "the embedded platform (started on a free port for each run)"
-      .. (r.tls and ", HTTPS with its own CA (tls: true)" or ""))
+      .. (r.tls and ", HTTPS with its own CA (tls: true)" or "")
+      .. (p.flavor and string.format(" as `serve --flavor %s`, with the semantics of providers.%s",
+        p.flavor, p.flavor_of) or ""))
   else
     field("endpoint", r.api_url or "missing")
   end
   field("domain", r.domain or "missing")
   field("envd routing", r.envd_routing .. (r.envd_url and (" via " .. r.envd_url) or ""))
   field("capabilities", #r.capabilities > 0 and table.concat(r.capabilities, ", ") or "none")
-  if p.kind ~= "local" then
+  if p.kind ~= "local" or p.flavor then
     show_semantics(r)
+  end
+  if p.kind ~= "local" then
     show_credentials(r)
     show_dotenv()
   end

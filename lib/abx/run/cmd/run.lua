@@ -11,6 +11,7 @@ function M.configure(parser)
   suite.add_selection_options(run)
   run:option("-j --jobs", "Tests to run at once (default: config defaults.jobs)."):convert(tonumber)
   run:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
+  suite.add_flavor_option(run)
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
   run:flag("-x --exitfirst", "Stop starting tests after the first failure (cleanup still runs).")
   run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
@@ -58,7 +59,8 @@ local function command_line(args)
   end
   local parts = { "abxlua", "run" }
   local function opt(flag, v) if v ~= nil then parts[#parts + 1] = flag .. " " .. q(v) end end
-  opt("--config", args.config); opt("--provider", args.provider); opt("-j", args.jobs)
+  opt("--config", args.config); opt("--provider", args.provider)
+  opt("--flavor", args.flavor); opt("-j", args.jobs)
   opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
   opt("--shard", args.shard); opt("--timeout", args.timeout)
   if args.exitfirst then parts[#parts + 1] = "-x" end
@@ -111,7 +113,7 @@ function M.execute(args)
     cfg.defaults.test_timeout = args.timeout
   end
   -- resolve the provider now: an unknown name is a usage error, not a failure inside the run
-  local provider_name, psettings = config.provider(cfg, args.provider)
+  local provider_name, psettings = config.provider(cfg, args.provider, args.flavor)
   -- a provider this build cannot speak to, or a missing ${region}, is a config error (exit 4)
   -- before anything starts, not a failure inside the run
   require("abx.run.provider").preflight(provider_name, psettings)
@@ -134,7 +136,7 @@ function M.execute(args)
   if args.verbose >= 2 then core.set_trace(args.verbose - 1) end
   local ok, errs = core.run(function()
     code, record = runner.run(s.files, { config = cfg, catalog = s.catalog,
-      provider_name = provider_name, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
+      provider_name = provider_name, provider_settings = psettings, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
       verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars })
   end)
   if not ok then
