@@ -71,6 +71,9 @@ abx_runner_case(scheduler "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\
 # generated docs/API.md matches the declarations it is made from.
 abx_runner_case(options "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 add_test(NAME api_docs COMMAND $<TARGET_FILE:abxlua> api --check WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# README's "Providers" table is generated from config/abxlua.yaml: stale = failure
+add_test(NAME providers_docs COMMAND $<TARGET_FILE:abxlua> providers --check
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 # Routing in one place (abx.route), no doubled port; sbx:connect() keeps the created lifetime.
 abx_runner_case(route "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(connect_ttl "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
