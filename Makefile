@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-load test-slow test-asan fuzz e2b-suite clean
+.PHONY: all deps build run test test-load test-flavors test-slow test-asan fuzz e2b-suite clean
 
 all: build
 
@@ -27,6 +27,11 @@ run: build
 # (real image builds from Debian's mirror: `make test-slow`).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900 -LE "load|slow"
+
+# The whole scenario suite once per local flavour (`abxlua run scenarios/ --flavor NAME`), with a
+# table of passed and skipped per flavour; also part of `make test` (ctest scenarios_flavors).
+test-flavors: build
+	bash tests/scenarios/run_flavors.sh ./$(BUILD)/abxlua 40
 
 # The slow tests: a real mmdebstrap build of a fromImage root (tests/platform/test_image_debian.py).
 test-slow: build

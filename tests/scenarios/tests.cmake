@@ -3,3 +3,8 @@
 add_test(NAME scenarios COMMAND bash ${CMAKE_SOURCE_DIR}/tests/scenarios/run_scenarios.sh
          $<TARGET_FILE:abxlua> 40 WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(scenarios PROPERTIES RUN_SERIAL TRUE TIMEOUT 900)
+# The same suite once per local flavour (issue 12 part 5: each test passes or is skipped by
+# capability with its reason), with a passed/skipped table per flavour (`make test-flavors`).
+add_test(NAME scenarios_flavors COMMAND bash ${CMAKE_SOURCE_DIR}/tests/scenarios/run_flavors.sh
+         $<TARGET_FILE:abxlua> 40 WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(scenarios_flavors PROPERTIES RUN_SERIAL TRUE TIMEOUT 1500)
