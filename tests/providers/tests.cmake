@@ -21,3 +21,8 @@ add_test(NAME providers:flavors
           ${CMAKE_SOURCE_DIR}/tests/providers/flavors.lua "^4 passed, 0 failed" 0
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(providers:flavors PROPERTIES TIMEOUT 120 ENVIRONMENT "ABX_FLAVOR=")
+# .env.example has a block per remote provider of the config and names only variables abxlua reads.
+add_test(NAME providers:env_example
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
+          ${CMAKE_SOURCE_DIR}/tests/providers/env_example.lua "^1 passed, 0 failed" 0
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

@@ -142,7 +142,7 @@ end
 ---@param explicit string|nil
 ---@return string|nil
 function M.find(explicit)
-  local p = explicit or core.getenv("ABX_CONFIG")
+  local p = explicit or require("abx.run.provider").lookup("ABX_CONFIG")
   if p then
     if not core.exists(p) then
       core.error("InvalidArgument", 0, "config file " .. p .. " does not exist (fix --config or ABX_CONFIG)")
@@ -358,8 +358,10 @@ end
 ---@return string name, table settings
 ---Raises: InvalidArgument for an unknown provider or flavour, a flavour on a remote provider
 function M.provider(cfg, name, flavor)
-  name = name or core.getenv("ABX_PROVIDER") or cfg.provider
-  flavor = flavor or core.getenv("ABX_FLAVOR")
+  -- the environment, then the .env files (abx.run.provider.lookup), as every variable abxlua reads
+  local lookup = require("abx.run.provider").lookup
+  name = name or lookup("ABX_PROVIDER") or cfg.provider
+  flavor = flavor or lookup("ABX_FLAVOR")
   if flavor == "" then flavor = nil end
   local p = cfg.providers[name]
   if type(p) ~= "table" then

@@ -85,6 +85,45 @@ function M.warn_dotenv()
   end
 end
 
+-- The variables abxlua itself reads, from the environment and then the .env files (besides a
+-- provider's credential_env and region_env, and what a scenario reads with t.secret). A .env name
+-- with one of abxlua's prefixes that is none of these is warned about (M.warn_unknown_dotenv):
+-- a typo there would otherwise be ignored silently.
+M.VARIABLES = { "ABX_SANDBOX_API_KEY", "E2B_API_KEY", "ABX_SANDBOX_BASE_URL", "E2B_API_URL",
+  "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN", "E2B_SANDBOX_URL", "ABX_REGION", "ABX_PROVIDER",
+  "ABX_FLAVOR", "ABX_CONFIG", "E2E_SANDBOX_TTL", "E2E_RUN_ID", "E2E_CODE_TEMPLATE",
+  "E2E_SERVER_TEMPLATE" }
+M.PREFIXES = { "ABX_", "E2B_", "E2E_" }
+
+---Warns (stderr, once per name) about each .env name with an abxlua prefix that abxlua does not
+---read: not in M.VARIABLES nor a configured provider's credential_env or region_env.
+---@param cfg table a loaded config
+function M.warn_unknown_dotenv(cfg)
+  local known = {}
+  for _, n in ipairs(M.VARIABLES) do known[n] = true end
+  for _, p in pairs(cfg.providers or {}) do
+    if type(p) == "table" then
+      for _, n in ipairs(p.credential_env or {}) do known[n] = true end
+      if p.region_env then known[p.region_env] = true end
+    end
+  end
+  for _, f in ipairs(M.dotenv()) do
+    local names = {}
+    for n in pairs(f.values) do names[#names + 1] = n end
+    table.sort(names)
+    for _, n in ipairs(names) do
+      local prefixed = false
+      for _, pre in ipairs(M.PREFIXES) do
+        if n:sub(1, #pre) == pre then prefixed = true end
+      end
+      if prefixed and not known[n] then
+        core.ewrite(string.format("abxlua: warning: %s: %s is not a variable abxlua reads "
+          .. "(ignored; known: %s)\n", f.path, n, table.concat(M.VARIABLES, ", ")))
+      end
+    end
+  end
+end
+
 ---Forgets the .env files read (tests and long-lived callers).
 function M.reset() dotenv_cache, warned = nil, false end
 

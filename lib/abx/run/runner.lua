@@ -147,6 +147,9 @@ local function count_all(run, collection_errors)
   return counts
 end
 
+-- The cleanup of a run that created nothing.
+local NOTHING_CREATED = { created = 0, tracked = 0, swept = 0, errors = {} }
+
 -- Every test skipped with one reason (no credentials): no sandbox, no cleanup needed.
 local function skip_all(run, out, tests, reason)
   for _, t in ipairs(tests) do
@@ -195,11 +198,35 @@ local function schedule(run, out, tests, opts)
   end)
 end
 
+---One authenticated call before the first test (a list of one sandbox, with the client's usual
+---retries): a refused API key or an unreachable endpoint ends the run with one message, not one
+---failure (and 20 s of retries) per test. Other errors are left to the tests.
+---@param conn table the run's connection
+---@param pname string
+---@param pinfo table abx.run.provider.open's info (credential_source, endpoint)
+---@return string|nil message when the run must stop (exit 4)
+function M.preflight(conn, pname, pinfo)
+  local ok, err = pcall(conn.list_page, conn, { limit = 1 })
+  if ok then return nil end
+  local kind = core.is_error(err) and err.kind or "LuaError"
+  local msg = core.is_error(err) and err.message or tostring(err)
+  if kind == "Authentication" then
+    return string.format("provider %s refused the API key%s: %s (status %s); check the key, "
+      .. "or `abxlua doctor --provider %s`", pname, pinfo.credential_source and
+      (" from " .. pinfo.credential_source) or "", msg, tostring(err.status), pname)
+  elseif kind == "Transport" or kind == "Timeout" then
+    return string.format("provider %s is unreachable at %s: %s: %s; check the API URL and the "
+      .. "network, or `abxlua doctor --provider %s`", pname, tostring(pinfo.endpoint), kind, msg,
+      pname)
+  end
+  return nil
+end
+
 ---Runs every test of `files` (from abx.run.collect).
 ---@param files table[] collected files
 ---@param opts table { config, catalog, provider_name, provider_settings? (abx.run.config.provider's
 ---  second value: given, the run does not resolve the provider again), flavor?, jobs, exitfirst,
----  run_id, verbose, selection }
+---  run_id, verbose, selection, require_credentials? (missing credentials: exit 4, not skips) }
 ---@return integer exit code, table run record (see new_record)
 function M.run(files, opts)
   local cfg = opts.config
@@ -241,6 +268,16 @@ function M.run(files, opts)
   local conn, pinfo = provider.open(pname, psettings, run)
   local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
   out:header(run.provider_label, pinfo, run.run_id, #tests, opts.jobs)
+  if not conn and opts.require_credentials then
+    -- a CI job that forgot its secret must go red, not green with every test skipped
+    out:line(string.format("abxlua: error: provider %s: missing credentials [%s] (--require-"
+      .. "credentials, on when CI is set: set them, or pass --no-require-credentials to skip "
+      .. "every test instead)", pname, table.concat(pinfo.missing, ", ")))
+    if pinfo.stop then pinfo.stop(false) end
+    record.error = "missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
+    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
+    return 4, record
+  end
   if not conn then
     local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
     local cleanup = skip_all(run, out, tests, reason)
@@ -249,6 +286,15 @@ function M.run(files, opts)
     record.skip_reason = reason
     finish_record(record, run, counts, cleanup, started)
     return #collection_errors > 0 and 1 or 0, record
+  end
+  local refused = M.preflight(conn, pname, pinfo)
+  if refused then
+    out:line("abxlua: error: " .. refused)
+    if pinfo.stop then pinfo.stop(true) end
+    if pinfo.log then out:line("local platform log: " .. pinfo.log) end
+    record.error = refused
+    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
+    return 4, record
   end
   run.conn = conn
   run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)

@@ -13,6 +13,11 @@ function M.configure(parser)
   run:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   suite.add_flavor_option(run)
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
+  run:flag("--require-credentials", "Missing credentials of a remote provider end the run with "
+    .. "exit 4 naming the variables, instead of skipping every test (the default when CI is set).")
+    :target("require_credentials")
+  run:flag("--no-require-credentials", "Skip every test when credentials are missing (exit 0), "
+    .. "also when CI is set."):target("no_require_credentials")
   run:flag("-x --exitfirst", "Stop starting tests after the first failure (cleanup still runs).")
   run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
     .. "(masked) on stderr; -vvv: with body excerpts."):count("0-3")
@@ -119,17 +124,25 @@ function M.execute(args)
   require("abx.run.provider").preflight(provider_name, psettings)
   local jobs = args.jobs or cfg.defaults.jobs
   if jobs < 1 or jobs ~= math.floor(jobs) then return nil, "-j must be a positive integer" end
-  local env_ttl = core.getenv("E2E_SANDBOX_TTL")
+  local lookup = require("abx.run.provider").lookup -- the environment, then .env
+  require("abx.run.provider").warn_unknown_dotenv(cfg)
+  local env_ttl = lookup("E2E_SANDBOX_TTL")
   if env_ttl then
     cfg.defaults.sandbox_ttl = tonumber(env_ttl)
     if not cfg.defaults.sandbox_ttl or cfg.defaults.sandbox_ttl <= 0 then
       return nil, "E2E_SANDBOX_TTL must be a positive number of seconds, got " .. env_ttl
     end
   end
-  local run_id = core.getenv("E2E_RUN_ID") or core.random_hex(6)
+  local run_id = lookup("E2E_RUN_ID") or core.random_hex(6)
   if not run_id:match("^[%w%-_]+$") then
     return nil, "E2E_RUN_ID may only contain letters, digits, '-' and '_'"
   end
+  if args.require_credentials and args.no_require_credentials then
+    return nil, "--require-credentials and --no-require-credentials contradict each other"
+  end
+  local ci = core.getenv("CI")
+  local require_credentials = args.require_credentials or (not args.no_require_credentials
+    and ci ~= nil and ci ~= "" and ci ~= "0" and ci:lower() ~= "false")
   local runner = require("abx.run.runner")
   console.configure({ report_chars = args.report_chars, exitfirst = args.exitfirst })
   local code, record = 3, nil
@@ -137,7 +150,8 @@ function M.execute(args)
   local ok, errs = core.run(function()
     code, record = runner.run(s.files, { config = cfg, catalog = s.catalog,
       provider_name = provider_name, provider_settings = psettings, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
-      verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars })
+      verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars,
+      require_credentials = require_credentials })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
