@@ -86,3 +86,7 @@ abx_runner_case(tracked_resources "^2 passed, 0 failed, 0 skipped, 0 xfailed in 
 # t.secret: a value from the environment, masked in the output (tests/runner/secret.lua)
 abx_runner_case(secret "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 set_tests_properties(runner:secret PROPERTIES ENVIRONMENT "ABX_RUNNER_SECRET=s3cr3t-from-env")
+# Non-root (issue 13 part 8): the local provider without root or CAP_SYS_ADMIN is one usage error
+# quoting serve's cause (exit 4); serve logs in the state dir are pruned to the newest 20.
+add_test(NAME runner:nonroot COMMAND bash ${ABX_RUNNER_DIR}/nonroot.sh $<TARGET_FILE:abxlua>)
+set_tests_properties(runner:nonroot PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

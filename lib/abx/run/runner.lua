@@ -265,7 +265,17 @@ function M.run(files, opts)
     or pname
   run.provider_kind = psettings.kind
   run.capabilities = psettings.capability_set or {}
-  local conn, pinfo = provider.open(pname, psettings, run)
+  local pok, conn, pinfo = pcall(provider.open, pname, psettings, run)
+  if not pok then
+    -- a provider that cannot open (a local platform that did not start, a bad config) is one
+    -- line, not a traceback: exit 4 for a usage error (InvalidArgument), else 3
+    local e = conn
+    out:line("abxlua: error: " .. (core.is_error(e) and e.message or tostring(e)))
+    local record = new_record(run, opts, pname, nil, tests, collection_errors, started_wall)
+    record.error = core.is_error(e) and e.message or tostring(e)
+    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
+    return (core.is_error(e) and e.kind == "InvalidArgument") and 4 or 3, record
+  end
   local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
   out:header(run.provider_label, pinfo, run.run_id, #tests, opts.jobs)
   if not conn and opts.require_credentials then
