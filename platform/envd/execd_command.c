@@ -411,7 +411,8 @@ enum MHD_Result execd_run_command(struct execd_req *r)
     size_t n = 0;
     int64_t el = envd_now_ms() - c->start_mono;
     json_t *x = el > 0 ? json_pack("{s:I}", "execution_time", (json_int_t)el) : NULL;
-    res = execd_sse_fixed(r->c, c->id, execd_event_bytes("execution_complete", NULL, x, &n), n);
+    char *done = execd_event_bytes("execution_complete", NULL, x, &n); /* sets n: before the call */
+    res = execd_sse_fixed(r->c, c->id, done, n);
     goto out;
   }
   res = execd_sse_command(r->c, c);
