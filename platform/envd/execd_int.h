@@ -23,8 +23,6 @@
 
 #include <sys/stat.h>
 
-/* execd's port (components/execd/pkg/flag/parser.go ServerPort = 44772). */
-#define EXECD_PORT 44772
 /* The token header (model/header.go ApiAccessTokenHeader). */
 #define EXECD_TOKEN_HEADER "X-EXECD-ACCESS-TOKEN"
 /* JSON request bodies are buffered up to this size; larger ones are refused with 400. */
