@@ -55,6 +55,7 @@ struct execd_cmd {
 };
 
 struct execd_cmds {
+  struct envd *e;
   pthread_mutex_t mu;
   struct execd_cmd *list;
   int watchers;

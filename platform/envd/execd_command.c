@@ -55,6 +55,7 @@ int execd_cmds_init(struct envd *e)
   struct execd_cmds *t = calloc(1, sizeof *t);
   if (!t)
     return -1;
+  t->e = e;
   pthread_mutex_init(&t->mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -253,6 +254,8 @@ enum MHD_Result execd_run_command(struct execd_req *r)
   if (!command || !*command)
     snprintf(msg, sizeof msg, "Key: 'RunCommandRequest.Command' Error:Field validation for "
                               "'Command' failed on the 'required' tag");
+  else if (timeout > 9223372036854LL) /* Go's time.Duration of that many ms overflows past it */
+    snprintf(msg, sizeof msg, "field 'timeout' must be at most 9223372036854 (milliseconds)");
   else if (timeout < 0)
     snprintf(msg, sizeof msg, "Key: 'RunCommandRequest.TimeoutMs' Error:Field validation for "
                               "'TimeoutMs' failed on the 'gte' tag");
@@ -398,6 +401,7 @@ enum MHD_Result execd_run_command(struct execd_req *r)
     envd_proc_unref(c->p);
     pthread_mutex_lock(&c->tab->mu);
     c->p = NULL;
+    c->sub = NULL;
     c->running = false;
     c->exit_code = -1;
     c->error = strdup("signal: killed");

@@ -128,8 +128,19 @@ static void feed_lines(struct execd_cmd *c, struct lines *l, const char *type, c
       return;
     l->b[l->n++] = b;
     if (l->n == EXECD_LINE_MAX) { /* bounded: a huge unterminated line goes out in pieces */
-      emit_line(c, type, l->b, l->n);
-      l->n = 0;
+      /* cut before a UTF-8 character the piece would split, so no piece has half of one */
+      size_t cut = l->n, k = l->n;
+      while (k > 0 && l->n - k < 3 && ((unsigned char)l->b[k - 1] & 0xC0) == 0x80)
+        k--;
+      if (k > 0) {
+        unsigned char lead = (unsigned char)l->b[k - 1];
+        size_t want = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        if (want > 1 && l->n - (k - 1) < want)
+          cut = k - 1;
+      }
+      emit_line(c, type, l->b, cut);
+      memmove(l->b, l->b + cut, l->n - cut);
+      l->n -= cut;
     }
   }
 }
@@ -304,6 +315,10 @@ static ssize_t sse_cb(void *cls, uint64_t pos, char *buf, size_t max)
       continue;
     }
     struct execd_cmd *c = s->cmd;
+    if (c->tab->e->stopping) { /* envd is shutting down: the command goes with it */
+      execd_kill_on_gone(c);
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
     pthread_mutex_lock(&c->tab->mu);
     if (!c->head && !c->final_queued) {
       int64_t until = s->next_ping < now + 1000 ? s->next_ping : now + 1000;
@@ -335,7 +350,8 @@ static ssize_t sse_cb(void *cls, uint64_t pos, char *buf, size_t max)
     }
     if (s->pos >= s->len && s->phase == 1 && now >= s->next_ping) {
       size_t n = 0;
-      sse_set(s, execd_event_bytes("ping", json_string("pong"), NULL, &n), n);
+      char *ping = execd_event_bytes("ping", json_string("pong"), NULL, &n); /* sets n first */
+      sse_set(s, ping, n);
       s->next_ping = now + EXECD_PING_MS;
     }
   }

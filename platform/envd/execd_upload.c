@@ -532,12 +532,13 @@ enum MHD_Result execd_files_download(struct execd_req *r)
   snprintf(hb, sizeof hb, "attachment; filename=\"%s\"", base ? base + 1 : path);
   MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
   MHD_add_response_header(resp, "Content-Disposition", hb);
-  MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-  struct tm tm;
-  gmtime_r(&st.st_mtim.tv_sec, &tm);
-  strftime(hb, sizeof hb, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-  MHD_add_response_header(resp, "Last-Modified", hb);
-  if (status == 206) {
+  if (status == 200) { /* net/http ServeContent's; the 206 path is execd's own copy */
+    struct tm tm;
+    gmtime_r(&st.st_mtim.tv_sec, &tm);
+    strftime(hb, sizeof hb, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+    MHD_add_response_header(resp, "Last-Modified", hb);
+  } else {
     snprintf(hb, sizeof hb, "bytes %lld-%lld/%lld", start, start + len - 1,
              (long long)st.st_size);
     MHD_add_response_header(resp, "Content-Range", hb);

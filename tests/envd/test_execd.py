@@ -193,6 +193,18 @@ def t_command_error_timeout():
     check(errs and errs[0]["error"]["evalue"] == "-1" and errs[0]["error"]["traceback"] == ["signal: killed"]
           and el < 5, f"timeout 700 ms → killed, error evalue -1 ({el:.1f}s) [{errs}]")
     check(texts(evs, "stdout") == ["start"], "output before the timeout was delivered")
+    # a start that fails (uid 1000 cannot enter /root): init, then an error event; not kept
+    s, evs = run({"command": "true", "cwd": "/root", "uid": 1000})
+    kinds = [e["type"] for e in evs]
+    check(kinds == ["init", "error"] and evs[1]["error"]["ename"] == "CommandExecError"
+          and evs[1]["error"]["evalue"], f"start failure → init + error event (command.go) [{evs}]")
+    if evs:
+        st, _, j = req("GET", f"/command/status/{evs[0]['text']}")
+        check(st == 404, f"a command that never started has no status [{st}]")
+    # pings every 3 s while a command is quiet (sse.go ping)
+    s, evs = run({"command": "sleep 3.6; echo done"})
+    pings = [e for e in evs if e["type"] == "ping"]
+    check(len(pings) == 1 and pings[0].get("text") == "pong", f"one ping in 3.6 s of silence [{pings}]")
     # a spawn that fails validation: cwd missing → 400 INVALID_REQUEST_BODY before any stream
     st, _, j = req("POST", "/command", body={"command": "true", "cwd": "/nonexistent"})
     check(st == 400 and j.get("code") == "INVALID_REQUEST_BODY"
@@ -294,6 +306,17 @@ def t_big_output():
             n += 1
             total += len(e["text"])
     check(n == 20000 and total == 20000000, f"20 MB in 20,000 lines arrive whole ({n} lines, {total} bytes)")
+
+
+def t_long_line():
+    # one 200,000-byte line of 2-byte UTF-8 characters: sent in pieces, none splitting a character
+    s, evs = run({"command": "head -c 100000 /dev/zero | tr '\\0' 'x' | sed 's/x/\\xc3\\xa9/g'; echo"})
+    outs = texts(evs, "stdout")
+    joined = "".join(outs)
+    check(len(outs) >= 4 and joined == "\u00e9" * 100000 and all(len(o.encode()) <= 65536 for o in outs),
+          f"a long line arrives in pieces of at most 64 KiB, characters whole ({len(outs)} pieces, {len(joined)} chars)")
+    st, _, j = req("POST", "/command", body={"command": "true", "timeout": 10**17})
+    check(st == 400 and "timeout" in j.get("message", ""), f"timeout past Go's Duration → 400 [{st} {j}]")
 
 
 def t_files():
@@ -489,7 +512,7 @@ def main():
         bad = subprocess.run([binary, "envd", "--port", "1", "--execd-port", "x"], capture_output=True, text=True)
         check(bad.returncode == 4 and "--execd-port" in bad.stderr, f"--execd-port x refused [{bad.returncode}]")
         tests = [t_ping_and_unknown, t_command_foreground, t_command_error_timeout, t_command_cwd_envs_user,
-                 t_background_status_logs_kill, t_big_output, t_files, t_directories, t_token]
+                 t_background_status_logs_kill, t_big_output, t_long_line, t_files, t_directories, t_token]
         only = os.environ.get("EXECD_TESTS")
         if only:
             tests = [t for t in tests if t.__name__ in only.split(",")]
