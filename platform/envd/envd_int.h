@@ -42,7 +42,8 @@ struct envd {
   volatile int stopping; /* set on SIGTERM/SIGINT; streams end soon after */
   struct envd_procs *procs;
   struct envd_watchers *watchers;
-  struct execd_cmds *execd; /* execd_command.c: the execd command table, NULL without --execd-port */
+  struct execd_cmds
+      *execd; /* execd_command.c: the execd command table, NULL without --execd-port */
   /* /metrics: the previous /proc/stat sample (guarded by mu); cpu_prev_total 0: none yet. */
   unsigned long long cpu_prev_total, cpu_prev_idle;
 };

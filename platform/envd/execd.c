@@ -269,12 +269,25 @@ static enum MHD_Result send_401(struct MHD_Connection *c)
 
 /* execd routes this envd does not serve (router.go), as "METHOD path" with a trailing '*' for a
  * prefix. */
-static const char *const missing_routes[] = {
-    "POST /code",        "DELETE /code",     "POST /code/context", "GET /code/contexts",
-    "DELETE /code/contexts", "GET /code/contexts/*", "DELETE /code/contexts/*", "POST /session",
-    "POST /session/*",   "DELETE /session/*", "GET /metrics",     "GET /metrics/watch",
-    "POST /pty",         "GET /pty/*",       "DELETE /pty/*",     "GET /files/search",
-    "POST /files/replace", "* /proxy/*",     NULL};
+static const char *const missing_routes[] = {"POST /code",
+                                             "DELETE /code",
+                                             "POST /code/context",
+                                             "GET /code/contexts",
+                                             "DELETE /code/contexts",
+                                             "GET /code/contexts/*",
+                                             "DELETE /code/contexts/*",
+                                             "POST /session",
+                                             "POST /session/*",
+                                             "DELETE /session/*",
+                                             "GET /metrics",
+                                             "GET /metrics/watch",
+                                             "POST /pty",
+                                             "GET /pty/*",
+                                             "DELETE /pty/*",
+                                             "GET /files/search",
+                                             "POST /files/replace",
+                                             "* /proxy/*",
+                                             NULL};
 
 static bool is_missing(const char *method, const char *url)
 {
@@ -284,8 +297,7 @@ static bool is_missing(const char *method, const char *url)
     if (!((ml == 1 && **m == '*') || (strlen(method) == ml && strncmp(method, *m, ml) == 0)))
       continue;
     const char *pat = sp + 1;
-    if (pat[pl - 1] == '*' ? strncmp(url, pat, pl - 1) == 0 && url[pl - 1]
-                           : strcmp(url, pat) == 0)
+    if (pat[pl - 1] == '*' ? strncmp(url, pat, pl - 1) == 0 && url[pl - 1] : strcmp(url, pat) == 0)
       return true;
   }
   return false;
@@ -294,8 +306,7 @@ static bool is_missing(const char *method, const char *url)
 static enum MHD_Result route(struct execd_req *r)
 {
   const char *m = r->method, *u = r->url;
-  bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0,
-       del = strcmp(m, "DELETE") == 0;
+  bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0, del = strcmp(m, "DELETE") == 0;
   if (get && strcmp(u, "/ping") == 0)
     return execd_send_ok(r->c);
   if (r->too_big && (post || del))
@@ -405,8 +416,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     x->up = NULL;
     return execd_upload_end(up);
   }
-  struct execd_req r = {.e = e, .c = c, .method = method, .url = url, .body = x->body,
-                        .len = x->len, .too_big = x->too_big};
+  struct execd_req r = {.e = e,
+                        .c = c,
+                        .method = method,
+                        .url = url,
+                        .body = x->body,
+                        .len = x->len,
+                        .too_big = x->too_big};
   return route(&r);
 }
 
@@ -435,9 +451,8 @@ struct MHD_Daemon *envd_execd_start(struct envd *e, const char *host, long port)
       MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
           MHD_USE_ERROR_LOG,
       (uint16_t)port, NULL, NULL, on_request, e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)640, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY,
-      MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY, MHD_OPTION_END);
   if (!d)
     fprintf(stderr, "envd: cannot listen for execd on %s:%ld\n", host, port);
   else

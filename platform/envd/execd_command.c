@@ -49,7 +49,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 int execd_cmds_init(struct envd *e)
 {
   struct execd_cmds *t = calloc(1, sizeof *t);
@@ -252,13 +251,15 @@ enum MHD_Result execd_run_command(struct execd_req *r)
   bool background = json_is_true(bg);
   /* RunCommandRequest.Validate: required command, timeout gte=1 when set, gid needs uid, cwd */
   if (!command || !*command)
-    snprintf(msg, sizeof msg, "Key: 'RunCommandRequest.Command' Error:Field validation for "
-                              "'Command' failed on the 'required' tag");
+    snprintf(msg, sizeof msg,
+             "Key: 'RunCommandRequest.Command' Error:Field validation for "
+             "'Command' failed on the 'required' tag");
   else if (timeout > 9223372036854LL) /* Go's time.Duration of that many ms overflows past it */
     snprintf(msg, sizeof msg, "field 'timeout' must be at most 9223372036854 (milliseconds)");
   else if (timeout < 0)
-    snprintf(msg, sizeof msg, "Key: 'RunCommandRequest.TimeoutMs' Error:Field validation for "
-                              "'TimeoutMs' failed on the 'gte' tag");
+    snprintf(msg, sizeof msg,
+             "Key: 'RunCommandRequest.TimeoutMs' Error:Field validation for "
+             "'TimeoutMs' failed on the 'gte' tag");
   else if (gid >= 0 && uid < 0)
     snprintf(msg, sizeof msg, "uid is required when gid is provided");
   char *dir = NULL, *why = NULL;
@@ -291,8 +292,10 @@ enum MHD_Result execd_run_command(struct execd_req *r)
     dir = execd_expand_path(".", NULL, true, &why); /* "": execd's own cwd */
   }
   if (!dir) {
-    res = execd_send_err(r->c, 500, "RUNTIME_ERROR", "error running commands resolve request cwd "
-                         "%s: %s", wd ? wd : "", why ? why : "out of memory");
+    res = execd_send_err(r->c, 500, "RUNTIME_ERROR",
+                         "error running commands resolve request cwd "
+                         "%s: %s",
+                         wd ? wd : "", why ? why : "out of memory");
     free(why);
     goto out;
   }
@@ -302,8 +305,12 @@ enum MHD_Result execd_run_command(struct execd_req *r)
   if (!shell)
     shell = envd_path_lookup(ENVD_PATH_ENV, "sh", 1);
   const char *args[2] = {"-c", command};
-  struct envd_spawn sp = {.cmd = shell ? shell : "/bin/sh", .args = args, .nargs = 2,
-                          .envs = json_is_object(envs) ? envs : NULL, .cwd = dir, .user = &u,
+  struct envd_spawn sp = {.cmd = shell ? shell : "/bin/sh",
+                          .args = args,
+                          .nargs = 2,
+                          .envs = json_is_object(envs) ? envs : NULL,
+                          .cwd = dir,
+                          .user = &u,
                           .timeout_ms = timeout};
   struct execd_cmd *c = calloc(1, sizeof *c);
   if (!c) {
@@ -328,8 +335,8 @@ enum MHD_Result execd_run_command(struct execd_req *r)
     const char *tmp = getenv("TMPDIR");
     if (asprintf(&c->log_path, "%s/%s.output", tmp && *tmp ? tmp : "/tmp", c->id) < 0)
       c->log_path = NULL;
-    c->log_fd = c->log_path ? open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-                            : -1;
+    c->log_fd =
+        c->log_path ? open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     if (c->log_fd < 0) {
       char eb[128];
       res = execd_send_err(r->c, 500, "RUNTIME_ERROR",
@@ -350,8 +357,8 @@ enum MHD_Result execd_run_command(struct execd_req *r)
     size_t n = 0;
     char *tail = NULL;
     if (!background) { /* runCommand: init, then an error event (the command is not kept) */
-      json_t *x = json_pack("{s:{s:s,s:s,s:[s]}}", "error", "ename", "CommandExecError",
-                            "evalue", why2, "traceback", why2);
+      json_t *x = json_pack("{s:{s:s,s:s,s:[s]}}", "error", "ename", "CommandExecError", "evalue",
+                            why2, "traceback", why2);
       tail = execd_event_bytes("error", NULL, x, &n);
     } else { /* runBackgroundCommand: init was written, then RespondError's JSON follows */
       json_t *x = json_pack("{s:s,s:s+}", "code", "RUNTIME_ERROR", "message",
@@ -527,8 +534,8 @@ enum MHD_Result execd_command_logs(struct execd_req *r, const char *id)
     goto out;
   }
   long long size = st.st_size, from = cursor < size ? cursor : size;
-  struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(
-      (uint64_t)(size - from), fd, (uint64_t)from);
+  struct MHD_Response *resp =
+      MHD_create_response_from_fd_at_offset64((uint64_t)(size - from), fd, (uint64_t)from);
   if (!resp) {
     close(fd);
     res = MHD_NO;

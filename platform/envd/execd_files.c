@@ -70,8 +70,9 @@ enum MHD_Result execd_files_info(struct execd_req *r)
       if (!a) {
         if (asprintf(&m, "invalid path %s: %s", p, msg ? msg : "") < 0)
           m = NULL;
-      } else if (asprintf(&m, er == ENOENT ? "file not found: %s: lstat %s: %s"
-                                           : "error accessing file %s: lstat %s: %s",
+      } else if (asprintf(&m,
+                          er == ENOENT ? "file not found: %s: lstat %s: %s"
+                                       : "error accessing file %s: lstat %s: %s",
                           p, a, execd_errstr(er, eb)) < 0)
         m = NULL;
       enum MHD_Result res = file_error(r->c, er, m ? m : "");
@@ -137,8 +138,7 @@ static json_t *body_json(struct execd_req *r, bool array, enum MHD_Result *res)
   if (!j)
     *res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "%s", je.text);
   else if (array ? !json_is_array(j) : !json_is_object(j)) {
-    *res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY",
-                          BAD_BODY "the body must be a JSON %s",
+    *res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "the body must be a JSON %s",
                           array ? "array of {src, dest}" : "object of path → Permission");
     json_decref(j);
     j = NULL;
@@ -146,8 +146,7 @@ static json_t *body_json(struct execd_req *r, bool array, enum MHD_Result *res)
   return j;
 }
 
-int execd_perm_parse(json_t *p, long long *mode, const char **owner, const char **group,
-                     char **msg)
+int execd_perm_parse(json_t *p, long long *mode, const char **owner, const char **group, char **msg)
 {
   *mode = 0;
   *owner = *group = "";
@@ -157,7 +156,8 @@ int execd_perm_parse(json_t *p, long long *mode, const char **owner, const char 
          *g = json_object_get(p, "group");
   if (m && !json_is_null(m) && !json_is_integer(m))
     return asprintf(msg, "field 'mode' must be an integer (octal digits, e.g. 755)") < 0 ? -1 : -1;
-  if ((o && !json_is_null(o) && !json_is_string(o)) || (g && !json_is_null(g) && !json_is_string(g)))
+  if ((o && !json_is_null(o) && !json_is_string(o)) ||
+      (g && !json_is_null(g) && !json_is_string(g)))
     return asprintf(msg, "fields 'owner' and 'group' must be strings") < 0 ? -1 : -1;
   *mode = json_is_integer(m) ? json_integer_value(m) : 0;
   *owner = json_is_string(o) ? json_string_value(o) : "";
@@ -314,8 +314,8 @@ enum MHD_Result execd_dirs_make(struct execd_req *r)
     const char *owner, *group;
     char *msg = NULL;
     if (execd_perm_parse(p, &mode, &owner, &group, &msg) < 0) {
-      res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "%s: %s", dir,
-                           msg ? msg : "");
+      res =
+          execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "%s: %s", dir, msg ? msg : "");
       free(msg);
       json_decref(j);
       return res;
@@ -362,8 +362,9 @@ enum MHD_Result execd_dirs_remove(struct execd_req *r)
                            msg ? msg : "");
       bad = true;
     } else if (*a && envd_remove_all(AT_FDCWD, a) < 0) {
-      res = execd_send_err(r->c, 500, "RUNTIME_ERROR", "error removing directory %s. unlinkat %s: %s",
-                           p, a, execd_errstr(errno, eb));
+      res =
+          execd_send_err(r->c, 500, "RUNTIME_ERROR", "error removing directory %s. unlinkat %s: %s",
+                         p, a, execd_errstr(errno, eb));
       bad = true;
     }
     free(msg);
@@ -429,14 +430,13 @@ enum MHD_Result execd_dirs_list(struct execd_req *r)
     errno = 0;
     depth = strtol(d, &end, 10);
     if (*end || errno || depth < 0 || depth > 1000000)
-      return execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'depth': %s",
-                            d);
+      return execd_send_err(r->c, 400, "INVALID_REQUEST_BODY",
+                            "invalid query parameter 'depth': %s", d);
   }
   char *msg = NULL, *a = abs_path(p, &msg);
   if (!a) {
-    enum MHD_Result res = execd_send_err(r->c, 500, "RUNTIME_ERROR",
-                                         "error converting path %s to absolute. %s", p,
-                                         msg ? msg : "");
+    enum MHD_Result res = execd_send_err(
+        r->c, 500, "RUNTIME_ERROR", "error converting path %s to absolute. %s", p, msg ? msg : "");
     free(msg);
     return res;
   }
@@ -458,8 +458,8 @@ enum MHD_Result execd_dirs_list(struct execd_req *r)
     char *where = NULL;
     if (depth > 0 && walk(a, 0, (int)depth, out, &er, &where) < 0) {
       json_decref(out);
-      res = execd_send_err(r->c, 500, "RUNTIME_ERROR", "error listing directory %s. open %s: %s",
-                           a, where ? where : a, execd_errstr(er, eb));
+      res = execd_send_err(r->c, 500, "RUNTIME_ERROR", "error listing directory %s. open %s: %s", a,
+                           where ? where : a, execd_errstr(er, eb));
     } else {
       res = execd_send_ok_json(r->c, out);
     }

@@ -96,14 +96,14 @@ enum MHD_Result execd_command_logs(struct execd_req *r, const char *id);
 
 /* ---- execd_files.c ----------------------------------------------------------------------- */
 
-enum MHD_Result execd_files_info(struct execd_req *r);       /* GET /files/info */
-enum MHD_Result execd_files_remove(struct execd_req *r);     /* DELETE /files */
-enum MHD_Result execd_files_mv(struct execd_req *r);         /* POST /files/mv */
-enum MHD_Result execd_files_chmod(struct execd_req *r);      /* POST /files/permissions */
-enum MHD_Result execd_files_download(struct execd_req *r);   /* GET /files/download */
-enum MHD_Result execd_dirs_list(struct execd_req *r);        /* GET /directories/list */
-enum MHD_Result execd_dirs_make(struct execd_req *r);        /* POST /directories */
-enum MHD_Result execd_dirs_remove(struct execd_req *r);      /* DELETE /directories */
+enum MHD_Result execd_files_info(struct execd_req *r);     /* GET /files/info */
+enum MHD_Result execd_files_remove(struct execd_req *r);   /* DELETE /files */
+enum MHD_Result execd_files_mv(struct execd_req *r);       /* POST /files/mv */
+enum MHD_Result execd_files_chmod(struct execd_req *r);    /* POST /files/permissions */
+enum MHD_Result execd_files_download(struct execd_req *r); /* GET /files/download */
+enum MHD_Result execd_dirs_list(struct execd_req *r);      /* GET /directories/list */
+enum MHD_Result execd_dirs_make(struct execd_req *r);      /* POST /directories */
+enum MHD_Result execd_dirs_remove(struct execd_req *r);    /* DELETE /directories */
 
 /* ChmodFile of controller/utils.go: mode (decimal digits read as octal, 0 = unchanged), then
  * owner and group by name ("" = unchanged). 0, or -1 with *msg (malloc'd). */

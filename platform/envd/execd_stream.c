@@ -26,8 +26,11 @@ json_t *execd_json_text(const char *s, size_t n)
   size_t k = 0;
   for (size_t i = 0; o && i < n;) {
     unsigned char b = (unsigned char)s[i];
-    size_t len = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3
-                 : (b & 0xF8) == 0xF0 ? 4 : 0;
+    size_t len = b < 0x80             ? 1
+                 : (b & 0xE0) == 0xC0 ? 2
+                 : (b & 0xF0) == 0xE0 ? 3
+                 : (b & 0xF8) == 0xF0 ? 4
+                                      : 0;
     json_t *probe = len && i + len <= n ? json_stringn(s + i, len) : NULL;
     if (probe) {
       memcpy(o + k, s + i, len);
@@ -391,7 +394,7 @@ static enum MHD_Result sse_queue(struct MHD_Connection *conn, struct sse *s)
 
 /* A stream of init + one more piece (spawn failure), then the linger. */
 enum MHD_Result execd_sse_fixed(struct MHD_Connection *conn, const char *id, char *tail,
-                                    size_t tail_len)
+                                size_t tail_len)
 {
   size_t n = 0;
   char *init = execd_event_bytes("init", json_string(id), NULL, &n);

@@ -54,10 +54,9 @@ struct execd_upload {
   char *msg;
 };
 
-static void up_fail(struct execd_upload *u, unsigned status, const char *code, const char *fmt,
-                    ...) __attribute__((format(printf, 4, 5)));
-static void up_fail(struct execd_upload *u, unsigned status, const char *code, const char *fmt,
-                    ...)
+static void up_fail(struct execd_upload *u, unsigned status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void up_fail(struct execd_upload *u, unsigned status, const char *code, const char *fmt, ...)
 {
   if (u->status)
     return;
@@ -85,8 +84,9 @@ static void end_part(struct execd_upload *u)
       up_fail(u, 400, "INVALID_FILE_METADATA", "invalid metadata format. %s",
               m ? "metadata must be a JSON object" : je.text);
     else if (json_object_get(m, "path") && !path && !json_is_null(json_object_get(m, "path")))
-      up_fail(u, 400, "INVALID_FILE_METADATA", "invalid metadata format. field 'path' must be a "
-                                               "string");
+      up_fail(u, 400, "INVALID_FILE_METADATA",
+              "invalid metadata format. field 'path' must be a "
+              "string");
     else if (execd_perm_parse(m, &mode, &o, &g, &why) < 0)
       up_fail(u, 400, "INVALID_FILE_METADATA", "invalid metadata format. %s", why ? why : "");
     else if (!path || !*path)
@@ -145,8 +145,7 @@ static void start_file(struct execd_upload *u)
   char *why = NULL;
   u->path = execd_expand_path(target, NULL, false, &why);
   if (!u->path) {
-    up_fail(u, 500, "RUNTIME_ERROR", "error resolving target path %s. %s", target,
-            why ? why : "");
+    up_fail(u, 500, "RUNTIME_ERROR", "error resolving target path %s. %s", target, why ? why : "");
     free(why);
     return;
   }
@@ -154,8 +153,8 @@ static void start_file(struct execd_upload *u)
   if (slash && slash != dir) {
     *slash = 0;
     if (envd_mkdir_p(dir, NULL) < 0) {
-      up_fail(u, 500, "RUNTIME_ERROR", "error creating target directory %s. mkdir %s: %s", dir,
-              dir, execd_errstr(errno, eb));
+      up_fail(u, 500, "RUNTIME_ERROR", "error creating target directory %s. mkdir %s: %s", dir, dir,
+              execd_errstr(errno, eb));
       free(dir);
       return;
     }
@@ -264,9 +263,9 @@ enum MHD_Result execd_upload_end(struct execd_upload *u)
       up_fail(u, 400, "INVALID_FILE", "metadata and file count mismatch: %d vs %d", u->nmeta,
               u->nfile);
   }
-  enum MHD_Result res = u->status ? execd_send_err(u->c, u->status, u->code, "%s",
-                                                   u->msg ? u->msg : "")
-                                  : execd_send_ok(u->c);
+  enum MHD_Result res = u->status
+                            ? execd_send_err(u->c, u->status, u->code, "%s", u->msg ? u->msg : "")
+                            : execd_send_ok(u->c);
   execd_upload_free(u);
   return res;
 }
@@ -465,8 +464,8 @@ enum MHD_Result execd_files_download(struct execd_req *r)
       res = execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'offset': %s",
                            ro);
     else if (rl && *rl && !parse_pos(rl, &lim))
-      res = execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'limit': %s",
-                           rl);
+      res =
+          execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'limit': %s", rl);
     else {
       struct lines_rd *l = calloc(1, sizeof *l);
       FILE *f = l ? fdopen(fd, "r") : NULL;
@@ -539,8 +538,7 @@ enum MHD_Result execd_files_download(struct execd_req *r)
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
     MHD_add_response_header(resp, "Last-Modified", hb);
   } else {
-    snprintf(hb, sizeof hb, "bytes %lld-%lld/%lld", start, start + len - 1,
-             (long long)st.st_size);
+    snprintf(hb, sizeof hb, "bytes %lld-%lld/%lld", start, start + len - 1, (long long)st.st_size);
     MHD_add_response_header(resp, "Content-Range", hb);
   }
   res = MHD_queue_response(c, status, resp);
