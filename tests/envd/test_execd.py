@@ -306,6 +306,18 @@ def t_big_output():
             n += 1
             total += len(e["text"])
     check(n == 20000 and total == 20000000, f"20 MB in 20,000 lines arrive whole ({n} lines, {total} bytes)")
+    # a reader that stops reading: envd's memory stays bounded while the command waits
+    pid = find_envd(BWRAP_PID)
+    s = Events({"command": "head -c 500000000 /dev/zero | tr '\\0' 'x' | fold -w 1000"})
+    s.next()
+    time.sleep(3.0)
+    rss = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1]) // 1024
+    s.close()
+    check(0 < rss < 200, f"500 MB of unread output: envd RSS stays bounded ({rss} MiB)")
 
 
 def t_long_line():
@@ -470,8 +482,11 @@ def find_envd(root):
     return None
 
 
+BWRAP_PID = None
+
+
 def main():
-    global ENVD_PORT, EXECD_PORT
+    global ENVD_PORT, EXECD_PORT, BWRAP_PID
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/abxlua")
     if not shutil.which("bwrap"):
         print("SKIP: bwrap not installed")
@@ -495,6 +510,7 @@ def main():
            "--execd-port", str(EXECD_PORT)]
     log = open(f"{tmp}/envd.log", "w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    BWRAP_PID = proc.pid
     try:
         deadline = time.time() + 10
         up = False
