@@ -18,6 +18,9 @@
 
 #include <stddef.h>
 
+/* execd's port (OpenSandbox components/execd/pkg/flag/parser.go ServerPort = 44772). */
+#define ABX_EXECD_PORT_STR "44772"
+
 struct abx_flavor {
   const char *name;
   /* "METHOD /pattern" entries of the route table (api.c) this platform does not serve: 404. */
@@ -61,6 +64,9 @@ struct abx_flavor {
   int metrics_cpu_mem_only;
   /* Serve the path route DOMAIN/kruise/<id>/<port>/... into the sandbox (OpenKruise). */
   int path_route;
+  /* OpenSandbox: envd also serves execd on 44772 (sandbox.c starts it with --execd-port 44772;
+   * the API is platform/envd/execd.c's, e2b-v2-and-peers.md §4, /work/os-specs/execd-api.yaml). */
+  int execd;
 };
 
 /* Select the flavour by name. 0, or -1 with `msg` naming the valid ones. Call before serving. */
