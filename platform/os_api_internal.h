@@ -95,7 +95,8 @@ struct abx_sandbox;
 /* Start `sb` (prepared as api_sandboxes.c does; its record added, Pending) on a worker thread
  * (os_worker.c): abx_sandbox_start with `env` (object), then the CPU limit in thousandths when
  * `millis` is not whole CPUs (cgroup.h abx_cgroup_set_cpu_millis), then `entrypoint` (array of
- * strings) in the background as root through envd, its output in /var/log/abx/entrypoint.log;
+ * strings) in the background as root through envd, its output in /var/log/abx/entrypoint.log
+ * (its program not found in PATH: a failed start);
  * then the sandbox is listed with end_ns = the record's expiresAt and the record is Running
  * (or, when it was deleted meanwhile, killed and dropped). Any failure: the record is Failed
  * (reason PROVISIONING_ERROR as docker_service.py _mark_pending_failed, the error as message)

@@ -29,9 +29,12 @@ struct job {
 
 /* The entrypoint comes in through the environment, each argument single-quoted, so bash -c
  * runs exactly that argv; setsid + & detach it from the shell envd waits for (as
- * template_start.c's start_cmd). */
+ * template_start.c's start_cmd). A program that is not there fails the start (exit 127), as a
+ * container whose command does not exist fails to start. */
 static const char ep_script[] =
-    "mkdir -p /var/log/abx && c=$ABX_ENTRYPOINT && unset ABX_ENTRYPOINT && "
+    "command -v -- \"$ABX_ENTRYPOINT0\" >/dev/null || "
+    "{ echo \"$ABX_ENTRYPOINT0: command not found\"; exit 127; }; "
+    "mkdir -p /var/log/abx && c=$ABX_ENTRYPOINT && unset ABX_ENTRYPOINT ABX_ENTRYPOINT0 && "
     "setsid /bin/bash -c \"$c\" </dev/null >>/var/log/abx/entrypoint.log 2>&1 &";
 
 static char *quote_argv(json_t *argv)
@@ -60,12 +63,16 @@ static char *quote_argv(json_t *argv)
 static int run_entrypoint(struct abx_sandbox *sb, json_t *argv, char *err, size_t n)
 {
   char *cmd = quote_argv(argv), out[200] = "";
-  json_t *envs = cmd ? json_pack("{s:s}", "ABX_ENTRYPOINT", cmd) : NULL;
+  json_t *envs = cmd ? json_pack("{s:s,s:s}", "ABX_ENTRYPOINT", cmd, "ABX_ENTRYPOINT0",
+                                 json_string_value(json_array_get(argv, 0))) : NULL;
   int code = -1;
   int rc = envs ? abx_envd_run(sb->netns_fd, sb->secure ? sb->token : NULL, "root", ep_script,
                                envs, 10000, &code, out, sizeof out, err, n)
                 : (snprintf(err, n, "out of memory"), -1);
   if (rc == 0 && code != 0) {
+    size_t l = strlen(out);
+    while (l && out[l - 1] == '\n')
+      out[--l] = 0;
     snprintf(err, n, "the entrypoint could not be started (exit %d): %.150s", code, out);
     rc = -1;
   }

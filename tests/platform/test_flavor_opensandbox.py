@@ -245,6 +245,24 @@ def t_create_and_data_plane(o, ctx):
     return sid
 
 
+def t_failed(o):
+    st, _, j = o.create(entrypoint=["no-such-program-xyz", "arg"], metadata={"suite": "failed"})
+    sid = j.get("id") if isinstance(j, dict) else None
+    check(st == 202 and j["status"]["state"] == "Pending", "create with a missing program -> 202 Pending (%d %r)" % (st, j))
+    if not sid:
+        return
+    ok, seen = o.wait(sid, "Failed", ("Pending",))
+    st, _, g = o.req("GET", "/v1/sandboxes/" + sid)
+    check(ok and g["status"]["reason"] == "PROVISIONING_ERROR" and "no-such-program-xyz: command not found"
+          in g["status"]["message"], "it becomes Failed, PROVISIONING_ERROR naming the program (%r %r)" % (seen, g.get("status")))
+    st, _, j = o.req("GET", "/v1/sandboxes?state=failed&metadata=suite%3Dfailed")
+    check(st == 200 and [x["id"] for x in j["items"]] == [sid], "state=failed lists it (%r)" % (j,))
+    st, _, j = o.req("POST", "/v1/sandboxes/%s/pause" % sid)
+    check(st == 409, "pause of a Failed sandbox -> 409 (%d %r)" % (st, j))
+    st, _, _ = o.req("DELETE", "/v1/sandboxes/" + sid)
+    check(st == 204 and o.state(sid) == 404, "delete of a Failed sandbox -> 204, then 404 (%d)" % st)
+
+
 def t_list(o, first):
     ids = [first]
     for n in ("2", "3"):
@@ -370,6 +388,7 @@ def main():
         check(o.wait(b["id"], "Paused", ("Pausing", "Running"))[0], "the 60 s sandbox pauses")
         st, _, j = o.req("POST", "/v1/sandboxes/%s/renew-expiration" % nj["id"], {"expiresAt": "2099-01-01T00:00:00Z"})
         check(st == 409 and j.get("code") == "DOCKER::INVALID_EXPIRATION", "renew without expiration -> 409 (%d %r)" % (st, j))
+        t_failed(o)
         if first:
             ids = t_list(o, first)
             t_renew(o, first)
