@@ -10,7 +10,7 @@
  *                    "OpenKruise agents", e2b-control-plane.md §8.1 (path route).
  *   cubesandbox      CubeSandbox CubeAPI: e2b-v2-and-peers.md §5 "CubeSandbox".
  *   opensandbox      OpenSandbox: not E2B-compatible; its own lifecycle API under /v1
- *                    (os_api.h; /work/os-specs/sandbox-lifecycle.yml = OpenSandbox
+ *                    (os_api.h; opensandbox-group/OpenSandbox specs/sandbox-lifecycle.yml = OpenSandbox
  *                    specs/sandbox-lifecycle.yml @3bb6fad; e2b-v2-and-peers.md §4) and execd.
  * Where the reference gives no status or body (Alibaba's allowlist refusal, every platform's
  * credential refusal except E2B's), the local answer is E2B's {code, message} shape with the

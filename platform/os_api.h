@@ -1,7 +1,7 @@
 /*
  * os_api.h: `abxlua serve --flavor opensandbox`: OpenSandbox's lifecycle API and ingress, on the
  * local platform's sandboxes (flavor.h os_api). OpenSandbox is not E2B-compatible; this is its
- * own wire, from /work/os-specs/sandbox-lifecycle.yml (= OpenSandbox specs/sandbox-lifecycle.yml
+ * own wire, from OpenSandbox (github.com/opensandbox-group/OpenSandbox) specs/sandbox-lifecycle.yml (
  * @3bb6fad, "spec" below), its server (server/opensandbox_server/: api/lifecycle.py, schema.py,
  * middleware/auth.py and request_id.py, services/validators.py, services/constants.py
  * SandboxErrorCodes, services/docker/docker_service.py: the runtime closest to ours) and its

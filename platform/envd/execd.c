@@ -14,7 +14,7 @@
  *          (router.go accessTokenMiddleware, which runs before routing). No token: open.
  * Limits:  JSON bodies over EXECD_MAX_BODY are not buffered (400); uploads stream to disk.
  * Source:  components/execd/pkg/web/router.go, controller/basic.go, model/error.go @3bb6fad;
- *          /work/os-specs/execd-api.yaml.
+ *          opensandbox-group/OpenSandbox specs/execd-api.yaml.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -21,7 +21,7 @@
  * Bodies: JSON as model/filesystem.go; a malformed body or a field of the wrong type → 400
  *   INVALID_REQUEST_BODY naming it; unknown fields are ignored, as Go's encoding/json does.
  * Source: components/execd/pkg/web/controller/filesystem.go, filesystem_download.go, utils.go
- *   @3bb6fad; /work/os-specs/execd-api.yaml.
+ *   @3bb6fad; opensandbox-group/OpenSandbox specs/execd-api.yaml.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

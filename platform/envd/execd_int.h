@@ -13,7 +13,7 @@
  *          sandbox). Commands run as envd's user unless the request names a uid (and gid).
  * Paths:   execd's pathutil.ExpandAbsPath: $VAR and ${VAR} from envd's environment (an undefined
  *          one is an error), a leading "~" is $HOME, relative paths are joined on envd's cwd.
- * Source:  /work/os-specs/execd-api.yaml; OpenSandbox @3bb6fad components/execd/pkg/web
+ * Source:  opensandbox-group/OpenSandbox specs/execd-api.yaml; OpenSandbox @3bb6fad components/execd/pkg/web
  *          (router.go, controller/, model/) and pkg/runtime (command*.go, ctrl.go).
  */
 #ifndef ABX_ENVD_EXECD_INT_H

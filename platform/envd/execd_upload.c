@@ -17,7 +17,7 @@
  *          which checks the counts before writing, files before a late error stay written.
  * Download: see execd_files.c's header (Range, offset/limit). Bodies stream from the file.
  * Source:  components/execd/pkg/web/controller/filesystem_upload.go, filesystem_download.go,
- *          utils.go ParseRange @3bb6fad; /work/os-specs/execd-api.yaml.
+ *          utils.go ParseRange @3bb6fad; opensandbox-group/OpenSandbox specs/execd-api.yaml.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -5,7 +5,7 @@
 Usage: test_execd.py <path to abxlua>. Runs envd in a bwrap sandbox (own pid namespace, a
 throwaway /etc/passwd with root and user:1000) with the envd port and an execd port on loopback,
 then checks every execd route envd serves, the token rule, and the 404s of the routes it does
-not serve. Wire source: /work/os-specs/execd-api.yaml and OpenSandbox @3bb6fad
+not serve. Wire source: opensandbox-group/OpenSandbox specs/execd-api.yaml and OpenSandbox @3bb6fad
 components/execd/pkg (web/controller, web/model, runtime), cited per check.
 Exit code 0 when every check passes; 77 (skip) when bwrap is missing.
 """
