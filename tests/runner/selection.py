@@ -322,8 +322,12 @@ def mode_lastfailed(abxlua, tmp):
     expect(r, 0, "--lf --lfnf none without failures")
     has_line(r, r"^run-last-failure: no previously failed tests, deselecting all items\.$", "--lfnf none", "out")
     check(r.ran() == [], "--lfnf none runs nothing", r.show())
-    r = abx(abxlua, ["run", "--lfnf", "sometimes"], cwd=root)
+    r = abx(abxlua, ["run", "--lf", "--lfnf", "sometimes"], cwd=root)
     expect(r, 4, "--lfnf with a bad value")
+    r = abx(abxlua, ["run", "--lfnf", "none"], cwd=root)
+    expect(r, 4, "--lfnf without --lf")
+    r = abx(abxlua, ["run", "--lf", "--ff"], cwd=root)
+    expect(r, 4, "--lf with --ff")
     # --cache-clear forgets the recorded failures before the run
     run([], "runs a command")
     r = run(["--lf", "--cache-clear", p1])
@@ -411,7 +415,8 @@ def mode_durations(abxlua, tmp):
     check(n == 8, "--durations-min 0 shows every phase of every test (4 tests x 2)", r.show())
     r = abx(abxlua, ["run", f, "-j", "1"])
     check("slowest" not in r.out, "no --durations: no section", r.show())
-    for bad in (["--durations", "-1"], ["--durations", "x"], ["--durations-min", "-0.1"]):
+    for bad in (["--durations", "-1"], ["--durations", "x"], ["--durations", "1", "--durations-min", "-0.1"],
+                ["--durations-min", "0"]):
         r = abx(abxlua, ["run", f] + bad)
         expect(r, 4, " ".join(bad))
 

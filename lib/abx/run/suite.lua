@@ -34,7 +34,7 @@ function M.add_cache_options(cmd)
     .. "none failed), from .abxlua_cache/ at the project root."):target("lf")
   cmd:flag("--ff --failed-first", "Run all tests, the last run's failures first."):target("ff")
   cmd:option("--lfnf --last-failed-no-failures", "With --lf and no failure recorded: run all "
-    .. "tests, or none.", "all"):choices({ "all", "none" }):target("lfnf")
+    .. "tests (all, the default), or none."):choices({ "all", "none" }):target("lfnf")
   cmd:flag("--cache-clear", "Forget the recorded failures before the run."):target("cache_clear")
 end
 
@@ -89,6 +89,7 @@ end
 -- The usage errors of the cache and shard options among themselves.
 local function check_options(args)
   if args.lf and args.ff then return "--lf and --ff: give one (--ff already runs every test)" end
+  if args.lfnf and not args.lf then return "--lfnf only goes with --lf" end
   if args.shard_strict and not args.shard then return "--shard-strict only goes with --shard K/N" end
   if args.shard_durations and #args.shard_durations > 0 and not args.shard then
     return "--shard-durations only goes with --shard K/N"

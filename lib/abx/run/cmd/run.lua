@@ -23,8 +23,8 @@ function M.configure(parser)
     :convert(tonumber)
   run:option("--durations", "Show the N slowest test phases (call, teardown) at the end; 0: all.")
     :argname("N"):convert(tonumber)
-  run:option("--durations-min", "With --durations: leave out phases shorter than S seconds.",
-    "0.005"):argname("S"):convert(tonumber):target("durations_min")
+  run:option("--durations-min", "With --durations: leave out phases shorter than S seconds "
+    .. "(default 0.005)."):argname("S"):convert(tonumber):target("durations_min")
   run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
     .. "(masked) on stderr; -vvv: with body excerpts."):count("0-3")
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
@@ -76,10 +76,10 @@ local function command_line(args)
   opt("--shard", args.shard); opt("--timeout", args.timeout)
   if args.exitfirst then parts[#parts + 1] = "-x" end
   opt("--maxfail", args.maxfail); opt("--reruns", args.reruns); opt("--durations", args.durations)
-  if args.durations and args.durations_min ~= 0.005 then opt("--durations-min", args.durations_min) end
+  opt("--durations-min", args.durations_min)
   if args.lf then parts[#parts + 1] = "--lf" end
   if args.ff then parts[#parts + 1] = "--ff" end
-  if args.lf and args.lfnf ~= "all" then opt("--lfnf", args.lfnf) end
+  opt("--lfnf", args.lfnf)
   if args.cache_clear then parts[#parts + 1] = "--cache-clear" end
   if args.shard_strict then parts[#parts + 1] = "--shard-strict" end
   for _, d in ipairs(args.shard_durations or {}) do opt("--shard-durations", d) end
@@ -135,8 +135,11 @@ local function limits(args)
     local err = count_arg(o[1], o[2])
     if err then return nil, nil, err end
   end
-  if not args.durations_min or args.durations_min < 0 then
+  if args.durations_min and args.durations_min < 0 then
     return nil, nil, "--durations-min must be a number of seconds >= 0"
+  end
+  if args.durations_min and not args.durations then
+    return nil, nil, "--durations-min only goes with --durations N"
   end
   if args.exitfirst and args.maxfail and args.maxfail ~= 1 then
     return nil, nil, "-x is --maxfail 1: give -x or --maxfail " .. math.tointeger(args.maxfail)
