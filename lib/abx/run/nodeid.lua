@@ -45,24 +45,29 @@ function M.split(paths, normalize)
   return { plain = plain, files = files, ids = ids }
 end
 
--- Edit distance (Levenshtein) between two strings, by bytes.
-local function distance(a, b)
+-- The length of the longest common subsequence of two strings, by bytes.
+local function lcs(a, b)
   local prev = {}
-  for j = 0, #b do prev[j] = j end
+  for j = 0, #b do prev[j] = 0 end
   for i = 1, #a do
-    local cur = { [0] = i }
+    local cur = { [0] = 0 }
     local ca = a:byte(i)
     for j = 1, #b do
-      local cost = (ca == b:byte(j)) and 0 or 1
-      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+      if ca == b:byte(j) then
+        cur[j] = prev[j - 1] + 1
+      else
+        cur[j] = math.max(prev[j], cur[j - 1])
+      end
     end
     prev = cur
   end
   return prev[#b]
 end
 
----The names of `tests` closest to `name` (case-insensitive): those containing it or contained in
----it, and those within an edit ratio of 0.6 (as Python's difflib.get_close_matches), best first.
+---The names of `tests` closest to `name` (case-insensitive), best first: those whose similarity
+---2*M/T (M: characters in common, in order; T: both lengths) is at least 0.6, the measure and
+---cutoff of Python's difflib.get_close_matches, which pytest-like tools use for suggestions, and
+---those that contain `name` (3 characters at least).
 ---@param name string
 ---@param tests table[] collected tests { name }
 ---@param n? integer at most this many (default 3)
@@ -72,10 +77,9 @@ function M.close_matches(name, tests, n)
   local scored = {}
   for _, t in ipairs(tests) do
     local cand = t.name:lower()
-    local ratio = 1 - distance(want, cand) / math.max(#want, #cand, 1)
-    if #want > 0 and (cand:find(want, 1, true) or want:find(cand, 1, true)) then
-      ratio = math.max(ratio, 0.9)
-    end
+    local ratio = 2 * lcs(want, cand) / math.max(#want + #cand, 1)
+    -- part of a name (an id typed from memory): a match too
+    if #want >= 3 and cand:find(want, 1, true) then ratio = math.max(ratio, 0.6) end
     if ratio >= 0.6 then scored[#scored + 1] = { name = t.name, ratio = ratio } end
   end
   table.sort(scored, function(a, b)
@@ -100,7 +104,8 @@ function M.keep(file, e)
       local close = M.close_matches(name, file.tests)
       local quoted = {}
       for i, c in ipairs(close) do quoted[i] = string.format("%q", c) end
-      return string.format("no test named %q in %s; %s (`abxlua list %s` lists its %d tests)",
+      return string.format("no test named %q in %s; %s (`abxlua list %s` lists its %d tests; "
+        .. "-k selects by part of a name)",
         name, file.path, #close > 0 and ("close matches: " .. table.concat(quoted, ", "))
           or "no close match", file.path, #file.tests)
     end
