@@ -28,7 +28,7 @@ function M.configure(parser)
   run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
     .. "(masked) on stderr; -vvv: with body excerpts."):count("0-3")
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
-    .. "x xfailed, X xpassed, p passed, a all but passed, A all, N none.", "fE"):target("report_chars")
+    .. "x xfailed, X xpassed, p passed, R rerun, a all but passed, A all, N none.", "fE"):target("report_chars")
   suite.add_shard_option(run)
   run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   run:option("--json", "Write a JSON report to FILE."):argname("FILE")
