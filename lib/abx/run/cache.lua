@@ -128,7 +128,8 @@ function M.update(root, record, collected)
   table.sort(keys)
   local lines = {}
   for i, k in ipairs(keys) do
-    lines[i] = "  " .. cjson.encode(common.utf8_clean(k)) .. ": true"
+    -- cjson escapes "/" as "\/" (valid JSON); the plain form reads better in a diff
+    lines[i] = "  " .. cjson.encode(common.utf8_clean(k)):gsub("\\/", "/") .. ": true"
   end
   local text = #keys == 0 and "{}\n" or ("{\n" .. table.concat(lines, ",\n") .. "\n}\n")
   local dir = M.dir(root)
