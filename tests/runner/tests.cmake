@@ -90,3 +90,13 @@ set_tests_properties(runner:secret PROPERTIES ENVIRONMENT "ABX_RUNNER_SECRET=s3c
 # quoting serve's cause (exit 4); serve logs in the state dir are pruned to the newest 20.
 add_test(NAME runner:nonroot COMMAND bash ${ABX_RUNNER_DIR}/nonroot.sh $<TARGET_FILE:abxlua>)
 set_tests_properties(runner:nonroot PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# Selection as in pytest (issue 13, part 2) and the shards of part 7: node ids, -k phrases and
+# file names, --lf/--ff, --maxfail, --durations, --reruns, empty and duration-based shards
+# (tests/runner/selection.py, fixtures in tests/runner/sel/)
+foreach(mode nodeid keyword lastfailed maxfail durations reruns shard)
+  add_test(NAME runner:select_${mode}
+    COMMAND python3 ${ABX_RUNNER_DIR}/selection.py $<TARGET_FILE:abxlua> ${mode}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(runner:select_${mode} PROPERTIES TIMEOUT 300)
+endforeach()

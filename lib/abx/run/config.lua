@@ -113,7 +113,8 @@ M.DEFAULTS = {
     -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
     ["local-tls"] = { kind = "local", tls = true, domain = "e2b.localhost",
       envd_routing = "host" } },
-  markers = { e2e = "every test", known_issue = "a strict expected failure" },
+  markers = { e2e = "every test", known_issue = "a strict expected failure",
+    flaky = "may fail for reasons outside the platform under test (rerun by --reruns N)" },
   known_issues = "config/known_issues.yaml",
 }
 
