@@ -46,6 +46,10 @@ abx_runner_case(ki_xfail "^0 passed, 1 failed, 0 skipped, 2 xfailed in [0-9]+\\.
 abx_runner_case(ki_xpass "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(ki_scoped "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(ki_unknown "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+# (issue 13) the marker alone is a collection error; a script's own Assertion or Lua error is a
+# real failure unless `raises` names it
+abx_runner_case(ki_marker "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(ki_script_error "^0 passed, 2 failed, 0 skipped, 3 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 
 # The generated KNOWN-ISSUES files match config/known_issues.yaml
 add_test(NAME known_issues_docs COMMAND $<TARGET_FILE:abxlua> known-issues --check

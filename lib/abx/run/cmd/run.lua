@@ -14,8 +14,12 @@ function M.configure(parser)
   suite.add_flavor_option(run)
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
   run:flag("-x --exitfirst", "Stop starting tests after the first failure (cleanup still runs).")
-  run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
-    .. "(masked) on stderr; -vvv: with body excerpts."):count("0-3")
+  run:flag("-v --verbose", "-v: the scenario traceback of every failure; -vv: also the full Lua "
+    .. "traceback and every HTTP request and answer (masked) on stderr; -vvv: with body excerpts.")
+    :count("0-3")
+  run:flag("-s --no-capture", "Do not capture the output of tests (print, io.write, io.stdout, "
+    .. "io.stderr): write it to the console as it comes (by default it is kept per test, shown "
+    .. "under its failure and written to the JUnit report)."):target("no_capture")
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
     .. "x xfailed, X xpassed, p passed, a all but passed, A all, N none.", "fE"):target("report_chars")
   suite.add_shard_option(run)
@@ -64,6 +68,7 @@ local function command_line(args)
   opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
   opt("--shard", args.shard); opt("--timeout", args.timeout)
   if args.exitfirst then parts[#parts + 1] = "-x" end
+  if args.no_capture then parts[#parts + 1] = "-s" end
   if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
@@ -131,13 +136,15 @@ function M.execute(args)
     return nil, "E2E_RUN_ID may only contain letters, digits, '-' and '_'"
   end
   local runner = require("abx.run.runner")
-  console.configure({ report_chars = args.report_chars, exitfirst = args.exitfirst })
+  console.configure({ report_chars = args.report_chars, exitfirst = args.exitfirst,
+    verbosity = args.verbose })
   local code, record = 3, nil
   if args.verbose >= 2 then core.set_trace(args.verbose - 1) end
   local ok, errs = core.run(function()
     code, record = runner.run(s.files, { config = cfg, catalog = s.catalog,
       provider_name = provider_name, provider_settings = psettings, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
-      verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars })
+      verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars,
+      capture = not args.no_capture })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
