@@ -90,3 +90,7 @@ abx_runner_case(tracked_resources "^2 passed, 0 failed, 0 skipped, 0 xfailed in 
 # t.secret: a value from the environment, masked in the output (tests/runner/secret.lua)
 abx_runner_case(secret "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 set_tests_properties(runner:secret PROPERTIES ENVIRONMENT "ABX_RUNNER_SECRET=s3cr3t-from-env")
+
+# Readable failures (issue 13): line diffs of long and multi-line values, the failing call's line
+# in the test's own file, file order under -j, per-test captured output (capture.py)
+abx_runner_case(failure_diff "^0 passed, 5 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)

@@ -81,18 +81,16 @@ local function eq_diff(actual, expected)
   end
   if what == "strings" and not e:find("\n", 1, true) and not a:find("\n", 1, true) then
     local lines, p = diff.first_difference(e, a)
-    return string.format("strings differ at byte %d (expected %d bytes, got %d):\n%s", p, #expected,
+    return string.format("strings differ at byte %d (expected %d bytes, got %d bytes)\n%s", p, #expected,
       #actual, table.concat(lines, "\n"))
   end
   local lines, changed = diff.unified(e, a)
   local head
   if what == "strings" then
     head = string.format("strings differ in %d lines (expected %d lines, %d bytes; got %d lines, "
-      .. "%d bytes); line diff, - expected + actual:", changed, count_lines(expected), #expected,
-      count_lines(actual), #actual)
+      .. "%d bytes)", changed, count_lines(expected), #expected, count_lines(actual), #actual)
   else
-    head = string.format("tables differ (%d lines of their rendering); diff, - expected + actual:",
-      changed)
+    head = string.format("tables differ (%d lines of their rendering)", changed)
   end
   return head .. "\n" .. table.concat(lines, "\n")
 end
@@ -172,7 +170,7 @@ function M.match(s, pattern, msg)
     if #s > LONG or s:find("\n", 1, true) then
       -- the text as a block of lines, not one long escaped string
       M.fail((msg and (msg .. ": ") or "") .. string.format("expected the text (%d lines, %d bytes) "
-        .. "to match %s; the text:\n%s", count_lines(s), #s, M.show(pattern),
+        .. "to match %s\n%s", count_lines(s), #s, M.show(pattern),
         table.concat(diff.block(core.mask(s)), "\n")), 2)
     end
     M.fail((msg and (msg .. ": ") or "") .. "expected " .. M.show(s) .. " to match "
