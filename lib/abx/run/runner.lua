@@ -83,6 +83,9 @@ local function message_handler_for(test)
       end
     end
     local info = M.describe(e)
+    if type(e) == "string" then -- a Lua error's position in a module required as ./x.lua
+      info.message = info.message:gsub("^%./", "")
+    end
     info.where, info.origin = at, origin
     if #frames > 0 then
       info.lua_traceback = info.traceback
