@@ -289,11 +289,11 @@ local function short_line(self, ch, r)
     if where and msg:sub(1, #where + 2) == where .. ": " then msg = msg:sub(#where + 3) end
     if f.kind and not msg:find(f.kind, 1, true) then msg = f.kind .. ": " .. msg end
     return { self:paint("failed", "FAILED") .. " " .. id .. " - " .. msg }
-  elseif ch == "f" and r.outcome == "xpassed" then
+  elseif ch == "f" and r.outcome == "xpassed" and not self.report_set.X then
     -- a strict XPASS fails the run: reported with the failures (as pytest does), so the default
-    -- -r fE shows it
+    -- -r fE shows it; under its own label when -r asks for X
     return { self:paint("failed", "FAILED") .. " " .. id .. " - " .. first(r.reason) }
-  elseif ch == "X" and r.outcome == "xpassed" and not self.report_set.f then
+  elseif ch == "X" and r.outcome == "xpassed" then
     return { self:paint("xpassed", "XPASS") .. " " .. id .. " - " .. first(r.reason) }
   elseif ch == "x" and r.outcome == "xfailed" then
     return { self:paint("xfailed", "XFAIL") .. " " .. id .. " - " .. first(r.reason) }
