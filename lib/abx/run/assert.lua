@@ -48,6 +48,8 @@ local function show_full(v)
   return tostring(v)
 end
 
+local function plural(n, word) return n .. " " .. word .. (n == 1 and "" or "s") end
+
 local function count_lines(s)
   local lines = diff.lines(s)
   return #lines
@@ -87,10 +89,11 @@ local function eq_diff(actual, expected)
   local lines, changed = diff.unified(e, a)
   local head
   if what == "strings" then
-    head = string.format("strings differ in %d lines (expected %d lines, %d bytes; got %d lines, "
-      .. "%d bytes)", changed, count_lines(expected), #expected, count_lines(actual), #actual)
+    head = string.format("strings differ in %s (expected %s, %d bytes; got %s, %d bytes)",
+      plural(changed, "line"), plural(count_lines(expected), "line"), #expected,
+      plural(count_lines(actual), "line"), #actual)
   else
-    head = string.format("tables differ (%d lines of their rendering)", changed)
+    head = string.format("tables differ (%s of their rendering)", plural(changed, "line"))
   end
   return head .. "\n" .. table.concat(lines, "\n")
 end
@@ -169,8 +172,8 @@ function M.match(s, pattern, msg)
   if #caps == 0 then
     if #s > LONG or s:find("\n", 1, true) then
       -- the text as a block of lines, not one long escaped string
-      M.fail((msg and (msg .. ": ") or "") .. string.format("expected the text (%d lines, %d bytes) "
-        .. "to match %s\n%s", count_lines(s), #s, M.show(pattern),
+      M.fail((msg and (msg .. ": ") or "") .. string.format("expected the text (%s, %d bytes) "
+        .. "to match %s\n%s", plural(count_lines(s), "line"), #s, M.show(pattern),
         table.concat(diff.block(core.mask(s)), "\n")), 2)
     end
     M.fail((msg and (msg .. ": ") or "") .. "expected " .. M.show(s) .. " to match "

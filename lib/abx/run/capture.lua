@@ -8,8 +8,9 @@
 -- ends; a task that outlives its test (or any write outside a test) goes straight to the console.
 -- Masking: the captured text is raw here; every sink it reaches masks it whole (core.write for
 -- the console, abx.run.report.* for reports), so a secret written in pieces is masked too.
--- Bounded: at most LIMIT bytes per stream and test are kept, cut at a line end; the bytes beyond
--- are counted and the count is reported with the output.
+-- Bounded: at most LIMIT bytes per stream and test are kept, cut at a line end (a first write of
+-- one longer line is cut inside it); the bytes beyond are counted and the count is reported with
+-- the output.
 local core = require("abx.core")
 
 local M = {}
@@ -71,7 +72,11 @@ local function keep(s, which, text)
   end
   local piece = text:sub(1, math.max(room, 0))
   local nl = piece:match("^.*()\n")
-  if nl then piece = piece:sub(1, nl) end
+  if nl then
+    piece = piece:sub(1, nl)
+  elseif s.bytes[which] > 0 then
+    piece = "" -- the kept text ends at a line end; only a first write of one long line is cut
+  end
   if #piece > 0 then
     local list = s[which]
     list[#list + 1] = piece

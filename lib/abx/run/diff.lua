@@ -38,6 +38,7 @@ M.cut = cut
 ---@param s string
 ---@return string[] lines, boolean ends_with_newline
 function M.lines(s)
+  if s == "" then return {}, false end
   local out = {}
   for line in (s .. "\n"):gmatch("(.-)\n") do out[#out + 1] = line end
   local nl = s:sub(-1) == "\n"
@@ -148,7 +149,7 @@ function M.unified(expected, actual)
     for x = first, stop do emit(st, ops[x][1] .. cut(M.escape(ops[x][2]))) end
     i = stop + 1
   end
-  if anl ~= bnl then
+  if anl ~= bnl and #a > 0 and #b > 0 then
     emit(st, anl and "(expected ends with a newline, actual does not)"
       or "(actual ends with a newline, expected does not)")
   end
