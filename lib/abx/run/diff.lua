@@ -210,9 +210,9 @@ end
 ---@param show function renders a value that is not a plain table (strings quoted)
 ---@return string
 function M.render(v, show)
-  local out = {}
   local function walk(x, indent, seen, depth)
-    if type(x) ~= "table" or getmetatable(x) and getmetatable(x).__tostring then
+    local mt = type(x) == "table" and getmetatable(x)
+    if type(x) ~= "table" or (type(mt) == "table" and rawget(mt, "__tostring")) then
       return show(x)
     end
     if seen[x] then return "<cycle>" end
@@ -229,8 +229,7 @@ function M.render(v, show)
     seen[x] = nil
     return table.concat(parts, "\n")
   end
-  out[1] = walk(v, "", {}, 0)
-  return out[1]
+  return walk(v, "", {}, 0)
 end
 
 return M
