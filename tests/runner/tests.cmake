@@ -96,6 +96,7 @@ set_tests_properties(runner:secret PROPERTIES ENVIRONMENT "ABX_RUNNER_SECRET=s3c
 abx_runner_case(failure_diff "^0 passed, 5 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(failure_where "^0 passed, 4 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(failure_where_v "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(failure_where_vv "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(failure_order "^0 passed, 3 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(diff_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 add_test(NAME runner:capture COMMAND python3 ${ABX_RUNNER_DIR}/capture.py $<TARGET_FILE:abxlua>

@@ -87,10 +87,8 @@ local function message_handler_for(test)
       info.message = info.message:gsub("^%./", "")
     end
     info.where, info.origin = at, origin
-    if #frames > 0 then
-      info.lua_traceback = info.traceback
-      info.traceback = frames_text(frames, test)
-    end
+    info.lua_traceback = info.traceback or debug.traceback("", 2) -- every frame (-vv)
+    if #frames > 0 then info.traceback = frames_text(frames, test) end
     return info
   end
 end
