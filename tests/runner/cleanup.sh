@@ -15,7 +15,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run_id="cleanupcase${$}x${RANDOM}"
 
-E2E_RUN_ID=$run_id NO_COLOR=1 "$abxlua" run tests/runner/fixtures.lua -j 1 >"$tmp/out" 2>"$tmp/err"
+# -s: the case prints its sandbox ids, which a passing test's captured output would not show
+E2E_RUN_ID=$run_id NO_COLOR=1 "$abxlua" run tests/runner/fixtures.lua -j 1 -s >"$tmp/out" 2>"$tmp/err"
 code=$?
 problems=()
 [ "$code" = 0 ] || problems+=("abxlua run tests/runner/fixtures.lua exited $code, expected 0")

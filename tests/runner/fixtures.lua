@@ -3,7 +3,7 @@
 -- workdir exists in the sandbox and differs per test. sandbox_factory keeps caller metadata.
 -- Every sandbox is killed by the test's own teardown, none is left for the final cleanup.
 -- Expected (-j 1): every test passes; 3 sandboxes created, 0 killed at the end; exit code 0.
--- Prints "sandbox-id: <id>" for each sandbox (tests/runner/cleanup.sh uses them).
+-- Prints "sandbox-id: <id>" for each sandbox (tests/runner/cleanup.sh runs it with -s to see them).
 -- expect-line: ^PASSED +tests/runner/fixtures\.lua::base_sandbox is one tagged sandbox per test
 -- expect-line: ^PASSED +tests/runner/fixtures\.lua::the previous test's sandbox is gone
 -- expect-line: ^PASSED +tests/runner/fixtures\.lua::sandbox_factory keeps metadata and tags

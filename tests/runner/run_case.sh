@@ -11,6 +11,8 @@
 #   - the exit code is EXIT_CODE;
 #   - every `-- expect-line: REGEX` of the case's header matches a line of stdout+stderr;
 #   - no `-- expect-no-line: REGEX` matches any line;
+#   - the `-- expect-in-order: REGEX` lines match lines of stdout+stderr in the order given (each
+#     one a line after the line the previous one matched);
 #   - the run took at most `-- expect-max-seconds: N` seconds, when given.
 # Exit 0 when every check held, 1 otherwise (the captured output is printed then).
 set -u
@@ -57,6 +59,16 @@ while IFS= read -r re; do
     problems+=("a line matches /$re/ but must not: $(grep -E -m1 -- "$re" "$tmp/all")")
   fi
 done < <(directive expect-no-line)
+after=0
+while IFS= read -r re; do
+  [ -n "$re" ] || continue
+  n=$(tail -n +"$((after + 1))" "$tmp/all" | grep -En -m1 -- "$re" | cut -d: -f1)
+  if [ -z "$n" ]; then
+    problems+=("no line after line $after matches /$re/ (expect-in-order)")
+  else
+    after=$((after + n))
+  fi
+done < <(directive expect-in-order)
 max=$(directive expect-max-seconds | head -n 1)
 if [ -n "$max" ] && awk -v e="$elapsed" -v m="$max" 'BEGIN { exit !(e > m) }'; then
   problems+=("the run took ${elapsed}s, more than the allowed ${max}s")

@@ -1,5 +1,7 @@
 -- secret: t.secret(name) gives a value from the environment (ctest sets ABX_RUNNER_SECRET),
--- nil for a name set nowhere, and registers the value as a secret, so printing it shows ***.
+-- nil for a name set nowhere, and registers the value as a secret, so printing it shows ***
+-- (-s: the print goes straight to the console; captured output is masked too: capture.py).
+-- args: -s -j 1
 -- expect-line: ^the secret is \*\*\*$
 -- expect-no-line: s3cr3t-from-env
 local t = require("abx.test")

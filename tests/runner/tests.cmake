@@ -46,6 +46,10 @@ abx_runner_case(ki_xfail "^0 passed, 1 failed, 0 skipped, 2 xfailed in [0-9]+\\.
 abx_runner_case(ki_xpass "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(ki_scoped "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(ki_unknown "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+# (issue 13) the marker alone is a collection error; a script's own Assertion or Lua error is a
+# real failure unless `raises` names it
+abx_runner_case(ki_marker "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(ki_script_error "^0 passed, 2 failed, 0 skipped, 3 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 
 # The generated KNOWN-ISSUES files match config/known_issues.yaml
 add_test(NAME known_issues_docs COMMAND $<TARGET_FILE:abxlua> known-issues --check
@@ -100,3 +104,15 @@ foreach(mode nodeid keyword lastfailed maxfail durations reruns shard)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(runner:select_${mode} PROPERTIES TIMEOUT 300)
 endforeach()
+
+# Readable failures (issue 13): line diffs of long and multi-line values, the failing call's line
+# in the test's own file, file order under -j, per-test captured output (capture.py)
+abx_runner_case(failure_diff "^0 passed, 5 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(failure_where "^0 passed, 4 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(failure_where_v "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(failure_where_vv "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(failure_order "^0 passed, 3 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(diff_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+add_test(NAME runner:capture COMMAND python3 ${ABX_RUNNER_DIR}/capture.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runner:capture PROPERTIES TIMEOUT 180)

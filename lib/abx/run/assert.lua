@@ -1,21 +1,21 @@
 -- abx.run.assert: the assertions scenarios use through abx.test (t.eq, t.ok, t.match, t.raises, ...).
--- A failed assertion raises an abx.error of kind "Assertion" whose `where` is the scenario line that
--- called the assertion, and whose message shows expected vs actual.
+-- A failed assertion raises an abx.error of kind "Assertion" whose `where` is the line that
+-- called the assertion (the runner then points it at the test's own line: abx.run.runner), and
+-- whose message shows expected vs actual. Long or multi-line values are not printed whole: strings
+-- and tables are shown as a bounded unified line diff (abx.run.diff), two long one-line strings by
+-- their first difference; the first line of the message stays a short headline (what the short
+-- test summary shows). Values are masked (core.mask) before anything is cut.
 local core = require("abx.core")
+local diff = require("abx.run.diff")
 
 local M = {}
 
-local LONG = 120 -- strings longer than this are shown by length and sha256 prefix
+local LONG = 120 -- strings longer than this are summarised in one-line messages, diffed in t.eq
 
 -- Quotes a string on one line: control characters as \n, \t or \ddd (unlike %q, which keeps
 -- a backslash-newline that splits the failure message).
 local function quote(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    if c == "\n" then return "\\n" elseif c == "\t" then return "\\t"
-    elseif c == "\r" then return "\\r" elseif c == '"' then return '\\"'
-    elseif c == "\\" then return "\\\\" end
-    return string.format("\\%03d", c:byte())
-  end) .. '"'
+  return '"' .. diff.escape(s, true) .. '"'
 end
 
 ---Renders a value for a failure message: short strings quoted, long ones summarised.
@@ -23,11 +23,12 @@ end
 ---@return string
 function M.show(v)
   if type(v) == "string" then
-    if #v > LONG then
-      return string.format("<%d bytes, sha256 %s..., starts %s>", #v, core.sha256(v):sub(1, 12),
-        quote(v:sub(1, 40)))
+    local m = core.mask(v) -- masked before it is cut: a cut never leaves half of a secret
+    if #m > LONG then
+      return string.format("<%d bytes, sha256 %s..., starts %s>", #v, core.sha256(m):sub(1, 12),
+        quote(m:sub(1, 40)))
     end
-    return quote(v)
+    return quote(m)
   elseif type(v) == "table" and not core.is_error(v) then
     local parts, n = {}, 0
     for k, x in pairs(v) do
@@ -39,6 +40,62 @@ function M.show(v)
     return "{" .. table.concat(parts, ", ") .. "}"
   end
   return tostring(v)
+end
+
+-- A value of a table rendering (abx.run.diff.render): strings quoted whole (the diff cuts lines).
+local function show_full(v)
+  if type(v) == "string" then return quote(v) end
+  return tostring(v)
+end
+
+local function plural(n, word) return n .. " " .. word .. (n == 1 and "" or "s") end
+
+local function count_lines(s)
+  local lines = diff.lines(s)
+  return #lines
+end
+
+-- The message of a failed t.eq on two values that are worth a diff, or nil (then the one-line
+-- "expected X, got Y" is used): two strings of which one is long or has a newline, or two tables
+-- whose one-line forms are long or cut.
+local function eq_diff(actual, expected)
+  local what, e, a
+  if type(actual) == "string" and type(expected) == "string" then
+    if not (#actual > LONG or #expected > LONG or actual:find("\n", 1, true)
+        or expected:find("\n", 1, true)) then
+      return nil
+    end
+    what, e, a = "strings", core.mask(expected), core.mask(actual)
+  elseif type(actual) == "table" and type(expected) == "table" and not core.is_error(actual)
+      and not core.is_error(expected) then
+    local se, sa = M.show(expected), M.show(actual)
+    if #se + #sa <= 80 and not se:find("...", 1, true) and not sa:find("...", 1, true) then
+      return nil
+    end
+    what = "tables"
+    e = core.mask(diff.render(expected, show_full))
+    a = core.mask(diff.render(actual, show_full))
+  else
+    return nil
+  end
+  if e == a then
+    return what .. " differ only inside a masked secret"
+  end
+  if what == "strings" and not e:find("\n", 1, true) and not a:find("\n", 1, true) then
+    local lines, p = diff.first_difference(e, a)
+    return string.format("strings differ at byte %d (expected %d bytes, got %d bytes)\n%s", p, #expected,
+      #actual, table.concat(lines, "\n"))
+  end
+  local lines, changed = diff.unified(e, a)
+  local head
+  if what == "strings" then
+    head = string.format("strings differ in %s (expected %s, %d bytes; got %s, %d bytes)",
+      plural(changed, "line"), plural(count_lines(expected), "line"), #expected,
+      plural(count_lines(actual), "line"), #actual)
+  else
+    head = string.format("tables differ (%s of their rendering)", plural(changed, "line"))
+  end
+  return head .. "\n" .. table.concat(lines, "\n")
 end
 
 local function where(level)
@@ -81,8 +138,9 @@ M.deep_equal = deep_equal
 ---Raises: Assertion
 function M.eq(actual, expected, msg)
   if not deep_equal(actual, expected) then
-    M.fail((msg and (msg .. ": ") or "") .. "expected " .. M.show(expected) .. ", got "
-      .. M.show(actual), 2)
+    local d = eq_diff(actual, expected)
+    M.fail((msg and (msg .. ": ") or "") .. (d or ("expected " .. M.show(expected) .. ", got "
+      .. M.show(actual))), 2)
   end
 end
 
@@ -112,6 +170,12 @@ function M.match(s, pattern, msg)
   end
   local caps = { s:match(pattern) }
   if #caps == 0 then
+    if #s > LONG or s:find("\n", 1, true) then
+      -- the text as a block of lines, not one long escaped string
+      M.fail((msg and (msg .. ": ") or "") .. string.format("expected the text (%s, %d bytes) "
+        .. "to match %s\n%s", plural(count_lines(s), "line"), #s, M.show(pattern),
+        table.concat(diff.block(core.mask(s)), "\n")), 2)
+    end
     M.fail((msg and (msg .. ": ") or "") .. "expected " .. M.show(s) .. " to match "
       .. M.show(pattern), 2)
   end

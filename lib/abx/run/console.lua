@@ -13,8 +13,8 @@ local M = {}
 M.__index = M
 
 -- Set by `abxlua run` before the runner makes its console: { report_chars, maxfail, maxfail_flag
--- ("-x" or "--maxfail N"), durations, durations_min, live }. The runner passes only { verbose,
--- report_chars, maxfail } to new(); these fill in the rest.
+-- ("-x" or "--maxfail N"), durations, durations_min, live, verbosity (the count of -v) }. The
+-- runner passes only { verbose, report_chars, maxfail } to new(); these fill in the rest.
 M.defaults = {}
 
 ---Sets the options every console made afterwards starts from.
@@ -74,10 +74,14 @@ function M.new(opts)
   local color = core.isatty(1) and not core.getenv("NO_COLOR")
   local live = o.live
   if live == nil then live = M.live_default() end
-  return setmetatable({ color = color, verbose = o.verbose, maxfail = o.maxfail,
+  local report = M.report_chars(o.report_chars or "fE") or { "f", "E" }
+  local report_set = {}
+  for _, ch in ipairs(report) do report_set[ch] = true end
+  return setmetatable({ color = color, verbose = o.verbose, verbosity = o.verbosity,
+    maxfail = o.maxfail,
     maxfail_flag = o.maxfail_flag or (o.maxfail and ("--maxfail " .. o.maxfail)), nfailures = 0,
     durations = o.durations, durations_min = o.durations_min or 0.005, verbose_level = o.verbose_level,
-    report = M.report_chars(o.report_chars or "fE") or { "f", "E" }, live = live,
+    report = report, report_set = report_set, live = live,
     results = {}, collection_errors = {}, ntests = 0, jobs = 1, started = core.now(),
     c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 } }, M)
 end
@@ -191,17 +195,74 @@ function M:rerun(r)
   self:line(self:paint("rerun", line))
 end
 
+-- Results in file order: by file, then by the line of the test (then collection order), whatever
+-- order they finished in under -j.
+local function file_order(results)
+  local list = {}
+  for i, r in ipairs(results) do list[i] = r end
+  table.sort(list, function(a, b)
+    local ta, tb = a.test, b.test
+    if ta.file ~= tb.file then return ta.file < tb.file end
+    if (ta.line or 0) ~= (tb.line or 0) then return (ta.line or 0) < (tb.line or 0) end
+    return (ta.index or 0) < (tb.index or 0)
+  end)
+  return list
+end
+M.file_order = file_order
+
+M.CAPTURE_LINES = 100 -- lines of a test's captured output shown under its failure (the last ones)
+
+-- The captured output of a result under its failure: "----- captured stdout -----" and its last
+-- CAPTURE_LINES lines (the whole is in the JUnit report), likewise stderr.
+function M:captured(r)
+  local capture = require("abx.run.capture")
+  for _, which in ipairs({ "stdout", "stderr" }) do
+    local text = capture.text(r.captured, which)
+    if text then
+      self:line("    ----- captured " .. which .. " -----")
+      local lines = {}
+      for l in text:gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+      local rest = text:match("[^\n]+$")
+      if rest then lines[#lines + 1] = rest end
+      local from = math.max(1, #lines - M.CAPTURE_LINES + 1)
+      if from > 1 then
+        self:line(string.format("    (%d earlier lines: see the JUnit report, or run with -s)", from - 1))
+      end
+      for i = from, #lines do self:line("    " .. lines[i]) end
+    end
+  end
+end
+
+---The failures section: every failed test and every strict XPASS, in file order, with the
+---message (its diff), the scenario line it failed at, the scenario traceback (-v; always for a
+---plain Lua error), the full Lua traceback (-vv) and the test's captured output.
 function M:failures(results)
   self:end_progress()
   local any = false
-  for _, r in ipairs(results) do
-    if r.outcome == "failed" and r.failure then
+  local level = self.verbosity or (self.verbose and 1 or 0)
+  for _, r in ipairs(file_order(results)) do
+    local f = r.failure
+    if (r.outcome == "failed" and f) or r.outcome == "xpassed" then
       if not any then self:line("\n=== failures ==="); any = true end
       self:line(string.format("--- %s::%s (line %d)", r.test.file, r.test.name, r.test.line or 0))
-      self:line("    " .. (r.failure.message or "?"))
-      if r.failure.traceback and (self.verbose or r.failure.kind == "LuaError") then
-        self:line(r.failure.traceback)
+      if r.outcome == "xpassed" then
+        self:line("    " .. (r.reason or "XPASS(strict)"))
+      else
+        for l in ((f.message or "?") .. "\n"):gmatch("([^\n]*)\n") do self:line("    " .. l) end
+        if f.origin then self:line("    (raised in " .. f.origin .. ")") end
+        if f.traceback and (level >= 1 or f.kind == "LuaError") then
+          for l in (f.traceback .. "\n"):gmatch("([^\n]*)\n") do
+            if l ~= "" then self:line("    " .. l) end
+          end
+        end
+        if level >= 2 and f.lua_traceback then
+          self:line("    Lua stack traceback (every frame):")
+          for l in f.lua_traceback:gmatch("[^\n]+") do
+            if l ~= "stack traceback:" then self:line("      " .. (l:gsub("^\t", ""))) end
+          end
+        end
       end
+      self:captured(r)
     end
   end
   if any then self:line("") end
@@ -243,6 +304,10 @@ local function short_line(self, ch, r)
     if where and msg:sub(1, #where + 2) == where .. ": " then msg = msg:sub(#where + 3) end
     if f.kind and not msg:find(f.kind, 1, true) then msg = f.kind .. ": " .. msg end
     return { self:paint("failed", "FAILED") .. " " .. id .. " - " .. msg }
+  elseif ch == "f" and r.outcome == "xpassed" and not self.report_set.X then
+    -- a strict XPASS fails the run: reported with the failures (as pytest does), so the default
+    -- -r fE shows it; under its own label when -r asks for X
+    return { self:paint("failed", "FAILED") .. " " .. id .. " - " .. first(r.reason) }
   elseif ch == "X" and r.outcome == "xpassed" then
     return { self:paint("xpassed", "XPASS") .. " " .. id .. " - " .. first(r.reason) }
   elseif ch == "x" and r.outcome == "xfailed" then
@@ -275,7 +340,7 @@ function M:short_summary()
           .. (tostring(f.error):match("^[^\n]*"))
       end
     end
-    for _, r in ipairs(self.results) do
+    for _, r in ipairs(file_order(self.results)) do
       for _, l in ipairs(short_line(self, ch, r)) do lines[#lines + 1] = l end
     end
   end

@@ -68,22 +68,44 @@ function M.applies(entry, provider)
   return false
 end
 
+-- Kinds the script raises itself: a known issue pins a product defect, so these count as the
+-- expected failure only when `raises` names them (a typo or a wrong assertion in the script is
+-- never hidden as an xfail).
+local SCRIPT_KINDS = { Assertion = true, LuaError = true }
+
+-- Adds `note` to the first line of a failure message (the line summaries show; a diff follows it).
+local function annotate(failure, note)
+  local msg = failure.message or "?"
+  local first, rest = msg:match("^([^\n]*)(.*)$")
+  failure.message = first .. " " .. note .. rest
+end
+
 ---Turns a finished test's result into its strict known-issue outcome, in place.
----  failed (with the expected kind when `raises` is set) -> xfailed
----  passed                                               -> xpassed (counts as a failure)
+---  failed with the kind `raises` names                      -> xfailed
+---  failed, no `raises`, kind other than Assertion/LuaError  -> xfailed
+---  failed otherwise                                         -> stays failed (the message says why)
+---  passed                                                   -> xpassed (counts as a failure)
 ---@param result table the runner's result record (outcome, failure)
 ---@param entry table|nil the catalog entry the test references
 ---@param provider string
+---@param raises string|nil the test's `raises` option (an error kind)
 function M.classify(result, entry, provider, raises)
   if not entry or not M.applies(entry, provider) then return end
   result.known_issue = entry.id
   if result.outcome == "failed" and result.failure then
-    if not raises or result.failure.kind == raises then
+    local kind = result.failure.kind
+    if kind == "Interrupted" then return end -- the run was stopped: nothing was observed
+    if kind == raises or (not raises and not SCRIPT_KINDS[kind]) then
       result.outcome = "xfailed"
       result.reason = entry.id .. ": " .. entry.title.en
+    elseif not raises then
+      annotate(result.failure, string.format(
+        "(known issue %s does not cover %s %s the script raised: give raises = %q when the %s "
+        .. "is the defect)", entry.id, kind == "Assertion" and "an" or "a", kind, kind,
+        kind == "Assertion" and "assertion" or "Lua error"))
     else
-      result.failure.message = result.failure.message .. string.format(
-        " (known issue %s expects %s, so this is a real failure)", entry.id, raises)
+      annotate(result.failure, string.format(
+        "(known issue %s expects %s, so this is a real failure)", entry.id, raises))
     end
   elseif result.outcome == "passed" then
     result.outcome = "xpassed"

@@ -2,7 +2,9 @@
 -- through core.write / core.ewrite, so registered secrets are masked in it, across calls too (a
 -- secret a scenario writes in two chunks, e.g. from on_stdout, is masked; engine/secrets.h).
 -- Everything else of `io` (open, lines, read, files a scenario opens) is Lua's own.
-local core = require("abx.core")
+-- While a test runs, abxlua run captures what these write (abx.run.capture): it is kept with the
+-- test, shown under its failure and written to the JUnit report; `-s` writes it straight through.
+local capture = require("abx.run.capture")
 
 local M = {}
 
@@ -33,15 +35,15 @@ local function masked_file(real, write, name)
 end
 
 ---The scenario's io.stdout: `write(...)` masked on stdout (returns the file), the rest as io.stdout.
-M.stdout = masked_file(io.stdout, core.write, "stdout")
+M.stdout = masked_file(io.stdout, function(text) capture.write("out", text) end, "stdout")
 ---The scenario's io.stderr: `write(...)` masked on stderr, the rest as io.stderr.
-M.stderr = masked_file(io.stderr, core.ewrite, "stderr")
+M.stderr = masked_file(io.stderr, function(text) capture.write("err", text) end, "stderr")
 
 ---print(...) as Lua's (tostring of each argument, tab-separated, then a newline), masked on stdout.
 function M.print(...)
   local parts = {}
   for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
-  core.write(table.concat(parts, "\t") .. "\n")
+  capture.write("out", table.concat(parts, "\t") .. "\n")
 end
 
 ---The scenario's `io`: Lua's io library with stdout, stderr and write masked. io.write writes to

@@ -10,26 +10,86 @@ local provider = require("abx.run.provider")
 local console = require("abx.run.console")
 local known_issues = require("abx.run.known_issues")
 local templates = require("abx.run.templates")
+local capture = require("abx.run.capture")
 
 local M = {}
 
--- The innermost frame in the scenario file: where a Timeout or a platform error surfaced when the
--- error itself carries no location.
-local function scenario_where(file)
-  for level = 3, 60 do
-    local info = debug.getinfo(level, "Sl")
+-- Chunks of the engine's own Lua (embedded lib/abx modules): never a scenario frame.
+local LIB_SOURCE = "@lib/abx/"
+
+-- The Lua frames of scenario code on the stack where an error was raised, innermost first: the
+-- test's file and the scenario-side helpers it calls (any chunk loaded from a file that is not an
+-- embedded lib/abx module); the runner's and the client library's frames are left out.
+-- Each: { file, line, own (in the test's file), test_fn (the test function itself), name,
+-- namewhat, what, linedefined }.
+local function scenario_frames(test)
+  local frames = {}
+  for level = 2, 250 do
+    local info = debug.getinfo(level, "Slnf")
     if not info then break end
-    if info.short_src == file and info.currentline > 0 then
-      return file .. ":" .. info.currentline
+    local src = info.source or ""
+    if src:sub(1, 1) == "@" and src:sub(1, #LIB_SOURCE) ~= LIB_SOURCE
+        and (info.currentline or 0) > 0 then
+      frames[#frames + 1] = { file = src:sub(2), line = info.currentline,
+        own = src == "@" .. test.file, test_fn = info.func == test.fn, name = info.name,
+        namewhat = info.namewhat, what = info.what, linedefined = info.linedefined }
     end
   end
-  return nil
+  return frames
 end
 
-local function message_handler_for(file)
+local function loc(f) return (f.file:gsub("^%./", "")) .. ":" .. f.line end
+
+-- "stack traceback (scenario frames, most recent call first):" and one line per frame, in the
+-- words of Lua's own traceback.
+local function frames_text(frames, test)
+  local out = { "stack traceback (scenario frames, most recent call first):" }
+  for _, f in ipairs(frames) do
+    local what
+    if f.test_fn then
+      what = string.format("in test %q", test.name)
+    elseif f.namewhat and f.namewhat ~= "" and f.name then
+      what = string.format("in %s '%s'", f.namewhat == "global" and "function" or f.namewhat, f.name)
+    elseif f.what == "main" then
+      what = "in the main chunk"
+    else
+      what = string.format("in function <%s:%d>", (f.file:gsub("^%./", "")), f.linedefined or 0)
+    end
+    out[#out + 1] = "  " .. loc(f) .. ": " .. what
+  end
+  return table.concat(out, "\n")
+end
+
+-- The message handler of a test's body: where the failing call is in the test's own file (as
+-- pytest shows the test's line), not in a helper module, the client library or the runner.
+-- An error raised elsewhere keeps that place as `origin` when it is scenario code (a helper); the
+-- library's own lines are left to the full Lua traceback (-vv).
+local function message_handler_for(test)
   return function(e)
-    if core.is_error(e) and not e.where then e.where = scenario_where(file) end
-    return M.describe(e)
+    local frames = scenario_frames(test)
+    local at
+    for _, f in ipairs(frames) do
+      if f.own then at = loc(f); break end
+    end
+    at = at or (frames[1] and loc(frames[1]))
+    local origin
+    if core.is_error(e) then
+      local raised = e.where and (e.where:gsub("^%./", ""))
+      if at and raised ~= at then
+        if raised and not raised:find("^lib/abx/") then origin = raised end
+        e.where = at
+      elseif raised then
+        e.where = raised
+      end
+    end
+    local info = M.describe(e)
+    if type(e) == "string" then -- a Lua error's position in a module required as ./x.lua
+      info.message = info.message:gsub("^%./", "")
+    end
+    info.where, info.origin = at, origin
+    info.lua_traceback = info.traceback or debug.traceback("", 2) -- every frame (-vv)
+    if #frames > 0 then info.traceback = frames_text(frames, test) end
+    return info
   end
 end
 
@@ -49,7 +109,7 @@ function M.describe(e)
 end
 
 -- Runs one test in the current task. Returns its result record.
-local function run_one(test, run)
+local function run_test(test, run)
   local result = { test = test, started = core.now(), outcome = "passed", errors = {} }
   local me = core.current()
   if test.opts.skip then
@@ -93,7 +153,7 @@ local function run_one(test, run)
   -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
   -- catch the error and go on, whether it waits or loops in Lua
   local ok, info = core.guard(test.opts.timeout or run.defaults.test_timeout,
-    message_handler_for(test.file), test.fn, ctx)
+    message_handler_for(test), test.fn, ctx)
   if not ok then
     if info.kind == "Skipped" then
       result.outcome, result.reason = "skipped", info.error.message
@@ -116,6 +176,17 @@ local function run_one(test, run)
   for _, id in ipairs(owner.ids or {}) do result.sandboxes[#result.sandboxes + 1] = id end
   result.teardown_duration = core.now() - teardown_started
   result.duration = core.now() - result.started
+  return result
+end
+
+-- Runs one test with its output captured (abx.run.capture): the result's `captured` holds it.
+local function run_one(test, run)
+  local me = core.current()
+  capture.begin(me)
+  local ok, result = pcall(run_test, test, run)
+  local captured = capture.finish(me)
+  if not ok then error(result, 0) end
+  result.captured = captured
   return result
 end
 
@@ -282,7 +353,8 @@ end
 ---  (stop starting tests after this many failures; -x is 1), reruns? (--reruns N), run_id,
 ---  verbose, selection, first? ({ [test] = true }: run these first, --ff), notes? (lines after
 ---  the header), empty? ({ line?, code }: the selection is empty on purpose; exit `code`),
----  require_credentials? (missing credentials: exit 4, not skips) }
+---  require_credentials? (missing credentials: exit 4, not skips), capture (false: -s, test
+---  output goes straight to the console) }
 ---@return integer exit code, table run record (see new_record)
 function M.run(files, opts)
   local cfg = opts.config
@@ -291,6 +363,9 @@ function M.run(files, opts)
     catalog = opts.catalog, provider = opts.provider_name, reruns = opts.reruns or 0 }
   local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
     maxfail = opts.maxfail })
+  -- per-test output capture (on unless -s): print / io writes of a test go to its result
+  capture.install()
+  capture.enabled = opts.capture ~= false
   local started, started_wall = core.now(), core.time()
 
   local tests, collection_errors = {}, {}

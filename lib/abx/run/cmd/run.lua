@@ -30,8 +30,12 @@ function M.configure(parser)
     :argname("N"):convert(tonumber)
   run:option("--durations-min", "With --durations: leave out phases shorter than S seconds "
     .. "(default 0.005)."):argname("S"):convert(tonumber):target("durations_min")
-  run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
-    .. "(masked) on stderr; -vvv: with body excerpts."):count("0-3")
+  run:flag("-v --verbose", "-v: the scenario traceback of every failure; -vv: also the full Lua "
+    .. "traceback and every HTTP request and answer (masked) on stderr; -vvv: with body excerpts.")
+    :count("0-3")
+  run:flag("-s --no-capture", "Do not capture the output of tests (print, io.write, io.stdout, "
+    .. "io.stderr): write it to the console as it comes (by default it is kept per test, shown "
+    .. "under its failure and written to the JUnit report)."):target("no_capture")
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
     .. "x xfailed, X xpassed, p passed, R rerun, a all but passed, A all, N none.", "fE"):target("report_chars")
   suite.add_shard_option(run)
@@ -88,6 +92,7 @@ local function command_line(args)
   if args.cache_clear then parts[#parts + 1] = "--cache-clear" end
   if args.shard_strict then parts[#parts + 1] = "--shard-strict" end
   for _, d in ipairs(args.shard_durations or {}) do opt("--shard-durations", d) end
+  if args.no_capture then parts[#parts + 1] = "-s" end
   if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
@@ -200,7 +205,8 @@ function M.execute(args)
   local runner = require("abx.run.runner")
   console.configure({ report_chars = args.report_chars, maxfail = maxfail,
     maxfail_flag = maxfail_flag, durations = args.durations and math.tointeger(args.durations),
-    durations_min = args.durations_min, verbose_level = args.verbose })
+    durations_min = args.durations_min, verbose_level = args.verbose,
+    verbosity = args.verbose })
   local code, record = 3, nil
   if args.verbose >= 2 then core.set_trace(args.verbose - 1) end
   local ok, errs = core.run(function()
@@ -208,7 +214,8 @@ function M.execute(args)
       provider_name = provider_name, provider_settings = psettings, jobs = jobs, maxfail = maxfail,
       run_id = run_id, verbose = args.verbose > 0, selection = s.selection,
       report_chars = args.report_chars, reruns = args.reruns and math.tointeger(args.reruns) or 0,
-      first = s.first, notes = s.notes, empty = s.empty, require_credentials = require_credentials })
+      first = s.first, notes = s.notes, empty = s.empty, require_credentials = require_credentials,
+      capture = not args.no_capture })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")

@@ -15,6 +15,8 @@
 --                                                                    then passed (Maven Surefire's
 --                                                                    rerun elements)
 --         <error message type="teardown">...</error>               a teardown error
+--         <system-out>captured stdout, then "sandboxes: id ..."</system-out>
+--         <system-err>captured stderr</system-err>              (abx.run.capture; masked)
 --       </testcase>
 --     A file that failed to collect is a suite with one testcase named after the file, holding an
 --     <error type="collection">.
@@ -23,6 +25,7 @@
 -- Shards: every suite carries the property shard="K/N"; testcase identities (classname, name)
 -- are unique within a run and disjoint between shards, so shard reports merge by concatenation.
 local common = require("abx.run.report.common")
+local capture = require("abx.run.capture")
 
 local M = {}
 
@@ -117,10 +120,14 @@ local function testcase(r, out)
       .. e.message) .. "</error>"
     counts.errors = 1
   end
+  -- the test's captured output (abx.run.capture; masked by M.text), then the sandboxes it made
+  local sysout = capture.text(r.captured, "stdout") or ""
   if r.sandboxes and #r.sandboxes > 0 then
-    body[#body + 1] = "<system-out>" .. M.text("sandboxes: " .. table.concat(r.sandboxes, " "))
-      .. "</system-out>"
+    sysout = sysout .. "sandboxes: " .. table.concat(r.sandboxes, " ")
   end
+  if sysout ~= "" then body[#body + 1] = "<system-out>" .. M.text(sysout) .. "</system-out>" end
+  local syserr = capture.text(r.captured, "stderr")
+  if syserr then body[#body + 1] = "<system-err>" .. M.text(syserr) .. "</system-err>" end
   local open = tag("testcase", { { "classname", M.classname(t.file) }, { "name", t.name },
     { "file", t.file }, { "line", t.line }, { "time", secs(r.duration) } })
   if #body == 0 then
