@@ -13,6 +13,7 @@
 local core = require("abx.core")
 local cjson = require("cjson")
 local sandbox = require("abx.client.sandbox")
+local opensandbox = require("abx.client.opensandbox")
 local semantics = require("abx.client.semantics")
 local flavor = require("abx.run.flavor")
 
@@ -206,10 +207,10 @@ end
 ---Raises: InvalidArgument naming the provider and what to set
 function M.preflight(name, p)
   if p.kind ~= "remote" then return end
-  if p.protocol and p.protocol ~= "e2b" then
+  if p.protocol and p.protocol ~= "e2b" and p.protocol ~= "opensandbox" then
     -- no silent fallback onto the E2B client: it would speak the wrong wire
     core.error("InvalidArgument", 0, string.format("providers.%s: protocol %s has no client in "
-      .. "this build (only e2b; the OpenSandbox adapter is issue 12 part 2)", name, p.protocol))
+      .. "this build (e2b, opensandbox)", name, p.protocol))
   end
   M.resolve(name, p)
 end
@@ -328,12 +329,21 @@ function M.open(name, p, run)
       opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
         where = "providers." .. name .. ".ttl" }
     end
+    if p.protocol == "opensandbox" then
+      -- its own /v1 lifecycle API and execd (abx.client.opensandbox), never the E2B client
+      opts.create = p.create
+      opts.provider_name = name
+      opts.v2_routes = nil
+    end
     if p.ca_file then
       core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
       info.stop = function() core.set_ca_file(nil) end
     else
       info.stop = function() end
     end
+  end
+  if p.kind ~= "local" and p.protocol == "opensandbox" then
+    return opensandbox.connection(opts), info
   end
   return sandbox.connection(opts), info
 end

@@ -1,0 +1,638 @@
+-- abx.client.opensandbox_execd: `sbx.commands` and `sbx.files` of an OpenSandbox sandbox, through
+-- execd (port 44772), with the E2B client's shapes (CommandResult, CommandHandle, EntryInfo,
+-- UploadEntry) so scenarios do not change. Built by abx.client.opensandbox.
+--
+-- Reaching execd: GET /sandboxes/{id}/endpoints/44772 on the lifecycle API gives its base URL and
+-- headers (X-EXECD-ACCESS-TOKEN with secureAccess); asked once per handle and kept in
+-- sbx._execd. sbx:with{access_token = false | "x"} sends none or that token instead.
+--
+-- Commands (execd-api.yaml RunCommandRequest, ServerStreamEvent):
+--   run(cmd)           POST /command {command, cwd, envs, timeout (ms), uid/gid, background} read
+--                      as SSE (abx.client.opensandbox_wire) -> {stdout, stderr, exit_code, error}; a
+--                      non-zero exit is not raised (as the E2B client); `timeout` (default 60 s,
+--                      0 none) that killed it raises Timeout; a command that did not start raises
+--                      InvalidArgument with execd's reason. user: nil (execd's user) or "root"
+--                      (uid 0); another name has no equivalent (execd takes numeric ids).
+--   run{background}    the init event's command id is the handle's `pid`; wait() polls
+--                      GET /command/status/{id} until not running, then GET /command/{id}/logs;
+--                      execd keeps one combined log of a background command, so its stderr is in
+--                      stdout and stderr() is "" (documented, not dropped).
+--   kill(id)           DELETE /command?id= (true; false on 404).
+-- Files (execd-api.yaml Filesystem):
+--   write    POST /files/upload multipart: a `metadata` part (JSON FileMetadata {path, mode 644,
+--            owner = user when given}, filename "metadata") then the `file` part; execd creates
+--            the parents.
+--   read     GET /files/download?path=        list      GET /directories/list?path=&depth=
+--   get_info GET /files/info?path=            exists    get_info, NotFound -> false
+--   make_dir POST /directories {path: {mode: 755}} (false when it already existed)
+--   rename   POST /files/mv [{src, dest}] (the destination's parent made first, as E2B's rename)
+--   remove   DELETE /directories?path= for a directory, DELETE /files?path= otherwise; missing is fine
+-- Everything else (stdin, pty, connect, list, signals, watch, signed URLs, gzip, xattr metadata)
+-- raises Skipped "provider <name> (opensandbox) has no equivalent of <primitive>: missing
+-- capability".
+-- Errors: execd's ErrorResponse {code, message} through abx.client.opensandbox_wire.raise_error
+-- (401 Authentication, 404 NotFound, 400 InvalidArgument, ...); a body of another shape is
+-- Protocol.
+
+local core = require("abx.core")
+local cjson = require("cjson")
+local errmap = require("abx.client.errmap")
+local envd = require("abx.client.envd")
+local options = require("abx.client.options")
+local wire = require("abx.client.opensandbox_wire")
+
+local M = {}
+
+local TOKEN_HEADER = "X-EXECD-ACCESS-TOKEN"
+local POLL_S = 0.2 -- background status polling
+
+local function skip(sbx, primitive)
+  wire.skip(sbx.conn.provider_name, primitive)
+end
+
+--- execd's base URL and headers for this handle (see the file header). Raises: as
+--- Connection:endpoint.
+---@param sbx table
+---@return string url, table<string,string> headers (a fresh copy)
+function M.base(sbx)
+  if not sbx._execd then
+    local url, h = sbx.conn:endpoint(sbx.id, wire.EXECD_PORT)
+    for k, v in pairs(h) do
+      if k:lower() == TOKEN_HEADER:lower() then core.add_secret(v) end
+    end
+    sbx._execd = { url = url, headers = h }
+  end
+  local h = {}
+  for k, v in pairs(sbx._execd.headers) do h[k] = v end
+  local tok = sbx._token_override
+  if tok ~= nil then
+    for k in pairs(h) do if k:lower() == TOKEN_HEADER:lower() then h[k] = nil end end
+    if type(tok) == "string" then h[TOKEN_HEADER] = tok end
+  end
+  return sbx._execd.url, h
+end
+
+--- One request to execd. `query` pairs are encoded. Returns the answer whatever its status and
+--- "METHOD path". Raises: Transport, Timeout, Protocol.
+local function call(sbx, method, path, query, o)
+  o = o or {}
+  local base, h = M.base(sbx)
+  for k, v in pairs(o.headers or {}) do h[k] = v end
+  local q = query and envd.query(query) or ""
+  local resp = core.request({ method = method, url = base .. path .. (q ~= "" and ("?" .. q) or ""),
+    headers = h, body = o.body, timeout = o.timeout or sbx.conn.request_timeout,
+    max_body = o.max_body })
+  return resp, method .. " " .. path
+end
+M._call = call
+
+--- Whether execd answers GET /ping with 200. A 502/503/404 (the ingress has no sandbox or port)
+--- is false. Raises: Authentication (401/403), Sandbox (another status), Transport, Timeout.
+---@param sbx table
+---@return boolean
+function M.ping(sbx)
+  local resp, request = call(sbx, "GET", "/ping", nil, { timeout = 5 })
+  if resp.status == 200 then return true end
+  if resp.status == 502 or resp.status == 503 or resp.status == 404 then return false end
+  wire.raise_error(resp, request)
+end
+
+--- Waits until execd answers /ping (the official SDKs' check_ready after Running), at most
+--- `deadline` s, retrying every `interval` s through transport failures and not-yet-routed
+--- answers. Raises: Timeout, Authentication.
+---@param sbx table
+---@param deadline number
+---@param interval number
+function M.wait_ready(sbx, deadline, interval)
+  local stop = core.now() + deadline
+  local last = "no answer"
+  while true do
+    local ok, r = pcall(M.ping, sbx)
+    if ok and r then return end
+    if not ok then
+      if core.is_error(r) and r.kind ~= "Transport" and r.kind ~= "Timeout" then error(r, 0) end
+      last = tostring(r)
+    else
+      last = "GET /ping not answered by execd yet"
+    end
+    if core.now() + interval > stop then
+      errmap.raise("Timeout", 0, string.format("conn:create: sandbox %s is Running but execd did not "
+        .. "answer GET /ping within %g s (create.deadline): %s", sbx.id, deadline, last),
+        { request = "GET /ping" })
+    end
+    core.sleep(interval)
+  end
+end
+
+-- Commands ---------------------------------------------------------------------------------------
+
+local RESULT = options.shape("OpenSandboxCommandResult", "What an OpenSandbox sandbox's "
+  .. "commands:run (foreground) and CommandHandle:wait return (the fields of CommandResult).", {
+    { "stdout", "string", "everything the command wrote to stdout" },
+    { "stderr", "string", "everything it wrote to stderr (background: in stdout, see the module)" },
+    { "exit_code", "integer", "exit code; -1 when killed by a signal" },
+    { "error", "string?", "execd's error text (e.g. \"exit status 2\"), nil when none" },
+  })
+
+---@class abx.OpenSandboxCommands
+local Commands = {}
+options.class(Commands, "OpenSandboxCommands", "sbx.commands of an OpenSandbox sandbox: execd's "
+  .. "command API.", {}, {
+    { "run(cmd, opts)", "runs a command (options: commands:run)" },
+    { "kill(id)", "interrupts a command: true, false when there is none" },
+    { "connect(pid, opts)", "Skipped: no equivalent" },
+    { "list()", "Skipped: no equivalent" },
+    { "signal(pid, signal)", "Skipped: no equivalent" },
+    { "send_stdin(pid, data)", "Skipped: no equivalent" },
+    { "close_stdin(pid)", "Skipped: no equivalent" },
+  })
+
+---@class abx.OpenSandboxCommandHandle
+local Handle = {}
+options.class(Handle, "OpenSandboxCommandHandle", "A background command of an OpenSandbox sandbox.", {
+    { "pid", "string", "execd's command id" },
+  }, {
+    { "wait()", "polls until the command ends: CommandResult" },
+    { "kill()", "interrupts it; false when it had already gone" },
+    { "stdout()", "the combined log so far" },
+    { "stderr()", "\"\" (execd keeps one combined log)" },
+    { "done()", "whether it has ended" },
+    { "disconnect()", "stops following it; the command keeps running" },
+    { "send_stdin(data)", "Skipped: no equivalent" },
+    { "close_stdin()", "Skipped: no equivalent" },
+    { "keepalives()", "Skipped: no equivalent" },
+  })
+
+--- The commands object of an OpenSandbox sandbox (internal).
+---@param sbx table
+---@return abx.OpenSandboxCommands
+function M.commands(sbx)
+  return setmetatable({ _sbx = sbx }, Commands)
+end
+
+--- The uid/gid of commands:run's `user` (nil: execd's own user).
+local function ids_of(sbx, user)
+  if user == nil then return nil end
+  if user == "root" then return 0, 0 end
+  skip(sbx, "commands:run user " .. user .. " (execd takes numeric uid/gid; only root is mapped)")
+end
+
+--- The RunCommandRequest of commands:run's options. Raises: Skipped (stdin, keepalive, a user
+--- other than root).
+function M.run_body(sbx, cmd, opts)
+  if opts.stdin then skip(sbx, "commands:run stdin") end
+  if opts.keepalive ~= nil then skip(sbx, "commands:run keepalive") end
+  local uid, gid = ids_of(sbx, opts.user)
+  local timeout = opts.timeout or 60
+  local body = { command = cmd, cwd = opts.cwd, background = opts.background == true, uid = uid,
+    gid = gid }
+  if timeout > 0 then body.timeout = math.ceil(timeout * 1000) end
+  if opts.envs and next(opts.envs) then body.envs = opts.envs end
+  return body, timeout
+end
+
+--- Reads the SSE body of POST /command into `st` until `stop_after_init` saw the init event (then
+--- returns true) or the body ended. Raises: the mapped kind of a non-200 answer, Protocol, and
+--- what a callback raises.
+local function read_stream(stream, st, request, opts, stop_after_init)
+  local parser = wire.sse_parser(request)
+  local function apply_all(events)
+    for _, ev in ipairs(events) do
+      local chunk, which = wire.command_apply(st, ev, request)
+      if chunk and which == "stdout" and opts.on_stdout then opts.on_stdout(chunk) end
+      if chunk and which == "stderr" and opts.on_stderr then opts.on_stderr(chunk) end
+      if stop_after_init and st.id then return true end
+    end
+  end
+  while true do
+    local kind, data = stream:next()
+    if kind == nil then
+      apply_all(parser:finish())
+      return false
+    end
+    if kind == "http" then wire.raise_error({ status = stream:status(), body = data }, request) end
+    if apply_all(parser:feed(data)) then return true end
+  end
+end
+
+--- Runs `cmd` through execd's POST /command (see the file header). Foreground: yields until it
+--- ends and returns {stdout, stderr, exit_code, error}; background: a handle once execd sent the
+--- command id. Options are the E2B client's commands:run.
+--- Raises: Skipped (stdin, keepalive, user other than root), Timeout (its timeout killed it),
+--- InvalidArgument (400; it did not start: e.g. a missing cwd), Authentication, NotFound,
+--- SandboxGone, Sandbox, Protocol (a corrupt event, a stream with no end), Transport.
+---@param cmd string
+---@param opts? table
+---@return table
+function Commands:run(cmd, opts)
+  opts = options.check("commands:run", opts)
+  local sbx = self._sbx
+  if type(cmd) ~= "string" or cmd == "" then
+    errmap.raise("InvalidArgument", 0, "commands:run: cmd must be a non-empty string")
+  end
+  local body, timeout = M.run_body(sbx, cmd, opts)
+  local base, h = M.base(sbx)
+  h["Content-Type"] = "application/json"
+  h["Accept"] = "text/event-stream"
+  local request = "POST /command"
+  local started = core.now()
+  local stream <close> = core.body_stream({ method = "POST", url = base .. "/command", headers = h,
+    body = cjson.encode(body), timeout = timeout > 0 and (timeout + sbx.conn.request_timeout) or 0 })
+  local st = wire.command_state()
+  if opts.background then
+    if not read_stream(stream, st, request, opts, true) then
+      errmap.raise_protocol(200, request, "an init event with the command id")
+    end
+    return setmetatable({ pid = st.id, _sbx = sbx, _done = false }, Handle)
+  end
+  read_stream(stream, st, request, opts, false)
+  local fields, start_err = wire.command_result(st, request)
+  if not fields then
+    errmap.raise("InvalidArgument", 0, "commands:run: the command did not start: " .. start_err,
+      { request = request })
+  end
+  if timeout > 0 and fields.exit_code == -1 and core.now() - started >= timeout then
+    errmap.raise("Timeout", 0, string.format("commands:run: the command outlived its timeout of "
+      .. "%g s (execd killed it: %s)", timeout, tostring(fields.error)), { request = request })
+  end
+  return options.strict(RESULT, fields)
+end
+
+--- Interrupts a command: DELETE /command?id= . true; false when execd knows no such command (404).
+--- Raises: Authentication, Sandbox, Transport.
+---@param id string
+---@return boolean
+function Commands:kill(id)
+  local resp, request = call(self._sbx, "DELETE", "/command", { { "id", tostring(id) } })
+  if resp.status == 200 or resp.status == 204 then return true end
+  if resp.status == 404 then return false end
+  wire.raise_error(resp, request)
+end
+
+for _, name in ipairs({ "connect", "list", "signal", "send_stdin", "close_stdin" }) do
+  Commands[name] = function(self) skip(self._sbx, "commands:" .. name) end
+end
+
+--- GET /command/status/{id}: {running, exit_code, error}. Raises: NotFound (404), Protocol.
+local function status_of(h)
+  local resp, request = call(h._sbx, "GET", "/command/status/" .. envd.quote(h.pid))
+  if resp.status ~= 200 then wire.raise_error(resp, request) end
+  local s = errmap.decode_ok(resp, request)
+  if type(s.running) ~= "boolean" then
+    errmap.raise_protocol(resp.status, request, "a CommandStatusResponse with running")
+  end
+  return s, request
+end
+
+--- Polls until the command ends; returns {stdout (the combined log), stderr "", exit_code,
+--- error}. Raises: Sandbox (disconnected first), NotFound, Protocol (no integer exit_code).
+---@return table
+function Handle:wait()
+  local s, request
+  while true do
+    if self._disconnected then
+      errmap.raise("Sandbox", 0, "command handle disconnected before the command ended",
+        { request = "GET /command/status/{id}" })
+    end
+    s, request = status_of(self)
+    if not s.running then break end
+    core.sleep(POLL_S)
+  end
+  self._done = true
+  local code = math.tointeger(s.exit_code)
+  if not code then errmap.raise_protocol(200, request, "an integer exit_code once not running") end
+  local err = type(s.error) == "string" and s.error ~= "" and s.error or nil
+  return options.strict(RESULT, { stdout = self:stdout(), stderr = "", exit_code = code, error = err })
+end
+
+--- Interrupts the command (Commands:kill). Raises: as Commands:kill.
+---@return boolean
+function Handle:kill()
+  return M.commands(self._sbx):kill(self.pid)
+end
+
+--- The combined log so far: GET /command/{id}/logs (text/plain). Raises: NotFound, Sandbox.
+---@return string
+function Handle:stdout()
+  local resp, request = call(self._sbx, "GET", "/command/" .. envd.quote(self.pid) .. "/logs")
+  if resp.status ~= 200 then wire.raise_error(resp, request) end
+  return resp.body or ""
+end
+
+--- "" : execd keeps one combined log of a background command (in stdout()). Raises: nothing.
+---@return string
+function Handle:stderr() return "" end
+
+--- Whether the command has ended (GET /command/status/{id}). Raises: as wait.
+---@return boolean
+function Handle:done()
+  if self._done then return true end
+  self._done = not status_of(self).running
+  return self._done
+end
+
+--- Stops following the command; it keeps running. Raises: nothing.
+function Handle:disconnect() self._disconnected = true end
+
+for _, name in ipairs({ "send_stdin", "close_stdin", "keepalives" }) do
+  Handle[name] = function(self) skip(self._sbx, "CommandHandle:" .. name) end
+end
+
+-- Files ------------------------------------------------------------------------------------------
+
+local ENTRY_TYPE = { file = "file", directory = "dir", symlink = "symlink", other = "unknown" }
+
+--- The EntryInfo (E2B client's shape) of an execd FileInfo. `mode` is execd's octal digits as a
+--- decimal number (755) -> permission bits (493). Raises: Protocol (no path, an unknown type,
+--- mode not octal digits).
+---@param fi table
+---@param status integer
+---@param request string
+---@return table
+function M.entry_of(fi, status, request)
+  if type(fi) ~= "table" or type(fi.path) ~= "string" then
+    errmap.raise_protocol(status, request, "a FileInfo with path")
+  end
+  local t = fi.type == nil and "unknown" or ENTRY_TYPE[fi.type]
+  if not t then
+    errmap.raise_protocol(status, request, "FileInfo.type file, directory, symlink or other, got "
+      .. tostring(fi.type))
+  end
+  local mode
+  if fi.mode ~= nil then
+    local digits = math.tointeger(fi.mode) and string.format("%d", math.tointeger(fi.mode))
+    mode = digits and digits:match("^[0-7]+$") and tonumber(digits, 8)
+    if not mode then errmap.raise_protocol(status, request, "FileInfo.mode in octal digits") end
+  end
+  local files = require("abx.client.files")
+  local e = {
+    name = fi.path:match("([^/]*)/*$") or fi.path, path = fi.path, type = t,
+    size = math.tointeger(fi.size), mode = mode,
+    owner = type(fi.owner) == "string" and fi.owner or nil,
+    group = type(fi.group) == "string" and fi.group or nil,
+    modified_time = type(fi.modified_at) == "string" and fi.modified_at or nil,
+  }
+  return files.strict_entry(e)
+end
+
+---@class abx.OpenSandboxFiles
+local Files = {}
+options.class(Files, "OpenSandboxFiles", "sbx.files of an OpenSandbox sandbox: execd's files and "
+  .. "directories API.", {}, {
+    { "write(path, data, opts)", "uploads bytes (options: files:write): UploadEntry" },
+    { "read(path, opts)", "downloads a whole file (options: files:read): bytes" },
+    { "list(path, opts)", "lists a directory: EntryInfo[]" },
+    { "get_info(path, opts)", "metadata of one path: EntryInfo" },
+    { "exists(path, opts)", "whether a path exists" },
+    { "make_dir(path, opts)", "creates a directory and its parents: true, false when it existed" },
+    { "rename(old, new, opts)", "moves a path: EntryInfo" },
+    { "remove(path, opts)", "removes a file or a tree (missing is fine)" },
+    { "read_gzip(path, opts)", "Skipped: no equivalent" },
+    { "download_url(path, opts)", "Skipped: no equivalent" },
+    { "upload_url(path, opts)", "Skipped: no equivalent" },
+    { "read_url(url, opts)", "Skipped: no equivalent" },
+    { "write_url(url, data)", "Skipped: no equivalent" },
+    { "watch_dir(path, opts)", "Skipped: no equivalent" },
+    { "create_watcher(path, opts)", "Skipped: no equivalent" },
+  })
+
+--- The files object of an OpenSandbox sandbox (internal).
+---@param sbx table
+---@return abx.OpenSandboxFiles
+function M.files(sbx)
+  return setmetatable({ _sbx = sbx }, Files)
+end
+
+local function check_path(call_name, path)
+  if type(path) ~= "string" or path == "" then
+    errmap.raise("InvalidArgument", 0, call_name .. ": path must be a non-empty string, got "
+      .. tostring(path))
+  end
+end
+
+-- `user` on a call other than write: execd acts as its own user; only nil or "root" (execd runs
+-- as root in OpenSandbox's images) are honest mappings
+local function check_user(sbx, call_name, user)
+  if user ~= nil and user ~= "root" then
+    skip(sbx, call_name .. " user " .. user .. " (execd acts as its own user)")
+  end
+end
+
+--- The multipart body of POST /files/upload: the metadata part, then the file part.
+--- Returns the body and its Content-Type. Raises: nothing.
+---@param meta table FileMetadata
+---@param data string
+---@param boundary string
+---@return string body, string content_type
+function M.upload_body(meta, data, boundary)
+  local name = (meta.path:match("([^/]*)$") or "file"):gsub("[\"\r\n]", "_")
+  local body = table.concat({
+    "--", boundary, "\r\n",
+    "Content-Disposition: form-data; name=\"metadata\"; filename=\"metadata\"\r\n",
+    "Content-Type: application/json\r\n\r\n",
+    cjson.encode(meta), "\r\n",
+    "--", boundary, "\r\n",
+    "Content-Disposition: form-data; name=\"file\"; filename=\"", name, "\"\r\n",
+    "Content-Type: application/octet-stream\r\n\r\n",
+    data, "\r\n",
+    "--", boundary, "--\r\n",
+  })
+  return body, "multipart/form-data; boundary=" .. boundary
+end
+
+--- Writes bytes to `path` (POST /files/upload, parents created by execd). `user` becomes the
+--- file's owner. Returns {path, name, type = "file"}.
+--- Raises: Skipped (metadata, gzip, content_encoding, from, a file handle), InvalidArgument (400),
+--- Authentication, Sandbox, Transport.
+---@param path string
+---@param data string
+---@param opts? table files:write's options
+---@return table
+function Files:write(path, data, opts)
+  opts = options.check("files:write", opts)
+  local sbx = self._sbx
+  check_path("files:write", path)
+  for _, k in ipairs({ "metadata", "gzip", "content_encoding", "from" }) do
+    if opts[k] ~= nil then skip(sbx, "files:write " .. k) end
+  end
+  if type(data) ~= "string" then
+    if io.type(data) == "file" then skip(sbx, "files:write from a file handle") end
+    errmap.raise("InvalidArgument", 0, "files:write: data must be a string, got " .. type(data))
+  end
+  local meta = { path = path, mode = 644, owner = opts.user }
+  local boundary = "abx" .. core.random_hex(12)
+  local body, ctype = M.upload_body(meta, data, boundary)
+  local resp, request = call(sbx, "POST", "/files/upload", nil, { body = body,
+    headers = { ["Content-Type"] = ctype }, timeout = opts.timeout })
+  if resp.status ~= 200 and resp.status ~= 204 then wire.raise_error(resp, request) end
+  return { path = path, name = path:match("([^/]*)$"), type = "file" }
+end
+
+--- Reads the whole file at `path`: GET /files/download?path= . With `to` or `on_chunk` the body
+--- is streamed (core.body_stream) and the byte count returned.
+--- Raises: Skipped (gzip), NotFound (404), InvalidArgument (400), Authentication, Protocol (over
+--- max_body), Transport, Timeout.
+---@param path string
+---@param opts? table files:read's options
+---@return string|integer
+function Files:read(path, opts)
+  opts = options.check("files:read", opts)
+  local sbx = self._sbx
+  check_path("files:read", path)
+  check_user(sbx, "files:read", opts.user)
+  if opts.gzip then skip(sbx, "files:read gzip") end
+  local q = { { "path", path } }
+  if opts.to ~= nil or opts.on_chunk ~= nil then
+    if opts.to ~= nil and opts.on_chunk ~= nil then
+      errmap.raise("InvalidArgument", 0, "files:read: to and on_chunk together")
+    end
+    local base, h = M.base(sbx)
+    local st <close> = core.body_stream({ url = base .. "/files/download?" .. envd.query(q),
+      headers = h, max_body = opts.max_body, timeout = opts.timeout })
+    local n = 0
+    while true do
+      local kind, data = st:next()
+      if kind == nil then return n end
+      if kind == "http" then
+        wire.raise_error({ status = st:status(), body = data }, "GET /files/download")
+      end
+      n = n + #data
+      if opts.on_chunk then opts.on_chunk(data) else
+        local ok, err = opts.to:write(data)
+        if not ok then errmap.raise("InvalidArgument", 0, "files:read: writing to `to`: " .. tostring(err)) end
+      end
+    end
+  end
+  local resp, request = call(sbx, "GET", "/files/download", q, {
+    max_body = opts.max_body or require("abx.client.files").MAX_READ_BYTES, timeout = opts.timeout })
+  if resp.status ~= 200 then wire.raise_error(resp, request) end
+  return resp.body or ""
+end
+
+--- Metadata of one path: GET /files/info?path= (a map path -> FileInfo).
+--- Raises: NotFound (404), Authentication, Protocol.
+---@param path string
+---@param opts? {user?: string}
+---@return table EntryInfo
+function Files:get_info(path, opts)
+  opts = options.check("files:get_info", opts)
+  check_path("files:get_info", path)
+  check_user(self._sbx, "files:get_info", opts.user)
+  local resp, request = call(self._sbx, "GET", "/files/info", { { "path", path } })
+  if resp.status ~= 200 then wire.raise_error(resp, request) end
+  local m = errmap.decode_ok(resp, request)
+  local fi = m[path]
+  if fi == nil then
+    local only
+    for _, v in pairs(m) do
+      if only ~= nil then only = false break end
+      only = v
+    end
+    fi = only or nil -- one entry under another spelling of the path (execd resolves it)
+  end
+  if type(fi) ~= "table" then errmap.raise_protocol(resp.status, request, "a FileInfo for " .. path) end
+  return M.entry_of(fi, resp.status, request)
+end
+
+--- Whether `path` exists (get_info; NotFound -> false). Raises: as get_info otherwise.
+---@param path string
+---@param opts? {user?: string}
+---@return boolean
+function Files:exists(path, opts)
+  opts = options.check("files:exists", opts)
+  local ok, err = pcall(self.get_info, self, path, { user = opts.user })
+  if ok then return true end
+  if core.is_error(err) and err.kind == "NotFound" then return false end
+  error(err, 0)
+end
+
+--- Lists a directory: GET /directories/list?path=&depth= -> EntryInfo[] (the directory itself
+--- left out). Raises: NotFound (404), InvalidArgument (400: a symlink or not a directory),
+--- Authentication, Protocol.
+---@param path string
+---@param opts? {user?: string, depth?: integer}
+---@return table[]
+function Files:list(path, opts)
+  opts = options.check("files:list", opts)
+  check_path("files:list", path)
+  check_user(self._sbx, "files:list", opts.user)
+  local q = { { "path", path } }
+  if opts.depth ~= nil then q[2] = { "depth", string.format("%d", opts.depth) } end
+  local resp, request = call(self._sbx, "GET", "/directories/list", q)
+  if resp.status ~= 200 then wire.raise_error(resp, request) end
+  local out = {}
+  for i, fi in ipairs(errmap.decode_ok(resp, request, true)) do
+    out[i] = M.entry_of(fi, resp.status, request)
+  end
+  return out
+end
+
+--- Creates a directory and its parents: POST /directories {path: {mode: 755}}. false when it
+--- already existed (checked first: execd's mkdir -p does not say).
+--- Raises: InvalidArgument (400; the path exists and is not a directory), Authentication.
+---@param path string
+---@param opts? {user?: string}
+---@return boolean
+function Files:make_dir(path, opts)
+  opts = options.check("files:make_dir", opts)
+  check_path("files:make_dir", path)
+  local ok, e = pcall(self.get_info, self, path)
+  if ok then
+    if e.type == "dir" then return false end
+    errmap.raise("InvalidArgument", 400, "files:make_dir: " .. path .. " exists and is not a directory")
+  elseif not (core.is_error(e) and e.kind == "NotFound") then
+    error(e, 0)
+  end
+  local perm = { mode = 755, owner = opts.user }
+  local resp, request = call(self._sbx, "POST", "/directories", nil, {
+    body = cjson.encode({ [path] = perm }), headers = { ["Content-Type"] = "application/json" } })
+  if resp.status ~= 200 and resp.status ~= 204 then wire.raise_error(resp, request) end
+  return true
+end
+
+--- Moves `old` to `new` (POST /files/mv [{src, dest}]), making the destination's parent first;
+--- returns the destination's EntryInfo. Raises: NotFound (404), InvalidArgument, Authentication.
+---@param old string
+---@param new string
+---@param opts? {user?: string}
+---@return table EntryInfo
+function Files:rename(old, new, opts)
+  opts = options.check("files:rename", opts)
+  check_path("files:rename", old)
+  check_path("files:rename", new)
+  check_user(self._sbx, "files:rename", opts.user)
+  local parent = new:match("^(.*)/[^/]+/*$")
+  if parent and parent ~= "" then self:make_dir(parent) end
+  local resp, request = call(self._sbx, "POST", "/files/mv", nil, {
+    body = cjson.encode({ { src = old, dest = new } }),
+    headers = { ["Content-Type"] = "application/json" } })
+  if resp.status ~= 200 and resp.status ~= 204 then wire.raise_error(resp, request) end
+  return self:get_info(new)
+end
+
+--- Removes a file or a directory tree; a missing path is fine (as E2B's remove).
+--- Raises: Authentication, Sandbox, Transport.
+---@param path string
+---@param opts? {user?: string}
+function Files:remove(path, opts)
+  opts = options.check("files:remove", opts)
+  check_path("files:remove", path)
+  check_user(self._sbx, "files:remove", opts.user)
+  local ok, e = pcall(self.get_info, self, path)
+  if not ok then
+    if core.is_error(e) and e.kind == "NotFound" then return end
+    error(e, 0)
+  end
+  local route = e.type == "dir" and "/directories" or "/files"
+  local resp, request = call(self._sbx, "DELETE", route, { { "path", path } })
+  if resp.status ~= 200 and resp.status ~= 204 and resp.status ~= 404 then
+    wire.raise_error(resp, request)
+  end
+end
+
+for _, name in ipairs({ "read_gzip", "download_url", "upload_url", "read_url", "write_url",
+  "watch_dir", "create_watcher" }) do
+  Files[name] = function(self) skip(self._sbx, "files:" .. name) end
+end
+
+return M
