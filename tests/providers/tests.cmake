@@ -31,3 +31,9 @@ add_test(NAME providers:opensandbox_mapping
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(providers:opensandbox_mapping PROPERTIES TIMEOUT 120
   ENVIRONMENT "ABX_TEST_KEY=test-key-0123456789")
+# The OpenSandbox adapter on the wire, against a scripted OpenSandbox (lifecycle API + execd behind
+# the endpoint's URI route) on loopback: opensandbox_case.lua through `abxlua run --provider osb`,
+# then the create body, renew-expiration, page lists and execd tokens as sent.
+add_test(NAME providers:opensandbox_wire
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/providers/test_opensandbox.py $<TARGET_FILE:abxlua>)
+set_tests_properties(providers:opensandbox_wire PROPERTIES TIMEOUT 180)

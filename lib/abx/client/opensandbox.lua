@@ -365,9 +365,10 @@ function Connection:resume(id, opts)
   return sbx
 end
 
---- Connects to a sandbox: a paused (or pausing) one is resumed (`resumed = true`); a running
---- one gets its expiry moved to now + timeout (default 300 s) when that is later than its
---- current one (E2B's connect only extends). Pending or Resuming sandboxes are waited for.
+--- Connects to a sandbox: a paused (or pausing) one is resumed (`resumed = true`); then its
+--- expiry is moved to now + timeout (default 300 s) when that is later than its current one
+--- (renew-expiration cannot move it earlier; E2B's connect of a running sandbox only extends
+--- too). Pending or Resuming sandboxes are waited for.
 --- Raises: SandboxNotFound (404), Sandbox (Failed/Terminated), Timeout, and as _renew.
 ---@param id string
 ---@param opts? {timeout?: number}
@@ -392,7 +393,9 @@ function Connection:connect(id, opts)
   end
   local want = core.time() + math.ceil(seconds)
   local cur = type(d.expiresAt) == "string" and semantics.parse_rfc3339(d.expiresAt) or nil
-  if resumed or (cur and cur < want) then self:_renew(id, seconds, "conn:connect") end
+  -- renew-expiration only moves the expiry later (the spec: "after the current expiresAt"), so a
+  -- later current expiry is kept, resumed or not; no expiresAt (manual cleanup) is left alone
+  if cur and cur < want then self:_renew(id, seconds, "conn:connect") end
   local sbx = M.new_sandbox(self, d, math.ceil(seconds), nil)
   sbx.resumed = resumed
   return sbx
