@@ -43,7 +43,7 @@ t.test("create body: template, timeout, env, metadata, secure", function()
   t.eq(b.entrypoint, { "tail", "-f", "/dev/null" })
   t.eq(b.resourceLimits, { cpu = "1", memory = "2Gi" })
   local b2 = wire.create_body({ template = "python:3.11", timeout = 60 })
-  t.eq({ b2.env, b2.metadata, b2.secureAccess }, { nil, nil, false })
+  t.eq({ b2.env, b2.metadata, b2.secureAccess }, { nil, nil, nil })
   t.raises("InvalidArgument", wire.create_body, { template = "", timeout = 60 })
   t.raises("InvalidArgument", wire.create_body, { template = "base", timeout = 1.5 })
   t.raises("InvalidArgument", wire.create_body, { template = "base", timeout = 60, envs = { A = 1 } })
@@ -187,7 +187,8 @@ t.test("list: page + pageSize, hasNextPage, metadata filter, items -> SandboxInf
   t.eq(sem.next_token("page", {}, body), nil)
   t.raises("Protocol", wire.list_items, { items = {} }, 200, "GET /sandboxes")
   t.raises("Protocol", wire.list_items, {}, 200, "GET /sandboxes")
-  -- the spec's example: project=Apollo, note="Demo Test" -> metadata=project%3DApollo%26note%3DDemo%2520Test
+  -- keys and values encoded, then the whole value once more: the server decodes the parameter and
+  -- parse_qsl's it (server/opensandbox_server/api/lifecycle.py), giving back "Demo Test"
   local v = wire.metadata_filter({ project = "Apollo", note = "Demo Test" }, envd.quote)
   t.eq(v, "note=Demo%20Test&project=Apollo")
   t.eq(envd.query({ { "metadata", v } }), "metadata=note%3DDemo%2520Test%26project%3DApollo")

@@ -344,6 +344,9 @@ check(r.returncode == 0 and "6 passed, 0 failed" in r.stdout,
 check(KEY not in out, "the API key is never printed")
 
 creates = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes"]
+check(len([c for c in creates if "secureAccess" in c]) == 2
+      and all(c.get("secureAccess", True) is True for c in creates),
+      "secureAccess sent (true) only by the two creates that asked for secure = true")
 first = creates[0] if creates else {}
 check(first.get("image") == {"uri": "base"} and first.get("timeout") == 120
       and first.get("env") == {"A": "1"} and first.get("secureAccess") is True

@@ -11,7 +11,7 @@
 --
 -- The mapping (sandbox-lifecycle.yml):
 --   conn:create      POST /sandboxes (202 + Pending) {image.uri = template, timeout, env, metadata,
---                    secureAccess = secure}, then GET /sandboxes/{id} every create.interval s until
+--                    secureAccess when secure = true}, then GET /sandboxes/{id} every create.interval s until
 --                    Running (Failed/Terminated: Sandbox error with the status reason), at most
 --                    create.deadline s (Timeout), then execd's GET /ping until it answers.
 --   conn:get_info    GET /sandboxes/{id} -> SandboxInfo (state lower-cased).
@@ -238,7 +238,9 @@ local CREATE_MAPPED = { template = true, timeout = true, metadata = true, envs =
 --- Creates a sandbox: POST /sandboxes (202, Pending), polled until Running, then execd answers
 --- /ping (see the file header). Options are conn:create's (abx.client.sandbox); `template` is the
 --- image URI (default "base"), `timeout` the TTL in seconds (default 300, the provider's bounds
---- checked first), `secure` (default true, as the E2B client) asks for secureAccess. Hooks as
+--- checked first), `secure = true` asks for secureAccess (execd then needs the endpoint's
+--- X-EXECD-ACCESS-TOKEN). Unlike the E2B client the default is unsecured: OpenSandbox's own
+--- default, and its Docker runtime refuses secureAccess with 400. Hooks as
 --- sandbox's Connection:create. A sandbox that failed to start is killed before the error.
 --- Raises: Skipped (auto_pause, auto_resume, network, volume_mounts, ...: no equivalent),
 --- InvalidArgument (400, bounds), Authentication, Conflict, Sandbox (Failed/Terminated), Timeout,
@@ -256,7 +258,7 @@ function Connection:create(opts)
     if k == "e2e" or md[k] == nil then md[k] = v end
   end
   local body = wire.create_body({ template = opts.template or "base", timeout = timeout,
-    envs = opts.envs, metadata = md, secure = opts.secure ~= false })
+    envs = opts.envs, metadata = md, secure = opts.secure == true })
   if self.hooks.before_create then self.hooks.before_create(opts) end
   local created_id
   local ok, sbx = pcall(function()
@@ -272,7 +274,7 @@ function Connection:create(opts)
     wire.state_of(d, resp.status, request)
     created_id = d.id
     local s = self:_wait_state(d.id, "Running", "conn:create")
-    local obj = M.new_sandbox(self, s, timeout, body.secureAccess)
+    local obj = M.new_sandbox(self, s, timeout, body.secureAccess == true)
     execd.wait_ready(obj, self.create_mode.deadline, self.create_mode.interval)
     return obj
   end)

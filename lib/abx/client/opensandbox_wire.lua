@@ -118,7 +118,9 @@ end
 
 --- The CreateSandboxRequest body (sandbox-lifecycle.yml) from conn:create's options after the
 --- connection applied its defaults: `template` is image.uri, `timeout` seconds (already checked
---- against the provider's bounds), `envs` -> env, `metadata` as given, `secure` -> secureAccess.
+--- against the provider's bounds), `envs` -> env, `metadata` as given, `secure = true` ->
+--- secureAccess (left out otherwise: the spec's default false; OpenSandbox's Docker runtime answers
+--- 400 to secureAccess, server .../services/docker/networking.py).
 --- Raises: InvalidArgument (template not a non-empty string, timeout not a whole number, envs or
 --- metadata not string maps).
 ---@param o {template: string, timeout: integer, envs?: table, metadata?: table, secure?: boolean}
@@ -143,7 +145,7 @@ function M.create_body(o)
     resourceLimits = rl,
     env = string_map(o.envs, "conn:create: envs"),
     metadata = string_map(o.metadata, "conn:create: metadata"),
-    secureAccess = o.secure == true,
+    secureAccess = o.secure == true or nil, -- sent only when asked: the spec's default is false
   }
 end
 
@@ -257,7 +259,9 @@ end
 
 --- The `metadata` filter of GET /sandboxes: "k=v&k2=v2" with keys and values percent-encoded,
 --- the whole string encoded again as the parameter value (sandbox-lifecycle.yml: "keys and values
---- must be url encoded", example `metadata=project%3DApollo%26note%3DDemo%252520Test`).
+--- must be url encoded"); the server decodes the parameter and splits it with parse_qsl, which
+--- decodes each key and value again (server/opensandbox_server/api/lifecycle.py), so a value
+--- holding "&", "=" or a space comes back intact.
 ---@param md table<string,string>
 ---@param quote fun(s: string): string percent-encoding (abx.client.envd.quote)
 ---@return string the value before the query's own encoding
