@@ -44,7 +44,9 @@ local KNOWN_EVENT = {}
 for _, s in ipairs(M.EVENT_TYPES) do KNOWN_EVENT[s] = true end
 
 -- HTTP status -> abx kind for OpenSandbox's lifecycle API and execd (both answer ErrorResponse
--- {code, message}); 403 (Forbidden: the key lacks permission) is a credential refusal too. A 404
+-- {code, message}; the server's 401 codes are MISSING_API_KEY and INVALID_API_KEY,
+-- server/opensandbox_server/middleware/auth.py); 403 (Forbidden: the key lacks permission) is a
+-- credential refusal too. A 404
 -- is the caller's (SandboxNotFound on a sandbox route, NotFound for a file).
 local KIND = {
   [400] = "InvalidArgument",
@@ -54,6 +56,7 @@ local KIND = {
   [409] = "Conflict",
   [413] = "PayloadTooLarge",
   [416] = "InvalidArgument",
+  [422] = "InvalidArgument", -- FastAPI's request validation (the lifecycle server is FastAPI)
   [429] = "RateLimit",
   [502] = "SandboxGone",
   [503] = "SandboxGone",
