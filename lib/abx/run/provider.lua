@@ -219,7 +219,8 @@ end
 ---@param name string provider name
 ---@param p table provider settings from the config
 ---@param run table { run_id =, defaults = }
----@return table|nil conn a sandbox.connection, or nil when credentials are missing
+---@return table|nil conn a sandbox.connection (an abx.client.opensandbox connection for protocol
+---  opensandbox), or nil when credentials are missing
 ---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
 ---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
 ---  removed by stop unless keep_log; ca_cert = path, with tls: true; build_cache = path: with
@@ -329,12 +330,7 @@ function M.open(name, p, run)
       opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
         where = "providers." .. name .. ".ttl" }
     end
-    if p.protocol == "opensandbox" then
-      -- its own /v1 lifecycle API and execd (abx.client.opensandbox), never the E2B client
-      opts.create = p.create
-      opts.provider_name = name
-      opts.v2_routes = nil
-    end
+    if p.protocol == "opensandbox" then opts.create = p.create end
     if p.ca_file then
       core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
       info.stop = function() core.set_ca_file(nil) end
@@ -342,7 +338,11 @@ function M.open(name, p, run)
       info.stop = function() end
     end
   end
-  if p.kind ~= "local" and p.protocol == "opensandbox" then
+  if p.protocol == "opensandbox" then
+    -- OpenSandbox's /v1 lifecycle API and execd (abx.client.opensandbox), a cloud entry or the
+    -- local flavour that takes its semantics (abx.run.flavor); never the E2B client
+    opts.provider_name = name
+    opts.v2_routes = nil
     return opensandbox.connection(opts), info
   end
   return sandbox.connection(opts), info
