@@ -40,7 +40,7 @@ t.test("round trip: create (202, poll), commands over SSE, files, kill", functio
   t.eq(sbx:is_running(), false)
 end)
 
-t.test("background command: init id, status polling, combined logs", function(ctx)
+t.test("background command: init id, status polling, combined logs, on_stdout as it grows", function(ctx)
   local sbx = ctx.sandbox_factory({ template = "base", timeout = 120 })
   local h = sbx.commands:run("sleep 1; echo bg-out; echo bg-err >&2", { background = true })
   t.match(h.pid, "^cmd%-%d+$")
@@ -49,6 +49,25 @@ t.test("background command: init id, status polling, combined logs", function(ct
   t.eq(h:done(), true)
   t.eq(h:kill(), true)
   t.eq(sbx.commands:kill("cmd-none"), false)
+  t.raises("InvalidArgument", h.send_stdin, h, "x")
+  local seen = {}
+  local h2 = sbx.commands:run("tail", { background = true,
+    on_stdout = function(c) seen[#seen + 1] = c end })
+  t.eq(h2:wait().stdout, "bg-out\nbg-err\n")
+  t.eq(table.concat(seen), "bg-out\nbg-err\n")
+  t.raises("Skipped", sbx.commands.run, sbx.commands, "x", { background = true,
+    on_stderr = function() end })
+end)
+
+t.test("user: a name is looked up with id once, root is uid 0, none is execd's user", function(ctx)
+  local sbx = ctx.sandbox_factory({ template = "base", timeout = 120 })
+  t.eq(sbx.commands:run("whoami", { user = "user" }).stdout, "user\n")
+  t.eq(sbx.commands:run("whoami", { user = "user" }).stdout, "user\n")
+  t.eq(sbx.commands:run("whoami", { user = "root" }).stdout, "root\n")
+  t.eq(sbx.commands:run("whoami").stdout, "execd\n")
+  t.match(t.raises("InvalidArgument", sbx.commands.run, sbx.commands, "whoami", { user = "ghost" }).message,
+    "user ghost does not exist in sandbox .*no such user")
+  t.raises("InvalidArgument", sbx.commands.run, sbx.commands, "whoami", { user = "a b" })
 end)
 
 t.test("lifecycle: set_timeout (renew-expiration), pause, connect resumes, info, list pages", function(ctx)

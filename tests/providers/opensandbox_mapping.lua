@@ -113,15 +113,19 @@ t.test("command events -> CommandResult; no end -> Protocol; start failure", fun
     for _, ev in ipairs(events) do wire.command_apply(st, ev, "POST /command") end
     return st
   end
-  local st = run({ { type = "init", text = "c1" }, { type = "stdout", text = "hi\n" },
-    { type = "stderr", text = "w\n" }, { type = "status", text = "x" },
+  -- execd sends a line per event without its terminator, a blank line as "\n"
+  local st = run({ { type = "init", text = "c1" }, { type = "stdout", text = "hi" },
+    { type = "stdout", text = "\n" }, { type = "stdout", text = "there" },
+    { type = "stderr", text = "w" }, { type = "status", text = "x" },
     { type = "execution_count", execution_count = 1 }, { type = "execution_complete" } })
   t.eq(st.id, "c1")
-  t.eq(wire.command_result(st, "POST /command"), { stdout = "hi\n", stderr = "w\n", exit_code = 0 })
+  t.eq(wire.command_result(st, "POST /command"),
+    { stdout = "hi\n\nthere\n", stderr = "w\n", exit_code = 0 })
+  t.eq({ wire.line_text(""), wire.line_text("\n"), wire.line_text("a b") }, { "\n", "\n", "a b\n" })
   st = run({ { type = "init", text = "c2" }, { type = "stdout", text = "o" },
     { type = "error", error = { ename = "CommandExecError", evalue = "3", traceback = { "exit status 3" } } } })
   t.eq(wire.command_result(st, "POST /command"),
-    { stdout = "o", stderr = "", exit_code = 3, error = "exit status 3" })
+    { stdout = "o\n", stderr = "", exit_code = 3, error = "exit status 3" })
   st = run({ { type = "error", error = { ename = "CommandExecError", evalue = "-1",
     traceback = { "signal: killed" } } } })
   t.eq(wire.command_result(st, "x").exit_code, -1)
@@ -199,9 +203,12 @@ end)
 t.test("files: FileInfo -> EntryInfo (octal mode), the multipart upload body", function()
   local e = execd.entry_of({ path = "/home/user/a.txt", type = "file", size = 5, mode = 644,
     owner = "user", group = "user", modified_at = "2026-12-01T19:00:00Z", created_at = "x" }, 200, "x")
-  t.eq({ e.name, e.path, e.type, e.size, e.mode, e.owner, e.modified_time },
-    { "a.txt", "/home/user/a.txt", "file", 5, 420, "user", "2026-12-01T19:00:00Z" })
-  t.eq(execd.entry_of({ path = "/d/", type = "directory", size = 0, mode = 755 }, 200, "x").type, "dir")
+  t.eq({ e.name, e.path, e.type, e.size, e.mode, e.permissions, e.owner, e.modified_time },
+    { "a.txt", "/home/user/a.txt", "file", 5, 420, "-rw-r--r--", "user", "2026-12-01T19:00:00Z" })
+  local d = execd.entry_of({ path = "/d/", type = "directory", size = 0, mode = 755 }, 200, "x")
+  t.eq({ d.type, d.name, d.permissions }, { "dir", "d", "drwxr-xr-x" })
+  t.eq(execd.entry_of({ path = "/s", type = "file", size = 0, mode = 4751 }, 200, "x").permissions,
+    "-rwxr-x--x") -- the setuid bit is beyond the nine shown
   t.eq(execd.entry_of({ path = "/l", type = "symlink", size = 0, mode = 777 }, 200, "x").mode, 511)
   t.raises("Protocol", execd.entry_of, { path = "/x", type = "socket", size = 0, mode = 644 }, 200, "x")
   t.raises("Protocol", execd.entry_of, { path = "/x", type = "file", size = 0, mode = 9 }, 200, "x")

@@ -216,15 +216,28 @@ class H(http.server.BaseHTTPRequestHandler):
                     commands[cid] = {"polls": 0, "log": "bg-out\nbg-err\n"}
                 return self.sse([init + "\n\n"])
             if cmd == "echo hi":
-                out = json.dumps({"type": "stdout", "text": "hi\n", "timestamp": 2})
+                # a line per event without its terminator, as execd's readFromPos sends it
+                out = json.dumps({"type": "stdout", "text": "hi", "timestamp": 2})
                 return self.sse(["data: " + init[:10], init[10:] + "\n\n", out[:7], out[7:] + "\n",
                                  "\n{\"type\":\"ping\"}\n\n",
                                  json.dumps({"type": "execution_complete", "execution_time": 3}) + "\n\n"])
             if cmd == "exit 3":
-                return self.sse([init + "\n\n", json.dumps({"type": "stderr", "text": "bad\n"}) + "\n\n",
+                return self.sse([init + "\n\n", json.dumps({"type": "stderr", "text": "bad"}) + "\n\n",
                                  json.dumps({"type": "error", "error": {
                                      "ename": "CommandExecError", "evalue": "3",
                                      "traceback": ["exit status 3"]}}) + "\n\n"])
+            if cmd == "id -u -- user && id -g -- user":
+                return self.sse([init + "\n\n", json.dumps({"type": "stdout", "text": "1000"}) + "\n\n",
+                                 json.dumps({"type": "stdout", "text": "1001"}) + "\n\n",
+                                 json.dumps({"type": "execution_complete"}) + "\n\n"])
+            if cmd == "id -u -- ghost && id -g -- ghost":
+                return self.sse([init + "\n\n", json.dumps({"type": "stderr", "text": "id: 'ghost': no such user"}) + "\n\n",
+                                 json.dumps({"type": "error", "error": {"ename": "CommandExecError", "evalue": "1",
+                                                                        "traceback": ["exit status 1"]}}) + "\n\n"])
+            if cmd == "whoami":
+                who = {(1000, 1001): "user", (0, 0): "root"}.get((b.get("uid"), b.get("gid")), "execd")
+                return self.sse([init + "\n\n", json.dumps({"type": "stdout", "text": who}) + "\n\n",
+                                 json.dumps({"type": "execution_complete"}) + "\n\n"])
             if cmd == "corrupt":
                 return self.sse([init + "\n\n", "data: {\"type\": \"stdout\", \"text\": \n\n"])
             if cmd == "noend":
@@ -339,8 +352,8 @@ case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opensandbox_cas
 r = subprocess.run([ABX, "run", case, "--provider", "osb", "-j", "1"], cwd=proj,
                    env=dict(env, ABX_TEST_OSB_KEY=KEY), capture_output=True, text=True, timeout=170)
 out = r.stdout + r.stderr
-check(r.returncode == 0 and "6 passed, 0 failed" in r.stdout,
-      "opensandbox_case.lua: 6 passed (got %d: %s)" % (r.returncode, out[-3000:]))
+check(r.returncode == 0 and "7 passed, 0 failed" in r.stdout,
+      "opensandbox_case.lua: 7 passed (got %d: %s)" % (r.returncode, out[-3000:]))
 check(KEY not in out, "the API key is never printed")
 
 creates = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes"]
@@ -366,12 +379,19 @@ execd = [(h, p) for m, p, q, h, b in log if "/port/44772/" in p]
 check(execd and all(h.get("x-execd-access-token", "").startswith("tok-sb-") or h.get("x-execd-access-token") == "bad"
                     or "x-execd-access-token" not in h for h, p in execd),
       "execd requests carried the endpoint's token (or none / the test's bad one)")
+runs = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p.endswith("/port/44772/command")]
+lookups = [x for x in runs if x["command"] == "id -u -- user && id -g -- user"]
+whoami = [(x.get("uid"), x.get("gid")) for x in runs if x["command"] == "whoami"]
+check(len(lookups) == 1 and whoami == [(1000, 1001), (1000, 1001), (0, 0), (None, None)],
+      "user: looked up once with id, then uid/gid sent; root is 0/0; none sends none (%s)" % whoami)
+check(any(x.get("timeout") == 60000 for x in runs) and all("stdin" not in x for x in runs),
+      "commands carry the timeout in ms (default 60 s)")
 check(any(h.get("accept") == "text/event-stream" for h, p in execd if p.endswith("/command")),
       "POST /command asked for text/event-stream")
 check(not any(p.startswith("/v1/v2") or p.startswith("/sandboxes/") and "/port/" not in p
               for m, p, q, h, b in log), "no E2B route was asked")
 left = [sid for sid, s in sandboxes.items() if s["state"] != "Terminated"]
-check(len(sandboxes) == 7 and left == [],
+check(len(sandboxes) == 8 and left == [],
       "every sandbox created (%d) was deleted, the one that failed to start too (left: %s)"
       % (len(sandboxes), left))
 srv.shutdown()

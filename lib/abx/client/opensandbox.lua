@@ -347,8 +347,18 @@ local function resume_and_wait(conn, id, what)
   return conn:_wait_state(id, "Running", what)
 end
 
+--- Moves a sandbox's expiry to now + `seconds` when that is later than its current one.
+--- renew-expiration only moves it later (the spec: "after the current expiresAt"), so a later
+--- current expiry is kept; no expiresAt (manual cleanup) is left alone.
+--- Raises: as Connection:_renew.
+local function renew_if_later(conn, id, d, seconds, what)
+  local cur = type(d.expiresAt) == "string" and semantics.parse_rfc3339(d.expiresAt) or nil
+  if cur and cur < core.time() + math.ceil(seconds) then conn:_renew(id, seconds, what) end
+end
+
 --- Resumes a paused sandbox: POST /sandboxes/{id}/resume (202), polled until Running, then the
---- expiry is renewed to now + timeout when `timeout` is given. `resumed = true`.
+--- expiry is moved to now + timeout (default 300 s) when that is later than its current one.
+--- `resumed = true`.
 --- Raises: Conflict (409: not paused), SandboxNotFound, Sandbox, Timeout, and as _renew.
 ---@param id string
 ---@param opts? {timeout?: number}
@@ -356,13 +366,11 @@ end
 function Connection:resume(id, opts)
   opts = options.check("conn:connect", opts, "conn:resume")
   if opts.memory ~= nil then self:_skip("conn:resume memory") end
+  local seconds = opts.timeout or 300
+  semantics.check_ttl(self.ttl, seconds, "conn:resume")
   local d = resume_and_wait(self, id, "conn:resume")
-  local timeout
-  if opts.timeout then
-    local _
-    _, timeout = self:_renew(id, opts.timeout, "conn:resume")
-  end
-  local sbx = M.new_sandbox(self, d, timeout, nil)
+  renew_if_later(self, id, d, seconds, "conn:resume")
+  local sbx = M.new_sandbox(self, d, math.ceil(seconds), nil)
   sbx.resumed = true
   return sbx
 end
@@ -393,11 +401,7 @@ function Connection:connect(id, opts)
   elseif state ~= "Running" then
     d = self:_wait_state(id, "Running", "conn:connect")
   end
-  local want = core.time() + math.ceil(seconds)
-  local cur = type(d.expiresAt) == "string" and semantics.parse_rfc3339(d.expiresAt) or nil
-  -- renew-expiration only moves the expiry later (the spec: "after the current expiresAt"), so a
-  -- later current expiry is kept, resumed or not; no expiresAt (manual cleanup) is left alone
-  if cur and cur < want then self:_renew(id, seconds, "conn:connect") end
+  renew_if_later(self, id, d, seconds, "conn:connect")
   local sbx = M.new_sandbox(self, d, math.ceil(seconds), nil)
   sbx.resumed = resumed
   return sbx

@@ -9,11 +9,15 @@
 -- Commands (execd-api.yaml RunCommandRequest, ServerStreamEvent):
 --   run(cmd)           POST /command {command, cwd, envs, timeout (ms), uid/gid, background} read
 --                      as SSE (abx.client.opensandbox_wire) -> {stdout, stderr, exit_code, error}; a
---                      non-zero exit is not raised (as the E2B client); `timeout` (default 60 s,
+--                      non-zero exit is not raised (as the E2B client); execd sends a line per
+--                      event without its terminator, each gets "\n" back (opensandbox_wire
+--                      line_text: a last line without one gains it); `timeout` (default 60 s,
 --                      0 none) that killed it raises Timeout; a command that did not start raises
---                      InvalidArgument with execd's reason. user: nil (execd's user) or "root"
---                      (uid 0); another name has no equivalent (execd takes numeric ids).
---   run{background}    the init event's command id is the handle's `pid`; wait() polls
+--                      InvalidArgument with execd's reason. user: nil (execd's own user, root in
+--                      OpenSandbox's images, not E2B's "user"), "root" (uid 0), or a name looked up
+--                      with `id` through execd (it takes numeric uid/gid).
+--   run{background}    the init event's command id is the handle's `pid` (a string, not a
+--                      process id); on_stdout gets the log as it grows (polled); wait() polls
 --                      GET /command/status/{id} until not running, then GET /command/{id}/logs;
 --                      execd keeps one combined log of a background command, so its stderr is in
 --                      stdout and stderr() is "" (documented, not dropped).
@@ -158,7 +162,7 @@ options.class(Handle, "OpenSandboxCommandHandle", "A background command of an Op
     { "stderr()", "\"\" (execd keeps one combined log)" },
     { "done()", "whether it has ended" },
     { "disconnect()", "stops following it; the command keeps running" },
-    { "send_stdin(data)", "Skipped: no equivalent" },
+    { "send_stdin(data)", "InvalidArgument: started without stdin (execd has none)" },
     { "close_stdin()", "Skipped: no equivalent" },
     { "keepalives()", "Skipped: no equivalent" },
   })
@@ -170,15 +174,35 @@ function M.commands(sbx)
   return setmetatable({ _sbx = sbx }, Commands)
 end
 
---- The uid/gid of commands:run's `user` (nil: execd's own user).
+local run_foreground -- defined below (ids_of runs `id` through it)
+
+--- The uid/gid of commands:run's `user` (nil: execd's own user). execd takes numeric ids
+--- (RunCommandRequest uid/gid), so a name is looked up once per sandbox handle by running
+--- `id -u NAME; id -g NAME` through execd itself; root is 0/0 without asking.
+--- Raises: InvalidArgument (a name that is not a user there, or not a plain user name).
 local function ids_of(sbx, user)
   if user == nil then return nil end
   if user == "root" then return 0, 0 end
-  skip(sbx, "commands:run user " .. user .. " (execd takes numeric uid/gid; only root is mapped)")
+  if type(user) ~= "string" or not user:match("^[%a_][%w_.-]*$") then
+    errmap.raise("InvalidArgument", 0, "commands:run: user must be a user name, got " .. tostring(user))
+  end
+  sbx._uids = sbx._uids or {}
+  local ids = sbx._uids[user]
+  if not ids then
+    local r = run_foreground(sbx, "id -u -- " .. user .. " && id -g -- " .. user, { timeout = 30 })
+    local uid, gid = r.stdout:match("^(%d+)\n(%d+)\n$")
+    if r.exit_code ~= 0 or not uid then
+      errmap.raise("InvalidArgument", 0, string.format("commands:run: user %s does not exist in "
+        .. "sandbox %s (id: %s)", user, sbx.id, (r.stderr ~= "" and r.stderr or r.stdout):gsub("%s+$", "")))
+    end
+    ids = { math.tointeger(tonumber(uid)), math.tointeger(tonumber(gid)) }
+    sbx._uids[user] = ids
+  end
+  return ids[1], ids[2]
 end
 
---- The RunCommandRequest of commands:run's options. Raises: Skipped (stdin, keepalive, a user
---- other than root).
+--- The RunCommandRequest of commands:run's options. Raises: Skipped (stdin, keepalive),
+--- InvalidArgument (an unknown user).
 function M.run_body(sbx, cmd, opts)
   if opts.stdin then skip(sbx, "commands:run stdin") end
   if opts.keepalive ~= nil then skip(sbx, "commands:run keepalive") end
@@ -192,8 +216,9 @@ function M.run_body(sbx, cmd, opts)
 end
 
 --- Reads the SSE body of POST /command into `st` until `stop_after_init` saw the init event (then
---- returns true) or the body ended. Raises: the mapped kind of a non-200 answer, Protocol, and
---- what a callback raises.
+--- returns true), a final event (execution_complete or error: execd keeps the stream open for
+--- its ApiGracefulShutdownTimeout after it, 1 s, which a caller need not wait through) or the end
+--- of the body. Raises: the mapped kind of a non-200 answer, Protocol, and what a callback raises.
 local function read_stream(stream, st, request, opts, stop_after_init)
   local parser = wire.sse_parser(request)
   local function apply_all(events)
@@ -202,6 +227,7 @@ local function read_stream(stream, st, request, opts, stop_after_init)
       if chunk and which == "stdout" and opts.on_stdout then opts.on_stdout(chunk) end
       if chunk and which == "stderr" and opts.on_stderr then opts.on_stderr(chunk) end
       if stop_after_init and st.id then return true end
+      if st.complete or st.error then return true end
     end
   end
   while true do
@@ -226,7 +252,11 @@ end
 ---@return table
 function Commands:run(cmd, opts)
   opts = options.check("commands:run", opts)
-  local sbx = self._sbx
+  return run_foreground(self._sbx, cmd, opts)
+end
+
+-- Commands:run's body (also ids_of's `id` lookups): foreground or background.
+run_foreground = function(sbx, cmd, opts)
   if type(cmd) ~= "string" or cmd == "" then
     errmap.raise("InvalidArgument", 0, "commands:run: cmd must be a non-empty string")
   end
@@ -240,10 +270,21 @@ function Commands:run(cmd, opts)
     body = cjson.encode(body), timeout = timeout > 0 and (timeout + sbx.conn.request_timeout) or 0 })
   local st = wire.command_state()
   if opts.background then
-    if not read_stream(stream, st, request, opts, true) then
+    read_stream(stream, st, request, opts, true)
+    if not st.id then
+      if st.error then
+        errmap.raise("InvalidArgument", 0, "commands:run: the command did not start: "
+          .. tostring(st.error.traceback[1] or st.error.evalue), { request = request })
+      end
       errmap.raise_protocol(200, request, "an init event with the command id")
     end
-    return setmetatable({ pid = st.id, _sbx = sbx, _done = false }, Handle)
+    local handle = setmetatable({ pid = st.id, _sbx = sbx, _done = false }, Handle)
+    if opts.on_stdout then M.follow(handle, opts.on_stdout) end
+    if opts.on_stderr then
+      -- one combined log: stderr arrives through on_stdout's log (see the file header)
+      skip(sbx, "commands:run on_stderr with background (execd keeps one combined log)")
+    end
+    return handle
   end
   read_stream(stream, st, request, opts, false)
   local fields, start_err = wire.command_result(st, request)
@@ -258,11 +299,16 @@ function Commands:run(cmd, opts)
   return options.strict(RESULT, fields)
 end
 
---- Interrupts a command: DELETE /command?id= . true; false when execd knows no such command (404).
+--- Interrupts a command: GET /command/status/{id} (404: false), then DELETE /command?id= (true).
 --- Raises: Authentication, Sandbox, Transport.
 ---@param id string
 ---@return boolean
 function Commands:kill(id)
+  -- asked first: execd answers DELETE for an id it does not know with 500 ("no such session"),
+  -- while GET /command/status/{id} says 404
+  local sresp, sreq = call(self._sbx, "GET", "/command/status/" .. envd.quote(tostring(id)))
+  if sresp.status == 404 then return false end
+  if sresp.status ~= 200 then wire.raise_error(sresp, sreq) end
   local resp, request = call(self._sbx, "DELETE", "/command", { { "id", tostring(id) } })
   if resp.status == 200 or resp.status == 204 then return true end
   if resp.status == 404 then return false end
@@ -299,6 +345,14 @@ function Handle:wait()
     core.sleep(POLL_S)
   end
   self._done = true
+  if self._follower then -- every chunk delivered before wait returns
+    while not self._followed do
+      self._waiters = self._waiters or {}
+      self._waiters[#self._waiters + 1] = core.current()
+      core.park()
+    end
+    if self._follow_error then error(self._follow_error, 0) end
+  end
   local code = math.tointeger(s.exit_code)
   if not code then errmap.raise_protocol(200, request, "an integer exit_code once not running") end
   local err = type(s.error) == "string" and s.error ~= "" and s.error or nil
@@ -334,7 +388,45 @@ end
 --- Stops following the command; it keeps running. Raises: nothing.
 function Handle:disconnect() self._disconnected = true end
 
-for _, name in ipairs({ "send_stdin", "close_stdin", "keepalives" }) do
+--- Feeds a background command's output to `on_stdout` as it grows: a task polls its status and
+--- its log (GET /command/{id}/logs, the whole log: it only grows; the part not delivered yet is
+--- handed over) every POLL_S s until it ends or the handle is disconnected, then hands over the
+--- rest. An error is kept and raised by wait(). Raises: nothing.
+---@param h table handle
+---@param on_stdout fun(chunk: string)
+function M.follow(h, on_stdout)
+  h._delivered = 0
+  h._follower = core.spawn(function()
+    local ok, err = pcall(function()
+      while not h._disconnected do
+        local running = status_of(h).running
+        local log = h:stdout()
+        if #log > h._delivered then
+          local chunk = log:sub(h._delivered + 1)
+          h._delivered = #log
+          on_stdout(chunk)
+        end
+        if not running then return end
+        core.sleep(POLL_S)
+      end
+    end)
+    if not ok then h._follow_error = err end
+    h._followed = true
+    local waiters = h._waiters or {}
+    h._waiters = {}
+    for _, task in ipairs(waiters) do core.unpark(task) end
+  end)
+end
+
+--- Refused as the E2B client refuses it for a process started without stdin = true: no execd
+--- command has stdin (commands:run{stdin = true} is Skipped), so none was.
+--- Raises: InvalidArgument.
+function Handle:send_stdin()
+  errmap.raise("InvalidArgument", 0, "command " .. tostring(self.pid) .. " was started without "
+    .. "stdin = true (execd gives commands no stdin)")
+end
+
+for _, name in ipairs({ "close_stdin", "keepalives" }) do
   Handle[name] = function(self) skip(self._sbx, "CommandHandle:" .. name) end
 end
 
@@ -343,7 +435,8 @@ end
 local ENTRY_TYPE = { file = "file", directory = "dir", symlink = "symlink", other = "unknown" }
 
 --- The EntryInfo (E2B client's shape) of an execd FileInfo. `mode` is execd's octal digits as a
---- decimal number (755) -> permission bits (493). Raises: Protocol (no path, an unknown type,
+--- decimal number (755) -> permission bits (493), and `permissions` the ls-style string of the
+--- type and those bits ("drwxr-xr-x"). Raises: Protocol (no path, an unknown type,
 --- mode not octal digits).
 ---@param fi table
 ---@param status integer
@@ -365,9 +458,17 @@ function M.entry_of(fi, status, request)
     if not mode then errmap.raise_protocol(status, request, "FileInfo.mode in octal digits") end
   end
   local files = require("abx.client.files")
+  local perms
+  if mode then -- as envd's EntryInfo.permissions: "-rw-r--r--"
+    local b = { ({ file = "-", dir = "d", symlink = "l" })[t] or "?" }
+    for shift = 8, 0, -1 do
+      b[#b + 1] = (mode >> shift) & 1 == 1 and ("rwx"):sub(3 - shift % 3, 3 - shift % 3) or "-"
+    end
+    perms = table.concat(b)
+  end
   local e = {
     name = fi.path:match("([^/]*)/*$") or fi.path, path = fi.path, type = t,
-    size = math.tointeger(fi.size), mode = mode,
+    size = math.tointeger(fi.size), mode = mode, permissions = perms,
     owner = type(fi.owner) == "string" and fi.owner or nil,
     group = type(fi.group) == "string" and fi.group or nil,
     modified_time = type(fi.modified_at) == "string" and fi.modified_at or nil,

@@ -393,6 +393,18 @@ end
 
 -- Commands ---------------------------------------------------------------------------------------
 
+--- The bytes one stdout/stderr event stands for. execd reads a command's output line by line and
+--- sends each line without its terminator ("\n", "\r" or "\r\n"), a blank line as "\n", and a
+--- last line without a terminator as it is (components/execd/pkg/runtime/command_common.go
+--- readFromPos): so a line gets its "\n" back and "\n" stays one. What the wire cannot tell is
+--- kept as the common case: a final line without "\n" comes back with one, and "\r" ends are "\n".
+---@param text string
+---@return string
+function M.line_text(text)
+  if text == "\n" then return "\n" end
+  return text .. "\n"
+end
+
 --- A fresh accumulator of one command's events (M.command_apply fills it).
 ---@return table
 function M.command_state()
@@ -400,7 +412,7 @@ function M.command_state()
 end
 
 --- Applies one ServerStreamEvent of POST /command to a command's state: init {text = command id},
---- stdout/stderr {text}, error {error = {ename, evalue, traceback}}, execution_complete; ping,
+--- stdout/stderr {text = one line, M.line_text}, error {error = {ename, evalue, traceback}}, execution_complete; ping,
 --- status and execution_count carry nothing for a command. `result` (a code cell's output) is
 --- not a command's: Protocol. A text that is not a string is Protocol. Returns the chunk and
 --- "stdout"/"stderr" for an output event (for callbacks), nil otherwise.
@@ -416,9 +428,11 @@ function M.command_apply(st, ev, request)
     if type(ev.text) ~= "string" then
       sse_fail(request, string.format("%s event %d has no string text", t, st.n))
     end
+    -- one event per line, its terminator left out; a blank line is "\n" (see M.line_text)
+    local chunk = M.line_text(ev.text)
     local into = t == "stdout" and st.out or st.err
-    into[#into + 1] = ev.text
-    return ev.text, t
+    into[#into + 1] = chunk
+    return chunk, t
   elseif t == "init" then
     if type(ev.text) ~= "string" or ev.text == "" then
       sse_fail(request, string.format("init event %d has no command id (text)", st.n))
