@@ -2,6 +2,7 @@
 -- `osb`, protocol opensandbox): the same Sandbox objects as the E2B client's, over the /v1
 -- lifecycle API and execd.
 local t = require("abx.test")
+local http = require("abx.http")
 
 t.test("round trip: create (202, poll), commands over SSE, files, kill", function(ctx)
   local sbx = ctx.sandbox_factory({ template = "base", timeout = 120, envs = { A = "1" }, secure = true })
@@ -120,4 +121,17 @@ t.test("execd token: from the endpoint's headers; a wrong one is Authentication;
   t.match(open:port_url(8080), "^http://127%.0%.0%.1:%d+/sandboxes/" .. open.id:gsub("%p", "%%%0")
     .. "/port/8080$")
   t.raises("Skipped", open.get_metrics, open)
+end)
+
+t.test("ports: sbx:http and abx.http through the endpoint, kept after kill; a missing image is NotFound", function(ctx)
+  local sbx = ctx.sandbox_factory({ template = "base", timeout = 120 })
+  local r = sbx:http(8080, { path = "/a?b=1" })
+  t.eq({ r.status, r.body }, { 200, "8080 GET /a?b=1" })
+  t.eq(http.get(sbx, 8080, "/x").body, "8080 GET /x")
+  t.eq(http.request(sbx, 8080, { method = "POST", path = "/p", body = "z" }).body, "8080 POST /p")
+  t.eq(http.port_url(sbx, 8080), sbx:port_url(8080))
+  t.eq(sbx:kill(), true)
+  t.eq(sbx:http(8080).status, 502, "after the kill the ingress answers")
+  local e = t.raises("NotFound", ctx.sandbox_factory, { template = "nosuch", timeout = 60 })
+  t.eq({ e.status, e.code }, { 500, "DOCKER::SANDBOX_IMAGE_PULL_FAILED" })
 end)

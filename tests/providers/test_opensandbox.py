@@ -99,6 +99,13 @@ class H(http.server.BaseHTTPRequestHandler):
         m = re.match(r"^/sandboxes/([^/]+)/port/44772(/.*)$", u.path)
         if m:
             return self.execd(method, m.group(1), m.group(2), q, hdrs, body)
+        m = re.match(r"^/sandboxes/([^/]+)/port/8080(/.*)$", u.path)
+        if m:  # a server inside on 8080, behind the ingress's URI route
+            s = sandboxes.get(m.group(1))
+            if not s or s["state"] != "Running":
+                return self.err(502, "SANDBOX_UNAVAILABLE", "no running sandbox " + m.group(1))
+            rest = m.group(2) + ("?" + u.query if u.query else "")
+            return self.reply(200, raw=("8080 %s %s" % (method, rest)).encode(), ctype="text/plain")
         if not u.path.startswith("/v1/"):
             return self.err(404, "NOT_FOUND", "no route " + u.path)
         if hdrs.get("open-sandbox-api-key") != KEY:
@@ -113,6 +120,9 @@ class H(http.server.BaseHTTPRequestHandler):
                     return self.err(400, "INVALID_REQUEST", "timeout must be an integer >= 60")
                 if "entrypoint" not in b or "resourceLimits" not in b:
                     return self.err(400, "INVALID_REQUEST", "entrypoint and resourceLimits are required")
+                if b.get("image", {}).get("uri") == "nosuch":  # as the Docker runtime answers
+                    return self.err(500, "DOCKER::SANDBOX_IMAGE_PULL_FAILED",
+                                    "Failed to pull image nosuch: not found")
                 counter[0] += 1
                 sid = "sb-%d" % counter[0]
                 sandboxes[sid] = {"state": "Pending", "body": b, "polls": 0,
@@ -352,8 +362,8 @@ case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opensandbox_cas
 r = subprocess.run([ABX, "run", case, "--provider", "osb", "-j", "1"], cwd=proj,
                    env=dict(env, ABX_TEST_OSB_KEY=KEY), capture_output=True, text=True, timeout=170)
 out = r.stdout + r.stderr
-check(r.returncode == 0 and "7 passed, 0 failed" in r.stdout,
-      "opensandbox_case.lua: 7 passed (got %d: %s)" % (r.returncode, out[-3000:]))
+check(r.returncode == 0 and "8 passed, 0 failed" in r.stdout,
+      "opensandbox_case.lua: 8 passed (got %d: %s)" % (r.returncode, out[-3000:]))
 check(KEY not in out, "the API key is never printed")
 
 creates = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes"]
@@ -388,10 +398,13 @@ check(any(x.get("timeout") == 60000 for x in runs) and all("stdin" not in x for 
       "commands carry the timeout in ms (default 60 s)")
 check(any(h.get("accept") == "text/event-stream" for h, p in execd if p.endswith("/command")),
       "POST /command asked for text/event-stream")
+eps = [p for m, p, q, h, b in log if p.endswith("/endpoints/8080")]
+check(len(eps) == 2 and len(set(eps)) == 2,
+      "the 8080 endpoint was asked once per sandbox and kept by its handle (%s)" % eps)
 check(not any(p.startswith("/v1/v2") or p.startswith("/sandboxes/") and "/port/" not in p
               for m, p, q, h, b in log), "no E2B route was asked")
 left = [sid for sid, s in sandboxes.items() if s["state"] != "Terminated"]
-check(len(sandboxes) == 8 and left == [],
+check(len(sandboxes) == 9 and left == [],
       "every sandbox created (%d) was deleted, the one that failed to start too (left: %s)"
       % (len(sandboxes), left))
 srv.shutdown()

@@ -243,8 +243,10 @@ local CREATE_MAPPED = { template = true, timeout = true, metadata = true, envs =
 --- default, and its Docker runtime refuses secureAccess with 400. Hooks as
 --- sandbox's Connection:create. A sandbox that failed to start is killed before the error.
 --- Raises: Skipped (auto_pause, auto_resume, network, volume_mounts, ...: no equivalent),
---- InvalidArgument (400, bounds), Authentication, Conflict, Sandbox (Failed/Terminated), Timeout,
---- Protocol, Transport.
+--- NotFound (an error code ending in IMAGE_PULL_FAILED: the server's
+--- DOCKER::SANDBOX_IMAGE_PULL_FAILED, server/opensandbox_server/services/constants.py: the image,
+--- i.e. the template, is not there), InvalidArgument (400, bounds), Authentication, Conflict,
+--- Sandbox (Failed/Terminated), Timeout, Protocol, Transport.
 ---@param opts? table
 ---@return table Sandbox
 function Connection:create(opts)
@@ -265,6 +267,13 @@ function Connection:create(opts)
     -- not retried: a create is not idempotent (a lost answer would leak a sandbox)
     local resp, request = self:_call("POST", "/sandboxes", nil, body, false)
     if resp.status ~= 202 and resp.status ~= 200 and resp.status ~= 201 then
+      -- an image that cannot be pulled is a template the provider does not have (E2B's 404)
+      local obj = errmap.decode_object(resp.body)
+      local code = obj and type(obj.code) == "string" and obj.code or ""
+      if code:match("IMAGE_PULL_FAILED$") then
+        errmap.raise("NotFound", resp.status, type(obj.message) == "string" and obj.message
+          or code, { request = request, code = code })
+      end
       wire.raise_error(resp, request)
     end
     local d = errmap.decode_ok(resp, request)
@@ -535,6 +544,10 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "with(opts)", "a copy with another execd token (options: sbx:with)" },
   })
 M.Sandbox = Sandbox
+-- abx.client.http (http.request, http.get, http.port_url) routes an OpenSandbox sandbox through
+-- these instead of E2B's routing (it looks for them on the handle's metatable)
+Sandbox._port_request = function(sbx, port, opts) return sbx:http(port, opts) end
+Sandbox._port_url = function(sbx, port) return sbx:port_url(port) end
 
 -- sbx.pty: every use is Skipped (execd has no terminals)
 local Pty = setmetatable({}, { __index = function(t, k)
@@ -603,7 +616,23 @@ function Sandbox:get_host() wire.skip(self.conn.provider_name, "sbx:get_host (ho
 ---@param port integer
 ---@return string
 function Sandbox:port_url(port)
-  return (self.conn:endpoint(self.id, port))
+  return (self:_endpoint(port))
+end
+
+--- The endpoint of `port` for this handle, asked once and kept (so a request after a kill still
+--- goes to the ingress and gets its answer, as E2B's edge gives one). Returns the URL and a fresh
+--- copy of its headers. Raises: as Connection:endpoint.
+function Sandbox:_endpoint(port)
+  self._endpoints = self._endpoints or {}
+  local e = self._endpoints[port]
+  if not e then
+    local url, h = self.conn:endpoint(self.id, port)
+    e = { url = url, headers = h }
+    self._endpoints[port] = e
+  end
+  local h = {}
+  for k, v in pairs(e.headers) do h[k] = v end
+  return e.url, h
 end
 
 --- One HTTP request to `port` through its endpoint and the endpoint's headers; the answer
@@ -619,7 +648,7 @@ function Sandbox:http(port, opts)
   if path:sub(1, 1) ~= "/" then
     errmap.raise("InvalidArgument", 0, "sbx:http: path must start with \"/\", got " .. path)
   end
-  local url, h = self.conn:endpoint(self.id, port)
+  local url, h = self:_endpoint(port)
   for k, v in pairs(opts.headers or {}) do h[k] = v end
   return core.request({ method = opts.method or "GET", url = url .. path, headers = h,
     body = opts.body, timeout = opts.timeout or self.conn.request_timeout, max_body = opts.max_body })
@@ -641,7 +670,7 @@ function Sandbox:connect(opts)
   opts = options.check("conn:connect", opts, "sbx:connect")
   local fresh = self.conn:connect(self.id, { timeout = opts.timeout or self.timeout })
   self.timeout, self.resumed = fresh.timeout, fresh.resumed
-  self._execd = nil
+  self._execd, self._endpoints = nil, nil
   return self
 end
 
@@ -653,7 +682,7 @@ function Sandbox:with(opts)
   opts = options.check("sbx:with", opts)
   local c = setmetatable({}, Sandbox)
   for k, v in pairs(self) do c[k] = v end
-  c._execd = nil
+  c._execd, c._endpoints = nil, nil
   c._token_override = opts.access_token
   return attach(c)
 end

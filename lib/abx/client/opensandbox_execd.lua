@@ -60,7 +60,7 @@ end
 ---@return string url, table<string,string> headers (a fresh copy)
 function M.base(sbx)
   if not sbx._execd then
-    local url, h = sbx.conn:endpoint(sbx.id, wire.EXECD_PORT)
+    local url, h = sbx:_endpoint(wire.EXECD_PORT)
     for k, v in pairs(h) do
       if k:lower() == TOKEN_HEADER:lower() then core.add_secret(v) end
     end
