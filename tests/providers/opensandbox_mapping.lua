@@ -13,7 +13,7 @@ local core = require("abx.core")
 local cjson = require("cjson")
 local wire = require("abx.client.opensandbox_wire")
 local opensandbox = require("abx.client.opensandbox")
-local execd = require("abx.client.opensandbox_execd")
+local osfiles = require("abx.client.opensandbox_files")
 local sem = require("abx.client.semantics")
 local envd = require("abx.client.envd")
 local provider = require("abx.run.provider")
@@ -201,19 +201,19 @@ t.test("list: page + pageSize, hasNextPage, metadata filter, items -> SandboxInf
 end)
 
 t.test("files: FileInfo -> EntryInfo (octal mode), the multipart upload body", function()
-  local e = execd.entry_of({ path = "/home/user/a.txt", type = "file", size = 5, mode = 644,
+  local e = osfiles.entry_of({ path = "/home/user/a.txt", type = "file", size = 5, mode = 644,
     owner = "user", group = "user", modified_at = "2026-12-01T19:00:00Z", created_at = "x" }, 200, "x")
   t.eq({ e.name, e.path, e.type, e.size, e.mode, e.permissions, e.owner, e.modified_time },
     { "a.txt", "/home/user/a.txt", "file", 5, 420, "-rw-r--r--", "user", "2026-12-01T19:00:00Z" })
-  local d = execd.entry_of({ path = "/d/", type = "directory", size = 0, mode = 755 }, 200, "x")
+  local d = osfiles.entry_of({ path = "/d/", type = "directory", size = 0, mode = 755 }, 200, "x")
   t.eq({ d.type, d.name, d.permissions }, { "dir", "d", "drwxr-xr-x" })
-  t.eq(execd.entry_of({ path = "/s", type = "file", size = 0, mode = 4751 }, 200, "x").permissions,
+  t.eq(osfiles.entry_of({ path = "/s", type = "file", size = 0, mode = 4751 }, 200, "x").permissions,
     "-rwxr-x--x") -- the setuid bit is beyond the nine shown
-  t.eq(execd.entry_of({ path = "/l", type = "symlink", size = 0, mode = 777 }, 200, "x").mode, 511)
-  t.raises("Protocol", execd.entry_of, { path = "/x", type = "socket", size = 0, mode = 644 }, 200, "x")
-  t.raises("Protocol", execd.entry_of, { path = "/x", type = "file", size = 0, mode = 9 }, 200, "x")
+  t.eq(osfiles.entry_of({ path = "/l", type = "symlink", size = 0, mode = 777 }, 200, "x").mode, 511)
+  t.raises("Protocol", osfiles.entry_of, { path = "/x", type = "socket", size = 0, mode = 644 }, 200, "x")
+  t.raises("Protocol", osfiles.entry_of, { path = "/x", type = "file", size = 0, mode = 9 }, 200, "x")
   t.raises("InvalidArgument", function() return e.nope end)
-  local body, ctype = execd.upload_body({ path = "/tmp/a b.txt", mode = 644 }, "DATA\r\n", "BND")
+  local body, ctype = osfiles.upload_body({ path = "/tmp/a b.txt", mode = 644 }, "DATA\r\n", "BND")
   t.eq(ctype, "multipart/form-data; boundary=BND")
   t.eq(body, "--BND\r\nContent-Disposition: form-data; name=\"metadata\"; filename=\"metadata\"\r\n"
     .. "Content-Type: application/json\r\n\r\n" .. cjson.encode({ path = "/tmp/a b.txt", mode = 644 })
