@@ -25,8 +25,8 @@
 #define SHA256_MT "abx.sha256"
 
 /* core.lstat(path) -> {type = "file"|"dir"|"link"|"other", mode = st_mode (file type bits
- * included, as Node's fs.Stats.mode), size = st_size (bytes), target = readlink (links only)}
- * | nil, message. Never follows a symlink. */
+ * included, as Node's fs.Stats.mode), size = st_size (bytes), mtime = st_mtime (Unix seconds),
+ * target = readlink (links only)} | nil, message. Never follows a symlink. */
 static int core_lstat(lua_State *L)
 {
   const char *path = luaL_checkstring(L, 1);
@@ -36,7 +36,7 @@ static int core_lstat(lua_State *L)
     lua_pushfstring(L, "%s: %s", path, strerror(errno));
     return 2;
   }
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
   const char *type = S_ISREG(st.st_mode)   ? "file"
                      : S_ISDIR(st.st_mode) ? "dir"
                      : S_ISLNK(st.st_mode) ? "link"
@@ -47,6 +47,8 @@ static int core_lstat(lua_State *L)
   lua_setfield(L, -2, "mode");
   lua_pushinteger(L, (lua_Integer)st.st_size);
   lua_setfield(L, -2, "size");
+  lua_pushinteger(L, (lua_Integer)st.st_mtime);
+  lua_setfield(L, -2, "mtime");
   if (S_ISLNK(st.st_mode)) {
     char buf[PATH_MAX];
     ssize_t n = readlink(path, buf, sizeof buf);

@@ -183,6 +183,22 @@ int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *er
   return 0;
 }
 
+int abx_cgroup_set_cpu_millis(const char *id, int millis, char *err, size_t errlen)
+{
+  if (!g_base[H_CPU][0])
+    return 0;
+  char p[1024];
+  file_of(H_CPU, id, "cpu.cfs_period_us", p, sizeof p);
+  uint64_t period = read_u64(p);
+  uint64_t quota = (period ? period : 100000) * (uint64_t)(millis > 0 ? millis : 1) / 1000;
+  if (quota < 1000) {
+    snprintf(err, errlen, "a CPU limit of %dm is below the kernel's minimum quota (1 ms per "
+             "%llu us period)", millis, (unsigned long long)period);
+    return -1;
+  }
+  return set_value(H_CPU, id, "cpu.cfs_quota_us", quota, err, errlen);
+}
+
 int abx_cgroup_freeze(const char *id, int64_t deadline_mono)
 {
   if (!abx_cgroup_can_freeze())

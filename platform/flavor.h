@@ -9,6 +9,9 @@
  *   acs              ACS agent sandbox = OpenKruise sandbox-manager: e2b-v2-and-peers.md §5
  *                    "OpenKruise agents", e2b-control-plane.md §8.1 (path route).
  *   cubesandbox      CubeSandbox CubeAPI: e2b-v2-and-peers.md §5 "CubeSandbox".
+ *   opensandbox      OpenSandbox: not E2B-compatible; its own lifecycle API under /v1
+ *                    (os_api.h; opensandbox-group/OpenSandbox specs/sandbox-lifecycle.yml = OpenSandbox
+ *                    specs/sandbox-lifecycle.yml @3bb6fad; e2b-v2-and-peers.md §4) and execd.
  * Where the reference gives no status or body (Alibaba's allowlist refusal, every platform's
  * credential refusal except E2B's), the local answer is E2B's {code, message} shape with the
  * status named in the field's comment, and docs/PLATFORM.md "Flavours" says it is ours.
@@ -17,6 +20,9 @@
 #define ABX_PLATFORM_FLAVOR_H
 
 #include <stddef.h>
+
+/* execd's port (OpenSandbox components/execd/pkg/flag/parser.go ServerPort = 44772). */
+#define ABX_EXECD_PORT_STR "44772"
 
 struct abx_flavor {
   const char *name;
@@ -61,6 +67,15 @@ struct abx_flavor {
   int metrics_cpu_mem_only;
   /* Serve the path route DOMAIN/kruise/<id>/<port>/... into the sandbox (OpenKruise). */
   int path_route;
+  /* The control plane is OpenSandbox's lifecycle API under /v1 (os_api.h), not E2B's: every E2B
+   * route is 404 in OpenSandbox's error shape, and the ingress routes OpenSandbox's way
+   * (/sandboxes/<id>/port/<port>/..., OpenSandbox-Ingress-To), not by E2B's Host or headers. */
+  int os_api;
+  /* Each sandbox's envd also serves OpenSandbox's execd API on 127.0.0.1:44772 (envd started
+   * with --execd-port 44772 by sandbox.c; port from OpenSandbox specs/execd-api.yaml and
+   * e2b-v2-and-peers.md §4; auth X-EXECD-ACCESS-TOKEN = the sandbox's envd access token when it
+   * has one). */
+  int execd;
 };
 
 /* Select the flavour by name. 0, or -1 with `msg` naming the valid ones. Call before serving. */

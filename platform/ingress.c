@@ -22,10 +22,12 @@
 
 #include "e2b.h"
 #include "faults.h"
+#include "flavor.h"
 #include "http_util.h"
 #include "lifecycle.h"
 #include "netns.h"
 #include "network.h"
+#include "os_api.h"
 #include "registry.h"
 
 static const char *g_domain;
@@ -326,12 +328,17 @@ static void reader_free(void *cls)
  * and fields, not message text (ingress.h "Errors"). */
 static enum MHD_Result proxy_error(struct MHD_Connection *c, const char *id, const char *message)
 {
+  char m[64];
+  if (abx_flavor()->os_api) /* OpenSandbox's ingress: 404 text (os_api.h) */
+    return snprintf(m, sizeof m, "sandbox not found: %s", id), abx_os_ingress_error(c, 404, m);
   return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message", message,
                                          "code", 502));
 }
 
 static enum MHD_Result port_closed(struct MHD_Connection *c, const struct abx_route *route)
 {
+  if (abx_flavor()->os_api) /* Go's ReverseProxy: 502, no body (os_api.h) */
+    return abx_os_ingress_error(c, 502, NULL);
   return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:i}", "sandboxId", route->id, "message",
                                          "The sandbox is running but port is not open", "port",
                                          route->port, "code", 502));
@@ -342,6 +349,9 @@ static enum MHD_Result port_closed(struct MHD_Connection *c, const struct abx_ro
  * client can still tell paused from gone (ingress.h "Errors"). */
 static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id, int can_resume)
 {
+  char m[64];
+  if (abx_flavor()->os_api) /* OpenSandbox's ErrSandboxNotReady: 503 (os_api.h) */
+    return snprintf(m, sizeof m, "sandbox not ready: %s", id), abx_os_ingress_error(c, 503, m);
   return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", id, "message",
                                          "The sandbox is paused", "code", 502, "canAutoResume",
                                          can_resume));
@@ -411,7 +421,8 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
   struct hdr_ctx *h = cls;
   if (!key || hop_by_hop(key, strlen(key)))
     return MHD_YES;
-  if (h->masked && strcasecmp(key, "X-Forwarded-Host") == 0)
+  if ((h->masked && strcasecmp(key, "X-Forwarded-Host") == 0) ||
+      (abx_flavor()->os_api && strcasecmp(key, "OpenSandbox-Ingress-To") == 0)) /* proxy.go */
     return MHD_YES;
   if (strcasecmp(key, "Accept") == 0)
     h->has_accept = 1;

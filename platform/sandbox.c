@@ -20,6 +20,7 @@
 #include "cgroup.h"
 #include "e2b.h"
 #include "envd_client.h"
+#include "flavor.h"
 #include "template_start.h"
 #include "http_util.h"
 #include "metrics.h"
@@ -188,6 +189,10 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, "envd");
   add(a, "--port");
   add(a, ABX_E2B_ENVD_PORT_STR);
+  if (abx_flavor()->execd) { /* OpenSandbox: the execd data plane on its port, from envd */
+    add(a, "--execd-port");
+    add(a, ABX_EXECD_PORT_STR);
+  }
   a->v[a->n] = NULL;
 }
 

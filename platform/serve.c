@@ -30,6 +30,7 @@
 #include "layer_cache.h"
 #include "lifecycle.h"
 #include "network.h"
+#include "os_api.h"
 #include "recover.h"
 #include "registry.h"
 #include "rootfs.h"
@@ -95,9 +96,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   size_t limit = r->kind == 1 ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
   if (!r->started) {
     r->started = 1;
-    r->kind = abx_ingress_route(c, &r->route, r->msg, sizeof r->msg);
     size_t off = 0;
-    if (r->kind == 0) { /* OpenKruise DOMAIN/kruise/<id>/<port>/... (flavor.h) */
+    if (abx_flavor()->os_api) /* OpenSandbox's routing only (os_api.h) */
+      r->kind = abx_os_ingress_route(c, r->raw_uri, &r->route, r->msg, sizeof r->msg);
+    else
+      r->kind = abx_ingress_route(c, &r->route, r->msg, sizeof r->msg);
+    if (r->kind == 0 && !abx_flavor()->os_api) { /* OpenKruise DOMAIN/kruise/<id>/<port>/... (flavor.h) */
       r->kind = abx_flavor_path_route(r->raw_uri, r->route.id, &r->route.port, &off, r->msg,
                                       sizeof r->msg);
       if (r->kind == 1) { /* forward the rest of the path, "/" when there is none */
@@ -106,7 +110,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->raw_uri[0] = '/';
       }
     }
-    if (r->kind == 0 && abx_upload_match(method, url)) { /* streamed to a file, not buffered */
+    if (r->kind == 0 && !abx_flavor()->os_api && abx_upload_match(method, url)) { /* streamed to a file, not buffered */
       r->upload = abx_upload_begin(c, url);
       return r->upload ? MHD_YES : MHD_NO;
     }
@@ -151,7 +155,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   if (r->too_large)
     return abx_http_error(c, 413, "request body too large");
   if (r->kind < 0)
-    return abx_http_error(c, 400, r->msg);
+    return abx_flavor()->os_api ? abx_os_ingress_error(c, 400, r->msg)
+                                : abx_http_error(c, 400, r->msg);
   enum MHD_Result fr; /* faults.h: --faults rules, on the control plane and the ingress alike */
   if (abx_faults_before(c, method, r->kind == 1 ? r->raw_uri : url, &fr))
     return fr;
@@ -162,7 +167,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
      * SDKs encode template names so), decoded by abx_api_handle after the match */
     size_t pl = strcspn(r->raw_uri, "?#");
     char *path = r->raw_uri[0] == '/' ? strndup(r->raw_uri, pl) : NULL;
-    fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
+    if (abx_flavor()->os_api)
+      fr = abx_os_api_handle(c, method, path ? path : url, r->body, r->len);
+    else
+      fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
     free(path);
   }
   return abx_faults_after(fr);
@@ -172,7 +180,8 @@ static void usage(FILE *f)
 {
   fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
         "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]\n"
-        "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox] [--help]\n"
+        "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox|\n"
+        "                    opensandbox] [--help]\n"
         "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
         "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
         "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n"
@@ -192,7 +201,10 @@ static void usage(FILE *f)
         "  volumes, pause behind an allowlist, partial or no metrics), acs (OpenKruise\n"
         "  sandbox-manager: v1 create only, TTL 30 s..30 days, resume 204, also under\n"
         "  /kruise/api), cubesandbox (v1 create/connect only, any API key, env vars and\n"
-        "  autoPause dropped, null tokens). Details: docs/PLATFORM.md \"Flavours\".\n"
+        "  autoPause dropped, null tokens), opensandbox (not E2B's API: OpenSandbox's lifecycle\n"
+        "  API under /v1 with OPEN-SANDBOX-API-KEY = the api key, create 202 then poll, execd on\n"
+        "  port 44772, ingress /sandboxes/<id>/port/<port>/...). Details: docs/PLATFORM.md\n"
+        "  \"Flavours\".\n"
         "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
         "removed (platform/recover.h).\n",
         f);
@@ -455,6 +467,9 @@ static int serve_run(int argc, char **argv)
     snprintf(url, sizeof url, "http://%s:%d", host, bound);
     printf("abxlua serve: listening on %s (domain %s)\n", url, domain);
   }
+  static char os_host[400]; /* opensandbox endpoints: "<host:port>/sandboxes/..." (os_api.h) */
+  snprintf(os_host, sizeof os_host, "%s", strstr(url, "//") + 2);
+  abx_os_api_config(key, os_host);
   /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
   if (ready_fd >= 0)
     printf("abxlua serve: api key e2b_**** (on the ready line)\n");
@@ -481,6 +496,8 @@ static int serve_run(int argc, char **argv)
   while (!g_stop) {
     abx_spawner_poll(100);
     abx_lifecycle_tick(abx_now_ns());
+    if (abx_flavor()->os_api)
+      abx_os_api_tick(abx_now_ns());
   }
 
   abx_faults_stop(); /* held (no_answer) and delayed requests end now */
@@ -489,6 +506,7 @@ static int serve_run(int argc, char **argv)
   int builds_idle = abx_tbuild_wait() == 0;
   abx_lifecycle_shutdown();
   MHD_stop_daemon(d);
+  abx_os_api_drain(); /* its workers' starts fail now that the spawner is stopped */
   abx_tls_free(&tlsc);
   abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
   if (builds_idle)

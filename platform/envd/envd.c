@@ -2,6 +2,8 @@
  * envd.c: `abxlua envd [--port 49983] [--host 0.0.0.0]`: the in-sandbox daemon's HTTP server
  * (libmicrohttpd, a thread per connection), routing, access-token auth, /health, /init, /envs.
  *
+ * execd:   with --execd-port N, a second listener on host:N serves OpenSandbox's execd API
+ *          (execd.c; its own token header and error shapes).
  * Routes:  GET /health → 204; POST /init → 204 + X-Envd-Version; GET /envs → env vars;
  *          GET /metrics (metrics.c); GET|POST /files (files.c, files_upload.c);
  *          POST /process.Process/<Method> (process_rpc.c; StreamInput fed incrementally);
@@ -30,6 +32,7 @@
 #include <sys/stat.h>
 
 #include "envd/envd_int.h"
+#include "envd/execd_int.h"
 #include "envd/process.h"
 #include "envd/sudo.h"
 
@@ -272,10 +275,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 static void usage(FILE *f)
 {
-  fprintf(f, "usage: abxlua envd [--port PORT] [--host ADDR] [--version] [--help]\n"
+  fprintf(f, "usage: abxlua envd [--port PORT] [--host ADDR] [--execd-port PORT] [--version]"
+             " [--help]\n"
              "  The in-sandbox daemon: process and filesystem Connect services, /files, /init.\n"
-             "  --port PORT   TCP port to listen on (default " ABX_E2B_ENVD_PORT_STR ")\n"
-             "  --host ADDR   IPv4 address to bind (default 0.0.0.0)\n"
+             "  --port PORT        TCP port to listen on (default " ABX_E2B_ENVD_PORT_STR ")\n"
+             "  --host ADDR        IPv4 address to bind (default 0.0.0.0), both listeners\n"
+             "  --execd-port PORT  also serve OpenSandbox's execd API on PORT (44772 in the\n"
+             "                     opensandbox flavour); X-EXECD-ACCESS-TOKEN must equal the\n"
+             "                     access token /init set, when one is set (docs/PLATFORM.md)\n"
              "  --version     print the envd version (" ABX_E2B_ENVD_VERSION ") and exit\n");
 }
 
@@ -283,10 +290,11 @@ int abx_envd_main(int argc, char **argv)
 {
   static const struct option opts[] = {{"port", required_argument, NULL, 'p'},
                                        {"host", required_argument, NULL, 'H'},
+                                       {"execd-port", required_argument, NULL, 'x'},
                                        {"version", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  long port = ABX_E2B_ENVD_PORT;
+  long port = ABX_E2B_ENVD_PORT, execd_port = 0;
   const char *host = "0.0.0.0";
   int o;
   optind = 1;
@@ -297,6 +305,15 @@ int abx_envd_main(int argc, char **argv)
       port = strtol(optarg, &end, 10);
       if (!*optarg || *end || port <= 0 || port > 65535) {
         fprintf(stderr, "envd: invalid port '%s'\n", optarg);
+        return 4;
+      }
+      break;
+    }
+    case 'x': {
+      char *end = NULL;
+      execd_port = strtol(optarg, &end, 10);
+      if (!*optarg || *end || execd_port <= 0 || execd_port > 65535) {
+        fprintf(stderr, "envd: invalid --execd-port '%s' (1..65535)\n", optarg);
         return 4;
       }
       break;
@@ -340,9 +357,20 @@ int abx_envd_main(int argc, char **argv)
       on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY, MHD_OPTION_END);
   int rc = 0;
+  struct MHD_Daemon *xd = NULL;
+  if (d && execd_port) {
+    if (execd_port == port) {
+      fprintf(stderr, "envd: --execd-port must differ from --port (%ld)\n", port);
+      rc = 4;
+    } else if (!(xd = envd_execd_start(&e, host, execd_port))) {
+      rc = 1;
+    }
+  }
   if (!d) {
     fprintf(stderr, "envd: cannot listen on %s:%ld\n", host, port);
     rc = 1;
+  } else if (rc) {
+    MHD_stop_daemon(d);
   } else {
     fprintf(stderr, "envd %s listening on %s:%ld\n", ABX_E2B_ENVD_VERSION, host, port);
     sigset_t stop;
@@ -353,8 +381,11 @@ int abx_envd_main(int argc, char **argv)
     sigwait(&stop, &sig);
     fprintf(stderr, "envd: signal %d, stopping\n", sig);
     e.stopping = 1;
+    if (xd)
+      MHD_stop_daemon(xd);
     MHD_stop_daemon(d);
   }
+  execd_cmds_shutdown(&e); /* before the process table: its watchers hold processes */
   envd_watchers_shutdown(&e);
   envd_procs_shutdown(&e);
   envd_sudo_broker_stop(broker);

@@ -29,6 +29,7 @@
 #define ENVD_PATH_ENV "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 struct envd_procs; /* process.c */
+struct execd_cmds; /* execd_command.c */
 
 /* The daemon context. `mu` guards token, default_user, default_workdir, env_vars, inited. */
 struct envd {
@@ -41,6 +42,8 @@ struct envd {
   volatile int stopping; /* set on SIGTERM/SIGINT; streams end soon after */
   struct envd_procs *procs;
   struct envd_watchers *watchers;
+  struct execd_cmds
+      *execd; /* execd_command.c: the execd command table, NULL without --execd-port */
   /* /metrics: the previous /proc/stat sample (guarded by mu); cpu_prev_total 0: none yet. */
   unsigned long long cpu_prev_total, cpu_prev_idle;
 };
@@ -143,6 +146,10 @@ void envd_fs_leave(void);
  * envd-protocol.md §5.2 MakeDir, §7 POST /files "Parent dirs are created and chowned to the
  * user"). Returns 0 or -1 with errno (ENOTDIR when path is not a directory). */
 int envd_mkdir_p(const char *path, const struct envd_user *owner);
+
+/* rm -rf of `name` below directory fd `dfd` (AT_FDCWD: a path), never following symlinks
+ * (filesystem.c; execd's DELETE /directories too). 0 (a missing name too) or -1 with errno. */
+int envd_remove_all(int dfd, const char *name);
 
 /* Map an errno from a file operation to a Connect code name. */
 const char *envd_errno_code(int err);

@@ -187,7 +187,7 @@ static int rpc_list_dir(struct envd_call *c, json_t *req, json_t **out, struct e
 }
 
 /* rm -rf below dirfd/name. Returns 0 or -1 with errno (ENOENT is success). */
-static int remove_all(int dfd, const char *name)
+int envd_remove_all(int dfd, const char *name)
 {
   if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
     return 0;
@@ -206,7 +206,7 @@ static int remove_all(int dfd, const char *name)
   while ((de = readdir(d))) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
       continue;
-    if (remove_all(dirfd(d), de->d_name) < 0)
+    if (envd_remove_all(dirfd(d), de->d_name) < 0)
       rc = -1;
   }
   int er = errno;
@@ -229,7 +229,7 @@ static int rpc_remove(struct envd_call *c, json_t *req, json_t **out, struct env
   envd_fs_enter(&c->user);
   if (strcmp(path, "/") == 0)
     rc = envd_fail(err, "invalid_argument", "refusing to remove '/'");
-  else if (remove_all(AT_FDCWD, path) < 0)
+  else if (envd_remove_all(AT_FDCWD, path) < 0)
     rc = fs_errno(err, errno, "error removing", path);
   envd_fs_leave();
   free(path);

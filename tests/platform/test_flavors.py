@@ -209,7 +209,7 @@ FLAVORS = [("e2b", f_e2b), ("alicloud-fc", f_fc), ("alicloud-express", lambda s:
 
 def main():
     p = subprocess.run([tp.BIN, "serve", "--flavor", "opensandboxx"], capture_output=True, timeout=10)
-    check(p.returncode == 4 and b"e2b|alicloud-fc|alicloud-express|acs|cubesandbox" in p.stderr,
+    check(p.returncode == 4 and b"e2b|alicloud-fc|alicloud-express|acs|cubesandbox|opensandbox" in p.stderr,
           "unknown --flavor -> exit 4 naming the valid ones (%d %r)" % (p.returncode, p.stderr[:200]))
     p = subprocess.run([tp.BIN, "serve", "--help"], capture_output=True, timeout=10)
     check(b"--flavor" in p.stdout, "serve --help documents --flavor")

@@ -61,3 +61,7 @@ set_tests_properties(platform_from_image_build PROPERTIES TIMEOUT 1500 SKIP_RETU
 # refusal, with a create -> envd command -> kill round trip per flavour (platform/flavor.h)
 add_test(NAME platform_flavors COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_flavors.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_flavors PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
+# --flavor opensandbox: OpenSandbox's lifecycle API and ingress (platform/os_api.h); ~75 s, most
+# of it waiting for two 60 s sandboxes (the spec's shortest timeout) to expire
+add_test(NAME platform_flavor_opensandbox COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_flavor_opensandbox.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_flavor_opensandbox PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)

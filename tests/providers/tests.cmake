@@ -37,3 +37,8 @@ set_tests_properties(providers:opensandbox_mapping PROPERTIES TIMEOUT 120
 add_test(NAME providers:opensandbox_wire
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/providers/test_opensandbox.py $<TARGET_FILE:abxlua>)
 set_tests_properties(providers:opensandbox_wire PROPERTIES TIMEOUT 180)
+# .env.example has a block per remote provider of the config and names only variables abxlua reads.
+add_test(NAME providers:env_example
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
+          ${CMAKE_SOURCE_DIR}/tests/providers/env_example.lua "^1 passed, 0 failed" 0
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

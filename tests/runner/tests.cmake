@@ -86,3 +86,17 @@ abx_runner_case(tracked_resources "^2 passed, 0 failed, 0 skipped, 0 xfailed in 
 # t.secret: a value from the environment, masked in the output (tests/runner/secret.lua)
 abx_runner_case(secret "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 set_tests_properties(runner:secret PROPERTIES ENVIRONMENT "ABX_RUNNER_SECRET=s3cr3t-from-env")
+# Non-root (issue 13 part 8): the local provider without root or CAP_SYS_ADMIN is one usage error
+# quoting serve's cause (exit 4); serve logs in the state dir are pruned to the newest 20.
+add_test(NAME runner:nonroot COMMAND bash ${ABX_RUNNER_DIR}/nonroot.sh $<TARGET_FILE:abxlua>)
+set_tests_properties(runner:nonroot PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# Selection as in pytest (issue 13, part 2) and the shards of part 7: node ids, -k phrases and
+# file names, --lf/--ff, --maxfail, --durations, --reruns, empty and duration-based shards
+# (tests/runner/selection.py, fixtures in tests/runner/sel/)
+foreach(mode nodeid keyword lastfailed maxfail durations reruns shard)
+  add_test(NAME runner:select_${mode}
+    COMMAND python3 ${ABX_RUNNER_DIR}/selection.py $<TARGET_FILE:abxlua> ${mode}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(runner:select_${mode} PROPERTIES TIMEOUT 300)
+endforeach()

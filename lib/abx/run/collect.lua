@@ -33,6 +33,26 @@ function M.template_of(f)
   return nil
 end
 
+---The normal form of a path as ids print it: no "./" segments, no repeated or trailing "/",
+---and relative to the working directory when it lies below it (pytest's node ids are relative
+---too), so `./scenarios/`, `scenarios//x.lua` and an absolute path give the same ids.
+---@param p string
+---@return string
+function M.normalize(p)
+  local abs = p:sub(1, 1) == "/"
+  local parts = {}
+  for seg in p:gmatch("[^/]+") do
+    if seg ~= "." then parts[#parts + 1] = seg end
+  end
+  local out = (abs and "/" or "") .. table.concat(parts, "/")
+  if out == "" then return abs and "/" or "." end
+  if abs then
+    local cwd = core.realpath(".")
+    if cwd and cwd ~= "/" and out:sub(1, #cwd + 1) == cwd .. "/" then out = out:sub(#cwd + 2) end
+  end
+  return out
+end
+
 ---Expands paths into sorted scenario files. A directory walk does not descend into template
 ---folders (scenarios/templates/<name>/, holding template.yaml) unless the directory named is the
 ---folder itself or the one holding it (`abxlua run scenarios/templates/`): a template folder runs
@@ -42,6 +62,7 @@ end
 function M.files(paths)
   local out, seen, problems = {}, {}, {}
   for _, p in ipairs(paths) do
+    p = M.normalize(p)
     if core.isdir(p) then
       local root = (p:gsub("/+$", ""))
       local list = core.list_files(root)
@@ -51,7 +72,8 @@ function M.files(paths)
         if take and tf then
           take = (tf == root or parent(tf) == root) and M.template_of(f) == tf
         end
-        if take then seen[f] = true; out[#out + 1] = f end
+        f = M.normalize(f)
+        if take and not seen[f] then seen[f] = true; out[#out + 1] = f end
       end
     elseif core.exists(p) then
       if not seen[p] then seen[p] = true; out[#out + 1] = p end

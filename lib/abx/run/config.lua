@@ -113,7 +113,8 @@ M.DEFAULTS = {
     -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
     ["local-tls"] = { kind = "local", tls = true, domain = "e2b.localhost",
       envd_routing = "host" } },
-  markers = { e2e = "every test", known_issue = "a strict expected failure" },
+  markers = { e2e = "every test", known_issue = "a strict expected failure",
+    flaky = "may fail for reasons outside the platform under test (rerun by --reruns N)" },
   known_issues = "config/known_issues.yaml",
 }
 
@@ -142,7 +143,7 @@ end
 ---@param explicit string|nil
 ---@return string|nil
 function M.find(explicit)
-  local p = explicit or core.getenv("ABX_CONFIG")
+  local p = explicit or require("abx.run.provider").lookup("ABX_CONFIG")
   if p then
     if not core.exists(p) then
       core.error("InvalidArgument", 0, "config file " .. p .. " does not exist (fix --config or ABX_CONFIG)")
@@ -358,8 +359,10 @@ end
 ---@return string name, table settings
 ---Raises: InvalidArgument for an unknown provider or flavour, a flavour on a remote provider
 function M.provider(cfg, name, flavor)
-  name = name or core.getenv("ABX_PROVIDER") or cfg.provider
-  flavor = flavor or core.getenv("ABX_FLAVOR")
+  -- the environment, then the .env files (abx.run.provider.lookup), as every variable abxlua reads
+  local lookup = require("abx.run.provider").lookup
+  name = name or lookup("ABX_PROVIDER") or cfg.provider
+  flavor = flavor or lookup("ABX_FLAVOR")
   if flavor == "" then flavor = nil end
   local p = cfg.providers[name]
   if type(p) ~= "table" then

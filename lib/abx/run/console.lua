@@ -1,7 +1,8 @@
 -- abx.run.console: the console report: a header, one line per test as it finishes, failure details,
--- the cleanup result, the short test summary (-r CHARS, as in pytest), and the summary as the very
--- last line:
---   N passed, N failed, N skipped, N xfailed in S.SSs      (", N errors" when there are any)
+-- the cleanup result, the slowest phases (--durations N, as in pytest), the short test summary
+-- (-r CHARS, as in pytest), and the summary as the very last line:
+--   N passed, N failed, N skipped, N xfailed in S.SSs      (", N errors" when there are any,
+--                                                           then ", N rerun" likewise)
 -- On a terminal (stdout a tty, not CI, TERM not dumb) one status line is kept up to date below the
 -- lines of tests that did not pass: tests in flight, counts, elapsed time. Elsewhere, one plain line
 -- per test. NO_COLOR turns colours off.
@@ -11,8 +12,9 @@ local core = require("abx.core")
 local M = {}
 M.__index = M
 
--- Set by `abxlua run` before the runner makes its console: { report_chars, exitfirst, live }.
--- The runner passes only { verbose, report_chars } to new(); these fill in the rest.
+-- Set by `abxlua run` before the runner makes its console: { report_chars, maxfail, maxfail_flag
+-- ("-x" or "--maxfail N"), durations, durations_min, live }. The runner passes only { verbose,
+-- report_chars, maxfail } to new(); these fill in the rest.
 M.defaults = {}
 
 ---Sets the options every console made afterwards starts from.
@@ -33,8 +35,8 @@ function M.live_default()
   return true
 end
 
--- -r characters: f failed, E error, s skipped, x xfailed, X xpassed, p/P passed,
--- a all but passed (sxXEf), A all (PpsxXEf), N none.
+-- -r characters: f failed, E error, s skipped, x xfailed, X xpassed, p/P passed, R rerun (as
+-- pytest-rerunfailures), a all but passed (sxXEf), A all (PpsxXEf), N none.
 local EXPAND = { a = "sxXEf", A = "PpsxXEf" }
 
 ---Expands -r CHARS into the list of characters to report, in order, without repeats.
@@ -46,11 +48,12 @@ function M.report_chars(chars)
       seq = {}
     elseif EXPAND[ch] then
       for c in EXPAND[ch]:gmatch(".") do seq[#seq + 1] = c end
-    elseif ("fEsxXpP"):find(ch, 1, true) then
+    elseif ("fEsxXpPR"):find(ch, 1, true) then
       seq[#seq + 1] = ch == "P" and "p" or ch
     else
       return nil, "-r: unknown character " .. string.format("%q", ch)
-        .. " (f failed, E error, s skipped, x xfailed, X xpassed, p passed, a all but passed, A all, N none)"
+        .. " (f failed, E error, s skipped, x xfailed, X xpassed, p passed, R rerun, a all but "
+        .. "passed, A all, N none)"
     end
   end
   local out, seen = {}, {}
@@ -61,7 +64,7 @@ function M.report_chars(chars)
 end
 
 local COLORS = { passed = "\27[32m", failed = "\27[31m", skipped = "\27[33m", error = "\27[31m",
-  xfailed = "\27[33m", xpassed = "\27[31m", reset = "\27[0m" }
+  xfailed = "\27[33m", xpassed = "\27[31m", rerun = "\27[33m", reset = "\27[0m" }
 local LABELS = { xpassed = "XPASS" }
 
 function M.new(opts)
@@ -71,7 +74,9 @@ function M.new(opts)
   local color = core.isatty(1) and not core.getenv("NO_COLOR")
   local live = o.live
   if live == nil then live = M.live_default() end
-  return setmetatable({ color = color, verbose = o.verbose, exitfirst = o.exitfirst,
+  return setmetatable({ color = color, verbose = o.verbose, maxfail = o.maxfail,
+    maxfail_flag = o.maxfail_flag or (o.maxfail and ("--maxfail " .. o.maxfail)), nfailures = 0,
+    durations = o.durations, durations_min = o.durations_min or 0.005, verbose_level = o.verbose_level,
     report = M.report_chars(o.report_chars or "fE") or { "f", "E" }, live = live,
     results = {}, collection_errors = {}, ntests = 0, jobs = 1, started = core.now(),
     c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 } }, M)
@@ -152,8 +157,9 @@ function M:result(r)
   self.results[#self.results + 1] = r
   self.c[r.outcome] = (self.c[r.outcome] or 0) + 1
   if r.teardown_errors then self.c.errors = self.c.errors + 1 end
-  if self.exitfirst and (r.outcome == "failed" or r.outcome == "xpassed" or r.teardown_errors) then
-    self.stopping = true
+  if r.outcome == "failed" or r.outcome == "xpassed" or r.teardown_errors then
+    self.nfailures = self.nfailures + 1
+    if self.maxfail and self.nfailures >= self.maxfail then self.stopping = true end
   end
   if self.live and not self.verbose and r.outcome == "passed" and not r.teardown_errors then
     self:draw_status() -- on a terminal, passing tests only move the status line
@@ -174,6 +180,15 @@ function M:result(r)
         .. " (teardown, " .. e.phase .. "): " .. e.message)
     end
   end
+end
+
+---One line for an attempt of a flaky test that failed and is run again (--reruns):
+---"RERUN    file::name (S.SSs) - Kind".
+function M:rerun(r)
+  self.c.rerun = (self.c.rerun or 0) + 1
+  local line = string.format("%-8s %s::%s (%.2fs) - %s", "RERUN", r.test.file, r.test.name,
+    r.duration or 0, r.failure and r.failure.kind or "error")
+  self:line(self:paint("rerun", line))
 end
 
 function M:failures(results)
@@ -211,6 +226,7 @@ function M.count(results)
   for _, r in ipairs(results) do
     c[r.outcome] = (c[r.outcome] or 0) + 1
     if r.outcome == "xpassed" then c.failed = c.failed + 1 end -- strict: an XPASS fails the run
+    c.rerun = (c.rerun or 0) + #(r.reruns or {})
   end
   return c
 end
@@ -233,6 +249,10 @@ local function short_line(self, ch, r)
     return { self:paint("xfailed", "XFAIL") .. " " .. id .. " - " .. first(r.reason) }
   elseif ch == "s" and r.outcome == "skipped" then
     return { self:paint("skipped", "SKIPPED") .. " " .. id .. " - " .. first(r.reason or "skipped") }
+  elseif ch == "R" and r.reruns then
+    local n = #r.reruns
+    return { self:paint("rerun", "RERUN") .. " " .. id .. " - " .. n .. (n == 1 and " rerun" or " reruns")
+      .. (r.outcome == "failed" and ", failed every time" or (", then " .. r.outcome)) }
   elseif ch == "p" and r.outcome == "passed" then
     return { self:paint("passed", "PASSED") .. " " .. id }
   elseif ch == "E" and r.teardown_errors then
@@ -264,18 +284,62 @@ function M:short_summary()
   for _, l in ipairs(lines) do self:line(l) end
 end
 
+---The "slowest durations" section (--durations N), as pytest prints it: one line per phase of a
+---test (call: the test function; teardown: its finalizers and sandbox kills; each attempt of a
+---rerun test), slowest first, "S.SSs when     id"; phases under --durations-min are counted,
+---not shown (all are shown with -vv, as in pytest).
+function M:durations_section()
+  local n = self.durations
+  if not n or #self.results == 0 then return end
+  local rows = {}
+  local function add(d, when, r)
+    if d then rows[#rows + 1] = { d = d, when = when, id = r.test.file .. "::" .. r.test.name } end
+  end
+  for _, r in ipairs(self.results) do
+    for _, a in ipairs(r.reruns or {}) do
+      add(a.call_duration, "call", r); add(a.teardown_duration, "teardown", r)
+    end
+    add(r.call_duration, "call", r); add(r.teardown_duration, "teardown", r)
+  end
+  if #rows == 0 then return end
+  table.sort(rows, function(a, b)
+    if a.d ~= b.d then return a.d > b.d end
+    return a.id < b.id
+  end)
+  self:line(n == 0 and "=== slowest durations ===" or string.format("=== slowest %d durations ===", n))
+  local last = (n == 0 or n > #rows) and #rows or n
+  for i = 1, last do
+    local row = rows[i]
+    if row.d < self.durations_min and not (self.verbose_level and self.verbose_level >= 2) then
+      self:line("")
+      self:line(string.format("(%d durations < %gs hidden.  Use --durations-min 0 to show these "
+        .. "durations.)", last - i + 1, self.durations_min))
+      break
+    end
+    self:line(string.format("%02.2fs %-8s %s", row.d, row.when, row.id))
+  end
+  self:line("")
+end
+
 function M:summary(c, seconds, note)
   self:end_progress()
   table.sort(self.results, function(a, b) return (a.test.index or 0) < (b.test.index or 0) end)
+  self:durations_section()
   self:short_summary()
-  if self.exitfirst and self.stopping and #self.results < self.ntests then
-    self:line(string.format("stopped at the first failure (-x): %d of %d tests were not started",
-      self.ntests - #self.results, self.ntests))
+  if self.maxfail and self.stopping and #self.results < self.ntests then
+    if self.maxfail == 1 then
+      self:line(string.format("stopped at the first failure (%s): %d of %d tests were not started",
+        self.maxfail_flag, self.ntests - #self.results, self.ntests))
+    else
+      self:line(string.format("stopped after %d failures (%s): %d of %d tests were not started",
+        self.maxfail, self.maxfail_flag, self.ntests - #self.results, self.ntests))
+    end
   end
   if note then self:line(note) end
   local s = string.format("%d passed, %d failed, %d skipped, %d xfailed", c.passed or 0,
     c.failed or 0, c.skipped or 0, c.xfailed or 0)
   if (c.errors or 0) > 0 then s = s .. string.format(", %d errors", c.errors) end
+  if (c.rerun or 0) > 0 then s = s .. string.format(", %d rerun", c.rerun) end
   self:line(s .. string.format(" in %.2fs", seconds))
 end
 

@@ -86,6 +86,45 @@ function M.warn_dotenv()
   end
 end
 
+-- The variables abxlua itself reads, from the environment and then the .env files (besides a
+-- provider's credential_env and region_env, and what a scenario reads with t.secret). A .env name
+-- with one of abxlua's prefixes that is none of these is warned about (M.warn_unknown_dotenv):
+-- a typo there would otherwise be ignored silently.
+M.VARIABLES = { "ABX_SANDBOX_API_KEY", "E2B_API_KEY", "ABX_SANDBOX_BASE_URL", "E2B_API_URL",
+  "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN", "E2B_SANDBOX_URL", "ABX_REGION", "ABX_PROVIDER",
+  "ABX_FLAVOR", "ABX_CONFIG", "E2E_SANDBOX_TTL", "E2E_RUN_ID", "E2E_CODE_TEMPLATE",
+  "E2E_SERVER_TEMPLATE" }
+M.PREFIXES = { "ABX_", "E2B_", "E2E_" }
+
+---Warns (stderr, once per name) about each .env name with an abxlua prefix that abxlua does not
+---read: not in M.VARIABLES nor a configured provider's credential_env or region_env.
+---@param cfg table a loaded config
+function M.warn_unknown_dotenv(cfg)
+  local known = {}
+  for _, n in ipairs(M.VARIABLES) do known[n] = true end
+  for _, p in pairs(cfg.providers or {}) do
+    if type(p) == "table" then
+      for _, n in ipairs(p.credential_env or {}) do known[n] = true end
+      if p.region_env then known[p.region_env] = true end
+    end
+  end
+  for _, f in ipairs(M.dotenv()) do
+    local names = {}
+    for n in pairs(f.values) do names[#names + 1] = n end
+    table.sort(names)
+    for _, n in ipairs(names) do
+      local prefixed = false
+      for _, pre in ipairs(M.PREFIXES) do
+        if n:sub(1, #pre) == pre then prefixed = true end
+      end
+      if prefixed and not known[n] then
+        core.ewrite(string.format("abxlua: warning: %s: %s is not a variable abxlua reads "
+          .. "(ignored; known: %s)\n", f.path, n, table.concat(M.VARIABLES, ", ")))
+      end
+    end
+  end
+end
+
 ---Forgets the .env files read (tests and long-lived callers).
 function M.reset() dotenv_cache, warned = nil, false end
 
@@ -215,6 +254,68 @@ function M.preflight(name, p)
   M.resolve(name, p)
 end
 
+-- The serve logs kept in the state dir (each kept only after a run that was not clean): the
+-- newest ones, so that failed runs do not pile them up.
+M.KEEP_SERVE_LOGS = 20
+
+---Removes the oldest `serve-*.log` files of `dir` beyond the newest `keep` (by mtime, then name).
+---@param dir string
+---@param keep integer
+---@return integer removed
+function M.prune_serve_logs(dir, keep)
+  local names = core.readdir(dir) or {}
+  local logs = {}
+  for _, n in ipairs(names) do
+    if n:match("^serve%-[%w_-]+%.log$") then
+      local st = core.lstat(dir .. "/" .. n)
+      if st and st.type == "file" then logs[#logs + 1] = { name = n, mtime = st.mtime } end
+    end
+  end
+  table.sort(logs, function(a, b)
+    if a.mtime ~= b.mtime then return a.mtime > b.mtime end
+    return a.name > b.name
+  end)
+  local removed = 0
+  for i = keep + 1, #logs do
+    if os.remove(dir .. "/" .. logs[i].name) then removed = removed + 1 end
+  end
+  return removed
+end
+
+-- True when this process may do what the local platform needs (namespaces, mounts, cgroups):
+-- effective uid 0 or CAP_SYS_ADMIN (bit 21 of CapEff, capabilities(7)) in /proc/self/status.
+local function privileged()
+  local status = core.read_file("/proc/self/status") or ""
+  local euid = status:match("\nUid:%s+%d+%s+(%d+)")
+  if euid == "0" then return true end
+  local cap = status:match("\nCapEff:%s+(%x+)")
+  local v = cap and tonumber(cap:sub(-8), 16)
+  return v ~= nil and (v >> 21) & 1 == 1
+end
+
+---Raises the error of a local platform that did not start, in one line: the cause serve logged
+---(its last line that is not a warning) and, without root or CAP_SYS_ADMIN, that the local
+---provider needs them. Raises InvalidArgument (not privileged: a usage error) or Transport.
+---@param err any core.platform_start's error
+---@param log? string serve's log
+function M.start_failure(err, log)
+  local cause
+  local text = log and core.read_file(log)
+  for line in (text or ""):gmatch("[^\n]+") do
+    if line:match("^abxlua serve: ") and not line:match("^abxlua serve: warning:") then
+      cause = line:gsub("^abxlua serve: ", "")
+    end
+  end
+  local msg = core.is_error(err) and err.message or tostring(err)
+  if not privileged() then
+    core.error("InvalidArgument", 0, string.format("the local provider needs root (or "
+      .. "CAP_SYS_ADMIN) for its sandboxes' namespaces, mounts and cgroups: %s; run as root, or "
+      .. "use a remote provider (--provider NAME)", cause or msg))
+  end
+  core.error("Transport", 0, "the local platform did not start: " .. (cause or msg)
+    .. (log and (" (log: " .. log .. ")") or ""))
+end
+
 ---Opens the provider.
 ---@param name string provider name
 ---@param p table provider settings from the config
@@ -254,7 +355,9 @@ function M.open(name, p, run)
       args[#args + 1] = dir .. "/build-cache"
       info.build_cache = dir .. "/build-cache"
     end
-    local child = core.platform_start(args, 20, info.log)
+    if dir then M.prune_serve_logs(dir, M.KEEP_SERVE_LOGS) end
+    local sok, child = pcall(core.platform_start, args, 20, info.log)
+    if not sok then M.start_failure(child, info.log) end
     local ok, ready = pcall(cjson.decode, child.ready)
     if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string"
       or type(ready.url) ~= "string" or not math.tointeger(ready.port)

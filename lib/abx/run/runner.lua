@@ -76,6 +76,7 @@ local function run_one(test, run)
     elseif e.state == "failed" then
       result.outcome, result.duration = "failed", 0
       result.failure = { error = e.error, kind = e.error.kind, message = templates.failure_message(e) }
+      result.no_rerun = true -- the template's build failed: a rerun cannot pass
       return result
     end
     result.started = core.now() -- the test's time starts after its template's deploy
@@ -84,7 +85,7 @@ local function run_one(test, run)
     test.opts.sandboxes)
   if not ok_owner then
     result.outcome, result.failure = "failed", M.describe(owner)
-    result.duration = 0
+    result.duration, result.no_rerun = 0, true -- the declaration is wrong: a rerun cannot pass
     return result
   end
   run.owners[me] = owner
@@ -100,8 +101,10 @@ local function run_one(test, run)
       result.outcome, result.failure = "failed", info
     end
   end
+  result.call_duration = core.now() - result.started
   local entry = test.opts.known_issue and run.catalog and run.catalog.entries[test.opts.known_issue]
   known_issues.classify(result, entry, run.provider, test.opts.raises)
+  local teardown_started = core.now()
   -- the teardown runs to its end after an interrupt too; only its own deadline stops it
   local tok, terrs = core.guard({ timeout = run.defaults.teardown_timeout, interruptible = false },
     M.describe, fixtures.teardown, state, run)
@@ -111,8 +114,55 @@ local function run_one(test, run)
   if #terrs > 0 then result.teardown_errors = terrs end
   result.sandboxes = {}
   for _, id in ipairs(owner.ids or {}) do result.sandboxes[#result.sandboxes + 1] = id end
+  result.teardown_duration = core.now() - teardown_started
   result.duration = core.now() - result.started
   return result
+end
+
+-- Whether a test carries the `flaky` marker.
+local function flaky(test)
+  for _, m in ipairs(test.markers or {}) do
+    if m == "flaky" then return true end
+  end
+  return false
+end
+
+-- Whether `r` may be rerun (--reruns): the test is marked flaky, it failed, and no known issue
+-- applied (a known issue's xfail, XPASS(strict) or wrong error kind is its strict outcome: a
+-- rerun must never change it), nor is the failure one a rerun cannot change.
+local function rerunnable(r)
+  return r.outcome == "failed" and not r.known_issue and not r.no_rerun and flaky(r.test)
+end
+
+---Runs one test, and reruns it while it may be rerun (--reruns N, tests marked flaky), at most
+---run.reruns more times. The result is the last attempt's, with `reruns` = the earlier
+---attempts { failure, duration, call_duration, teardown_duration, teardown_errors, sandboxes },
+---`duration` the time of every attempt, and `sandboxes` those of every attempt.
+---@param test table
+---@param run table
+---@param out table the console (a RERUN line per earlier attempt)
+---@param stopped fun(): boolean whether the run is stopping (no more reruns then)
+local function run_with_reruns(test, run, out, stopped)
+  local r = run_one(test, run)
+  local reruns = {}
+  while #reruns < (run.reruns or 0) and rerunnable(r) and not stopped() do
+    reruns[#reruns + 1] = { failure = r.failure, duration = r.duration,
+      call_duration = r.call_duration, teardown_duration = r.teardown_duration,
+      teardown_errors = r.teardown_errors, sandboxes = r.sandboxes }
+    out:rerun(r)
+    r = run_one(test, run)
+  end
+  if #reruns > 0 then
+    r.reruns = reruns
+    local sbx = {}
+    for _, a in ipairs(reruns) do
+      r.duration = r.duration + (a.duration or 0)
+      for _, id in ipairs(a.sandboxes or {}) do sbx[#sbx + 1] = id end
+    end
+    for _, id in ipairs(r.sandboxes or {}) do sbx[#sbx + 1] = id end
+    r.sandboxes = sbx
+  end
+  return r
 end
 
 -- The run record that reports are written from (abx.report.*). Results are in collection order.
@@ -147,6 +197,9 @@ local function count_all(run, collection_errors)
   return counts
 end
 
+-- The cleanup of a run that created nothing.
+local NOTHING_CREATED = { created = 0, tracked = 0, swept = 0, errors = {} }
+
 -- Every test skipped with one reason (no credentials): no sandbox, no cleanup needed.
 local function skip_all(run, out, tests, reason)
   for _, t in ipairs(tests) do
@@ -168,6 +221,8 @@ local function schedule(run, out, tests, opts)
     out:line("abxlua: interrupted: stopping the running tests, then cleaning up "
       .. "(interrupt again to exit at once)")
   end)
+  local failures = 0
+  local function stopped() return stop or core.interrupted() ~= 0 end
   return pcall(function()
     local next_i = 1
     local workers, done_workers = math.min(opts.jobs, #tests), 0
@@ -177,14 +232,15 @@ local function schedule(run, out, tests, opts)
         local t = tests[next_i]
         next_i = next_i + 1
         out:test_started(t)
-        local r = run_one(t, run)
+        local r = run_with_reruns(t, run, out, stopped)
         out.in_flight = out.in_flight - 1
         run.results[#run.results + 1] = r
         if run.templates then run.templates:count(r) end
         out:result(r)
-        if opts.exitfirst and (r.outcome == "failed" or r.outcome == "xpassed"
-            or r.teardown_errors) then
-          stop = true
+        -- --maxfail N (-x: 1): a failure is the test's final outcome (after its reruns)
+        if r.outcome == "failed" or r.outcome == "xpassed" or r.teardown_errors then
+          failures = failures + 1
+          if opts.maxfail and failures >= opts.maxfail then stop = true end
         end
       end
       done_workers = done_workers + 1
@@ -195,36 +251,76 @@ local function schedule(run, out, tests, opts)
   end)
 end
 
+---One authenticated call before the first test (a list of one sandbox, with the client's usual
+---retries): a refused API key or an unreachable endpoint ends the run with one message, not one
+---failure (and 20 s of retries) per test. Other errors are left to the tests.
+---@param conn table the run's connection
+---@param pname string
+---@param pinfo table abx.run.provider.open's info (credential_source, endpoint)
+---@return string|nil message when the run must stop (exit 4)
+function M.preflight(conn, pname, pinfo)
+  local ok, err = pcall(conn.list_page, conn, { limit = 1 })
+  if ok then return nil end
+  local kind = core.is_error(err) and err.kind or "LuaError"
+  local msg = core.is_error(err) and err.message or tostring(err)
+  if kind == "Authentication" then
+    return string.format("provider %s refused the API key%s: %s (status %s); check the key, "
+      .. "or `abxlua doctor --provider %s`", pname, pinfo.credential_source and
+      (" from " .. pinfo.credential_source) or "", msg, tostring(err.status), pname)
+  elseif kind == "Transport" or kind == "Timeout" then
+    return string.format("provider %s is unreachable at %s: %s: %s; check the API URL and the "
+      .. "network, or `abxlua doctor --provider %s`", pname, tostring(pinfo.endpoint), kind, msg,
+      pname)
+  end
+  return nil
+end
+
 ---Runs every test of `files` (from abx.run.collect).
 ---@param files table[] collected files
 ---@param opts table { config, catalog, provider_name, provider_settings? (abx.run.config.provider's
----  second value: given, the run does not resolve the provider again), flavor?, jobs, exitfirst,
----  run_id, verbose, selection }
+---  second value: given, the run does not resolve the provider again), flavor?, jobs, maxfail?
+---  (stop starting tests after this many failures; -x is 1), reruns? (--reruns N), run_id,
+---  verbose, selection, first? ({ [test] = true }: run these first, --ff), notes? (lines after
+---  the header), empty? ({ line?, code }: the selection is empty on purpose; exit `code`),
+---  require_credentials? (missing credentials: exit 4, not skips) }
 ---@return integer exit code, table run record (see new_record)
 function M.run(files, opts)
   local cfg = opts.config
   local defaults = cfg.defaults
   local run = { run_id = opts.run_id, defaults = defaults, results = {}, owners = {},
-    catalog = opts.catalog, provider = opts.provider_name }
+    catalog = opts.catalog, provider = opts.provider_name, reruns = opts.reruns or 0 }
   local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
-    exitfirst = opts.exitfirst })
+    maxfail = opts.maxfail })
   local started, started_wall = core.now(), core.time()
 
   local tests, collection_errors = {}, {}
   for _, f in ipairs(files) do
     if f.error then collection_errors[#collection_errors + 1] = { path = f.path, error = f.error } end
-    for _, t in ipairs(f.tests) do
-      t.index = #tests + 1
-      tests[#tests + 1] = t
-    end
+    for _, t in ipairs(f.tests) do tests[#tests + 1] = t end
   end
+  -- --ff: the last run's failures first, each part in collection order (the reports follow the
+  -- order the tests ran in, as pytest's do)
+  local first = opts.first or {}
+  if next(first) then
+    local a, b = {}, {}
+    for _, t in ipairs(tests) do
+      if first[t] then a[#a + 1] = t else b[#b + 1] = t end
+    end
+    for _, t in ipairs(b) do a[#a + 1] = t end
+    tests = a
+  end
+  for i, t in ipairs(tests) do t.index = i end
   for _, f in ipairs(collection_errors) do out:collection_error(f) end
   if #tests == 0 then
+    local empty = #collection_errors == 0 and opts.empty
+    for _, l in ipairs(opts.notes or {}) do out:line(l) end
+    if empty and empty.line then out:line(empty.line) end
     out:line("no tests collected" .. (#collection_errors > 0 and " (see the collection errors above)" or ""))
     local record = new_record(run, opts, opts.provider_name, nil, tests, collection_errors, started_wall)
     local counts = count_all(run, collection_errors)
     out:summary(counts, core.now() - started)
     finish_record(record, run, counts, nil, started)
+    if empty then return empty.code, record end
     return #collection_errors > 0 and 1 or 5, record
   end
 
@@ -238,9 +334,30 @@ function M.run(files, opts)
     or pname
   run.provider_kind = psettings.kind
   run.capabilities = psettings.capability_set or {}
-  local conn, pinfo = provider.open(pname, psettings, run)
+  local pok, conn, pinfo = pcall(provider.open, pname, psettings, run)
+  if not pok then
+    -- a provider that cannot open (a local platform that did not start, a bad config) is one
+    -- line, not a traceback: exit 4 for a usage error (InvalidArgument), else 3
+    local e = conn
+    out:line("abxlua: error: " .. (core.is_error(e) and e.message or tostring(e)))
+    local record = new_record(run, opts, pname, nil, tests, collection_errors, started_wall)
+    record.error = core.is_error(e) and e.message or tostring(e)
+    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
+    return (core.is_error(e) and e.kind == "InvalidArgument") and 4 or 3, record
+  end
   local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
   out:header(run.provider_label, pinfo, run.run_id, #tests, opts.jobs)
+  for _, l in ipairs(opts.notes or {}) do out:line(l) end
+  if not conn and opts.require_credentials then
+    -- a CI job that forgot its secret must go red, not green with every test skipped
+    out:line(string.format("abxlua: error: provider %s: missing credentials [%s] (--require-"
+      .. "credentials, on when CI is set: set them, or pass --no-require-credentials to skip "
+      .. "every test instead)", pname, table.concat(pinfo.missing, ", ")))
+    if pinfo.stop then pinfo.stop(false) end
+    record.error = "missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
+    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
+    return 4, record
+  end
   if not conn then
     local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
     local cleanup = skip_all(run, out, tests, reason)
@@ -249,6 +366,15 @@ function M.run(files, opts)
     record.skip_reason = reason
     finish_record(record, run, counts, cleanup, started)
     return #collection_errors > 0 and 1 or 0, record
+  end
+  local refused = M.preflight(conn, pname, pinfo)
+  if refused then
+    out:line("abxlua: error: " .. refused)
+    if pinfo.stop then pinfo.stop(true) end
+    if pinfo.log then out:line("local platform log: " .. pinfo.log) end
+    record.error = refused
+    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
+    return 4, record
   end
   run.conn = conn
   run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)

@@ -1,27 +1,43 @@
 -- abx.run.suite: what run, list and known-issues share: load the config and the known-issues catalog,
--- collect the scenario files, and apply the selection (-k, -m, --profile), then the shard
--- (--shard K/N).
+-- collect the scenario files named by paths and node ids (FILE::NAME, abx.run.nodeid), apply the
+-- selection (-k, -m, --profile), then --lf / --ff (abx.run.cache), then the shard (--shard K/N,
+-- abx.run.shard).
 local core = require("abx.core")
 local config = require("abx.run.config")
 local collect = require("abx.run.collect")
 local select = require("abx.run.select")
 local known_issues = require("abx.run.known_issues")
+local nodeid = require("abx.run.nodeid")
+local cache = require("abx.run.cache")
+local shard = require("abx.run.shard")
 
 local M = {}
 
 ---Adds the selection options to an argparse command.
 function M.add_selection_options(cmd)
   cmd:argument("paths", "Scenario files or directories (default: scenarios/; searched "
-    .. "recursively for *.lua)."):args("*")
-  cmd:option("-k", "Only tests whose name matches this expression (words are case-insensitive "
-    .. "substrings; and, or, not, parentheses)."):target("keyword")
-  cmd:option("-m", "Only tests whose markers match this expression (e.g. \"not e2e_slow\").")
-    :target("markexpr")
+    .. "recursively for *.lua), or node ids FILE::NAME naming one test, as the reports print "
+    .. "them."):args("*")
+  cmd:option("-k", "Only tests whose name or file path matches this expression: phrases "
+    .. "(case-insensitive substrings; quote one holding and/or/not: '\"does not exist\"'), "
+    .. "and, or, not, parentheses. Empty: no filter."):target("keyword")
+  cmd:option("-m", "Only tests whose markers match this expression (e.g. \"not e2e_slow\"). "
+    .. "Empty: no filter."):target("markexpr")
   cmd:option("--profile", "A named selection from config `profiles:` (-m / -k given here win).")
   cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
 end
 
----Adds --shard to an argparse command (run, list).
+---Adds --lf, --ff, --lfnf and --cache-clear (the cache of the last run, abx.run.cache) to an
+---argparse command (run, list).
+function M.add_cache_options(cmd)
+  cmd:flag("--lf --last-failed", "Run only the tests that failed at the last run (or all when "
+    .. "none failed), from .abxlua_cache/ at the project root."):target("lf")
+  cmd:flag("--ff --failed-first", "Run all tests, the last run's failures first."):target("ff")
+  cmd:option("--lfnf --last-failed-no-failures", "With --lf and no failure recorded: run all "
+    .. "tests (all, the default), or none."):choices({ "all", "none" }):target("lfnf")
+  cmd:flag("--cache-clear", "Forget the recorded failures before the run."):target("cache_clear")
+end
+
 ---Adds --flavor NAME (abx.run.flavor): the local provider as that platform's flavour.
 function M.add_flavor_option(cmd)
   cmd:option("--flavor", "Run the local provider as another platform's flavour (`abxlua serve "
@@ -30,60 +46,28 @@ function M.add_flavor_option(cmd)
     :argname("NAME")
 end
 
-function M.add_shard_option(cmd)
-  cmd:option("--shard", "Run only part K of N of the selected tests (K/N, 1 <= K <= N): the "
-    .. "shards of one selection are disjoint and together make the whole.")
-end
+---Adds --shard, --shard-strict and --shard-durations to an argparse command (run, list).
+M.add_shard_option = shard.add_options
+---Parses "K/N" (abx.run.shard.parse).
+M.parse_shard = shard.parse
+---Keeps shard k of n of `files` in place (abx.run.shard.apply).
+M.apply_shard = shard.apply
 
----Parses "K/N". Returns k, n, or nil and a usage error.
-function M.parse_shard(text)
-  local k, n = tostring(text):match("^%s*(%d+)%s*/%s*(%d+)%s*$")
-  k, n = tonumber(k), tonumber(n)
-  if not k or n < 1 or k < 1 or k > n then
-    return nil, "--shard must be K/N with 1 <= K <= N (e.g. 2/3), got " .. tostring(text)
-  end
-  return k, n
-end
-
----Keeps shard k of n of `files` (after the selection), in place: the selected tests, and the
----files that failed to collect (each counted as one item named by its path), sorted by id
----(`file::name`, or the path), are dealt round-robin, so shard k keeps items k, k+n, k+2n, ...
----The shards of one selection are disjoint, their union is the whole, and sizes differ by at most
----one. A collection error is reported by its own shard only.
----@param files table[] collected files (abx.run.collect), tests already selected
----@param k integer
----@param n integer
-function M.apply_shard(files, k, n)
-  local items = {}
-  for _, f in ipairs(files) do
-    if f.error then items[#items + 1] = { id = f.path, file = f } end
-    for _, t in ipairs(f.tests) do items[#items + 1] = { id = t.id, test = t } end
-  end
-  table.sort(items, function(a, b) return a.id < b.id end)
-  local keep, keep_error = {}, {}
-  for i, item in ipairs(items) do
-    if (i - 1) % n + 1 == k then
-      if item.test then keep[item.test] = true else keep_error[item.file] = true end
-    end
-  end
-  for _, f in ipairs(files) do
-    if f.error and not keep_error[f] then f.error = nil end
-    local kept = {}
-    for _, t in ipairs(f.tests) do
-      if keep[t] then kept[#kept + 1] = t end
-    end
-    f.tests = kept
-  end
+-- An expression that is empty or all blanks selects nothing out (CI's -k "$FILTER").
+local function given(expr)
+  if expr == nil or not expr:find("%S") then return nil end
+  return expr
 end
 
 -- Compiles -k, -m and --profile into one predicate, or nil when nothing is selected out.
 -- Raises: InvalidArgument (usage error) for a bad expression or an unknown profile.
 local function selection(args, cfg)
-  local k, m = args.keyword, args.markexpr
+  local k, m = given(args.keyword), given(args.markexpr)
   if args.profile then
     local prof = config.profile(cfg, args.profile)
-    k = k or prof.k
-    m = m or prof.m
+    -- an empty -k / -m is as if not given: the profile's applies
+    k = k or given(prof.k)
+    m = m or given(prof.m)
   end
   local preds = {}
   for _, sel in ipairs({ { k, "k" }, { m, "m" } }) do
@@ -102,15 +86,44 @@ local function selection(args, cfg)
   end, { k = k, m = m, profile = args.profile }
 end
 
----Loads config, catalog and files; applies the selection.
----@return table|nil suite { config, catalog, files, selection = {k, m, profile, paths} }
+-- The usage errors of the cache and shard options among themselves.
+local function check_options(args)
+  if args.lf and args.ff then return "--lf and --ff: give one (--ff already runs every test)" end
+  if args.lfnf and not args.lf then return "--lfnf only goes with --lf" end
+  if args.shard_strict and not args.shard then return "--shard-strict only goes with --shard K/N" end
+  if args.shard_durations and #args.shard_durations > 0 and not args.shard then
+    return "--shard-durations only goes with --shard K/N"
+  end
+  return nil
+end
+
+-- Whether the selected files hold anything to report: a test or a collection error.
+local function anything(files)
+  for _, f in ipairs(files) do
+    if f.error or #f.tests > 0 then return true end
+  end
+  return false
+end
+
+---Loads config, catalog and files; applies the selection, --lf/--ff and the shard.
+---@return table|nil suite { config, catalog, files, selection = {k, m, profile, paths, shard},
+---  notes = lines for the header ("run-last-failure: ..."), first = { [test] = true } (--ff: run
+---  these first), empty = { line?, code } | nil (nothing left to run on purpose: an empty shard,
+---  --lfnf none; exit `code`), root (the project root), collected = { [path] = collected ok } }
 ---@return string|nil usage error
 ---Raises: InvalidArgument for bad config, catalog or expressions (usage errors)
 function M.load(args)
-  local shard_k, shard_n
+  local oerr = check_options(args)
+  if oerr then return nil, oerr end
+  local shard_k, shard_n, durations
   if args.shard then
-    shard_k, shard_n = M.parse_shard(args.shard)
+    shard_k, shard_n = shard.parse(args.shard)
     if not shard_k then return nil, shard_n end
+    if args.shard_durations and #args.shard_durations > 0 then
+      local derr
+      durations, derr = shard.load_durations(args.shard_durations)
+      if not durations then return nil, derr end
+    end
   end
   local cfg = config.load(config.find(args.config))
   local catalog = known_issues.load(cfg.known_issues)
@@ -118,11 +131,21 @@ function M.load(args)
   local paths = args.paths
   if #paths == 0 then paths = { "scenarios" } end
   sel.paths = paths
-  local names, missing = collect.files(paths)
+  local split, serr = nodeid.split(paths, collect.normalize)
+  if not split then return nil, serr end
+  local names, missing = collect.files(split.files)
   if #missing > 0 then return nil, "no such file or directory: " .. table.concat(missing, ", ") end
-  local files = {}
+  local whole = {}
+  for _, p in ipairs(#split.plain > 0 and (collect.files(split.plain)) or {}) do whole[p] = true end
+  local files, collected = {}, {}
   for _, path in ipairs(names) do
     local f = collect.load(path, cfg.markers, catalog)
+    collected[path] = f.error == nil
+    local ids = not whole[path] and split.ids[path]
+    if ids then
+      local kerr = nodeid.keep(f, ids)
+      if kerr then return nil, kerr end
+    end
     if pred then
       local keep = {}
       for _, t in ipairs(f.tests) do
@@ -132,11 +155,26 @@ function M.load(args)
     end
     files[#files + 1] = f
   end
-  if shard_k then
-    M.apply_shard(files, shard_k, shard_n)
-    sel.shard = shard_k .. "/" .. shard_n
+  local s = { config = cfg, catalog = catalog, files = files, selection = sel, notes = {},
+    first = {}, root = cache.root(cfg), collected = collected }
+  if args.cache_clear then cache.clear(s.root) end
+  if args.lf or args.ff then
+    local status, first = cache.select(files, s.root, args.lf and "lf" or "ff", args.lfnf or "all")
+    s.notes[#s.notes + 1] = status
+    s.first = first
+    if args.lf and args.lfnf == "none" and not anything(files) then s.empty = { code = 0 } end
   end
-  return { config = cfg, catalog = catalog, files = files, selection = sel }
+  if shard_k then
+    local total = shard.apply(files, shard_k, shard_n, durations)
+    sel.shard = shard_k .. "/" .. shard_n
+    if durations then sel.shard_durations = args.shard_durations end
+    if total > 0 and not anything(files) then
+      s.empty = { code = args.shard_strict and 5 or 0, line = string.format("shard %d/%d is empty: "
+        .. "%d tests selected in all, %d shards%s", shard_k, shard_n, total, shard_n,
+        args.shard_strict and " (--shard-strict: exit 5)" or "") }
+    end
+  end
+  return s
 end
 
 return M

@@ -11,6 +11,7 @@ local M = {}
 function M.configure(parser)
   local cmd = parser:command("list", "List the tests that would run, one per line, with markers.")
   suite.add_selection_options(cmd)
+  suite.add_cache_options(cmd)
   suite.add_shard_option(cmd)
   cmd:option("--provider", "Also show which tests this provider (config/abxlua.yaml) would skip "
     .. "for a capability it lacks, and why.")
@@ -35,6 +36,7 @@ function M.execute(args)
     label = p.flavor and (pname .. " --flavor " .. p.flavor) or pname
   end
   local n, bad, skips = 0, 0, 0
+  for _, l in ipairs(s.notes) do core.write(l .. "\n") end
   for _, f in ipairs(s.files) do
     if f.error then
       core.write("ERROR " .. f.path .. " (collection): " .. tostring(f.error) .. "\n")
@@ -53,6 +55,10 @@ function M.execute(args)
     caps and string.format(", %d would be skipped on %s", skips, label) or "",
     bad > 0 and (", " .. bad .. " errors") or ""))
   if bad > 0 then return 1 end
+  if n == 0 and s.empty then
+    if s.empty.line then core.write(s.empty.line .. "\n") end
+    return s.empty.code
+  end
   return n == 0 and 5 or 0
 end
 

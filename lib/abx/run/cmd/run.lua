@@ -13,11 +13,27 @@ function M.configure(parser)
   run:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   suite.add_flavor_option(run)
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
-  run:flag("-x --exitfirst", "Stop starting tests after the first failure (cleanup still runs).")
+  run:flag("--require-credentials", "Missing credentials of a remote provider end the run with "
+    .. "exit 4 naming the variables, instead of skipping every test (the default when CI is set).")
+    :target("require_credentials")
+  run:flag("--no-require-credentials", "Skip every test when credentials are missing (exit 0), "
+    .. "also when CI is set."):target("no_require_credentials")
+  run:flag("-x --exitfirst", "Stop starting tests after the first failure (cleanup still runs); "
+    .. "--maxfail 1.")
+  run:option("--maxfail", "Stop starting tests after N failures (failed, XPASS(strict) or a "
+    .. "teardown error; cleanup still runs). 0: no limit."):argname("N"):convert(tonumber)
+  suite.add_cache_options(run)
+  run:option("--reruns", "Rerun a failing test marked flaky up to N times; it is reported as "
+    .. "rerun, and passes if an attempt passes. Never a known issue's test."):argname("N")
+    :convert(tonumber)
+  run:option("--durations", "Show the N slowest test phases (call, teardown) at the end; 0: all.")
+    :argname("N"):convert(tonumber)
+  run:option("--durations-min", "With --durations: leave out phases shorter than S seconds "
+    .. "(default 0.005)."):argname("S"):convert(tonumber):target("durations_min")
   run:flag("-v --verbose", "-v: tracebacks of failures; -vv: also every HTTP request and answer "
     .. "(masked) on stderr; -vvv: with body excerpts."):count("0-3")
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
-    .. "x xfailed, X xpassed, p passed, a all but passed, A all, N none.", "fE"):target("report_chars")
+    .. "x xfailed, X xpassed, p passed, R rerun, a all but passed, A all, N none.", "fE"):target("report_chars")
   suite.add_shard_option(run)
   run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   run:option("--json", "Write a JSON report to FILE."):argname("FILE")
@@ -64,6 +80,14 @@ local function command_line(args)
   opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
   opt("--shard", args.shard); opt("--timeout", args.timeout)
   if args.exitfirst then parts[#parts + 1] = "-x" end
+  opt("--maxfail", args.maxfail); opt("--reruns", args.reruns); opt("--durations", args.durations)
+  opt("--durations-min", args.durations_min)
+  if args.lf then parts[#parts + 1] = "--lf" end
+  if args.ff then parts[#parts + 1] = "--ff" end
+  opt("--lfnf", args.lfnf)
+  if args.cache_clear then parts[#parts + 1] = "--cache-clear" end
+  if args.shard_strict then parts[#parts + 1] = "--shard-strict" end
+  for _, d in ipairs(args.shard_durations or {}) do opt("--shard-durations", d) end
   if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
@@ -100,9 +124,44 @@ local function write_reports(args, record, code)
   return code
 end
 
+-- A whole number >= 0 given to `flag`, or a usage error.
+local function count_arg(flag, v)
+  if v ~= nil and (math.tointeger(v) == nil or v < 0) then
+    return string.format("%s must be a whole number >= 0, got %s", flag, tostring(v))
+  end
+  return nil
+end
+
+-- Checks --maxfail, --reruns, --durations and --durations-min; returns the failure limit
+-- (nil: none) and the flag that set it, or nil, nil and a usage error.
+local function limits(args)
+  for _, o in ipairs({ { "--maxfail", args.maxfail }, { "--reruns", args.reruns },
+    { "--durations", args.durations } }) do
+    local err = count_arg(o[1], o[2])
+    if err then return nil, nil, err end
+  end
+  if args.durations_min and args.durations_min < 0 then
+    return nil, nil, "--durations-min must be a number of seconds >= 0"
+  end
+  if args.durations_min and not args.durations then
+    return nil, nil, "--durations-min only goes with --durations N"
+  end
+  if args.exitfirst and args.maxfail and args.maxfail ~= 1 then
+    return nil, nil, "-x is --maxfail 1: give -x or --maxfail " .. math.tointeger(args.maxfail)
+  end
+  if args.exitfirst then return 1, "-x" end
+  if args.maxfail and args.maxfail > 0 then
+    local n = math.tointeger(args.maxfail)
+    return n, "--maxfail " .. n
+  end
+  return nil, nil
+end
+
 function M.execute(args)
   local chars_ok, chars_err = console.report_chars(args.report_chars)
   if not chars_ok then return nil, chars_err end
+  local maxfail, maxfail_flag, lerr = limits(args)
+  if lerr then return nil, lerr end
   local perr = check_report_paths(args)
   if perr then return nil, perr end
   local s, err = suite.load(args)
@@ -119,32 +178,47 @@ function M.execute(args)
   require("abx.run.provider").preflight(provider_name, psettings)
   local jobs = args.jobs or cfg.defaults.jobs
   if jobs < 1 or jobs ~= math.floor(jobs) then return nil, "-j must be a positive integer" end
-  local env_ttl = core.getenv("E2E_SANDBOX_TTL")
+  local lookup = require("abx.run.provider").lookup -- the environment, then .env
+  require("abx.run.provider").warn_unknown_dotenv(cfg)
+  local env_ttl = lookup("E2E_SANDBOX_TTL")
   if env_ttl then
     cfg.defaults.sandbox_ttl = tonumber(env_ttl)
     if not cfg.defaults.sandbox_ttl or cfg.defaults.sandbox_ttl <= 0 then
       return nil, "E2E_SANDBOX_TTL must be a positive number of seconds, got " .. env_ttl
     end
   end
-  local run_id = core.getenv("E2E_RUN_ID") or core.random_hex(6)
+  local run_id = lookup("E2E_RUN_ID") or core.random_hex(6)
   if not run_id:match("^[%w%-_]+$") then
     return nil, "E2E_RUN_ID may only contain letters, digits, '-' and '_'"
   end
+  if args.require_credentials and args.no_require_credentials then
+    return nil, "--require-credentials and --no-require-credentials contradict each other"
+  end
+  local ci = core.getenv("CI")
+  local require_credentials = args.require_credentials or (not args.no_require_credentials
+    and ci ~= nil and ci ~= "" and ci ~= "0" and ci:lower() ~= "false")
   local runner = require("abx.run.runner")
-  console.configure({ report_chars = args.report_chars, exitfirst = args.exitfirst })
+  console.configure({ report_chars = args.report_chars, maxfail = maxfail,
+    maxfail_flag = maxfail_flag, durations = args.durations and math.tointeger(args.durations),
+    durations_min = args.durations_min, verbose_level = args.verbose })
   local code, record = 3, nil
   if args.verbose >= 2 then core.set_trace(args.verbose - 1) end
   local ok, errs = core.run(function()
     code, record = runner.run(s.files, { config = cfg, catalog = s.catalog,
-      provider_name = provider_name, provider_settings = psettings, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
-      verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars })
+      provider_name = provider_name, provider_settings = psettings, jobs = jobs, maxfail = maxfail,
+      run_id = run_id, verbose = args.verbose > 0, selection = s.selection,
+      report_chars = args.report_chars, reruns = args.reruns and math.tointeger(args.reruns) or 0,
+      first = s.first, notes = s.notes, empty = s.empty, require_credentials = require_credentials })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
     return 3
   end
   M.last_record = record
-  if record then code = write_reports(args, record, code) end
+  if record then
+    require("abx.run.cache").update(s.root, record, s.collected)
+    code = write_reports(args, record, code)
+  end
   return code
 end
 

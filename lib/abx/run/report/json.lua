@@ -5,7 +5,9 @@
 --   errors}, cleanup {created, tracked, swept, errors[]} | null, collection_errors [{path, error}],
 --   tests [{id, file, name, line, markers[], known_issue, raises, outcome, duration, reason,
 --           error {kind, status, message, traceback} | null, teardown_errors [{phase, message}],
---           sandboxes[]}] }
+--           sandboxes[], reruns [{duration, error, teardown_errors}]}] }
+-- `reruns` (--reruns N): the earlier attempts of a flaky test that failed, oldest first; the
+-- test's own fields are its last attempt's (duration: of every attempt); counts.rerun sums them.
 -- `failed` counts xpassed tests too (an XPASS fails the run), as on the console.
 local cjson = require("cjson")
 local common = require("abx.run.report.common")
@@ -65,6 +67,17 @@ local function test_entry(r)
   end
   local sbx = array()
   for _, id in ipairs(r.sandboxes or {}) do sbx[#sbx + 1] = mask(id) end
+  local reruns = array()
+  for _, a in ipairs(r.reruns or {}) do
+    local af = common.failure(a) or { kind = "Error", message = "?" }
+    local atds = array()
+    for _, e in ipairs(a.teardown_errors or {}) do
+      atds[#atds + 1] = { phase = mask(e.phase), message = mask(e.message) }
+    end
+    reruns[#reruns + 1] = { duration = a.duration or 0, teardown_errors = atds,
+      error = { kind = af.kind, status = opt(af.status), message = af.message,
+        traceback = opt(af.traceback) } }
+  end
   return {
     id = mask(t.id), file = mask(t.file), name = mask(t.name), line = opt(t.line),
     markers = markers, known_issue = opt(mask(t.opts and t.opts.known_issue)),
@@ -72,7 +85,7 @@ local function test_entry(r)
     duration = r.duration or 0, reason = opt(mask(r.reason)),
     error = f and { kind = f.kind, status = opt(f.status), message = f.message,
       traceback = opt(f.traceback) } or NULL,
-    teardown_errors = tds, sandboxes = sbx,
+    teardown_errors = tds, sandboxes = sbx, reruns = reruns,
   }
 end
 
@@ -107,7 +120,8 @@ function M.document(record)
     jobs = opt(record.jobs), total = record.total or #tests,
     interrupted = record.interrupted and true or false, skip_reason = opt(mask(record.skip_reason)),
     counts = { passed = c.passed or 0, failed = c.failed or 0, skipped = c.skipped or 0,
-      xfailed = c.xfailed or 0, xpassed = c.xpassed or 0, errors = c.errors or 0 },
+      xfailed = c.xfailed or 0, xpassed = c.xpassed or 0, errors = c.errors or 0,
+      rerun = c.rerun or 0 },
     cleanup = cleanup, collection_errors = ces, tests = tests,
   }
 end

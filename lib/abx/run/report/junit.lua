@@ -9,6 +9,11 @@
 --         <failure message type="XPASS">...</failure>              xpassed (strict)
 --         <skipped message="reason"/>                              skipped
 --         <skipped type="xfail" message="xfail: KI-...: title"/>   xfailed
+--         <rerunFailure message type><stackTrace/></rerunFailure>  failed earlier attempts (--reruns)
+--                                                                    of a test that failed every time
+--         <flakyFailure message type><stackTrace/></flakyFailure>  failed attempts of a test that
+--                                                                    then passed (Maven Surefire's
+--                                                                    rerun elements)
 --         <error message type="teardown">...</error>               a teardown error
 --       </testcase>
 --     A file that failed to collect is a suite with one testcase named after the file, holding an
@@ -98,6 +103,13 @@ local function testcase(r, out)
       { "message", "xfail: " .. (r.reason or t.opts.known_issue or "") } }) .. ">"
       .. M.text(f and f.message or "") .. "</skipped>"
     counts.skipped = 1
+  end
+  local rerun_tag = r.outcome == "failed" and "rerunFailure" or "flakyFailure"
+  for _, a in ipairs(r.reruns or {}) do
+    local f = common.failure(a) or { kind = "Error", message = "?" }
+    body[#body + 1] = tag(rerun_tag, { { "message", f.message }, { "type", f.kind } }) .. "><stackTrace>"
+      .. M.text(f.message .. (f.traceback and ("\n" .. f.traceback) or "")) .. "</stackTrace></"
+      .. rerun_tag .. ">"
   end
   for _, e in ipairs(r.teardown_errors or {}) do
     body[#body + 1] = tag("error", { { "message", common.first_line(common.mask(e.message)) },

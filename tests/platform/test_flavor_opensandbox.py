@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""`abxlua serve --flavor opensandbox`: OpenSandbox's lifecycle API and ingress (issue 12 part 3).
+
+Usage: test_flavor_opensandbox.py [path/to/abxlua]
+
+Every route and status of platform/os_api.h on real sandboxes: the credential refusal, X-Request-ID,
+E2B's routes 404, bad bodies 400 naming the field, create 202 Pending -> Running, the entrypoint
+and resourceLimits honoured, the data plane through the ingress (URI mode and the
+OpenSandbox-Ingress-To header, envd's own port; unknown port, sandbox and route), endpoints with
+and without secureAccess, list filters and pagination, renew-expiration, pause/resume states,
+delete, and the expiry of a running and of a paused sandbox. Sources: opensandbox-group/OpenSandbox specs/
+sandbox-lifecycle.yml and the OpenSandbox server and ingress named in platform/os_api.h.
+Exit 1 when a check failed, 77 when skipped.
+"""
+import base64
+import http.client
+import json
+import os
+import re
+import struct
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_platform as tp  # noqa: E402
+
+failures = []
+ENVD = 49983
+GOOD = {"image": {"uri": "base"}, "entrypoint": ["tail", "-f", "/dev/null"],
+        "resourceLimits": {"cpu": "500m", "memory": "512Mi"}, "timeout": 600}
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+class OS:
+    def __init__(self, s):
+        self.s = s
+
+    def req(self, method, path, body=None, key=True, headers=None):
+        h = dict(headers or {})
+        if key is True:
+            h["OPEN-SANDBOX-API-KEY"] = self.s.key
+        elif key:
+            h["OPEN-SANDBOX-API-KEY"] = key
+        return self.s.json(method, path, body, key=False, headers=h)
+
+    def create(self, **fields):
+        body = dict(GOOD)
+        body.update(fields)
+        return self.req("POST", "/v1/sandboxes", body)
+
+    def state(self, sid):
+        st, _, j = self.req("GET", "/v1/sandboxes/" + sid)
+        return j["status"]["state"] if st == 200 else st
+
+    def wait(self, sid, want, passing, secs=30):
+        """Poll until state `want`; every state seen on the way must be in `passing`."""
+        seen = []
+        deadline = time.time() + secs
+        while time.time() < deadline:
+            st = self.state(sid)
+            if not seen or seen[-1] != st:
+                seen.append(st)
+            if st == want:
+                return all(x in passing or x == want for x in seen), seen
+            time.sleep(0.1)
+        return False, seen
+
+
+def ts(s):
+    return datetime.strptime(s.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z")
+
+
+def iso(dt):
+    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def run_in(s, sid, cmd, token=None):
+    """bash -c cmd through envd's process.Process/Start, routed by OpenSandbox-Ingress-To."""
+    msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+    c.request("POST", "/process.Process/Start", b"\x00" + struct.pack(">I", len(msg)) + msg, {
+        "Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
+        "OpenSandbox-Ingress-To": "%s-%d" % (sid, ENVD),
+        "Authorization": "Basic " + base64.b64encode(b"root:").decode(),
+        **({"X-Access-Token": token} if token else {})})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    if r.status != 200:
+        return r.status, None, data.decode(errors="replace")
+    out, code = b"", None
+    while len(data) >= 5:
+        flags, n = struct.unpack(">BI", data[:5])
+        ev = json.loads(data[5:5 + n] or b"{}").get("event", {})
+        data = data[5 + n:]
+        if "data" in ev:
+            out += base64.b64decode(ev["data"].get("stdout", ""))
+        if "end" in ev:
+            code = ev["end"].get("exitCode", 0)
+    return r.status, code, out.decode(errors="replace")
+
+
+def t_auth_and_shape(o):
+    s = o.s
+    st, hd, j = o.req("GET", "/v1/sandboxes", key=False)
+    check(st == 401 and j.get("code") == "MISSING_API_KEY" and "OPEN-SANDBOX-API-KEY" in j.get("message", "")
+          and re.match(r"^[0-9a-f]{32}$", hd.get("x-request-id", "")),
+          "no key -> 401 MISSING_API_KEY with X-Request-ID (%d %r %r)" % (st, j, hd.get("x-request-id")))
+    st, _, j = o.req("GET", "/v1/sandboxes", key="e2b_" + "0" * 40)
+    check(st == 401 and j == {"code": "INVALID_API_KEY", "message": "Authentication credentials are "
+                              "invalid. Check your API key and try again."}, "wrong key -> 401 INVALID_API_KEY (%d %r)" % (st, j))
+    st, _, j = s.json("GET", "/v1/sandboxes")  # E2B's X-API-Key is not OpenSandbox's header
+    check(st == 401 and j.get("code") == "MISSING_API_KEY", "X-API-Key alone -> 401 (%d %r)" % (st, j))
+    st, hd, _ = o.req("GET", "/v1/sandboxes", headers={"X-Request-ID": "  trace-42 "})
+    check(st == 200 and hd.get("x-request-id") == "trace-42", "X-Request-ID echoed, trimmed (%r)" % hd.get("x-request-id"))
+    st, _, j = s.json("GET", "/health", key=False)
+    check(st == 200 and j == {"status": "healthy"}, "GET /health without a key (%d %r)" % (st, j))
+    for m, p in [("GET", "/v2/sandboxes"), ("POST", "/sandboxes"), ("GET", "/sandboxes"),
+                 ("GET", "/templates"), ("POST", "/v1/sandboxes/x/snapshots"), ("GET", "/v1/snapshots")]:
+        st, hd, j = o.req(m, p, {} if m == "POST" else None)
+        check(st == 404 and j.get("code") == "NOT_FOUND" and "x-request-id" in hd,
+              "%s %s -> 404 NOT_FOUND (%d %r)" % (m, p, st, j))
+    st, _, j = o.req("PUT", "/v1/sandboxes")
+    check(st == 405 and j.get("code") == "METHOD_NOT_ALLOWED", "PUT /v1/sandboxes -> 405 (%d %r)" % (st, j))
+
+
+def t_bad_bodies(o):
+    def bad(fields, drop, code, needle, what):
+        body = dict(GOOD)
+        body.update(fields)
+        for k in drop:
+            body.pop(k)
+        st, _, j = o.req("POST", "/v1/sandboxes", body)
+        ok = st == 400 and isinstance(j, dict) and j.get("code") == code and needle in j.get("message", "")
+        check(ok, "bad body: %s -> 400 %s naming %r (%d %r)" % (what, code, needle, st, j))
+    inv = "SANDBOX::INVALID_PARAMETER"
+    bad({}, ["entrypoint"], inv, "Entrypoint is required", "no entrypoint")
+    bad({"entrypoint": []}, [], "DOCKER::INVALID_ENTRYPOINT", "at least one command", "empty entrypoint")
+    bad({"entrypoint": ["a", 1]}, [], inv, "entrypoint[1]", "entrypoint not strings")
+    bad({}, ["image"], inv, "Exactly one of image or snapshotId", "no image")
+    bad({"image": {"uri": "nosuch"}}, [], inv, "known: base", "unknown image.uri names the known ones")
+    bad({"image": {"uri": "base", "auth": {"username": "u", "password": "p"}}}, [],
+        "SANDBOX::API_NOT_SUPPORTED", "image.auth", "image.auth")
+    bad({"image": {"uri": "base", "tag": "x"}}, [], inv, "image.tag", "unknown image field")
+    bad({"foo": 1}, [], inv, "unknown field 'foo'", "unknown field")
+    bad({"timeout": 59}, [], inv, "'timeout'", "timeout below 60")
+    bad({"timeout": "60"}, [], inv, "'timeout'", "timeout a string")
+    bad({"timeout": 86401}, [], inv, "exceeds configured maximum of 86400s", "timeout above the cap")
+    bad({}, ["resourceLimits"], inv, "resourceLimits is required", "no resourceLimits")
+    bad({"resourceLimits": {"cpu": "500m", "memory": "512Mi", "gpu": "1"}}, [], inv,
+        "resourceLimits.gpu", "gpu")
+    bad({"resourceLimits": {"cpu": "fast"}}, [], inv, "resourceLimits.cpu", "cpu malformed")
+    bad({"resourceLimits": {"cpu": "500m", "memory": "500M"}}, [], inv, "resourceLimits.memory", "memory not MiB")
+    bad({"resourceLimits": {"memory": 512}}, [], inv, "resourceLimits.memory", "memory a number")
+    bad({"env": {"A": 1}}, [], inv, "env.A", "env value not a string")
+    bad({"metadata": {"opensandbox.io/x": "y"}}, [], "SANDBOX::INVALID_METADATA_LABEL", "reserved prefix",
+        "reserved metadata key")
+    bad({"metadata": {"k": "has space"}}, [], "SANDBOX::INVALID_METADATA_LABEL", "has space", "metadata value")
+    bad({"secureAccess": "yes"}, [], inv, "secureAccess", "secureAccess not a boolean")
+    bad({"platform": {"os": "windows", "arch": "amd64"}}, [], inv, "platform.os", "platform.os")
+    bad({"snapshotId": "snap_1"}, ["image"], "SANDBOX::API_NOT_SUPPORTED", "snapshotId", "snapshotId")
+    for f in ("networkPolicy", "volumes", "credentialProxy"):
+        bad({f: {"defaultAction": "deny"} if f == "networkPolicy" else ([{"name": "v"}] if f == "volumes" else {"enabled": True})},
+            [], "SANDBOX::API_NOT_SUPPORTED", f, f)
+    bad({"extensions": {"poolRef": "p"}}, [], "SANDBOX::API_NOT_SUPPORTED", "extensions", "extensions")
+    st, _, j = o.req("POST", "/v1/sandboxes", "{not json")
+    check(st == 400 and j.get("code") == inv, "body not JSON -> 400 (%d %r)" % (st, j))
+    st, _, j = o.req("GET", "/v1/sandboxes")
+    check(st == 200 and j["pagination"]["totalItems"] == 0, "no refused create left a sandbox (%r)" % (j,))
+
+
+def t_create_and_data_plane(o, ctx):
+    s = o.s
+    st, hd, j = o.create(metadata={"suite": "os", "n": "1"}, env={"OS_ENV": "from-create"}, secureAccess=True,
+                         entrypoint=["python3", "-m", "http.server", "8080", "--bind", "127.0.0.1"])
+    sid = j.get("id", "") if isinstance(j, dict) else ""
+    check(st == 202 and j["status"]["state"] == "Pending" and hd.get("location") == "/v1/sandboxes/" + sid
+          and "image" not in j and j["entrypoint"][0] == "python3" and j["metadata"] == {"suite": "os", "n": "1"}
+          and "x-request-id" in hd, "create -> 202 Pending, Location, no image (%d %r %r)" % (st, hd.get("location"), j))
+    if st != 202:
+        return None
+    created = ts(j["createdAt"])
+    check(abs((ts(j["expiresAt"]) - created).total_seconds() - 600) < 0.01, "expiresAt = createdAt + timeout")
+    ok, seen = o.wait(sid, "Running", ("Pending",))
+    check(ok, "GET polls Pending -> Running (%r)" % (seen,))
+    st, _, g = o.req("GET", "/v1/sandboxes/" + sid)
+    check(st == 200 and g["image"] == {"uri": "base"} and g["status"]["reason"] and "lastTransitionAt" in g["status"]
+          and g["createdAt"] == j["createdAt"], "GET has image, status, createdAt (%r)" % (g,))
+    code = None
+    for _ in range(50):  # the entrypoint (a web server) takes a moment
+        code = s.request("GET", "/sandboxes/%s/port/8080/" % sid, key=False)[0]
+        if code == 200:
+            break
+        time.sleep(0.2)
+    check(code == 200, "the entrypoint runs: its server answers through /sandboxes/<id>/port/8080/ (%r)" % code)
+    st, hd, body = s.request("GET", "/sandboxes/%s/port/%d/health" % (sid, ENVD), key=False)
+    check(st == 204, "envd's /health through /sandboxes/<id>/port/49983/health -> 204 (%d %r)" % (st, body))
+    st, _, body = s.request("GET", "/health", key=False, headers={"OpenSandbox-Ingress-To": "%s-%d" % (sid, ENVD)})
+    check(st == 204, "header OpenSandbox-Ingress-To: <id>-49983 -> envd /health 204 (%d %r)" % (st, body))
+    token = ctx["token"] = None
+    st, _, e = o.req("GET", "/v1/sandboxes/%s/endpoints/44772" % sid)
+    token = (e.get("headers") or {}).get("X-EXECD-ACCESS-TOKEN") if st == 200 else None
+    check(st == 200 and e["endpoint"] == "127.0.0.1:%d/sandboxes/%s/port/44772" % (s.port, sid)
+          and re.match(r"^[0-9a-f]{32}$", token or ""), "endpoints/44772 of a secureAccess sandbox: endpoint and X-EXECD-ACCESS-TOKEN (%d %r)" % (st, e))
+    st, _, e = o.req("GET", "/v1/sandboxes/%s/endpoints/8080" % sid)
+    check(st == 200 and e == {"endpoint": "127.0.0.1:%d/sandboxes/%s/port/8080" % (s.port, sid)},
+          "endpoints/8080: no headers (%d %r)" % (st, e))
+    hst, code, out = run_in(s, sid, "echo $OS_ENV; cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us "
+                            "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null", token=token)
+    lines = out.split()
+    check(hst == 200 and code == 0 and lines[:1] == ["from-create"], "env reaches the sandbox; envd takes the access token (%r %r %r)" % (hst, code, out))
+    if len(lines) == 4:
+        check(int(lines[1]) * 2 == int(lines[2]) and int(lines[3]) == 512 << 20,
+              "resourceLimits 500m / 512Mi are the cgroup limits (%r)" % lines[1:])
+    else:
+        print("skip resourceLimits in the cgroups: no cpu/memory hierarchy in the sandbox (%r)" % lines)
+    hst, _, _ = run_in(s, sid, "true")
+    check(hst == 401, "secureAccess: envd without the token -> 401 (%r)" % hst)
+    st, hd, body = s.request("GET", "/sandboxes/%s/port/8081/x" % sid, key=False)
+    check(st == 502 and body == b"", "port nothing listens on -> 502, empty body, as Go's ReverseProxy (%d %r)" % (st, body))
+    ghost = "i" + "z" * 20
+    st, hd, body = s.request("GET", "/sandboxes/%s/port/%d/health" % (ghost, ENVD), key=False)
+    check(st == 404 and body == b"OpenSandbox Ingress: sandbox not found: %s\n" % ghost.encode()
+          and hd.get("content-type", "").startswith("text/plain"), "unknown sandbox -> 404 OpenSandbox Ingress text (%d %r)" % (st, body))
+    st, _, body = s.request("GET", "/sandboxes/%s/port/99999/x" % sid, key=False)
+    check(st == 400 and body.startswith(b"OpenSandbox Ingress: invalid ingress route"), "bad port in the URI -> 400 (%d %r)" % (st, body))
+    st, _, body = s.request("GET", "/", key=False, headers={"OpenSandbox-Ingress-To": "noport"})
+    check(st == 400 and b"invalid ingress route" in body, "malformed OpenSandbox-Ingress-To -> 400 (%d %r)" % (st, body))
+    st, _, body = s.request("GET", "/health", key=False, headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": str(ENVD)})
+    check(st == 200 and json.loads(body) == {"status": "healthy"}, "E2B's header routing is not served (%d %r)" % (st, body))
+    for port, code, what in [("0", "DOCKER::INVALID_PORT", "port 0"), ("x", "SANDBOX::INVALID_PARAMETER", "port x")]:
+        st, _, e = o.req("GET", "/v1/sandboxes/%s/endpoints/%s" % (sid, port))
+        check(st == 400 and e.get("code") == code, "endpoints/%s -> 400 %s (%d %r)" % (port, code, st, e))
+    st, _, e = o.req("GET", "/v1/sandboxes/%s/endpoints/8080?expires=9999999999" % sid)
+    check(st == 400 and e.get("code") == "SANDBOX::API_NOT_SUPPORTED", "endpoints ?expires -> 400 API_NOT_SUPPORTED (%d %r)" % (st, e))
+    st, _, e = o.req("GET", "/v1/sandboxes/%s/endpoints/8080" % ghost)
+    check(st == 404 and e == {"code": "DOCKER::SANDBOX_NOT_FOUND", "message": "Sandbox %s not found." % ghost},
+          "endpoints of an unknown sandbox -> 404 (%d %r)" % (st, e))
+    return sid
+
+
+def t_failed(o):
+    st, _, j = o.create(entrypoint=["no-such-program-xyz", "arg"], metadata={"suite": "failed"})
+    sid = j.get("id") if isinstance(j, dict) else None
+    check(st == 202 and j["status"]["state"] == "Pending", "create with a missing program -> 202 Pending (%d %r)" % (st, j))
+    if not sid:
+        return
+    ok, seen = o.wait(sid, "Failed", ("Pending",))
+    st, _, g = o.req("GET", "/v1/sandboxes/" + sid)
+    check(ok and g["status"]["reason"] == "PROVISIONING_ERROR" and "no-such-program-xyz: command not found"
+          in g["status"]["message"], "it becomes Failed, PROVISIONING_ERROR naming the program (%r %r)" % (seen, g.get("status")))
+    st, _, j = o.req("GET", "/v1/sandboxes?state=failed&metadata=suite%3Dfailed")
+    check(st == 200 and [x["id"] for x in j["items"]] == [sid], "state=failed lists it (%r)" % (j,))
+    st, _, j = o.req("POST", "/v1/sandboxes/%s/pause" % sid)
+    check(st == 409, "pause of a Failed sandbox -> 409 (%d %r)" % (st, j))
+    st, _, _ = o.req("DELETE", "/v1/sandboxes/" + sid)
+    check(st == 204 and o.state(sid) == 404, "delete of a Failed sandbox -> 204, then 404 (%d)" % st)
+
+
+def t_list(o, first):
+    ids = [first]
+    for n in ("2", "3"):
+        st, _, j = o.create(metadata={"suite": "os", "n": n})
+        check(st == 202, "create %s -> 202 (%d)" % (n, st))
+        ids.append(j["id"])
+        time.sleep(0.01)  # distinct createdAt: the list is newest first
+    for sid in ids[1:]:
+        check(o.wait(sid, "Running", ("Pending",))[0], "sandbox %s Running" % sid)
+    q = "/v1/sandboxes?metadata=suite%3Dos&pageSize=2"
+    st, _, j = o.req("GET", q)
+    check(st == 200 and [x["id"] for x in j["items"]] == [ids[2], ids[1]] and j["pagination"] ==
+          {"page": 1, "pageSize": 2, "totalItems": 3, "totalPages": 2, "hasNextPage": True},
+          "list page 1 of 2, newest first (%r)" % (j,))
+    st, _, j = o.req("GET", q + "&page=2")
+    check(st == 200 and [x["id"] for x in j["items"]] == [ids[0]] and j["pagination"]["hasNextPage"] is False
+          and j["pagination"]["page"] == 2, "list page 2 (%r)" % (j.get("pagination"),))
+    st, _, j = o.req("GET", "/v1/sandboxes?metadata=suite%3Dos%26n%3D2")
+    check(st == 200 and [x["id"] for x in j["items"]] == [ids[1]], "metadata filter, two keys (AND) (%r)" % (j,))
+    st, _, j = o.req("GET", "/v1/sandboxes?state=running&state=Paused&metadata=suite%3Dos")
+    check(st == 200 and j["pagination"]["totalItems"] == 3, "state filter, OR and case-insensitive (%r)" % (j.get("pagination"),))
+    st, _, j = o.req("GET", "/v1/sandboxes?state=Paused&metadata=suite%3Dos")
+    check(st == 200 and j["items"] == [] and j["pagination"]["totalPages"] == 0, "state=Paused: none of them yet (%r)" % (j,))
+    for qs, what in [("pageSize=0", "pageSize 0"), ("pageSize=201", "pageSize 201"), ("page=0", "page 0"), ("page=x", "page x")]:
+        st, _, j = o.req("GET", "/v1/sandboxes?" + qs)
+        check(st == 400 and j.get("code") == "SANDBOX::INVALID_PARAMETER" and qs.split("=")[0] in j.get("message", ""),
+              "list %s -> 400 naming it (%d %r)" % (what, st, j))
+    st, _, j = o.req("GET", "/v1/sandboxes?metadata=broken")
+    check(st == 400 and j.get("code") == "INVALID_METADATA_FORMAT", "metadata without '=' -> 400 (%d %r)" % (st, j))
+    return ids
+
+
+def t_renew(o, sid):
+    path = "/v1/sandboxes/%s/renew-expiration" % sid
+    st, _, cur = o.req("GET", "/v1/sandboxes/" + sid)
+    new = iso(ts(cur["expiresAt"]) + timedelta(hours=1))
+    st, _, j = o.req("POST", path, {"expiresAt": new})
+    check(st == 200 and j == {"expiresAt": new.replace("Z", ".000Z")}, "renew -> 200 {expiresAt} (%d %r)" % (st, j))
+    st, _, g = o.req("GET", "/v1/sandboxes/" + sid)
+    check(g.get("expiresAt") == new.replace("Z", ".000Z"), "GET shows the renewed expiresAt (%r)" % g.get("expiresAt"))
+    st, _, j = o.req("POST", path, {"expiresAt": iso(datetime.now(timezone.utc) - timedelta(minutes=1))})
+    check(st == 400 and j == {"code": "DOCKER::INVALID_EXPIRATION", "message": "New expiration time must be in the future."},
+          "renew into the past -> 400 (%d %r)" % (st, j))
+    st, _, j = o.req("POST", path, {"expiresAt": iso(datetime.now(timezone.utc) + timedelta(minutes=5))})
+    check(st == 400 and j.get("code") == "DOCKER::EXPIRATION_NOT_EXTENDED", "renew before the current expiresAt -> 400 (%d %r)" % (st, j))
+    for body, what in [({"expiresAt": "tomorrow"}, "malformed"), ({}, "missing"), ({"expiresAt": new, "x": 1}, "extra field")]:
+        st, _, j = o.req("POST", path, body)
+        check(st == 400 and j.get("code") == "SANDBOX::INVALID_PARAMETER" and "expiresAt" in j.get("message", ""),
+              "renew %s -> 400 naming expiresAt (%d %r)" % (what, st, j))
+    st, _, j = o.req("POST", "/v1/sandboxes/%s/renew-expiration" % ("i" + "q" * 20), {"expiresAt": new})
+    check(st == 404 and j.get("code") == "DOCKER::SANDBOX_NOT_FOUND", "renew unknown -> 404 (%d %r)" % (st, j))
+
+
+def t_pause_resume(o, sid):
+    s = o.s
+    st, _, before = o.req("GET", "/v1/sandboxes/" + sid)
+    st, hd, body = o.req("POST", "/v1/sandboxes/%s/pause" % sid)
+    check(st == 202 and body is None and "x-request-id" in hd, "pause -> 202, no body (%d %r)" % (st, body))
+    ok, seen = o.wait(sid, "Paused", ("Pausing", "Running"))
+    check(ok, "pause: Pausing -> Paused (%r)" % (seen,))
+    st, _, j = o.req("POST", "/v1/sandboxes/%s/pause" % sid)
+    check(st == 409 and j == {"code": "DOCKER::SANDBOX_NOT_RUNNING", "message": "Sandbox is not in a running state."},
+          "pause of a paused one -> 409 (%d %r)" % (st, j))
+    st, _, body = s.request("GET", "/sandboxes/%s/port/%d/health" % (sid, ENVD), key=False)
+    check(st == 503 and body == b"OpenSandbox Ingress: sandbox not ready: %s\n" % sid.encode(),
+          "ingress to a paused sandbox -> 503 (%d %r)" % (st, body))
+    st, _, j = o.req("GET", "/v1/sandboxes?state=Paused&metadata=suite%3Dos")
+    check([x["id"] for x in j["items"]] == [sid], "state=Paused lists it (%r)" % (j,))
+    st, _, _ = o.req("POST", "/v1/sandboxes/%s/resume" % sid)
+    check(st == 202, "resume -> 202 (%d)" % st)
+    ok, seen = o.wait(sid, "Running", ("Resuming", "Paused"))
+    check(ok, "resume: Resuming -> Running (%r)" % (seen,))
+    st, _, j = o.req("POST", "/v1/sandboxes/%s/resume" % sid)
+    check(st == 409 and j == {"code": "DOCKER::SANDBOX_NOT_PAUSED", "message": "Sandbox is not in a paused state."},
+          "resume of a running one -> 409 (%d %r)" % (st, j))
+    st, _, after = o.req("GET", "/v1/sandboxes/" + sid)
+    check(after.get("expiresAt") == before.get("expiresAt"), "pause/resume keep expiresAt (%r %r)" % (before.get("expiresAt"), after.get("expiresAt")))
+    st, _, _ = s.request("GET", "/sandboxes/%s/port/%d/health" % (sid, ENVD), key=False)
+    check(st == 204, "ingress works again after the resume (%d)" % st)
+
+
+def t_delete(o, ids):
+    for sid in ids:
+        st, hd, body = o.req("DELETE", "/v1/sandboxes/" + sid)
+        check(st == 204 and body is None and "x-request-id" in hd, "delete -> 204 (%d %r)" % (st, body))
+    st, _, j = o.req("GET", "/v1/sandboxes/" + ids[0])
+    check(st == 404 and j == {"code": "DOCKER::SANDBOX_NOT_FOUND", "message": "Sandbox %s not found." % ids[0]},
+          "GET after delete -> 404 (%d %r)" % (st, j))
+    st, _, j = o.req("DELETE", "/v1/sandboxes/" + ids[0])
+    check(st == 404, "delete twice -> 404 (%d)" % st)
+    st, _, j = o.create()
+    sid = j["id"]
+    st2, _, _ = o.req("DELETE", "/v1/sandboxes/" + sid)  # while Pending
+    check(st == 202 and st2 == 204, "delete while Pending -> 204 (%d %d)" % (st, st2))
+    time.sleep(3)
+    st, _, j = o.req("GET", "/v1/sandboxes/" + sid)
+    check(st == 404, "the Pending sandbox deleted is gone after its start (%d %r)" % (st, j))
+
+
+def main():
+    s = tp.start_for_checks("freezer")
+    if isinstance(s, int):
+        return s
+    s.stop()
+    s = tp.Server(args=("--flavor", "opensandbox"))
+    o = OS(s)
+    t0 = time.time()
+    try:
+        t_auth_and_shape(o)
+        t_bad_bodies(o)
+        # expiry: one running and one paused sandbox with the shortest timeout, checked at the end
+        st, _, a = o.create(timeout=60, metadata={"ttl": "run"})
+        st2, _, b = o.create(timeout=60, metadata={"ttl": "paused"})
+        check(st == 202 and st2 == 202, "create the two 60 s sandboxes (%d %d)" % (st, st2))
+        st, _, nj = o.create(timeout=None, metadata={"ttl": "never"})
+        check("expiresAt" not in nj, "timeout null: no expiresAt (%r)" % (nj,))
+        ttl_born = time.time()
+        ctx = {}
+        first = t_create_and_data_plane(o, ctx)
+        for x in (a, b, nj):
+            check(o.wait(x["id"], "Running", ("Pending",))[0], "sandbox %s Running" % x["id"])
+        o.req("POST", "/v1/sandboxes/%s/pause" % b["id"])
+        check(o.wait(b["id"], "Paused", ("Pausing", "Running"))[0], "the 60 s sandbox pauses")
+        st, _, j = o.req("POST", "/v1/sandboxes/%s/renew-expiration" % nj["id"], {"expiresAt": "2099-01-01T00:00:00Z"})
+        check(st == 409 and j.get("code") == "DOCKER::INVALID_EXPIRATION", "renew without expiration -> 409 (%d %r)" % (st, j))
+        t_failed(o)
+        if first:
+            ids = t_list(o, first)
+            t_renew(o, first)
+            t_pause_resume(o, first)
+            t_delete(o, ids)
+        wait = ttl_born + 63 - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        check(o.state(a["id"]) == 404, "running sandbox past its expiresAt is gone (404)")
+        check(o.state(b["id"]) == 404, "paused sandbox past its expiresAt is gone (404)")
+        check(o.state(nj["id"]) == "Running", "the sandbox without expiration still runs")
+    except Exception as e:  # noqa: BLE001
+        check(False, "%s: %s" % (type(e).__name__, e))
+    finally:
+        code, _, err = s.stop()
+        check(code == 0, "serve exits 0 (%r %s)" % (code, err.decode(errors="replace")[-300:]))
+    print("--- opensandbox %.1fs" % (time.time() - t0))
+    print("%d failed" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
