@@ -233,10 +233,15 @@ t.test("config: every provider of config/abxlua.yaml resolves its semantics", fu
   t.eq(cfg.providers.opensandbox.create.deadline, 120)
   t.eq(cfg.providers.e2b.credential_env, { "ABX_SANDBOX_API_KEY", "E2B_API_KEY" })
   t.eq(cfg.providers["local"].protocol, nil, "local has no remote semantics")
-  -- opensandbox has no client yet: opening it says so instead of speaking E2B's wire to it
-  t.eq(message(function() provider.open("opensandbox", cfg.providers.opensandbox,
-    { run_id = "x", defaults = cfg.defaults }) end), "providers.opensandbox: protocol opensandbox "
-    .. "has no client in this build (only e2b; the OpenSandbox adapter is issue 12 part 2)")
+  -- opensandbox opens its own adapter (abx.client.opensandbox), never the E2B client; without a
+  -- key it is reported missing like any provider
+  local conn, info = provider.open("opensandbox", cfg.providers.opensandbox,
+    { run_id = "x", defaults = cfg.defaults })
+  if conn then
+    t.eq(getmetatable(conn), require("abx.client.opensandbox").Connection)
+  else
+    t.ok(info.missing and #info.missing > 0, "a missing credential reported")
+  end
 end)
 
 t.test("config: unknown keys and bad values are refused with exact messages", function()

@@ -149,11 +149,10 @@ check("/v2/sandboxes?page=1&pageSize=2" in lines and "/v2/sandboxes?page=2&pageS
 check("/v2/sandboxes?limit=5&nextToken=c1" in lines, "cursor pagination sent limit and nextToken")
 check(not any("page=x" in line for line in lines),
       "a bad page token was refused before any request")
-# 5. `abxlua run` refuses, as config errors (exit 4) before anything starts, a missing region and
-# a protocol with no client (never the E2B client on OpenSandbox's wire)
+# 5. `abxlua run` refuses, as a config error (exit 4) before anything starts, a missing region
+# (protocol opensandbox has its adapter now: tests/providers/test_opensandbox.py drives it)
 seen.clear()
-for prov, want in (("fc", "providers.fc.api_url needs ${region}: set ABX_REGION or providers.fc.region"),
-                   ("osb", "providers.osb: protocol opensandbox has no client in this build")):
+for prov, want in (("fc", "providers.fc.api_url needs ${region}: set ABX_REGION or providers.fc.region"),):
     r = subprocess.run([ABX, "run", case, "--provider", prov], cwd=proj,
                        env=dict(base_env, ABX_TEST_WIRE_KEY=KEY), capture_output=True, text=True,
                        timeout=60)

@@ -21,6 +21,22 @@ add_test(NAME providers:flavors
           ${CMAKE_SOURCE_DIR}/tests/providers/flavors.lua "^4 passed, 0 failed" 0
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(providers:flavors PROPERTIES TIMEOUT 120 ENVIRONMENT "ABX_FLAVOR=")
+# The OpenSandbox adapter's mapping (issue 12 part 2): create body, states, SSE framing and
+# command events, error bodies -> kinds, endpoint URLs, page lists, FileInfo, the upload body,
+# Skipped for primitives with no equivalent, provider.open choosing the adapter. Pure Lua and a
+# closed loopback port.
+add_test(NAME providers:opensandbox_mapping
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
+          ${CMAKE_SOURCE_DIR}/tests/providers/opensandbox_mapping.lua "^11 passed, 0 failed" 0
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(providers:opensandbox_mapping PROPERTIES TIMEOUT 120
+  ENVIRONMENT "ABX_TEST_KEY=test-key-0123456789")
+# The OpenSandbox adapter on the wire, against a scripted OpenSandbox (lifecycle API + execd behind
+# the endpoint's URI route) on loopback: opensandbox_case.lua through `abxlua run --provider osb`,
+# then the create body, renew-expiration, page lists and execd tokens as sent.
+add_test(NAME providers:opensandbox_wire
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/providers/test_opensandbox.py $<TARGET_FILE:abxlua>)
+set_tests_properties(providers:opensandbox_wire PROPERTIES TIMEOUT 180)
 # .env.example has a block per remote provider of the config and names only variables abxlua reads.
 add_test(NAME providers:env_example
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>

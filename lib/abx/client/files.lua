@@ -578,4 +578,12 @@ function Files:remove(path, opts)
   client(self):unary("filesystem.Filesystem/Remove", { path = path }, { user = opts.user or "user" })
 end
 
+--- Makes `e` an EntryInfo (unknown fields raise InvalidArgument), for the OpenSandbox adapter's
+--- entries (abx.client.opensandbox_execd). Returns `e`. Raises: nothing.
+---@param e table
+---@return table
+function files.strict_entry(e)
+  return options.strict(ENTRY, e)
+end
+
 return files

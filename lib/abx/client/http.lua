@@ -16,6 +16,7 @@
 -- a string sends that value instead (negative tests).
 -- Answers: {status, headers (lower-case names), body} whatever the status (a 502 from the edge
 -- for a closed port, a 403 without the traffic token): nothing is raised for an HTTP status.
+-- OpenSandbox sandboxes (abx.client.opensandbox) go through their endpoints instead.
 -- Errors: Transport, Timeout, Protocol (from core.request); InvalidArgument for bad arguments.
 
 local core = require("abx.core")
@@ -41,6 +42,13 @@ http.REQUEST_OPTIONS = REQUEST
 --- The header that carries the traffic access token (reference §7.4).
 http.TRAFFIC_HEADER = "e2b-traffic-access-token"
 
+--- A sandbox whose provider reaches ports its own way (the OpenSandbox adapter's Sandbox:
+--- endpoints, abx.client.opensandbox) names the function on its metatable; nil for E2B's.
+local function sandbox_own(sbx, name)
+  local mt = type(sbx) == "table" and getmetatable(sbx)
+  return type(mt) == "table" and rawget(mt, name) or nil
+end
+
 --- "<scheme>://<port>-<id>.<domain>[:<api port>]": the URL a client outside uses for `port`
 --- (abx.client.route.port_url: a domain that carries a port keeps it, never gets a second one).
 --- Raises: InvalidArgument (bad port).
@@ -48,6 +56,8 @@ http.TRAFFIC_HEADER = "e2b-traffic-access-token"
 ---@param port integer
 ---@return string
 function http.port_url(sbx, port)
+  local own = sandbox_own(sbx, "_port_url")
+  if own then return own(sbx, port) end
   return route.port_url(route.of(sbx), port)
 end
 
@@ -79,6 +89,8 @@ end
 ---@return {status: integer, headers: table<string,string>, body: string}
 function http.request(sbx, port, opts)
   opts = options.check(REQUEST, opts)
+  local own = sandbox_own(sbx, "_port_request")
+  if own then return own(sbx, port, opts) end
   local url, connect_to, h = http.target(sbx, port, opts.path or "/", opts)
   return core.request({
     method = opts.method or "GET", url = url, headers = h, body = opts.body,

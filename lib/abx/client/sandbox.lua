@@ -146,6 +146,9 @@ options.class(Connection, "Connection", "A control plane (ctx.conn, sandbox.conn
     { "delete_volume(id)", "true, false when it did not exist" },
   })
 
+--- The Connection class, whose _call (retries, auth header) the OpenSandbox adapter shares.
+sandbox.Connection = Connection
+
 --- Creates a connection to a control plane. `api_key = false` sends no key (for negative tests).
 --- Raises: InvalidArgument (missing api_url, bad routing).
 ---@param o table see the file header

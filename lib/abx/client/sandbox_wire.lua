@@ -34,6 +34,9 @@ local INFO = options.shape("SandboxInfo", "A sandbox's details (conn:get_info, s
     { "abx_network", "table?", "local platform only: {host_address, sandbox_address}" },
   })
 
+--- The SandboxInfo shape, for the OpenSandbox adapter's infos (abx.client.opensandbox_wire).
+wire.INFO = INFO
+
 --- A list of strings for a JSON array field; nil (the field left out) when empty or nil, since
 --- cjson encodes an empty table as `{}` and an omitted rule list means "none" (reference §3.2).
 function wire.json_array(t)

@@ -13,6 +13,7 @@
 local core = require("abx.core")
 local cjson = require("cjson")
 local sandbox = require("abx.client.sandbox")
+local opensandbox = require("abx.client.opensandbox")
 local semantics = require("abx.client.semantics")
 local flavor = require("abx.run.flavor")
 
@@ -245,10 +246,10 @@ end
 ---Raises: InvalidArgument naming the provider and what to set
 function M.preflight(name, p)
   if p.kind ~= "remote" then return end
-  if p.protocol and p.protocol ~= "e2b" then
+  if p.protocol and p.protocol ~= "e2b" and p.protocol ~= "opensandbox" then
     -- no silent fallback onto the E2B client: it would speak the wrong wire
     core.error("InvalidArgument", 0, string.format("providers.%s: protocol %s has no client in "
-      .. "this build (only e2b; the OpenSandbox adapter is issue 12 part 2)", name, p.protocol))
+      .. "this build (e2b, opensandbox)", name, p.protocol))
   end
   M.resolve(name, p)
 end
@@ -319,7 +320,8 @@ end
 ---@param name string provider name
 ---@param p table provider settings from the config
 ---@param run table { run_id =, defaults = }
----@return table|nil conn a sandbox.connection, or nil when credentials are missing
+---@return table|nil conn a sandbox.connection (an abx.client.opensandbox connection for protocol
+---  opensandbox), or nil when credentials are missing
 ---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
 ---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
 ---  removed by stop unless keep_log; ca_cert = path, with tls: true; build_cache = path: with
@@ -431,12 +433,20 @@ function M.open(name, p, run)
       opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
         where = "providers." .. name .. ".ttl" }
     end
+    if p.protocol == "opensandbox" then opts.create = p.create end
     if p.ca_file then
       core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
       info.stop = function() core.set_ca_file(nil) end
     else
       info.stop = function() end
     end
+  end
+  if p.protocol == "opensandbox" then
+    -- OpenSandbox's /v1 lifecycle API and execd (abx.client.opensandbox), a cloud entry or the
+    -- local flavour that takes its semantics (abx.run.flavor); never the E2B client
+    opts.provider_name = name
+    opts.v2_routes = nil
+    return opensandbox.connection(opts), info
   end
   return sandbox.connection(opts), info
 end

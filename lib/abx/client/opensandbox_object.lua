@@ -1,0 +1,211 @@
+-- abx.client.opensandbox_object: the Sandbox of an OpenSandbox connection (abx.client.opensandbox):
+-- the same fields and methods as the E2B client's Sandbox (abx.client.sandbox_object), so
+-- scenarios do not change. Lifecycle calls go through its connection; ports through the
+-- sandbox's endpoints (GET /sandboxes/{id}/endpoints/{port}, kept per handle); processes and files
+-- through execd (abx.client.opensandbox_execd, abx.client.opensandbox_files).
+-- A method with no OpenSandbox equivalent (metrics, network update, refresh, the code
+-- interpreter, the agent server, host names, pty) raises Skipped "provider <name> (opensandbox)
+-- has no equivalent of <primitive>: missing capability".
+-- Source: /work/os-specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
+
+local core = require("abx.core")
+local cjson = require("cjson")
+local errmap = require("abx.client.errmap")
+local options = require("abx.client.options")
+local wire = require("abx.client.opensandbox_wire")
+local execd = require("abx.client.opensandbox_execd")
+local files = require("abx.client.opensandbox_files")
+
+local M = {}
+
+---@class abx.OpenSandbox
+local Sandbox = {}
+options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a protocol: "
+  .. "opensandbox provider (same fields and methods; no equivalent: Skipped).", {
+    { "id", "string", "sandbox id" },
+    { "template_id", "string", "image URI (the template name)" },
+    { "alias", "string?", "never set" },
+    { "envd_version", "string?", "never set (execd, not envd)" },
+    { "domain", "string?", "never set (endpoints name their host)" },
+    { "secure", "boolean", "whether secureAccess was asked for" },
+    { "traffic_access_token", "string?", "never set" },
+    { "resumed", "boolean?", "after connect/resume: whether it was resumed" },
+    { "timeout", "number?", "the TTL (seconds) this handle was created or last connected with" },
+    { "commands", "Commands", "processes through execd" },
+    { "files", "Files", "filesystem through execd" },
+    { "pty", "table", "Skipped on use: no equivalent" },
+    { "conn", "OpenSandboxConnection", "its connection" },
+  }, {
+    { "kill()", "kills it: true, false when already gone" },
+    { "set_timeout(seconds)", "expiry = now + seconds (renew-expiration)" },
+    { "get_info()", "SandboxInfo" },
+    { "is_running()", "whether its state is Running and execd answers /ping" },
+    { "get_host(port)", "Skipped: no host names" },
+    { "port_url(port)", "the endpoint URL of port" },
+    { "http(port, opts)", "one HTTP request to a port through its endpoint (options: sbx:http)" },
+    { "pause(opts)", "pauses it" },
+    { "connect(opts)", "connects again, resuming when paused" },
+    { "refresh(duration)", "Skipped: no equivalent" },
+    { "get_metrics(opts)", "Skipped: no equivalent" },
+    { "update_network(opts)", "Skipped: no equivalent" },
+    { "create_snapshot(opts)", "Skipped: no equivalent" },
+    { "run_code(src, opts)", "Skipped: no equivalent" },
+    { "create_code_context(opts)", "Skipped: no equivalent" },
+    { "list_code_contexts(opts)", "Skipped: no equivalent" },
+    { "restart_code_context(ctx, opts)", "Skipped: no equivalent" },
+    { "remove_code_context(ctx, opts)", "Skipped: no equivalent" },
+    { "server(opts)", "Skipped: no equivalent" },
+    { "envd_request()", "Skipped: no envd" },
+    { "with(opts)", "a copy with another execd token (options: sbx:with)" },
+  })
+M.Sandbox = Sandbox
+-- abx.client.http (http.request, http.get, http.port_url) routes an OpenSandbox sandbox through
+-- these instead of E2B's routing (it looks for them on the handle's metatable)
+Sandbox._port_request = function(sbx, port, opts) return sbx:http(port, opts) end
+Sandbox._port_url = function(sbx, port) return sbx:port_url(port) end
+
+-- sbx.pty: every use is Skipped (execd has no terminals)
+local Pty = setmetatable({}, { __index = function(t, k)
+  if type(k) == "string" and k:sub(1, 1) ~= "_" then
+    return function(self) wire.skip(rawget(self, "_provider"), "sbx.pty:" .. k) end
+  end
+  return nil
+end })
+
+local function attach(sbx)
+  sbx.commands = execd.commands(sbx)
+  sbx.files = files.files(sbx)
+  sbx.pty = setmetatable({ _provider = sbx.conn.provider_name }, { __index = Pty })
+  return sbx
+end
+
+--- Builds the Sandbox of an OpenSandbox `Sandbox` answer (internal).
+--- Raises: Protocol (no id).
+---@param conn abx.OpenSandboxConnection
+---@param d table
+---@param timeout number|nil
+---@param secure boolean|nil
+---@return abx.OpenSandbox
+function M.new(conn, d, timeout, secure)
+  if type(d.id) ~= "string" then errmap.raise_protocol(200, "GET /sandboxes/{id}", "a Sandbox with id") end
+  local template = type(d.image) == "table" and d.image.uri ~= cjson.null and d.image.uri
+    or (d.snapshotId ~= cjson.null and d.snapshotId) or nil
+  return attach(setmetatable({
+    id = d.id, template_id = template, secure = secure == true, timeout = timeout, conn = conn,
+  }, Sandbox))
+end
+
+--- Kills this sandbox (Connection:kill). Raises: as Connection:kill.
+---@return boolean
+function Sandbox:kill() return self.conn:kill(self.id) end
+
+--- Moves the expiry to now + `seconds` (renew-expiration with an absolute expiresAt; the server
+--- refuses an expiry before the current one with 400: InvalidArgument).
+--- Raises: InvalidArgument, SandboxNotFound, Conflict, Authentication, Protocol.
+---@param seconds number
+function Sandbox:set_timeout(seconds)
+  self.conn:_renew(self.id, seconds, "sbx:set_timeout")
+end
+
+--- SandboxInfo of this sandbox. Raises: as Connection:get_info.
+---@return table
+function Sandbox:get_info() return self.conn:get_info(self.id) end
+
+--- Whether it runs: its state is Running and execd answers GET /ping. A 404 (it is gone) is
+--- false. Raises: Authentication, Sandbox, Transport, Timeout.
+---@return boolean
+function Sandbox:is_running()
+  local ok, d = pcall(self.conn._get, self.conn, self.id)
+  if not ok then
+    if core.is_error(d) and d.kind == "SandboxNotFound" then return false end
+    error(d, 0)
+  end
+  if d.status.state ~= "Running" then return false end
+  return execd.ping(self)
+end
+
+function Sandbox:get_host() wire.skip(self.conn.provider_name, "sbx:get_host (host-name routing)") end
+
+--- The URL a client outside uses for `port`: its endpoint (GET .../endpoints/{port}).
+--- Raises: as Connection:endpoint.
+---@param port integer
+---@return string
+function Sandbox:port_url(port)
+  return (self:_endpoint(port))
+end
+
+--- The endpoint of `port` for this handle, asked once and kept (so a request after a kill still
+--- goes to the ingress and gets its answer, as E2B's edge gives one). Returns the URL and a fresh
+--- copy of its headers. Raises: as Connection:endpoint.
+function Sandbox:_endpoint(port)
+  self._endpoints = self._endpoints or {}
+  local e = self._endpoints[port]
+  if not e then
+    local url, h = self.conn:endpoint(self.id, port)
+    e = { url = url, headers = h }
+    self._endpoints[port] = e
+  end
+  local h = {}
+  for k, v in pairs(e.headers) do h[k] = v end
+  return e.url, h
+end
+
+--- One HTTP request to `port` through its endpoint and the endpoint's headers; the answer
+--- whatever its status. `traffic_token` has no equivalent (Skipped when given).
+--- Raises: Skipped, InvalidArgument, Transport, Timeout, Protocol.
+---@param port integer
+---@param opts? table sbx:http's options
+---@return {status: integer, headers: table, body: string}
+function Sandbox:http(port, opts)
+  opts = options.check("sbx:http", opts)
+  if opts.traffic_token ~= nil then wire.skip(self.conn.provider_name, "sbx:http traffic_token") end
+  local path = opts.path or "/"
+  if path:sub(1, 1) ~= "/" then
+    errmap.raise("InvalidArgument", 0, "sbx:http: path must start with \"/\", got " .. path)
+  end
+  local url, h = self:_endpoint(port)
+  for k, v in pairs(opts.headers or {}) do h[k] = v end
+  return core.request({ method = opts.method or "GET", url = url .. path, headers = h,
+    body = opts.body, timeout = opts.timeout or self.conn.request_timeout, max_body = opts.max_body })
+end
+
+--- Pauses this sandbox (Connection:pause). Raises: as Connection:pause.
+---@param opts? {memory?: boolean}
+---@return boolean
+function Sandbox:pause(opts)
+  return self.conn:pause(self.id, options.check("conn:pause", opts, "sbx:pause"))
+end
+
+--- Connects again (Connection:connect) with this handle's timeout unless given; this handle
+--- forgets its execd endpoint (it is asked again) and takes `resumed`. Returns self.
+--- Raises: as Connection:connect.
+---@param opts? {timeout?: number}
+---@return abx.OpenSandbox
+function Sandbox:connect(opts)
+  opts = options.check("conn:connect", opts, "sbx:connect")
+  local fresh = self.conn:connect(self.id, { timeout = opts.timeout or self.timeout })
+  self.timeout, self.resumed = fresh.timeout, fresh.resumed
+  self._execd, self._endpoints = nil, nil
+  return self
+end
+
+--- A copy of the handle with another execd token (`false`: none), for negative tests.
+--- Raises: InvalidArgument (an unknown option).
+---@param opts {access_token: string|boolean}
+---@return abx.OpenSandbox
+function Sandbox:with(opts)
+  opts = options.check("sbx:with", opts)
+  local c = setmetatable({}, Sandbox)
+  for k, v in pairs(self) do c[k] = v end
+  c._execd, c._endpoints = nil, nil
+  c._token_override = opts.access_token
+  return attach(c)
+end
+
+for _, name in ipairs({ "refresh", "get_metrics", "update_network", "create_snapshot", "run_code",
+  "create_code_context", "list_code_contexts", "restart_code_context", "remove_code_context",
+  "server", "envd_request" }) do
+  Sandbox[name] = function(self) wire.skip(self.conn.provider_name, "sbx:" .. name) end
+end
+
+return M
