@@ -92,7 +92,7 @@ local function run_one(test, run)
   -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
   -- catch the error and go on, whether it waits or loops in Lua
   local ok, info = core.guard(test.opts.timeout or run.defaults.test_timeout,
-    message_handler_for(test.file), test.fn, ctx)
+    message_handler_for(test.file), fixtures.body(test, state), ctx)
   if not ok then
     if info.kind == "Skipped" then
       result.outcome, result.reason = "skipped", info.error.message
@@ -181,6 +181,7 @@ local function schedule(run, out, tests, opts)
         next_i = next_i + 1
         out:test_started(t)
         local r = run_one(t, run)
+        fixtures.test_done(run, t, r) -- its file's last test: the file's fixtures are torn down
         out.in_flight = out.in_flight - 1
         run.results[#run.results + 1] = r
         if run.templates then run.templates:count(r) end
@@ -321,8 +322,11 @@ function M.run(files, opts)
   core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
     .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
 
+  fixtures.prepare(run, tests)
   local ok, err = schedule(run, out, tests, opts)
   if not ok then out:internal_error(err) end
+  -- file fixtures still up (tests that did not run) and run fixtures, before the sweep
+  fixtures.end_run(run, out)
 
   -- cleanup: tracked sandboxes, then the sweep by tag; helper tasks still blocked are released
   local cleanup = run.tracker:cleanup(conn)

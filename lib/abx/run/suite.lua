@@ -18,7 +18,8 @@ function M.add_selection_options(cmd)
   cmd:option("-m", "Only tests whose markers match this expression (e.g. \"not e2e_slow\").")
     :target("markexpr")
   cmd:option("--profile", "A named selection from config `profiles:` (-m / -k given here win).")
-  cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
+  cmd:option("--config", "Config file (default: ABX_CONFIG, else the first config/abxlua.yaml "
+    .. "found from the working directory up; its parent is the project root).")
 end
 
 ---Adds --shard to an argparse command (run, list).
@@ -102,6 +103,22 @@ local function selection(args, cfg)
   end, { k = k, m = m, profile = args.profile }
 end
 
+---The scenarios/ directory of the project root, as a path from the working directory: relative
+---("scenarios", "../../scenarios") when the root is the working directory or above it.
+---@param root string abx.run.config.root
+---@return string
+function M.default_path(root)
+  if root == "." then return "scenarios" end
+  local cwd = core.realpath(".")
+  local abs = core.realpath(root) or root
+  if cwd and cwd:sub(1, #abs + 1) == abs .. "/" then
+    local below = cwd:sub(#abs + 2)
+    local _, depth = below:gsub("[^/]+", "")
+    return string.rep("../", depth) .. "scenarios"
+  end
+  return abs .. "/scenarios"
+end
+
 ---Loads config, catalog and files; applies the selection.
 ---@return table|nil suite { config, catalog, files, selection = {k, m, profile, paths} }
 ---@return string|nil usage error
@@ -112,14 +129,23 @@ function M.load(args)
     shard_k, shard_n = M.parse_shard(args.shard)
     if not shard_k then return nil, shard_n end
   end
-  local cfg = config.load(config.find(args.config))
+  local cfg_path = config.find(args.config)
+  local cfg = config.load(cfg_path)
+  -- the project root: where config/ was found (from a subdirectory too); the config's relative
+  -- paths and the scenarios' package.path are taken from there
+  local root = config.root(cfg_path)
+  collect.set_root(root)
+  if root ~= "." and type(cfg.known_issues) == "string" and cfg.known_issues:sub(1, 1) ~= "/" then
+    cfg.known_issues = root .. "/" .. cfg.known_issues
+  end
   local catalog = known_issues.load(cfg.known_issues)
   local pred, sel = selection(args, cfg)
   local paths = args.paths
-  if #paths == 0 then paths = { "scenarios" } end
+  if #paths == 0 then paths = { M.default_path(root) } end
   sel.paths = paths
-  local names, missing = collect.files(paths)
+  local names, missing, helpers = collect.files(paths)
   if #missing > 0 then return nil, "no such file or directory: " .. table.concat(missing, ", ") end
+  if #helpers > 0 then return nil, table.concat(helpers, "\nabxlua: error: ") end
   local files = {}
   for _, path in ipairs(names) do
     local f = collect.load(path, cfg.markers, catalog)
