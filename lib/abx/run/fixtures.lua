@@ -272,8 +272,8 @@ make_ctx = function(run, state, opts)
         if memo then return memo[1] end
         if WIDTH[def.scope] < WIDTH[scope] then
           core.error("InvalidArgument", 0, string.format("fixture %q has scope %s: a %s-scoped "
-            .. "fixture cannot use it (it lives longer than one %s)", k, def.scope, scope,
-            def.scope))
+            .. "fixture cannot use it (the %s-scoped one outlives one %s; valid scopes, narrowest "
+            .. "first: %s)", k, def.scope, scope, scope, def.scope, table.concat(M.SCOPES, ", ")))
         end
         local v
         if def.scope == "test" then v = test_value(state, def)
