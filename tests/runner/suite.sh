@@ -76,6 +76,11 @@ run helper_underscore "$project" 4 run scenarios/_shared.lua
 has helper_underscore err 'scenarios/_shared\.lua is a helper module, not a scenario'
 run helper_list "$project" 4 list scenarios/sub/lib/deep.lua
 has helper_list err 'scenarios/sub/lib/deep\.lua is a helper module, not a scenario'
+# ... also named from inside scenarios/lib/, and a lib/ directory itself
+run helper_cwd "$project/scenarios/lib" 4 run mylib.lua
+has helper_cwd err '^abxlua: error: mylib\.lua is a helper module, not a scenario \(it lies in a lib/ directory'
+run helper_dir "$project" 4 run scenarios/lib
+has helper_dir err '^abxlua: error: scenarios/lib is a directory of helper modules, not a scenario'
 
 # 4. no config/abxlua.yaml anywhere above: a warning on stderr, the built-in defaults apply
 mkdir -p "$tmp/noconf"

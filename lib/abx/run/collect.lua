@@ -74,17 +74,17 @@ end
 ---  helper modules: "PATH is a helper module, not a scenario (...)")
 function M.files(paths)
   local out, seen, problems, helpers = {}, {}, {}, {}
-  local function helper(p, why)
-    helpers[#helpers + 1] = string.format("%s is a helper module, not a scenario (%s; files "
-      .. "under a lib/ directory or named _*.lua are modules that scenarios require, never run "
-      .. "themselves); run the scenarios that require it", p, why)
+  local function helper(p, why, what)
+    helpers[#helpers + 1] = string.format("%s is a %s, not a scenario (%s; files under a lib/ "
+      .. "directory or named _*.lua are modules that scenarios require, never run themselves); "
+      .. "run the scenarios that require it", p, what or "helper module", why)
   end
   for _, p in ipairs(paths) do
     if core.isdir(p) then
       local root = (p:gsub("/+$", ""))
       local why = judge(root, "/x")
       if why then
-        helper(p, why:gsub("^it lies", "it is or lies"))
+        helper(p, (why:gsub("^it lies", "it is or lies")), "directory of helper modules")
       else
         local list = core.list_files(root)
         for _, f in ipairs(list or {}) do
