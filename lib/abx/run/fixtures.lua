@@ -117,7 +117,7 @@ local function scoped_value(run, def, file, test)
   inst = { def = def, state = "creating", creator = core.current(), waiters = {},
     finalizers = {}, sandboxes = {}, scope = scope }
   inst.owner = run.tracker and run.tracker:owner(string.format("fixture %s (scope %s, %s)",
-    def.name, def.scope, def.where), def.sandboxes)
+    def.name, def.scope, def.where), def.sandboxes, def.scope)
   scope.insts[def] = inst
   local ctx = make_ctx(run, inst, { scope = def.scope, file = file, defs = test.fixtures or {},
     test = test })

@@ -81,7 +81,7 @@ local function run_one(test, run)
     result.started = core.now() -- the test's time starts after its template's deploy
   end
   local ok_owner, owner = pcall(run.tracker.owner, run.tracker, test.file .. "::" .. test.name,
-    test.opts.sandboxes)
+    test.opts.sandboxes, "test")
   if not ok_owner then
     result.outcome, result.failure = "failed", M.describe(owner)
     result.duration = 0
