@@ -60,6 +60,84 @@ function M.test(name, opts, fn)
   collector({ name = name, opts = opts, fn = fn, line = info and info.currentline or 0 })
 end
 
+local FIXTURE_KEYS = { scope = "string", sandboxes = "number" }
+
+---Declares a fixture that the tests of this file (and of every file that requires the helper
+---module declaring it) use as `ctx.<name>`: made on first access, then cached for its scope.
+---`fn(ctx)` makes the value and may return a teardown function as its second value (or register
+---teardown with ctx.finally); the teardown runs when the scope ends, newest first.
+---  t.fixture("shared_sbx", { scope = "file" }, function(ctx)
+---    local sbx = ctx.sandbox_factory({})
+---    return sbx, function() print("done with " .. sbx.id) end
+---  end)
+---@param name string an identifier, not a built-in fixture's name (abx.run.fixtures.BUILTINS)
+---@param opts table|function { scope = "test" (default) | "file" | "run", sandboxes = N (the
+---  sandboxes a file- or run-scoped fixture holds at once; default 1) } or the function
+---@param fn function|nil function(ctx) -> value, teardown?
+---Raises: a Lua error (collection error) for a malformed declaration, naming the valid values
+function M.fixture(name, opts, fn)
+  local fixtures = require("abx.run.fixtures")
+  if fn == nil and type(opts) == "function" then fn, opts = opts, {} end
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    error("t.fixture: the first argument must be the fixture's name (an identifier: letters, "
+      .. "digits and _), got " .. tostring(name), 2)
+  end
+  if fixtures.BUILTIN_SET[name] then
+    error(string.format("t.fixture(%q): %q is a built-in fixture (built-in: %s); pick another name",
+      name, name, table.concat(fixtures.BUILTINS, ", ")), 2)
+  end
+  if type(opts) ~= "table" then error(string.format("t.fixture(%q): options must be a table", name), 2) end
+  if type(fn) ~= "function" then
+    error(string.format("t.fixture(%q): the fixture function is missing", name), 2)
+  end
+  for k, v in pairs(opts) do
+    if not FIXTURE_KEYS[k] then
+      error(string.format("t.fixture(%q): unknown option %q (known: scope, sandboxes)", name,
+        tostring(k)), 2)
+    end
+    if type(v) ~= FIXTURE_KEYS[k] then
+      error(string.format("t.fixture(%q): option %q must be a %s", name, k, FIXTURE_KEYS[k]), 2)
+    end
+  end
+  local scope = opts.scope or "test"
+  if not fixtures.SCOPE_SET[scope] then
+    error(string.format("t.fixture(%q): scope %q is not a fixture scope (valid: %s)", name,
+      scope, table.concat(fixtures.SCOPES, ", ")), 2)
+  end
+  if opts.sandboxes ~= nil and (math.type(opts.sandboxes) ~= "integer" or opts.sandboxes < 1
+      or scope == "test") then
+    error(string.format("t.fixture(%q): option \"sandboxes\" must be a whole number >= 1, and "
+      .. "only for scope file or run (a test-scoped fixture's sandboxes are the test's)", name), 2)
+  end
+  if not collector then
+    error("t.fixture must be called while abxlua collects a scenario file", 2)
+  end
+  local info = debug.getinfo(2, "Sl")
+  collector({ kind = "fixture", name = name, scope = scope, fn = fn, sandboxes = opts.sandboxes,
+    where = (info and info.short_src or "?") .. ":" .. (info and info.currentline or 0) })
+end
+
+local function hook(kind)
+  return function(fn)
+    if type(fn) ~= "function" then error("t." .. kind .. " needs a function(ctx)", 2) end
+    if not collector then
+      error("t." .. kind .. " must be called while abxlua collects a scenario file", 2)
+    end
+    collector({ kind = kind, fn = fn })
+  end
+end
+
+---Runs fn(ctx) before each test of this file (hooks in declaration order), inside the test: a
+---failure fails the test, t.skip skips it.
+---@param fn function function(ctx)
+M.before_each = hook("before_each")
+
+---Runs fn(ctx) after each test of this file (newest first), also when the test failed, before
+---the test's ctx.finally functions and fixture teardowns; a failure is a teardown error of that
+---test. It does not run when a before_each hook failed.
+---@param fn function function(ctx)
+M.after_each = hook("after_each")
+
 M.eq, M.neq, M.ok, M.match, M.raises, M.fail = A.eq, A.neq, A.ok, A.match, A.raises, A.fail
 
 ---Skips the running test with a reason.

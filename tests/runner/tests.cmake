@@ -116,3 +116,16 @@ abx_runner_case(diff_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\
 add_test(NAME runner:capture COMMAND python3 ${ABX_RUNNER_DIR}/capture.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:capture PROPERTIES TIMEOUT 180)
+
+# A growing suite (issue 13 part 5): helper modules under lib/ or named _*.lua are not scenarios;
+# scenarios/?.lua and scenarios/lib/?.lua on package.path from any directory; the config found by
+# walking up (tests/runner/suite/ is a small project); user fixtures with scopes; before/after_each.
+add_test(NAME runner:suite COMMAND bash ${ABX_RUNNER_DIR}/suite.sh $<TARGET_FILE:abxlua>)
+set_tests_properties(runner:suite PROPERTIES TIMEOUT 180)
+abx_runner_case(user_fixtures "^6 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(fixture_builtin "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(fixture_scope "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(hooks "^4 passed, 3 failed, 0 skipped, 0 xfailed, 2 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(fixture_exitfirst "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(fixture_misuse "^2 passed, 5 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(fixture_deadlock "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)

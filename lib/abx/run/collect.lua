@@ -53,36 +53,92 @@ function M.normalize(p)
   return out
 end
 
+-- The project root as an absolute path (M.set_root), or nil: helper paths are judged below it.
+local project_root = nil
+
+-- Why `p` is a helper module and not a scenario (nil when it is a scenario): named _*.lua, or
+-- lying in a directory named lib (scenarios/lib/, scenarios/**/lib/). Only the part of the path
+-- below `base` counts (a walk's directory, or the project root for an absolute path).
+local function helper_reason(p, base)
+  local rel = p
+  if base and base ~= "" and p:sub(1, #base + 1) == base .. "/" then rel = p:sub(#base + 2) end
+  if (rel:match("([^/]+)$") or ""):match("^_") then return "it is named _*.lua" end
+  local dir = rel:match("^(.*)/[^/]*$") or ""
+  for part in dir:gmatch("[^/]+") do
+    if part == "lib" then return "it lies in a lib/ directory" end
+  end
+  return nil
+end
+M.helper_reason = helper_reason
+
+-- helper_reason for a path named on the command line: judged below the project root when it
+-- lies there (so `abxlua run mylib.lua` inside scenarios/lib/ is caught too), else as given.
+-- `leaf` is appended to a directory (judged as a file in it).
+local function judge(p, leaf)
+  local r = core.realpath(p)
+  if project_root and r and r:sub(1, #project_root + 1) == project_root .. "/" then
+    return helper_reason(r .. (leaf or ""), project_root)
+  end
+  return helper_reason(p .. (leaf or ""), nil)
+end
+
 ---Expands paths into sorted scenario files. A directory walk does not descend into template
 ---folders (scenarios/templates/<name>/, holding template.yaml) unless the directory named is the
 ---folder itself or the one holding it (`abxlua run scenarios/templates/`): a template folder runs
 ---only when named; from it only its script <name>.lua is a scenario (the rest is what it copies).
+---A walk skips helper modules: files named _*.lua and files under a directory named lib (below
+---the directory walked). A helper named explicitly (a file, or a directory that is itself a
+---lib/ directory) is a usage error, returned in `helpers`.
 ---@param paths string[] files or directories
----@return string[] files, string[] problems (paths that do not exist)
+---@return string[] files, string[] problems (paths that do not exist), string[] helpers (named
+---  helper modules: "PATH is a helper module, not a scenario (...)")
 function M.files(paths)
-  local out, seen, problems = {}, {}, {}
+  local out, seen, problems, helpers = {}, {}, {}, {}
+  local function helper(p, why, what)
+    helpers[#helpers + 1] = string.format("%s is a %s, not a scenario (%s; files under a lib/ "
+      .. "directory or named _*.lua are modules that scenarios require, never run themselves); "
+      .. "run the scenarios that require it", p, what or "helper module", why)
+  end
   for _, p in ipairs(paths) do
     p = M.normalize(p)
     if core.isdir(p) then
       local root = (p:gsub("/+$", ""))
-      local list = core.list_files(root)
-      for _, f in ipairs(list or {}) do
-        local tf = M.template_folder(f, root)
-        local take = f:match("%.lua$") and not seen[f]
-        if take and tf then
-          take = (tf == root or parent(tf) == root) and M.template_of(f) == tf
+      local why = judge(root, "/x")
+      if why then
+        helper(p, (why:gsub("^it lies", "it is or lies")), "directory of helper modules")
+      else
+        local list = core.list_files(root)
+        for _, f in ipairs(list or {}) do
+          local tf = M.template_folder(f, root)
+          local take = f:match("%.lua$") and not seen[f] and not helper_reason(f, root)
+          if take and tf then
+            take = (tf == root or parent(tf) == root) and M.template_of(f) == tf
+          end
+          f = M.normalize(f)
+          if take and not seen[f] then seen[f] = true; out[#out + 1] = f end
         end
-        f = M.normalize(f)
-        if take and not seen[f] then seen[f] = true; out[#out + 1] = f end
       end
     elseif core.exists(p) then
-      if not seen[p] then seen[p] = true; out[#out + 1] = p end
+      local why = judge(p)
+      if why then helper(p, why)
+      elseif not seen[p] then seen[p] = true; out[#out + 1] = p end
     else
       problems[#problems + 1] = p
     end
   end
   table.sort(out)
-  return out, problems
+  return out, problems, helpers
+end
+
+---Puts the project's scenarios/?.lua and scenarios/lib/?.lua first on package.path, as absolute
+---paths, so a scenario's require("lib.mylib") or require("mylib") finds
+---scenarios/lib/mylib.lua from any working directory. Idempotent.
+---@param root string the project root (abx.run.config.root)
+function M.set_root(root)
+  local abs = core.realpath(root) or root
+  project_root = abs
+  local add = abs .. "/scenarios/?.lua;" .. abs .. "/scenarios/lib/?.lua;"
+  if package.path:sub(1, #add) ~= add then package.path = add .. package.path end
 end
 
 -- A scenario's globals: the standard library, read-only, with print and io masked (abx.run.output);
@@ -105,10 +161,42 @@ end
 -- run with the scenario's code and no summary, reports or cleanup (a false green), and
 -- debug.sethook would remove the hook that enforces deadlines. Both are replaced, for the whole
 -- process, before the first scenario file is loaded; the engine itself uses neither.
+--
+-- `require` is wrapped for the same whole process (before the first file): what a helper module
+-- declares at its top level (t.fixture, t.before_each, t.after_each) is recorded when it is first
+-- loaded, and declared again for every later file that requires it (a module is loaded once), so
+-- each file that requires it gets its fixtures; the module itself, its state included, is shared.
+local declared_by = {} -- module name -> the declarations made while it loaded (nested ones too)
+local loading = {}     -- the declaration lists of the modules loading now
+local current_declare = nil -- the collector of the file being loaded
+
+local function declare(d)
+  for _, list in ipairs(loading) do list[#list + 1] = d end
+  if current_declare then current_declare(d, true) end
+end
+
+local real_require = require
+local function tracked_require(name)
+  if package.loaded[name] ~= nil then
+    if current_declare then
+      for _, d in ipairs(declared_by[name] or {}) do declare(d) end
+    end
+    return package.loaded[name]
+  end
+  local list = {}
+  loading[#loading + 1] = list
+  local res = table.pack(pcall(real_require, name))
+  table.remove(loading)
+  if not res[1] then error(res[2], 2) end
+  declared_by[name] = list
+  return table.unpack(res, 2, res.n)
+end
+
 local sealed = false
 local function seal()
   if sealed then return end
   sealed = true
+  _G.require = tracked_require
   os.exit = function()
     core.error("InvalidArgument", 0, "os.exit is not available to scenarios: a test ends by "
       .. "returning, failing (t.fail) or skipping (t.skip); the run's exit code is abxlua's")
@@ -145,7 +233,29 @@ function M.load(path, markers, catalog)
     file.recipe = r
   end
   local names = {}
-  local function collector(spec)
+  local fixtures, hooks = {}, { before_each = {}, after_each = {} }
+  local seen_decl = {}
+  -- a fixture or hook declared by this file or by a helper module it requires (once each)
+  local function declaration(d)
+    if seen_decl[d] then return end
+    seen_decl[d] = true
+    if d.kind == "fixture" then
+      local other = fixtures[d.name]
+      if other then
+        error(string.format("fixture %q is declared twice (%s and %s)", d.name, other.where,
+          d.where), 0)
+      end
+      fixtures[d.name] = d
+    else
+      local list = hooks[d.kind]
+      list[#list + 1] = d.fn
+    end
+  end
+  local function collector(spec, replayed)
+    if spec.kind then
+      if replayed then return declaration(spec) end
+      return declare(spec)
+    end
     if names[spec.name] then
       error(string.format("duplicate test name %q (first at line %d)", spec.name, names[spec.name]), 3)
     end
@@ -198,11 +308,20 @@ function M.load(path, markers, catalog)
     return file
   end
   test_api._set_collector(collector)
+  current_declare = collector
   local ok, lerr = xpcall(chunk, function(e)
     if core.is_error(e) then return (e.where and (e.where .. ": ") or "") .. tostring(e) end
     return tostring(e)
   end)
+  current_declare = nil
   test_api._set_collector(nil)
+  if ok then
+    -- the file's fixtures and hooks apply to all its tests, wherever they are declared
+    for _, spec in ipairs(file.tests) do
+      spec.fixtures, spec.before_each, spec.after_each = fixtures, hooks.before_each,
+        hooks.after_each
+    end
+  end
   if not ok then
     file.error = lerr
     file.tests = {}

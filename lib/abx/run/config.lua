@@ -138,10 +138,16 @@ local function check_number(section, key, v)
   end
 end
 
----Finds the config file: explicit path, ABX_CONFIG, or config/abxlua.yaml under the current
----directory. Returns nil when there is none (the defaults apply).
+-- The warning that the built-in defaults apply is printed once per process.
+local warned_defaults = false
+
+---Finds the config file: the explicit path (--config), ABX_CONFIG, or the first
+---config/abxlua.yaml found walking up from the working directory to / (as git finds .git), so
+---abxlua works the same from any directory of a project. When none is found, a warning on stderr
+---says that the built-in defaults apply (once per process) and nil is returned.
 ---@param explicit string|nil
----@return string|nil
+---@return string|nil path (relative when found in the working directory, else absolute)
+---Raises: InvalidArgument when an explicit path (--config, ABX_CONFIG) does not exist
 function M.find(explicit)
   local p = explicit or require("abx.run.provider").lookup("ABX_CONFIG")
   if p then
@@ -151,7 +157,34 @@ function M.find(explicit)
     return p
   end
   if core.exists("config/abxlua.yaml") then return "config/abxlua.yaml" end
+  local cwd = core.realpath(".") or "."
+  local dir = cwd:match("^(.*)/[^/]*$")
+  while dir do
+    local candidate = (dir == "" and "" or dir) .. "/config/abxlua.yaml"
+    if core.exists(candidate) and not core.isdir(candidate) then return candidate end
+    if dir == "" then break end
+    dir = dir:match("^(.*)/[^/]*$")
+  end
+  if not warned_defaults then
+    warned_defaults = true
+    core.ewrite("abxlua: warning: no config/abxlua.yaml in " .. cwd .. " or any directory above "
+      .. "it (and no --config or ABX_CONFIG): using the built-in defaults (provider local, no "
+      .. "markers beyond e2e and known_issue)\n")
+  end
   return nil
+end
+
+---The project root of a config path from M.find: the directory holding the `config/` directory
+---the file is in; the working directory otherwise (no config, or a file elsewhere). Relative
+---paths of the config (known_issues) and the scenarios' package.path are taken from it.
+---@param path string|nil
+---@return string root "." or a path
+function M.root(path)
+  if not path then return "." end
+  if path:match("^config/[^/]+$") then return "." end
+  local root = path:match("^(.*)/config/[^/]+$")
+  if root then return root == "" and "/" or root end
+  return "."
 end
 
 -- Checks providers.<name> and fills in its capabilities (a list) and capability set.

@@ -142,7 +142,7 @@ local function run_test(test, run)
     result.started = core.now() -- the test's time starts after its template's deploy
   end
   local ok_owner, owner = pcall(run.tracker.owner, run.tracker, test.file .. "::" .. test.name,
-    test.opts.sandboxes)
+    test.opts.sandboxes, "test")
   if not ok_owner then
     result.outcome, result.failure = "failed", M.describe(owner)
     result.duration, result.no_rerun = 0, true -- the declaration is wrong: a rerun cannot pass
@@ -153,7 +153,7 @@ local function run_test(test, run)
   -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
   -- catch the error and go on, whether it waits or loops in Lua
   local ok, info = core.guard(test.opts.timeout or run.defaults.test_timeout,
-    message_handler_for(test), test.fn, ctx)
+    message_handler_for(test), fixtures.body(test, state), ctx)
   if not ok then
     if info.kind == "Skipped" then
       result.outcome, result.reason = "skipped", info.error.message
@@ -304,6 +304,7 @@ local function schedule(run, out, tests, opts)
         next_i = next_i + 1
         out:test_started(t)
         local r = run_with_reruns(t, run, out, stopped)
+        fixtures.test_done(run, t, r) -- its file's last test: the file's fixtures are torn down
         out.in_flight = out.in_flight - 1
         run.results[#run.results + 1] = r
         if run.templates then run.templates:count(r) end
@@ -466,8 +467,11 @@ function M.run(files, opts)
   core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
     .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
 
+  fixtures.prepare(run, tests)
   local ok, err = schedule(run, out, tests, opts)
   if not ok then out:internal_error(err) end
+  -- file fixtures still up (tests that did not run) and run fixtures, before the sweep
+  fixtures.end_run(run, out)
 
   -- cleanup: tracked sandboxes, then the sweep by tag; helper tasks still blocked are released
   local cleanup = run.tracker:cleanup(conn)

@@ -24,7 +24,8 @@ function M.add_selection_options(cmd)
   cmd:option("-m", "Only tests whose markers match this expression (e.g. \"not e2e_slow\"). "
     .. "Empty: no filter."):target("markexpr")
   cmd:option("--profile", "A named selection from config `profiles:` (-m / -k given here win).")
-  cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
+  cmd:option("--config", "Config file (default: ABX_CONFIG, else the first config/abxlua.yaml "
+    .. "found from the working directory up; its parent is the project root).")
 end
 
 ---Adds --lf, --ff, --lfnf and --cache-clear (the cache of the last run, abx.run.cache) to an
@@ -86,6 +87,22 @@ local function selection(args, cfg)
   end, { k = k, m = m, profile = args.profile }
 end
 
+---The scenarios/ directory of the project root, as a path from the working directory: relative
+---("scenarios", "../../scenarios") when the root is the working directory or above it.
+---@param root string abx.run.config.root
+---@return string
+function M.default_path(root)
+  if root == "." then return "scenarios" end
+  local cwd = core.realpath(".")
+  local abs = core.realpath(root) or root
+  if cwd and cwd:sub(1, #abs + 1) == abs .. "/" then
+    local below = cwd:sub(#abs + 2)
+    local _, depth = below:gsub("[^/]+", "")
+    return string.rep("../", depth) .. "scenarios"
+  end
+  return abs .. "/scenarios"
+end
+
 -- The usage errors of the cache and shard options among themselves.
 local function check_options(args)
   if args.lf and args.ff then return "--lf and --ff: give one (--ff already runs every test)" end
@@ -125,16 +142,25 @@ function M.load(args)
       if not durations then return nil, derr end
     end
   end
-  local cfg = config.load(config.find(args.config))
+  local cfg_path = config.find(args.config)
+  local cfg = config.load(cfg_path)
+  -- the project root: where config/ was found (from a subdirectory too); the config's relative
+  -- paths and the scenarios' package.path are taken from there
+  local root = config.root(cfg_path)
+  collect.set_root(root)
+  if root ~= "." and type(cfg.known_issues) == "string" and cfg.known_issues:sub(1, 1) ~= "/" then
+    cfg.known_issues = root .. "/" .. cfg.known_issues
+  end
   local catalog = known_issues.load(cfg.known_issues)
   local pred, sel = selection(args, cfg)
   local paths = args.paths
-  if #paths == 0 then paths = { "scenarios" } end
+  if #paths == 0 then paths = { M.default_path(root) } end
   sel.paths = paths
   local split, serr = nodeid.split(paths, collect.normalize)
   if not split then return nil, serr end
-  local names, missing = collect.files(split.files)
+  local names, missing, helpers = collect.files(split.files)
   if #missing > 0 then return nil, "no such file or directory: " .. table.concat(missing, ", ") end
+  if #helpers > 0 then return nil, table.concat(helpers, "\nabxlua: error: ") end
   local whole = {}
   for _, p in ipairs(#split.plain > 0 and (collect.files(split.plain)) or {}) do whole[p] = true end
   local files, collected = {}, {}

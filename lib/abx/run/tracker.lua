@@ -27,18 +27,22 @@ function Tracker.new(max_live, run_id)
     Tracker)
 end
 
----A new owner of slots (one per test). Raises: InvalidArgument when `claim` exceeds the bound.
+---A new owner of slots (one per test, one per file- or run-scoped fixture, one per template
+---build). Raises: InvalidArgument when `claim` exceeds the bound.
 ---@param name string the test's id, for messages
 ---@param claim? integer sandboxes the test may hold at once without waiting in between (default 1)
+---@param kind? string "test" (a running test: counted by the deadlock check while scoped fixtures
+---  hold slots), "file" or "run" (a scoped fixture's: no task of its own), nil otherwise
 ---@return table owner
-function Tracker:owner(name, claim)
+function Tracker:owner(name, claim, kind)
   claim = claim or 1
   if claim > self.max then
     core.error("InvalidArgument", 0, string.format("%s declares sandboxes = %d, more than "
       .. "max_sandboxes = %d: it could never run", name, claim, self.max))
   end
   self.seq = self.seq + 1
-  local o = { name = name, claim = claim, held = 0, reserved = 0, seq = self.seq, waiting = false }
+  local o = { name = name, claim = claim, held = 0, reserved = 0, seq = self.seq, waiting = false,
+    test = kind == "test" or nil, scope = (kind == "file" or kind == "run") and kind or nil }
   self.owners[o] = true
   return o
 end
@@ -63,11 +67,18 @@ local function ordered(self)
 end
 
 -- Every owner that holds a slot waits for more and none can be served: the cycle is closed.
+-- A file- or run-scoped fixture's owner (`scope` set, abx.run.fixtures) is no task: its slots
+-- come back only when a test ends (the scope's last), so while one holds slots every test owner
+-- counts, those holding none too: when all of them wait, nothing can end and free a slot.
 local function deadlocked(self, head)
   if head and head.n <= free(self) then return false end
+  local scoped = false
+  for o in pairs(self.owners) do
+    if o.scope and o.held + o.reserved > 0 then scoped = true end
+  end
   local any = false
   for o in pairs(self.owners) do
-    if o.held + o.reserved > 0 then
+    if not o.scope and (o.held + o.reserved > 0 or (scoped and o.test)) then
       if not o.waiting then return false end
       any = true
     end
@@ -113,11 +124,24 @@ local function dispatch(self)
       for _, w in ipairs(order) do
         if w.owner.held > 0 and w.n_seq > newest.n_seq then newest = w end
       end
-      refuse(newest, core.new_error("InvalidArgument", 0, string.format(
-        "%s needs another sandbox while every slot (max_sandboxes = %d) is held by tests that "
-        .. "each wait for more: declare how many it holds at once with the test option "
-        .. "`sandboxes = N` (then it takes them together), or kill one first",
-        newest.owner.name, self.max)))
+      local scoped = {}
+      for o in pairs(self.owners) do
+        if o.scope and o.held > 0 then scoped[#scoped + 1] = o.name end
+      end
+      table.sort(scoped)
+      if #scoped > 0 then
+        refuse(newest, core.new_error("InvalidArgument", 0, string.format(
+          "%s needs another sandbox while every slot (max_sandboxes = %d) is held by scoped "
+          .. "fixtures (%s) and by tests that each wait for more: raise max_sandboxes, or run "
+          .. "fewer tests at once (-j)", newest.owner.name, self.max,
+          table.concat(scoped, "; "))))
+      else
+        refuse(newest, core.new_error("InvalidArgument", 0, string.format(
+          "%s needs another sandbox while every slot (max_sandboxes = %d) is held by tests that "
+          .. "each wait for more: declare how many it holds at once with the test option "
+          .. "`sandboxes = N` (then it takes them together), or kill one first",
+          newest.owner.name, self.max)))
+      end
     else
       return
     end
