@@ -96,7 +96,8 @@ end
 --- The doc comment above a Lua function: its description lines, its `---@param`s by name, its
 --- `---@return` lines and other `---@` lines (verbatim). Empty for a C function.
 ---@param fn function
----@return {desc: string[], params: table<string, {type: string, desc: string, optional: boolean}>, returns: string[], tags: string[]}
+---@return {desc: string[], params: table<string, {type: string, desc: string, optional: boolean}>,
+---  returns: string[], tags: string[]}
 function M.doc(fn)
   local d = { desc = {}, params = {}, returns = {}, tags = {} }
   local info = debug.getinfo(fn, "S")

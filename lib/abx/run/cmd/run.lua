@@ -149,7 +149,8 @@ function M.execute(args)
   if args.verbose >= 2 then core.set_trace(args.verbose - 1) end
   local ok, errs = core.run(function()
     code, record = runner.run(s.files, { config = cfg, catalog = s.catalog,
-      provider_name = provider_name, provider_settings = psettings, jobs = jobs, exitfirst = args.exitfirst, run_id = run_id,
+      provider_name = provider_name, provider_settings = psettings, jobs = jobs, exitfirst = args.exitfirst,
+      run_id = run_id,
       verbose = args.verbose > 0, selection = s.selection, report_chars = args.report_chars,
       require_credentials = require_credentials })
   end)
