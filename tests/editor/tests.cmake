@@ -21,3 +21,9 @@ abx_editor_case(fixtures_declared "^2 passed, 0 failed, 0 skipped, 0 xfailed in 
 # root's .luacheckrc: any warning fails the build
 add_test(NAME lint:luacheck COMMAND luacheck --config ${CMAKE_SOURCE_DIR}/.luacheckrc --formatter plain
          --codes lib scenarios WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+
+# `abxlua new scenario|template NAME`: collected by `abxlua list`, passing on the local provider,
+# luacheck-clean, never overwriting, refusing bad names
+add_test(NAME editor:new COMMAND bash ${ABX_EDITOR_DIR}/new.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(editor:new PROPERTIES TIMEOUT 180)
