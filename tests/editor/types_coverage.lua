@@ -3,7 +3,8 @@
 -- reads the committed files on their own (not through abx.run.luals) and checks that every call
 -- and option, result table and field, object with its fields and methods, fixture of ctx,
 -- function of t and of each public module, and error kind appears, and that every abx.* type a
--- `---@param`, `---@return`, `---@field` or `---@type` names is declared in them.
+-- `---@param`, `---@return`, `---@field` or `---@type` names is declared in them; and that the
+-- root's .luarc.json gives LuaLS Lua 5.4 and types/ as its library.
 -- Expected (-j 1): every test passes; exit code 0.
 -- expect-no-line: ^(FAILED|ERROR)
 local t = require("abx.test")
@@ -167,4 +168,23 @@ t.test("every abx type the meta files name is declared in them", function()
   end
   t.ok(n > 50, "the files reference the declared types")
   t.eq(missing_list(dangling), "", "named but not declared")
+end)
+
+t.test("the root's .luarc.json points LuaLS at types/ for Lua 5.4", function()
+  local cjson = require("cjson")
+  local rc = cjson.decode(core.read_file(".luarc.json"))
+  t.eq(rc.runtime.version, "Lua 5.4")
+  local lib = {}
+  for _, d in ipairs(rc.workspace.library) do
+    lib[d] = true
+    t.ok(core.isdir(d), "library " .. d .. " exists")
+  end
+  t.ok(lib.types, "types/ is a library: require(\"abx.test\") finds types/abx/test.lua")
+  t.ok(core.exists("types/abx/test.lua"), "types/abx/test.lua exists")
+  -- lib/ declares the same classes inline (---@class abx.Sandbox): the editor sees one of them
+  local ignored = {}
+  for _, d in ipairs(rc.workspace.ignoreDir) do ignored[d] = true end
+  t.ok(ignored.lib, "lib/ is ignored, so the classes are not declared twice")
+  t.ok(not ignored.scenarios, "scenarios/ is checked")
+  t.eq(#rc.diagnostics.globals, 0, "scenarios have no globals of the project's own")
 end)
