@@ -188,3 +188,40 @@ t.test("the root's .luarc.json points LuaLS at types/ for Lua 5.4", function()
   t.ok(not ignored.scenarios, "scenarios/ is checked")
   t.eq(#rc.diagnostics.globals, 0, "scenarios have no globals of the project's own")
 end)
+
+t.test("every meta file is Lua and every annotation is well-formed", function()
+  local bad, tags = {}, { meta = true, class = true, field = true, param = true, ["return"] = true,
+    alias = true, type = true, overload = true }
+  local files = core.list_files(DIR) or {}
+  t.ok(#files > 10, "the meta files are there")
+  for _, path in ipairs(files) do
+    local text = core.read_file(path)
+    local chunk, err = load(text, "@" .. path, "t")
+    if not chunk then bad[#bad + 1] = err end
+    local n = 0
+    for line in text:gmatch("[^\n]*") do
+      n = n + 1
+      local tag, rest = line:match("^%-%-%-@(%w+)%s*(.*)$")
+      if tag and not tags[tag] then bad[#bad + 1] = path .. ":" .. n .. ": unknown annotation @" .. tag end
+      if (tag == "param" or tag == "field") and not rest:match("^[%w_%.]+%??%s+%S") then
+        bad[#bad + 1] = path .. ":" .. n .. ": @" .. tag .. " needs a name and a type: " .. line
+      end
+      -- a type's brackets close on its line (a type never spans lines in these files): read the
+      -- type after the name up to a blank outside brackets, as LuaLS does
+      if tag == "param" or tag == "field" or tag == "return" then
+        local ty = tag == "return" and rest or rest:gsub("^[%w_%.]+%??%s+", "")
+        local depth, i = 0, 1
+        while i <= #ty do
+          local c = ty:sub(i, i)
+          if c:match("[%(%{%[<]") then depth = depth + 1
+          elseif c:match("[%)%}%]>]") then depth = depth - 1
+          elseif c:match("%s") and depth == 0 and not ty:sub(i - 1, i - 1):match("[:,|]") then break end
+          if depth < 0 then break end
+          i = i + 1
+        end
+        if depth ~= 0 then bad[#bad + 1] = path .. ":" .. n .. ": unbalanced type: " .. line end
+      end
+    end
+  end
+  t.eq(missing_list(bad), "", "malformed")
+end)

@@ -13,10 +13,9 @@ local collect = {}
 ---@return string[] files, string[] problems (paths that do not exist)
 function collect.files(paths) end
 
---- template's recipe (abx.run.recipe) when the file is a template folder's script }
 ---@param markers table registered marker names
 ---@param catalog table|nil the known-issues catalog (abx.run.known_issues)
----@return table { path =, tests = {...}, error = "file:line: message" | nil, recipe = the
+---@return table { path =, tests = {...}, error = "file:line: message" | nil, recipe = the template's recipe (abx.run.recipe) when the file is a template folder's script }
 function collect.load(path, markers, catalog) end
 
 ---The template folder (a directory holding template.yaml) that `f` lies in, the nearest one,

@@ -746,12 +746,8 @@ function Connection:pause(id, opts) end
 ---get_info(id): details: SandboxInfo
 ---Details of a sandbox: GET /sandboxes/{id} (reference §3.4).
 ---Raises: SandboxNotFound (404), Authentication, Sandbox, Protocol, Transport, Timeout.
---- envd_version, cpu_count, memory_mb, disk_size_mb, domain, allow_internet_access?,
---- network? {allow_public_traffic, allow_out, deny_out}, lifecycle? {auto_resume, on_timeout},
---- volume_mounts? {{name, path, read_only}}, abx_network? {host_address, sandbox_address} (local
---- platform only: the sandbox's link)}
 ---@param id string
----@return abx.SandboxInfo info {sandbox_id, template_id, alias, state, metadata, started_at, end_at,
+---@return abx.SandboxInfo info {sandbox_id, template_id, alias, state, metadata, started_at, end_at, envd_version, cpu_count, memory_mb, disk_size_mb, domain, allow_internet_access?, network? {allow_public_traffic, allow_out, deny_out}, lifecycle? {auto_resume, on_timeout}, volume_mounts? {{name, path, read_only}}, abx_network? {host_address, sandbox_address} (local platform only: the sandbox's link)}
 function Connection:get_info(id) end
 
 ---list_page(opts): one page: SandboxInfo[], next token

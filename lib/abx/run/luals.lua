@@ -106,10 +106,20 @@ function M.doc(fn)
   local first = info.linedefined
   while first > 1 and lines[first - 1]:match("^%s*%-%-%-") do first = first - 1 end
   local i = first
+  local last -- the tag line an indented line continues: { kind = "param", name } or { kind = "return" }
   while i < info.linedefined do
     local text = lines[i]:gsub("^%s*%-%-%-%s?", "")
     local tag, rest = text:match("^@(%w+)%s*(.*)$")
-    if tag == "param" or tag == "return" then
+    if not tag and last and lines[i]:match("^%s*%-%-%-%s%s+%S") then
+      -- "---  more words": the description of the tag above goes on
+      local more = text:gsub("^%s+", "")
+      if last.kind == "return" then
+        d.returns[#d.returns] = d.returns[#d.returns] .. " " .. more
+      else
+        local p = d.params[last.name]
+        p.desc = p.desc .. (p.desc ~= "" and " " or "") .. more
+      end
+    elseif tag == "param" or tag == "return" then
       local name, body = "", rest
       if tag == "param" then name, body = rest:match("^([%w_%.]+%??)%s*(.*)$") end
       -- a type spanning lines continues on the following comment lines
@@ -119,14 +129,18 @@ function M.doc(fn)
       end
       if tag == "return" then
         d.returns[#d.returns + 1] = body
+        last = { kind = "return" }
       elseif name then
         local ty, desc = split_type(body)
         d.params[(name:gsub("%?$", ""))] = { type = ty, desc = desc, optional = name:match("%?$") }
+        last = { kind = "param", name = (name:gsub("%?$", "")) }
       end
     elseif tag then
       d.tags[#d.tags + 1] = "@" .. tag .. (rest ~= "" and " " .. rest or "")
+      last = nil
     elseif not text:match("^%-*$") then
       d.desc[#d.desc + 1] = text
+      last = nil
     end
     i = i + 1
   end
