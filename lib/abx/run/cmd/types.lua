@@ -28,11 +28,16 @@ local function generated_in(dir)
 end
 
 --- Runs the command. Returns the exit code: 0, or 1 when a file could not be written, is stale
---- or left over, or a declaration is broken.
+--- or left over, or a declaration is broken; nil and a usage error (exit 4) when the sources
+--- cannot be read (not run from the project root).
 ---@param args table parsed arguments
----@return integer
+---@return integer|nil code, string|nil err
 function M.execute(args)
-  local files, problems = require("abx.run.luals").render()
+  local ok, files, problems = pcall(require("abx.run.luals").render)
+  if not ok then
+    -- outside the project root the doc comments cannot be read: a usage error, not a traceback
+    return nil, core.is_error(files) and files.message or tostring(files)
+  end
   for _, p in ipairs(problems) do core.ewrite("abxlua types: " .. p .. "\n") end
   if #problems > 0 then return 1 end
   local dir = (args.dir:gsub("/+$", ""))
