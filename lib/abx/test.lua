@@ -76,6 +76,7 @@ end
 M.eq, M.neq, M.ok, M.match, M.raises, M.fail = A.eq, A.neq, A.ok, A.match, A.raises, A.fail
 
 ---Skips the running test with a reason.
+---@param reason? string shown in the report (default "skipped")
 ---Raises: an error of kind "Skipped" that the runner turns into the outcome "skipped"
 function M.skip(reason)
   core.error("Skipped", 0, reason or "skipped")
@@ -101,8 +102,9 @@ end
 ---Calls fn until it returns without raising, at most `timeout` seconds, sleeping `interval`
 ---between tries. For eventually consistent operations only (listing, start-up).
 ---@param fn function
----@param opts table|nil { timeout = 30, interval = 0.5 }
----@return any the results of the successful call
+---@param opts? {timeout?: number, interval?: number} seconds: give up after timeout (default
+---  30), sleep interval between tries (default 0.5)
+---@return any ... the results of the successful call
 ---Raises: the last error of fn when the time is up
 function M.eventually(fn, opts)
   opts = opts or {}

@@ -27,3 +27,4 @@ add_test(NAME lint:luacheck COMMAND luacheck --config ${CMAKE_SOURCE_DIR}/.luach
 add_test(NAME editor:new COMMAND bash ${ABX_EDITOR_DIR}/new.sh $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(editor:new PROPERTIES TIMEOUT 180)
+abx_editor_case(test_options "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)

@@ -16,8 +16,8 @@ function t.eq(actual, expected, msg) end
 ---between tries. For eventually consistent operations only (listing, start-up).
 ---Raises: the last error of fn when the time is up
 ---@param fn function
----@param opts table|nil { timeout = 30, interval = 0.5 }
----@return any the results of the successful call
+---@param opts? {timeout?: number, interval?: number} seconds: give up after timeout (default 30), sleep interval between tries (default 0.5)
+---@return any ... the results of the successful call
 function t.eventually(fn, opts) end
 
 ---Raises an Assertion error located `level` frames above the caller.
@@ -57,6 +57,7 @@ function t.secret(name) end
 
 ---Skips the running test with a reason.
 ---Raises: an error of kind "Skipped" that the runner turns into the outcome "skipped"
+---@param reason? string shown in the report (default "skipped")
 function t.skip(reason) end
 
 ---Registers a test. The test function gets ctx (the fixtures) and passes unless it raises.
