@@ -37,7 +37,7 @@
 ---@field user? string user to run as (default "user")
 ---@field cwd? string working directory
 ---@field envs? table<string,string> environment on top of TERM, LANG, LC_ALL
----@field on_data? function on_data(bytes) for each output chunk as it arrives
+---@field on_data? fun(bytes: any) on_data(bytes) for each output chunk as it arrives
 ---@field timeout? number seconds the terminal may live, envd kills it then (default 60, 0 none)
 ---@field keepalive? integer Keepalive-Ping-Interval asked for, whole seconds (default 50)
 
@@ -48,16 +48,16 @@
 ---@field envs? table<string,string> environment variables added for the process
 ---@field user? string user to run as (default "user")
 ---@field timeout? number seconds the process may live, envd kills it then (default 60, 0 none)
----@field on_stdout? function on_stdout(chunk) for each stdout chunk as it arrives
----@field on_stderr? function on_stderr(chunk) for each stderr chunk as it arrives
+---@field on_stdout? fun(chunk: any) on_stdout(chunk) for each stdout chunk as it arrives
+---@field on_stderr? fun(chunk: any) on_stderr(chunk) for each stderr chunk as it arrives
 ---@field stdin? boolean keep stdin open for send_stdin (default false: /dev/null)
 ---@field keepalive? integer Keepalive-Ping-Interval asked for, whole seconds (default 50)
 
 ---Attaches to a running process by pid; a CommandHandle receiving the output produced from now on. (lib/abx/client/commands.lua)
 ---@class abx.opts.commands_connect
 ---@field timeout? number seconds this stream may last (default 60, 0 none)
----@field on_stdout? function on_stdout(chunk) for each stdout chunk
----@field on_stderr? function on_stderr(chunk) for each stderr chunk
+---@field on_stdout? fun(chunk: any) on_stdout(chunk) for each stdout chunk
+---@field on_stderr? fun(chunk: any) on_stderr(chunk) for each stderr chunk
 
 ---Writes bytes to a path, creating parent directories; an UploadEntry. (lib/abx/client/files.lua)
 ---@class abx.opts.files_write
@@ -75,7 +75,7 @@
 ---@field max_body? integer largest file accepted, bytes (default files.MAX_READ_BYTES)
 ---@field gzip? boolean ask for a gzip transfer and return the decoded bytes
 ---@field to? file* an open file handle the bytes are written to as they arrive (returns the count)
----@field on_chunk? function on_chunk(bytes) for each chunk as it arrives (returns the count)
+---@field on_chunk? fun(bytes: any) on_chunk(bytes) for each chunk as it arrives (returns the count)
 ---@field timeout? number seconds for the transfer
 
 ---Reads a file with Accept-Encoding: gzip: the gzip bytes as served. (lib/abx/client/files.lua)
@@ -140,10 +140,10 @@
 ---@field timeout? number seconds for the body from the headers on (default 60, 0 none)
 ---@field request_timeout? number seconds until the answer's headers (default the connection's)
 ---@field traffic_token? boolean|string false: no traffic token; a string: that one
----@field on_stdout? function on_stdout(text, timestamp) per stdout line
----@field on_stderr? function on_stderr(text, timestamp) per stderr line
----@field on_result? function on_result(result) per Result
----@field on_error? function on_error(error) for the code's error
+---@field on_stdout? fun(text: any, timestamp: any) on_stdout(text, timestamp) per stdout line
+---@field on_stderr? fun(text: any, timestamp: any) on_stderr(text, timestamp) per stderr line
+---@field on_result? fun(result: abx.Result) on_result(result) per Result
+---@field on_error? fun(error: any) on_error(error) for the code's error
 
 ---Creates a code context: a Context. (lib/abx/client/code.lua)
 ---@class abx.opts.sbx_create_code_context
@@ -285,8 +285,8 @@
 ---@field user? string user to act as (default "user")
 ---@field timeout? number seconds the stream may last (default 60, 0 none)
 ---@field keepalive? integer Keepalive-Ping-Interval asked for, whole seconds (default 50)
----@field on_event? function on_event(ev) for each WatchEvent as it arrives
----@field on_exit? function on_exit(err) when the stream ends by itself
+---@field on_event? fun(ev: abx.WatchEvent) on_event(ev) for each WatchEvent as it arrives
+---@field on_exit? fun(err: any) on_exit(err) when the stream ends by itself
 
 ---Creates a polling watcher: a Watcher whose get_events() takes the queued events. (lib/abx/client/watch.lua)
 ---@class abx.opts.files_create_watcher

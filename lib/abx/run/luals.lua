@@ -278,12 +278,36 @@ local function header(what, module)
     "-- bindings/; `ctest -R types_meta` fails when it is stale. Do not edit it by hand.", "" }
 end
 
+--- A callback option's LuaLS type from its description "on_x(a, b) ...": `fun(a: any, b: any)`,
+--- with the declared result table or object the description names for a single argument
+--- ("on_result(result) per Result" -> `fun(result: abx.Result)`). Any other type is returned as is.
+---@param name string the option
+---@param lt string its LuaLS type so far
+---@param desc string its description
+---@param known table<string, boolean> declared classes and shapes
+---@return string
+function M.callback_type(name, lt, desc, known)
+  local args = lt == "function" and desc:match("^" .. name:gsub("%p", "%%%0") .. "%(([^%)]*)%)")
+  if not args then return lt end
+  local names = {}
+  for a in args:gmatch("[%a_][%w_]*") do names[#names + 1] = a end
+  local shape
+  for word in desc:gmatch("%u[%w_]*") do
+    if known[word] and not shape then shape = word end
+  end
+  for i, a in ipairs(names) do
+    names[i] = a .. ": " .. ((#names == 1 and shape) and ("abx." .. shape) or "any")
+  end
+  return "fun(" .. table.concat(names, ", ") .. ")"
+end
+
 -- Declares the fields of a declared list as `---@field` lines of class `cls`. `sub` finds the
 -- options class of a nested table option ("conn:create network").
 local function fields(out, list, known, where, optional_all, sub)
   for _, f in ipairs(list) do
     local lt, opt = M.luals_type(f[2], known, where .. "." .. f[1])
     if sub then lt = sub(f[1]) or lt end
+    lt = M.callback_type(f[1], lt, f[3], known)
     out[#out + 1] = string.format("---@field %s%s %s %s", f[1], (opt or optional_all) and "?" or "",
       lt, (f[3]:gsub("\n", " ")))
   end
