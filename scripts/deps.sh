@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages abxlua builds and runs with, only when one is missing.
 # Idempotent: a second run installs nothing and makes no network request. clang-format (14 on
-# Debian 12) is for the format:check test of `make test`. sudo, python-is-python3, git and curl
+# Debian 12) is for the format:check test of `make test`, lua-check (luacheck) for its lint:luacheck
+# test (tests/editor/tests.cmake). sudo, python-is-python3, git and curl
 # are for the sandboxes: the `base` template takes /usr from the host (platform/rootfs.h) and
 # E2B's base template offers them (`python` is Debian's python-is-python3). python3-jupyter-client,
 # python3-ipykernel and python3-matplotlib are for the code-interpreter-v1 template's server
@@ -11,7 +12,7 @@
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
       libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
-      libxml2-utils python3-jsonschema clang-format libnss-myhostname
+      libxml2-utils python3-jsonschema clang-format lua-check libnss-myhostname
       sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib mmdebstrap)
 # libarchive-dev: the local platform unpacks and checks template build uploads (layer_cache.h).
 # libnss-myhostname: `localhost` and every name under `.localhost` resolve to loopback through NSS,

@@ -9,6 +9,7 @@
 --   end)
 local core = require("abx.core")
 local A = require("abx.run.assert")
+local options = require("abx.client.options")
 
 local M = {}
 
@@ -19,13 +20,24 @@ local collector = nil
 ---@param fn function|nil
 function M._set_collector(fn) collector = fn end
 
-local OPTION_KEYS = { markers = "table", timeout = "number", known_issue = "string",
-  requires = "table", raises = "string", skip = "string", sandboxes = "number" }
+-- The options of t.test, declared like the client's (docs/API.md and types/abx list them); the
+-- checks below raise collection errors (a Lua error at the test's line) rather than
+-- InvalidArgument.
+local TEST_OPTIONS = options.define("t.test", "Registers a test (the options table of t.test).", {
+  { "markers", "string[]", "marker names registered under `markers:` in config/abxlua.yaml" },
+  { "timeout", "number", "seconds the test may take (default the config's test_timeout)" },
+  { "requires", "string[]", "capabilities the provider must have, else the test is skipped" },
+  { "known_issue", "string", "a known issue's id (KI-NNN) from config/known_issues.yaml: a strict xfail" },
+  { "raises", "string", "with known_issue: the error kind the known issue raises" },
+  { "skip", "string", "skip the test with this reason" },
+  { "sandboxes", "integer", "sandboxes the test holds at once (default 1), for max_sandboxes" },
+})
 
----Registers a test.
+---Registers a test. The test function gets ctx (the fixtures) and passes unless it raises.
 ---@param name string a sentence about the platform
----@param opts table|function { markers = {...}, timeout = seconds, requires = {...} } or the function
----@param fn function|nil function(ctx)
+---@param opts abx.opts.t_test|fun(ctx: abx.Ctx) the options, or the test function
+---@param fn? fun(ctx: abx.Ctx)
+---@overload fun(name: string, fn: fun(ctx: abx.Ctx))
 ---Raises: a Lua error (collection error) for a malformed declaration
 function M.test(name, opts, fn)
   if fn == nil and type(opts) == "function" then
@@ -40,13 +52,14 @@ function M.test(name, opts, fn)
   if type(opts) ~= "table" then error("t.test(" .. name .. "): options must be a table", 2) end
   if type(fn) ~= "function" then error("t.test(" .. name .. "): the test function is missing", 2) end
   for k, v in pairs(opts) do
-    local want = OPTION_KEYS[k]
-    if not want then
-      error(string.format("t.test(%q): unknown option %q (known: markers, timeout, requires, "
-        .. "known_issue, raises, skip, sandboxes)", name, tostring(k)), 2)
+    local o = TEST_OPTIONS.by_name[k]
+    if not o then
+      error(string.format("t.test(%q): unknown option %q (known: %s)", name, tostring(k),
+        table.concat(TEST_OPTIONS.names, ", ")), 2)
     end
-    if type(v) ~= want then
-      error(string.format("t.test(%q): option %q must be a %s", name, k, want), 2)
+    if not options.type_ok(o.type, v) then
+      error(string.format("t.test(%q): option %q must be %s", name, k,
+        o.type == "string[]" and "an array of strings" or ((o.type:match("^[aeiou]") and "an " or "a ") .. o.type)), 2)
     end
   end
   if opts.sandboxes ~= nil and (math.type(opts.sandboxes) ~= "integer" or opts.sandboxes < 1) then
@@ -141,6 +154,7 @@ M.after_each = hook("after_each")
 M.eq, M.neq, M.ok, M.match, M.raises, M.fail = A.eq, A.neq, A.ok, A.match, A.raises, A.fail
 
 ---Skips the running test with a reason.
+---@param reason? string shown in the report (default "skipped")
 ---Raises: an error of kind "Skipped" that the runner turns into the outcome "skipped"
 function M.skip(reason)
   core.error("Skipped", 0, reason or "skipped")
@@ -166,8 +180,9 @@ end
 ---Calls fn until it returns without raising, at most `timeout` seconds, sleeping `interval`
 ---between tries. For eventually consistent operations only (listing, start-up).
 ---@param fn function
----@param opts table|nil { timeout = 30, interval = 0.5 }
----@return any the results of the successful call
+---@param opts? {timeout?: number, interval?: number} seconds: give up after timeout (default
+---  30), sleep interval between tries (default 0.5)
+---@return any ... the results of the successful call
 ---Raises: the last error of fn when the time is up
 function M.eventually(fn, opts)
   opts = opts or {}

@@ -228,7 +228,7 @@ end
 ---@param opts? {cwd?: string, envs?: table<string,string>, user?: string, timeout?: number,
 ---  on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string), background?: boolean,
 ---  stdin?: boolean, keepalive?: integer}
----@return table|abx.CommandHandle
+---@return abx.CommandResult|abx.CommandHandle
 function Commands:run(cmd, opts)
   opts = options.check(RUN, opts)
   local msg = {

@@ -1,5 +1,6 @@
--- abx.client.decode: checked decoding of what arrives inside a stream or answer, for abx.client.commands,
--- abx.client.pty, abx.client.watch, abx.client.files and abx.client.code. Nothing is ever appended as nil or dropped: a field
+-- abx.client.decode: checked decoding of what arrives inside a stream or answer, for
+-- abx.client.commands, abx.client.pty, abx.client.watch, abx.client.files and abx.client.code.
+-- Nothing is ever appended as nil or dropped: a field
 -- that is not base64, text that is not UTF-8 where the protocol promises a string, or an event of
 -- the wrong shape ends the call with a Protocol error naming the call (e.g. "commands:run"), what
 -- was wrong and where (the message's 1-based number in its stream).

@@ -78,7 +78,7 @@ end
 local Connection = {}
 options.class(Connection, "OpenSandboxConnection", "An OpenSandbox control plane (ctx.conn with a "
   .. "protocol: opensandbox provider).", OBJECT_FIELDS, {
-    { "with(overrides)", "a copy with some fields replaced" },
+    { "with(overrides)", "a copy with some fields replaced (options: opensandbox.connection)" },
     { "create(opts)", "creates a sandbox and waits until Running (options: conn:create): Sandbox" },
     { "connect(id, opts)", "resumes or extends a sandbox: Sandbox (resumed set)" },
     { "resume(id, opts)", "resumes a paused sandbox: Sandbox" },

@@ -101,7 +101,7 @@ end
 ---@param interval number
 function M.wait_ready(sbx, deadline, interval)
   local stop = core.now() + deadline
-  local last = "no answer"
+  local last
   while true do
     local ok, r = pcall(M.ping, sbx)
     if ok and r then return end

@@ -65,7 +65,7 @@ Sandbox._port_request = function(sbx, port, opts) return sbx:http(port, opts) en
 Sandbox._port_url = function(sbx, port) return sbx:port_url(port) end
 
 -- sbx.pty: every use is Skipped (execd has no terminals)
-local Pty = setmetatable({}, { __index = function(t, k)
+local Pty = setmetatable({}, { __index = function(_, k)
   if type(k) == "string" and k:sub(1, 1) ~= "_" then
     return function(self) wire.skip(rawget(self, "_provider"), "sbx.pty:" .. k) end
   end

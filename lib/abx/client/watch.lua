@@ -176,7 +176,7 @@ function watch.watch_dir(fs, path, opts)
 end
 
 --- Every event received so far, oldest first (a copy). Raises: nothing.
----@return {name: string, type: string, entry?: table}[]
+---@return abx.WatchEvent[]
 function WatchHandle:events()
   local out = {}
   for i, ev in ipairs(self._events) do out[i] = ev end
@@ -200,14 +200,14 @@ end
 
 --- The error that ended the stream by itself (Timeout for deadline_exceeded), or nil while it
 --- runs and after stop(). Raises: nothing.
----@return table|nil
+---@return abx.Error|nil
 function WatchHandle:error()
   return self._error
 end
 
 --- Yields until the stream has ended by itself or was stopped; returns the events.
 --- Raises: nothing (see handle:error()).
----@return table[]
+---@return abx.WatchEvent[]
 function WatchHandle:wait()
   while not self._done do
     self._waiters[#self._waiters + 1] = core.current()
@@ -246,7 +246,7 @@ end
 --- filesystem.Filesystem/GetWatcherEvents (reference §5.2).
 --- Raises: NotFound (unknown or removed watcher), Sandbox (`internal`: the watcher failed),
 --- Authentication, Transport, Timeout.
----@return {name: string, type: string, entry?: table}[]
+---@return abx.WatchEvent[]
 function Watcher:get_events()
   local resp = self._fs._sbx._envd:unary("filesystem.Filesystem/GetWatcherEvents",
     { watcherId = self.id })

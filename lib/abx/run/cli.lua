@@ -23,7 +23,7 @@ for public, internal in pairs(M.PUBLIC) do
   package.preload[public] = function() return require(internal) end
 end
 
-local COMMANDS = { "run", "list", "known-issues", "api", "cleanup", "doctor", "template",
+local COMMANDS = { "run", "list", "new", "known-issues", "api", "types", "cleanup", "doctor", "template",
   "providers" }
 
 local function module_for(name)

@@ -143,7 +143,7 @@ end
 
 -- A scenario's globals: the standard library, read-only, with print and io masked (abx.run.output);
 -- reading an unknown name is an error so a typo fails loudly instead of yielding nil.
-local function scenario_env(path)
+local function scenario_env()
   local env = {}
   return setmetatable(env, {
     __index = function(_, k)
@@ -302,7 +302,7 @@ function M.load(path, markers, catalog)
     if ki then spec.markers[#spec.markers + 1] = "known_issue" end
     file.tests[#file.tests + 1] = spec
   end
-  local chunk, err = loadfile(path, "t", scenario_env(path))
+  local chunk, err = loadfile(path, "t", scenario_env())
   if not chunk then
     file.error = err
     return file

@@ -106,7 +106,7 @@ function M:status_text()
 end
 
 -- The runner calls this when a test starts: the status line counts the tests in flight.
-function M:test_started(test)
+function M:test_started(_test)
   self.in_flight = (self.in_flight or 0) + 1
   self:draw_status()
 end

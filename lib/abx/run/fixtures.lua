@@ -46,6 +46,26 @@ M.TEMPLATES = {
   server_sandbox = { "E2E_SERVER_TEMPLATE", "python-hello" },
 }
 
+-- What ctx offers: { name, LuaLS type, description } each. types/abx/types_ctx.lua is generated
+-- from it (`abxlua types --write`); tests/editor/fixtures_declared.lua checks that a ctx has
+-- exactly these.
+M.FIXTURES = {
+  { "base_sandbox", "abx.Sandbox", "a sandbox of the default template, created on first access, "
+    .. "killed after the test" },
+  { "code_sandbox", "abx.Sandbox", "likewise, template E2E_CODE_TEMPLATE (default code-interpreter-v1)" },
+  { "server_sandbox", "abx.Sandbox", "likewise, template E2E_SERVER_TEMPLATE (default python-hello)" },
+  { "template_sandbox", "abx.Sandbox", "in a template folder's script: a sandbox of that folder's "
+    .. "template (skips when the provider lacks it and the run did not build it)" },
+  { "sandbox_factory", "fun(opts?: abx.opts.conn_create): abx.Sandbox", "creates a tracked sandbox "
+    .. "(options as conn:create; template and timeout default from the config)" },
+  { "workdir", "string", "a fresh directory in base_sandbox, created on first access" },
+  { "conn", "abx.Connection", "the run's connection to the provider" },
+  { "run_id", "string", "the run's id (every sandbox is tagged e2e=<run id>)" },
+  { "test_name", "string", "the test's name" },
+  { "scope", "string", "\"test\" in a test; a scoped fixture's context has its scope (\"file\" or \"run\")" },
+  { "finally", "fun(fn: fun())", "runs fn at teardown (the last registered runs first)" },
+}
+
 ---The template a lazy fixture creates its sandbox from.
 ---@param fixture string "code_sandbox" or "server_sandbox"
 ---@return string

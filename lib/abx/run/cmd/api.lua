@@ -11,6 +11,7 @@ local M = {}
 local MODULES = { "abx.client.sandbox", "abx.client.http", "abx.client.code", "abx.client.commands",
   "abx.client.pty", "abx.client.files", "abx.client.watch", "abx.client.snapshot", "abx.client.volume",
   "abx.client.sandbox_wire" }
+M.MODULES = MODULES -- abx.run.luals generates types/abx/ from the same declarations
 
 --- Adds the command to the parser. Raises: nothing.
 ---@param parser table argparse parser

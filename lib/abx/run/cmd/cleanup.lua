@@ -40,9 +40,9 @@ function M.select(items, opts, now)
 end
 
 -- Deletes (with --yes) or lists what runs leave besides sandboxes: the snapshots of the tagged
--- sandboxes found (GET /snapshots?sandboxID=; a snapshot outlives its sandbox) and, with --run-id, the volumes whose name carries the run id (volumes
--- have no metadata: the run id in the name is their tag). Only where the provider has the
--- capability. Returns how many remain.
+-- sandboxes found (GET /snapshots?sandboxID=; a snapshot outlives its sandbox) and, with
+-- --run-id, the volumes whose name carries the run id (volumes have no metadata: the run id in
+-- the name is their tag). Only where the provider has the capability. Returns how many remain.
 function M.sweep_resources(conn, caps, found, run_id, yes)
   local remaining = 0
   local function handle(what, id, del)
