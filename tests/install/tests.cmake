@@ -1,0 +1,6 @@
+# Install and ship (issue 13 part 7). The fast checks run in `make test`; the ones that build a
+# package root from Debian's mirror are labelled slow (`make test-slow`).
+# The binary reads no Lua file at run time: argparse is embedded (CMakeLists.txt, THIRD-PARTY.md).
+add_test(NAME install:argparse_embedded
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/argparse_embedded.sh $<TARGET_FILE:abxlua>)
+set_tests_properties(install:argparse_embedded PROPERTIES TIMEOUT 60 LABELS install)
