@@ -4,3 +4,8 @@
 add_test(NAME install:argparse_embedded
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/argparse_embedded.sh $<TARGET_FILE:abxlua>)
 set_tests_properties(install:argparse_embedded PROPERTIES TIMEOUT 60 LABELS install)
+# cmake --install to a temporary prefix; the installed binary runs --version and a one-test
+# scenario from an empty directory with the source and build trees hidden.
+add_test(NAME install:prefix
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/prefix.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+set_tests_properties(install:prefix PROPERTIES TIMEOUT 120 LABELS install)
