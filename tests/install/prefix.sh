@@ -3,7 +3,7 @@
 # alone. Checks:
 #   - the files of cmake/install.cmake are there (binary, example config, env.example, docs), the
 #     config examples byte-identical to config/, and types/ installed exactly when the checkout has it;
-#   - PREFIX/bin/abxlua --version, and a one-test scenario (smoke.lua) from an empty directory
+#   - PREFIX/bin/abxlua --version, and the smoke scenario (smoke.lua) from an empty directory
 #     against the local provider, with the source tree, the build directory and /usr/share/lua
 #     hidden (bwrap tmpfs over each): nothing is read from where it was built;
 #   - the same scenario with the installed example config copied into that directory.
@@ -50,7 +50,7 @@ fi
 cp "$src/tests/install/smoke.lua" "$work/smoke.lua"
 run_smoke() { # label
   out=$("${envs[@]}" "${hide[@]}" "$prefix/bin/abxlua" run smoke.lua -j 1 2>&1); rc=$?
-  if [ $rc -eq 0 ] && [ "$(tail -n 1 <<<"$out" | grep -Ec '^1 passed, 0 failed')" = 1 ]; then
+  if [ $rc -eq 0 ] && [ "$(tail -n 1 <<<"$out" | grep -Ec '^2 passed, 0 failed')" = 1 ]; then
     ok "$1: $(tail -n 1 <<<"$out")"
   else
     bad "$1: exit $rc"; echo "$out" | tail -20

@@ -9,3 +9,9 @@ set_tests_properties(install:argparse_embedded PROPERTIES TIMEOUT 60 LABELS inst
 add_test(NAME install:prefix
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/prefix.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
 set_tests_properties(install:prefix PROPERTIES TIMEOUT 120 LABELS install)
+# cpack -G DEB; Depends checked against the binary's libraries and the programs serve execs; the
+# .deb installed by dpkg into a scratch root of only its dependencies, where --version and the
+# smoke scenario run (about 15 s: cpack compresses the binary).
+add_test(NAME install:deb
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/deb.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+set_tests_properties(install:deb PROPERTIES TIMEOUT 180 LABELS install)
