@@ -15,3 +15,11 @@ set_tests_properties(install:prefix PROPERTIES TIMEOUT 120 LABELS install)
 add_test(NAME install:deb
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/deb.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
 set_tests_properties(install:deb PROPERTIES TIMEOUT 180 LABELS install)
+# The Dockerfile of the CI image, without a Docker engine: the lint (pinned base, no ADD of URLs,
+# apt lists cleaned, root kept on purpose...) and its own self-test, in make test.
+add_test(NAME install:dockerfile_lint
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/install/dockerfile.py lint ${CMAKE_SOURCE_DIR}/Dockerfile)
+add_test(NAME install:dockerfile_lint-selftest
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/install/dockerfile.py self-test)
+set_tests_properties(install:dockerfile_lint install:dockerfile_lint-selftest PROPERTIES TIMEOUT 60
+                     LABELS install)
