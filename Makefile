@@ -33,7 +33,8 @@ test: build
 test-flavors: build
 	bash tests/scenarios/run_flavors.sh ./$(BUILD)/abxlua 40
 
-# The slow tests: a real mmdebstrap build of a fromImage root (tests/platform/test_image_debian.py).
+# The slow tests: a real mmdebstrap build of a fromImage root (tests/platform/test_image_debian.py),
+# and the Dockerfile's steps built in bwrap roots (tests/install/dockerfile.py build).
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow --timeout 1500
 

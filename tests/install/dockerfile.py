@@ -280,8 +280,11 @@ class Stage:
     def bwrap(self, extra=()):
         argv = ["bwrap", "--bind", self.root, "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc",
                 "--bind", "/sys", "/sys", "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf",
-                "--cap-add", "ALL", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--cap-add", "ALL", "--unshare-ipc", "--unshare-uts",
                 "--die-with-parent", "--clearenv", "--chdir", self.workdir]
+        # no --unshare-pid: serve's start-up recovery (platform/recover.h) reads the owner pids of
+        # other serves' state from /tmp and the shared cgroup tree; in a pid namespace of its own
+        # the host's live serves look crashed and it would clean up after them.
         for k, v in self.env.items():
             argv += ["--setenv", k, v]
         return argv + list(extra)
