@@ -25,7 +25,8 @@ install(FILES "${CMAKE_SOURCE_DIR}/README.md" "${CMAKE_SOURCE_DIR}/docs/THIRD-PA
 # binary itself, plus the programs the local platform execs at run time: bwrap (platform/sandbox.c,
 # serve.c), ip and nft (platform/network.c find_exe). cp, chroot, ldd and dpkg (rootfs.c,
 # image_debian.c) and bash (envd_client.c) are Essential in Debian and need no entry.
-# Recommends: what E2B's base template offers in a sandbox, whose /usr is the host's
+# Recommends: ca-certificates (HTTPS to the cloud providers: libcurl verifies against it), what
+# E2B's base template offers in a sandbox, whose /usr is the host's
 # (platform/rootfs.h: sudo, git, curl, python3, python-is-python3), and libnss-myhostname for the
 # *.localhost names of `serve --tls`. Suggests: mmdebstrap (fromImage: debian templates,
 # image_debian.h) and the code-interpreter-v1 server's Python packages (platform/code_interpreter).
@@ -44,7 +45,8 @@ set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "bubblewrap, iproute2, nftables")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "sudo, git, curl, python3, python-is-python3, libnss-myhostname")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
+    "ca-certificates, sudo, git, curl, python3, python-is-python3, libnss-myhostname")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
     "mmdebstrap, python3-jupyter-client, python3-ipykernel, python3-matplotlib")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
