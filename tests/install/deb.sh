@@ -9,7 +9,8 @@
 #     else of this host) and installs the .deb there with `dpkg --root` (dpkg checks Depends);
 #   - in that root (bwrap), `abxlua --version`, and smoke.lua from an empty directory against the
 #     local provider: a sandbox and its network link (ip, nft) work with only what Depends brings;
-#   - `dpkg --root ROOT -r abxlua` removes it, leaving no file of the package.
+#   - `dpkg --root ROOT -r abxlua` removes it, leaving no file of the package;
+#   - README's Install section names every Depends entry.
 set -u
 build=$(realpath "$1") src=$(realpath "$2")
 tmp=$(mktemp -d /tmp/abx-deb.XXXXXX)
@@ -61,6 +62,11 @@ for exe in /usr/bin/bwrap /usr/sbin/ip /usr/sbin/nft; do
   else bad "execs $exe (package '${pkg:-none}') but Depends lacks it"; fi
 done
 [[ "$dep_names" != *" lua-argparse "* ]] || bad "Depends names lua-argparse (it is embedded)"
+# README's Install section lists Depends by hand: every name there, and no other
+install_section=$(sed -n '/^## Install$/,/^## /p' "$src/README.md")
+for pkg in $dep_names; do
+  grep -qw -- "$pkg" <<<"$install_section" || bad "README Install does not name the Depends entry $pkg"
+done
 
 # a scratch root with only what Depends brings, the package installed by dpkg
 root=$tmp/root
