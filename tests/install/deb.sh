@@ -62,7 +62,7 @@ for exe in /usr/bin/bwrap /usr/sbin/ip /usr/sbin/nft; do
   else bad "execs $exe (package '${pkg:-none}') but Depends lacks it"; fi
 done
 [[ "$dep_names" != *" lua-argparse "* ]] || bad "Depends names lua-argparse (it is embedded)"
-# README's Install section lists Depends by hand: every name there, and no other
+# README's Install section lists Depends by hand: it must name every entry
 install_section=$(sed -n '/^## Install$/,/^## /p' "$src/README.md")
 for pkg in $dep_names; do
   grep -qw -- "$pkg" <<<"$install_section" || bad "README Install does not name the Depends entry $pkg"
