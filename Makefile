@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build run test test-load test-flavors test-slow test-asan fuzz e2b-suite clean
+.PHONY: all deps build install deb run test test-load test-flavors test-slow test-asan fuzz e2b-suite clean
 
 all: build
 
@@ -13,6 +13,14 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# cmake --install to PREFIX (README "Install"; DESTDIR works as usual), and the .deb in $(BUILD)/pkg.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+deb: build
+	cpack --config $(BUILD)/CPackConfig.cmake -G DEB -B $(BUILD)/pkg
 
 # The main job: every scenario against the embedded local platform, and the code-interpreter-v1
 # (prebuilt: the built-in one), python-hello and node-web template folders (those two deployed
@@ -33,7 +41,8 @@ test: build
 test-flavors: build
 	bash tests/scenarios/run_flavors.sh ./$(BUILD)/abxlua 40
 
-# The slow tests: a real mmdebstrap build of a fromImage root (tests/platform/test_image_debian.py).
+# The slow tests: a real mmdebstrap build of a fromImage root (tests/platform/test_image_debian.py),
+# and the Dockerfile's steps built in bwrap roots (tests/install/dockerfile.py build).
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow --timeout 1500
 

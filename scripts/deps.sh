@@ -8,11 +8,11 @@
 # python3-ipykernel and python3-matplotlib are for the code-interpreter-v1 template's server
 # (platform/code_interpreter/server.py: real Jupyter kernels; matplotlib for PNG results).
 # mmdebstrap builds the root of a `fromImage: debian:<suite>` template from Debian packages
-# (platform/image_debian.h).
+# (platform/image_debian.h). dpkg-dev: dpkg-shlibdeps computes the .deb Depends (cpack -G DEB).
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
       libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
-      libxml2-utils python3-jsonschema clang-format lua-check libnss-myhostname
+      libxml2-utils python3-jsonschema clang-format lua-check libnss-myhostname dpkg-dev
       sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib mmdebstrap)
 # libarchive-dev: the local platform unpacks and checks template build uploads (layer_cache.h).
 # libnss-myhostname: `localhost` and every name under `.localhost` resolve to loopback through NSS,
