@@ -31,6 +31,7 @@
 #define OS_E_PORT "DOCKER::INVALID_PORT"
 #define OS_E_METADATA "SANDBOX::INVALID_METADATA_LABEL"
 #define OS_E_INTERNAL "SANDBOX::UNKNOWN_ERROR"
+#define OS_E_IMAGE_PULL "DOCKER::SANDBOX_IMAGE_PULL_FAILED"
 
 #define OS_MIN_TIMEOUT_S 60       /* spec CreateSandboxRequest.timeout minimum */
 #define OS_FAILED_KEEP_S 3600     /* docker_service.py PENDING_FAILURE_TTL_SECONDS default */

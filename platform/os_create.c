@@ -267,10 +267,13 @@ enum MHD_Result os_create(struct MHD_Connection *c, const char *body, size_t len
   if (!t) {
     char known[300];
     known_templates(known, sizeof known);
-    snprintf(msg, sizeof msg, "field 'image.uri': '%.100s' is not a local template; known: %s",
-             uri, known);
+    /* the real Docker runtime's answer to an image it cannot pull: 500
+     * DOCKER::SANDBOX_IMAGE_PULL_FAILED "Failed to pull image X: ..." (server/opensandbox_server/
+     * services/docker/container_ops.py); here every image is a local template */
+    snprintf(msg, sizeof msg, "Failed to pull image %.100s: not a local template (field "
+             "'image.uri'; known: %s)", uri, known);
     json_decref(req);
-    return os_error(c, 400, OS_E_INVALID, msg);
+    return os_error(c, 500, OS_E_IMAGE_PULL, msg);
   }
   struct abx_sandbox *sb = calloc(1, sizeof *sb);
   struct os_rec *r = calloc(1, sizeof *r);

@@ -10,7 +10,7 @@ t.test("a valid API key is accepted", function(ctx)
   t.eq(type(items), "table")
 end)
 
-t.test("a wrong API key is rejected with Authentication", { requires = { "api_key_check" } },
+t.test("a wrong API key is rejected with Authentication", { requires = { "api_key_check", "e2b_api" } },
   function(ctx)
   local bad = ctx.conn:with({ api_key = "e2b_0000000000000000000000000000000000000000" })
   local err = t.raises("Authentication", function() bad:list() end)
@@ -40,7 +40,8 @@ t.test("get_info of an unknown sandbox gives SandboxNotFound", function(ctx)
   t.eq(err.request, "GET /sandboxes/inotexistent00000000000")
 end)
 
-t.test("creating from an unknown template gives NotFound with status 404", function(ctx)
+t.test("creating from an unknown template gives NotFound with status 404",
+  { requires = { "e2b_api" } }, function(ctx)
   local err = t.raises("NotFound", function()
     ctx.sandbox_factory({ template = "abx-no-such-template-" .. ctx.run_id })
   end)

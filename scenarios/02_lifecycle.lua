@@ -29,7 +29,8 @@ local function end_at(sbx)
   return sandbox.parse_time(sbx:get_info().end_at)
 end
 
-t.test("create returns a sandbox id and an envd version", function(ctx)
+t.test("create returns a sandbox id and an envd version",
+  { requires = { "envd" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ template = "base", timeout = 120 })
   t.match(sbx.id, "^[%w]+$")
   t.ok(type(sbx.template_id) == "string" and #sbx.template_id > 0, "template_id is set")
@@ -44,7 +45,8 @@ t.test("connect to a running sandbox returns the same sandbox, usable through en
   t.eq(again.commands:run("echo connected").stdout, "connected\n")
 end)
 
-t.test("get_info shows the running state, the template and the metadata", function(ctx)
+t.test("get_info shows the running state, the template and the metadata",
+  { requires = { "e2b_api" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ template = "base", metadata = { abx_case = "info" } })
   local info = sbx:get_info()
   t.eq(info.sandbox_id, sbx.id)
@@ -109,7 +111,7 @@ t.test("a sandbox is gone after its TTL expires",
   t.eq(sbx:kill(), false)
 end)
 
-t.test("envs given at create are visible to commands", { requires = { "env_vars" } }, function(ctx)
+t.test("envs given at create are visible to commands", { requires = { "env_vars", "envd" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ envs = { ABX_CREATE_VAR = "from-create" } })
   t.eq(sbx.commands:run("printf %s \"$ABX_CREATE_VAR\"").stdout, "from-create")
 end)
@@ -249,7 +251,7 @@ t.test("the deprecated resume resumes a paused sandbox and is a Conflict on a ru
 end)
 
 t.test("pause, get_metrics and connect of an unknown sandbox raise SandboxNotFound",
-  { requires = { "pause" } }, function(ctx)
+  { requires = { "pause", "metrics" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 120 })
   sbx:kill()
   t.eq(t.raises("SandboxNotFound", function() sbx:pause() end).status, 404)

@@ -43,7 +43,8 @@ t.test("a command's non-zero exit code N is returned as is", function(ctx)
   t.eq(r.stdout, "before\n")
 end)
 
-t.test("a killed background process ends with exit code -1 and an error", function(ctx)
+t.test("a killed background process ends with exit code -1 and an error",
+  { requires = { "envd" } }, function(ctx)
   local cmds = ctx.base_sandbox.commands
   local h = cmds:run("exec sleep 30", { background = true })
   t.ok(h.pid > 0, "the handle carries the pid")
@@ -64,20 +65,23 @@ t.test("a cwd that does not exist gives InvalidArgument", function(ctx)
   end)
 end)
 
-t.test("envs are set for the command", function(ctx)
+t.test("envs are set for the command",
+  { requires = { "envd" } }, function(ctx)
   local r = ctx.base_sandbox.commands:run("printf '%s|%s' \"$ABX_A\" \"$ABX_B\"",
     { envs = { ABX_A = "one", ABX_B = "two words" } })
   t.eq(r.stdout, "one|two words")
 end)
 
-t.test("commands run as user by default and as root on request", function(ctx)
+t.test("commands run as user by default and as root on request",
+  { requires = { "envd" } }, function(ctx)
   local cmds = ctx.base_sandbox.commands
   t.eq(cmds:run("id -un").stdout, "user\n")
   t.eq(cmds:run("id -un", { user = "root" }).stdout, "root\n")
   t.eq(cmds:run("id -u", { user = "root" }).stdout, "0\n")
 end)
 
-t.test("the default home and working directory are /home/user", function(ctx)
+t.test("the default home and working directory are /home/user",
+  { requires = { "envd" } }, function(ctx)
   t.eq(ctx.base_sandbox.commands:run("echo \"$HOME\"; pwd").stdout, "/home/user\n/home/user\n")
 end)
 
@@ -156,7 +160,8 @@ t.test("connecting to a running process by pid receives its later output", funct
   t.eq(r.exit_code, 3)
 end)
 
-t.test("5 MiB of output arrive intact", function(ctx)
+t.test("5 MiB of output arrive intact",
+  { requires = { "envd" } }, function(ctx)
   local n = 5 * 1024 * 1024
   local cmds = ctx.base_sandbox.commands
   local r = cmds:run("head -c " .. n .. " /dev/zero | tr '\\0' 'x'")

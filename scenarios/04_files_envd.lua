@@ -135,7 +135,8 @@ t.test("a UTF-8 file name round-trips", function(ctx)
   t.eq(sbx.commands:run("ls '" .. ctx.workdir .. "'").stdout, name .. "\n")
 end)
 
-t.test("a file name with spaces round-trips", function(ctx)
+t.test("a file name with spaces round-trips",
+  { requires = { "envd" } }, function(ctx)
   local sbx = ctx.base_sandbox
   local path = ctx.workdir .. "/my file  name.txt"
   sbx.files:write(path, "spaces")
@@ -152,7 +153,8 @@ t.test("reading a missing file gives NotFound", function(ctx)
   t.raises("NotFound", function() ctx.base_sandbox.files:get_info(ctx.workdir .. "/missing.txt") end)
 end)
 
-t.test("writing under missing directories creates them", function(ctx)
+t.test("writing under missing directories creates them",
+  { requires = { "envd" } }, function(ctx)
   local sbx = ctx.base_sandbox
   local path = ctx.workdir .. "/x/y/z/file.txt"
   sbx.files:write(path, "deep")
@@ -172,7 +174,8 @@ t.test("a depth-2 listing includes grandchildren but not deeper entries", functi
   end
 end)
 
-t.test("a file written as user is owned by user, as root by root", function(ctx)
+t.test("a file written as user is owned by user, as root by root",
+  { requires = { "envd" } }, function(ctx)
   local sbx = ctx.base_sandbox
   local mine = ctx.workdir .. "/mine.txt"
   sbx.files:write(mine, "u")
@@ -207,7 +210,8 @@ t.test("a new write replaces the metadata and a write without it clears it", fun
   t.eq(sbx.files:read(path), "3")
 end)
 
-t.test("metadata that is not printable ASCII is refused and nothing is written", function(ctx)
+t.test("metadata that is not printable ASCII is refused and nothing is written",
+  { requires = { "file_metadata" } }, function(ctx)
   local sbx, path = ctx.base_sandbox, ctx.workdir .. "/refused.txt"
   t.raises("InvalidArgument", function()
     sbx.files:write(path, "x", { metadata = { note = "caf\xe9" } })

@@ -46,7 +46,8 @@ local function json(body)
   return ok and type(v) == "table" and v or {}
 end
 
-t.test("a port answers 502 'port is not open' before a server listens and 200 after", function(ctx)
+t.test("a port answers 502 'port is not open' before a server listens and 200 after",
+  { requires = { "e2b_api" } }, function(ctx)
   local sbx = ctx.sandbox_factory({})
   local before = sbx:http(PORT)
   t.eq(before.status, 502, "a closed port through the edge")

@@ -131,7 +131,8 @@ t.test("a PTY's timeout kills it and its wait raises Timeout", function(ctx)
   end, { timeout = 10 })
 end)
 
-t.test("PTY input and resize to a process without a PTY raise Sandbox", function(ctx)
+t.test("PTY input and resize to a process without a PTY raise Sandbox",
+  { requires = { "pty" } }, function(ctx)
   local sbx = ctx.base_sandbox
   local c = sbx.commands:run("exec sleep 30", { background = true })
   t.raises("Sandbox", function() sbx.pty:send_input(c.pid, "x") end)
@@ -204,7 +205,8 @@ t.test("a watch ends with Timeout at its timeout and keeps its events", function
   t.ok(has(w:events(), "before-end.txt", "create"), "events received before the end are kept")
 end)
 
-t.test("watching a missing directory gives NotFound and a file gives InvalidArgument", function(ctx)
+t.test("watching a missing directory gives NotFound and a file gives InvalidArgument",
+  { requires = { "watch" } }, function(ctx)
   local sbx, dir = ctx.base_sandbox, ctx.workdir
   t.raises("NotFound", function() sbx.files:watch_dir(dir .. "/missing") end)
   sbx.files:write(dir .. "/plain.txt", "x")

@@ -144,7 +144,11 @@ def t_bad_bodies(o):
     bad({"entrypoint": []}, [], "DOCKER::INVALID_ENTRYPOINT", "at least one command", "empty entrypoint")
     bad({"entrypoint": ["a", 1]}, [], inv, "entrypoint[1]", "entrypoint not strings")
     bad({}, ["image"], inv, "Exactly one of image or snapshotId", "no image")
-    bad({"image": {"uri": "nosuch"}}, [], inv, "known: base", "unknown image.uri names the known ones")
+    # an image that is no local template: the real Docker runtime's pull failure (500)
+    st, _, j = o.req("POST", "/v1/sandboxes", dict(GOOD, image={"uri": "nosuch"}))
+    check(st == 500 and isinstance(j, dict) and j.get("code") == "DOCKER::SANDBOX_IMAGE_PULL_FAILED"
+          and "known: base" in j.get("message", ""),
+          "unknown image.uri -> 500 DOCKER::SANDBOX_IMAGE_PULL_FAILED naming the known ones (%d %r)" % (st, j))
     bad({"image": {"uri": "base", "auth": {"username": "u", "password": "p"}}}, [],
         "SANDBOX::API_NOT_SUPPORTED", "image.auth", "image.auth")
     bad({"image": {"uri": "base", "tag": "x"}}, [], inv, "image.tag", "unknown image field")

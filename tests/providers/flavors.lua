@@ -50,10 +50,10 @@ end)
 
 t.test("the flavours' capabilities are the published differences", function()
   local function caps(name) return sorted(select(2, config.provider(cfg, "local", name)).capabilities) end
-  t.eq(caps("acs"), "api_key_check,connect_resume,env_vars,pause,pty,snapshot,watch")
-  t.eq(caps("cubesandbox"), "pause,pty,refresh,short_ttl,ttl_shorten,watch")
-  t.eq(caps("alicloud-fc"), "api_key_check,connect_resume,env_vars,metrics,pty,short_ttl,"
-    .. "templates_build,ttl_shorten,watch")
+  t.eq(caps("acs"), "api_key_check,connect_resume,e2b_api,env_vars,envd,pause,pty,snapshot,watch")
+  t.eq(caps("cubesandbox"), "e2b_api,envd,pause,pty,refresh,short_ttl,ttl_shorten,watch")
+  t.eq(caps("alicloud-fc"), "api_key_check,connect_resume,e2b_api,env_vars,envd,metrics,pty,"
+    .. "short_ttl,templates_build,ttl_shorten,watch")
   -- code_interpreter is e2b's but not the local platform's: not in the flavour
   local _, e2b = config.provider(cfg, "local", "e2b")
   t.eq(e2b.capability_set.code_interpreter, nil)

@@ -1182,7 +1182,8 @@ function OpenSandboxConnection:get_info(id) end
 ---list_page(opts): one page: SandboxInfo[], next token
 ---One page of GET /sandboxes (page + pageSize; `next_token` is the page number as a string,
 ---semantics.page_query). `state` values are E2B's lower-case ("running", "paused") or
----OpenSandbox's states; sent as repeated `state` parameters with OpenSandbox's spelling.
+---OpenSandbox's states; sent as repeated `state` parameters with OpenSandbox's spelling;
+---none given: Running and Paused (E2B's default list).
 ---Raises: InvalidArgument (400, a bad page token or state), Authentication, Protocol.
 ---@param opts? {metadata?: table, state?: string[], limit?: integer, next_token?: string}
 ---@return abx.SandboxInfo[] items, string|nil next_token

@@ -419,7 +419,8 @@ end
 
 --- One page of GET /sandboxes (page + pageSize; `next_token` is the page number as a string,
 --- semantics.page_query). `state` values are E2B's lower-case ("running", "paused") or
---- OpenSandbox's states; sent as repeated `state` parameters with OpenSandbox's spelling.
+--- OpenSandbox's states; sent as repeated `state` parameters with OpenSandbox's spelling;
+--- none given: Running and Paused (E2B's default list).
 --- Raises: InvalidArgument (400, a bad page token or state), Authentication, Protocol.
 ---@param opts? {metadata?: table, state?: string[], limit?: integer, next_token?: string}
 ---@return table[] items, string|nil next_token
@@ -429,7 +430,11 @@ function Connection:list_page(opts)
   if opts.metadata and next(opts.metadata) then
     q[#q + 1] = { "metadata", wire.metadata_filter(opts.metadata, envd.quote) }
   end
-  for _, s in ipairs(opts.state or {}) do
+  -- no state asked: E2B's list (running and paused, reference §3.4), so a scenario sees the
+  -- same set on both wires; a starting (Pending) or dying sandbox is asked for by its state
+  local states = opts.state
+  if not states or #states == 0 then states = { "Running", "Paused" } end
+  for _, s in ipairs(states) do
     local spelled
     for _, known in ipairs(wire.STATES) do
       if known:lower() == tostring(s):lower() then spelled = known end

@@ -15,17 +15,22 @@ local M = {}
 -- extends the TTL; CubeSandbox's does neither), ttl_shorten (set_timeout may shorten the TTL;
 -- OpenKruise only extends), short_ttl (TTLs of a few seconds; OpenKruise's minimum is 30 s),
 -- refresh (POST /sandboxes/{id}/refreshes; not on OpenKruise), metrics_disk (the metrics' disk
--- fields are real; FC: placeholders).
+-- fields are real; FC: placeholders), envd (the data plane is E2B's envd: the default user `user`
+-- with home /home/user, output bytes exactly as written, numeric pids, an envd version;
+-- OpenSandbox's execd runs as root and sends output line by line, e2b-v2-and-peers.md §4),
+-- e2b_api (E2B's control-plane wire itself: route names, 404 for an unknown template, the
+-- sandbox info's CPU and memory, the edge's 502 bodies).
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check",
-  "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk" }
+  "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk",
+  "envd", "e2b_api" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
 -- The embedded local platform's capabilities when the config does not list them.
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
-  "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk" }
+  "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd", "e2b_api" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
