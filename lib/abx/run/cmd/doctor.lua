@@ -2,7 +2,7 @@
 -- resolved provider, endpoint, domain, envd routing, capabilities, the credentials found and where
 -- (values masked: e2b_****), the .env files read; then checks connectivity: for the local
 -- platform, start it, GET /health and list sandboxes; for a remote provider, GET {api_url}/health
--- and an authenticated GET /v2/sandboxes?limit=1.
+-- and an authenticated list of one sandbox (GET /v2/sandboxes?limit=1; OpenSandbox: GET /sandboxes).
 -- Exit 0 when every check passed, 1 when one failed, 4 for usage errors (unknown provider, bad
 -- config).
 local core = require("abx.core")
@@ -75,6 +75,18 @@ local function list_one(conn)
   return string.format("status 200, %d sandbox(es) on the first page", #items)
 end
 
+-- The list call's label and the health URL: OpenSandbox lists with GET /sandboxes (page +
+-- pageSize) and serves /health at its root, not under /v1 (e2b-v2-and-peers.md §4).
+local function list_label(p)
+  if p.protocol == "opensandbox" then return "GET /sandboxes?pageSize=1 (authenticated)" end
+  return "GET /v2/sandboxes?limit=1 (authenticated)"
+end
+
+local function health_base(p, api_url)
+  if p.protocol == "opensandbox" then return (api_url:gsub("/v1/?$", "")) end
+  return api_url
+end
+
 local function local_checks(cfg, pname, p, results)
   local conn, info
   check(results, "start the local platform", function()
@@ -84,28 +96,29 @@ local function local_checks(cfg, pname, p, results)
   end)
   if not conn then
     results[#results + 1] = false
-    say("  FAIL  GET /v2/sandboxes?limit=1: not tried (the platform did not start)")
+    say("  FAIL  %s: not tried (the platform did not start)", list_label(p))
     return
   end
   check(results, "GET " .. info.base_url .. "/health", function() return health(info.base_url) end)
-  check(results, "GET /v2/sandboxes?limit=1 (authenticated)", function() return list_one(conn) end)
+  check(results, list_label(p), function() return list_one(conn) end)
   if info.stop then info.stop(false) end
 end
 
 local function remote_checks(cfg, pname, p, r, results)
   if r.api_url then
-    check(results, "GET " .. r.api_url .. "/health", function() return health(r.api_url) end)
+    local base = health_base(p, r.api_url)
+    check(results, "GET " .. base .. "/health", function() return health(base) end)
   else
     results[#results + 1] = false
     say("  FAIL  GET /health: no API URL (set ABX_SANDBOX_BASE_URL or providers.%s.api_url)", pname)
   end
   if #r.missing > 0 then
     results[#results + 1] = false
-    say("  FAIL  GET /v2/sandboxes?limit=1: not tried, missing credentials [%s]",
+    say("  FAIL  %s: not tried, missing credentials [%s]", list_label(p),
       table.concat(r.missing, ", "))
     return
   end
-  check(results, "GET /v2/sandboxes?limit=1 (authenticated)", function()
+  check(results, list_label(p), function()
     local conn = provider.open(pname, p, { run_id = "doctor-" .. core.random_hex(4),
       defaults = cfg.defaults })
     return list_one(conn)
