@@ -108,6 +108,9 @@ void abx_core_read_request(lua_State *L, int idx, struct abx_http_request *r,
   field_string(L, idx, "body", &r->body, &r->body_len);
   read_body_file(L, idx, r);
   field_string(L, idx, "connect_to", &r->connect_to, &n);
+  lua_getfield(L, idx, "fresh_connect");
+  r->fresh_connect = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, idx, "timeout");
   double timeout = luaL_optnumber(L, -1, 60);
   lua_pop(L, 1);

@@ -336,6 +336,8 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, t);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
   }
+  if (req->fresh_connect)
+    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
   if (req->connect_to) { /* "::HOST:PORT": any host and port of the URL connect there */
     char entry[512];
     snprintf(entry, sizeof entry, "::%s", req->connect_to);

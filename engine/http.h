@@ -125,6 +125,9 @@ struct abx_http_request {
   long timeout_ms;
   size_t max_body;
   const char *connect_to;     /* "HOST:PORT" or NULL */
+  int fresh_connect;          /* 1: a new connection (CURLOPT_FRESH_CONNECT), so libcurl never
+                               * resends the request on a reused connection that died before an
+                               * answer: for a call that must not run twice (a create) */
   int streaming;              /* enum abx_http_framing */
   size_t max_line;            /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
   long headers_timeout_ms;    /* 0: none */

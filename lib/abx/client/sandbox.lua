@@ -251,8 +251,11 @@ function Connection:_call(method, path, query, body, retry)
   local deadline = core.now() + RETRY.budget
   local attempt = 1
   while true do
+    -- a call that is never retried (a create) is never resent by libcurl either: on a reused
+    -- connection that died before the answer, libcurl would send it again by itself and make a
+    -- second sandbox the attempt tag cannot adopt (tests/faults create_reset)
     local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
-      timeout = self.request_timeout, max_body = MAX_API_BODY })
+      timeout = self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status
