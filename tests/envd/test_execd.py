@@ -317,7 +317,12 @@ def t_big_output():
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1]) // 1024
     s.close()
-    check(0 < rss < 200, f"500 MB of unread output: envd RSS stays bounded ({rss} MiB)")
+    # under AddressSanitizer (make test-asan) freed memory waits in its quarantine, 256 MiB by
+    # default, before it is reused: that much more RSS is the sanitizer's, not a buffer of ours
+    with open(f"/proc/{pid}/maps") as f:
+        asan = "libasan" in f.read()
+    bound = 200 + (256 if asan else 0)
+    check(0 < rss < bound, f"500 MB of unread output: envd RSS stays bounded ({rss} MiB < {bound} MiB)")
 
 
 def t_long_line():

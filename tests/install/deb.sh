@@ -65,6 +65,8 @@ done
 # README's Install section lists Depends by hand: it must name every entry
 install_section=$(sed -n '/^## Install$/,/^## /p' "$src/README.md")
 for pkg in $dep_names; do
+  # a sanitizer build (make test-asan) links the sanitizers' runtimes: not what the README ships
+  case $pkg in libasan*|libubsan*) continue ;; esac
   grep -qw -- "$pkg" <<<"$install_section" || bad "README Install does not name the Depends entry $pkg"
 done
 
