@@ -211,25 +211,9 @@ enum MHD_Result envd_on_request(void *cls, struct MHD_Connection *c, const char 
       envd_stream_input_data(r->si, upload_data, n);
       return MHD_YES;
     }
-    if (r->too_big || r->len + n > ENVD_MAX_MSG + 5) {
-      r->too_big = true;
-      free(r->body);
-      r->body = NULL;
-      r->len = r->cap = 0;
-      return MHD_YES;
-    }
-    if (r->len + n > r->cap) {
-      size_t cap = r->cap ? r->cap : 4096;
-      while (cap < r->len + n)
-        cap *= 2;
-      char *b = realloc(r->body, cap);
-      if (!b)
-        return MHD_NO;
-      r->body = b;
-      r->cap = cap;
-    }
-    memcpy(r->body + r->len, upload_data, n);
-    r->len += n;
+    if (envd_body_add(&r->body, &r->len, &r->cap, &r->too_big, ENVD_MAX_MSG + 5, upload_data, n) !=
+        0)
+      return MHD_NO; /* out of memory */
     return MHD_YES;
   }
   if (r->queued)

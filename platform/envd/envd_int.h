@@ -80,6 +80,13 @@ int envd_fail(struct envd_err *err, const char *code, const char *fmt, ...)
 /* HTTP status for a Connect code, per reference §2.4 table (unknown names → 500). */
 unsigned envd_code_http(const char *code);
 
+/* A request body gathered from MHD's upload chunks: `n` bytes of `data` appended to the malloc'd
+ * `*body` (grown by doubling, kept NUL-terminated). Past `max` bytes in all the body is dropped
+ * and `*too_big` set, so the caller answers 413 once the request is complete; later chunks are
+ * ignored. Returns 0, or -1 when memory ran out (the caller ends the connection). */
+int envd_body_add(char **body, size_t *len, size_t *cap, bool *too_big, size_t max,
+                  const char *data, size_t n);
+
 /* Queue a response with body `data` (copied), status and content type; returns MHD_YES/NO. */
 enum MHD_Result envd_send(struct MHD_Connection *c, unsigned status, const char *ctype,
                           const void *data, size_t len);

@@ -387,26 +387,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       execd_upload_data(x->up, upload_data, n);
       return MHD_YES;
     }
-    if (x->too_big || x->len + n > EXECD_MAX_BODY) {
-      x->too_big = true;
-      free(x->body);
-      x->body = NULL;
-      x->len = x->cap = 0;
-      return MHD_YES;
-    }
-    if (x->len + n + 1 > x->cap) {
-      size_t cap = x->cap ? x->cap : 4096;
-      while (cap < x->len + n + 1)
-        cap *= 2;
-      char *b = realloc(x->body, cap);
-      if (!b)
-        return MHD_NO;
-      x->body = b;
-      x->cap = cap;
-    }
-    memcpy(x->body + x->len, upload_data, n);
-    x->len += n;
-    x->body[x->len] = 0;
+    if (envd_body_add(&x->body, &x->len, &x->cap, &x->too_big, EXECD_MAX_BODY, upload_data, n) != 0)
+      return MHD_NO; /* out of memory */
     return MHD_YES;
   }
   if (x->queued)

@@ -215,3 +215,29 @@ const char *envd_header(struct MHD_Connection *c, const char *name)
 {
   return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
 }
+
+int envd_body_add(char **body, size_t *len, size_t *cap, bool *too_big, size_t max,
+                  const char *data, size_t n)
+{
+  if (*too_big || *len + n > max) {
+    *too_big = true;
+    free(*body);
+    *body = NULL;
+    *len = *cap = 0;
+    return 0;
+  }
+  if (*len + n + 1 > *cap) {
+    size_t c = *cap ? *cap : 4096;
+    while (c < *len + n + 1)
+      c *= 2;
+    char *b = realloc(*body, c);
+    if (!b)
+      return -1;
+    *body = b;
+    *cap = c;
+  }
+  memcpy(*body + *len, data, n);
+  *len += n;
+  (*body)[*len] = 0;
+  return 0;
+}
