@@ -36,11 +36,6 @@ local function known(name)
   return false
 end
 
----True when `name` is a flavour serve knows.
----@param name string
----@return boolean
-function M.known(name) return known(name) end
-
 ---The remote provider entry that names `flavor` (its `flavor:` key), with its name.
 ---@param cfg table a loaded config (abx.run.config.load)
 ---@param flavor string

@@ -316,6 +316,20 @@ function M.start_failure(err, log)
     .. (log and (" (log: " .. log .. ")") or ""))
 end
 
+-- The connection options of a provider's wire semantics (abx.run.config): auth header,
+-- pagination, route version, TTL bounds (named after providers.<entry>.ttl in their errors) and,
+-- for OpenSandbox, the create polling. `entry` is the config entry they come from.
+local function wire_semantics(opts, p, entry)
+  opts.auth_header = p.auth_header
+  opts.pagination = p.pagination
+  opts.v2_routes = p.route_version == "v2"
+  if p.ttl and (p.ttl.min or p.ttl.max) then
+    opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
+      where = "providers." .. entry .. ".ttl" }
+  end
+  if p.protocol == "opensandbox" then opts.create = p.create end
+end
+
 ---Opens the provider.
 ---@param name string provider name
 ---@param p table provider settings from the config
@@ -396,14 +410,7 @@ function M.open(name, p, run)
       -- the cloud entry's semantics (abx.run.flavor.apply), on serve's address
       opts.api_url = ready.url .. (flavor.API_PATH[p.flavor] or "")
       opts.envd_routing = p.envd_routing
-      opts.auth_header = p.auth_header
-      opts.pagination = p.pagination
-      if p.protocol == "opensandbox" then opts.create = p.create end
-      opts.v2_routes = p.route_version == "v2"
-      if p.ttl and (p.ttl.min or p.ttl.max) then
-        opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
-          where = "providers." .. p.flavor_of .. ".ttl" }
-      end
+      wire_semantics(opts, p, p.flavor_of)
     end
     info.endpoint, info.base_url = opts.api_url, ready.url
     info.stop = function(keep_log)
@@ -426,14 +433,7 @@ function M.open(name, p, run)
     info.credential_source = r.credentials[1].source .. " (" .. r.credentials[1].via .. ")"
     opts.api_url, opts.api_key, opts.domain = r.api_url, r.api_key, r.domain
     opts.envd_url = r.envd_url
-    opts.auth_header = p.auth_header
-    opts.pagination = p.pagination
-    opts.v2_routes = p.route_version == "v2"
-    if p.ttl and (p.ttl.min or p.ttl.max) then
-      opts.ttl = { mode = p.ttl.mode, min = p.ttl.min, max = p.ttl.max,
-        where = "providers." .. name .. ".ttl" }
-    end
-    if p.protocol == "opensandbox" then opts.create = p.create end
+    wire_semantics(opts, p, name)
     if p.ca_file then
       core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
       info.stop = function() core.set_ca_file(nil) end
