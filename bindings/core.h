@@ -47,6 +47,18 @@ struct abx_loop *abx_core_stream_info(lua_State *L, int idx, const char **what);
  * [-0, +0, m] */
 void abx_core_util_register(lua_State *L, struct abx_loop *loop);
 
+/* Adds core.sink (core_sink.c: a byte accumulator outside the Lua heap) to the module at the top.
+ * [-0, +0, m] */
+void abx_core_sink_register(lua_State *L);
+
+/* Whether the Connect message p[0..n) is exactly {"event":{"data":{"<field>":"<text>"}}}, the
+ * compact form envd writes a ProcessEvent data event in (reference/envd-protocol.md §3, §4.3):
+ * returns the field ("stdout", "stderr" or "pty", static) and points *b64 at the text, or NULL
+ * for any other shape (the caller then decodes the message as JSON). The text is not checked
+ * here; a quote or backslash in it fails the base64 decode, which sends the message the slow way.
+ * [-0, +0, -] */
+const char *abx_core_data_event(const char *p, size_t n, const char **b64, size_t *b64_len);
+
 /* Adds core.gzip and core.gunzip (zlib) to the module at the top. [-0, +0, m] */
 void abx_core_zlib_register(lua_State *L, struct abx_loop *loop);
 

@@ -5,6 +5,10 @@
  * core.stream(req)  -> abx.stream                          yields until the response headers
  * (request tables and core.body_stream, a body read in chunks: bindings/core_body.c)
  * stream:next()     -> "message"|"end", json | "http", body | nil      yields per envelope
+ * stream:next_data() -> as next, but a process output event {"event":{"data":{F:"<b64>"}}} in
+ *                      envd's compact form comes decoded: "data", F, bytes (F "stdout", "stderr"
+ *                      or "pty"); any other message, or text that is not base64, comes as
+ *                      "message", json for the caller's own checks (bindings/core_sink.c)
  * Raises: Transport (connection failed), Timeout (transfer or task deadline), Protocol (body
  * over max_body, headers over 256 KiB, malformed envelopes, truncated stream).
  * NDJSON streams (core.ndjson, bindings/core_ndjson.c) are the same abx.stream, opened through
@@ -18,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "core.h"
 #include "errors.h"
 #include "http.h"
@@ -56,6 +61,9 @@ struct stream {
   double started_ms;          /* for traces */
   int traced;                 /* the answer's headers were traced */
   int ready_run;              /* stream:next calls answered from the queue without yielding */
+  int want_data;              /* the waiting call is next_data: decode output events here */
+  unsigned char *scratch;     /* next_data's decode buffer, reused */
+  size_t scratch_cap;
 };
 
 /* After this many stream:next calls in a row answered from the queue, the task yields once so
@@ -172,6 +180,36 @@ static void stream_cancel(struct abx_wait *w)
   s->waiting = SW_NONE;
 }
 
+/* stream:next_data's fast path: when 'm' is a process output event in envd's compact form whose
+ * text is base64, pushes (true, "data", field, bytes) onto 'co' and returns 1; otherwise 0 and
+ * nothing is pushed (the message then goes to Lua as JSON, whose checks name what is wrong). This
+ * skips a Lua string of the JSON, its decode into a table and a Lua string of the base64 text per
+ * 32 KiB chunk (issue 14: those were most of the client's CPU on a large output). */
+static int push_data(struct stream *s, lua_State *co, const struct abx_stream_msg *m)
+{
+  const char *b64;
+  size_t n;
+  const char *field = abx_core_data_event(m->data, m->len, &b64, &n);
+  if (!field || m->flags)
+    return 0;
+  size_t need = ABX_B64_DECODED_MAX(n);
+  if (need > s->scratch_cap) {
+    unsigned char *b = realloc(s->scratch, need);
+    if (!b)
+      return 0;
+    s->scratch = b;
+    s->scratch_cap = need;
+  }
+  long got = abx_b64_decode(s->scratch, b64, n, 0);
+  if (got < 0)
+    return 0;
+  lua_pushboolean(co, 1);
+  lua_pushliteral(co, "data");
+  lua_pushstring(co, field);
+  lua_pushlstring(co, (const char *)s->scratch, (size_t)got);
+  return 1;
+}
+
 /* Pushes the answer for a task waiting on 's' if one is available. Returns the number of values
  * pushed onto 'co' (0: nothing yet). Used both before yielding and from the loop. */
 static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
@@ -206,6 +244,10 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
   }
   if (t->status == 200 && t->q_head) {
     struct abx_stream_msg *m = abx_transfer_pop(t);
+    if (s->want_data && t->streaming == ABX_HTTP_CONNECT && push_data(s, co, m)) {
+      free(m);
+      return 4;
+    }
     int ndjson = t->streaming == ABX_HTTP_NDJSON;
     lua_pushboolean(co, 1);
     lua_pushstring(co, ndjson                          ? "line"
@@ -461,14 +503,24 @@ static int core_stream(lua_State *L)
 /* stream:next() -> kind, payload | nil. See the file comment. */
 static int stream_next(lua_State *L)
 {
-  return stream_wait(L, stream_check(L, 1), SW_NEXT);
+  struct stream *s = stream_check(L, 1);
+  s->want_data = 0;
+  return stream_wait(L, s, SW_NEXT);
+}
+
+/* stream:next_data() -> "data", field, bytes | as stream:next. See the file comment. */
+static int stream_next_data(lua_State *L)
+{
+  struct stream *s = stream_check(L, 1);
+  s->want_data = 1;
+  return stream_wait(L, s, SW_NEXT);
 }
 
 /* stream:next resumed after its cooperative pause: the stream is still at index 1. */
 static int next_again_k(lua_State *L, int status, lua_KContext ctx)
 {
   (void)status, (void)ctx;
-  return stream_next(L);
+  return stream_wait(L, stream_check(L, 1), SW_NEXT); /* want_data as the call set it */
 }
 
 /* stream:status() -> HTTP status (0 before headers). */
@@ -489,11 +541,15 @@ static int stream_close(lua_State *L)
     abx_task_abort(w, "Protocol", "stream closed while a task was waiting on it");
   }
   stream_release(s);
+  free(s->scratch);
+  s->scratch = NULL;
+  s->scratch_cap = 0;
   return 0;
 }
 
 static const luaL_Reg stream_methods[] = {
-  {"next", stream_next}, {"status", stream_status}, {"close", stream_close}, {NULL, NULL}};
+  {"next", stream_next}, {"next_data", stream_next_data}, {"status", stream_status},
+  {"close", stream_close}, {NULL, NULL}};
 
 /* core.set_trace(level): 0 off, 1 request/answer lines with headers, 2 also body excerpts.
  * Everything goes through the secrets registry. */

@@ -52,6 +52,28 @@ static int value(unsigned char c, unsigned flags)
   return -1;
 }
 
+/* value() of every byte for both alphabets at once, 255 outside them: the fast path of
+ * abx_b64_decode reads four characters with four loads instead of a chain of compares (the
+ * decode of a 256 MiB command output was 8 percent of the client's CPU, issue 14). */
+static const unsigned char dec_table[256] = {
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,  62, 255,  62, 255,  63,
+   52,  53,  54,  55,  56,  57,  58,  59,  60,  61, 255, 255, 255, 255, 255, 255,
+  255,   0,   1,   2,   3,   4,   5,   6,   7,   8,   9,  10,  11,  12,  13,  14,
+   15,  16,  17,  18,  19,  20,  21,  22,  23,  24,  25, 255, 255, 255, 255,  63,
+  255,  26,  27,  28,  29,  30,  31,  32,  33,  34,  35,  36,  37,  38,  39,  40,
+   41,  42,  43,  44,  45,  46,  47,  48,  49,  50,  51, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+  255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255,
+};
+
 static int is_space(unsigned char c)
 {
   return c == ' ' || c == '\n' || c == '\r';
@@ -59,10 +81,27 @@ static int is_space(unsigned char c)
 
 long abx_b64_decode(unsigned char *out, const char *in, size_t n, unsigned flags)
 {
-  size_t o = 0, digits = 0, pad = 0;
+  size_t o = 0, digits = 0, pad = 0, i = 0;
   uint32_t acc = 0;
   int bits = 0;
-  for (size_t i = 0; i < n; i++) {
+  if (!(flags & ABX_B64_URL_ONLY)) {
+    /* Whole quads of alphabet characters; the first '=', space or stray byte leaves the rest,
+     * from that quad on, to the strict loop below, whose state at a quad boundary is this. */
+    const unsigned char *s = (const unsigned char *)in;
+    for (; i + 4 <= n; i += 4) {
+      unsigned a = dec_table[s[i]], b = dec_table[s[i + 1]], c = dec_table[s[i + 2]],
+               d = dec_table[s[i + 3]];
+      if ((a | b | c | d) & 0x80u)
+        break;
+      uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | d;
+      out[o] = (unsigned char)(v >> 16);
+      out[o + 1] = (unsigned char)(v >> 8);
+      out[o + 2] = (unsigned char)v;
+      o += 3;
+    }
+    digits = i;
+  }
+  for (; i < n; i++) {
     unsigned char c = (unsigned char)in[i];
     if ((flags & ABX_B64_SPACE) && is_space(c))
       continue;

@@ -188,6 +188,39 @@ t.test("output reaches on_stdout callbacks while the process runs", function(ctx
   t.eq(r.stdout, "first\nsecond\n")
 end)
 
+-- keep_output = false: the callbacks get every byte, nothing is kept (result stdout nil,
+-- handle:stdout() raises), and the engine's memory stays flat however much the command writes:
+-- 128 MiB through the callback may not grow the engine's RSS by 64 MiB (it grew by all of it
+-- when every chunk was kept, issue 14).
+local function rss_mib()
+  local f = assert(io.open("/proc/self/status"))
+  local s = f:read("a")
+  f:close()
+  return tonumber(s:match("VmRSS:%s+(%d+)")) / 1024
+end
+
+t.test("keep_output = false streams 128 MiB to on_stdout without keeping it",
+  { requires = { "envd" } }, function(ctx)
+  local n, got, peak = 128 * 1024 * 1024, 0, 0
+  local base = rss_mib()
+  local r = ctx.base_sandbox.commands:run("head -c " .. n .. " /dev/zero; echo e >&2", {
+    keep_output = false, timeout = 120,
+    on_stdout = function(chunk)
+      got = got + #chunk
+      if got % (8 * 1024 * 1024) < #chunk then peak = math.max(peak, rss_mib()) end
+    end,
+  })
+  t.eq(got, n, "every byte reached the callback")
+  t.eq(r.exit_code, 0)
+  t.eq(r.stdout, nil, "stdout is not kept")
+  t.eq(r.stderr, nil, "stderr is not kept")
+  t.ok(peak - base < 64, string.format("RSS grew by %.0f MiB (from %.0f)", peak - base, base))
+  local h = ctx.base_sandbox.commands:run("echo x", { background = true, keep_output = false })
+  h:wait()
+  local err = t.raises("InvalidArgument", function() h:stdout() end)
+  t.match(err.message, "keep_output = false")
+end)
+
 t.test("stderr reaches on_stderr callbacks in the foreground", function(ctx)
   local seen = {}
   local r = ctx.base_sandbox.commands:run("echo e1 >&2; echo e2 >&2", {

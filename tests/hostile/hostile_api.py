@@ -115,6 +115,15 @@ class Handler(BaseHTTPRequestHandler):
                     self.chunk(start + env(0, b'{"event":{"data":{"stdout":"aGkK"}}}')
                                + env(0, b'{"event":{"data":{"stdout":"!!not base64!!"}}}')
                                + env(0, b'{"event":{"end":{"exited":true}}}') + env(2, b"{}"))
+                elif mode == "spaced-data":
+                    # Go's protojson may put a space after ':' and ','; abxlua's compact fast path
+                    # (stream:next_data) must hand these to its JSON decoder, in order
+                    self.chunk(start + env(0, b'{"event":{"data":{"stdout":"aGkK"}}}')
+                               + env(0, b'{"event": {"data": {"stdout": "dGhlcmUK"}}}')
+                               + env(0, b'{"event":{"data":{"stderr":"ZQo="}}}')
+                               + env(0, b'{"event":{"data":{"stdout":"Ynll"}}}')
+                               + env(0, b'{"event":{"end":{"exitCode":3,"exited":true}}}')
+                               + env(2, b"{}"))
                 elif mode == "bad-event":
                     self.chunk(start + env(0, b'{"event":{"data":"aGkK"}}')
                                + env(0, b'{"event":{"end":{"exited":true}}}') + env(2, b"{}"))

@@ -23,6 +23,14 @@ t.test("a stream without its end-of-stream envelope is a Protocol error", start_
 t.test("a stream whose first event is not start is a Protocol error", start_fails("Protocol", "first-not-start"))
 t.test("an endless stream ends at the command timeout", start_fails("Timeout", "endless"))
 
+-- output events in envd's compact form and in Go protojson's spaced one arrive alike and in order
+t.test("output events with and without spaces are all kept, in order", function(ctx)
+  local r = sbx(ctx).commands:run("spaced-data", { timeout = 5 })
+  t.eq(r.stdout, "hi\nthere\nbye")
+  t.eq(r.stderr, "e\n")
+  t.eq(r.exit_code, 3)
+end)
+
 -- nothing of a stream is dropped silently: a chunk that does not decode ends the call
 t.test("invalid UTF-8 in stream data is a Protocol error",
   start_fails("Protocol", "bad-utf8", "^commands:run: stdout of message 2 is not base64"))

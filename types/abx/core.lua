@@ -209,6 +209,9 @@ function core.sha256(bytes) end
 ---hasher is finished after it).
 function core.sha256_new() end
 
+---core.sink() -> abx.sink                  an empty accumulator
+function core.sink() end
+
 ---core.sleep(seconds): yields at least that long. Raises Timeout when the deadline passes.
 ---@param seconds any
 function core.sleep(seconds) end

@@ -87,12 +87,12 @@ function PtyHandle:wait() end
 function PtyHandle:kill() end
 
 ---stdout(): the output so far
----Output received so far. Raises: nothing.
+---Output received so far. Raises: InvalidArgument when started with keep_output = false.
 ---@return string
 function PtyHandle:stdout() end
 
 ---stderr(): always "" (a PTY has one stream)
----Error output received so far. Raises: nothing.
+---Error output received so far. Raises: InvalidArgument when started with keep_output = false.
 ---@return string
 function PtyHandle:stderr() end
 
@@ -120,7 +120,9 @@ local Commands = {}
 ---Foreground: yields until the process ends and returns {stdout, stderr, exit_code, error}; a
 ---non-zero exit is NOT an error (see the file header). Background: returns a CommandHandle once
 ---envd reported the pid; output is read by a task, `handle:wait()` gives the result.
----Callbacks get each chunk as it arrives (on the reader task when in background).
+---Callbacks get each chunk as it arrives (on the reader task when in background). With
+---`keep_output = false` the output goes only to them: the result's stdout and stderr are nil and
+---the engine's memory stays flat however much the command writes (handle:stdout() raises).
 ---`keepalive` (whole seconds, default 50 as the SDKs) is the Keepalive-Ping-Interval asked for
 ---(reference §4.4, §9); keepalive events are ignored, only counted (handle:keepalives()).
 ---`timeout` (default 60 s, 0 = none) bounds the process' lifetime in background too: envd kills it
@@ -205,13 +207,13 @@ function CommandHandle:send_stdin(data) end
 ---Closes the process' stdin. Raises: as Commands:close_stdin.
 function CommandHandle:close_stdin() end
 
----stdout(): stdout received so far
----Output received so far. Raises: nothing.
+---stdout(): stdout received so far (raises with keep_output = false)
+---Output received so far. Raises: InvalidArgument when started with keep_output = false.
 ---@return string
 function CommandHandle:stdout() end
 
----stderr(): stderr received so far
----Error output received so far. Raises: nothing.
+---stderr(): stderr received so far (raises with keep_output = false)
+---Error output received so far. Raises: InvalidArgument when started with keep_output = false.
 ---@return string
 function CommandHandle:stderr() end
 

@@ -52,12 +52,14 @@
 ---@field on_stderr? fun(chunk: any) on_stderr(chunk) for each stderr chunk as it arrives
 ---@field stdin? boolean keep stdin open for send_stdin (default false: /dev/null)
 ---@field keepalive? integer Keepalive-Ping-Interval asked for, whole seconds (default 50)
+---@field keep_output? boolean false: output goes only to the callbacks, the result's stdout and stderr are nil, memory stays flat whatever the size (default true)
 
 ---Attaches to a running process by pid; a CommandHandle receiving the output produced from now on. (lib/abx/client/commands.lua)
 ---@class abx.opts.commands_connect
 ---@field timeout? number seconds this stream may last (default 60, 0 none)
 ---@field on_stdout? fun(chunk: any) on_stdout(chunk) for each stdout chunk
 ---@field on_stderr? fun(chunk: any) on_stderr(chunk) for each stderr chunk
+---@field keep_output? boolean false: output goes only to the callbacks (default true)
 
 ---Writes bytes to a path, creating parent directories; an UploadEntry. (lib/abx/client/files.lua)
 ---@class abx.opts.files_write

@@ -37,8 +37,8 @@
 
 ---What commands:run (foreground) and CommandHandle:wait return; a non-zero exit is not an error. (lib/abx/client/commands.lua)
 ---@class abx.CommandResult
----@field stdout string everything the process wrote to stdout
----@field stderr string everything the process wrote to stderr
+---@field stdout? string everything the process wrote to stdout; nil with keep_output = false
+---@field stderr? string everything the process wrote to stderr; nil with keep_output = false
 ---@field exit_code integer exit code; -1 when killed by a signal
 ---@field error? string envd's error text (e.g. "signal: killed"), nil when none
 

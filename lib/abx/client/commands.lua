@@ -35,18 +35,21 @@ local RUN = options.define("commands:run", "Runs `/bin/bash -l -c <cmd>`; foregr
     { "on_stderr", "function", "on_stderr(chunk) for each stderr chunk as it arrives" },
     { "stdin", "boolean", "keep stdin open for send_stdin (default false: /dev/null)" },
     { "keepalive", "integer", "Keepalive-Ping-Interval asked for, whole seconds (default 50)" },
+    { "keep_output", "boolean", "false: output goes only to the callbacks, the result's stdout "
+      .. "and stderr are nil, memory stays flat whatever the size (default true)" },
   })
 local CONNECT = options.define("commands:connect", "Attaches to a running process by pid; a "
   .. "CommandHandle receiving the output produced from now on.", {
     { "timeout", "number", "seconds this stream may last (default 60, 0 none)" },
     { "on_stdout", "function", "on_stdout(chunk) for each stdout chunk" },
     { "on_stderr", "function", "on_stderr(chunk) for each stderr chunk" },
+    { "keep_output", "boolean", "false: output goes only to the callbacks (default true)" },
   })
 
 local RESULT = options.shape("CommandResult", "What commands:run (foreground) and "
   .. "CommandHandle:wait return; a non-zero exit is not an error.", {
-    { "stdout", "string", "everything the process wrote to stdout" },
-    { "stderr", "string", "everything the process wrote to stderr" },
+    { "stdout", "string?", "everything the process wrote to stdout; nil with keep_output = false" },
+    { "stderr", "string?", "everything the process wrote to stderr; nil with keep_output = false" },
     { "exit_code", "integer", "exit code; -1 when killed by a signal" },
     { "error", "string?", "envd's error text (e.g. \"signal: killed\"), nil when none" },
   })
@@ -83,8 +86,8 @@ options.class(Handle, "CommandHandle", "A background process (commands:run{backg
     { "kill()", "SIGKILL; false when it had already gone" },
     { "send_stdin(data)", "writes to its stdin (started with stdin = true)" },
     { "close_stdin()", "closes its stdin" },
-    { "stdout()", "stdout received so far" },
-    { "stderr()", "stderr received so far" },
+    { "stdout()", "stdout received so far (raises with keep_output = false)" },
+    { "stderr()", "stderr received so far (raises with keep_output = false)" },
     { "keepalives()", "keepalive events received so far" },
     { "done()", "whether the stream has ended" },
     { "disconnect()", "stops receiving output; the process keeps running" },
@@ -102,6 +105,23 @@ end
 
 local function client(self)
   return self._sbx._envd
+end
+
+--- Applies the bytes of one output event (data.stdout, data.stderr or data.pty, reference §4.3):
+--- kept unless keep_output = false, then given to the callback.
+---@param h table handle
+---@param field "stdout"|"stderr"|"pty"
+---@param chunk string
+local function apply_data(h, field, chunk)
+  if field == "stderr" then
+    if h._err then h._err:add(chunk) end
+    if h._on_stderr then h._on_stderr(chunk) end
+  else
+    if h._out then h._out:add(chunk) end
+    local cb
+    if field == "stdout" then cb = h._on_stdout else cb = h._on_pty end
+    if cb then cb(chunk) end
+  end
 end
 
 --- Applies one ProcessEvent (reference §3 "Oneof shapes", §4.3) to a handle's state: exactly one
@@ -122,17 +142,11 @@ local function apply_event(h, ev, n, request)
       decode.fail(h._call, where .. ": event data must be an object {stdout|stderr|pty}", request)
     end
     if data.stdout ~= nil then
-      local chunk = decode.b64(data.stdout, h._call, "stdout of " .. where, request)
-      h._out[#h._out + 1] = chunk
-      if h._on_stdout then h._on_stdout(chunk) end
+      apply_data(h, "stdout", decode.b64(data.stdout, h._call, "stdout of " .. where, request))
     elseif data.stderr ~= nil then
-      local chunk = decode.b64(data.stderr, h._call, "stderr of " .. where, request)
-      h._err[#h._err + 1] = chunk
-      if h._on_stderr then h._on_stderr(chunk) end
+      apply_data(h, "stderr", decode.b64(data.stderr, h._call, "stderr of " .. where, request))
     elseif data.pty ~= nil then
-      local chunk = decode.b64(data.pty, h._call, "pty output of " .. where, request)
-      h._out[#h._out + 1] = chunk
-      if h._on_pty then h._on_pty(chunk) end
+      apply_data(h, "pty", decode.b64(data.pty, h._call, "pty output of " .. where, request))
     else
       decode.fail(h._call, where .. ": event data has none of stdout, stderr, pty", request)
     end
@@ -165,32 +179,42 @@ local function read_start(st, request)
   return pid
 end
 
---- Reads events until the end of the stream, filling the handle.
+--- Reads events until the end of the stream, filling the handle. Output events in envd's compact
+--- form arrive decoded by C (envd.next_event); every other message goes through apply_event.
 --- Raises: the end envelope's error kind (Timeout for deadline_exceeded), Protocol when the stream
 --- ends without an end event or carries a malformed one, Transport.
 local function consume(h, st, request)
   local n = 1 -- start{pid} was message 1
+  local next_event = envd.next_event
   while true do
-    local msg = envd.next_message(st, request)
-    if msg == nil then break end
+    local what, a, b = next_event(st, request)
+    if what == nil then break end
     n = n + 1
-    apply_event(h, msg.event, n, request)
+    if what == "data" then apply_data(h, a, b) else apply_event(h, a.event, n, request) end
   end
   if not h._end then errmap.raise_protocol(200, request, "an end event before the end of stream") end
 end
 
+--- The CommandResult of an ended handle. The first call moves the output out of the sinks into
+--- Lua strings (core.sink take: the sink's memory is freed at once) and keeps them on the handle,
+--- so a second wait() or stdout() gives the same strings without holding the output twice.
 local function result_of(h)
+  if h._out and not h._stdout_s then
+    h._stdout_s, h._stderr_s = h._out:take(), h._err:take()
+  end
   return options.strict(RESULT, {
-    stdout = table.concat(h._out),
-    stderr = table.concat(h._err),
+    stdout = h._stdout_s,
+    stderr = h._stderr_s,
     exit_code = h._end.exit_code,
     error = h._end.error,
   })
 end
 
 local function new_handle(cmds, pid, opts, stdin, mt, call)
+  local keep = opts.keep_output ~= false
   return setmetatable({
-    pid = pid, _commands = cmds, _stdin = stdin, _out = {}, _err = {}, _waiters = {},
+    pid = pid, _commands = cmds, _stdin = stdin, _waiters = {},
+    _out = keep and core.sink() or false, _err = keep and core.sink() or false,
     _on_stdout = opts.on_stdout, _on_stderr = opts.on_stderr, _on_pty = opts.on_data,
     _done = false, _keepalives = 0, _call = call or "commands:run",
   }, mt or Handle)
@@ -216,7 +240,9 @@ end
 --- Foreground: yields until the process ends and returns {stdout, stderr, exit_code, error}; a
 --- non-zero exit is NOT an error (see the file header). Background: returns a CommandHandle once
 --- envd reported the pid; output is read by a task, `handle:wait()` gives the result.
---- Callbacks get each chunk as it arrives (on the reader task when in background).
+--- Callbacks get each chunk as it arrives (on the reader task when in background). With
+--- `keep_output = false` the output goes only to them: the result's stdout and stderr are nil and
+--- the engine's memory stays flat however much the command writes (handle:stdout() raises).
 --- `keepalive` (whole seconds, default 50 as the SDKs) is the Keepalive-Ping-Interval asked for
 --- (reference §4.4, §9); keepalive events are ignored, only counted (handle:keepalives()).
 --- `timeout` (default 60 s, 0 = none) bounds the process' lifetime in background too: envd kills it
@@ -227,7 +253,7 @@ end
 ---@param cmd string
 ---@param opts? {cwd?: string, envs?: table<string,string>, user?: string, timeout?: number,
 ---  on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string), background?: boolean,
----  stdin?: boolean, keepalive?: integer}
+---  stdin?: boolean, keepalive?: integer, keep_output?: boolean}
 ---@return abx.CommandResult|abx.CommandHandle
 function Commands:run(cmd, opts)
   opts = options.check(RUN, opts)
@@ -279,7 +305,8 @@ pty.inherit(Handle)
 --- `timeout` (default 60 s, 0 = none) bounds only this stream, not the process.
 --- Raises: NotFound (no such process), Authentication, SandboxGone, Sandbox, Protocol, Transport.
 ---@param pid integer
----@param opts? {timeout?: number, on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string)}
+---@param opts? {timeout?: number, on_stdout?: fun(chunk: string), on_stderr?: fun(chunk: string),
+---  keep_output?: boolean}
 ---@return abx.CommandHandle
 function Commands:connect(pid, opts)
   opts = options.check(CONNECT, opts)
@@ -387,16 +414,26 @@ function Handle:close_stdin()
   self._commands:close_stdin(self.pid)
 end
 
---- Output received so far. Raises: nothing.
----@return string
-function Handle:stdout()
-  return table.concat(self._out)
+--- The output of a handle started with keep_output = false is not kept: asking for it is an error.
+local function kept(h, what)
+  if not h._out then
+    errmap.raise("InvalidArgument", 0, "process " .. h.pid .. " was started with keep_output = "
+      .. "false: its " .. what .. " went only to the callbacks")
+  end
 end
 
---- Error output received so far. Raises: nothing.
+--- Output received so far. Raises: InvalidArgument when started with keep_output = false.
+---@return string
+function Handle:stdout()
+  kept(self, "stdout")
+  return self._stdout_s or self._out:tostring()
+end
+
+--- Error output received so far. Raises: InvalidArgument when started with keep_output = false.
 ---@return string
 function Handle:stderr()
-  return table.concat(self._err)
+  kept(self, "stderr")
+  return self._stderr_s or self._err:tostring()
 end
 
 --- How many keepalive events the stream has carried so far (reference §9). Raises: nothing.

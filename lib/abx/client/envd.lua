@@ -215,15 +215,10 @@ function Client:stream(rpc, msg, opts)
   return st, request
 end
 
---- Reads the next message of a Connect stream. Returns the decoded message, or nil at a clean
---- end of stream (`{}` end envelope, reference/envd-protocol.md §2.3).
---- Raises: the kind of the end envelope's error (abx.client.errmap), the kind of a non-200 answer,
---- Protocol (bad envelope or JSON), Transport, Timeout.
----@param st table core stream
----@param request string "POST /<rpc>"
----@return table|nil
-function envd.next_message(st, request)
-  local what, payload = st:next()
+--- The message, or nil at a clean end, for what stream:next gave (`what`, `payload`): the
+--- common end of envd.next_message and envd.next_event.
+--- Raises: as envd.next_message.
+local function settle(st, request, what, payload)
   if what == "message" then
     local obj = errmap.decode_object(payload)
     if not obj then errmap.raise_protocol(200, request, "a JSON object in a stream message") end
@@ -236,6 +231,35 @@ function envd.next_message(st, request)
     errmap.raise_envd_http(st:status(), payload, request)
   end
   errmap.raise_protocol(st:status(), request, "a stream event, got " .. tostring(what))
+end
+
+--- Reads the next message of a Connect stream. Returns the decoded message, or nil at a clean
+--- end of stream (`{}` end envelope, reference/envd-protocol.md §2.3).
+--- Raises: the kind of the end envelope's error (abx.client.errmap), the kind of a non-200 answer,
+--- Protocol (bad envelope or JSON), Transport, Timeout.
+---@param st table core stream
+---@param request string "POST /<rpc>"
+---@return table|nil
+function envd.next_message(st, request)
+  return settle(st, request, st:next())
+end
+
+--- Reads the next message of a process event stream (process.Process Start and Connect,
+--- reference/envd-protocol.md §4.3) with output events decoded in C (stream:next_data): returns
+--- "data", field, bytes for an output event {"event":{"data":{field: base64}}} in envd's compact
+--- form (field "stdout", "stderr" or "pty"); "message", the decoded message for any other
+--- message (and for an output event the fast path did not take: other spacing, or text that is
+--- not base64, which the caller's checks then name); nil at a clean end of stream.
+--- Raises: as envd.next_message.
+---@param st table core stream
+---@param request string "POST /<rpc>"
+---@return "data"|"message"|nil what, string|table a, string|nil b
+function envd.next_event(st, request)
+  local what, a, b = st:next_data()
+  if what == "data" then return "data", a, b end
+  local obj = settle(st, request, what, a)
+  if obj == nil then return nil end
+  return "message", obj
 end
 
 return envd

@@ -176,7 +176,7 @@ end
 --- Raises: nothing.
 ---@return string
 function PtyHandle:output()
-  return table.concat(self._out)
+  return self:stdout() -- the bytes are kept as stdout's (abx.client.commands: a core.sink)
 end
 
 --- Stdin is not how a PTY takes input. Raises: InvalidArgument always (use send_input).
