@@ -357,6 +357,7 @@ static int core_request(lua_State *L)
   struct abx_core_req_strings rs = {.n = 0};
   char what[160];
   abx_core_read_request(L, 1, &r, &rs, what, sizeof what);  /* may raise: nothing allocated yet */
+  r.body_borrowed = 1; /* the string is anchored on this task's stack below until the end */
   abx_trace_request(loop, what, r.headers, r.body_len);
   struct abx_transfer *t = start_transfer(L, loop, &r, &rs);
   struct request_op *op = calloc(1, sizeof *op);
@@ -374,8 +375,9 @@ static int core_request(lua_State *L)
   op->t = t;
   t->owner = op;
   lua_settop(L, 1); /* the request table keeps a body_file alive until the transfer ends */
+  lua_getfield(L, 1, "body"); /* and the borrowed body, even if the table's field is replaced */
   abx_task_wait(task, &op->wait, ABX_TASK_WAITING);
-  return lua_yieldk(L, 0, 1, request_k);
+  return lua_yieldk(L, 0, 2, request_k);
 }
 
 static struct stream *stream_check(lua_State *L, int idx)
@@ -423,7 +425,7 @@ static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
 int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o)
 {
   struct abx_loop *loop = abx_core_loop(L);
-  struct stream *s = lua_newuserdatauv(L, sizeof *s, 1);
+  struct stream *s = lua_newuserdatauv(L, sizeof *s, 2);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, STREAM_MT);
   lua_insert(L, 1);            /* stream req */
@@ -436,6 +438,9 @@ int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o)
   struct abx_http_request r;
   struct abx_core_req_strings rs = {.n = 0};
   abx_core_read_request(L, 2, &r, &rs, s->what, sizeof s->what);
+  lua_getfield(L, 2, "body"); /* the borrowed body stays alive with the stream */
+  lua_setiuservalue(L, 1, 2);
+  r.body_borrowed = 1;
   r.streaming = o->framing;
   r.max_line = o->max_line;
   r.headers_timeout_ms = o->headers_timeout_ms;

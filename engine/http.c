@@ -365,6 +365,9 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
     curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
     curl_easy_setopt(e, CURLOPT_READDATA, t);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_size);
+  } else if (req->body && req->body_borrowed) {
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
   } else if (req->body) {
     t->req_body = malloc(req->body_len ? req->body_len : 1);
     if (!t->req_body)

@@ -7,7 +7,8 @@
  * non-empty line is one message, 'seq' its line number; a last line without "\n" is queued when
  * the body ends) or raw chunks of the body as they arrive (ABX_HTTP_RAW, for bodies too large to
  * hold). A stream whose status is not 200 collects its body like a plain transfer. A request body
- * is either a buffer ('body', copied) or read as the transfer goes ('body_read': a file).
+ * is either a buffer ('body', copied unless 'body_borrowed') or read as the transfer goes
+ * ('body_read': a file).
  * Units:   timeout_ms for the whole transfer (0: none, then the task's deadline bounds it);
  *          headers_timeout_ms from the start until the response headers, body_timeout_ms from the
  *          headers until the end of the body (0: none; checked by curl's progress callback, at
@@ -81,7 +82,7 @@ struct abx_transfer {
   CURL *easy;
   struct curl_slist *req_headers;
   struct curl_slist *connect_to; /* CURLOPT_CONNECT_TO list */
-  char *req_body;         /* owned copy */
+  char *req_body;         /* owned copy (NULL when the body is borrowed) */
   size_t req_body_len;
   abx_http_body_read body_read; /* or the body is read as it goes (cookie owned by the caller) */
   void *body_cookie;
@@ -119,6 +120,9 @@ struct abx_http_request {
   const char *const *headers; /* "Name: value" strings, NULL-terminated */
   const char *body;
   size_t body_len;
+  int body_borrowed;          /* 1: 'body' is sent from where it is, not copied: it must stay
+                               * alive and unchanged until the transfer is freed (the bindings
+                               * anchor the Lua string; a 100 MiB upload was held twice) */
   abx_http_body_read body_read; /* instead of 'body': called as curl sends; NULL: none */
   void *body_cookie;          /* for body_read; must outlive the transfer */
   long long body_size;        /* with body_read: bytes it will give, -1 unknown (sent chunked) */
