@@ -15,16 +15,25 @@ size_t abx_b64_encode(char *out, const void *in, size_t n, enum abx_b64_alphabet
   const char *a = alphabet == ABX_B64_URL ? url_alpha : std_alpha;
   const unsigned char *p = in;
   char *w = out;
-  for (size_t i = 0; i < n; i += 3) {
+  size_t i = 0;
+  /* whole triples without a test per byte: envd encodes every output chunk (the encoder was
+   * most of envd's CPU on a 256 MiB output, issue 14) */
+  for (; i + 3 <= n; i += 3) {
+    uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+    w[0] = a[v >> 18];
+    w[1] = a[(v >> 12) & 63];
+    w[2] = a[(v >> 6) & 63];
+    w[3] = a[v & 63];
+    w += 4;
+  }
+  if (i < n) { /* one or two bytes left: padded */
     uint32_t v = (uint32_t)p[i] << 16;
     if (i + 1 < n)
       v |= (uint32_t)p[i + 1] << 8;
-    if (i + 2 < n)
-      v |= p[i + 2];
     *w++ = a[(v >> 18) & 63];
     *w++ = a[(v >> 12) & 63];
     *w++ = i + 1 < n ? a[(v >> 6) & 63] : '=';
-    *w++ = i + 2 < n ? a[v & 63] : '=';
+    *w++ = '=';
   }
   *w = '\0';
   return (size_t)(w - out);
