@@ -21,13 +21,31 @@
 
 #include "base64.h"
 #include "core.h"
+#include "loop.h"
 
 #define SINK_MT "abx.sink"
 
 struct sink {
   char *data;
   size_t len, cap;
+  size_t faulted; /* data[0..faulted) was prefaulted (or is written already) */
 };
+
+/* Prefaults the next ABX_POPULATE_MIN bytes (at most up to cap) once the writes reach them: a
+ * page fault per 4 KiB was a fifth of the engine's CPU collecting a 256 MiB output. Only what
+ * is about to be written, never the unused tail of a doubled buffer (it would count in RSS). */
+static void sink_prefault(struct sink *s, size_t upto)
+{
+  if (upto <= s->faulted || s->cap < ABX_POPULATE_MIN)
+    return;
+  size_t from = s->len > s->faulted ? s->len : s->faulted;
+  size_t to = upto + ABX_POPULATE_MIN;
+  if (to > s->cap)
+    to = s->cap;
+  if (to > from)
+    abx_prefault(s->data + from, to - from);
+  s->faulted = to;
+}
 
 static struct sink *sink_check(lua_State *L)
 {
@@ -60,6 +78,7 @@ static int sink_add(lua_State *L)
     s->data = d;
     s->cap = cap;
   }
+  sink_prefault(s, s->len + n);
   memcpy(s->data + s->len, p, n);
   s->len += n;
   return 0;
@@ -82,7 +101,7 @@ static void sink_clear(struct sink *s)
 {
   free(s->data);
   s->data = NULL;
-  s->len = s->cap = 0;
+  s->len = s->cap = s->faulted = 0;
 }
 
 static int sink_take(lua_State *L)

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "errors.h"
@@ -106,6 +108,32 @@ static int task_tostring(lua_State *L)
 
 static const luaL_Reg task_methods[] = {{"status", task_status}, {NULL, NULL}};
 
+void abx_prefault(void *p, size_t n)
+{
+  if (!p || n < ABX_POPULATE_MIN)
+    return;
+  uintptr_t page = 4096, start = ((uintptr_t)p + page - 1) & ~(page - 1);
+  uintptr_t end = ((uintptr_t)p + n) & ~(page - 1);
+  if (end > start)
+    (void)madvise((void *)start, end - start, 23 /* MADV_POPULATE_WRITE */);
+}
+
+/* Lua's allocator: see abx_loop_new. Only a new block is prefaulted: Lua writes a new long
+ * string whole right after allocating it, while a growing block (a luaL_Buffer's box) may never
+ * be filled to its end, and prefaulting that tail would raise the RSS for nothing. */
+static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+  (void)ud, (void)osize;
+  if (nsize == 0) {
+    free(ptr);
+    return NULL;
+  }
+  void *p = realloc(ptr, nsize);
+  if (!ptr)
+    abx_prefault(p, nsize);
+  return p;
+}
+
 struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets)
 {
   struct abx_loop *loop = calloc(1, sizeof *loop);
@@ -113,6 +141,7 @@ struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets)
     return NULL;
   loop->L = L;
   loop->secrets = secrets;
+  lua_setallocf(L, lua_alloc, NULL);
   /* every thread copies the main thread's extra space when it is created: coroutines a test
    * creates with coroutine.create/wrap reach the loop from the count hook too */
   *(struct abx_loop **)lua_getextraspace(L) = loop;
