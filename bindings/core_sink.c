@@ -21,7 +21,7 @@
 
 #include "base64.h"
 #include "core.h"
-#include "loop.h"
+#include "http.h"
 
 #define SINK_MT "abx.sink"
 

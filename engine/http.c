@@ -4,9 +4,11 @@
 #include "http.h"
 
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 static char g_ca_file[ABX_HTTP_MAX_CA_PATH]; /* "" = curl's default bundle */
@@ -30,6 +32,20 @@ static double mono_ms(void)
   return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Prefaults the next ABX_POPULATE_MIN bytes of 'b' (at most up to its capacity) once writes
+ * reach them: a 100 MiB body faulted 25,000 times. Never ahead of the data by more than that, so
+ * an announced size that never arrives costs no memory. */
+static void buf_prefault(struct abx_buf *b, size_t upto)
+{
+  if (upto <= b->faulted || b->cap < ABX_POPULATE_MIN)
+    return;
+  size_t from = b->len > b->faulted ? b->len : b->faulted;
+  size_t to = upto + ABX_POPULATE_MIN < b->cap ? upto + ABX_POPULATE_MIN : b->cap;
+  if (to > from)
+    abx_prefault(b->data + from, to - from);
+  b->faulted = to;
+}
+
 static int buf_append(struct abx_buf *b, const char *data, size_t len)
 {
   if (b->len + len + 1 > b->cap) {
@@ -42,10 +58,21 @@ static int buf_append(struct abx_buf *b, const char *data, size_t len)
     b->data = n;
     b->cap = cap;
   }
+  buf_prefault(b, b->len + len + 1);
   memcpy(b->data + b->len, data, len);
   b->len += len;
   b->data[b->len] = '\0';
   return 0;
+}
+
+void abx_prefault(void *p, size_t n)
+{
+  if (!p || n < ABX_POPULATE_MIN)
+    return;
+  uintptr_t page = 4096, start = ((uintptr_t)p + page - 1) & ~(page - 1);
+  uintptr_t end = ((uintptr_t)p + n) & ~(page - 1);
+  if (end > start)
+    (void)madvise((void *)start, end - start, 23 /* MADV_POPULATE_WRITE */);
 }
 
 /* Grows 'b' to hold at least 'want' bytes and a NUL (a body whose size was announced). */

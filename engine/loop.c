@@ -7,15 +7,14 @@
  * push resume values), then fire sleeps and deadlines.
  */
 #include "loop.h"
+#include "http.h"
 
 #include <lauxlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "errors.h"
@@ -107,16 +106,6 @@ static int task_tostring(lua_State *L)
 }
 
 static const luaL_Reg task_methods[] = {{"status", task_status}, {NULL, NULL}};
-
-void abx_prefault(void *p, size_t n)
-{
-  if (!p || n < ABX_POPULATE_MIN)
-    return;
-  uintptr_t page = 4096, start = ((uintptr_t)p + page - 1) & ~(page - 1);
-  uintptr_t end = ((uintptr_t)p + n) & ~(page - 1);
-  if (end > start)
-    (void)madvise((void *)start, end - start, 23 /* MADV_POPULATE_WRITE */);
-}
 
 /* Lua's allocator: see abx_loop_new. Only a new block is prefaulted: Lua writes a new long
  * string whole right after allocating it, while a growing block (a luaL_Buffer's box) may never

@@ -71,15 +71,6 @@ struct abx_loop {
   int interrupts_seen;         /* interrupts already handed to the handler */
 };
 
-/* Prefaults p[0..n) for writing in one call (madvise MADV_POPULATE_WRITE, Linux 5.14) when
- * n >= ABX_POPULATE_MIN, for a block about to be filled whole (a 256 MiB command output, a file
- * body becoming a Lua string): one call instead of a page fault per 4 KiB (the faults were a
- * fifth of the engine's CPU collecting a large output, issue 14). Only a hint: on an older kernel
- * (EINVAL) the pages fault in as before. Used by Lua's allocator (set by abx_loop_new) and
- * core.sink. */
-#define ABX_POPULATE_MIN (4u * 1024u * 1024u)
-void abx_prefault(void *p, size_t n);
-
 /* Creates a loop over 'L' (kept, not owned). Returns NULL when curl cannot be initialised.
  * It replaces L's allocator with one that is realloc and free as luaL_newstate's (so blocks
  * from before are freed alike) plus abx_prefault on large blocks. */
