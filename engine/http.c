@@ -404,7 +404,10 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req_body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->req_body_len);
   }
-  if (req->streaming == ABX_HTTP_RAW) /* fewer, larger chunks for bodies read in pieces */
+  /* Fewer, larger reads for bodies collected whole or read in pieces: a 100 MiB files:read took
+   * a fifth less engine CPU (task-clock, 6 runs A/B, issue 14). Not for Connect and NDJSON
+   * streams: curl 7.88 keeps the buffer per handle, and a run may hold thousands of streams. */
+  if (req->streaming == ABX_HTTP_RAW || req->streaming == ABX_HTTP_PLAIN)
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
   if (strcmp(req->method, "GET") == 0 && !req->body && !req->body_read)
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
