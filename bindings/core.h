@@ -59,6 +59,11 @@ void abx_core_sink_register(lua_State *L);
  * [-0, +0, -] */
 const char *abx_core_data_event(const char *p, size_t n, const char **b64, size_t *b64_len);
 
+/* Decodes the base64 text b64[0..n) onto the end of the core.sink at 'idx' (strict, both
+ * alphabets: proto/base64.h). Returns 1 when the bytes were added; 0 when 'idx' is no sink, the
+ * text is not base64 or the sink cannot grow, and the sink is then unchanged. [-0, +0, -] */
+int abx_core_sink_b64(lua_State *L, int idx, const char *b64, size_t n);
+
 /* Adds core.gzip and core.gunzip (zlib) to the module at the top. [-0, +0, m] */
 void abx_core_zlib_register(lua_State *L, struct abx_loop *loop);
 

@@ -5,10 +5,12 @@
  * core.stream(req)  -> abx.stream                          yields until the response headers
  * (request tables and core.body_stream, a body read in chunks: bindings/core_body.c)
  * stream:next()     -> "message"|"end", json | "http", body | nil      yields per envelope
- * stream:next_data() -> as next, but a process output event {"event":{"data":{F:"<b64>"}}} in
- *                      envd's compact form comes decoded: "data", F, bytes (F "stdout", "stderr"
- *                      or "pty"); any other message, or text that is not base64, comes as
- *                      "message", json for the caller's own checks (bindings/core_sink.c)
+ * stream:next_data([out, err]) -> as next, but a process output event
+ *                      {"event":{"data":{F:"<b64>"}}} in envd's compact form comes decoded:
+ *                      "data", F, bytes (F "stdout", "stderr" or "pty"); with the core.sink `out`
+ *                      (for stdout and pty) or `err` (stderr) the bytes are decoded straight into
+ *                      it and "data", F, nil comes back; any other message, or text that is not
+ *                      base64, comes as "message", json for the caller's own checks
  * Raises: Transport (connection failed), Timeout (transfer or task deadline), Protocol (body
  * over max_body, headers over 256 KiB, malformed envelopes, truncated stream).
  * NDJSON streams (core.ndjson, bindings/core_ndjson.c) are the same abx.stream, opened through
@@ -181,8 +183,8 @@ static void stream_cancel(struct abx_wait *w)
 }
 
 /* stream:next_data's fast path: when 'm' is a process output event in envd's compact form whose
- * text is base64, pushes (true, "data", field, bytes) onto 'co' and returns 1; otherwise 0 and
- * nothing is pushed (the message then goes to Lua as JSON, whose checks name what is wrong). This
+ * text is base64, pushes (true, "data", field, bytes) onto 'co' and returns 1 (bytes nil when
+ * they were decoded into the call's sink for that field); otherwise 0 and nothing is pushed (the message then goes to Lua as JSON, whose checks name what is wrong). This
  * skips a Lua string of the JSON, its decode into a table and a Lua string of the base64 text per
  * 32 KiB chunk (issue 14: those were most of the client's CPU on a large output). */
 static int push_data(struct stream *s, lua_State *co, const struct abx_stream_msg *m)
@@ -192,6 +194,19 @@ static int push_data(struct stream *s, lua_State *co, const struct abx_stream_ms
   const char *field = abx_core_data_event(m->data, m->len, &b64, &n);
   if (!field || m->flags)
     return 0;
+  /* the call's sinks are uservalues 3 (stdout, pty) and 4 (stderr) of the stream, which is at
+   * index 1 of the waiting call (stream_wait leaves only it on the stack) */
+  lua_checkstack(co, 6);
+  lua_getiuservalue(co, 1, strcmp(field, "stderr") == 0 ? 4 : 3);
+  int sunk = abx_core_sink_b64(co, -1, b64, n);
+  lua_pop(co, 1);
+  if (sunk) {
+    lua_pushboolean(co, 1);
+    lua_pushliteral(co, "data");
+    lua_pushstring(co, field);
+    lua_pushnil(co);
+    return 1;
+  }
   size_t need = ABX_B64_DECODED_MAX(n);
   if (need > s->scratch_cap) {
     unsigned char *b = realloc(s->scratch, need);
@@ -425,7 +440,7 @@ static int stream_wait(lua_State *L, struct stream *s, enum stream_wait mode)
 int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o)
 {
   struct abx_loop *loop = abx_core_loop(L);
-  struct stream *s = lua_newuserdatauv(L, sizeof *s, 2);
+  struct stream *s = lua_newuserdatauv(L, sizeof *s, 4); /* request, body, next_data's sinks */
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, STREAM_MT);
   lua_insert(L, 1);            /* stream req */
@@ -513,10 +528,14 @@ static int stream_next(lua_State *L)
   return stream_wait(L, s, SW_NEXT);
 }
 
-/* stream:next_data() -> "data", field, bytes | as stream:next. See the file comment. */
+/* stream:next_data([out, err]) -> "data", field, bytes|nil | as stream:next. See the file
+ * comment. */
 static int stream_next_data(lua_State *L)
 {
   struct stream *s = stream_check(L, 1);
+  lua_settop(L, 3);
+  lua_setiuservalue(L, 1, 4);
+  lua_setiuservalue(L, 1, 3);
   s->want_data = 1;
   return stream_wait(L, s, SW_NEXT);
 }

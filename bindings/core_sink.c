@@ -60,28 +60,49 @@ static int core_sink(lua_State *L)
   return 1;
 }
 
+/* Room for n more bytes at s->data + s->len (prefaulted as they are about to be written).
+ * Returns 0, or -1 when the buffer cannot grow (nothing changed). */
+static int sink_room(struct sink *s, size_t n)
+{
+  if (n > s->cap - s->len) {
+    size_t cap = s->cap ? s->cap : 64 * 1024;
+    while (cap - s->len < n) {
+      if (cap > ((size_t)-1) / 2)
+        return -1;
+      cap *= 2;
+    }
+    char *d = realloc(s->data, cap);
+    if (!d)
+      return -1;
+    s->data = d;
+    s->cap = cap;
+  }
+  sink_prefault(s, s->len + n);
+  return 0;
+}
+
 static int sink_add(lua_State *L)
 {
   struct sink *s = sink_check(L);
   size_t n;
   const char *p = luaL_checklstring(L, 2, &n);
-  if (n > s->cap - s->len) {
-    size_t cap = s->cap ? s->cap : 64 * 1024;
-    while (cap - s->len < n) {
-      if (cap > ((size_t)-1) / 2)
-        return luaL_error(L, "out of memory");
-      cap *= 2;
-    }
-    char *d = realloc(s->data, cap);
-    if (!d)
-      return luaL_error(L, "out of memory growing an output buffer to %zu bytes", cap);
-    s->data = d;
-    s->cap = cap;
-  }
-  sink_prefault(s, s->len + n);
+  if (sink_room(s, n) != 0)
+    return luaL_error(L, "out of memory growing an output buffer past %zu bytes", s->len + n);
   memcpy(s->data + s->len, p, n);
   s->len += n;
   return 0;
+}
+
+int abx_core_sink_b64(lua_State *L, int idx, const char *b64, size_t n)
+{
+  struct sink *s = luaL_testudata(L, idx, SINK_MT);
+  if (!s || sink_room(s, ABX_B64_DECODED_MAX(n)) != 0)
+    return 0;
+  long got = abx_b64_decode((unsigned char *)s->data + s->len, b64, n, 0);
+  if (got < 0)
+    return 0; /* not committed: the sink is as it was */
+  s->len += (size_t)got;
+  return 1;
 }
 
 static int sink_len(lua_State *L)

@@ -186,11 +186,15 @@ end
 local function consume(h, st, request)
   local n = 1 -- start{pid} was message 1
   local next_event = envd.next_event
+  -- output nobody has a callback for is decoded by C straight into its sink (b is then nil)
+  local out = not h._on_stdout and not h._on_pty and h._out or nil
+  local err = not h._on_stderr and h._err or nil
   while true do
-    local what, a, b = next_event(st, request)
+    local what, a, b = next_event(st, request, out, err)
     if what == nil then break end
     n = n + 1
-    if what == "data" then apply_data(h, a, b) else apply_event(h, a.event, n, request) end
+    if what ~= "data" then apply_event(h, a.event, n, request)
+    elseif b ~= nil then apply_data(h, a, b) end
   end
   if not h._end then errmap.raise_protocol(200, request, "an end event before the end of stream") end
 end

@@ -251,11 +251,15 @@ end
 --- message (and for an output event the fast path did not take: other spacing, or text that is
 --- not base64, which the caller's checks then name); nil at a clean end of stream.
 --- Raises: as envd.next_message.
+--- With `out` (a core.sink for stdout and pty) or `err` (for stderr) such bytes are decoded
+--- straight into it and `b` is nil: no Lua string per chunk (for output nobody has a callback for).
 ---@param st table core stream
 ---@param request string "POST /<rpc>"
+---@param out? userdata core.sink
+---@param err? userdata core.sink
 ---@return "data"|"message"|nil what, string|table a, string|nil b
-function envd.next_event(st, request)
-  local what, a, b = st:next_data()
+function envd.next_event(st, request, out, err)
+  local what, a, b = st:next_data(out, err)
   if what == "data" then return "data", a, b end
   local obj = settle(st, request, what, a)
   if obj == nil then return nil end
