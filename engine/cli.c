@@ -20,10 +20,11 @@
 #include "platform.h"
 #include "secrets.h"
 
+/* package.preload loader of one embedded module (upvalues: its entry, whether to use bytecode). */
 static int load_embedded(lua_State *L)
 {
   const struct abx_embedded *e = lua_touserdata(L, lua_upvalueindex(1));
-  if (luaL_loadbufferx(L, (const char *)e->source, e->size, e->chunkname, "t") != LUA_OK)
+  if (abx_embedded_load(L, e, lua_toboolean(L, lua_upvalueindex(2))) != LUA_OK)
     return lua_error(L);
   lua_pushstring(L, e->name);
   lua_call(L, 1, 1);
@@ -54,9 +55,11 @@ static void preload(lua_State *L, struct abx_loop *loop)
   lua_pushlightuserdata(L, loop);
   lua_pushcclosure(L, open_core, 1);
   lua_setfield(L, -2, "abx.core");
+  int bytecode = abx_embedded_bytecode_ok(abx_embedded_lua_ident, lua_ident);
   for (const struct abx_embedded *e = abx_embedded; e->name; e++) {
     lua_pushlightuserdata(L, (void *)e);
-    lua_pushcclosure(L, load_embedded, 1);
+    lua_pushboolean(L, bytecode);
+    lua_pushcclosure(L, load_embedded, 2);
     lua_setfield(L, -2, e->name);
   }
   lua_pop(L, 1);

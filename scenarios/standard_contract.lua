@@ -9,6 +9,7 @@
 --           connect 201 when resumed), §2 (pagination: limit, nextToken, X-Next-Token only when
 --           more remain); reference/envd-protocol.md §4.4 (stdin = true, SendInput, CloseStdin).
 local t = require("abx.test")
+local core = require("abx.core")
 
 local function unique(ctx, what)
   return what .. "-" .. ctx.run_id .. "-" .. tostring(math.random(1, 1e9))
@@ -100,10 +101,12 @@ local function read_counter(sbx)
   end, { timeout = 30, interval = 0.2 })
 end
 
--- Waits `seconds` of wall time (os.time has whole seconds: at least seconds - 1 pass).
+-- Waits `seconds` on the monotonic clock and returns the seconds that surely passed (core.now:
+-- fractional, so a 4 s wait credits 4 s; whole-second os.time needed a 5 s wait to credit 4).
 local function wait_seconds(seconds)
-  local stop = os.time() + seconds
-  t.eventually(function() t.ok(os.time() >= stop, "waiting") end, { timeout = seconds + 5, interval = 0.25 })
+  local from = core.now()
+  core.sleep(seconds)
+  return core.now() - from
 end
 
 t.test("pause and resume keep a background process's memory: it counts on from where it was",
@@ -116,9 +119,8 @@ t.test("pause and resume keep a background process's memory: it counts on from w
   for cycle = 1, 2 do
     local before = read_counter(sbx)
     t.eq(sbx:pause(), true)
-    local paused_from = os.time()
-    wait_seconds(5)
-    local paused_for = os.time() - paused_from - 1 -- whole seconds surely spent paused
+    -- seconds surely spent paused: after pause returned, before connect is sent
+    local paused_for = wait_seconds(4)
     sbx:connect({ timeout = 300 })
     t.eq(sbx.resumed, true, "connect resumed the sandbox (cycle " .. cycle .. ")")
     local after = read_counter(sbx)
@@ -128,7 +130,7 @@ t.test("pause and resume keep a background process's memory: it counts on from w
       before.i, after.i, cycle))
     -- it never counts faster than 10/s, and not at all while frozen
     local bound = 10 * ((after.at - before.at) - paused_for) + 10
-    t.ok(after.i - before.i <= bound, string.format("the counter advanced %d while paused for >= %d s "
+    t.ok(after.i - before.i <= bound, string.format("the counter advanced %d while paused for >= %.1f s "
       .. "(at most %.0f expected when frozen, cycle %d)", after.i - before.i, paused_for, bound, cycle))
     t.eventually(function()
       t.ok(read_counter(sbx).i > after.i, "the counter does not count after resume")

@@ -91,6 +91,9 @@ run unknown_option 4 run --no-such-option tests/runner/helpers/passes.lua
 has unknown_option err "--no-such-option"
 run unknown_command 4 frobnicate
 run bad_jobs 4 run -j 0 tests/runner/helpers/passes.lua
+run bad_max_sandboxes 4 run --max-sandboxes 0 tests/runner/helpers/passes.lua
+has bad_max_sandboxes err '^abxlua: error: --max-sandboxes must be a positive integer, got 0$'
+run frac_max_sandboxes 4 run --max-sandboxes 2.5 tests/runner/helpers/passes.lua
 run help_unknown 4 help nosuch
 
 mkdir -p "$tmp/empty"

@@ -13,6 +13,7 @@ Modes:
   durations  --durations N / --durations-min S
   reruns     --reruns N for tests marked flaky: console, JUnit, JSON; known issues never rerun
   shard      an empty shard exits 0 (--shard-strict: 5); --shard-durations FILE balances shards
+  slowfirst  --slow-first: files by their longest test of the last run (.abxlua_cache durations)
 Fixtures: tests/runner/sel/*.lua. Every failed check is listed; exit 0 when all held, else 1.
 """
 import json
@@ -585,9 +586,98 @@ def mode_shard(abxlua, tmp):
         has_line(r, r"--shard", "--shard-durations: %s names the option" % what, "err")
 
 
+# --- --slow-first ------------------------------------------------------------------------------
+
+SLOW_FIRST_FILES = {
+    "a_quick.lua": 't.test("returns at once", function() t.ok(true) end)\n'
+                   't.test("also at once", function() t.ok(true) end)\n',
+    "b_slow.lua": 't.test("returns first", function() t.ok(true) end)\n'
+                  't.test("sleeps 0.4 s", function() core.sleep(0.4) end)\n',
+    "c_mid.lua": 't.test("sleeps 0.2 s", function() core.sleep(0.2) end)\n',
+}
+
+
+def durations_cache(root):
+    path = os.path.join(root, ".abxlua_cache", "v", "cache", "durations")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def mode_slowfirst(abxlua, tmp):
+    root = os.path.join(tmp, "proj")
+    os.makedirs(os.path.join(root, "config"))
+    os.makedirs(os.path.join(root, "scenarios"))
+    for f in ("abxlua.yaml", "known_issues.yaml"):
+        shutil.copy(os.path.join(ROOT, "config", f), os.path.join(root, "config"))
+    for name, body in SLOW_FIRST_FILES.items():
+        with open(os.path.join(root, "scenarios", name), "w") as f:
+            f.write('local t = require("abx.test")\nlocal core = require("abx.core")\n' + body)
+    a = ["scenarios/a_quick.lua::returns at once", "scenarios/a_quick.lua::also at once"]
+    b = ["scenarios/b_slow.lua::returns first", "scenarios/b_slow.lua::sleeps 0.4 s"]
+    c = ["scenarios/c_mid.lua::sleeps 0.2 s"]
+    lst = lambda args: abx(abxlua, ["list"] + args, cwd=root)
+    # no durations yet: collection order, and the note says why
+    r = lst(["--slow-first"])
+    expect(r, 0, "list --slow-first without a cache")
+    check(listed(r) == a + b + c, "no durations: collection order", r.show())
+    has_line(r, r"^slow-first: no recorded durations, collection order$", "note without a cache", "out")
+    # a run records every test's duration (call and teardown)
+    r = abx(abxlua, ["run", "-j", "1"], cwd=root)
+    expect(r, 0, "the run that records durations")
+    d = durations_cache(root) or {}
+    check(sorted(d) == sorted(a + b + c), "every test that ran has a duration", repr(d))
+    check(all(isinstance(v, (int, float)) and v >= 0 for v in d.values()), "durations are seconds", repr(d))
+    check(d.get(b[1], 0) >= 0.39 and d.get(c[0], 0) >= 0.19 and d.get(a[0], 1) < 0.19,
+          "the durations are the tests' own", repr(d))
+    # --slow-first: the file with the longest test first, a file's tests together and in order
+    r = lst(["--slow-first"])
+    check(listed(r) == b + c + a, "--slow-first orders whole files by their longest test", r.show())
+    has_line(r, r"^slow-first: 3 of 3 files ordered by their longest test at the last run$",
+             "--slow-first note", "out")
+    r = abx(abxlua, ["run", "-j", "1", "--slow-first"], cwd=root)
+    expect(r, 0, "run --slow-first")
+    check(r.ran() == b + c + a, "run --slow-first runs in that order", r.show())
+    has_line(r, r"^slow-first: 3 of 3 files ordered by their longest test at the last run$",
+             "run --slow-first note under the header", "out")
+    # without the flag nothing moves
+    r = lst([])
+    check(listed(r) == a + b + c, "without --slow-first: collection order", r.show())
+    check("slow-first" not in r.out, "without --slow-first: no note", r.show())
+    # a new file (no duration) comes after the ones with durations; a skipped test keeps its
+    # recorded duration
+    with open(os.path.join(root, "scenarios", "0_new.lua"), "w") as f:
+        f.write('local t = require("abx.test")\nt.test("is new", function() t.ok(true) end)\n')
+    r = lst(["--slow-first"])
+    check(listed(r) == b + c + a + ["scenarios/0_new.lua::is new"],
+          "a file without durations follows, in collection order", r.show())
+    has_line(r, r"^slow-first: 3 of 4 files ordered", "note counts the files with durations", "out")
+    # a shard holds the same tests with and without --slow-first
+    for k in ("1/2", "2/2"):
+        plain = set(listed(lst(["--shard", k])))
+        ordered = set(listed(lst(["--shard", k, "--slow-first"])))
+        check(plain == ordered and plain, "--shard %s: --slow-first orders, never reshards" % k,
+              repr((plain, ordered)))
+    # a deleted file's durations are forgotten at the next run
+    os.remove(os.path.join(root, "scenarios", "c_mid.lua"))
+    r = abx(abxlua, ["run", "-j", "1", "scenarios/0_new.lua"], cwd=root)
+    expect(r, 0, "a run after a file is deleted")
+    d = durations_cache(root) or {}
+    check(c[0] not in d and b[1] in d and "scenarios/0_new.lua::is new" in d,
+          "the deleted file's entries are dropped, the others kept", repr(d))
+    # --cache-clear forgets the durations too
+    r = lst(["--slow-first", "--cache-clear"])
+    check(listed(r) == ["scenarios/0_new.lua::is new"] + a + b, "--cache-clear: collection order", r.show())
+    check(durations_cache(root) is None, "--cache-clear removes the durations", repr(durations_cache(root)))
+    # the option is documented in the help of run (and of list)
+    r = abx(abxlua, ["run", "-h"], cwd=root)
+    has_line(r, r"--slow-first", "run --help names --slow-first", "out")
+
+
 MODES = {"nodeid": mode_nodeid, "keyword": mode_keyword, "lastfailed": mode_lastfailed,
          "maxfail": mode_maxfail, "durations": mode_durations, "reruns": mode_reruns,
-         "shard": mode_shard}
+         "shard": mode_shard, "slowfirst": mode_slowfirst}
 
 
 def main():

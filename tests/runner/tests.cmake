@@ -83,6 +83,7 @@ abx_runner_case(route "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-
 abx_runner_case(connect_ttl "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 # Slots follow the sandbox: kills and 404s free them, claims, no deadlock (issue 9, item 3)
 abx_runner_case(slots_follow "^5 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(max_sandboxes_flag "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(tracker_unit "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(no_exit "^1 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(tracked_resources "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
@@ -98,7 +99,7 @@ set_tests_properties(runner:nonroot PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 # Selection as in pytest (issue 13, part 2) and the shards of part 7: node ids, -k phrases and
 # file names, --lf/--ff, --maxfail, --durations, --reruns, empty and duration-based shards
 # (tests/runner/selection.py, fixtures in tests/runner/sel/)
-foreach(mode nodeid keyword lastfailed maxfail durations reruns shard)
+foreach(mode nodeid keyword lastfailed maxfail durations reruns shard slowfirst)
   add_test(NAME runner:select_${mode}
     COMMAND python3 ${ABX_RUNNER_DIR}/selection.py $<TARGET_FILE:abxlua> ${mode}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

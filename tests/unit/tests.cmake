@@ -1,5 +1,5 @@
 # C unit tests of the engine core and proto/: one executable per file, plain C with tests/unit/check.h.
-foreach(name connect secrets yaml_lua dotenv ndjson proto)
+foreach(name connect secrets yaml_lua dotenv ndjson proto embedded)
   add_executable(test_${name} ${CMAKE_SOURCE_DIR}/tests/unit/test_${name}.c)
   target_compile_options(test_${name} PRIVATE -Wall -Wextra -Werror)
   target_link_libraries(test_${name} PRIVATE abx_engine)

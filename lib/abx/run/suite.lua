@@ -36,7 +36,11 @@ function M.add_cache_options(cmd)
   cmd:flag("--ff --failed-first", "Run all tests, the last run's failures first."):target("ff")
   cmd:option("--lfnf --last-failed-no-failures", "With --lf and no failure recorded: run all "
     .. "tests (all, the default), or none."):choices({ "all", "none" }):target("lfnf")
-  cmd:flag("--cache-clear", "Forget the recorded failures before the run."):target("cache_clear")
+  cmd:flag("--cache-clear", "Forget the recorded failures (and durations) before the run.")
+    :target("cache_clear")
+  cmd:flag("--slow-first", "Start the files whose longest test took longest at the last run "
+    .. "first (durations from .abxlua_cache/), so the longest chain of a -j run starts at once; "
+    .. "a file's tests stay together and in order."):target("slow_first")
 end
 
 ---Adds --flavor NAME (abx.run.flavor): the local provider as that platform's flavour.
@@ -200,6 +204,8 @@ function M.load(args)
         args.shard_strict and " (--shard-strict: exit 5)" or "") }
     end
   end
+  -- after the shard: the order within a shard, never which tests it holds
+  if args.slow_first then s.notes[#s.notes + 1] = cache.slow_first(files, s.root) end
   return s
 end
 

@@ -36,29 +36,39 @@ function M.execute(args)
     label = p.flavor and (pname .. " --flavor " .. p.flavor) or pname
   end
   local n, bad, skips = 0, 0, 0
-  for _, l in ipairs(s.notes) do core.write(l .. "\n") end
+  -- the lines go out in few writes (core.write flushes at each call: one write(2) a line), the
+  -- same bytes as line by line
+  local out, size = {}, 0
+  local function write(text)
+    out[#out + 1] = text
+    size = size + #text
+    if size >= 65536 then
+      core.write(table.concat(out))
+      out, size = {}, 0
+    end
+  end
+  for _, l in ipairs(s.notes) do write(l .. "\n") end
   for _, f in ipairs(s.files) do
     if f.error then
-      core.write("ERROR " .. f.path .. " (collection): " .. tostring(f.error) .. "\n")
+      write("ERROR " .. f.path .. " (collection): " .. tostring(f.error) .. "\n")
       bad = bad + 1
     end
     for _, t in ipairs(f.tests) do
       local ki = t.opts.known_issue and (" " .. t.opts.known_issue) or ""
       local why = caps and (t.opts.skip or capability_skip(t, label, caps))
-      core.write(string.format("%s [%s]%s%s\n", t.id, table.concat(t.markers, ","), ki,
+      write(string.format("%s [%s]%s%s\n", t.id, table.concat(t.markers, ","), ki,
         why and ("  SKIP: " .. why) or ""))
       n = n + 1
       if why then skips = skips + 1 end
     end
   end
-  core.write(string.format("%d tests collected%s%s\n", n,
+  write(string.format("%d tests collected%s%s\n", n,
     caps and string.format(", %d would be skipped on %s", skips, label) or "",
     bad > 0 and (", " .. bad .. " errors") or ""))
+  if s.empty and s.empty.line and n == 0 and bad == 0 then write(s.empty.line .. "\n") end
+  core.write(table.concat(out))
   if bad > 0 then return 1 end
-  if n == 0 and s.empty then
-    if s.empty.line then core.write(s.empty.line .. "\n") end
-    return s.empty.code
-  end
+  if n == 0 and s.empty then return s.empty.code end
   return n == 0 and 5 or 0
 end
 

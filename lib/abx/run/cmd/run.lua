@@ -10,6 +10,9 @@ function M.configure(parser)
   local run = parser:command("run", "Run scenario files (default path: scenarios/).")
   suite.add_selection_options(run)
   run:option("-j --jobs", "Tests to run at once (default: config defaults.jobs)."):convert(tonumber)
+  run:option("--max-sandboxes", "Live sandboxes the run may hold at once; fixtures wait for a "
+    .. "slot (default: config defaults.max_sandboxes)."):argname("N"):convert(tonumber)
+    :target("max_sandboxes")
   run:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   suite.add_flavor_option(run)
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
@@ -80,7 +83,7 @@ local function command_line(args)
   local parts = { "abxlua", "run" }
   local function opt(flag, v) if v ~= nil then parts[#parts + 1] = flag .. " " .. q(v) end end
   opt("--config", args.config); opt("--provider", args.provider)
-  opt("--flavor", args.flavor); opt("-j", args.jobs)
+  opt("--flavor", args.flavor); opt("-j", args.jobs); opt("--max-sandboxes", args.max_sandboxes)
   opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
   opt("--shard", args.shard); opt("--timeout", args.timeout)
   if args.exitfirst then parts[#parts + 1] = "-x" end
@@ -90,6 +93,7 @@ local function command_line(args)
   if args.ff then parts[#parts + 1] = "--ff" end
   opt("--lfnf", args.lfnf)
   if args.cache_clear then parts[#parts + 1] = "--cache-clear" end
+  if args.slow_first then parts[#parts + 1] = "--slow-first" end
   if args.shard_strict then parts[#parts + 1] = "--shard-strict" end
   for _, d in ipairs(args.shard_durations or {}) do opt("--shard-durations", d) end
   if args.no_capture then parts[#parts + 1] = "-s" end
@@ -175,6 +179,12 @@ function M.execute(args)
   if args.timeout then
     if args.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end
     cfg.defaults.test_timeout = args.timeout
+  end
+  if args.max_sandboxes then
+    if args.max_sandboxes < 1 or args.max_sandboxes ~= math.floor(args.max_sandboxes) then
+      return nil, "--max-sandboxes must be a positive integer, got " .. tostring(args.max_sandboxes)
+    end
+    cfg.defaults.max_sandboxes = math.tointeger(args.max_sandboxes)
   end
   -- resolve the provider now: an unknown name is a usage error, not a failure inside the run
   local provider_name, psettings = config.provider(cfg, args.provider, args.flavor)
