@@ -21,6 +21,7 @@
 #include "e2b.h"
 #include "http_util.h"
 #include "registry.h"
+#include "nft.h"
 #include "rtnl.h"
 
 #define LINKS 16383 /* /30 blocks in 10.200.0.0/16, block 0 unused */
@@ -206,6 +207,8 @@ static int hub_make(void)
   return hub;
 }
 
+static int nft_script(int netns_fd, const char *text, char *out, size_t outlen);
+
 static void init_once(void)
 {
   g_nft = find_exe("nft");
@@ -222,11 +225,10 @@ static void init_once(void)
     g_hub = -1;
     why = out;
   } else {
-    const char *argv[] = {g_nft, "-f", "-", NULL};
     const char *hub_rules = "table inet abxhub {\n"
                             " chain forward_drop { type filter hook forward priority 0; policy drop; }\n"
                             "}\n";
-    if (run_ns(g_hub, -1, argv, hub_rules, out, sizeof out) != 0) {
+    if (nft_script(g_hub, hub_rules, out, sizeof out) != 0) {
       close(g_hub_nl);
       g_hub_nl = -1;
       close(g_hub);
@@ -248,11 +250,20 @@ static char *ruleset(const struct net *n)
   return abx_net_ruleset(&n->rules, host);
 }
 
+/* `text` applied in the namespace: libnftables in this process (nft.h), else `nft -f -`. */
+static int nft_script(int netns_fd, const char *text, char *out, size_t outlen)
+{
+  int rc = abx_nft_apply(netns_fd, text, out, outlen);
+  if (rc <= 0)
+    return rc;
+  const char *argv[] = {g_nft, "-f", "-", NULL};
+  return run_ns(netns_fd, -1, argv, text, out, outlen);
+}
+
 static int apply_rules(int netns_fd, const char *text, char *err, size_t errlen)
 {
-  const char *argv[] = {g_nft, "-f", "-", NULL};
   char out[300];
-  if (run_ns(netns_fd, -1, argv, text, out, sizeof out) == 0)
+  if (nft_script(netns_fd, text, out, sizeof out) == 0)
     return 0;
   snprintf(err, errlen, "nft: %s", out);
   return -1;

@@ -13,7 +13,8 @@
  *          established flows pass; then allowOut entries accept (allow beats deny); denyOut entries,
  *          and everything when allow_internet_access is false, are rejected (TCP reset, else
  *          icmpx admin-prohibited); the hub end of the own link is accepted; the rest is rejected.
- *          Applied atomically with `nft -f -` run in the sandbox's namespace; sandbox processes
+ *          Applied atomically in the sandbox's namespace by libnftables (nft.h; `nft -f -` when the
+ *          library cannot be loaded); sandbox processes
  *          have no CAP_NET_ADMIN, so they cannot change them. allowOut domain names are accepted
  *          and reported but match nothing (no DNS leaves the machine).
  * Token:   allowPublicTraffic=false gives a 64-hex-digit trafficAccessToken; the ingress then
