@@ -38,11 +38,19 @@
 
 static const char *g_state_dir;
 static const char *g_exe;
+static char g_sandbox_exe[4096]; /* bound at /opt/abx/abxlua: abxlua-envd beside g_exe, else g_exe */
 
 void abx_sandbox_config(const char *state_dir, const char *exe_path)
 {
   g_state_dir = state_dir;
   g_exe = exe_path;
+  /* abxlua-envd (envd and sudo only, a tenth of the libraries: platform/envd_bin/main.c) when it
+   * sits beside this binary, as the build and the package put it; else this binary itself */
+  const char *slash = strrchr(exe_path, '/');
+  snprintf(g_sandbox_exe, sizeof g_sandbox_exe, "%.*s/abxlua-envd",
+           slash ? (int)(slash - exe_path) : 1, slash ? exe_path : ".");
+  if (access(g_sandbox_exe, X_OK) != 0)
+    snprintf(g_sandbox_exe, sizeof g_sandbox_exe, "%s", exe_path);
   char trash[4096]; /* what a serve that died left in the trash */
   snprintf(trash, sizeof trash, "%s/.trash", state_dir);
   abx_rmtree(trash);
@@ -255,7 +263,7 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, path_in(a, sb->dir, "boot_id"));
   add(a, "/proc/sys/kernel/random/boot_id");
   add(a, "--ro-bind");
-  add(a, g_exe);
+  add(a, g_sandbox_exe);
   add(a, "/opt/abx/abxlua");
   int sys = bind_cgroups(a, sb);
   size_t nv = json_array_size(sb->volume_mounts);

@@ -4,8 +4,9 @@
  *
  * Layout:  <state-dir>/<id>/{upper,work,rootfs,envd.log,boot_id}: / is the writable overlay root of the
  *          sandbox's template (rootfs.h: /home/user uid 1000 0755, /root 0700, /tmp 1777, /usr and
- *          /etc writable copy-on-write); the abxlua binary is /opt/abx/abxlua (read-only) and runs
- *          `envd --port 49983`; volumes are bound at their paths (read-only when asked); boot_id (a
+ *          /etc writable copy-on-write); /opt/abx/abxlua (read-only) is abxlua-envd when it sits
+ *          beside the serving abxlua (envd and sudo only, fewer libraries), else abxlua itself, and
+ *          runs `envd --port 49983`; volumes are bound at their paths (read-only when asked); boot_id (a
  *          UUID made for each boot) is bound read-only over /proc/sys/kernel/random/boot_id. The state
  *          dir, host /root, /home, /work and /tmp are never mounted in. Every process is in the
  *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with
