@@ -1,6 +1,7 @@
 # `cmake --install` and `cpack -G DEB` (issue 13 part 7). Included by CMakeLists.txt.
 #
 #   PREFIX/bin/abxlua                           the binary (lib/abx/*.lua and argparse inside)
+#   PREFIX/bin/abxlua-envd                      envd and sudo alone: what local sandboxes run
 #   PREFIX/share/abxlua/config/abxlua.yaml      the shipped config, as an example to copy
 #   PREFIX/share/abxlua/config/known_issues.yaml  (abxlua reads config/abxlua.yaml found from the
 #                                               cwd, never these: `cp -r PREFIX/share/abxlua/config .`)
@@ -8,7 +9,7 @@
 #   PREFIX/share/abxlua/types/                  the LuaLS meta files, when types/ exists
 #   PREFIX/share/doc/abxlua/                    README.md, THIRD-PARTY.md (embedded code, licences)
 include(GNUInstallDirs)
-install(TARGETS abxlua RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
+install(TARGETS abxlua abxlua-envd RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 install(FILES "${CMAKE_SOURCE_DIR}/config/abxlua.yaml" "${CMAKE_SOURCE_DIR}/config/known_issues.yaml"
         DESTINATION "${CMAKE_INSTALL_DATADIR}/abxlua/config")
 install(FILES "${CMAKE_SOURCE_DIR}/.env.example" DESTINATION "${CMAKE_INSTALL_DATADIR}/abxlua"

@@ -17,7 +17,7 @@
 
 #include "e2b.h" /* ABX_E2B_ENVD_PORT */
 
-/* Poll GET /health every 50 ms until a 2xx answer or `deadline_mono`. Gives up early when
+/* Poll GET /health (1 ms after a failed probe, doubling up to 10 ms) until a 2xx answer or `deadline_mono`. Gives up early when
  * `bwrap_pid` has exited (it is then reaped and *exited set to 1). */
 int abx_envd_wait_health(int netns_fd, pid_t bwrap_pid, int *exited, int64_t deadline_mono,
                          char *err, size_t errlen);

@@ -188,4 +188,5 @@ void abx_lifecycle_shutdown(void)
     abx_registry_put(s);
     s = next;
   }
+  abx_sandbox_drain_trash(); /* the state dirs those stops handed to the trash worker */
 }

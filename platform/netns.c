@@ -20,6 +20,11 @@ int abx_netns_open(pid_t pid)
 
 int abx_netns_socket_fd(int netns_fd)
 {
+  return abx_netns_socket(netns_fd, AF_INET, SOCK_STREAM, 0);
+}
+
+int abx_netns_socket(int netns_fd, int domain, int type, int protocol)
+{
   int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (self < 0)
     return -1;
@@ -29,7 +34,7 @@ int abx_netns_socket_fd(int netns_fd)
     errno = e;
     return -1;
   }
-  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int s = socket(domain, type | SOCK_CLOEXEC, protocol);
   int e = errno;
   if (setns(self, CLONE_NEWNET) != 0) {
     fprintf(stderr, "abxlua serve: cannot return to the host network namespace\n");

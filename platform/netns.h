@@ -1,5 +1,5 @@
 /*
- * netns.h: open TCP sockets inside a sandbox's network namespace, and hook them into libcurl.
+ * netns.h: open TCP (and netlink) sockets inside a sandbox's network namespace, and hook them into libcurl.
  *
  * How:     the calling thread saves its own netns (/proc/thread-self/ns/net), setns()es into the
  *          sandbox's netns, creates the socket, and setns()es back. A socket keeps the namespace it
@@ -20,6 +20,10 @@ int abx_netns_open(pid_t pid);
 /* Create an AF_INET stream socket (SOCK_CLOEXEC) inside the network namespace `netns_fd`.
  * Returns the socket fd or -1 (errno set). */
 int abx_netns_socket_fd(int netns_fd);
+
+/* socket(domain, type | SOCK_CLOEXEC, protocol) inside the network namespace `netns_fd` (e.g. a
+ * NETLINK_ROUTE socket that configures that namespace's links, rtnl.h). The fd or -1 (errno). */
+int abx_netns_socket(int netns_fd, int domain, int type, int protocol);
 
 /* Make `curl` open its sockets inside `*netns_fd` (CURLOPT_OPENSOCKETFUNCTION). `netns_fd` must
  * outlive the transfer; the caller keeps ownership of it. */

@@ -21,6 +21,8 @@
 #include "e2b.h"
 #include "http_util.h"
 #include "registry.h"
+#include "nft.h"
+#include "rtnl.h"
 
 #define LINKS 16383 /* /30 blocks in 10.200.0.0/16, block 0 unused */
 #define NET_BASE 0x0AC80000u /* 10.200.0.0 */
@@ -36,12 +38,13 @@ struct net {
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;    /* g_list, g_used */
-static pthread_mutex_t g_apply = PTHREAD_MUTEX_INITIALIZER; /* one ip/nft sequence at a time */
+static pthread_mutex_t g_apply = PTHREAD_MUTEX_INITIALIZER; /* one link/nft sequence at a time */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct net *g_list;
 static unsigned char g_used[LINKS + 1];
 static int g_hub = -1; /* the hub namespace; -1 when networking is unavailable */
-static const char *g_ip, *g_nft;
+static int g_hub_nl = -1; /* NETLINK_ROUTE socket in the hub namespace (rtnl.h), under g_apply */
+static const char *g_nft;
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -204,23 +207,30 @@ static int hub_make(void)
   return hub;
 }
 
+static int nft_script(int netns_fd, const char *text, char *out, size_t outlen);
+
 static void init_once(void)
 {
-  g_ip = find_exe("ip");
   g_nft = find_exe("nft");
   const char *why = NULL;
   char out[300] = "";
-  if (!g_ip || !g_nft) {
-    why = "`ip` (iproute2) and `nft` (nftables) are required";
+  if (!g_nft) {
+    why = "`nft` (nftables) is required";
   } else if ((g_hub = hub_make()) < 0) {
     snprintf(out, sizeof out, "cannot create the hub network namespace: %s", strerror(errno));
     why = out;
+  } else if ((g_hub_nl = abx_rtnl_open(g_hub)) < 0) {
+    snprintf(out, sizeof out, "cannot open a netlink socket in the hub namespace: %s", strerror(errno));
+    close(g_hub);
+    g_hub = -1;
+    why = out;
   } else {
-    const char *argv[] = {g_nft, "-f", "-", NULL};
     const char *hub_rules = "table inet abxhub {\n"
                             " chain forward_drop { type filter hook forward priority 0; policy drop; }\n"
                             "}\n";
-    if (run_ns(g_hub, -1, argv, hub_rules, out, sizeof out) != 0) {
+    if (nft_script(g_hub, hub_rules, out, sizeof out) != 0) {
+      close(g_hub_nl);
+      g_hub_nl = -1;
       close(g_hub);
       g_hub = -1;
       why = out;
@@ -240,11 +250,20 @@ static char *ruleset(const struct net *n)
   return abx_net_ruleset(&n->rules, host);
 }
 
+/* `text` applied in the namespace: libnftables in this process (nft.h), else `nft -f -`. */
+static int nft_script(int netns_fd, const char *text, char *out, size_t outlen)
+{
+  int rc = abx_nft_apply(netns_fd, text, out, outlen);
+  if (rc <= 0)
+    return rc;
+  const char *argv[] = {g_nft, "-f", "-", NULL};
+  return run_ns(netns_fd, -1, argv, text, out, outlen);
+}
+
 static int apply_rules(int netns_fd, const char *text, char *err, size_t errlen)
 {
-  const char *argv[] = {g_nft, "-f", "-", NULL};
   char out[300];
-  if (run_ns(netns_fd, -1, argv, text, out, sizeof out) == 0)
+  if (nft_script(netns_fd, text, out, sizeof out) == 0)
     return 0;
   snprintf(err, errlen, "nft: %s", out);
   return -1;
@@ -359,12 +378,10 @@ static int alloc_link(void)
 /* Delete abxh<k> in the hub (its peer goes with it). 0 when gone. Under g_apply. */
 static int del_link(int k)
 {
-  char name[16], out[200];
+  char name[16];
   snprintf(name, sizeof name, "abxh%d", k);
-  const char *argv[] = {g_ip, "link", "del", name, NULL};
-  if (run_ns(g_hub, -1, argv, NULL, out, sizeof out) == 0)
-    return 0;
-  return strstr(out, "Cannot find device") ? 0 : -1;
+  int rc = abx_rtnl_link_del(g_hub_nl, name);
+  return rc == 0 || rc == -ENODEV ? 0 : -1;
 }
 
 int abx_network_attach(const char *id, int netns_fd, char *err, size_t errlen)
@@ -386,29 +403,26 @@ int abx_network_attach(const char *id, int netns_fd, char *err, size_t errlen)
     snprintf(err, errlen, "no free sandbox link");
     return -1;
   }
-  char hname[16], haddr[INET_ADDRSTRLEN], saddr[INET_ADDRSTRLEN], out[300], *text = NULL;
+  char hname[16], haddr[INET_ADDRSTRLEN], saddr[INET_ADDRSTRLEN], *text = NULL;
   snprintf(hname, sizeof hname, "abxh%d", k);
   addr_of(k, 1, haddr);
   addr_of(k, 2, saddr);
-  const char *mk[] = {g_ip,   "link", "add",  hname, "type",           "veth",
-                      "peer", "name", "eth0", "netns", "/proc/self/fd/3", NULL};
-  const char *batch[] = {g_ip, "-batch", "-", NULL};
-  char hub_cmds[200], sb_cmds[240];
-  snprintf(hub_cmds, sizeof hub_cmds, "link set %s addrgenmode none\naddr add %s/30 dev %s\nlink set %s up\n",
-           hname, haddr, hname, hname);
-  snprintf(sb_cmds, sizeof sb_cmds,
-           "link set eth0 addrgenmode none\naddr add %s/30 dev eth0\nlink set eth0 up\n"
-           "route add default via %s dev eth0\n",
-           saddr, haddr);
-  int created = 0;
-  if (run_ns(g_hub, netns_fd, mk, NULL, out, sizeof out) != 0) {
-    snprintf(err, errlen, "cannot create the sandbox link: %s", out);
+  /* abxh<k> in the hub, its peer eth0 in the sandbox: hub side addressed and up, sandbox side
+   * addressed, up, default route via the hub's address (rtnl.h: the requests `ip` would send) */
+  int created = 0, rc, sb_nl = -1;
+  if ((rc = abx_rtnl_veth_add(g_hub_nl, hname, "eth0", netns_fd)) != 0) {
+    snprintf(err, errlen, "cannot create the sandbox link: %s", strerror(-rc));
     goto fail;
   }
   created = 1;
-  if (run_ns(g_hub, -1, batch, hub_cmds, out, sizeof out) != 0 ||
-      run_ns(netns_fd, -1, batch, sb_cmds, out, sizeof out) != 0) {
-    snprintf(err, errlen, "cannot configure the sandbox link: %s", out);
+  sb_nl = abx_rtnl_open(netns_fd);
+  rc = sb_nl < 0 ? -errno : abx_rtnl_configure(g_hub_nl, hname, haddr, 30, NULL);
+  if (rc == 0)
+    rc = abx_rtnl_configure(sb_nl, "eth0", saddr, 30, haddr);
+  if (sb_nl >= 0)
+    close(sb_nl);
+  if (rc != 0) {
+    snprintf(err, errlen, "cannot configure the sandbox link: %s", strerror(-rc));
     goto fail;
   }
   pthread_mutex_lock(&g_mu);
@@ -422,7 +436,7 @@ int abx_network_attach(const char *id, int netns_fd, char *err, size_t errlen)
     snprintf(err, errlen, "out of memory");
     goto fail;
   }
-  int rc = apply_rules(netns_fd, text, err, errlen);
+  rc = apply_rules(netns_fd, text, err, errlen);
   free(text);
   if (rc != 0)
     goto fail;

@@ -6,19 +6,21 @@
  *          thread, kept alive by an fd; forwarding off, an nftables forward chain with policy drop;
  *          no NAT, no other interface). Sandbox k (1..16383) gets a veth pair: `abxh<k>` in the hub
  *          with 10.200.0.0 + 4k + 1 /30, `eth0` in the sandbox with + 2 /30 and a default route via
- *          the hub end. Nothing is added to the host's own namespace: "allowed" outbound traffic
+ *          the hub end, made with rtnetlink requests from serve itself (rtnl.h), not `ip` runs.
+ *          Nothing is added to the host's own namespace: "allowed" outbound traffic
  *          can reach the hub end of the sandbox's own link and nothing beyond this machine.
  * Rules:   table `inet abx` in the sandbox's namespace, chain `out` (hook output): loopback and
  *          established flows pass; then allowOut entries accept (allow beats deny); denyOut entries,
  *          and everything when allow_internet_access is false, are rejected (TCP reset, else
  *          icmpx admin-prohibited); the hub end of the own link is accepted; the rest is rejected.
- *          Applied atomically with `nft -f -` run in the sandbox's namespace; sandbox processes
+ *          Applied atomically in the sandbox's namespace by libnftables (nft.h; `nft -f -` when the
+ *          library cannot be loaded); sandbox processes
  *          have no CAP_NET_ADMIN, so they cannot change them. allowOut domain names are accepted
  *          and reported but match nothing (no DNS leaves the machine).
  * Token:   allowPublicTraffic=false gives a 64-hex-digit trafficAccessToken; the ingress then
  *          requires header e2b-traffic-access-token on every port but envd's (constant-time
  *          comparison).
- * Without: when `ip` or `nft` is missing or the hub cannot be made, sandboxes keep loopback only
+ * Without: when `nft` is missing or the hub (or a netlink socket in it) cannot be made, sandboxes keep loopback only
  *          (every outbound connection fails, so every deny holds) and a warning is printed once.
  * Locking: own mutexes; callers may hold the registry lock (order: registry, then network).
  * Errors:  int functions return 0, or -1 with a message in msg/err.

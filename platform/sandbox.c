@@ -6,13 +6,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <dirent.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,11 +38,22 @@
 
 static const char *g_state_dir;
 static const char *g_exe;
+static char g_sandbox_exe[4096]; /* bound at /opt/abx/abxlua: abxlua-envd beside g_exe, else g_exe */
 
 void abx_sandbox_config(const char *state_dir, const char *exe_path)
 {
   g_state_dir = state_dir;
   g_exe = exe_path;
+  /* abxlua-envd (envd and sudo only, a tenth of the libraries: platform/envd_bin/main.c) when it
+   * sits beside this binary, as the build and the package put it; else this binary itself */
+  const char *slash = strrchr(exe_path, '/');
+  snprintf(g_sandbox_exe, sizeof g_sandbox_exe, "%.*s/abxlua-envd",
+           slash ? (int)(slash - exe_path) : 1, slash ? exe_path : ".");
+  if (access(g_sandbox_exe, X_OK) != 0)
+    snprintf(g_sandbox_exe, sizeof g_sandbox_exe, "%s", exe_path);
+  char trash[4096]; /* what a serve that died left in the trash */
+  snprintf(trash, sizeof trash, "%s/.trash", state_dir);
+  abx_rmtree(trash);
 }
 
 static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -56,6 +70,88 @@ int abx_rmtree(const char *path)
 {
   nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
   return access(path, F_OK) == 0 ? -1 : 0;
+}
+
+/* A killed sandbox's state dir is renamed into <state>/.trash at once and removed there by one
+ * worker thread: removing a tree of files costs tens of ms on a disk mounted with `discard`, and
+ * a kill need not wait for it (its path is gone as soon as the rename returns). */
+static pthread_mutex_t g_trash_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_trash_cv = PTHREAD_COND_INITIALIZER;
+static int g_trash_started, g_trash_pending; /* renamed dirs not yet removed */
+static unsigned long g_trash_seq;
+
+static void *trash_worker(void *arg)
+{
+  (void)arg;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/.trash", g_state_dir);
+  for (;;) {
+    pthread_mutex_lock(&g_trash_mu);
+    while (g_trash_pending == 0)
+      pthread_cond_wait(&g_trash_cv, &g_trash_mu);
+    pthread_mutex_unlock(&g_trash_mu);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d))) {
+      if (e->d_name[0] == '.')
+        continue;
+      char p[4400];
+      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+      abx_rmtree(p);
+      n++;
+    }
+    if (d)
+      closedir(d);
+    pthread_mutex_lock(&g_trash_mu);
+    g_trash_pending = n > g_trash_pending || !d ? 0 : g_trash_pending - n;
+    pthread_cond_broadcast(&g_trash_cv);
+    pthread_mutex_unlock(&g_trash_mu);
+  }
+  return NULL;
+}
+
+/* Remove `dir` (a sandbox's state dir): renamed into the trash and removed by the worker, or
+ * removed here when the rename or the worker is not available. */
+static void discard_dir(const char *dir)
+{
+  char trash[4096], to[4200];
+  snprintf(trash, sizeof trash, "%s/.trash", g_state_dir);
+  pthread_mutex_lock(&g_trash_mu);
+  int ok = 0;
+  if (!g_trash_started) {
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    g_trash_started = (mkdir(trash, 0700) == 0 || errno == EEXIST) &&
+                      pthread_create(&t, &at, trash_worker, NULL) == 0 ? 1 : -1;
+    pthread_attr_destroy(&at);
+  }
+  if (g_trash_started > 0) {
+    snprintf(to, sizeof to, "%s/%lu", trash, ++g_trash_seq);
+    ok = rename(dir, to) == 0;
+    if (ok) {
+      g_trash_pending++;
+      pthread_cond_broadcast(&g_trash_cv);
+    }
+  }
+  pthread_mutex_unlock(&g_trash_mu);
+  if (!ok)
+    abx_rmtree(dir);
+}
+
+void abx_sandbox_drain_trash(void)
+{
+  pthread_mutex_lock(&g_trash_mu);
+  while (g_trash_started > 0 && g_trash_pending > 0)
+    pthread_cond_wait(&g_trash_cv, &g_trash_mu);
+  pthread_mutex_unlock(&g_trash_mu);
+  if (g_state_dir) { /* left by a serve that stopped before its worker was done */
+    char trash[4096];
+    snprintf(trash, sizeof trash, "%s/.trash", g_state_dir);
+    abx_rmtree(trash);
+  }
 }
 
 static int prepare_dir(struct abx_sandbox *sb)
@@ -167,7 +263,7 @@ static void build_argv(struct argv_buf *a, struct abx_sandbox *sb)
   add(a, path_in(a, sb->dir, "boot_id"));
   add(a, "/proc/sys/kernel/random/boot_id");
   add(a, "--ro-bind");
-  add(a, g_exe);
+  add(a, g_sandbox_exe);
   add(a, "/opt/abx/abxlua");
   int sys = bind_cgroups(a, sb);
   size_t nv = json_array_size(sb->volume_mounts);
@@ -267,6 +363,28 @@ static int write_boot_id(struct abx_sandbox *sb)
   return ok ? 0 : -1;
 }
 
+/* Wait until process `pid` has exited (a zombie counts; it is not reaped) or `ms` passed, on a
+ * pidfd (readable once the process exits, child or not), so a kill is not held by a sleep loop.
+ * 1 when it exited or no longer exists, 0 at the deadline, -1 when pidfds are unavailable. */
+static int wait_exited(pid_t pid, int ms)
+{
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd < 0)
+    return errno == ESRCH ? 1 : -1;
+  int64_t deadline = abx_mono_ns() + (int64_t)ms * 1000000LL;
+  int r;
+  for (;;) {
+    int64_t left = (deadline - abx_mono_ns()) / 1000000;
+    struct pollfd p = {fd, POLLIN, 0};
+    r = poll(&p, 1, left > 0 ? (int)left : 0);
+    if (r < 0 && errno == EINTR)
+      continue;
+    break;
+  }
+  close(fd);
+  return r > 0 ? 1 : r == 0 ? 0 : -1;
+}
+
 /* Stop every process of the sandbox and drop its link; its files, mounts and cgroups stay. */
 static void halt(struct abx_sandbox *sb)
 {
@@ -282,7 +400,7 @@ static void halt(struct abx_sandbox *sb)
      * the killpg below; then reap. Nobody else reaps it meanwhile: the caller holds sb->op and
      * abx_registry_due only reaps sandboxes whose op it can take. */
     int64_t deadline = abx_mono_ns() + 1000000000LL;
-    for (;;) {
+    for (int r = wait_exited(pid, 1000); r < 0;) { /* no pidfd: poll every 5 ms */
       siginfo_t si = {0};
       if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
         break;
@@ -301,7 +419,8 @@ static void halt(struct abx_sandbox *sb)
     int64_t deadline = abx_mono_ns() + 2000000000LL;
     char p[64], st[256];
     snprintf(p, sizeof p, "/proc/%d/stat", (int)sb->child_pid);
-    while (abx_mono_ns() < deadline) {
+    int r = wait_exited(sb->child_pid, 2000);
+    while (r < 0 && abx_mono_ns() < deadline) { /* no pidfd: poll every 10 ms */
       int fd = open(p, O_RDONLY | O_CLOEXEC);
       if (fd < 0)
         break;
@@ -331,7 +450,7 @@ static void teardown(struct abx_sandbox *sb)
   if (sb->dir) {
     abx_cgroup_remove(sb->id);
     abx_rootfs_umount(sb->dir);
-    abx_rmtree(sb->dir);
+    discard_dir(sb->dir);
   }
   free(sb->dir);
   sb->dir = NULL;

@@ -4,8 +4,9 @@
  *
  * Layout:  <state-dir>/<id>/{upper,work,rootfs,envd.log,boot_id}: / is the writable overlay root of the
  *          sandbox's template (rootfs.h: /home/user uid 1000 0755, /root 0700, /tmp 1777, /usr and
- *          /etc writable copy-on-write); the abxlua binary is /opt/abx/abxlua (read-only) and runs
- *          `envd --port 49983`; volumes are bound at their paths (read-only when asked); boot_id (a
+ *          /etc writable copy-on-write); /opt/abx/abxlua (read-only) is abxlua-envd when it sits
+ *          beside the serving abxlua (envd and sudo only, fewer libraries), else abxlua itself, and
+ *          runs `envd --port 49983`; volumes are bound at their paths (read-only when asked); boot_id (a
  *          UUID made for each boot) is bound read-only over /proc/sys/kernel/random/boot_id. The state
  *          dir, host /root, /home, /work and /tmp are never mounted in. Every process is in the
  *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with
@@ -23,7 +24,8 @@
 #include "registry.h"
 
 /* Set once at startup: the state directory and the resolved path of the abxlua executable.
- * Both strings are borrowed for the life of the process. */
+ * Both strings are borrowed for the life of the process. Removes <state-dir>/.trash (the state
+ * dirs of sandboxes a previous serve stopped but had not removed yet). */
 void abx_sandbox_config(const char *state_dir, const char *exe_path);
 
 /* Start `sb` (id, template_id, tmpl, volumes, secure and token already set; a deep copy of
@@ -46,11 +48,16 @@ int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen);
 
 /* SIGKILL the whole sandbox (thawing it when paused), wait for bwrap and the namespace's first
  * process to die (2 s deadline for the latter), remove its cgroups, unmount its root, remove its
- * state dir. Idempotent. The sandbox's op mutex is held by the caller when it is shared. */
+ * state dir (its path at once: the files in the background, abx_sandbox_drain_trash). Idempotent. The sandbox's op mutex is held by the caller when it is shared. */
 void abx_sandbox_stop(struct abx_sandbox *sb);
 
 /* abx_sandbox_stop, then free `sb` with everything it owns (template ref, volume uses). */
 void abx_sandbox_destroy(struct abx_sandbox *sb);
+
+/* Wait until the state dirs of stopped sandboxes are removed (abx_sandbox_stop renames a
+ * sandbox's dir into <state-dir>/.trash and a worker thread removes it), then remove the trash
+ * itself. Called at shutdown (abx_lifecycle_shutdown). */
+void abx_sandbox_drain_trash(void);
 
 /* Remove a directory tree without following symlinks or crossing mounts. Returns 0 or -1. */
 int abx_rmtree(const char *path);

@@ -130,7 +130,9 @@ void envd_err_clear(struct envd_err *err);
 int envd_user_from_basic(struct envd *e, struct MHD_Connection *c, struct envd_user *u,
                          struct envd_err *err);
 
-/* Look a user up by name (NULL/"" → default user). Errors: unauthenticated. */
+/* Look a user up by name (NULL/"" → default user). Answers are cached while /etc/passwd,
+ * /etc/group and /etc/nsswitch.conf keep their identity (device, inode, size, mtime, ctime), so a
+ * user added or changed is looked up again. Errors: unauthenticated. */
 int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, struct envd_err *err);
 
 /* Resolve a request path like cwd (§4.4): ""→default workdir or home, "~", "~/x", relative

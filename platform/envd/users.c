@@ -18,6 +18,66 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* Users found by name, kept while the files NSS reads them from keep their identity: a lookup
+ * through glibc (getpwnam_r + getgrouplist) reads nsswitch.conf, passwd and group and, with the
+ * `systemd` NSS module of Debian's default nsswitch.conf, probes a dozen userdb directories: about
+ * 80 syscalls per Start; three stat() calls check the cache. useradd/usermod/groupadd replace
+ * these files (a new inode, a new mtime), so a changed user is looked up again. */
+#define USER_CACHE 8
+static const char *const g_user_files[] = {"/etc/passwd", "/etc/group", "/etc/nsswitch.conf"};
+#define USER_FILES (sizeof g_user_files / sizeof g_user_files[0])
+struct file_id {
+  dev_t dev;
+  ino_t ino;
+  off_t size;
+  struct timespec mtime, ctime;
+};
+static pthread_mutex_t g_user_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct envd_user g_users[USER_CACHE];
+static int g_nusers, g_user_next;
+static struct file_id g_user_ids[USER_FILES];
+
+static void files_now(struct file_id ids[USER_FILES])
+{
+  memset(ids, 0, sizeof(struct file_id) * USER_FILES);
+  for (size_t i = 0; i < USER_FILES; i++) {
+    struct stat st;
+    if (stat(g_user_files[i], &st) == 0)
+      ids[i] = (struct file_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim, st.st_ctim};
+  }
+}
+
+/* 1 with *u filled when `name` is cached for files whose identity is `ids`; else 0 (and the
+ * cache is emptied when the files changed). */
+static int cache_get(const char *name, const struct file_id ids[USER_FILES], struct envd_user *u)
+{
+  int hit = 0;
+  pthread_mutex_lock(&g_user_mu);
+  if (memcmp(ids, g_user_ids, sizeof g_user_ids) != 0) {
+    memcpy(g_user_ids, ids, sizeof g_user_ids);
+    g_nusers = g_user_next = 0;
+  }
+  for (int i = 0; i < g_nusers && !hit; i++)
+    if (strcmp(g_users[i].name, name) == 0) {
+      *u = g_users[i];
+      hit = 1;
+    }
+  pthread_mutex_unlock(&g_user_mu);
+  return hit;
+}
+
+static void cache_put(const struct file_id ids[USER_FILES], const struct envd_user *u)
+{
+  pthread_mutex_lock(&g_user_mu);
+  if (memcmp(ids, g_user_ids, sizeof g_user_ids) == 0) { /* not changed meanwhile */
+    g_users[g_user_next] = *u;
+    g_user_next = (g_user_next + 1) % USER_CACHE;
+    if (g_nusers < USER_CACHE)
+      g_nusers++;
+  }
+  pthread_mutex_unlock(&g_user_mu);
+}
+
 int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, struct envd_err *err)
 {
   char def[64] = "root";
@@ -28,6 +88,10 @@ int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, stru
     pthread_mutex_unlock(&e->mu);
     name = def;
   }
+  struct file_id ids[USER_FILES];
+  files_now(ids);
+  if (strlen(name) < sizeof u->name && cache_get(name, ids, u))
+    return 0;
   struct passwd pw, *res = NULL;
   char buf[4096];
   if (strlen(name) >= sizeof u->name || getpwnam_r(name, &pw, buf, sizeof buf, &res) != 0 || !res)
@@ -43,6 +107,7 @@ int envd_user_lookup(struct envd *e, const char *name, struct envd_user *u, stru
     ng = 1;
   }
   u->ngroups = ng;
+  cache_put(ids, u);
   return 0;
 }
 

@@ -320,6 +320,28 @@ def t_cwd_env_user():
     check(r["stdout"].strip() == b"5", f"child has only fds 0-2 (+ls's own) ({r['stdout']!r})")
 
 
+def t_user_files_change():
+    """envd caches user lookups while /etc/passwd, /etc/group and nsswitch.conf keep their
+    identity: a user added after a lookup, or whose uid changed, is seen by the next Start."""
+    r = run("id", ["-u"], user="late")
+    err = r["trailer"].get("error", {}) if r["trailer"] else {}
+    check(err.get("code") == "unauthenticated", f"user 'late' does not exist yet ({err})")
+    run("id", ["-u"], user="user")  # a cached lookup before the files change
+    time.sleep(0.05)  # past the filesystem's timestamp tick
+    with open(f"{TMP}/passwd", "a") as f:  # in place: the bind mount keeps the inode
+        f.write("late:x:1001:1000::/tmp:/bin/bash\n")
+    r = run("id", ["-u"], user="late")
+    check(r["stdout"] == b"1001\n", f"an added user is found ({r['stdout']!r} {r['trailer']})")
+    time.sleep(0.05)
+    data = open(f"{TMP}/passwd").read().replace("late:x:1001:", "late:x:1002:")
+    with open(f"{TMP}/passwd", "r+") as f:  # same size, same inode: mtime/ctime tell
+        f.write(data)
+    r = run("id", ["-u"], user="late")
+    check(r["stdout"] == b"1002\n", f"a changed uid is seen ({r['stdout']!r})")
+    r = run("id", ["-u"], user="user")
+    check(r["stdout"] == b"1000\n", f"other users still resolve ({r['stdout']!r})")
+
+
 def t_timeout():
     t0 = time.time()
     r = run("sleep", ["30"], extra={"Connect-Timeout-Ms": "1000"})
@@ -1058,15 +1080,16 @@ def find_envd(root):
 
 ENVD_PID = None
 BINARY = None
+TMP = None
 
 
 def main():
-    global PORT, ENVD_PID, BINARY
+    global PORT, ENVD_PID, BINARY, TMP
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/abxlua")
     if not shutil.which("bwrap"):
         print("SKIP: bwrap not installed")
         return 77
-    tmp = tempfile.mkdtemp(prefix="envd-test-")
+    tmp = TMP = tempfile.mkdtemp(prefix="envd-test-")
     os.chmod(tmp, 0o755)
     with open(f"{tmp}/passwd", "w") as f:
         f.write("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n")
@@ -1107,7 +1130,8 @@ def main():
             return 1
         BINARY = binary
         ENVD_PID = find_envd(proc.pid)
-        tests = [t_health_init, t_connect_codec, t_start_basic, t_cwd_env_user, t_timeout,
+        tests = [t_health_init, t_connect_codec, t_start_basic, t_cwd_env_user, t_user_files_change,
+                 t_timeout,
                  t_stdin_signal_connect, t_big_output, t_streams_more, t_filesystem, t_files,
                  t_pty, t_stream_input, t_watch_dir, t_watchers, t_metadata, t_gzip, t_metrics,
                  t_default_user]

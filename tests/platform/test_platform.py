@@ -401,6 +401,21 @@ def t_isolation_network(s, ctx):
     check(sorted(x.strip() for x in out.split()) in (["lo"], ["eth0", "lo"]), "interfaces %r" % out)
 
 
+def t_sandbox_binary(s, ctx):
+    """/opt/abx/abxlua in a sandbox is abxlua-envd when it sits beside abxlua (envd and sudo only,
+    without the engine's libraries), the full abxlua otherwise (platform/sandbox.c)."""
+    small = os.path.join(os.path.dirname(os.path.abspath(BIN)), "abxlua-envd")
+    want = small if os.access(small, os.X_OK) else os.path.abspath(BIN)
+    code, out, err = run_in(s, ctx["a"], "stat -c %s /opt/abx/abxlua; /opt/abx/abxlua run x; echo rc=$?",
+                            user="root")
+    check(out.split()[:1] == [str(os.path.getsize(want))],
+          "the sandbox's binary is %s: %r" % (os.path.basename(want), out))
+    refused = "rc=4" in out and "sandbox side of abxlua" in err
+    check(refused == (want == small), "abxlua-envd refuses `run`, abxlua does not: %r %r" % (out, err))
+    code, out, _ = run_in(s, ctx["a"], "sudo -n id -u")
+    check(code == 0 and out.strip() == "0", "sudo through the sandbox binary: %r" % out)
+
+
 def sandbox_pids(state_dir):
     """Pids of bwrap processes for this server and all their descendants."""
     procs = {}
@@ -518,6 +533,7 @@ def t_bad_env_key(s, ctx):
 CHECKS = [t_ready_line, t_health, t_auth, t_create_shape, t_create_validation, t_get, t_get_errors,
           t_list_filters, t_pagination, t_timeout_connect, t_ttl, t_kill_twice, t_ingress_routing,
           t_stream_and_user, t_isolation_processes, t_isolation_files, t_isolation_network,
+          t_sandbox_binary,
           t_shutdown, t_bad_env_key]
 
 
