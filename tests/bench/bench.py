@@ -302,7 +302,7 @@ def main():
                     results[job]["abxlua"].append(run_make_run(opts, work, False))
             else:
                 rounds = 1 if job in ("scale", "machine") else opts["rounds"]
-                timeout = 300 if opts["quick"] else 1500
+                timeout = 300 if opts["quick"] else 900
                 for r in range(rounds):
                     order = list(ways[r % len(ways):] + ways[:r % len(ways)])
                     for way in order:
