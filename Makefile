@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build install deb run test test-load test-flavors test-slow test-asan fuzz e2b-suite clean
+.PHONY: all deps build install deb run test test-load test-flavors test-slow test-asan fuzz e2b-suite bench clean
 
 all: build
 
@@ -75,6 +75,16 @@ fuzz:
 E2B_SUITE_MODE ?= tls
 e2b-suite: build
 	bash tests/e2b_suite/run.sh $(BUILD)/abxlua $(E2B_SUITE_MODE)
+
+# The benchmark (issue 14, tests/bench/bench.py): every workload three ways against one `abxlua
+# serve` (abxlua, the e2b SDK 2.51.0 in Node, a libcurl floor), interleaved over rounds; prints the
+# Markdown table and writes $(BUILD)/bench/report.md and report.json. About 15 minutes. Options in
+# BENCH_ARGS, e.g. `make bench BENCH_ARGS="--only cmd,stream_collect --rounds 5"`,
+# `--abxlua old/build/abxlua` (a "before" table), `--quick`. Not part of `make test`.
+BENCH_ARGS ?=
+bench: build
+	@cmake --build $(BUILD) --target abx-bench-floor
+	python3 tests/bench/bench.py --abxlua $(BUILD)/abxlua --build-dir $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
