@@ -490,8 +490,8 @@ static int serve_run(int argc, char **argv)
     return 1;
   }
 
-  /* Each proxied stream holds about 5 fds (client socket, sandbox socket, curl's pipes): the
-   * default soft limit (1024) would stop at ~200 streams. The hard limit is ours to take. */
+  /* Each proxied stream holds about 3 fds (client socket, sandbox socket, namespace fd): the
+   * default soft limit (1024) would stop at ~300 streams. The hard limit is ours to take. */
   struct rlimit nofile;
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
     nofile.rlim_cur = nofile.rlim_max;
