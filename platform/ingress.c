@@ -294,6 +294,7 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, p->req_hdrs);
   curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
   curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)ABX_INGRESS_CHUNK);
   /* one multi handle serves every sandbox, and its connection cache would hand a connection made
    * in one sandbox's network namespace to a request for another's 127.0.0.1:<port>: never reuse */
   curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
@@ -358,7 +359,7 @@ enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_r
   pthread_mutex_unlock(&p->mu);
   /* faults.h: a body fault of `abxlua serve --faults` wraps the stream */
   struct MHD_Response *r =
-    abx_faults_stream(size, 16 * 1024, abx_stream_read, p, abx_stream_free, ctype);
+    abx_faults_stream(size, ABX_INGRESS_CHUNK, abx_stream_read, p, abx_stream_free, ctype);
   if (!r) {
     abx_stream_drop(p);
     return MHD_NO;

@@ -48,6 +48,10 @@
 
 #define ABX_INGRESS_MAX_BODY (256u * 1024 * 1024)
 #define ABX_INGRESS_BUF (64u * 1024)
+/* the size of one read from the sandbox (CURLOPT_BUFFERSIZE) and of one copy into
+ * libmicrohttpd's send buffer: 64 KiB, a quarter of the syscalls libcurl's and libmicrohttpd's
+ * 16 KiB defaults take on a large answer */
+#define ABX_INGRESS_CHUNK (64u * 1024)
 
 struct abx_route {
   char id[32];
