@@ -170,6 +170,15 @@ enum MHD_Result abx_faults_after(enum MHD_Result handled)
   return handled;
 }
 
+const void *abx_faults_detach(void)
+{
+  const struct fault_rule *r = t_rule;
+  t_rule = NULL;
+  return r;
+}
+
+void abx_faults_attach(const void *fault) { t_rule = fault; }
+
 /* ---- body faults -------------------------------------------------------------------------- */
 
 /* The replacement body of a malformed_json or bad_envelope rule (malloc'd, *n its length). */

@@ -39,8 +39,10 @@
  *          (rule# counts from 1 in file order).
  * Errors:  abx_faults_load: -1 with "FILE:LINE: message" in err (serve exits 4).
  * Threads: the rules are read-only after loading; counters and generators are under one mutex.
- *          A body fault is remembered per thread between abx_faults_before and abx_faults_after
- *          (libmicrohttpd runs one thread per connection and calls the handler on it).
+ *          A body fault is remembered per thread between abx_faults_before and abx_faults_after;
+ *          serve runs both on one worker thread (serve_pool.h), except for a proxied stream,
+ *          whose answer is made later on the daemon's thread: it carries its fault across with
+ *          abx_faults_detach / abx_faults_attach.
  */
 #ifndef ABX_LOCAL_FAULTS_H
 #define ABX_LOCAL_FAULTS_H
@@ -70,6 +72,14 @@ int abx_faults_before(struct MHD_Connection *c, const char *method, const char *
 /* After the handler: forget this thread's fault; returns what the access handler must return
  * (MHD_NO for reset: after, which drops the queued answer and closes the connection). */
 enum MHD_Result abx_faults_after(enum MHD_Result handled);
+
+/* This thread's pending fault (an opaque handle, NULL when none), now forgotten by this thread:
+ * for a request whose answer is made on another thread, which passes it to abx_faults_attach. */
+const void *abx_faults_detach(void);
+
+/* Make `fault` (from abx_faults_detach, may be NULL) this thread's pending fault, as if
+ * abx_faults_before had just chosen it here; abx_faults_after forgets it again. */
+void abx_faults_attach(const void *fault);
 
 /* A response holding a copy of `data`, with this thread's body fault applied (if any). */
 struct MHD_Response *abx_faults_response(const char *data, size_t len);

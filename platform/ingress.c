@@ -1,6 +1,7 @@
 /*
  * ingress.c: routing by Host or E2b-Sandbox-* headers, and a streaming reverse proxy into sandbox
- * network namespaces (one libcurl transfer on its own thread per request). Contract in ingress.h.
+ * network namespaces: the checks and the request's setup (on a pool thread), the answer's head
+ * (on the daemon's thread); the transfers themselves run in ingress_loop.c. Contract in ingress.h.
  */
 #include "ingress.h"
 
@@ -9,9 +10,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +27,16 @@
 #include "netns.h"
 #include "network.h"
 #include "os_api.h"
+#include "ingress_int.h"
 #include "registry.h"
 
 static const char *g_domain;
-static atomic_int g_transfers;
 
-void abx_ingress_config(const char *domain) { g_domain = domain; }
+int abx_ingress_config(const char *domain)
+{
+  g_domain = domain;
+  return abx_stream_loop_start();
+}
 
 /* ---- routing ------------------------------------------------------------------------------ */
 
@@ -107,221 +110,6 @@ int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *m
   route->id[idlen] = 0;
   route->port = port;
   return 1;
-}
-
-/* ---- proxy state shared by the curl thread and the MHD response ---------------------------- */
-
-struct px {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int refs;
-  CURL *curl;
-  struct curl_slist *req_hdrs;
-  char *body;
-  size_t body_len;
-  int netns_fd;
-  int client_fd;
-  /* response head */
-  int head_done, failed;
-  long status;
-  long long clen;          /* upstream Content-Length, -1 when unknown */
-  struct curl_slist *resp; /* "Name: value" lines */
-  CURLcode result;
-  /* body ring */
-  char buf[ABX_INGRESS_BUF];
-  size_t rpos, count;
-  int eof, aborted;
-};
-
-static void px_release(struct px *p)
-{
-  pthread_mutex_lock(&p->mu);
-  int left = --p->refs;
-  pthread_mutex_unlock(&p->mu);
-  if (left)
-    return;
-  curl_easy_cleanup(p->curl);
-  curl_slist_free_all(p->req_hdrs);
-  curl_slist_free_all(p->resp);
-  free(p->body);
-  if (p->netns_fd >= 0)
-    close(p->netns_fd);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->cv);
-  free(p);
-}
-
-static int hop_by_hop(const char *name, size_t n)
-{
-  static const char *drop[] = {"connection", "keep-alive", "transfer-encoding", "te", "trailer",
-                               "upgrade", "host", "content-length", "expect"};
-  for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
-    if (strlen(drop[i]) == n && strncasecmp(name, drop[i], n) == 0)
-      return 1;
-  return n >= 6 && strncasecmp(name, "proxy-", 6) == 0;
-}
-
-static size_t on_header(char *line, size_t sz, size_t n, void *cls)
-{
-  struct px *p = cls;
-  size_t len = sz * n;
-  pthread_mutex_lock(&p->mu);
-  if (len >= 5 && strncmp(line, "HTTP/", 5) == 0) {
-    const char *sp = memchr(line, ' ', len);
-    p->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-    curl_slist_free_all(p->resp);
-    p->resp = NULL;
-    p->clen = -1;
-  } else if (len <= 2 && (line[0] == '\r' || line[0] == '\n')) {
-    if (p->status >= 200 && !p->head_done) {
-      p->head_done = 1;
-      pthread_cond_broadcast(&p->cv);
-    }
-  } else {
-    const char *colon = memchr(line, ':', len);
-    if (colon && !hop_by_hop(line, (size_t)(colon - line))) {
-      char *h = strndup(line, len);
-      if (h) {
-        h[strcspn(h, "\r\n")] = 0;
-        struct curl_slist *nl = curl_slist_append(p->resp, h);
-        if (nl)
-          p->resp = nl;
-        free(h);
-      }
-    } else if (colon && (size_t)(colon - line) == 14 && strncasecmp(line, "content-length", 14) == 0) {
-      p->clen = strtoll(colon + 1, NULL, 10);
-    }
-  }
-  pthread_mutex_unlock(&p->mu);
-  return len;
-}
-
-static size_t on_body(char *data, size_t sz, size_t n, void *cls)
-{
-  struct px *p = cls;
-  size_t len = sz * n, done = 0;
-  pthread_mutex_lock(&p->mu);
-  if (!p->head_done) { /* a body without a blank line first cannot happen, but be safe */
-    p->head_done = 1;
-    pthread_cond_broadcast(&p->cv);
-  }
-  while (done < len && !p->aborted) {
-    if (p->count == sizeof p->buf) {
-      pthread_cond_wait(&p->cv, &p->mu);
-      continue;
-    }
-    size_t wpos = (p->rpos + p->count) % sizeof p->buf;
-    size_t room = sizeof p->buf - p->count;
-    size_t contig = sizeof p->buf - wpos;
-    size_t k = len - done;
-    if (k > room)
-      k = room;
-    if (k > contig)
-      k = contig;
-    memcpy(p->buf + wpos, data + done, k);
-    p->count += k;
-    done += k;
-    pthread_cond_broadcast(&p->cv);
-  }
-  int aborted = p->aborted;
-  pthread_mutex_unlock(&p->mu);
-  return aborted ? 0 : len;
-}
-
-static int on_progress(void *cls, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-  (void)a, (void)b, (void)c, (void)d;
-  struct px *p = cls;
-  pthread_mutex_lock(&p->mu);
-  int ab = p->aborted;
-  pthread_mutex_unlock(&p->mu);
-  return ab;
-}
-
-static void *transfer(void *cls)
-{
-  struct px *p = cls;
-  CURLcode rc = curl_easy_perform(p->curl);
-  pthread_mutex_lock(&p->mu);
-  p->result = rc;
-  p->eof = 1;
-  if (!p->head_done) {
-    p->head_done = 1;
-    p->failed = 1;
-  }
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
-  px_release(p);
-  atomic_fetch_sub(&g_transfers, 1);
-  return NULL;
-}
-
-/* 0 while the client connection is open, -1 once it hung up. */
-static int client_gone(int fd)
-{
-  if (fd < 0)
-    return 0;
-  /* POLLRDHUP: the peer's FIN even behind unread bytes. A peek would miss it then, and under
-   * serve --tls a client's close_notify stays unread in the socket until the response ends. */
-  struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
-  if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-    return -1;
-  return 0;
-}
-
-/* Wait for the cv; the caller holds p->mu. Upstream data, its head and its end broadcast the
- * cv, so the bound only sets how soon a client that hung up is noticed: 2 s (at 500 ms the
- * wakes of 2,000 idle streams were a measurable share of the CPU, see tests/load). */
-static void timed_wait(struct px *p)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  ts.tv_sec += 2;
-  ts.tv_sec += ts.tv_nsec / 1000000000L;
-  ts.tv_nsec %= 1000000000L;
-  pthread_cond_timedwait(&p->cv, &p->mu, &ts);
-}
-
-static ssize_t reader(void *cls, uint64_t pos, char *out, size_t max)
-{
-  (void)pos;
-  struct px *p = cls;
-  pthread_mutex_lock(&p->mu);
-  while (p->count == 0 && !p->eof && !p->aborted) {
-    timed_wait(p);
-    if (p->count == 0 && !p->eof && client_gone(p->client_fd)) {
-      p->aborted = 1;
-      pthread_cond_broadcast(&p->cv);
-    }
-  }
-  ssize_t ret;
-  if (p->count > 0) {
-    size_t k = p->count < max ? p->count : max;
-    size_t contig = sizeof p->buf - p->rpos;
-    if (k > contig)
-      k = contig;
-    memcpy(out, p->buf + p->rpos, k);
-    p->rpos = (p->rpos + k) % sizeof p->buf;
-    p->count -= k;
-    pthread_cond_broadcast(&p->cv);
-    ret = (ssize_t)k;
-  } else if (p->aborted || p->result != CURLE_OK) {
-    ret = MHD_CONTENT_READER_END_WITH_ERROR;
-  } else {
-    ret = MHD_CONTENT_READER_END_OF_STREAM;
-  }
-  pthread_mutex_unlock(&p->mu);
-  return ret;
-}
-
-static void reader_free(void *cls)
-{
-  struct px *p = cls;
-  pthread_mutex_lock(&p->mu);
-  p->aborted = 1;
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->mu);
-  px_release(p);
 }
 
 /* The edge's own answers, one documented shape each so that a client tells them apart by status
@@ -419,7 +207,7 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
 {
   (void)kind;
   struct hdr_ctx *h = cls;
-  if (!key || hop_by_hop(key, strlen(key)))
+  if (!key || abx_ingress_hop_by_hop(key, strlen(key)))
     return MHD_YES;
   if ((h->masked && strcasecmp(key, "X-Forwarded-Host") == 0) ||
       (abx_flavor()->os_api && strcasecmp(key, "OpenSandbox-Ingress-To") == 0)) /* proxy.go */
@@ -439,8 +227,12 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
 }
 
 enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
-                                   const char *method, const char *raw_uri, char **body, size_t len)
+                                   const char *method, const char *raw_uri, char **body,
+                                   size_t len, struct abx_stream **pending)
 {
+  *pending = NULL;
+  if (abx_stream_stopping()) /* serve stops: its sandboxes are gone or going */
+    return proxy_error(c, route->id, "The sandbox was not found");
   int netns = abx_registry_netns_running(route->id);
   enum MHD_Result sent = MHD_NO;
   if (netns == -2 && wake(c, route, &netns, &sent) != 0)
@@ -454,22 +246,15 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
     return abx_http_json(c, 403, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
                                            denied, "code", 403));
   }
-  struct px *p = calloc(1, sizeof *p);
-  CURL *curl = p ? curl_easy_init() : NULL;
-  if (!curl) {
-    free(p);
+  struct abx_stream *p = abx_stream_new();
+  if (!p) {
     close(netns);
     return abx_http_error(c, 500, "out of memory");
   }
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->cv, NULL);
-  p->refs = 2;
-  p->curl = curl;
+  CURL *curl = p->curl;
   p->netns_fd = netns;
   p->body = *body;
-  p->body_len = len;
   *body = NULL;
-  p->clen = -1;
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   p->client_fd = ci ? ci->connect_fd : -1;
 
@@ -507,16 +292,15 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   curl_easy_setopt(curl, CURLOPT_PROXY, "");
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, p->req_hdrs);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, p);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, p);
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, p);
   curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
   curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)ABX_INGRESS_CHUNK);
+  /* one multi handle serves every sandbox, and its connection cache would hand a connection made
+   * in one sandbox's network namespace to a request for another's 127.0.0.1:<port>: never reuse */
+  curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
   abx_netns_curl(curl, &p->netns_fd);
+  abx_stream_setup(p);
   int head = strcmp(method, "HEAD") == 0, get = strcmp(method, "GET") == 0;
   if (head) {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
@@ -527,37 +311,29 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
       curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
   }
   free(url); /* curl copies CURLOPT_URL */
+  *pending = p;
+  return MHD_YES;
+}
 
-  pthread_t th;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  atomic_fetch_add(&g_transfers, 1);
-  if (pthread_create(&th, &attr, transfer, p) != 0) {
-    pthread_attr_destroy(&attr);
-    atomic_fetch_sub(&g_transfers, 1);
-    p->refs = 1;
-    px_release(p);
-    return abx_http_error(c, 500, "cannot start the proxy thread");
-  }
-  pthread_attr_destroy(&attr);
+void abx_ingress_start(struct abx_stream *s, struct MHD_Connection *c) { abx_stream_start(s, c); }
 
-  /* Wait for the upstream head; give up if the client leaves. */
+void abx_ingress_drop(struct abx_stream *s) { abx_stream_drop(s); }
+
+enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_route *route,
+                                    struct abx_stream *p)
+{
   pthread_mutex_lock(&p->mu);
-  while (!p->head_done && !p->aborted) {
-    timed_wait(p);
-    if (!p->head_done && client_gone(p->client_fd)) {
-      p->aborted = 1;
-      pthread_cond_broadcast(&p->cv);
-    }
-  }
-  int failed = p->failed || p->aborted;
+  int failed = p->failed || p->aborted, aborted = p->aborted;
   CURLcode rc = p->result;
   long status = p->status;
   long long clen = p->clen;
   pthread_mutex_unlock(&p->mu);
+  if (aborted) { /* the client left while the head was awaited, or serve stops */
+    abx_stream_drop(p);
+    return MHD_NO;
+  }
   if (failed) {
-    px_release(p);
+    abx_stream_drop(p);
     if (rc == CURLE_COULDNT_CONNECT)
       return port_closed(c, route);
     int still = abx_registry_netns(route->id);
@@ -579,11 +355,13 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   for (struct curl_slist *l = p->resp; l; l = l->next)
     if (strncasecmp(l->data, "content-type:", 13) == 0)
       snprintf(ctype, sizeof ctype, "%s", l->data + 13 + strspn(l->data + 13, " \t"));
+  p->conn = c; /* the reader suspends and the loop resumes this connection from now on */
   pthread_mutex_unlock(&p->mu);
   /* faults.h: a body fault of `abxlua serve --faults` wraps the stream */
-  struct MHD_Response *r = abx_faults_stream(size, 16 * 1024, reader, p, reader_free, ctype);
+  struct MHD_Response *r =
+    abx_faults_stream(size, ABX_INGRESS_CHUNK, abx_stream_read, p, abx_stream_free, ctype);
   if (!r) {
-    reader_free(p);
+    abx_stream_drop(p);
     return MHD_NO;
   }
   pthread_mutex_lock(&p->mu);
@@ -604,11 +382,4 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   return ret;
 }
 
-void abx_ingress_drain(int ms)
-{
-  int64_t deadline = abx_mono_ns() + (int64_t)ms * 1000000;
-  while (atomic_load(&g_transfers) > 0 && abx_mono_ns() < deadline) {
-    struct timespec ts = {0, 10 * 1000000L};
-    nanosleep(&ts, NULL);
-  }
-}
+void abx_ingress_stop(void) { abx_stream_loop_stop(); }

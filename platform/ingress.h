@@ -12,6 +12,11 @@
  *          and headers come back as soon as upstream sends them; the body is streamed through a
  *          bounded buffer (ABX_INGRESS_BUF), so Connect server streams deliver events as they
  *          happen. No API key is needed.
+ * Threads: every transfer runs on one libcurl multi handle on one thread (ingress_loop.c); the
+ *          answer is fed to libmicrohttpd by a content reader that suspends the connection while
+ *          nothing is buffered, and libcurl is paused while the buffer is full (a slow reader
+ *          slows the sandbox's writer, never serve's memory). A client that leaves is noticed
+ *          by libmicrohttpd while data flows, and within 2 s while its connection waits.
  * Paused:  a sandbox created with autoResume and paused with its memory is resumed by the
  *          request (every port, envd's too), then the request is proxied (lifecycle.h
  *          "Auto-resume": TTL now + max(create timeout, 300 s)); concurrent requests resume it
@@ -43,25 +48,52 @@
 
 #define ABX_INGRESS_MAX_BODY (256u * 1024 * 1024)
 #define ABX_INGRESS_BUF (64u * 1024)
+/* the size of one read from the sandbox (CURLOPT_BUFFERSIZE) and of one copy into
+ * libmicrohttpd's send buffer: 64 KiB, a quarter of the syscalls libcurl's and libmicrohttpd's
+ * 16 KiB defaults take on a large answer */
+#define ABX_INGRESS_CHUNK (64u * 1024)
 
 struct abx_route {
   char id[32];
   int port;
 };
 
-/* Set once at startup: the platform's domain (borrowed). */
-void abx_ingress_config(const char *domain);
+struct abx_stream; /* one proxied request in flight (ingress_int.h) */
+
+/* Set once at startup: the platform's domain (borrowed); starts the proxy's loop thread (one
+ * libcurl multi handle for every transfer). 0, or -1 when that thread cannot start. */
+int abx_ingress_config(const char *domain);
 
 /* Decide where a request goes: 1 = ingress (route filled), 0 = control plane, -1 = malformed
  * routing information (msg filled, answer 400). */
 int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *msg, size_t msglen);
 
-/* Proxy the request. `raw_uri` is the request target as received (path and query, undecoded).
- * Takes ownership of `*body` (malloc'd, may be NULL) and sets *body to NULL. */
+/* Set up the proxying of a request; called on a pool thread with `c` suspended (it may block:
+ * the auto-resume of a paused sandbox). `raw_uri` is the request target as received (path and
+ * query, undecoded). Takes ownership of `*body` (malloc'd, may be NULL) and sets *body to NULL.
+ * Either the answer is queued here (an edge error; *pending NULL, the result is the access
+ * handler's), or *pending is set to a transfer ready to go: the caller keeps it with the request
+ * and then calls abx_ingress_start; once the head is there the connection is resumed and the
+ * access handler calls abx_ingress_respond. */
 enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
-                                   const char *method, const char *raw_uri, char **body, size_t len);
+                                   const char *method, const char *raw_uri, char **body,
+                                   size_t len, struct abx_stream **pending);
 
-/* Wait up to `ms` milliseconds for running upstream transfers to finish (shutdown). */
-void abx_ingress_drain(int ms);
+/* Hand the transfer to the loop thread; `c` stays suspended until its head (or failure). */
+void abx_ingress_start(struct abx_stream *s, struct MHD_Connection *c);
+
+/* On the daemon's thread, after the resume: queue the answer (status and headers as upstream
+ * sent them, the body streamed through ABX_INGRESS_BUF), or an edge error (port closed,
+ * sandbox gone, bad answer), or MHD_NO when the client left meanwhile. Consumes `s`. */
+enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_route *route,
+                                    struct abx_stream *s);
+
+/* The request ended before abx_ingress_respond took `s` (its connection closed): abort it. */
+void abx_ingress_drop(struct abx_stream *s);
+
+/* Shutdown, before the daemon stops: abort every transfer and resume every connection waiting on
+ * one (libmicrohttpd must not stop with suspended connections); later requests answer 502 "The
+ * sandbox was not found". Ends the loop thread. */
+void abx_ingress_stop(void);
 
 #endif

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +36,16 @@
 #include "registry.h"
 #include "rootfs.h"
 #include "sandbox.h"
+#include "serve_pool.h"
 #include "spawner.h"
 #include "template_build.h"
 #include "tls.h"
 #include "volume.h"
 
 #define API_MAX_BODY (1024u * 1024)
+/* libmicrohttpd's event threads: two, so that TLS or a large copy on one connection leaves the
+ * other thread to the rest (the machine this targets has two cores) */
+#define SERVE_IO_THREADS 2
 
 static volatile sig_atomic_t g_stop;
 
@@ -59,6 +64,13 @@ struct req {
   struct abx_upload *upload; /* a PUT of a template build archive (layer_cache.h) */
   struct abx_route route;
   char msg[160];
+  /* the answer made on a pool thread (serve_pool.h) while the connection is suspended */
+  struct MHD_Connection *conn;
+  const char *method, *url; /* libmicrohttpd's, valid for the request's life */
+  int handled;              /* the job ran: `result` is what the access handler returns */
+  enum MHD_Result result;
+  struct abx_stream *stream; /* a proxied request awaiting its head (ingress.h) */
+  const void *fault;         /* its --faults body fault, carried to the daemon's thread */
 };
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
@@ -77,12 +89,68 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   (void)cls, (void)c, (void)toe;
   struct req *r = *con_cls;
   if (r) {
+    if (r->stream)
+      abx_ingress_drop(r->stream);
     abx_upload_free(r->upload);
     free(r->raw_uri);
     free(r->body);
     free(r);
   }
   *con_cls = NULL;
+}
+
+/* The request's answer, on a pool thread (it may block: a create, a pause, a --faults delay, a
+ * sandbox's auto-resume), the connection suspended. Either queues an answer and returns the
+ * access handler's result, or leaves a proxied request in r->stream (ingress.h). */
+static enum MHD_Result answer(struct req *r)
+{
+  struct MHD_Connection *c = r->conn;
+  const char *method = r->method, *url = r->url;
+  if (r->upload)
+    return abx_upload_finish(r->upload, c);
+  enum MHD_Result fr; /* faults.h: --faults rules, on the control plane and the ingress alike */
+  if (abx_faults_before(c, method, r->kind == 1 ? r->raw_uri : url, &fr))
+    return fr;
+  if (r->kind == 1) {
+    fr = abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len, &r->stream);
+    if (r->stream) { /* answered on the daemon's thread once the head is there */
+      r->fault = abx_faults_detach();
+      return MHD_YES;
+    }
+  } else {
+    /* the raw path: a path parameter is one percent-encoded segment ("ns%2Fname%3Atag", E2B's
+     * SDKs encode template names so), decoded by abx_api_handle after the match */
+    size_t pl = strcspn(r->raw_uri, "?#");
+    char *path = r->raw_uri[0] == '/' ? strndup(r->raw_uri, pl) : NULL;
+    if (abx_flavor()->os_api)
+      fr = abx_os_api_handle(c, method, path ? path : url, r->body, r->len);
+    else
+      fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
+    free(path);
+  }
+  return abx_faults_after(fr);
+}
+
+static void answer_job(void *cls)
+{
+  struct req *r = cls;
+  struct MHD_Connection *c = r->conn;
+  enum MHD_Result res = answer(r);
+  if (r->stream) { /* the loop resumes c; r is not ours to touch after the start */
+    abx_ingress_start(r->stream, c);
+    return;
+  }
+  r->result = res;
+  r->handled = 1;
+  if (res == MHD_NO) {
+    /* close without an answer, as returning MHD_NO from the handler does (e.g. --faults
+     * reset: after, whose answer is already queued and must never be sent) */
+    const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (ci)
+      shutdown(ci->connect_fd, SHUT_RDWR);
+  }
+  MHD_resume_connection(c);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -120,15 +188,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
       return abx_http_error(c, 413, "request body too large");
     return MHD_YES;
   }
-  if (r->upload) {
-    if (*upload_size) {
-      abx_upload_data(r->upload, upload, *upload_size);
-      *upload_size = 0;
-      return MHD_YES;
-    }
-    return abx_upload_finish(r->upload, c);
+  if (r->upload && *upload_size) {
+    abx_upload_data(r->upload, upload, *upload_size);
+    *upload_size = 0;
+    return MHD_YES;
   }
-  if (*upload_size) {
+  if (!r->upload && *upload_size) {
     size_t n = *upload_size;
     *upload_size = 0;
     if (r->too_large || r->len + n > limit) {
@@ -152,28 +217,35 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->body[r->len] = 0;
     return MHD_YES;
   }
+  /* the whole request is in: called again only after a resume (serve_pool.h) */
+  if (r->stream) { /* the proxied request's head is there (or it failed): answer on this thread */
+    struct abx_stream *st = r->stream;
+    r->stream = NULL;
+    abx_faults_attach(r->fault);
+    return abx_faults_after(abx_ingress_respond(c, &r->route, st));
+  }
+  if (r->handled)
+    return r->result;
   if (r->too_large)
     return abx_http_error(c, 413, "request body too large");
   if (r->kind < 0)
     return abx_flavor()->os_api ? abx_os_ingress_error(c, 400, r->msg)
                                 : abx_http_error(c, 400, r->msg);
-  enum MHD_Result fr; /* faults.h: --faults rules, on the control plane and the ingress alike */
-  if (abx_faults_before(c, method, r->kind == 1 ? r->raw_uri : url, &fr))
-    return fr;
-  if (r->kind == 1)
-    fr = abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len);
-  else {
-    /* the raw path: a path parameter is one percent-encoded segment ("ns%2Fname%3Atag", E2B's
-     * SDKs encode template names so), decoded by abx_api_handle after the match */
-    size_t pl = strcspn(r->raw_uri, "?#");
-    char *path = r->raw_uri[0] == '/' ? strndup(r->raw_uri, pl) : NULL;
-    if (abx_flavor()->os_api)
-      fr = abx_os_api_handle(c, method, path ? path : url, r->body, r->len);
-    else
-      fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
-    free(path);
+  r->conn = c;
+  r->method = method;
+  r->url = url;
+  MHD_suspend_connection(c);
+  if (abx_pool_submit(answer_job, r) != 0) { /* serve stops: answered on this thread */
+    MHD_resume_connection(c);
+    r->result = answer(r);
+    if (r->stream) { /* cannot happen: the ingress refuses new transfers once serve stops */
+      abx_ingress_drop(r->stream);
+      r->stream = NULL;
+      return MHD_NO;
+    }
+    return r->result;
   }
-  return abx_faults_after(fr);
+  return MHD_YES;
 }
 
 static void usage(FILE *f)
@@ -407,10 +479,19 @@ static int serve_run(int argc, char **argv)
   curl_global_init(CURL_GLOBAL_DEFAULT);
   abx_sandbox_config(state, exe);
   abx_api_config(key, domain);
-  abx_ingress_config(domain);
+  if (abx_ingress_config(domain) != 0) {
+    fprintf(stderr, "abxlua serve: cannot start the ingress's proxy thread\n");
+    abx_rootfs_shutdown();
+    abx_cgroup_shutdown();
+    abx_tls_free(&tlsc);
+    if (created_state)
+      abx_rmtree(state);
+    curl_global_cleanup();
+    return 1;
+  }
 
-  /* Each proxied stream holds about 5 fds (client socket, sandbox socket, curl's pipes): the
-   * default soft limit (1024) would stop at ~200 streams. The hard limit is ours to take. */
+  /* Each proxied stream holds about 3 fds (client socket, sandbox socket, namespace fd): the
+   * default soft limit (1024) would stop at ~300 streams. The hard limit is ours to take. */
   struct rlimit nofile;
   if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
     nofile.rlim_cur = nofile.rlim_max;
@@ -423,10 +504,15 @@ static int serve_run(int argc, char **argv)
                                      {MHD_OPTION_END, 0, NULL}};
   if (!tls)
     tls_ops[0].option = MHD_OPTION_END;
+  /* Event-driven: SERVE_IO_THREADS epoll threads hold every connection; what can block runs on
+   * the worker pool (serve_pool.h) and proxied transfers on the ingress's one loop thread
+   * (ingress.h "Threads"), so the thread count does not grow with the streams (docs/PLATFORM.md
+   * "Threads"). */
   struct MHD_Daemon *d = MHD_start_daemon(
-    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL |
+    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
       MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
     0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_IO_THREADS,
     MHD_OPTION_ARRAY, tls_ops,
     MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650,
@@ -505,6 +591,11 @@ static int serve_run(int argc, char **argv)
   abx_spawner_stop();
   int builds_idle = abx_tbuild_wait() == 0;
   abx_lifecycle_shutdown();
+  /* libmicrohttpd must not stop with a suspended connection: every pool job answers and resumes
+   * its own (later requests are answered on the daemon's threads), then every proxied transfer
+   * is aborted and its connection resumed */
+  abx_pool_drain();
+  abx_ingress_stop();
   MHD_stop_daemon(d);
   abx_os_api_drain(); /* its workers' starts fail now that the spawner is stopped */
   abx_tls_free(&tlsc);
@@ -513,7 +604,6 @@ static int serve_run(int argc, char **argv)
     abx_tstore_shutdown();
   abx_rootfs_shutdown();
   abx_cgroup_shutdown();
-  abx_ingress_drain(2000);
   abx_build_proxy_stop();
   abx_network_shutdown();
   if (created_state)

@@ -1,6 +1,9 @@
 # Platform tests: `abxlua serve` over real HTTP (needs root and bubblewrap). Exit 77 = skipped.
 add_test(NAME platform COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_platform.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
+# issue 14: 300 streams at once on at most 64 serve threads, backpressure, client-gone detection
+add_test(NAME platform_ingress_concurrency COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_ingress_concurrency.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_ingress_concurrency PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 add_test(NAME platform_network COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_network.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_network PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 add_test(NAME platform_lifecycle COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_lifecycle.py $<TARGET_FILE:abxlua>)
