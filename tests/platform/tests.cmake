@@ -22,6 +22,9 @@ set_tests_properties(platform_limits PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # key, domain and CA, the engine's local-tls provider); npm ci of tests/platform/tls_sdk once
 add_test(NAME platform_tls COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_tls.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_tls PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+if(ABX_SANITIZE) # it runs scenarios/ over TLS: the quarantine of tests/scenarios/tests.cmake
+  set_tests_properties(platform_tls PROPERTIES ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16")
+endif()
 add_test(NAME platform_sudo COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_sudo.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_sudo PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # code-interpreter-v1: start_cmd/ready_cmd and the code-interpreter server on real Jupyter kernels
