@@ -292,6 +292,28 @@ static int key_valid(const char *k)
   return strlen(k) < 60;
 }
 
+/* How far serve_run's start-up got: what fail_start must undo, in reverse order. */
+enum start_stage { STARTED_CGROUP, STARTED_ROOTFS, STARTED_CURL, STARTED_INGRESS };
+
+/* Undoes a failed start-up down from `stage` (the cgroup root, the rootfs layers and TLS
+ * material, libcurl, the ingress's proxy thread) and removes a state dir this start created.
+ * Returns serve_run's exit code for a failed start (1). */
+static int fail_start(enum start_stage stage, struct abx_tls *tlsc, const char *state,
+                      int created_state)
+{
+  if (stage >= STARTED_INGRESS)
+    abx_ingress_stop();
+  if (stage >= STARTED_ROOTFS)
+    abx_rootfs_shutdown();
+  abx_cgroup_shutdown();
+  abx_tls_free(tlsc);
+  if (created_state)
+    abx_rmtree(state);
+  if (stage >= STARTED_CURL)
+    curl_global_cleanup();
+  return 1;
+}
+
 static int serve_run(int argc, char **argv)
 {
   const char *host = "127.0.0.1", *domain = NULL, *state_opt = NULL, *faults = NULL;
@@ -453,10 +475,7 @@ static int serve_run(int argc, char **argv)
   struct abx_tls tlsc = {0};
   if (tls && abx_tls_setup(state, domain, host, &tlsc, err, sizeof err) != 0) {
     fprintf(stderr, "abxlua serve: --tls: %s\n", err);
-    abx_cgroup_shutdown();
-    if (created_state)
-      abx_rmtree(state);
-    return 1;
+    return fail_start(STARTED_CGROUP, &tlsc, state, created_state);
   }
   char cache[4096];
   if (cache_opt)
@@ -467,12 +486,7 @@ static int serve_run(int argc, char **argv)
   int lcs = rfs == 0 && abx_lcache_init(cache, err, sizeof err) != 0;
   if (rfs != 0 || lcs || abx_volume_init(state) != 0) {
     fprintf(stderr, "abxlua serve: %s\n", rfs || lcs ? err : "cannot create the volumes dir");
-    abx_rootfs_shutdown();
-    abx_cgroup_shutdown();
-    abx_tls_free(&tlsc);
-    if (created_state)
-      abx_rmtree(state);
-    return 1;
+    return fail_start(STARTED_ROOTFS, &tlsc, state, created_state);
   }
   abx_tbuild_init_keys();
   abx_lcache_config_tls(tls);
@@ -481,13 +495,7 @@ static int serve_run(int argc, char **argv)
   abx_api_config(key, domain);
   if (abx_ingress_config(domain) != 0) {
     fprintf(stderr, "abxlua serve: cannot start the ingress's proxy thread\n");
-    abx_rootfs_shutdown();
-    abx_cgroup_shutdown();
-    abx_tls_free(&tlsc);
-    if (created_state)
-      abx_rmtree(state);
-    curl_global_cleanup();
-    return 1;
+    return fail_start(STARTED_CURL, &tlsc, state, created_state);
   }
 
   /* Each proxied stream holds about 3 fds (client socket, sandbox socket, namespace fd): the
@@ -521,13 +529,7 @@ static int serve_run(int argc, char **argv)
   if (!d) {
     fprintf(stderr, "abxlua serve: cannot listen on %s:%ld%s\n", host, port,
             tls ? " with TLS (see libmicrohttpd's message above)" : "");
-    abx_rootfs_shutdown();
-    abx_cgroup_shutdown();
-    abx_tls_free(&tlsc);
-    if (created_state)
-      abx_rmtree(state);
-    curl_global_cleanup();
-    return 1;
+    return fail_start(STARTED_INGRESS, &tlsc, state, created_state);
   }
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   int bound = di ? di->port : (int)port;
