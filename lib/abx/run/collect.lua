@@ -82,7 +82,23 @@ local function judge(p, leaf)
   return helper_reason(p .. (leaf or ""), nil)
 end
 
----Expands paths into sorted scenario files. A directory walk does not descend into template
+---Whether a walk takes `f` as a scenario: a Lua file (`*.lua`) or a YAML scenario (`*.yaml`,
+---abx.run.declarative). Inside a template folder only its script <name>.lua is one (its
+---template.yaml is the recipe), whatever this says.
+---@param f string
+---@return boolean
+function M.is_scenario_name(f)
+  return f:match("%.lua$") ~= nil or f:match("%.yaml$") ~= nil
+end
+
+---Whether `path` is a YAML scenario (compiled by abx.run.declarative), not a Lua one.
+---@param path string
+---@return boolean
+function M.is_yaml(path)
+  return path:match("%.yaml$") ~= nil
+end
+
+---Expands paths into sorted scenario files (`*.lua` and `*.yaml`). A directory walk does not descend into template
 ---folders (scenarios/templates/<name>/, holding template.yaml) unless the directory named is the
 ---folder itself or the one holding it (`abxlua run scenarios/templates/`): a template folder runs
 ---only when named; from it only its script <name>.lua is a scenario (the rest is what it copies).
@@ -110,7 +126,7 @@ function M.files(paths)
         local list = core.list_files(root)
         for _, f in ipairs(list or {}) do
           local tf = M.template_folder(f, root)
-          local take = f:match("%.lua$") and not seen[f] and not helper_reason(f, root)
+          local take = M.is_scenario_name(f) and not seen[f] and not helper_reason(f, root)
           if take and tf then
             take = (tf == root or parent(tf) == root) and M.template_of(f) == tf
           end
@@ -302,7 +318,18 @@ function M.load(path, markers, catalog)
     if ki then spec.markers[#spec.markers + 1] = "known_issue" end
     file.tests[#file.tests + 1] = spec
   end
-  local chunk, err = loadfile(path, "t", scenario_env())
+  local chunk, err
+  if M.is_yaml(path) and not tdir then
+    -- a YAML scenario: compiled into test functions registered as t.test registers a Lua test's
+    -- (the same collector below: markers, known issues, capabilities, node ids)
+    chunk = function()
+      local ok, e = pcall(require("abx.run.declarative").compile, path, test_api._register)
+      -- its message names the YAML file and line already (not the compiler's Lua line)
+      if not ok then error(core.is_error(e) and e.message or tostring(e), 0) end
+    end
+  else
+    chunk, err = loadfile(path, "t", scenario_env())
+  end
   if not chunk then
     file.error = err
     return file
