@@ -62,7 +62,8 @@ local project_root = nil
 local function helper_reason(p, base)
   local rel = p
   if base and base ~= "" and p:sub(1, #base + 1) == base .. "/" then rel = p:sub(#base + 2) end
-  if (rel:match("([^/]+)$") or ""):match("^_") then return "it is named _*.lua" end
+  local base = rel:match("([^/]+)$") or ""
+  if base:match("^_") then return "it is named _*" .. (base:match("%.%w+$") or "") end
   local dir = rel:match("^(.*)/[^/]*$") or ""
   for part in dir:gmatch("[^/]+") do
     if part == "lib" then return "it lies in a lib/ directory" end
@@ -98,12 +99,12 @@ function M.is_yaml(path)
   return path:match("%.yaml$") ~= nil
 end
 
----Expands paths into sorted scenario files (`*.lua` and `*.yaml`). A directory walk does not descend into template
----folders (scenarios/templates/<name>/, holding template.yaml) unless the directory named is the
----folder itself or the one holding it (`abxlua run scenarios/templates/`): a template folder runs
----only when named; from it only its script <name>.lua is a scenario (the rest is what it copies).
----A walk skips helper modules: files named _*.lua and files under a directory named lib (below
----the directory walked). A helper named explicitly (a file, or a directory that is itself a
+---Expands paths into sorted scenario files (`*.lua` and `*.yaml`). A directory walk does not
+---descend into template folders (scenarios/templates/<name>/, holding template.yaml) unless the
+---directory named is the folder itself or the one holding it (`abxlua run scenarios/templates/`):
+---a template folder runs only when named; from it only its script <name>.lua is a scenario (the
+---rest is what it copies). A walk skips helper modules: files named _*.lua or _*.yaml and files
+---under a directory named lib (below the directory walked). A helper named explicitly (a file, or a directory that is itself a
 ---lib/ directory) is a usage error, returned in `helpers`.
 ---@param paths string[] files or directories
 ---@return string[] files, string[] problems (paths that do not exist), string[] helpers (named
@@ -112,7 +113,8 @@ function M.files(paths)
   local out, seen, problems, helpers = {}, {}, {}, {}
   local function helper(p, why, what)
     helpers[#helpers + 1] = string.format("%s is a %s, not a scenario (%s; files under a lib/ "
-      .. "directory or named _*.lua are modules that scenarios require, never run themselves); "
+      .. "directory or named _*.lua / _*.yaml are modules and data that scenarios require, never "
+      .. "run themselves); "
       .. "run the scenarios that require it", p, what or "helper module", why)
   end
   for _, p in ipairs(paths) do

@@ -232,12 +232,67 @@ local function check_process(n, out)
   return s
 end
 
+-- Why `p` is not a well-formed Lua pattern, or nil. Lua reports a malformed pattern only when
+-- the matcher reaches the bad part (string.find("", "(x") fails before it), so the structure is
+-- checked here: escapes, sets, captures, %b and %f (lstrlib.c's rules).
+local function pattern_problem(p)
+  local i, depth, n = 1, 0, #p
+  if p:sub(1, 1) == "^" then i = 2 end
+  while i <= n do
+    local c = p:sub(i, i)
+    if c == "%" then
+      local d = p:sub(i + 1, i + 1)
+      if d == "" then return "malformed pattern (ends with '%')" end
+      if d == "b" then
+        if i + 3 > n then return "missing arguments to '%b'" end
+        i = i + 4
+      elseif d == "f" then
+        if p:sub(i + 2, i + 2) ~= "[" then return "missing '[' after '%f' in pattern" end
+        i = i + 2
+      else
+        if d:match("%d") and (tonumber(d) == 0 or tonumber(d) > depth) then
+          return "invalid capture index %" .. d
+        end
+        i = i + 2
+      end
+    elseif c == "[" then
+      local j = i + 1
+      if p:sub(j, j) == "^" then j = j + 1 end
+      if p:sub(j, j) == "]" then j = j + 1 end -- a first ']' is a member of the set
+      while true do
+        local x = p:sub(j, j)
+        if x == "" then return "malformed pattern (missing ']')" end
+        if x == "%" then
+          if j + 1 > n then return "malformed pattern (ends with '%')" end
+          j = j + 2
+        elseif x == "]" then break
+        else j = j + 1 end
+      end
+      i = j + 1
+    elseif c == "(" then
+      depth = depth + 1
+      i = i + 1
+    elseif c == ")" then
+      if depth == 0 then return "invalid pattern capture (a ')' without its '(')" end
+      depth = depth - 1
+      i = i + 1
+    else
+      i = i + 1
+    end
+  end
+  if depth > 0 then return "unfinished capture (a '(' without its ')')" end
+  local ok, err = pcall(string.find, "", p)
+  if not ok then return (tostring(err):gsub("^.-:%d+: ", "")) end
+  return nil
+end
+M.pattern_problem = pattern_problem
+
 local function check_patterns(n, list)
   for i, p in ipairs(list) do
-    local ok, err = pcall(string.find, "", p)
-    if not ok then
-      fail(is_list(n.v) and child(n, i) or n, "is not a valid Lua pattern: "
-        .. tostring(err):gsub("^.-:%d+: ", ""))
+    local why = pattern_problem(p)
+    if why then
+      fail(is_list(n.v) and child(n, i) or n, "is not a valid Lua pattern: " .. why
+        .. " (a plain substring goes in the *_contains key instead)")
     end
   end
 end

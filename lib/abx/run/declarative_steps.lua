@@ -79,6 +79,19 @@ local EPILOGUE = {
 }
 local INTERPRETER = { python = { "python3", ".py" }, node = { "node", ".js" } }
 
+-- A decoded JSON value as YAML gives it: whole numbers as integers (cjson decodes 3 as 3.0, which
+-- compares equal but prints as "3.0" in a failure), JSON null as nil.
+local function from_json(v)
+  if v == cjson.null then return nil end
+  if math.type(v) == "float" and math.tointeger(v) then return math.tointeger(v) end
+  if type(v) == "table" then
+    local out = {}
+    for k, x in pairs(v) do out[k] = from_json(x) end
+    return out
+  end
+  return v
+end
+
 local RUN = {}
 
 function RUN.run(sbx, s)
@@ -104,7 +117,7 @@ local function run_code(sbx, s)
     local text = sbx.files:read(out, { user = s.user })
     local ok, value = pcall(cjson.decode, text)
     if not ok then A.fail("returns: main()'s value is not JSON: " .. A.show(text), 1) end
-    if value == cjson.null then value = nil end
+    value = from_json(value)
     A.eq(value, s.returns, "returns (main()'s value as JSON)")
   end
 end
