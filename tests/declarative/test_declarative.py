@@ -10,6 +10,8 @@
   known_issues  tests/declarative/cases/known_issues.yaml with tests/runner/ki/abxlua.yaml: a
                 passing known issue is a strict XPASS failure, a platform error xfails, an
                 expectation xfails only when raises names Assertion
+  interrupt     tests/declarative/cases/slow.yaml interrupted by SIGINT while its 3 tests hold
+                sandboxes: exit 2, each test Interrupted, cleanup, no process of the run left
   collect       tests/declarative/walk/: YAML beside Lua in a walk (subdirectories too), _*.yaml
                 and lib/ skipped, a malformed file is a collection error while the others run;
                 -k, -m and node ids select YAML tests; a named _*.yaml is a usage error
@@ -19,9 +21,11 @@ Usage: test_declarative.py ABXLUA MODE (run from the source root)
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -187,8 +191,58 @@ def collect(abxlua):
           "naming a _*.yaml file is a usage error")
 
 
+def run_procs(tmp):
+    """pids whose command line or environment names the run's TMPDIR (the platform child and the
+    bwrap of each sandbox), and those of them that are bwrap"""
+    found, bw = [], []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        for f in ("cmdline", "environ"):
+            try:
+                with open("/proc/%s/%s" % (d, f), "rb") as fh:
+                    if tmp.encode() in fh.read():
+                        found.append(int(d))
+                        with open("/proc/%s/cmdline" % d, "rb") as c:
+                            if b"bwrap" in c.read():
+                                bw.append(int(d))
+                        break
+            except OSError:
+                pass
+    return found, bw
+
+
+def interrupt(abxlua):
+    tmp = tempfile.mkdtemp()
+    env = dict(os.environ, TMPDIR=tmp, NO_COLOR="1")
+    p = subprocess.Popen([abxlua, "run", os.path.join(HERE, "cases", "slow.yaml"), "-j", "3"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    end = time.time() + 30
+    while time.time() < end and len(run_procs(tmp)[1]) < 3:
+        time.sleep(0.2)
+    check(len(run_procs(tmp)[1]) >= 3, "three sandboxes are live before the interrupt")
+    time.sleep(1.0)  # every test is in its step by now
+    p.send_signal(signal.SIGINT)
+    try:
+        out, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    print(out)
+    check(p.returncode == 2, "SIGINT exits 2 (got %s)" % p.returncode)
+    check(len(re.findall(r"^FAILED +\S.* \([0-9.]+s\) - Interrupted$", out, re.M)) == 3,
+          "the three YAML tests end with kind Interrupted")
+    check(re.search(r"^cleanup: 3 sandboxes created", out, re.M) is not None,
+          "the cleanup line counts the 3 sandboxes")
+    end = time.time() + 15
+    while time.time() < end and run_procs(tmp)[0]:
+        time.sleep(0.2)
+    check(not run_procs(tmp)[0], "no process of the run (platform, bwrap, envd) remains")
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("schema", "outcomes", "known_issues", "collect"):
+    if len(sys.argv) != 3 or sys.argv[2] not in ("schema", "outcomes", "known_issues", "collect",
+                                                 "interrupt"):
         print(__doc__)
         sys.exit(2)
     abxlua, mode = sys.argv[1], sys.argv[2]
