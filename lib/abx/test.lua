@@ -74,7 +74,8 @@ function M._register(name, opts, fn, line, level)
     end
     if not options.type_ok(o.type, v) then
       error(string.format("t.test(%q): option %q must be %s", name, k,
-        o.type == "string[]" and "an array of strings" or ((o.type:match("^[aeiou]") and "an " or "a ") .. o.type)), level)
+        o.type == "string[]" and "an array of strings"
+          or ((o.type:match("^[aeiou]") and "an " or "a ") .. o.type)), level)
     end
   end
   if opts.sandboxes ~= nil and (math.type(opts.sandboxes) ~= "integer" or opts.sandboxes < 1) then

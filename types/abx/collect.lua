@@ -10,8 +10,8 @@ local collect = {}
 ---directory named is the folder itself or the one holding it (`abxlua run scenarios/templates/`):
 ---a template folder runs only when named; from it only its script <name>.lua is a scenario (the
 ---rest is what it copies). A walk skips helper modules: files named _*.lua or _*.yaml and files
----under a directory named lib (below the directory walked). A helper named explicitly (a file, or a directory that is itself a
----lib/ directory) is a usage error, returned in `helpers`.
+---under a directory named lib (below the directory walked). A helper named explicitly (a file,
+---or a directory that is itself a lib/ directory) is a usage error, returned in `helpers`.
 ---@param paths string[] files or directories
 ---@return string[] files, string[] problems (paths that do not exist), string[] helpers (named helper modules: "PATH is a helper module, not a scenario (...)")
 function collect.files(paths) end

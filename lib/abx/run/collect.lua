@@ -62,8 +62,8 @@ local project_root = nil
 local function helper_reason(p, base)
   local rel = p
   if base and base ~= "" and p:sub(1, #base + 1) == base .. "/" then rel = p:sub(#base + 2) end
-  local base = rel:match("([^/]+)$") or ""
-  if base:match("^_") then return "it is named _*" .. (base:match("%.%w+$") or "") end
+  local leaf = rel:match("([^/]+)$") or ""
+  if leaf:match("^_") then return "it is named _*" .. (leaf:match("%.%w+$") or "") end
   local dir = rel:match("^(.*)/[^/]*$") or ""
   for part in dir:gmatch("[^/]+") do
     if part == "lib" then return "it lies in a lib/ directory" end
@@ -104,8 +104,8 @@ end
 ---directory named is the folder itself or the one holding it (`abxlua run scenarios/templates/`):
 ---a template folder runs only when named; from it only its script <name>.lua is a scenario (the
 ---rest is what it copies). A walk skips helper modules: files named _*.lua or _*.yaml and files
----under a directory named lib (below the directory walked). A helper named explicitly (a file, or a directory that is itself a
----lib/ directory) is a usage error, returned in `helpers`.
+---under a directory named lib (below the directory walked). A helper named explicitly (a file,
+---or a directory that is itself a lib/ directory) is a usage error, returned in `helpers`.
 ---@param paths string[] files or directories
 ---@return string[] files, string[] problems (paths that do not exist), string[] helpers (named
 ---  helper modules: "PATH is a helper module, not a scenario (...)")

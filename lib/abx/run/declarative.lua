@@ -486,7 +486,7 @@ local function check_test(n, file_sandbox, register)
     end
   end
   local steps_mod = require("abx.run.declarative_steps")
-  local fn = steps_mod.compile(name, sandbox, steps)
+  local fn = steps_mod.compile(sandbox, steps)
   -- abx.test's own checks (markers, known issues and capabilities are then checked by the
   -- collector, as for a Lua test) name the test; the prefix names the file and line
   local ok, err = pcall(register, name, opts, fn, n.line or 0)

@@ -177,11 +177,10 @@ run_step = function(sbx, s)
 end
 
 ---The test function of a compiled YAML test: creates its sandbox, runs its steps in order.
----@param name string the test's name
 ---@param sandbox table conn:create options (checked at collection)
 ---@param steps table[] checked steps (abx.run.declarative)
 ---@return fun(ctx: abx.Ctx)
-function M.compile(name, sandbox, steps)
+function M.compile(sandbox, steps)
   return function(ctx)
     local opts = {}
     for k, v in pairs(sandbox) do opts[k] = v end
