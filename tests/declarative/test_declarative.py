@@ -186,6 +186,11 @@ def collect(abxlua):
     code, out, err = abx(abxlua, ["run", walk + "/b_yaml.yaml::yaml sandbox echos"])
     check(code == 4 and 'close matches: "yaml sandbox echoes"' in err + out,
           "a node id naming no YAML test is a usage error with close matches")
+    code, out, err = abx(abxlua, ["list", "scenarios/templates/base/template.yaml"])
+    check(code == 1 and "a YAML file of the template folder scenarios/templates/base is not a "
+          "scenario" in out, "a template folder's template.yaml named explicitly is no scenario")
+    code, out, err = abx(abxlua, ["list", "scenarios/templates/"])
+    check(code == 0 and "ERROR" not in out, "a walk of scenarios/templates/ collects no template.yaml")
     code, out, err = abx(abxlua, ["run", walk + "/_helper.yaml"])
     check(code == 4 and "is a helper module, not a scenario (it is named _*.yaml" in err + out,
           "naming a _*.yaml file is a usage error")

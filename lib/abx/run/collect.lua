@@ -321,6 +321,14 @@ function M.load(path, markers, catalog)
     file.tests[#file.tests + 1] = spec
   end
   local chunk, err
+  local in_folder = not tdir and M.is_yaml(path) and M.template_folder(path, "")
+  if in_folder then
+    -- template.yaml (or a YAML file it copies) named on the command line: not a scenario
+    file.error = string.format("%s: a YAML file of the template folder %s is not a scenario (its "
+      .. "template.yaml is the recipe); run the folder or its script %s/%s.lua", path, in_folder,
+      in_folder, in_folder:match("([^/]+)$"))
+    return file
+  end
   if M.is_yaml(path) and not tdir then
     -- a YAML scenario: compiled into test functions registered as t.test registers a Lua test's
     -- (the same collector below: markers, known issues, capabilities, node ids)
