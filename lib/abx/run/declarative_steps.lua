@@ -44,7 +44,7 @@ end
 local function expect_process(s, r)
   if r.exit_code ~= s.exit_code then
     A.fail(string.format("exit code: expected %d, got %d%s; stdout %s; stderr %s", s.exit_code,
-      r.exit_code, r.error and (" (" .. r.error .. ")") or "", tail(r.stdout, 200),
+      r.exit_code, r.error and (" (" .. core.mask(r.error) .. ")") or "", tail(r.stdout, 200),
       tail(r.stderr, 400)), 2)
   end
   if s.stdout then A.eq(r.stdout, s.stdout, "stdout") end
