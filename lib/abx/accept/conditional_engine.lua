@@ -1,0 +1,124 @@
+-- abx.accept.conditional_engine: the isolated engine of `abxlua accept conditional`: a private
+-- work directory (mode 0700 under TMPDIR, removed at the end), the provider opened for this run
+-- alone (for `kind: local` its own `abxlua serve` child, with its own state dir and run id: the
+-- platform of no other run), and the CLI's isolated project inside the work directory: its own
+-- HOME, XDG state dir and TMPDIR, and a .env (0600) with the credentials (the CLI child never inherits the
+-- environment's credentials, abx.accept.conditional_cli).
+--
+-- The CLI reads the user's config (the same provider entry as the Lua side). A CLI call never
+-- starts a local platform (its sandboxes would die with it): for a local provider the project's
+-- .env names the runner's serve (ABX_LOCAL_URL, ABX_LOCAL_API_KEY: abx.run.sandbox_cli.common);
+-- for a remote one it holds the credentials the runner resolved.
+local core = require("abx.core")
+local provider = require("abx.run.provider")
+local cli = require("abx.accept.conditional_cli")
+
+local M = {}
+
+local function q(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+local function mkdir_private(path)
+  if os.execute("mkdir -m 0700 -p " .. q(path) .. " 2>/dev/null") ~= true or not core.isdir(path) then
+    core.error("Internal", 0, "cannot create the directory " .. path)
+  end
+end
+
+-- Writes a private file (0600 from the start: the umask is narrowed before the file exists).
+local function write_private(path, text)
+  local old = io.open(path, "rb")
+  if old then old:close(); os.remove(path) end
+  if os.execute("umask 077 && : > " .. q(path)) ~= true then
+    core.error("Internal", 0, "cannot create " .. path)
+  end
+  local f, err = io.open(path, "wb")
+  if not f then core.error("Internal", 0, "cannot write " .. path .. ": " .. tostring(err)) end
+  f:write(text)
+  f:close()
+end
+
+-- A .env value in single quotes (python-dotenv: no expansion inside); a quote in it is refused.
+local function envq(name, v)
+  if v:find("['\n]") then
+    core.error("InvalidArgument", 0, name .. " holds a quote or a newline: the isolated .env "
+      .. "cannot carry it")
+  end
+  return "'" .. v .. "'"
+end
+
+---The refusals a provider gets before anything starts (exit 4): a local provider over TLS, a
+---remote one without its credentials.
+---@param name string
+---@param p table provider settings (abx.run.config)
+---@return string|nil message
+function M.refusal(name, p)
+  if p.kind == "local" and (p.tls or p.flavor) then
+    return string.format("provider %s: the conditional runner drives a local provider without "
+      .. "tls or flavor (use --provider local)", name)
+  end
+  if p.kind == "remote" then
+    provider.preflight(name, p)
+    local r = provider.resolve(name, p)
+    if #r.missing > 0 then
+      return string.format("provider %s: missing credentials [%s]: set them in the environment "
+        .. "or in .env at the project root (`abxlua doctor --provider %s` shows what is found)",
+        name, table.concat(r.missing, ", "), name)
+    end
+  end
+  return nil
+end
+
+---Starts the engine.
+---@param o {name: string, settings: table, config_path?: string, run_id: string, defaults: table,
+---  exe: string}
+---@return table engine {conn, info, work, cli, stop = function(keep_log)}
+---Raises: what abx.run.provider.open raises (Transport: the local platform did not start,
+---  InvalidArgument: not privileged), Internal for the work directory.
+function M.start(o)
+  local tmp = core.getenv("TMPDIR")
+  if not tmp or tmp:sub(1, 1) ~= "/" then tmp = "/tmp" end
+  local work = string.format("%s/abxlua-accept-conditional-%s", tmp, o.run_id)
+  mkdir_private(work)
+  for _, d in ipairs({ "home", "state", "tmp", "project", "cli" }) do mkdir_private(work .. "/" .. d) end
+  local e = { work = work }
+  local ok, err = pcall(function()
+    local conn, info = provider.open(o.name, o.settings, { run_id = o.run_id, defaults = o.defaults })
+    e.conn, e.info = conn, info
+    if not conn then
+      core.error("InvalidArgument", 0, "provider " .. o.name .. ": missing credentials ["
+        .. table.concat(info.missing or {}, ", ") .. "]")
+    end
+    local project = work .. "/project"
+    local dotenv = { "E2E_RUN_ID=" .. o.run_id }
+    local config_path = o.config_path
+    if o.settings.kind == "local" then
+      -- the CLI reaches a running local platform through ABX_LOCAL_URL and ABX_LOCAL_API_KEY
+      -- (abx.run.sandbox_cli.common): the runner's serve, under the user's own local entry
+      dotenv[#dotenv + 1] = "ABX_LOCAL_URL=" .. envq("ABX_LOCAL_URL", info.base_url)
+      dotenv[#dotenv + 1] = "ABX_LOCAL_API_KEY=" .. envq("the API key", conn.api_key)
+      dotenv[#dotenv + 1] = "ABX_LOCAL_DOMAIN=" .. envq("ABX_LOCAL_DOMAIN", conn.domain)
+    else
+      local r = info.resolved
+      for _, c in ipairs(r.credentials) do
+        if c.value then dotenv[#dotenv + 1] = c.name .. "=" .. envq(c.name, c.value) end
+      end
+      if r.envd_url then dotenv[#dotenv + 1] = "E2B_SANDBOX_URL=" .. envq("E2B_SANDBOX_URL", r.envd_url) end
+    end
+    write_private(project .. "/.env", table.concat(dotenv, "\n") .. "\n")
+    e.config_path = config_path
+    local env = { HOME = work .. "/home", XDG_STATE_HOME = work .. "/state",
+      TMPDIR = work .. "/tmp", ABX_CONFIG = config_path, ABX_PROVIDER = o.name, NO_COLOR = "1" }
+    e.cli = cli.new({ exe = o.exe, cwd = project, dir = work .. "/cli", env = env })
+  end)
+  e.stop = function(keep_log)
+    if e.info and e.info.stop then pcall(e.info.stop, keep_log) end
+    e.info = e.info and { log = e.info.log, base_url = e.info.base_url } or nil
+    os.execute("rm -rf -- " .. q(work))
+  end
+  if not ok then
+    e.stop(true)
+    error(err, 0)
+  end
+  return e
+end
+
+return M
