@@ -53,11 +53,12 @@ M.OPERATIONS = {
 -- memory and publishes "<seed> <i>" atomically every 0.1 s into DIR/counter. A restarted process
 -- would have a new seed and pid and start again from 1 (as scenarios/standard_contract.lua).
 local function counter_script(dir)
-  return ("setsid sh -c 'echo $$ > DIR/counter.pid; "
+  local script = ("setsid sh -c 'echo $$ > DIR/counter.pid; "
     .. "seed=$(od -An -N4 -tu4 /dev/urandom | tr -d \" \"); i=0; "
     .. "while :; do i=$((i+1)); echo \"$seed $i\" > DIR/counter.tmp && "
     .. "mv DIR/counter.tmp DIR/counter; sleep 0.1; done' "
-    .. ">/dev/null 2>&1 </dev/null & echo started"):gsub("DIR", dir)
+    .. ">/dev/null 2>&1 </dev/null & echo started"):gsub("DIR", function() return dir end)
+  return script
 end
 
 -- {seed, i, at (the sandbox's clock, s), pid} read in one command.

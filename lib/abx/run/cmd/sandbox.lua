@@ -31,6 +31,7 @@ M.SUBCOMMANDS = {
   kill = "abx.run.sandbox_cli.lifecycle",
   call = "abx.run.sandbox_cli.call",
   serve = "abx.run.sandbox_cli.serve",
+  snapshot = "abx.run.sandbox_cli.snapshot",
 }
 
 ---The subcommand names, sorted.
