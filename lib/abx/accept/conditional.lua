@@ -229,8 +229,9 @@ function M.run(o)
     core.ewrite("abxlua: error: " .. core.mask(core.is_error(werr) and werr.message or tostring(werr)) .. "\n")
     return 3
   end
-  progress("%s: %d passed, %d failed, %d skipped, %d not run; report %s", s.status,
-    rep.counts.passed, rep.counts.failed, rep.counts.skipped, rep.counts.not_run, o.report)
+  progress("%s: %d passed, %d failed, %d skipped, %d interrupted, %d not run; report %s",
+    s.status, rep.counts.passed, rep.counts.failed, rep.counts.skipped, rep.counts.interrupted,
+    rep.counts.not_run, o.report)
   if s.interrupted then return 2 end
   return failed and 1 or 0
 end

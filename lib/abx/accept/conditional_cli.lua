@@ -137,17 +137,17 @@ end
 
 ---Runs the CLI with `args` and decodes its stdout as JSON.
 ---@return any decoded, table result (as run)
----Raises: as run; Protocol when the exit code is not 0 (the message has the CLI's stderr) or
----  stdout is not JSON.
+---Raises: as run; Assertion (the check's expectation of the CLI) when the exit code is not 0
+---  (the message has the end of the CLI's stderr) or stdout is not JSON.
 function CLI:json(args, opts)
   local r = self:run(args, opts)
   if r.code ~= 0 then
-    core.error("Protocol", 0, string.format("`%s` exited %s: %s", r.command, tostring(r.code),
+    core.error("Assertion", 0, string.format("`%s` exited %s: %s", r.command, tostring(r.code),
       (r.stderr:gsub("%s+$", "")):sub(-600)))
   end
   local ok, v = pcall(cjson.decode, r.stdout)
   if not ok then
-    core.error("Protocol", 0, string.format("`%s` printed no JSON on stdout: %s", r.command,
+    core.error("Assertion", 0, string.format("`%s` printed no JSON on stdout: %s", r.command,
       r.stdout:sub(1, 300)))
   end
   return v, r

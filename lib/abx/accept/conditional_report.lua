@@ -50,7 +50,7 @@ end
 ---  details?}}, cleanup = {sandboxes, snapshots, swept, errors}, ids ({[id] = kind}), run_id
 ---@return table report
 function M.build(s)
-  local counts = { passed = 0, failed = 0, skipped = 0, not_run = 0 }
+  local counts = { passed = 0, failed = 0, skipped = 0, interrupted = 0, not_run = 0 }
   local checks = json.array()
   for _, c in ipairs(s.checks) do
     counts[c.status] = (counts[c.status] or 0) + 1
