@@ -15,3 +15,9 @@ add_test(NAME accept_conditional:interrupt
 set_tests_properties(accept_conditional:local accept_conditional:remote_ids
   accept_conditional:interrupt PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 set_tests_properties(accept_conditional:interrupt PROPERTIES RUN_SERIAL TRUE)
+# `abxlua sandbox snapshot` by hand against a platform the test runs (ABX_LOCAL_URL), and
+# `abxlua providers --json` (~1 s).
+add_test(NAME accept_conditional:snapshot_cli
+  COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/accept_conditional/test_snapshot_cli.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(accept_conditional:snapshot_cli PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

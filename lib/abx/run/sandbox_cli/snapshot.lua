@@ -49,6 +49,7 @@ end
 
 function M.configure(cmd)
   cmd:command_target("snapshot_command")
+  cmd:require_command(false) -- execute names the subcommands (argparse only says "a command")
   for _, c in ipairs(M.COMMANDS) do
     local sub = cmd:command(c[1], c[2])
     common.add_options(sub)
