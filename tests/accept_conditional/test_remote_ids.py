@@ -29,7 +29,7 @@ def watch(ready, seen, done):
                     seen["snapshot"].update(s.get("names") or [])
         except Exception as e:  # the platform is busy; the next poll counts
             print("poll: %s" % e)
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def run(ready):
@@ -65,7 +65,12 @@ def nothing_left(ready, what):
     check(st == 200 and snaps == [], "%s: no snapshot is left on the platform" % what)
 
 
-serve, ready = abxtest.start_serve(abx)
+# kills and deletes are held 400 ms, so the watcher sees even the short-lived clones and snapshots
+slow = os.path.join(tempfile.mkdtemp(), "slow.yaml")
+with open(slow, "w") as f:
+    f.write('faults:\n  - route: "DELETE /sandboxes/*"\n    action: {delay_ms: 400}\n'
+            '  - route: "DELETE /templates/*"\n    action: {delay_ms: 400}\n')
+serve, ready = abxtest.start_serve(abx, "--faults", slow)
 try:
     st, before = abxtest.api(ready, "GET", "/templates")
     check(st == 200, "the platform lists its templates")
@@ -85,6 +90,16 @@ try:
     check(st == 200 and after == before, "the platform's templates are as they were")
     st, _ = abxtest.api(ready, "GET", "/templates/aliases/base")
     check(st == 200, "the supplied template still exists")
+    # a key the provider refuses: exit 4 before anything is created, no report
+    proj = abxtest.project(abxtest.remote_config("here", "    capabilities: [pause, snapshot]\n"))
+    env = dict(os.environ, NO_COLOR="1", ABX_SANDBOX_API_KEY="e2b_" + "0" * 40,
+               ABX_SANDBOX_BASE_URL=ready["url"], E2B_SANDBOX_URL=ready["url"])
+    p = subprocess.run([abx, "accept", "conditional", "--provider", "here", "--template", "base",
+                        "--report", os.path.join(proj, "r.json")], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 4 and "refused the API key" in p.stderr
+          and not os.path.exists(os.path.join(proj, "r.json")),
+          "a refused key: exit 4, no report (%d): %s" % (p.returncode, p.stderr.strip()[-200:]))
 finally:
     serve.terminate()
     serve.wait(timeout=30)
@@ -92,7 +107,8 @@ finally:
 faults = os.path.join(tempfile.mkdtemp(), "faults.yaml")
 with open(faults, "w") as f:
     f.write('faults:\n  - route: "POST /sandboxes/*/pause"\n    limit: 1\n'
-            '    action: {status: 500}\n')
+            '    action: {status: 500}\n  - route: "DELETE /sandboxes/*"\n'
+            '    action: {delay_ms: 400}\n')
 serve, ready = abxtest.start_serve(abx, "--faults", faults)
 try:
     code, text, rep, seen = run(ready)
