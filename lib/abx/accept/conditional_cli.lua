@@ -1,7 +1,7 @@
 -- abx.accept.conditional_cli: the CLI side of `abxlua accept conditional`: runs `abxlua ...` as a
--- child process in the runner's isolated project (its own working directory, HOME, state dir,
--- config and .env; the environment's credentials and provider variables are removed, so the child
--- sees only what the runner gave it) and returns its exit code, stdout and stderr.
+-- child process with its own HOME, XDG state dir and TMPDIR, the runner's provider, config and
+-- run tag, and without the environment variables that would point it elsewhere (M.UNSET,
+-- M.UNSET_REMOTE), and returns its exit code, stdout and stderr.
 --
 -- The engine has no process primitive of its own besides the local platform (core.platform_start)
 -- and must not block its thread (docs/ENGINE.md, "No blocking call on the engine thread"): the
@@ -21,6 +21,12 @@ M.UNSET = { "ABX_SANDBOX_API_KEY", "E2B_API_KEY", "ABX_SANDBOX_BASE_URL", "E2B_A
   "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN", "E2B_SANDBOX_URL", "ABX_REGION", "ABX_PROVIDER",
   "ABX_FLAVOR", "ABX_CONFIG", "ABX_LOCAL_URL", "ABX_LOCAL_API_KEY", "ABX_LOCAL_DOMAIN",
   "E2E_RUN_ID", "E2E_SANDBOX_TTL", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "CI" }
+
+-- What a child of a remote provider does not inherit: the same, but for the credentials, which it
+-- resolves as the runner did (the environment, then .env): they are never written to a file.
+M.UNSET_REMOTE = { "ABX_LOCAL_URL", "ABX_LOCAL_API_KEY", "ABX_LOCAL_DOMAIN", "ABX_PROVIDER",
+  "ABX_FLAVOR", "ABX_CONFIG", "E2E_RUN_ID", "E2E_SANDBOX_TTL", "XDG_STATE_HOME", "XDG_CONFIG_HOME",
+  "XDG_CACHE_HOME", "CI" }
 
 -- Poll interval while a child runs, seconds.
 M.POLL = 0.05

@@ -2,13 +2,14 @@
 -- work directory (mode 0700 under TMPDIR, removed at the end), the provider opened for this run
 -- alone (for `kind: local` its own `abxlua serve` child, with its own state dir and run id: the
 -- platform of no other run), and the CLI's isolated project inside the work directory: its own
--- HOME, XDG state dir and TMPDIR, and a .env (0600) with the credentials (the CLI child never inherits the
--- environment's credentials, abx.accept.conditional_cli).
+-- HOME, XDG state dir and TMPDIR.
 --
 -- The CLI reads the user's config (the same provider entry as the Lua side). A CLI call never
--- starts a local platform (its sandboxes would die with it): for a local provider the project's
--- .env names the runner's serve (ABX_LOCAL_URL, ABX_LOCAL_API_KEY: abx.run.sandbox_cli.common);
--- for a remote one it holds the credentials the runner resolved.
+-- starts a local platform (its sandboxes would die with it): for a local provider the CLI runs
+-- in the isolated project, whose .env (0600) names the runner's serve (ABX_LOCAL_URL,
+-- ABX_LOCAL_API_KEY: abx.run.sandbox_cli.common), and inherits no credential variable; for a
+-- remote one it runs in the working directory and resolves the credentials from the
+-- environment and .env as the runner did, so a cloud credential is never written to a file.
 local core = require("abx.core")
 local provider = require("abx.run.provider")
 local cli = require("abx.accept.conditional_cli")
@@ -88,26 +89,26 @@ function M.start(o)
         .. table.concat(info.missing or {}, ", ") .. "]")
     end
     local project = work .. "/project"
-    local dotenv = { "E2E_RUN_ID=" .. o.run_id }
-    local config_path = o.config_path
+    local env = { HOME = work .. "/home", XDG_STATE_HOME = work .. "/state",
+      TMPDIR = work .. "/tmp", ABX_CONFIG = o.config_path, ABX_PROVIDER = o.name,
+      E2E_RUN_ID = o.run_id, NO_COLOR = "1" }
+    local cwd, unset = project, cli.UNSET
     if o.settings.kind == "local" then
       -- the CLI reaches a running local platform through ABX_LOCAL_URL and ABX_LOCAL_API_KEY
-      -- (abx.run.sandbox_cli.common): the runner's serve, under the user's own local entry
-      dotenv[#dotenv + 1] = "ABX_LOCAL_URL=" .. envq("ABX_LOCAL_URL", info.base_url)
-      dotenv[#dotenv + 1] = "ABX_LOCAL_API_KEY=" .. envq("the API key", conn.api_key)
-      dotenv[#dotenv + 1] = "ABX_LOCAL_DOMAIN=" .. envq("ABX_LOCAL_DOMAIN", conn.domain)
+      -- (abx.run.sandbox_cli.common): the runner's serve, under the user's own local entry. The
+      -- key is serve's own, worthless once serve is gone (it dies with the runner, even when
+      -- the runner is killed hard: PR_SET_PDEATHSIG)
+      write_private(project .. "/.env", table.concat({
+        "ABX_LOCAL_URL=" .. envq("ABX_LOCAL_URL", info.base_url),
+        "ABX_LOCAL_API_KEY=" .. envq("the API key", conn.api_key),
+        "ABX_LOCAL_DOMAIN=" .. envq("ABX_LOCAL_DOMAIN", conn.domain), "" }, "\n"))
     else
-      local r = info.resolved
-      for _, c in ipairs(r.credentials) do
-        if c.value then dotenv[#dotenv + 1] = c.name .. "=" .. envq(c.name, c.value) end
-      end
-      if r.envd_url then dotenv[#dotenv + 1] = "E2B_SANDBOX_URL=" .. envq("E2B_SANDBOX_URL", r.envd_url) end
+      -- a cloud's credentials are never written down: the CLI runs in the working directory
+      -- and resolves them as the runner did (the environment, then .env at the project root)
+      cwd, unset = core.realpath(".") or ".", cli.UNSET_REMOTE
     end
-    write_private(project .. "/.env", table.concat(dotenv, "\n") .. "\n")
-    e.config_path = config_path
-    local env = { HOME = work .. "/home", XDG_STATE_HOME = work .. "/state",
-      TMPDIR = work .. "/tmp", ABX_CONFIG = config_path, ABX_PROVIDER = o.name, NO_COLOR = "1" }
-    e.cli = cli.new({ exe = o.exe, cwd = project, dir = work .. "/cli", env = env })
+    e.config_path = o.config_path
+    e.cli = cli.new({ exe = o.exe, cwd = cwd, dir = work .. "/cli", env = env, unset = unset })
   end)
   e.stop = function(keep_log)
     if e.info and e.info.stop then pcall(e.info.stop, keep_log) end
