@@ -6,7 +6,8 @@
 -- strings reaches the server exactly as written and the server passes each element to the
 -- command as its own argv entry, without a shell. Exits with the command's exit code, like exec.
 -- JSON: the server's answer, {sandbox_id, name, argv, exit_code, stdout, stderr}, or with --list
--- {sandbox_id, commands: [descriptor]}. The server's refusals (unknown name or argument, a value
+-- {sandbox_id, commands: [descriptor]}. The server's bearer token is read from --token-file in the
+-- sandbox (through envd, as root), never given on the command line. The server's refusals (unknown name or argument, a value
 -- of the wrong type: 400 naming the valid ones) fail with InvalidArgument (exit 1).
 local a = require("abx.run.sandbox_cli.args")
 local cjson = require("cjson")
@@ -23,6 +24,8 @@ function M.configure(cmd)
   cmd:option("--json-args", "The arguments, one JSON object (default {}).")
   cmd:flag("--list", "List the catalogue instead (GET /catalogue).")
   cmd:option("--port", "The server's port.", "8080"):convert(a.integer("--port", 1, 65535))
+  cmd:option("--token-file", "Where in the sandbox the server wrote its token (read through envd "
+    .. "as root; default /var/lib/agent-server/token).")
   cmd:option("--ttl", "The sandbox lives at least this many seconds from now.", "300")
     :convert(a.seconds("--ttl"))
 end
@@ -40,7 +43,7 @@ function M.execute(args, env)
     end
   end
   local sbx = env:open():connect(args.id, { timeout = args.ttl })
-  local srv = sbx:server({ port = args.port })
+  local srv = sbx:server({ port = args.port, token_file = args.token_file })
   if args.list then
     local cmds = srv:catalogue()
     env:emit({ sandbox_id = args.id, commands = common.plain(cmds) }, function()

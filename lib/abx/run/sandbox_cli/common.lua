@@ -175,6 +175,20 @@ local function local_ready(pname)
   return doc.ready, path
 end
 
+---A connection to a local platform that already runs (ABX_LOCAL_URL, or a live `abxlua sandbox
+---serve` state file), or nil when none does: what `abxlua cleanup` uses on a local provider, so
+---it sweeps the platform the CLI's sandboxes live on instead of starting an empty one.
+---@param pname string
+---@param p table provider settings (kind local)
+---@param run table { run_id =, defaults = }
+---@return table|nil conn, string? endpoint
+function M.attach_running(pname, p, run)
+  if p.kind ~= "local" then return nil end
+  if not provider.lookup("ABX_LOCAL_URL") and not M.read_state(pname) then return nil end
+  local ready = local_ready(pname)
+  return provider.attach(pname, p, ready, run), ready.url
+end
+
 local Env = {}
 Env.__index = Env
 
