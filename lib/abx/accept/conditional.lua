@@ -134,7 +134,7 @@ local function cleanup(s, e)
   local ok, err = core.guard({ timeout = M.CLEANUP_TIMEOUT, interruptible = false }, handler,
     function()
       local cl = { errors = {} }
-      cl.children = e.cli:reap()
+      cl.children = e.cli.stopped -- the CLI children killed when their wait ended early
       local killed = 0
       for _, id in ipairs(s.cli_sandboxes) do
         local kok, r = pcall(s.conn.kill, s.conn, id)

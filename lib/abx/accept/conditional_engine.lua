@@ -1,15 +1,15 @@
 -- abx.accept.conditional_engine: the isolated engine of `abxlua accept conditional`: a private
 -- work directory (mode 0700 under TMPDIR, removed at the end), the provider opened for this run
 -- alone (for `kind: local` its own `abxlua serve` child, with its own state dir and run id: the
--- platform of no other run), and the CLI's isolated project inside the work directory: its own
--- HOME, XDG state dir and TMPDIR.
+-- platform of no other run), and the CLI's isolation inside the work directory: its own HOME,
+-- XDG state dir and TMPDIR.
 --
 -- The CLI reads the user's config (the same provider entry as the Lua side). A CLI call never
--- starts a local platform (its sandboxes would die with it): for a local provider the CLI runs
--- in the isolated project, whose .env (0600) names the runner's serve (ABX_LOCAL_URL,
--- ABX_LOCAL_API_KEY: abx.run.sandbox_cli.common), and inherits no credential variable; for a
--- remote one it runs in the working directory and resolves the credentials from the
--- environment and .env as the runner did, so a cloud credential is never written to a file.
+-- starts a local platform (its sandboxes would die with it): for a local provider the child's
+-- environment names the runner's serve (ABX_LOCAL_URL, ABX_LOCAL_API_KEY:
+-- abx.run.sandbox_cli.common) and holds no other credential; for a remote one it resolves the
+-- credentials from the environment and .env as the runner did. No credential is written to a
+-- file or put on a command line.
 local core = require("abx.core")
 local provider = require("abx.run.provider")
 local cli = require("abx.accept.conditional_cli")
@@ -22,28 +22,6 @@ local function mkdir_private(path)
   if os.execute("mkdir -m 0700 -p " .. q(path) .. " 2>/dev/null") ~= true or not core.isdir(path) then
     core.error("Internal", 0, "cannot create the directory " .. path)
   end
-end
-
--- Writes a private file (0600 from the start: the umask is narrowed before the file exists).
-local function write_private(path, text)
-  local old = io.open(path, "rb")
-  if old then old:close(); os.remove(path) end
-  if os.execute("umask 077 && : > " .. q(path)) ~= true then
-    core.error("Internal", 0, "cannot create " .. path)
-  end
-  local f, err = io.open(path, "wb")
-  if not f then core.error("Internal", 0, "cannot write " .. path .. ": " .. tostring(err)) end
-  f:write(text)
-  f:close()
-end
-
--- A .env value in single quotes (python-dotenv: no expansion inside); a quote in it is refused.
-local function envq(name, v)
-  if v:find("['\n]") then
-    core.error("InvalidArgument", 0, name .. " holds a quote or a newline: the isolated .env "
-      .. "cannot carry it")
-  end
-  return "'" .. v .. "'"
 end
 
 ---The refusals a provider gets before anything starts (exit 4): a local provider over TLS, a
@@ -79,7 +57,7 @@ function M.start(o)
   if not tmp or tmp:sub(1, 1) ~= "/" then tmp = "/tmp" end
   local work = string.format("%s/abxlua-accept-conditional-%s", tmp, o.run_id)
   mkdir_private(work)
-  for _, d in ipairs({ "home", "state", "tmp", "project", "cli" }) do mkdir_private(work .. "/" .. d) end
+  for _, d in ipairs({ "home", "state", "tmp" }) do mkdir_private(work .. "/" .. d) end
   local e = { work = work }
   local ok, err = pcall(function()
     local conn, info = provider.open(o.name, o.settings, { run_id = o.run_id, defaults = o.defaults })
@@ -88,27 +66,23 @@ function M.start(o)
       core.error("InvalidArgument", 0, "provider " .. o.name .. ": missing credentials ["
         .. table.concat(info.missing or {}, ", ") .. "]")
     end
-    local project = work .. "/project"
     local env = { HOME = work .. "/home", XDG_STATE_HOME = work .. "/state",
       TMPDIR = work .. "/tmp", ABX_CONFIG = o.config_path, ABX_PROVIDER = o.name,
       E2E_RUN_ID = o.run_id, NO_COLOR = "1" }
-    local cwd, unset = project, cli.UNSET
+    local unset = cli.UNSET
     if o.settings.kind == "local" then
       -- the CLI reaches a running local platform through ABX_LOCAL_URL and ABX_LOCAL_API_KEY
-      -- (abx.run.sandbox_cli.common): the runner's serve, under the user's own local entry. The
-      -- key is serve's own, worthless once serve is gone (it dies with the runner, even when
-      -- the runner is killed hard: PR_SET_PDEATHSIG)
-      write_private(project .. "/.env", table.concat({
-        "ABX_LOCAL_URL=" .. envq("ABX_LOCAL_URL", info.base_url),
-        "ABX_LOCAL_API_KEY=" .. envq("the API key", conn.api_key),
-        "ABX_LOCAL_DOMAIN=" .. envq("ABX_LOCAL_DOMAIN", conn.domain), "" }, "\n"))
+      -- (abx.run.sandbox_cli.common): the runner's serve, under the user's own local entry; in
+      -- the child's environment only (not its command line, not a file)
+      env.ABX_LOCAL_URL, env.ABX_LOCAL_API_KEY = info.base_url, conn.api_key
+      env.ABX_LOCAL_DOMAIN = conn.domain
     else
-      -- a cloud's credentials are never written down: the CLI runs in the working directory
-      -- and resolves them as the runner did (the environment, then .env at the project root)
-      cwd, unset = core.realpath(".") or ".", cli.UNSET_REMOTE
+      -- a cloud's credentials: the CLI resolves them as the runner did (the environment, then
+      -- .env in the working directory)
+      unset = cli.UNSET_REMOTE
     end
     e.config_path = o.config_path
-    e.cli = cli.new({ exe = o.exe, cwd = cwd, dir = work .. "/cli", env = env, unset = unset })
+    e.cli = cli.new({ exe = o.exe, env = env, unset = unset })
   end)
   e.stop = function(keep_log)
     if e.info and e.info.stop then pcall(e.info.stop, keep_log) end
