@@ -58,6 +58,8 @@ text = open(report).read() if os.path.exists(report) else ""
 tag = re.search(r"tag e2e=(\S+)", err)
 check(tag is not None and tag.group(1) not in text, "the run's tag is not in the report")
 check(re.search(r"snap-[a-z0-9]{8,}", text) is None, "no snapshot id in the report")
+# docs/PLATFORM.md: a local sandbox id is `i` + 20 characters of [a-z0-9]
+check(re.search(r"\bi[a-z0-9]{20}\b", text) is None, "no sandbox id in the report")
 check(re.search(r"e2b_[0-9a-f]{8,}", text) is None, "no API key in the report")
 check("127.0.0.1" not in text, "no endpoint in the report")
 check(not [d for d in os.listdir(tmp) if d.startswith("abxlua-")],

@@ -32,13 +32,12 @@ def watch(ready, seen, done):
         time.sleep(0.02)
 
 
-def run(ready):
-    """Runs the conditional runner against `ready`'s platform while watching it; returns (exit
-    code, report text, report, the ids seen)."""
+def run(ready, caps="pause, snapshot, connect_resume, v2_routes"):
+    """Runs the conditional runner against `ready`'s platform (the provider with capabilities
+    `caps`) while watching it; returns (exit code, report text, report, the ids seen)."""
     seen = {"sandbox": set(), "snapshot": set()}
     done = threading.Event()
-    proj = abxtest.project(abxtest.remote_config(
-        "here", "    capabilities: [pause, snapshot, connect_resume, v2_routes]\n"))
+    proj = abxtest.project(abxtest.remote_config("here", "    capabilities: [%s]\n" % caps))
     report = os.path.join(proj, "report.json")
     env = dict(os.environ, NO_COLOR="1", ABX_SANDBOX_API_KEY=ready["api_key"],
                ABX_SANDBOX_BASE_URL=ready["url"], E2B_SANDBOX_URL=ready["url"])
@@ -90,6 +89,17 @@ try:
     check(st == 200 and after == before, "the platform's templates are as they were")
     st, _ = abxtest.api(ready, "GET", "/templates/aliases/base")
     check(st == 200, "the supplied template still exists")
+    # a provider without pause and snapshots: those checks are skipped naming the capability
+    code, text, rep, seen = run(ready, caps="connect_resume")
+    st = {c["name"]: c for c in rep.get("checks", [])}
+    check(code == 0 and st.get("discovery", {}).get("status") == "passed"
+          and st.get("pause_cli_resume_lua", {}).get("status") == "skipped"
+          and "lacks capability pause" in (st["pause_cli_resume_lua"].get("reason") or "")
+          and st.get("snapshot_create", {}).get("status") == "skipped"
+          and "lacks capability snapshot" in (st["snapshot_create"].get("reason") or ""),
+          "without pause and snapshot: exit 0 (%d), those checks skipped naming the capability"
+          % code)
+    nothing_left(ready, "after the run without capabilities")
     # a key the provider refuses: exit 4 before anything is created, no report
     proj = abxtest.project(abxtest.remote_config("here", "    capabilities: [pause, snapshot]\n"))
     env = dict(os.environ, NO_COLOR="1", ABX_SANDBOX_API_KEY="e2b_" + "0" * 40,
