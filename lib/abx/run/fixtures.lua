@@ -202,7 +202,8 @@ end
 make_ctx = function(run, state, opts)
   local test, scope = opts.test, opts.scope
   state.values, state.creating = {}, {}
-  local ctx = { conn = run.conn, run_id = run.run_id, scope = scope, provider = run.provider_info }
+  local ctx = { conn = run.conn, run_id = run.run_id, scope = scope,
+    provider = run.provider_info or { name = run.provider, kind = run.provider_kind, tls = false } }
   if scope == "test" then ctx.test_name = test.name end
 
   function ctx.finally(fn)
@@ -310,7 +311,7 @@ make_ctx = function(run, state, opts)
         table.sort(user)
         error("ctx has no fixture " .. tostring(k) .. " (fixtures: base_sandbox, code_sandbox, "
           .. "server_sandbox, template_sandbox, sandbox_factory, workdir, conn, run_id, test_name, "
-          .. "scope, finally" .. (#user > 0 and ("; this file's: " .. table.concat(user, ", "))
+          .. "scope, finally, provider" .. (#user > 0 and ("; this file's: " .. table.concat(user, ", "))
           or "") .. ")", 2)
       end
       local v = make()

@@ -136,7 +136,8 @@ function M.read_state(pname)
     return nil, path .. " is not a state file of `abxlua sandbox serve`", path
   end
   if not M.alive(doc.pid) or not M.alive(doc.serve_pid) then
-    return nil, path .. " is stale: its process " .. tostring(doc.pid) .. " is gone", path
+    return nil, path .. " is stale: its process " .. tostring(math.tointeger(doc.pid) or doc.pid)
+      .. " is gone", path
   end
   return doc, nil, path
 end
