@@ -71,6 +71,10 @@ void abx_core_zlib_register(lua_State *L, struct abx_loop *loop);
  * sha256_new, tar_gz with libarchive) to the module at the top. [-0, +0, m] */
 void abx_core_fs_register(lua_State *L, struct abx_loop *loop);
 
+/* Adds core.process_start (core_process.c: local child processes with non-blocking output
+ * pipes, polled from Lua) to the module at the top. [-0, +0, m] */
+void abx_core_process_register(lua_State *L, struct abx_loop *loop);
+
 /* HTTP traces (core_trace.c), written when loop->trace (core.set_trace) is 1 or more, masked.
  * abx_trace_request: "> METHOD url (N bytes)" and the request headers, before the transfer;
  * abx_trace_answer: status, headers and, at level 2, a body excerpt whose credential-named JSON

@@ -46,6 +46,8 @@ const struct abx_api_route abx_api_routes[] = {
   {"POST", "/sandboxes/{id}/pause", abx_api_sandbox_pause},
   {"POST", "/sandboxes/{id}/refreshes", abx_api_sandbox_refreshes},
   {"GET", "/sandboxes/{id}/metrics", abx_api_sandbox_metrics},
+  {"GET", "/sandboxes/{id}/logs", abx_api_sandbox_logs},
+  {"GET", "/v2/sandboxes/{id}/logs", abx_api_sandbox_logs_v2},
   {"POST", "/sandboxes/{id}/snapshots", abx_api_snapshot_create},
   {"POST", "/sandboxes/{id}/fork", abx_api_sandbox_fork},
   {"GET", "/snapshots", abx_api_snapshot_list},

@@ -163,6 +163,13 @@ function core.platform_start(extra_args, timeout_s, log_path) end
 ---@param timeout_s any
 function core.platform_stop(pid, timeout_s) end
 
+---core.process_start(argv, env?) -> an abx.process handle (h:read(), h:poll(), h:kill(sig),
+---h:pid(), h:close()): argv[1] absolute or found in PATH; env NAME -> string (set) or false
+---(removed) over this process's environment. Raises InvalidArgument, NotFound, Internal. [-0, +1, e]
+---@param argv any
+---@param env any
+function core.process_start(argv, env) end
+
 ---core.random_hex(nbytes) -> 2*nbytes hex characters from the OpenSSL CSPRNG
 ---@param nbytes any
 function core.random_hex(nbytes) end

@@ -200,6 +200,12 @@
 ---@field body? table|string a table is sent as JSON, a string as is
 ---@field headers? table<string,string> extra headers (Authorization is set unless given)
 
+---Runs a named command of the server's catalogue (POST /catalogue/<name>) without a shell: a ServerCallResult. (lib/abx/client/server.lua)
+---@class abx.opts.server_call
+---@field cwd? string working directory (default the server user's home)
+---@field env? table<string,string> extra environment variables
+---@field timeout? number seconds the server lets it run (default 60, at most 3600)
+
 ---Resource metrics: SandboxMetric[]. (lib/abx/client/sandbox_object.lua)
 ---@class abx.opts.sbx_get_metrics
 ---@field start? number Unix seconds
