@@ -29,6 +29,10 @@ M.CREDENTIALS = {
   { field = "domain", names = { "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN" } },
 }
 
+-- The admin credential of the API-key routes on a remote provider (Authorization: Bearer; with
+-- ABX_SANDBOX_TEAM_ID as X-Team-ID when set): optional, looked up like the API key.
+M.ACCESS_TOKEN_ENV = { "ABX_SANDBOX_ACCESS_TOKEN", "E2B_ACCESS_TOKEN" }
+
 -- .env values under names like these are masked too (a .env often holds other secrets).
 local SECRET_NAME = { "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH" }
 
@@ -93,7 +97,9 @@ end
 M.VARIABLES = { "ABX_SANDBOX_API_KEY", "E2B_API_KEY", "ABX_SANDBOX_BASE_URL", "E2B_API_URL",
   "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN", "E2B_SANDBOX_URL", "ABX_REGION", "ABX_PROVIDER",
   "ABX_FLAVOR", "ABX_CONFIG", "E2E_SANDBOX_TTL", "E2E_RUN_ID", "E2E_CODE_TEMPLATE",
-  "E2E_SERVER_TEMPLATE", "ABX_LOCAL_URL", "ABX_LOCAL_API_KEY" }
+  "E2E_SERVER_TEMPLATE", "ABX_LOCAL_URL", "ABX_LOCAL_API_KEY", "ABX_SANDBOX_ACCESS_TOKEN",
+  "E2B_ACCESS_TOKEN", "ABX_SANDBOX_TEAM_ID", "E2E_VOLUME_ACCEPTANCE", "E2E_VOLUME_OWNER_RUN",
+  "E2E_VOLUME_RW_NAME", "E2E_VOLUME_RO_NAME", "E2E_VOLUME_TEMPLATE" }
 M.PREFIXES = { "ABX_", "E2B_", "E2E_" }
 
 ---Warns (stderr, once per name) about each .env name with an abxlua prefix that abxlua does not
@@ -380,7 +386,7 @@ function M.open(name, p, run)
   local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
   local opts = { request_timeout = run.defaults.request_timeout,
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
-    v2_routes = (p.capability_set or {}).v2_routes == true }
+    v2_routes = (p.capability_set or {}).v2_routes == true, kind = p.kind }
   if p.kind == "local" then
     M.dotenv() -- registers the secret-looking .env values: masked under `local` too
     -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
@@ -415,6 +421,12 @@ function M.open(name, p, run)
       core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
     end
     core.add_secret(ready.api_key)
+    -- the admin credential of serve's API-key routes (platform/apikeys.h); absent from a serve
+    -- that has none (then the connection has none either)
+    if type(ready.access_token) == "string" then
+      core.add_secret(ready.access_token)
+      opts.access_token = ready.access_token
+    end
     if tls then
       -- before the first request: the health check below is already HTTPS
       local cok, cerr = pcall(core.set_ca_file, ready.ca_cert)
@@ -455,6 +467,13 @@ function M.open(name, p, run)
     info.credential_source = r.credentials[1].source .. " (" .. r.credentials[1].via .. ")"
     opts.api_url, opts.api_key, opts.domain = r.api_url, r.api_key, r.domain
     opts.envd_url = r.envd_url
+    -- the API-key routes' admin credential, optional (abx.client.apikey): never required to run
+    local token, tsource = lookup_any(M.ACCESS_TOKEN_ENV)
+    if token then
+      core.add_secret(token)
+      opts.access_token, info.access_token_source = token, tsource
+      opts.team_id = M.lookup("ABX_SANDBOX_TEAM_ID")
+    end
     wire_semantics(opts, p, name)
     if p.ca_file then
       core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
