@@ -1,6 +1,7 @@
 -- 06_server_sdk: the agent-sandbox-server inside a real sandbox (template python-hello), through
 -- sbx:server(): auth, commands, files, processes, capabilities, system info, env, ports, the
--- command catalogue and the template's custom route, all over the sandbox's port routing as a client outside reaches it.
+-- command catalogue and the template's custom route, all over the sandbox's port routing as a
+-- client outside reaches it.
 -- Fixtures: ctx.server_sandbox (template E2E_SERVER_TEMPLATE, default python-hello; a provider
 -- without it skips, naming the template), ctx.sandbox_factory (a server sandbox created with its
 -- own AGENT_SERVER_TOKEN). Markers: none.

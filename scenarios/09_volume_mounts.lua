@@ -11,10 +11,10 @@
 -- mount point is exactly the path) and by comparing the device of the path with its parent's, so a
 -- plain directory created at the path would fail both checks.
 local t = require("abx.test")
-local mounts = require("lib.mounts") -- scenarios/lib/mounts.lua, shared with 10_storage_state
+local mountlib = require("lib.mounts") -- scenarios/lib/mounts.lua, shared with 10_storage_state
 
-local new_volume, mount_lines, is_mount_point = mounts.new_volume, mounts.lines,
-  mounts.is_mount_point
+local new_volume, mount_lines, is_mount_point = mountlib.new_volume, mountlib.lines,
+  mountlib.is_mount_point
 
 t.test("a volume is mounted at exactly the requested path, and a plain directory is not a mount",
   { requires = { "volume" } }, function(ctx)

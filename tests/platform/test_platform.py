@@ -148,7 +148,8 @@ def run_in(srv, sid, cmd, user="user", timeout=30, times=None, token=None):
 
 def t_ready_line(s, ctx):
     r = s.ready
-    check(set(r) == {"url", "port", "api_key", "domain"}, "ready keys: %r" % r)
+    check(set(r) == {"url", "port", "api_key", "domain", "access_token"}, "ready keys: %r" % r)
+    check(re.fullmatch(r"sk_e2b_[0-9a-f]{40}", r["access_token"]), "access token %r" % r["access_token"])
     check(r["url"] == "http://127.0.0.1:%d" % r["port"], "url %r" % r["url"])
     check(re.match(r"^e2b_[0-9a-f]{40}$", r["api_key"]), "api key %r" % r["api_key"])
     check(r["domain"] == "localhost", "domain %r" % r["domain"])

@@ -367,7 +367,8 @@ local function args_json(args)
   table.sort(keys)
   local parts = {}
   for _, k in ipairs(keys) do
-    local v, enc = args[k], nil
+    local v = args[k]
+    local enc
     if type(v) == "table" then
       local n = 0
       for _ in pairs(v) do n = n + 1 end

@@ -7,8 +7,9 @@
 -- command as its own argv entry, without a shell. Exits with the command's exit code, like exec.
 -- JSON: the server's answer, {sandbox_id, name, argv, exit_code, stdout, stderr}, or with --list
 -- {sandbox_id, commands: [descriptor]}. The server's bearer token is read from --token-file in the
--- sandbox (through envd, as root), never given on the command line. The server's refusals (unknown name or argument, a value
--- of the wrong type: 400 naming the valid ones) fail with InvalidArgument (exit 1).
+-- sandbox (through envd, as root), never given on the command line. The server's refusals
+-- (unknown name or argument, a value of the wrong type: 400 naming the valid ones) fail with
+-- InvalidArgument (exit 1).
 local a = require("abx.run.sandbox_cli.args")
 local cjson = require("cjson")
 local common = require("abx.run.sandbox_cli.common")

@@ -43,7 +43,7 @@ function M.execute(args, env)
   if not sid and not did then
     return nil, "cp needs one side as ID:PATH (a sandbox id, a colon, an absolute path)"
   end
-  local doc = {}
+  local doc
   if did then -- upload
     local st = core.lstat(args.src)
     if not st then return nil, "cp: no such local file: " .. args.src end

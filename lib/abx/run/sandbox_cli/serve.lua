@@ -15,9 +15,9 @@ local M = {}
 
 M.DESCRIPTION = "Keep a local platform running for other `abxlua sandbox` calls (Ctrl-C stops it)."
 
-function M.configure(cmd) end
+function M.configure(_) end
 
-function M.execute(args, env)
+function M.execute(_, env)
   if env.p.kind ~= "local" then
     return nil, "sandbox serve runs a local platform; provider " .. env.pname .. " is "
       .. tostring(env.p.kind)
