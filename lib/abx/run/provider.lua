@@ -364,7 +364,9 @@ end
 local function connection(name, p, opts)
   if p.protocol == "opensandbox" then
     opts.provider_name = name
-    opts.v2_routes = nil
+    -- E2B-only connection fields (API-key management, the local/remote kind): OpenSandbox's
+    -- client refuses unknown options
+    opts.v2_routes, opts.kind, opts.access_token, opts.team_id = nil, nil, nil, nil
     return opensandbox.connection(opts)
   end
   return sandbox.connection(opts)
