@@ -6,35 +6,11 @@ end the run with exit 2 after its cleanup; the report says interrupted; no sandb
 import json, os, signal, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import abxtest
-from abxtest import check, finish
+from abxtest import check, finish, procs_with, cmdline
 
 abxtest.needs_platform()
 abx = os.path.abspath(sys.argv[1])
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def procs_with(text):
-    """pids (not this one) whose command line or environment mentions text"""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        for f in ("cmdline", "environ"):
-            try:
-                with open("/proc/%s/%s" % (d, f), "rb") as fh:
-                    if text.encode() in fh.read():
-                        found.append(int(d))
-                        break
-            except OSError:
-                pass
-    return found
-
-
-def cmdline(pid):
-    try:
-        return open("/proc/%d/cmdline" % pid, "rb").read()
-    except OSError:
-        return b""
 
 
 def cli_children(tmp):
@@ -70,12 +46,7 @@ def wait_line(p, text, seconds=60):
 
 
 def wait_for(pred, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    return pred()
+    return abxtest.wait_until(pred, seconds, step=0.05)
 
 
 for sig in (signal.SIGINT, signal.SIGTERM):
@@ -117,9 +88,7 @@ for sig in (signal.SIGINT, signal.SIGTERM):
     check(rep.get("status") == "interrupted", "%s: the report says interrupted" % name)
     cl = next((c for c in rep.get("checks", []) if c["name"] == "owned_cleanup"), {})
     check(cl.get("status") == "passed", "%s: owned_cleanup ran and passed: %s" % (name, cl.get("reason")))
-    check(wait_for(lambda: not procs_with(tmp), 10),
-          "%s: no process of the run remains: %s" % (name, procs_with(tmp)))
-    check(tmp not in open("/proc/self/mountinfo").read(), "%s: no mount of the run remains" % name)
+    abxtest.nothing_left(tmp, name, seconds=10)
     check(os.listdir(tmp) == ["report.json"], "%s: no work or state dir remains: %s"
           % (name, os.listdir(tmp)))
 finish()

@@ -196,36 +196,13 @@ def collect(abxlua):
           "naming a _*.yaml file is a usage error")
 
 
-def run_procs(tmp):
-    """pids whose command line or environment names the run's TMPDIR (the platform child and the
-    bwrap of each sandbox), and those of them that are bwrap"""
-    found, bw = [], []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        for f in ("cmdline", "environ"):
-            try:
-                with open("/proc/%s/%s" % (d, f), "rb") as fh:
-                    if tmp.encode() in fh.read():
-                        found.append(int(d))
-                        with open("/proc/%s/cmdline" % d, "rb") as c:
-                            if b"bwrap" in c.read():
-                                bw.append(int(d))
-                        break
-            except OSError:
-                pass
-    return found, bw
-
-
 def interrupt(abxlua):
     tmp = tempfile.mkdtemp()
     env = dict(os.environ, TMPDIR=tmp, NO_COLOR="1")
     p = subprocess.Popen([abxlua, "run", os.path.join(HERE, "cases", "slow.yaml"), "-j", "3"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    end = time.time() + 30
-    while time.time() < end and len(run_procs(tmp)[1]) < 3:
-        time.sleep(0.2)
-    check(len(run_procs(tmp)[1]) >= 3, "three sandboxes are live before the interrupt")
+    check(abxtest.wait_until(lambda: len(abxtest.bwraps(tmp)) >= 3, 30),
+          "three sandboxes are live before the interrupt")
     time.sleep(1.0)  # every test is in its step by now
     p.send_signal(signal.SIGINT)
     try:
@@ -239,10 +216,7 @@ def interrupt(abxlua):
           "the three YAML tests end with kind Interrupted")
     check(re.search(r"^cleanup: 3 sandboxes created", out, re.M) is not None,
           "the cleanup line counts the 3 sandboxes")
-    end = time.time() + 15
-    while time.time() < end and run_procs(tmp)[0]:
-        time.sleep(0.2)
-    check(not run_procs(tmp)[0], "no process of the run (platform, bwrap, envd) remains")
+    abxtest.nothing_left(tmp, "the interrupted YAML run")
 
 
 def main():

@@ -6,45 +6,18 @@ what the killed run left. Usage: test_interrupt.py ABXLUA"""
 import os, re, signal, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import abxtest
-from abxtest import check, finish
+from abxtest import check, finish, procs_with
 
 abx = os.path.abspath(sys.argv[1])
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 case = os.path.join(root, "tests", "interrupt", "slow_case.lua")
 
-def procs_with(text):
-    """pids whose command line or environment mentions text"""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        for f in ("cmdline", "environ"):
-            try:
-                with open("/proc/%s/%s" % (d, f), "rb") as fh:
-                    if text.encode() in fh.read():
-                        found.append(int(d))
-                        break
-            except OSError:
-                pass
-    return found
-
 def wait_gone(text, seconds=10):
-    end = time.time() + seconds
-    while time.time() < end:
-        if not procs_with(text):
-            return True
-        time.sleep(0.2)
-    return not procs_with(text)
+    return abxtest.wait_until(lambda: not procs_with(text), seconds)
 
 def wait_for_sandboxes(tmp, n, seconds=30):
     """bwrap processes of this run (their command lines name the run's TMPDIR)"""
-    end = time.time() + seconds
-    while time.time() < end:
-        bw = [p for p in procs_with(tmp) if b"bwrap" in open("/proc/%d/cmdline" % p, "rb").read()]
-        if len(bw) >= n:
-            return True
-        time.sleep(0.2)
-    return False
+    return abxtest.wait_until(lambda: len(abxtest.bwraps(tmp)) >= n, seconds)
 
 def start_run(tmp, extra_env=None, cwd=root, args=(), scenario=case):
     env = dict(os.environ, TMPDIR=tmp, NO_COLOR="1", **(extra_env or {}))
