@@ -18,7 +18,7 @@
 -- Source: MCP specification 2025-11-25 basic/lifecycle (initialize, shutdown of stdio: close
 -- stdin, wait, SIGTERM, SIGKILL), basic/transports (stdio, Streamable HTTP).
 local core = require("abx.core")
-local json = require("abx.mcp.json")
+local json = require("abx.json")
 local attach = require("abx.mcp.attach")
 
 local M = {}

@@ -19,7 +19,7 @@
 -- Source: MCP specification 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25: basic/lifecycle,
 -- basic/index (requests, ids), basic/utilities/ping, server/tools; JSON-RPC 2.0 specification.
 local core = require("abx.core")
-local json = require("abx.mcp.json")
+local json = require("abx.json")
 
 local M = {}
 

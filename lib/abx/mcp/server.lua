@@ -20,7 +20,7 @@
 -- Source: MCP specification 2025-11-25 and 2025-03-26 basic/transports (stdio, Streamable HTTP,
 --   session management, protocol version header, security warning), basic/lifecycle (shutdown).
 local core = require("abx.core")
-local json = require("abx.mcp.json")
+local json = require("abx.json")
 local protocol = require("abx.mcp.protocol")
 
 local M = {}

@@ -19,7 +19,7 @@
 -- a result (exit_code), not a tool error, as commands:run treats it.
 -- Source: MCP specification 2025-11-25 server/tools (Tool, CallToolResult, error handling).
 local core = require("abx.core")
-local json = require("abx.mcp.json")
+local json = require("abx.json")
 local schema = require("abx.mcp.schema")
 
 local M = {}

@@ -17,42 +17,11 @@ local M = {}
 local NULL = cjson.null
 local mask = common.mask
 
--- lua-cjson 2.1.0 (Debian 12) has no array_mt: an empty table would become {}. Arrays are marked
--- here and the document is encoded by `encode` (objects with sorted keys, so reports diff well);
--- cjson only escapes strings and formats numbers.
-local ARRAY = {}
-local function array(t) return setmetatable(t or {}, ARRAY) end
-
-local function encode(v, out)
-  local ty = type(v)
-  if v == NULL or v == nil then
-    out[#out + 1] = "null"
-  elseif ty == "boolean" then
-    out[#out + 1] = v and "true" or "false"
-  elseif ty == "number" then
-    out[#out + 1] = math.type(v) == "integer" and string.format("%d", v) or cjson.encode(v)
-  elseif ty == "string" then
-    out[#out + 1] = cjson.encode(common.utf8_clean(v))
-  elseif getmetatable(v) == ARRAY then
-    out[#out + 1] = "["
-    for i, x in ipairs(v) do
-      if i > 1 then out[#out + 1] = "," end
-      encode(x, out)
-    end
-    out[#out + 1] = "]"
-  else
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    table.sort(keys)
-    out[#out + 1] = "{"
-    for i, k in ipairs(keys) do
-      if i > 1 then out[#out + 1] = "," end
-      out[#out + 1] = cjson.encode(k) .. ":"
-      encode(v[k], out)
-    end
-    out[#out + 1] = "}"
-  end
-end
+-- Encoding is abx.json's (empty arrays stay `[]`, objects have sorted keys, so reports diff
+-- well); every string is made valid UTF-8 first (common.utf8_clean), since test output is bytes.
+local json = require("abx.json")
+local array = json.array
+local ENCODE_OPTS = { clean = common.utf8_clean }
 
 local function opt(v) if v == nil then return NULL end return v end
 
@@ -64,9 +33,7 @@ M.array = array
 ---@param v any
 ---@return string
 function M.encode(v)
-  local out = {}
-  encode(v, out)
-  return table.concat(out)
+  return json.encode(v, ENCODE_OPTS)
 end
 
 local function test_entry(r)
@@ -102,7 +69,7 @@ local function test_entry(r)
   }
 end
 
----The JSON document (a Lua table ready for cjson) of a run record.
+---The JSON document (a Lua table for M.encode) of a run record.
 function M.document(record)
   local sel = record.selection or {}
   local paths = array()
@@ -142,9 +109,7 @@ end
 ---Writes the JSON report of `record` to `path`.
 ---Raises: InvalidArgument when the file cannot be written.
 function M.write(path, record)
-  local out = {}
-  encode(M.document(record), out)
-  common.write_file("JSON report", path, table.concat(out) .. "\n")
+  common.write_file("JSON report", path, M.encode(M.document(record)) .. "\n")
 end
 
 return M

@@ -40,58 +40,15 @@ function M.add_options(cmd)
   cmd:flag("--json", "Print one JSON document on stdout (README \"abxlua sandbox\" gives its shape).")
 end
 
--- JSON: lua-cjson 2.1.0 (Debian 12) has no array_mt, so arrays are marked with M.array and the
--- document is encoded here (objects with sorted keys); cjson only escapes strings.
-local ARRAY = {}
+-- JSON documents are encoded by abx.json (empty arrays stay `[]`, objects have sorted keys).
+local json = require("abx.json")
 
----Marks a table as a JSON array (an empty one stays `[]`).
----@param t? table
----@return table
-function M.array(t) return setmetatable(t or {}, ARRAY) end
+---Marks a table as a JSON array (an empty one stays `[]`). Returns it.
+M.array = json.array
 
-local function encode(v, out)
-  local ty = type(v)
-  if v == nil or v == cjson.null then
-    out[#out + 1] = "null"
-  elseif ty == "boolean" then
-    out[#out + 1] = v and "true" or "false"
-  elseif ty == "number" then
-    out[#out + 1] = math.type(v) == "integer" and string.format("%d", v) or cjson.encode(v)
-  elseif ty == "string" then
-    out[#out + 1] = cjson.encode(v)
-  elseif getmetatable(v) == ARRAY then
-    out[#out + 1] = "["
-    for i, x in ipairs(v) do
-      if i > 1 then out[#out + 1] = "," end
-      encode(x, out)
-    end
-    out[#out + 1] = "]"
-  elseif ty == "table" then
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
-    table.sort(keys)
-    out[#out + 1] = "{"
-    for i, k in ipairs(keys) do
-      if i > 1 then out[#out + 1] = "," end
-      local x = v[k]
-      if x == nil then x = v[tonumber(k)] end
-      out[#out + 1] = cjson.encode(k) .. ":"
-      encode(x, out)
-    end
-    out[#out + 1] = "}"
-  else
-    out[#out + 1] = cjson.encode(tostring(v))
-  end
-end
-
----Encodes a value as JSON (sorted keys; tables marked with M.array are arrays).
----@param v any
----@return string
-function M.encode(v)
-  local out = {}
-  encode(v, out)
-  return table.concat(out)
-end
+---Encodes a value as JSON (abx.json's rules: sorted keys, marked tables and sequences are arrays).
+---Raises: a Lua error for a value JSON cannot hold (NaN, a function, a non-string key).
+M.encode = json.encode
 
 ---A plain copy of a result table (SandboxInfo and the like: their fields, arrays marked).
 ---@param t table
@@ -103,7 +60,7 @@ function M.plain(t)
     n = n + 1
     out[k] = type(v) == "table" and M.plain(v) or v
   end
-  if n > 0 and #t == n then setmetatable(out, ARRAY) end
+  if n > 0 and #t == n then json.array(out) end
   return out
 end
 
