@@ -7,17 +7,21 @@
  *          pipe:write(s)    -> nothing, once every byte is written
  *          pipe:close()     idempotent; also __gc / __close
  *          core.stdio()     -> stdin pipe (fd 0), stdout pipe (fd 1)
- *          core.process_start{argv = {...}, env = {NAME = value} | nil, stderr = "inherit" |
- *            "null" | path, die_with_parent = true} -> process
- *          process.stdin, process.stdout  pipes (the child's fd 0 and 1)
- *          process:pid(), process:signal(n) -> boolean (false: already reaped),
+ *          core.process_start{argv = {...}, env = {NAME = value | false} | nil, stderr =
+ *            "inherit" | "null" | "pipe" | path, die_with_parent = true} -> process
+ *            argv[1] is a path, or a name looked up in PATH before the fork (NotFound when it
+ *            is nowhere); env is merged over this process's environment (false removes NAME).
+ *          process.stdin, process.stdout  pipes (the child's fd 0 and 1); process.stderr with
+ *            stderr = "pipe"
+ *          process:pid(), process:signal(n [, group]) -> boolean (false: already reaped;
+ *            group: the child's whole process group),
  *          process:poll() -> nil while running, else { code = n } or { signal = n }
  * Yields:  read until the fd is readable, write until all is written (poll through the loop's
  *          watches, engine/loop.h abx_loop_watch); nothing else blocks.
  * Units:   bytes.
  * Errors:  Transport (read/write failure; "the other end closed" for EPIPE), InvalidArgument
- *          (closed pipe, a read end written or a write end read, bad options), Internal (fork,
- *          pipe). A read or write waiting when the task is aborted is cancelled (bytes a write
+ *          (closed pipe, a read end written or a write end read, bad options), NotFound (the
+ *          program), Internal (fork, pipe). A read or write waiting when the task is aborted is cancelled (bytes a write
  *          already sent stay sent).
  * Notes:   Pipes the engine made are O_NONBLOCK. fd 0 and 1 are shared with whoever started us,
  *          so their flags are left alone: a read follows POLLIN (it does not block then), a write
@@ -299,7 +303,10 @@ static int proc_signal(lua_State *L)
     lua_pushboolean(L, 0);
     return 1;
   }
-  lua_pushboolean(L, kill(pr->pid, sig) == 0);
+  /* the child leads its own process group (setpgid in the child): group = true reaches what
+   * it started too (a shell's children hold the pipes open after the shell is gone) */
+  pid_t to = lua_toboolean(L, 3) ? -pr->pid : pr->pid;
+  lua_pushboolean(L, kill(to, sig) == 0);
   return 1;
 }
 
@@ -350,6 +357,41 @@ static char **string_array(lua_State *L, int idx, const char *what)
   return a;
 }
 
+/* Resolves `name` through PATH into out (a name with a '/' is taken as is): 0, or -1 when no
+ * executable file of that name is found. Done before the fork: the child only execs. */
+static int find_program(const char *name, char *out, size_t n)
+{
+  if (strchr(name, '/')) {
+    snprintf(out, n, "%s", name);
+    return access(out, X_OK);
+  }
+  const char *path = getenv("PATH");
+  if (!path)
+    path = "/usr/local/bin:/usr/bin:/bin";
+  while (*path) {
+    size_t len = strcspn(path, ":");
+    if (len > 0 && snprintf(out, n, "%.*s/%s", (int)len, path, name) < (int)n &&
+        access(out, X_OK) == 0)
+      return 0;
+    path += len + (path[len] == ':');
+  }
+  return -1;
+}
+
+extern char **environ;
+
+/* Whether environ entry `e` ("NAME=value") names a key of the env table at `envt`. */
+static int env_overridden(lua_State *L, int envt, const char *e)
+{
+  const char *eq = strchr(e, '=');
+  if (!envt || !eq)
+    return 0;
+  lua_pushlstring(L, e, (size_t)(eq - e));
+  int t = lua_rawget(L, envt);
+  lua_pop(L, 1);
+  return t != LUA_TNIL;
+}
+
 /* core.process_start(opts) -> process (see the file header). */
 static int core_process_start(lua_State *L)
 {
@@ -360,46 +402,66 @@ static int core_process_start(lua_State *L)
     return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: argv must be a non-empty "
                      "array of strings");
   int envt = lua_getfield(L, 1, "env") == LUA_TTABLE ? 3 : 0; /* [3] env or nil */
-  int stderr_null = 0;
+  int stderr_null = 0, stderr_pipe = 0;
   const char *stderr_path = NULL;
   if (lua_getfield(L, 1, "stderr") == LUA_TSTRING) { /* [4] */
     const char *s = lua_tostring(L, 4);
     if (strcmp(s, "null") == 0)
       stderr_null = 1;
+    else if (strcmp(s, "pipe") == 0)
+      stderr_pipe = 1;
     else if (strcmp(s, "inherit") != 0)
       stderr_path = s;
   } else if (!lua_isnil(L, 4)) {
     return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: stderr must be \"inherit\", "
-                     "\"null\" or a file path");
+                     "\"null\", \"pipe\" or a file path");
   }
   lua_getfield(L, 1, "die_with_parent"); /* [5] */
   int pdeath = lua_isnil(L, 5) || lua_toboolean(L, 5);
   char **argv = string_array(L, 2, "argv");
-  /* the environment: ours plus env's NAME=value strings, made before the fork in a table at
-   * [6] that keeps them alive, their pointers in envs[] */
+  char prog[4096];
+  if (find_program(argv[0], prog, sizeof prog) != 0) {
+    const char *name = argv[0];
+    free(argv);
+    return abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: no program %s "
+                           "(not executable, or not in PATH)", name);
+  }
+  /* the child's environment, made before the fork (the child only execs): ours without the
+   * names env sets or removes, then env's NAME=value strings, kept alive by a table at [6] */
   lua_newtable(L); /* [6] */
   int extra = 0;
   if (envt) {
     lua_pushnil(L);
     while (lua_next(L, envt)) {
-      if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING) {
+      int vt = lua_type(L, -1);
+      if (lua_type(L, -2) != LUA_TSTRING ||
+          (vt != LUA_TSTRING && !(vt == LUA_TBOOLEAN && !lua_toboolean(L, -1)))) {
         free(argv);
         return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env must map names to "
-                         "strings");
+                         "strings (or false to remove one)");
       }
-      lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
-      lua_rawseti(L, 6, ++extra);
+      if (vt == LUA_TSTRING) {
+        lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
+        lua_rawseti(L, 6, ++extra);
+      }
       lua_pop(L, 1);
     }
   }
-  char **envs = calloc((size_t)extra + 1, sizeof *envs);
+  size_t nenv = 0;
+  while (environ[nenv])
+    nenv++;
+  char **envs = calloc(nenv + (size_t)extra + 1, sizeof *envs);
   if (!envs) {
     free(argv);
     return luaL_error(L, "out of memory");
   }
+  size_t ne = 0;
+  for (size_t i = 0; i < nenv; i++)
+    if (!env_overridden(L, envt, environ[i]))
+      envs[ne++] = environ[i];
   for (int i = 1; i <= extra; i++) {
     lua_rawgeti(L, 6, i);
-    envs[i - 1] = (char *)lua_tostring(L, -1);
+    envs[ne++] = (char *)lua_tostring(L, -1);
     lua_pop(L, 1);
   }
   int in[2], out[2];
@@ -408,12 +470,19 @@ static int core_process_start(lua_State *L)
     free(envs);
     return abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(errno));
   }
-  if (pipe2(out, O_CLOEXEC) != 0) {
+  int errp[2] = {-1, -1};
+  int perr = pipe2(out, O_CLOEXEC) != 0 ? errno : 0;
+  if (!perr && stderr_pipe && pipe2(errp, O_CLOEXEC) != 0) {
+    perr = errno;
+    close(out[0]);
+    close(out[1]);
+  }
+  if (perr) {
     close(in[0]);
     close(in[1]);
     free(argv);
     free(envs);
-    return abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(errno));
+    return abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(perr));
   }
   ignore_sigpipe();
   struct proc *pr = lua_newuserdatauv(L, sizeof *pr, 1);
@@ -437,15 +506,15 @@ static int core_process_start(lua_State *L)
     sigprocmask(SIG_SETMASK, &none, NULL);
     dup2(in[0], 0);
     dup2(out[1], 1);
-    if (stderr_null || stderr_path) {
+    if (stderr_pipe) {
+      dup2(errp[1], 2);
+    } else if (stderr_null || stderr_path) {
       int fd = stderr_null ? open("/dev/null", O_WRONLY)
                            : open(stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
       if (fd >= 0)
         dup2(fd, 2);
     }
-    for (int i = 0; i < extra; i++)
-      putenv(envs[i]);
-    execv(argv[0], argv);
+    execve(prog, argv, envs);
     _exit(127);
   }
   int err = errno;
@@ -453,9 +522,13 @@ static int core_process_start(lua_State *L)
   free(envs);
   close(in[0]);
   close(out[1]);
+  if (stderr_pipe)
+    close(errp[1]);
   if (pid < 0) {
     close(in[1]);
     close(out[0]);
+    if (stderr_pipe)
+      close(errp[0]);
     return abx_error_raise(L, loop->secrets, "Internal", 0, "fork: %s", strerror(err));
   }
   pr->pid = pid;
@@ -468,6 +541,11 @@ static int core_process_start(lua_State *L)
   lua_setfield(L, -2, "stdin");
   pipe_push(L, loop, out[0], 0, 0);
   lua_setfield(L, -2, "stdout");
+  if (stderr_pipe) {
+    fcntl(errp[0], F_SETFL, O_NONBLOCK);
+    pipe_push(L, loop, errp[0], 0, 0);
+    lua_setfield(L, -2, "stderr");
+  }
   lua_pushvalue(L, top);
   lua_setfield(L, -2, "handle");
   return 1;
