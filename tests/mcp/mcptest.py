@@ -1,7 +1,6 @@
-"""Helpers of the abxlua mcp tests: a stdio client with a reader thread, and the leftover checks of
-tests/scenarios/run_scenarios.sh (processes naming a TMPDIR, mounts below it, cgroups of a gone
-platform)."""
-import json, os, queue, subprocess, threading, time
+"""Helpers of the abxlua mcp tests: a stdio client with a reader thread, and the structured result
+of a tool call. The leftover checks (processes, mounts, cgroups of a run) are abxtest's."""
+import json, subprocess, threading, time
 
 
 class Stdio:
@@ -58,64 +57,3 @@ def tool_json(answer):
         return r["structuredContent"]
     return json.loads(r["content"][0]["text"])
 
-
-def procs_with(text):
-    """pids (not ours) whose command line or environment mentions text"""
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) == os.getpid():
-            continue
-        for f in ("cmdline", "environ"):
-            try:
-                with open("/proc/%s/%s" % (d, f), "rb") as fh:
-                    if text.encode() in fh.read():
-                        found.append(int(d))
-                        break
-            except OSError:
-                pass
-    return found
-
-
-def bwraps(text):
-    out = []
-    for p in procs_with(text):
-        try:
-            if open("/proc/%d/cmdline" % p, "rb").read().startswith(b"bwrap"):
-                out.append(p)
-        except OSError:
-            pass
-    return out
-
-
-def wait_until(pred, seconds):
-    end = time.time() + seconds
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return pred()
-
-
-def mounts_below(path):
-    with open("/proc/self/mountinfo") as f:
-        return [l for l in f if path in l]
-
-
-def stale_cgroups():
-    """abxlua/serve.PID cgroups below our own cgroups whose PID is gone (platform/cgroup.c)"""
-    stale = []
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            _, ctl, path = line.rstrip("\n").split(":", 2)
-            ctl = ctl.split(",")[0]
-            if ctl.startswith("name="):
-                ctl = ctl[5:]
-            if not ctl:
-                continue
-            base = "/sys/fs/cgroup/%s%s/abxlua" % (ctl, "" if path == "/" else path)
-            if not os.path.isdir(base):
-                continue
-            for d in os.listdir(base):
-                if d.startswith("serve.") and not os.path.isdir("/proc/" + d[6:]):
-                    stale.append(os.path.join(base, d))
-    return stale
