@@ -7,3 +7,7 @@ add_test(NAME mcp:interrupt
   COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/mcp/test_mcp_interrupt.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(mcp:interrupt PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+add_test(NAME mcp:http
+  COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/mcp/test_mcp_http.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(mcp:http PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
