@@ -184,7 +184,10 @@ function handlers.create_sandbox(self, session, a)
   end
   self.sandboxes[sbx.id] = { sbx = sbx, session = session }
   self.order[#self.order + 1] = sbx.id
-  self.log(string.format("created sandbox %s (session %s)", sbx.id, session))
+  -- an HTTP session id is what lets a client act in that session: the log names its head only,
+  -- as the DELETE line of abx.mcp.server does
+  self.log(string.format("created sandbox %s (session %s)", sbx.id,
+    #session > 8 and (session:sub(1, 8) .. "…") or session))
   local info = sbx:get_info()
   return { sandbox_id = sbx.id, template_id = info.template_id, started_at = info.started_at,
     end_at = info.end_at, metadata = info.metadata or {} }
