@@ -4,6 +4,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <lauxlib.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -323,6 +324,39 @@ static int core_state_dir(lua_State *L)
   return 1;
 }
 
+/* core.write_private(path, data) -> true | nil, message: writes data to path, created or
+ * truncated mode 0600 (an existing file is made 0600 first), never through a symlink
+ * (O_NOFOLLOW). For files that hold a credential, such as the sandbox CLI's state file with the
+ * local platform's API key: io.open would create them with the umask's mode. */
+static int core_write_private(lua_State *L)
+{
+  const char *path = luaL_checkstring(L, 1);
+  size_t n;
+  const char *data = luaL_checklstring(L, 2, &n);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  int err = 0;
+  if (fd < 0 || fchmod(fd, 0600) != 0)
+    err = errno;
+  for (size_t off = 0; !err && off < n;) {
+    ssize_t w = write(fd, data + off, n - off);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w < 0)
+      err = errno;
+    else
+      off += (size_t)w;
+  }
+  if (fd >= 0 && close(fd) != 0 && !err)
+    err = errno;
+  if (err) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "%s: %s", path, strerror(err));
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 /* core.platform_stop(pid, timeout_s) -> exit status */
 static int core_platform_stop(lua_State *L)
 {
@@ -413,7 +447,7 @@ static const luaL_Reg util_funcs[] = {
   {"exists", core_exists}, {"list_files", core_list_files},
   {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
   {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},
-  {"state_dir", core_state_dir},
+  {"state_dir", core_state_dir}, {"write_private", core_write_private},
   {"version", core_version}, {"dotenv_parse", core_dotenv_parse}, {NULL, NULL}};
 
 void abx_core_util_register(lua_State *L, struct abx_loop *loop)

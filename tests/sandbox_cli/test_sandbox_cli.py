@@ -63,6 +63,8 @@ up = json.loads(serve.stdout.readline())
 check(up.get("ok") and up["url"].startswith("http://127.0.0.1:"), "serve reports its URL")
 state_file = up["state_file"]
 check(os.path.exists(state_file) and state_file.startswith(state_home), "the state file exists")
+check(os.stat(state_file).st_mode & 0o777 == 0o600,
+      "the state file (it holds the API key) is mode 0600, not the umask's")
 check("api_key" not in json.dumps(up), "the serve document holds no key")
 rc, _, err = sbx("serve")
 check(rc == 4 and "already runs" in err, "a second serve for the provider is refused (rc %d)" % rc)

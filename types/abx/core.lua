@@ -274,6 +274,14 @@ function core.version(...) end
 ---@param flush? any
 function core.write(text, flush) end
 
+---core.write_private(path, data) -> true | nil, message: writes data to path, created or
+---truncated mode 0600 (an existing file is made 0600 first), never through a symlink
+---(O_NOFOLLOW). For files that hold a credential, such as the sandbox CLI's state file with the
+---local platform's API key: io.open would create them with the umask's mode.
+---@param path any
+---@param data any
+function core.write_private(path, data) end
+
 ---core.yaml_load(path [, with_lines]) -> value [, lines]. Raises InvalidArgument
 ---"file:line:col: problem". With 'with_lines' true also returns lines: {[table] = {[key or
 ---index] = line}} for every mapping and sequence of the value (engine/yaml_lua.h).

@@ -40,9 +40,10 @@ function M.execute(_, env)
   local state = { format = common.FORMAT, provider = env.pname, pid = pid, serve_pid = info.pid,
     started_at = os.date("!%Y-%m-%dT%H:%M:%SZ"), log = info.log, ready = info.ready }
   local tmp = path .. ".tmp"
-  local f = assert(io.open(tmp, "wb"))
-  f:write(common.encode(state))
-  f:close()
+  -- 0600: the state file holds the platform's API key (the 0700 state dir is not enough when a
+  -- user hands the file around)
+  local ok, werr = core.write_private(tmp, common.encode(state))
+  if not ok then return nil, "cannot write the state file: " .. tostring(werr) end
   assert(os.rename(tmp, path))
   env:emit({ provider = env.pname, url = info.base_url, state_file = path, pid = pid,
     serve_pid = info.pid }, string.format("local platform %s up on %s (state file %s); "
