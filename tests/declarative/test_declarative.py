@@ -159,8 +159,8 @@ def collect(abxlua):
     print(out + err)
     ids = [l.split(" [")[0] for l in out.splitlines() if "::" in l and not l.startswith("ERROR")]
     check(ids == [walk + "/a_lua.lua::lua sandbox echoes", walk + "/b_yaml.yaml::yaml sandbox echoes",
-                  walk + "/b_yaml.yaml::yaml slow test", walk + "/sub/c_nested.yaml::nested yaml runs"],
-          "a walk collects YAML beside Lua, subdirectories too, sorted by path: %s" % ids)
+                  walk + "/b_yaml.yaml::yaml slow test", walk + "/sub/c_nested.yml::nested yaml runs"],
+          "a walk collects YAML (.yaml and .yml) beside Lua, subdirectories too, sorted by path: %s" % ids)
     check("_helper" not in out and "lib/data" not in out, "a walk skips _*.yaml and lib/")
     check(re.search(r"^ERROR %s/broken\.yaml \(collection\): %s/broken\.yaml:5:1: .*\(check "
                     r"indentation and quoting\)$" % (walk, walk), out, re.M) is not None,
@@ -178,7 +178,7 @@ def collect(abxlua):
     code, out, _ = abx(abxlua, ["list", walk, "-k", "nested yaml"])
     listed = [l.split(" [")[0] for l in out.splitlines() if "::" in l]
     check(last_line(out) == "1 tests collected, 1 errors"
-          and listed == [walk + "/sub/c_nested.yaml::nested yaml runs"],
+          and listed == [walk + "/sub/c_nested.yml::nested yaml runs"],
           "-k selects a YAML test by name: %s" % listed)
     code, out, err = abx(abxlua, ["run", walk + "/b_yaml.yaml::yaml sandbox echoes"])
     check(code == 0 and re.match(r"^1 passed, 0 failed", last_line(out)),

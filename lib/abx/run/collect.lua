@@ -83,24 +83,25 @@ local function judge(p, leaf)
   return helper_reason(p .. (leaf or ""), nil)
 end
 
----Whether a walk takes `f` as a scenario: a Lua file (`*.lua`) or a YAML scenario (`*.yaml`,
----abx.run.declarative). Inside a template folder only its script <name>.lua is one (its
+---Whether `path` is a YAML scenario (`*.yaml` or `*.yml`, compiled by abx.run.declarative), not a
+---Lua one.
+---@param path string
+---@return boolean
+function M.is_yaml(path)
+  return path:match("%.yaml$") ~= nil or path:match("%.yml$") ~= nil
+end
+
+---Whether a walk takes `f` as a scenario: a Lua file (`*.lua`) or a YAML scenario (`*.yaml` or
+---`*.yml`, abx.run.declarative). Inside a template folder only its script <name>.lua is one (its
 ---template.yaml is the recipe), whatever this says.
 ---@param f string
 ---@return boolean
 function M.is_scenario_name(f)
-  return f:match("%.lua$") ~= nil or f:match("%.yaml$") ~= nil
+  return f:match("%.lua$") ~= nil or M.is_yaml(f)
 end
 
----Whether `path` is a YAML scenario (compiled by abx.run.declarative), not a Lua one.
----@param path string
----@return boolean
-function M.is_yaml(path)
-  return path:match("%.yaml$") ~= nil
-end
-
----Expands paths into sorted scenario files (`*.lua` and `*.yaml`). A directory walk does not
----descend into template folders (scenarios/templates/<name>/, holding template.yaml) unless the
+---Expands paths into sorted scenario files (`*.lua`, `*.yaml` and `*.yml`). A directory walk does
+---not descend into template folders (scenarios/templates/<name>/, holding template.yaml) unless the
 ---directory named is the folder itself or the one holding it (`abxlua run scenarios/templates/`):
 ---a template folder runs only when named; from it only its script <name>.lua is a scenario (the
 ---rest is what it copies). A walk skips helper modules: files named _*.lua or _*.yaml and files

@@ -42,8 +42,8 @@ function M.execute(_, env)
   local tmp = path .. ".tmp"
   -- 0600: the state file holds the platform's API key (the 0700 state dir is not enough when a
   -- user hands the file around)
-  local ok, werr = core.write_private(tmp, common.encode(state))
-  if not ok then return nil, "cannot write the state file: " .. tostring(werr) end
+  local written, werr = core.write_private(tmp, common.encode(state))
+  if not written then return nil, "cannot write the state file: " .. tostring(werr) end
   assert(os.rename(tmp, path))
   env:emit({ provider = env.pname, url = info.base_url, state_file = path, pid = pid,
     serve_pid = info.pid }, string.format("local platform %s up on %s (state file %s); "
