@@ -33,14 +33,16 @@ static const char *const express_missing[] = {"GET /sandboxes/{id}/metrics", VOL
 
 /* OpenKruise routes (e2b-v2-and-peers.md §5): POST /sandboxes (v1 only), GET /v2/sandboxes,
  * GET|DELETE /sandboxes/{id}, PUT network, pause, resume, connect, timeout, snapshots,
- * GET /snapshots, GET /templates, GET|DELETE /templates/{id}. Everything else is missing. */
+ * GET /snapshots, GET /templates, GET|DELETE /templates/{id}. Everything else is missing, the
+ * sandbox logs routes too (CubeAPI lists "logs v1/v2", OpenKruise does not). */
 static const char *const acs_missing[] = {
   "POST /v2/sandboxes", "POST /v2/sandboxes/{id}/connect", "GET /sandboxes",
   "POST /sandboxes/{id}/refreshes", "GET /sandboxes/{id}/metrics", "POST /sandboxes/{id}/fork",
   "POST /v3/templates", "GET /templates/{id}/files/{hash}", "POST /v2/templates/{id}/builds/{build}",
   "GET /templates/{id}/builds/{build}/status", "GET /templates/{id}/builds/{build}/logs",
   "POST /templates/tags", "DELETE /templates/tags", "GET /templates/aliases/{alias}",
-  "GET /templates/{id}/tags", "GET /v2/templates", VOLUMES, API_KEYS, END};
+  "GET /templates/{id}/tags", "GET /v2/templates", "GET /sandboxes/{id}/logs",
+  "GET /v2/sandboxes/{id}/logs", VOLUMES, API_KEYS, END};
 
 /* CubeAPI (e2b-v2-and-peers.md §5): "Missing in both: POST /v2/sandboxes, /v2/sandboxes/{id}/
  * connect, /v3/templates, /templates/{id}/files/{hash}, /v2/templates/.../builds/..., fork,

@@ -56,4 +56,22 @@ try:
 finally:
     proc.terminate()
     proc.wait(timeout=30)
+
+# By flavour: CubeAPI serves logs v1/v2 (its own prefix too), OpenKruise (acs) has no logs route
+# (reference/e2b-v2-and-peers.md §5 route lists)
+for flavor, want, prefix in (("cubesandbox", 200, "/cubeapi/v1"), ("acs", 404, "/kruise/api")):
+    proc, ready = abxtest.start_serve(abx, "--flavor", flavor, env=dict(os.environ, TMPDIR=tmp),
+                                      log=os.path.join(tmp, "serve-%s.log" % flavor))
+    try:
+        st, sb = api(ready, "POST", "/sandboxes", {"templateID": "base", "timeout": 120})
+        check(st == 201, "%s: create (%s)" % (flavor, st))
+        sid = sb["sandboxID"] if sb else "none"
+        for path in ("/sandboxes/%s/logs", "/v2/sandboxes/%s/logs"):
+            for pre in ("", prefix):
+                got = api(ready, "GET", pre + path % sid)[0]
+                check(got == want, "%s: GET %s is %d (got %s)" % (flavor, pre + path, want, got))
+        check(api(ready, "DELETE", "/sandboxes/%s" % sid)[0] == 204, "%s: kill" % flavor)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 finish()
