@@ -49,7 +49,8 @@ end
 
 ---Runs argv to its end. Must be called from a task.
 ---@param argv string[] argv[1] a path or a name looked up in PATH
----@param opts? {env?: table<string,string|false>, env_clear?: boolean, cwd?: string, timeout?: number, max_output?: integer}
+---@param opts? {env?: table, env_clear?: boolean, cwd?: string, timeout?: number, max_output?: integer}
+---  env: table<string, string|false> (false removes a name; with env_clear only these names)
 ---@return {exit_code: integer, stdout: string, stderr: string}
 function M.run(argv, opts)
   opts = opts or {}
