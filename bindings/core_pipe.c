@@ -397,7 +397,8 @@ static int env_overridden(lua_State *L, int envt, const char *e)
   return t != LUA_TNIL;
 }
 
-/* core.process_start(opts) -> process (see the file header). */
+/* core.process_start(opts) -> process; opts {argv, env, env_clear, cwd, stderr, die_with_parent} (see
+ * the file header). */
 static int core_process_start(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);

@@ -1,14 +1,14 @@
 -- 11_managed_api_key: a managed team API key, end to end (the seed's test_managed_api_key). The
 -- test creates a key with a name (the admin credential, conn.access_token), finds it listed with
 -- a mask and never its value, runs a sandbox command and files lifecycle with it from an
--- isolated HOME (a child `abxlua run` whose environment holds that key as its only credential,
--- in an empty HOME and working directory, on a config naming the platform as a remote
--- provider), deletes it, and checks that the deleted key is refused with Authentication (401)
--- by the client and by a second isolated run, that it is gone from the list, and that neither
--- child run left a sandbox (by its tag).
+-- isolated HOME (a child `abxlua run` through abx.run.process with env_clear and cwd: its
+-- environment holds that key as its only credential, in an empty HOME and working directory, on
+-- a config naming the platform as a remote provider), deletes it, and checks that the deleted
+-- key is refused with Authentication (401) by the client and by a second isolated run, that it
+-- is gone from the list, and that neither child run left a sandbox (by its tag).
 -- Fixtures: ctx.conn, ctx.run_id, ctx.finally (the key is deleted at teardown if the test did not
 -- get that far; the run's tracker deletes it too). Requires: api_keys (skipped where the routes
--- are not served: the Alibaba, OpenKruise, CubeSandbox and OpenSandbox flavours). On a remote
+-- are not served: the Alibaba, ACS (OpenKruise), CubeSandbox and OpenSandbox flavours). On a remote
 -- provider the admin credential comes from ABX_SANDBOX_ACCESS_TOKEN or E2B_ACCESS_TOKEN (and
 -- ABX_SANDBOX_TEAM_ID); without it the test skips naming them. Markers: none.
 -- Protocol: e2b-dev/infra spec/openapi.yml /api-keys (GET, POST NewTeamAPIKey -> 201
