@@ -19,7 +19,7 @@ function tracker.begin_build(self, name) end
 
 ---Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
 ---the tracked snapshots, volumes and managed API keys, and the volumes whose name carries the run id.
----@return table { tracked, swept, snapshots, volumes, errors = {...} }
+---@return table { tracked, swept, snapshots, volumes, api_keys, errors = {...} }
 function tracker.cleanup(self, conn) end
 
 ---@param owner table from begin_build

@@ -349,7 +349,7 @@ end
 
 ---Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
 ---the tracked snapshots, volumes and managed API keys, and the volumes whose name carries the run id.
----@return table { tracked, swept, snapshots, volumes, errors = {...} }
+---@return table { tracked, swept, snapshots, volumes, api_keys, errors = {...} }
 function Tracker:cleanup(conn)
   local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, api_keys = 0, errors = {} }
   for id, a in pairs(self.alive) do
