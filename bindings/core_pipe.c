@@ -7,10 +7,14 @@
  *          pipe:write(s)    -> nothing, once every byte is written
  *          pipe:close()     idempotent; also __gc / __close
  *          core.stdio()     -> stdin pipe (fd 0), stdout pipe (fd 1)
- *          core.process_start{argv = {...}, env = {NAME = value | false} | nil, stderr =
- *            "inherit" | "null" | "pipe" | path, die_with_parent = true} -> process
- *            argv[1] is a path, or a name looked up in PATH before the fork (NotFound when it
- *            is nowhere); env is merged over this process's environment (false removes NAME).
+ *          core.process_start{argv = {...}, env = {NAME = value | false} | nil, env_clear =
+ *            false, cwd = path | nil, stderr = "inherit" | "null" | "pipe" | path,
+ *            die_with_parent = true} -> process
+ *            argv[1] is a path, or a name looked up in PATH (ours) before the fork (NotFound
+ *            when it is nowhere); env is merged over this process's environment (false removes
+ *            NAME), or with env_clear is the child's whole environment (a scenario running abxlua
+ *            isolated: nothing of ours leaks in); cwd: the child's working directory (NotFound
+ *            when it is no directory; default ours).
  *          process.stdin, process.stdout  pipes (the child's fd 0 and 1); process.stderr with
  *            stderr = "pipe"
  *          process:pid(), process:signal(n [, group]) -> boolean (false: already reaped;
@@ -42,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -392,7 +397,8 @@ static int env_overridden(lua_State *L, int envt, const char *e)
   return t != LUA_TNIL;
 }
 
-/* core.process_start(opts) -> process (see the file header). */
+/* core.process_start(opts) -> process; opts {argv, env, env_clear, cwd, stderr, die_with_parent} (see
+ * the file header). */
 static int core_process_start(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
@@ -418,6 +424,17 @@ static int core_process_start(lua_State *L)
   }
   lua_getfield(L, 1, "die_with_parent"); /* [5] */
   int pdeath = lua_isnil(L, 5) || lua_toboolean(L, 5);
+  int cwd_t = lua_getfield(L, 1, "cwd"); /* [6]: keeps the string alive through the fork */
+  int clear_t = lua_getfield(L, 1, "env_clear"), clear = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  const char *cwd = cwd_t == LUA_TSTRING ? lua_tostring(L, 6) : NULL;
+  if ((clear_t != LUA_TNIL && clear_t != LUA_TBOOLEAN) || (cwd_t != LUA_TNIL && !cwd))
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env_clear "
+                           "must be a boolean and cwd a path string");
+  struct stat cst;
+  if (cwd && (stat(cwd, &cst) != 0 || !S_ISDIR(cst.st_mode)))
+    return abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: cwd %s is no "
+                           "directory", cwd);
   char **argv = string_array(L, 2, "argv");
   char prog[4096];
   if (find_program(argv[0], prog, sizeof prog) != 0) {
@@ -427,8 +444,9 @@ static int core_process_start(lua_State *L)
                            "(not executable, or not in PATH)", name);
   }
   /* the child's environment, made before the fork (the child only execs): ours without the
-   * names env sets or removes, then env's NAME=value strings, kept alive by a table at [6] */
-  lua_newtable(L); /* [6] */
+   * names env sets or removes (all of it with env_clear), then env's NAME=value strings, kept
+   * alive by a table at [7] */
+  lua_newtable(L); /* [7] */
   int extra = 0;
   if (envt) {
     lua_pushnil(L);
@@ -442,13 +460,13 @@ static int core_process_start(lua_State *L)
       }
       if (vt == LUA_TSTRING) {
         lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
-        lua_rawseti(L, 6, ++extra);
+        lua_rawseti(L, 7, ++extra);
       }
       lua_pop(L, 1);
     }
   }
   size_t nenv = 0;
-  while (environ[nenv])
+  while (!clear && environ[nenv])
     nenv++;
   char **envs = calloc(nenv + (size_t)extra + 1, sizeof *envs);
   if (!envs) {
@@ -460,7 +478,7 @@ static int core_process_start(lua_State *L)
     if (!env_overridden(L, envt, environ[i]))
       envs[ne++] = environ[i];
   for (int i = 1; i <= extra; i++) {
-    lua_rawgeti(L, 6, i);
+    lua_rawgeti(L, 7, i);
     envs[ne++] = (char *)lua_tostring(L, -1);
     lua_pop(L, 1);
   }
@@ -498,6 +516,8 @@ static int core_process_start(lua_State *L)
         _exit(1);
     }
     setpgid(0, 0); /* the engine decides when we stop, not the terminal's Ctrl-C */
+    if (cwd && chdir(cwd) != 0)
+      _exit(127);
     signal(SIGPIPE, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);

@@ -1,10 +1,11 @@
 -- Runner case: core.process_start and its pipes (bindings/core_pipe.c) and core.http_server
 -- (bindings/core_httpd.c) on the event loop, without a platform: a child reads stdin and writes
 -- stdout until EOF and exits with its code; a write to a child that closed its stdin is Transport;
--- a signal ends a child; the server answers two concurrent requests with their own status,
+-- a signal ends a child; cwd sets a child's working directory and env_clear gives it only the
+-- names env lists (bad values of either refused before anything starts); the server answers two concurrent requests with their own status,
 -- headers and body, marks a body over max_body too_large, and close() answers an unanswered
 -- request 503 and ends accept().
--- Expected: 4 passed, exit 0.
+-- Expected: 5 passed, exit 0.
 -- expect-max-seconds: 30
 -- expect-no-line: ^(FAILED|ERROR)
 local t = require("abx.test")
@@ -50,6 +51,28 @@ t.test("writing to a child that closed its stdin is Transport; a signal ends a c
   t.eq(p.handle:signal(15), true)
   t.eq(wait_exit(p).signal, 15)
   t.raises("InvalidArgument", function() p.stdout:write("x") end)
+end)
+
+t.test("cwd is the child's working directory; env_clear passes only env's names", function()
+  local home = core.getenv("HOME")
+  t.ok(home ~= nil, "this run has HOME (what env_clear must keep from the child)")
+  local p = core.process_start({ argv = { "/usr/bin/env" }, env = { ABX_T = "v w", ABX_GONE = false },
+    env_clear = true, stderr = "null" })
+  t.eq(read_all(p.stdout), "ABX_T=v w\n", "the child's whole environment")
+  t.eq(wait_exit(p).code, 0)
+  p = core.process_start({ argv = { "env" }, env = { ABX_T = "v" }, stderr = "null" })
+  local merged = read_all(p.stdout)
+  t.ok(merged:find("\nHOME=" .. home .. "\n", 1, true) or merged:find("^HOME=" .. home .. "\n"),
+    "without env_clear ours is inherited")
+  t.ok(merged:find("ABX_T=v\n", 1, true), "and env is merged over it")
+  wait_exit(p)
+  p = core.process_start({ argv = { "/bin/pwd", "-P" }, cwd = "/usr/bin", env_clear = true, stderr = "null" })
+  t.eq(read_all(p.stdout), core.realpath("/usr/bin") .. "\n")
+  t.eq(wait_exit(p).code, 0)
+  t.raises("NotFound", function() core.process_start({ argv = { "/bin/true" }, cwd = "/nonexistent-abx" }) end)
+  t.raises("NotFound", function() core.process_start({ argv = { "/bin/true" }, cwd = "/bin/true" }) end)
+  t.raises("InvalidArgument", function() core.process_start({ argv = { "/bin/true" }, cwd = 5 }) end)
+  t.raises("InvalidArgument", function() core.process_start({ argv = { "/bin/true" }, env_clear = "yes" }) end)
 end)
 
 t.test("the HTTP server answers concurrent requests and refuses a body over max_body", function()

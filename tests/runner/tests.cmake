@@ -86,7 +86,7 @@ abx_runner_case(slots_follow "^5 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]
 abx_runner_case(max_sandboxes_flag "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(tracker_unit "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(no_exit "^1 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
-abx_runner_case(tracked_resources "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(tracked_resources "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 
 # t.secret: a value from the environment, masked in the output (tests/runner/secret.lua)
 abx_runner_case(secret "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
@@ -115,7 +115,7 @@ abx_runner_case(failure_where_vv "^0 passed, 1 failed, 0 skipped, 0 xfailed in [
 abx_runner_case(failure_order "^0 passed, 3 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(diff_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(sink_unit "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
-abx_runner_case(pipe_httpd_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(pipe_httpd_unit "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(json_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 add_test(NAME runner:capture COMMAND python3 ${ABX_RUNNER_DIR}/capture.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

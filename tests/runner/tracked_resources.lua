@@ -1,9 +1,10 @@
 -- Runner case: snapshots and volumes a test creates and leaves behind are deleted at the end of
 -- the run, and the cleanup line counts them (issue 9, item 4); one the test deletes itself is
 -- not deleted twice; a volume created behind the tracker's back but named with the run id is
--- swept by name.
--- Expected: 2 passed, exit 0; cleanup: 1 snapshot and 2 volumes deleted.
--- expect-line: ^cleanup: 1 sandboxes created, 0 killed at the end \(tracked\), 0 found by tag e2e=[^ ]+ and killed; 1 snapshots and 2 volumes deleted$
+-- swept by name; a managed API key left behind is deleted too (the one deleted by its test is not
+-- counted).
+-- Expected: 3 passed, exit 0; cleanup: 1 snapshot, 2 volumes and 1 API key deleted.
+-- expect-line: ^cleanup: 1 sandboxes created, 0 killed at the end \(tracked\), 0 found by tag e2e=[^ ]+ and killed; 1 snapshots and 2 volumes deleted; 1 API keys deleted$
 local t = require("abx.test")
 
 t.test("a snapshot and a volume left behind", { requires = { "snapshot", "volume" }, timeout = 120 },
@@ -22,3 +23,10 @@ t.test("a volume behind the tracker's back, named with the run id", { requires =
     local v = ctx.conn:with({ hooks = {} }):create_volume("abx-untracked-" .. ctx.run_id)
     t.ok(v.volume_id)
   end)
+
+t.test("a managed API key left behind", { requires = { "api_keys" } }, function(ctx)
+  local k = ctx.conn:create_api_key({ name = "abx-left-" .. ctx.run_id })
+  t.ok(k.id)
+  local gone = ctx.conn:create_api_key({ name = "abx-deleted-" .. ctx.run_id })
+  t.eq(ctx.conn:delete_api_key(gone.id), true)
+end)

@@ -167,7 +167,8 @@ function core.platform_start(extra_args, timeout_s, log_path) end
 ---@param timeout_s any
 function core.platform_stop(pid, timeout_s) end
 
----core.process_start(opts) -> process (see the file header).
+---core.process_start(opts) -> process; opts {argv, env, env_clear, cwd, stderr, die_with_parent} (see
+---the file header).
 ---@param opts any
 function core.process_start(opts) end
 

@@ -18,8 +18,8 @@ function tracker.acquire(self, owner) end
 function tracker.begin_build(self, name) end
 
 ---Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
----the tracked snapshots and volumes, and the volumes whose name carries the run id.
----@return table { tracked, swept, snapshots, volumes, errors = {...} }
+---the tracked snapshots, volumes and managed API keys, and the volumes whose name carries the run id.
+---@return table { tracked, swept, snapshots, volumes, api_keys, errors = {...} }
 function tracker.cleanup(self, conn) end
 
 ---@param owner table from begin_build
@@ -32,6 +32,8 @@ function tracker.finish(self, owner) end
 ---hooks.killed / hooks.gone: the sandbox no longer exists; frees its slot once. Returns whether
 ---it was tracked.
 function tracker.forget(self, id) end
+
+function tracker.forget_api_key(self, id) end
 
 function tracker.forget_snapshot(self, id) end
 
@@ -67,6 +69,9 @@ function tracker.release(self, owner) end
 
 ---hooks.created: the sandbox holds the slot `owner` took for it.
 function tracker.track(self, sbx, owner) end
+
+---hooks.api_key_created: a managed API key the run made, deleted at the end when still there.
+function tracker.track_api_key(self, info) end
 
 ---hooks.snapshot_created / hooks.volume_created: deleted at the end of the run.
 function tracker.track_snapshot(self, info) end

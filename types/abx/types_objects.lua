@@ -703,12 +703,13 @@ function Sandbox:with(o) end
 ---@field pagination string "cursor" (limit + nextToken, X-Next-Token; default) or "page" (page + pageSize, body pagination.hasNextPage)
 ---@field envd_url string the fixed sandbox URL of "headers" routing (default api_url)
 ---@field request_timeout number seconds per control-plane or envd request (default 60)
----@field hooks table {before_create(opts), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id)}
+---@field hooks table {before_create(opts), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id), api_key_created(info), api_key_deleted(id)}
 ---@field default_metadata table<string,string> metadata every create adds (e2e: the run tag)
 ---@field v2_routes boolean create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)
 ---@field kind string the provider's kind as abx.run.provider opened it: "local" (the embedded platform) or "remote" (default: nil, unknown)
 ---@field access_token string|boolean the admin credential of the API-key routes (Authorization: Bearer; abx.client.apikey); false or absent: none
 ---@field team_id string X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)
+---@field ca_file string the CA bundle (PEM) the run's HTTPS transfers trust, when not the system's (informational: core.set_ca_file applies it; a child run is given it)
 local Connection = {}
 
 ---with(overrides): a copy with some fields replaced (options: sandbox.connection)
@@ -832,6 +833,19 @@ function Connection:get_volume(id) end
 
 ---delete_volume(id): true, false when it did not exist
 function Connection:delete_volume(id) end
+
+---create_api_key(opts): a managed API key {name} (the access token's): CreatedApiKey
+---@param opts? abx.opts.conn_create_api_key
+function Connection:create_api_key(opts) end
+
+---list_api_keys(): ApiKeyInfo[] (never a key's value)
+function Connection:list_api_keys() end
+
+---rename_api_key(id, name): true
+function Connection:rename_api_key(id, name) end
+
+---delete_api_key(id): true, false when it did not exist
+function Connection:delete_api_key(id) end
 
 ---sbx.commands of an OpenSandbox sandbox: execd's command API. (lib/abx/client/opensandbox_execd.lua)
 ---@class abx.OpenSandboxCommands

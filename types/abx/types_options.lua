@@ -30,6 +30,10 @@
 ---@field name? string only snapshots with this name
 ---@field limit? integer page size, 1..100
 
+---Creates a managed team API key (POST /api-keys): a CreatedApiKey; the only answer that holds the key. (lib/abx/client/apikey.lua)
+---@class abx.opts.conn_create_api_key
+---@field name? string its name (required)
+
 ---Starts an interactive login shell on a new PTY; a PtyHandle once envd reported the pid. (lib/abx/client/pty.lua)
 ---@class abx.opts.pty_create
 ---@field cols? integer columns, 1..65535 (default 80)
@@ -232,12 +236,13 @@
 ---@field pagination? string "cursor" (limit + nextToken, X-Next-Token; default) or "page" (page + pageSize, body pagination.hasNextPage)
 ---@field envd_url? string the fixed sandbox URL of "headers" routing (default api_url)
 ---@field request_timeout? number seconds per control-plane or envd request (default 60)
----@field hooks? table {before_create(opts), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id)}
+---@field hooks? table {before_create(opts), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id), api_key_created(info), api_key_deleted(id)}
 ---@field default_metadata? table<string,string> metadata every create adds (e2e: the run tag)
 ---@field v2_routes? boolean create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)
 ---@field kind? string the provider's kind as abx.run.provider opened it: "local" (the embedded platform) or "remote" (default: nil, unknown)
 ---@field access_token? string|boolean the admin credential of the API-key routes (Authorization: Bearer; abx.client.apikey); false or absent: none
 ---@field team_id? string X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)
+---@field ca_file? string the CA bundle (PEM) the run's HTTPS transfers trust, when not the system's (informational: core.set_ca_file applies it; a child run is given it)
 
 ---The `network` option of conn:create (NewSandbox.network). (lib/abx/client/sandbox.lua)
 ---@class abx.opts.conn_create_network

@@ -15,6 +15,25 @@
 ---@field token? string its access token (a secret; not in list answers)
 ---@field domain? string the volume-content domain, when the platform sends one
 
+---A managed API key as listed (TeamAPIKey): never its value. (lib/abx/client/apikey.lua)
+---@class abx.ApiKeyInfo
+---@field id string its UUID
+---@field name string its name
+---@field mask table {prefix, value_length, masked_value_prefix, masked_value_suffix}
+---@field created_at string RFC 3339
+---@field created_by? string the creating user's id, when the platform names one
+---@field last_used? string RFC 3339; nil until the key was used
+
+---A new managed API key (CreatedTeamAPIKey). (lib/abx/client/apikey.lua)
+---@class abx.CreatedApiKey
+---@field id string its UUID
+---@field key string the key itself (a secret: masked in every output)
+---@field name string its name
+---@field mask table {prefix, value_length, masked_value_prefix, masked_value_suffix}
+---@field created_at string RFC 3339
+---@field created_by? string the creating user's id, when the platform names one
+---@field last_used? string RFC 3339; nil until the key was used
+
 ---A sandbox's details (conn:get_info, sbx:get_info; conn:list items carry the ListedSandbox subset). (lib/abx/client/sandbox_wire.lua)
 ---@class abx.SandboxInfo
 ---@field sandbox_id string sandbox id

@@ -18,6 +18,8 @@
 --            abx.client.snapshot; restore is conn:create{ template = snapshot_id }.
 -- Volumes:   conn:create_volume(name), conn:list_volumes(), conn:get_volume(id),
 --            conn:delete_volume(id) are abx.client.volume; mount with create{ volume_mounts = {...} }.
+-- API keys:  conn:create_api_key{name}, conn:list_api_keys(), conn:rename_api_key(id, name),
+--            conn:delete_api_key(id) are abx.client.apikey (they take conn.access_token).
 --
 -- Units:  seconds (numbers) for every timeout; times from the API (started_at, end_at) are the RFC 3339
 --         strings it sent; sandbox.parse_time turns one into Unix seconds.
@@ -31,6 +33,7 @@ local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
 local snapshot = require("abx.client.snapshot")
 local volume = require("abx.client.volume")
+local apikey = require("abx.client.apikey")
 local wire = require("abx.client.sandbox_wire")
 local semantics = require("abx.client.semantics")
 local options = require("abx.client.options")
@@ -58,7 +61,7 @@ local CONNECTION_FIELDS = {
   { "request_timeout", "number", "seconds per control-plane or envd request (default 60)" },
   { "hooks", "table", "{before_create(opts), created(sbx, opts), create_failed(opts), killed(id), "
     .. "gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), "
-    .. "volume_deleted(id)}" },
+    .. "volume_deleted(id), api_key_created(info), api_key_deleted(id)}" },
   { "default_metadata", "table<string,string>", "metadata every create adds (e2e: the run tag)" },
   { "v2_routes", "boolean", "create and connect through POST /v2/sandboxes and "
     .. "/v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)" },
@@ -67,6 +70,8 @@ local CONNECTION_FIELDS = {
   { "access_token", "string|boolean", "the admin credential of the API-key routes (Authorization: "
     .. "Bearer; abx.client.apikey); false or absent: none" },
   { "team_id", "string", "X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)" },
+  { "ca_file", "string", "the CA bundle (PEM) the run's HTTPS transfers trust, when not the "
+    .. "system's (informational: core.set_ca_file applies it; a child run is given it)" },
 }
 local CONNECTION = options.define("sandbox.connection", "Opens a connection to a control plane "
   .. "(also the keys conn:with may replace).", CONNECTION_FIELDS)
@@ -149,6 +154,10 @@ options.class(Connection, "Connection", "A control plane (ctx.conn, sandbox.conn
     { "list_volumes()", "VolumeInfo[]" },
     { "get_volume(id)", "VolumeInfo" },
     { "delete_volume(id)", "true, false when it did not exist" },
+    { "create_api_key(opts)", "a managed API key {name} (the access token's): CreatedApiKey" },
+    { "list_api_keys()", "ApiKeyInfo[] (never a key's value)" },
+    { "rename_api_key(id, name)", "true" },
+    { "delete_api_key(id)", "true, false when it did not exist" },
   })
 
 --- The Connection class, whose _call (retries, auth header) the OpenSandbox adapter shares.
@@ -196,6 +205,7 @@ function sandbox.connection(o)
     kind = o.kind,
     access_token = o.access_token or false,
     team_id = o.team_id,
+    ca_file = o.ca_file,
   }, Connection)
 end
 
@@ -247,10 +257,13 @@ end
 ---@param query? string already encoded
 ---@param body? table JSON body
 ---@param retry? boolean
+---@param headers? table<string,string> more headers (abx.client.apikey's Authorization); with
+---  them the API key is still sent when the connection has one
 ---@return table resp, string request
-function Connection:_call(method, path, query, body, retry)
+function Connection:_call(method, path, query, body, retry, headers)
   local h = { ["Accept"] = "application/json" }
   if self.api_key then h[self.auth_header or "X-API-Key"] = self.api_key end -- reference §1.2
+  for k, v in pairs(headers or {}) do h[k] = v end
   local payload
   if body ~= nil then
     h["Content-Type"] = "application/json"
@@ -613,6 +626,10 @@ function Connection:create_volume(name) return volume.create(self, name) end
 function Connection:list_volumes() return volume.list(self) end
 function Connection:get_volume(id) return volume.get(self, id) end
 function Connection:delete_volume(id) return volume.delete(self, id) end
+function Connection:create_api_key(opts) return apikey.create(self, opts) end
+function Connection:list_api_keys() return apikey.list(self) end
+function Connection:rename_api_key(id, name) return apikey.rename(self, id, name) end
+function Connection:delete_api_key(id) return apikey.delete(self, id) end
 
 --- Unix seconds of an RFC 3339 time ("2026-01-02T03:04:05.123Z" or with an offset).
 --- Raises: InvalidArgument (not RFC 3339).

@@ -19,18 +19,21 @@ local M = {}
 -- with home /home/user, output bytes exactly as written, numeric pids, an envd version;
 -- OpenSandbox's execd runs as root and sends output line by line, e2b-v2-and-peers.md §4),
 -- e2b_api (E2B's control-plane wire itself: route names, 404 for an unknown template, the
--- sandbox info's CPU and memory, the edge's 502 bodies).
+-- sandbox info's CPU and memory, the edge's 502 bodies), api_keys (managed team API keys: E2B's
+-- /api-keys routes under an admin credential, abx.client.apikey; not on Alibaba, OpenKruise,
+-- CubeSandbox or OpenSandbox).
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check",
   "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk",
-  "envd", "e2b_api" }
+  "envd", "e2b_api", "api_keys" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
 -- The embedded local platform's capabilities when the config does not list them.
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
-  "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd", "e2b_api" }
+  "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd", "e2b_api",
+  "api_keys" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",

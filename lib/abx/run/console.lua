@@ -273,6 +273,8 @@ function M:cleanup(report, tracker)
   local line = string.format("cleanup: %d sandboxes created, %d killed at the end (tracked), "
     .. "%d found by tag e2e=%s and killed; %d snapshots and %d volumes deleted", tracker.created,
     report.tracked, report.swept, tracker.run_id, report.snapshots or 0, report.volumes or 0)
+  -- managed API keys only when the run left some (most runs make none)
+  if (report.api_keys or 0) > 0 then line = line .. string.format("; %d API keys deleted", report.api_keys) end
   self:line(line)
   for _, e in ipairs(report.errors) do self:line("cleanup error: " .. e) end
 end

@@ -7,7 +7,10 @@
 --     { env = { ABX_LOCAL_URL = url }, timeout = 60 })
 --   -- r = { exit_code = 0, stdout = "...", stderr = "..." }   exit_code -N: killed by signal N
 --
--- stdin is closed at once (the child reads end of file). Units: seconds. Limits: max_output bytes
+-- env is merged over this process's environment (false removes a name); with env_clear = true it
+-- is the child's whole environment (a child run isolated from ours: 11_managed_api_key). cwd is
+-- the child's working directory (default ours). stdin is closed at once (the child reads end of
+-- file). Units: seconds. Limits: max_output bytes
 -- per stream (default 16 MiB; more is an error, the child killed). Raises: Timeout (the child's
 -- process group is killed at the deadline), PayloadTooLarge (output over the ceiling),
 -- InvalidArgument / NotFound (core.process_start). The child dies with the engine
@@ -46,7 +49,8 @@ end
 
 ---Runs argv to its end. Must be called from a task.
 ---@param argv string[] argv[1] a path or a name looked up in PATH
----@param opts? {env?: table<string, string|false>, timeout?: number, max_output?: integer}
+---@param opts? {env?: table, env_clear?: boolean, cwd?: string, timeout?: number, max_output?: integer}
+---  env: table<string, string|false> (false removes a name; with env_clear only these names)
 ---@return {exit_code: integer, stdout: string, stderr: string}
 function M.run(argv, opts)
   opts = opts or {}
@@ -55,7 +59,8 @@ function M.run(argv, opts)
   end
   local limit = opts.max_output or M.MAX_OUTPUT
   local timeout = opts.timeout or 120
-  local p = core.process_start({ argv = argv, env = opts.env, stderr = "pipe" })
+  local p = core.process_start({ argv = argv, env = opts.env, env_clear = opts.env_clear,
+    cwd = opts.cwd, stderr = "pipe" })
   p.stdin:close()
   local state = { proc = p.handle }
   local out, err = {}, {}

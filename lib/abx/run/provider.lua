@@ -366,7 +366,7 @@ local function connection(name, p, opts)
     opts.provider_name = name
     -- E2B-only connection fields (API-key management, the local/remote kind): OpenSandbox's
     -- client refuses unknown options
-    opts.v2_routes, opts.kind, opts.access_token, opts.team_id = nil, nil, nil, nil
+    opts.v2_routes, opts.kind, opts.access_token, opts.team_id, opts.ca_file = nil, nil, nil, nil, nil
     return opensandbox.connection(opts)
   end
   return sandbox.connection(opts)
@@ -437,6 +437,7 @@ function M.open(name, p, run)
         error(cerr, 0)
       end
       info.ca_cert = ready.ca_cert
+      opts.ca_file = ready.ca_cert
     end
     -- the ready line comes after the listen socket exists; one health check proves it answers
     local hok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
@@ -478,6 +479,7 @@ function M.open(name, p, run)
     end
     wire_semantics(opts, p, name)
     if p.ca_file then
+      opts.ca_file = p.ca_file
       core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
       info.stop = function() core.set_ca_file(nil) end
     else

@@ -286,6 +286,12 @@ function Tracker:track_volume(info)
 end
 function Tracker:forget_snapshot(id) self.snapshots[id] = nil end
 function Tracker:forget_volume(id) self.volumes[id] = nil end
+---hooks.api_key_created: a managed API key the run made, deleted at the end when still there.
+function Tracker:track_api_key(info)
+  self.api_keys = self.api_keys or {}
+  self.api_keys[info.id] = true
+end
+function Tracker:forget_api_key(id) if self.api_keys then self.api_keys[id] = nil end end
 
 ---The connection hooks that route every create, kill and 404 of `conn` through this tracker.
 ---`owner_of()` returns the owner of the running task (nil: a task outside any test, which gets
@@ -323,6 +329,8 @@ function Tracker:hooks(owner_of)
     snapshot_deleted = function(id) self:forget_snapshot(id) end,
     volume_created = function(info) self:track_volume(info) end,
     volume_deleted = function(id) self:forget_volume(id) end,
+    api_key_created = function(info) self:track_api_key(info) end,
+    api_key_deleted = function(id) self:forget_api_key(id) end,
   }
 end
 
@@ -340,10 +348,10 @@ local function delete_all(set, del, report, field)
 end
 
 ---Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
----the tracked snapshots and volumes, and the volumes whose name carries the run id.
----@return table { tracked, swept, snapshots, volumes, errors = {...} }
+---the tracked snapshots, volumes and managed API keys, and the volumes whose name carries the run id.
+---@return table { tracked, swept, snapshots, volumes, api_keys, errors = {...} }
 function Tracker:cleanup(conn)
-  local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, errors = {} }
+  local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, api_keys = 0, errors = {} }
   for id, a in pairs(self.alive) do
     local ok, r = pcall(a.sbx.kill, a.sbx)
     if ok then
@@ -367,6 +375,8 @@ function Tracker:cleanup(conn)
     -- snapshots after the sandboxes (a snapshot in use by a sandbox cannot be deleted)
     delete_all(self.snapshots, function(id) return conn:delete_snapshot(id) end, report, "snapshots")
     delete_all(self.volumes, function(id) return conn:delete_volume(id) end, report, "volumes")
+    -- API keys after the sandboxes (the sweep above used the run's own key, never these)
+    delete_all(self.api_keys or {}, function(id) return conn:delete_api_key(id) end, report, "api_keys")
     -- volumes have no metadata: one whose name carries the run id is the run's (the tag by name;
     -- listed only when the run used volumes, so a provider without them is never asked)
     if self.volumes_used then
