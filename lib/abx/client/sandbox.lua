@@ -28,7 +28,6 @@
 --         routes and schemas), §6.1 (error mapping), §7 (reaching envd).
 
 local core = require("abx.core")
-local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
 local snapshot = require("abx.client.snapshot")
@@ -38,6 +37,7 @@ local wire = require("abx.client.sandbox_wire")
 local semantics = require("abx.client.semantics")
 local options = require("abx.client.options")
 local object = require("abx.client.sandbox_object")
+local api_call = require("abx.client.api_call")
 
 local sandbox = {}
 
@@ -223,82 +223,15 @@ function Connection:with(overrides)
   return c
 end
 
--- Retries (issue 5, item 3): 429 (honouring Retry-After / RateLimit-Reset), 502, 503, 504 and
--- transport failures are retried on idempotent calls with exponential backoff and jitter, at most
--- RETRY.attempts attempts and RETRY.budget seconds in all. Every retry is logged (masked) on stderr.
-local RETRY = { attempts = 4, base = 0.5, cap = 8, budget = 30 }
--- Control-plane answers are small (a full page of 100 sandboxes is ~100 KiB): anything larger
--- than this is a Protocol error rather than memory the engine keeps.
-local MAX_API_BODY = 16 * 1024 * 1024
-sandbox.RETRY = RETRY
-local RETRY_STATUS = { [429] = true, [502] = true, [503] = true, [504] = true }
+-- The control-plane request with its retries lives in abx.client.api_call; RETRY is its table
+-- (tests and the fault-injection cases tune it through sandbox.RETRY).
+sandbox.RETRY = api_call.RETRY
 
-local function retry_delay(attempt, resp)
-  local d = math.min(RETRY.cap, RETRY.base * 2 ^ (attempt - 1))
-  d = d * (0.5 + math.random()) -- jitter: 50%..150%
-  if resp and resp.headers then
-    local hint = tonumber(resp.headers["retry-after"] or resp.headers["ratelimit-reset"] or "")
-    if hint and hint >= 0 then d = math.max(d, hint) end
-  end
-  return d
-end
-
-local function log_retry(request, attempt, why, delay)
-  core.ewrite(string.format("abxlua: retry %d/%d of %s after %s, in %.2fs\n", attempt,
-    RETRY.attempts - 1, request, why, delay))
-end
-
---- One control-plane request. Returns the response whatever its status, and "METHOD path".
---- With `retry = true` (idempotent calls), retryable answers and transport failures are retried
---- (see RETRY above); the last answer or error is what the caller sees.
---- Raises: Transport, Timeout, Protocol (from core.request).
----@param method string
----@param path string without query
----@param query? string already encoded
----@param body? table JSON body
----@param retry? boolean
----@param headers? table<string,string> more headers (abx.client.apikey's Authorization); with
----  them the API key is still sent when the connection has one
+--- One control-plane request: abx.client.api_call.call on this connection (its doc gives the
+--- retries, the parameters and the errors).
 ---@return table resp, string request
 function Connection:_call(method, path, query, body, retry, headers)
-  local h = { ["Accept"] = "application/json" }
-  if self.api_key then h[self.auth_header or "X-API-Key"] = self.api_key end -- reference §1.2
-  for k, v in pairs(headers or {}) do h[k] = v end
-  local payload
-  if body ~= nil then
-    h["Content-Type"] = "application/json"
-    payload = cjson.encode(body)
-  end
-  local url = self.api_url .. path .. ((query and query ~= "") and ("?" .. query) or "")
-  local request = method .. " " .. path
-  local deadline = core.now() + RETRY.budget
-  local attempt = 1
-  while true do
-    -- a call that is never retried (a create) is never resent by libcurl either: on a reused
-    -- connection that died before the answer, libcurl would send it again by itself and make a
-    -- second sandbox the attempt tag cannot adopt (tests/faults create_reset)
-    local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
-      timeout = self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
-    local retryable, why
-    if ok then
-      retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status
-    else
-      retryable = core.is_error(resp) and resp.kind == "Transport"
-      why = tostring(resp)
-    end
-    if not (retry and retryable) or attempt >= RETRY.attempts then
-      if not ok then error(resp, 0) end
-      return resp, request
-    end
-    local delay = retry_delay(attempt, ok and resp or nil)
-    if core.now() + delay > deadline then
-      if not ok then error(resp, 0) end
-      return resp, request
-    end
-    log_retry(request, attempt, why, delay)
-    core.sleep(delay)
-    attempt = attempt + 1
-  end
+  return api_call.call(self, method, path, query, body, retry, headers)
 end
 
 local function copy(t)
@@ -325,6 +258,7 @@ end
 --- Returns the create response (or a synthesized 201 for an adopted sandbox) and "POST <path>".
 --- Raises: what core.request raises when every attempt failed.
 function Connection:_create_once(path, body)
+  local RETRY = api_call.RETRY
   local deadline = core.now() + RETRY.budget
   local attempt = 1
   while true do
@@ -350,12 +284,12 @@ function Connection:_create_once(path, body)
         end
       end
     end
-    local delay = retry_delay(attempt, ok and resp or nil)
+    local delay = api_call.retry_delay(attempt, ok and resp or nil)
     if attempt >= RETRY.attempts or core.now() + delay > deadline then
       if not ok then error(resp, 0) end
       return resp, request
     end
-    log_retry(request, attempt, ok and ("HTTP " .. resp.status) or tostring(resp), delay)
+    api_call.log_retry(request, attempt, ok and ("HTTP " .. resp.status) or tostring(resp), delay)
     core.sleep(delay)
     attempt = attempt + 1
   end

@@ -1,0 +1,98 @@
+-- abx.client.api_call: one E2B control-plane request with its retries, for every Connection call
+-- (abx.client.sandbox's Connection:_call, and through it snapshot, volume and apikey). The API key
+-- goes in X-API-Key (or the connection's auth_header); a JSON body is encoded with cjson.
+-- Source: reference/e2b-control-plane.md §1.2 (X-API-Key), §2 (errors: the caller maps them).
+local core = require("abx.core")
+local cjson = require("cjson")
+
+local M = {}
+
+-- Retries (issue 5, item 3): 429 (honouring Retry-After / RateLimit-Reset), 502, 503, 504 and
+-- transport failures are retried on idempotent calls with exponential backoff and jitter, at most
+-- RETRY.attempts attempts and RETRY.budget seconds in all. Every retry is logged (masked) on stderr.
+local RETRY = { attempts = 4, base = 0.5, cap = 8, budget = 30 }
+-- Control-plane answers are small (a full page of 100 sandboxes is ~100 KiB): anything larger
+-- than this is a Protocol error rather than memory the engine keeps.
+local MAX_API_BODY = 16 * 1024 * 1024
+M.RETRY = RETRY
+local RETRY_STATUS = { [429] = true, [502] = true, [503] = true, [504] = true }
+
+---The wait before retry number `attempt` (seconds): exponential backoff with 50-150% jitter,
+---at least the answer's Retry-After / RateLimit-Reset.
+---@param attempt integer
+---@param resp? table the retryable answer, nil after a transport failure
+---@return number
+local function retry_delay(attempt, resp)
+  local d = math.min(RETRY.cap, RETRY.base * 2 ^ (attempt - 1))
+  d = d * (0.5 + math.random()) -- jitter: 50%..150%
+  if resp and resp.headers then
+    local hint = tonumber(resp.headers["retry-after"] or resp.headers["ratelimit-reset"] or "")
+    if hint and hint >= 0 then d = math.max(d, hint) end
+  end
+  return d
+end
+
+---Logs one retry on stderr (masked by core.ewrite).
+local function log_retry(request, attempt, why, delay)
+  core.ewrite(string.format("abxlua: retry %d/%d of %s after %s, in %.2fs\n", attempt,
+    RETRY.attempts - 1, request, why, delay))
+end
+
+M.retry_delay = retry_delay
+M.log_retry = log_retry
+
+--- One control-plane request on the connection `self` (abx.client.sandbox's Connection: api_url,
+--- api_key, auth_header, request_timeout). Returns the response whatever its status, and "METHOD path".
+--- With `retry = true` (idempotent calls), retryable answers and transport failures are retried
+--- (see RETRY above); the last answer or error is what the caller sees.
+--- Raises: Transport, Timeout, Protocol (from core.request).
+---@param method string
+---@param path string without query
+---@param query? string already encoded
+---@param body? table JSON body
+---@param retry? boolean
+---@param headers? table<string,string> more headers (abx.client.apikey's Authorization); with
+---  them the API key is still sent when the connection has one
+---@return table resp, string request
+function M.call(self, method, path, query, body, retry, headers)
+  local h = { ["Accept"] = "application/json" }
+  if self.api_key then h[self.auth_header or "X-API-Key"] = self.api_key end -- reference §1.2
+  for k, v in pairs(headers or {}) do h[k] = v end
+  local payload
+  if body ~= nil then
+    h["Content-Type"] = "application/json"
+    payload = cjson.encode(body)
+  end
+  local url = self.api_url .. path .. ((query and query ~= "") and ("?" .. query) or "")
+  local request = method .. " " .. path
+  local deadline = core.now() + RETRY.budget
+  local attempt = 1
+  while true do
+    -- a call that is never retried (a create) is never resent by libcurl either: on a reused
+    -- connection that died before the answer, libcurl would send it again by itself and make a
+    -- second sandbox the attempt tag cannot adopt (tests/faults create_reset)
+    local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
+      timeout = self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
+    local retryable, why
+    if ok then
+      retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status
+    else
+      retryable = core.is_error(resp) and resp.kind == "Transport"
+      why = tostring(resp)
+    end
+    if not (retry and retryable) or attempt >= RETRY.attempts then
+      if not ok then error(resp, 0) end
+      return resp, request
+    end
+    local delay = retry_delay(attempt, ok and resp or nil)
+    if core.now() + delay > deadline then
+      if not ok then error(resp, 0) end
+      return resp, request
+    end
+    log_retry(request, attempt, why, delay)
+    core.sleep(delay)
+    attempt = attempt + 1
+  end
+end
+
+return M
