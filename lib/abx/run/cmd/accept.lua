@@ -10,6 +10,8 @@ local M = {}
 
 -- { kind, one-line description }: the order is the order of `abxlua accept --help`.
 M.KINDS = {
+  { "skill-tools", "Fetch a pinned repository, check its app's HMAC preview links, drive two "
+    .. "filesystem MCP server releases over stdio; --output NEW.json." },
 }
 
 local function module_for(kind)
