@@ -3,10 +3,12 @@
 -- tests/accept/skill-app with a fixed author, committer and date, so its commit hash is pinned),
 -- the npm installs of the MCP server releases (package-lock integrity checked), HMAC-SHA256,
 -- and the process scan that proves no git server child is left.
--- Host commands run through io.popen (not os.execute: system(3) ignores SIGINT in the caller
--- while the child runs, so an interrupt would be lost); each is bounded with timeout(1).
+-- Host commands run through abx.run.process (core.process_start: the loop keeps running, so an
+-- interrupt is seen at once and the child's process group is killed; not os.execute or
+-- io.popen, which block the loop and leave the child running); each is bounded with timeout(1).
 local core = require("abx.core")
 local cjson = require("cjson")
+local process = require("abx.run.process")
 
 local M = {}
 
@@ -29,11 +31,9 @@ end
 ---@param cmd string
 ---@return boolean ok (exit 0), string output, integer|nil exit code
 function M.sh(cmd)
-  local f = io.popen(cmd .. " 2>&1", "r")
-  if not f then return false, "cannot start: " .. cmd, nil end
-  local out = f:read("a") or ""
-  local ok, _, code = f:close()
-  return ok == true, out, code
+  -- Bounded by the command's own timeout(1); this outer bound is only a backstop.
+  local r = process.run({ "/bin/sh", "-c", cmd .. " 2>&1" }, { timeout = 900 })
+  return r.exit_code == 0, r.stdout .. r.stderr, r.exit_code
 end
 
 -- sh, or an error naming what failed and the tail of its output.
