@@ -347,12 +347,6 @@ local function body(ctx, rec, inst)
       return { commit = ctx.built_commit, deterministic = "fixed author, committer and date" }
     end)
   end
-  check(rec, "mcp.host_install", function()
-    for _, v in ipairs(M.MCP_VERSIONS) do
-      inst[v] = host.npm_install(ctx.dir, M.MCP_PACKAGE, v, M.NPM_TIMEOUT)
-    end
-    return { versions = M.MCP_VERSIONS }
-  end)
   check(rec, "sandbox.create", function()
     ctx.sbx = ctx.conn:create({ template = ctx.template, timeout = 900,
       metadata = { purpose = ctx.purpose } })
@@ -371,6 +365,15 @@ local function body(ctx, rec, inst)
   fetch(ctx, rec)
   start_app(ctx, rec)
   preview(ctx, rec)
+  -- npm after the repository and preview steps (the sandbox's timeout, 900 s, covers both
+  -- bounded installs): the registry is the one outside dependency, so everything before it can
+  -- be tested, and interrupted, without it (tests/accept/test_skill_tools.py).
+  check(rec, "mcp.host_install", function()
+    for _, v in ipairs(M.MCP_VERSIONS) do
+      inst[v] = host.npm_install(ctx.dir, M.MCP_PACKAGE, v, M.NPM_TIMEOUT)
+    end
+    return { versions = M.MCP_VERSIONS }
+  end)
   for _, v in ipairs(M.MCP_VERSIONS) do mcp_release(ctx, rec, v, inst[v]) end
 end
 
@@ -489,6 +492,12 @@ function M.execute(args)
         .. "repository)"
     end
     ctx.repo_url, ctx.commit = args.repo_url, args.commit:lower()
+    -- refused here, before any work and with no report: a usage error, like a bad option
+    local r = provider.resolve(pname, psettings)
+    if #r.missing > 0 then
+      return nil, "provider " .. pname .. ": missing credentials [" .. table.concat(r.missing, ", ")
+        .. "] (set them in the environment or .env)"
+    end
   end
   ctx.secret = core.random_hex(32)
   core.add_secret(ctx.secret)
