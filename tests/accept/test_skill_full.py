@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """A whole `abxlua accept skill-tools` run on the local platform (issue 15 part 7): exit 0, every
 check of the seed's list passed in order, the cleanup clean, no credential or resource id in the
-report, nothing of the run left. Needs the npm registry (the two pinned releases of
+report, nothing of the run left; then a run stopped by SIGTERM during its npm install (npm
+killed with it, nothing written after the cleanup). Needs the npm registry (the two pinned releases of
 @modelcontextprotocol/server-filesystem are installed on the host): labelled slow, so it runs in
 `make test-slow`, not `make test` (~40-60 s, most of it npm and the 20 s link expiry); skipped
 (77) when the registry cannot be reached. Usage: test_skill_full.py ABXLUA"""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import abxtest  # noqa: E402
@@ -66,4 +69,35 @@ odd = [l.strip() for l in text.splitlines() if re.search(r"[0-9a-f]{64}", l)
 check(not odd, "no preview secret in the report (64-hex values only as sha256/sig): %s" % odd)
 abxtest.nothing_left(tmp, "skill-tools")
 check(os.listdir(tmp) == ["report.json"], "no work or state dir remains: %s" % os.listdir(tmp))
+
+# SIGTERM during the npm install: npm and its children die with the run at once (they are in the
+# host command's process group, which is killed), so nothing writes into the removed work dir.
+tmp = tempfile.mkdtemp(prefix="abx-skill-npmint-")
+report = os.path.join(tmp, "report.json")
+p = subprocess.Popen([abx, "accept", "skill-tools", "--provider", "local", "--output", report],
+                     cwd=root, env=dict(env, TMPDIR=tmp), stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT, text=True)
+seen = False
+while not seen:
+    line = p.stdout.readline()
+    if not line:
+        break
+    seen = "skill-tools: mcp.host_install" in line
+check(seen, "npm interrupt: the run reached mcp.host_install")
+npm_running = abxtest.wait_until(
+    lambda: any(b"npm" in abxtest.cmdline(q) for q in abxtest.procs_with(tmp)), 20, 0.05)
+check(npm_running, "npm interrupt: npm runs at the signal")
+p.send_signal(signal.SIGTERM)
+out, _ = p.communicate(timeout=120)
+print(out)
+check(p.returncode == 2, "npm interrupt: exit 2 (got %s)" % p.returncode)
+check(abxtest.wait_until(lambda: not abxtest.procs_with(tmp), 3),
+      "npm interrupt: no npm or other process of the run within 3 s: %s" % abxtest.procs_with(tmp))
+rep = json.load(open(report)) if os.path.exists(report) else {}
+check(rep.get("interrupted") is True and rep.get("cleanup", {}).get("errors") == [],
+      "npm interrupt: the report says interrupted, cleanup clean")
+time.sleep(3)
+abxtest.nothing_left(tmp, "npm interrupt")
+check(os.listdir(tmp) == ["report.json"], "npm interrupt: nothing written after the cleanup: %s"
+      % os.listdir(tmp))
 finish()

@@ -11,8 +11,9 @@ add_test(NAME accept_skill_tools:interrupt
 set_tests_properties(accept_skill_tools:refusals accept_skill_tools:interrupt PROPERTIES
   TIMEOUT 120 SKIP_RETURN_CODE 77)
 set_tests_properties(accept_skill_tools:interrupt PROPERTIES RUN_SERIAL TRUE)
-# A whole run (~40-60 s): it needs the npm registry (two MCP server releases installed on the
-# host), so it is labelled slow and runs in `make test-slow`, not `make test`.
+# A whole run (~40-60 s), then one interrupted in its npm install: they need the npm registry
+# (two MCP server releases installed on the host), so the test is labelled slow and runs in
+# `make test-slow`, not `make test`.
 add_test(NAME accept_skill_tools:full
   COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/accept/test_skill_full.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

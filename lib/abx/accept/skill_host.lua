@@ -5,7 +5,7 @@
 -- and the process scan that proves no git server child is left.
 -- Host commands run through abx.run.process (core.process_start: the loop keeps running, so an
 -- interrupt is seen at once and the child's process group is killed; not os.execute or
--- io.popen, which block the loop and leave the child running); each is bounded with timeout(1).
+-- io.popen, which block the loop and leave the child running); each is bounded by its deadline.
 local core = require("abx.core")
 local cjson = require("cjson")
 local process = require("abx.run.process")
@@ -27,18 +27,28 @@ function M.q(s)
   return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
 end
 
----Runs a shell command on the host, its stderr with its stdout.
+---Runs a shell command on the host, its stderr with its stdout, in its own process group
+---(core.process_start): at the deadline, or when the run is interrupted, the whole group is
+---killed. Not timeout(1): it moves the command into a group of its own, out of that kill.
 ---@param cmd string
----@return boolean ok (exit 0), string output, integer|nil exit code
-function M.sh(cmd)
-  -- Bounded by the command's own timeout(1); this outer bound is only a backstop.
-  local r = process.run({ "/bin/sh", "-c", cmd .. " 2>&1" }, { timeout = 900 })
+---@param timeout? number seconds (default 120)
+---@return boolean ok (exit 0), string output, integer|nil exit code (-N: killed by signal N)
+---Raises: Timeout naming the command; Interrupted as the run's interrupt.
+function M.sh(cmd, timeout)
+  timeout = timeout or 120
+  local ok, r = pcall(process.run, { "/bin/sh", "-c", cmd .. " 2>&1" }, { timeout = timeout })
+  if not ok then
+    if core.is_error(r) and r.kind == "Timeout" then
+      core.error("Timeout", 0, string.format("%s: did not end within %g s", cmd, timeout))
+    end
+    error(r, 0)
+  end
   return r.exit_code == 0, r.stdout .. r.stderr, r.exit_code
 end
 
 -- sh, or an error naming what failed and the tail of its output.
-local function must(what, cmd)
-  local ok, out, code = M.sh(cmd)
+local function must(what, cmd, timeout)
+  local ok, out, code = M.sh(cmd, timeout)
   if not ok then
     core.error("Sandbox", 0, string.format("%s failed (exit %s): %s", what, tostring(code),
       out:sub(-600)))
@@ -101,9 +111,9 @@ function M.npm_install(dir, package, version, timeout)
   local f = assert(io.open(d .. "/package.json", "w"))
   f:write(cjson.encode({ name = "abx-skill-mcp", version = "0.0.0", private = true }), "\n")
   f:close()
-  must("npm install " .. package .. "@" .. version, "cd " .. M.q(d) .. " && timeout "
-    .. math.tointeger(timeout) .. " npm install --no-audit --no-fund --ignore-scripts "
-    .. "--save-exact --no-update-notifier " .. M.q(package .. "@" .. version))
+  must("npm install " .. package .. "@" .. version, "cd " .. M.q(d) .. " && npm install "
+    .. "--no-audit --no-fund --ignore-scripts --save-exact --no-update-notifier "
+    .. M.q(package .. "@" .. version), timeout)
   local lock = cjson.decode(assert(core.read_file(d .. "/package-lock.json")))
   local entry = type(lock.packages) == "table" and lock.packages["node_modules/" .. package]
   if type(entry) ~= "table" or entry.version ~= version then
