@@ -45,7 +45,8 @@ test-flavors: build
 	bash tests/scenarios/run_flavors.sh ./$(BUILD)/abxlua 40
 
 # The slow tests: a real mmdebstrap build of a fromImage root (tests/platform/test_image_debian.py),
-# and the Dockerfile's steps built in bwrap roots (tests/install/dockerfile.py build).
+# the Dockerfile's steps built in bwrap roots (tests/install/dockerfile.py build), and a whole
+# `abxlua accept skill-tools` run (tests/accept/test_skill_full.py: needs the npm registry).
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow --timeout 1500
 

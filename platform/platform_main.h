@@ -5,7 +5,10 @@
  *
  * `abxlua serve`: the embedded local E2B platform (a separate process).
  * Usage:   abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]
- *                       [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE] [--help]
+ *                       [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]
+ *                       [--git-root DIR] [--help]
+ * --git-root: serve the bare repositories under DIR read-only to sandboxes (git_server.h); DIR
+ *          not a directory or the git server not able to listen is a startup failure (exit 1).
  * --build-cache: the template build cache (layer_cache.h; default <state>/build-cache with
  *          --state-dir, else $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache);
  *          a dir that cannot be created is a startup failure (exit 1).

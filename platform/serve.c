@@ -23,6 +23,7 @@
 
 #include "api.h"
 #include "build_proxy.h"
+#include "git_server.h"
 #include "http_util.h"
 #include "cgroup.h"
 #include "faults.h"
@@ -253,6 +254,7 @@ static void usage(FILE *f)
 {
   fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
         "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]\n"
+        "                    [--git-root DIR]\n"
         "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox|\n"
         "                    opensandbox] [--help]\n"
         "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
@@ -271,6 +273,9 @@ static void usage(FILE *f)
         "  $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache). Nothing in it is\n"
         "  removed automatically; remove the dir while no serve uses it to reclaim the space.\n"
         "--faults FILE: YAML fault-injection rules (platform/faults.h); for tests only.\n"
+        "--git-root DIR: serve the bare repositories under DIR read-only to sandboxes, as\n"
+        "  git://<hub end of the sandbox's link>:9418/<name> (get_info abxNetwork.hostAddress;\n"
+        "  platform/git_server.h). Serve does not start when it cannot listen there.\n"
         "--flavor NAME: reproduce another E2B-compatible platform's wire (default e2b):\n"
         "  alicloud-fc, alicloud-express (Alibaba FC Agent Sandbox and its Flash edition: no\n"
         "  volumes, pause behind an allowlist, partial or no metrics), acs (OpenKruise\n"
@@ -320,8 +325,9 @@ static int fail_start(enum start_stage stage, struct abx_tls *tlsc, const char *
 static int serve_run(int argc, char **argv)
 {
   const char *host = "127.0.0.1", *domain = NULL, *state_opt = NULL, *faults = NULL;
-  const char *cache_opt = NULL;
+  const char *cache_opt = NULL, *git_root = NULL;
   long port = 0;
+  int rc = 0;
   int ready_fd = -1, tls = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -350,6 +356,8 @@ static int serve_run(int argc, char **argv)
       faults = v;
     else if (strcmp(a, "--build-cache") == 0)
       cache_opt = v;
+    else if (strcmp(a, "--git-root") == 0)
+      git_root = v;
     else if (strcmp(a, "--flavor") == 0) {
       char ferr[200];
       if (abx_flavor_set(v, ferr, sizeof ferr) != 0) {
@@ -551,6 +559,13 @@ static int serve_run(int argc, char **argv)
    * own port. Without sandbox links there is none, and builds get no registry access. */
   if (abx_build_proxy_start(bound, err, sizeof err) != 0)
     fprintf(stderr, "abxlua serve: warning: no build proxy: %s\n", err);
+  /* git_server.h: asked for, so no git server is an error (fail closed): no ready line, and the
+   * ordinary shutdown below */
+  if (git_root && abx_git_server_start(git_root, err, sizeof err) != 0) {
+    fprintf(stderr, "abxlua serve: --git-root: %s\n", err);
+    rc = 1;
+    goto stopping;
+  }
   char url[400];
   static char sdk_domain[300]; /* what the API reports as a sandbox's domain (read by api.c) */
   if (tls) {
@@ -595,7 +610,8 @@ static int serve_run(int argc, char **argv)
     close(ready_fd);
   }
 
-  while (!g_stop) {
+stopping:
+  while (!g_stop && !rc) {
     abx_spawner_poll(100);
     abx_lifecycle_tick(abx_now_ns());
     if (abx_flavor()->os_api)
@@ -621,13 +637,14 @@ static int serve_run(int argc, char **argv)
   abx_rootfs_shutdown();
   abx_cgroup_shutdown();
   abx_build_proxy_stop();
+  abx_git_server_stop();
   abx_network_shutdown();
   abx_apikeys_shutdown(); /* lastUsed into <state>/api-keys.json */
   if (created_state)
     abx_rmtree(state);
   curl_global_cleanup();
   fprintf(stderr, "abxlua serve: stopped\n");
-  return 0;
+  return rc;
 }
 
 int abx_serve_main(int argc, char **argv)

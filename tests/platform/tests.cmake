@@ -78,3 +78,7 @@ set_tests_properties(platform_sandbox_logs PROPERTIES TIMEOUT 120 SKIP_RETURN_CO
 # routes until deleted, the 0600 key file across a restart and its refusals; ~1 s
 add_test(NAME platform_api_keys COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_api_keys.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_api_keys PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+# serve --git-root (platform/git_server.h, issue 15 part 7): a bare repository listed and cloned
+# from inside a sandbox, push / upload-archive / paths outside the root refused; ~1 s
+add_test(NAME platform_git_server COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_git_server.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_git_server PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -375,7 +375,8 @@ end
 ---Opens the provider.
 ---@param name string provider name
 ---@param p table provider settings from the config
----@param run table { run_id =, defaults = }
+---@param run table { run_id =, defaults =, serve_args? = {string} (kind local: appended to
+---  serve's arguments) }
 ---@return table|nil conn a sandbox.connection (an abx.client.opensandbox connection for protocol
 ---  opensandbox), or nil when credentials are missing
 ---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
@@ -412,6 +413,8 @@ function M.open(name, p, run)
       args[#args + 1] = dir .. "/build-cache"
       info.build_cache = dir .. "/build-cache"
     end
+    -- what a caller adds to serve's command line (abx.accept.skill_tools: --git-root DIR)
+    for _, a in ipairs(run.serve_args or {}) do args[#args + 1] = a end
     if dir then M.prune_serve_logs(dir, M.KEEP_SERVE_LOGS) end
     local sok, child = pcall(core.platform_start, args, 20, info.log)
     if not sok then M.start_failure(child, info.log) end

@@ -10,6 +10,8 @@ local M = {}
 
 -- { kind, one-line description }: the order is the order of `abxlua accept --help`.
 M.KINDS = {
+  { "skill-tools", "Fetch a pinned repository, check its app's HMAC preview links, drive two "
+    .. "filesystem MCP server releases over stdio; --output NEW.json." },
   { "conditional", "The provider's conditional operations (pause/resume both ways between CLI and "
     .. "Lua, snapshot create/list/restore/delete, continuity, clone isolation, owned cleanup)." },
 }
