@@ -462,17 +462,13 @@ int abx_build_proxy_start(int platform_port, char *err, size_t errlen)
     return 0;
   }
   int hub = abx_network_hub_fd();
-  int fd = hub >= 0 ? abx_netns_socket_fd(hub) : -1;
-  int one = 1;
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ABX_BUILD_PROXY_PORT),
-                           .sin_addr.s_addr = htonl(INADDR_ANY)};
+  int fd = hub >= 0 ? abx_netns_listen(hub, ABX_BUILD_PROXY_PORT, 128) : -1;
   if (hub < 0) {
     snprintf(err, errlen, "sandbox links are unavailable (see the warning above): build "
              "sandboxes have no registry access");
     goto fail;
   }
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 128) != 0) {
+  if (fd < 0) {
     snprintf(err, errlen, "cannot listen on 0.0.0.0:%d in the hub namespace: %s",
              ABX_BUILD_PROXY_PORT, strerror(errno));
     goto fail;

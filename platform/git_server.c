@@ -157,12 +157,8 @@ int abx_git_server_start(const char *root, char *err, size_t errlen)
              "could not reach a git server");
     goto fail;
   }
-  fd = abx_netns_socket_fd(hub);
-  int one = 1;
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(ABX_GIT_SERVER_PORT),
-                           .sin_addr.s_addr = htonl(INADDR_ANY)};
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, 32) != 0) {
+  fd = abx_netns_listen(hub, ABX_GIT_SERVER_PORT, 32);
+  if (fd < 0) {
     snprintf(err, errlen, "cannot listen on 0.0.0.0:%d in the hub namespace: %s",
              ABX_GIT_SERVER_PORT, strerror(errno));
     goto fail;

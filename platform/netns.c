@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,24 @@ int abx_netns_open(pid_t pid)
 int abx_netns_socket_fd(int netns_fd)
 {
   return abx_netns_socket(netns_fd, AF_INET, SOCK_STREAM, 0);
+}
+
+int abx_netns_listen(int netns_fd, int port, int backlog)
+{
+  int fd = abx_netns_socket_fd(netns_fd);
+  if (fd < 0)
+    return -1;
+  int one = 1;
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                           .sin_addr.s_addr = htonl(INADDR_ANY)};
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(fd, backlog) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
 }
 
 int abx_netns_socket(int netns_fd, int domain, int type, int protocol)

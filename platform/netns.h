@@ -21,6 +21,11 @@ int abx_netns_open(pid_t pid);
  * Returns the socket fd or -1 (errno set). */
 int abx_netns_socket_fd(int netns_fd);
 
+/* A TCP listening socket on 0.0.0.0:port (SO_REUSEADDR, listen(backlog)) inside the network
+ * namespace `netns_fd`: how the hub namespace's services (build_proxy.h, git_server.h) listen
+ * where every sandbox's link reaches them. Returns the fd or -1 (errno set; nothing left open). */
+int abx_netns_listen(int netns_fd, int port, int backlog);
+
 /* socket(domain, type | SOCK_CLOEXEC, protocol) inside the network namespace `netns_fd` (e.g. a
  * NETLINK_ROUTE socket that configures that namespace's links, rtnl.h). The fd or -1 (errno). */
 int abx_netns_socket(int netns_fd, int domain, int type, int protocol);

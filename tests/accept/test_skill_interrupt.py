@@ -24,17 +24,7 @@ root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def wait_line(p, text, seconds=90):
-    """Reads the run's output until a line holding text; returns (lines read, found)."""
-    lines = []
-    end = time.time() + seconds
-    while time.time() < end:
-        line = p.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if text in line:
-            return lines, True
-    return lines, False
+    return abxtest.wait_line(p, text, seconds)
 
 
 # (signal, the progress line after which it is sent, seconds to wait after that line)

@@ -32,17 +32,7 @@ def cli_children(tmp):
 
 
 def wait_line(p, text, seconds=60):
-    """Reads the run's output until a line holding text; returns the lines read."""
-    lines = []
-    end = time.time() + seconds
-    while time.time() < end:
-        line = p.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if text in line:
-            return lines, True
-    return lines, False
+    return abxtest.wait_line(p, text, seconds)
 
 
 def wait_for(pred, seconds):

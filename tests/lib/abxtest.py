@@ -186,3 +186,19 @@ def nothing_left(tmp, what, seconds=15):
           "%s: no process (platform, bwrap, envd) left (%s)" % (what, procs_with(tmp)))
     check(not mounts_below(tmp), "%s: no mount below its TMPDIR left" % what)
     check(not stale_cgroups(), "%s: no cgroup of a stopped platform left" % what)
+
+
+def wait_line(p, text, seconds=60):
+    """Reads lines of the text-mode stdout of process p until one holds text, for at most about
+    `seconds` (a line that never ends blocks the read). Returns (the lines read, whether it was
+    found)."""
+    lines = []
+    end = time.time() + seconds
+    while time.time() < end:
+        line = p.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if text in line:
+            return lines, True
+    return lines, False
