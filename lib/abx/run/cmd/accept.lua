@@ -10,6 +10,7 @@ local M = {}
 
 -- { kind, one-line description }: the order is the order of `abxlua accept --help`.
 M.KINDS = {
+  { "desktop", "A desktop template's VNC through the ingress: RFB with a password, a screenshot checked and saved as PNG." },
 }
 
 local function module_for(kind)
