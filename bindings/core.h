@@ -64,6 +64,14 @@ const char *abx_core_data_event(const char *p, size_t n, const char **b64, size_
  * text is not base64 or the sink cannot grow, and the sink is then unchanged. [-0, +0, -] */
 int abx_core_sink_b64(lua_State *L, int idx, const char *b64, size_t n);
 
+/* Adds core.stdio, core.process_start and core.self_exe (core_pipe.c: pipes on the loop, child
+ * processes with pipes) to the module at the top. [-0, +0, m] */
+void abx_core_pipe_register(lua_State *L, struct abx_loop *loop);
+
+/* Adds core.http_server (core_httpd.c: an HTTP server, libmicrohttpd driven by the loop) to the
+ * module at the top. [-0, +0, m] */
+void abx_core_httpd_register(lua_State *L, struct abx_loop *loop);
+
 /* Adds core.gzip and core.gunzip (zlib) to the module at the top. [-0, +0, m] */
 void abx_core_zlib_register(lua_State *L, struct abx_loop *loop);
 

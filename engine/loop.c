@@ -10,6 +10,7 @@
 #include "http.h"
 
 #include <lauxlib.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -444,7 +445,104 @@ static void fire_timers(struct abx_loop *loop)
   }
 }
 
-/* No task is ready, no transfer runs and no timer is set: nothing can wake a task. Abort them all
+void abx_loop_watch(struct abx_loop *loop, struct abx_fdwatch *w)
+{
+  if (w->linked)
+    return;
+  w->prev = NULL;
+  w->next = loop->watches;
+  if (loop->watches)
+    loop->watches->prev = w;
+  loop->watches = w;
+  w->linked = 1;
+  loop->nwatches++;
+}
+
+void abx_loop_unwatch(struct abx_loop *loop, struct abx_fdwatch *w)
+{
+  if (!w->linked)
+    return;
+  if (w->prev)
+    w->prev->next = w->next;
+  else
+    loop->watches = w->next;
+  if (w->next)
+    w->next->prev = w->prev;
+  w->prev = w->next = NULL;
+  w->linked = 0;
+  loop->nwatches--;
+}
+
+/* The earliest due time of the watches, 0 when none. */
+static double next_due_ms(struct abx_loop *loop)
+{
+  double next = 0;
+  for (struct abx_fdwatch *w = loop->watches; w; w = w->next)
+    if (w->due_ms > 0 && (next == 0 || w->due_ms < next))
+      next = w->due_ms;
+  return next;
+}
+
+/* Waits up to 'timeout' ms for curl's sockets and the watched descriptors together
+ * (curl_multi_poll's extra_fds), then hands each ready or due watch its turn. Each callback may
+ * unwatch (or free) its own watch only, so the list is copied first and a watch unlinked by an
+ * earlier callback of the same turn is skipped. Returns -1 when curl's multi interface failed. */
+static int wait_watches(struct abx_loop *loop, int timeout)
+{
+  enum { MAX_WATCHES = 256 };
+  struct curl_waitfd cfds[MAX_WATCHES];
+  struct pollfd pfds[MAX_WATCHES];
+  struct abx_fdwatch *polled[MAX_WATCHES], *due[MAX_WATCHES];
+  unsigned n = 0, ndue = 0;
+  for (struct abx_fdwatch *w = loop->watches; w && n < MAX_WATCHES; w = w->next) {
+    if (w->fd < 0 || w->events == 0)
+      continue;
+    cfds[n].fd = w->fd;
+    cfds[n].events = (short)(((w->events & POLLIN) ? CURL_WAIT_POLLIN : 0) |
+                             ((w->events & POLLOUT) ? CURL_WAIT_POLLOUT : 0));
+    cfds[n].revents = 0;
+    pfds[n].fd = w->fd;
+    pfds[n].events = w->events;
+    pfds[n].revents = 0;
+    polled[n++] = w;
+  }
+  if (curl_multi_poll(loop->multi, cfds, n, timeout, NULL) != CURLM_OK)
+    return -1;
+  /* curl reports POLLIN/POLLOUT of extra fds but drops POLLHUP and POLLERR (a pipe whose writer
+   * closed wakes the poll with neither): one poll(2) of our own, without waiting, tells them */
+  if (n > 0 && poll(pfds, n, 0) < 0)
+    n = 0;
+  double now = abx_now_ms();
+  for (struct abx_fdwatch *w = loop->watches; w && ndue < MAX_WATCHES; w = w->next)
+    if (w->due_ms > 0 && w->due_ms <= now)
+      due[ndue++] = w;
+  for (unsigned i = 0; i < n + ndue; i++) {
+    struct abx_fdwatch *w = i < n ? polled[i] : due[i - n];
+    short ev = i < n ? pfds[i].revents : 0;
+    if (!w || (i < n && ev == 0))
+      continue;
+    int still = 0; /* an earlier callback of this turn may have unwatched it */
+    for (struct abx_fdwatch *x = loop->watches; x && !still; x = x->next)
+      still = x == w;
+    if (!still || !w->on_ready)
+      continue;
+    if (i < n) {
+      for (unsigned j = 0; j < ndue; j++)
+        if (due[j] == w)
+          due[j] = NULL; /* this turn serves its due time too */
+      if (w->due_ms > 0 && w->due_ms <= now)
+        w->due_ms = 0;
+    } else {
+      if (!(w->due_ms > 0 && w->due_ms <= now))
+        continue;
+      w->due_ms = 0;
+    }
+    w->on_ready(w, ev);
+  }
+  return 0;
+}
+
+/* No task is ready, no transfer runs and no timer or watch is set: nothing can wake a task. Abort them all
  * (each resumes with an Internal error), so the run ends instead of hanging. */
 static void break_deadlock(struct abx_loop *loop)
 {
@@ -487,6 +585,8 @@ int abx_loop_run(struct abx_loop *loop)
         if (t == last)
           break;
       }
+      if (loop->nwatches > 0 && wait_watches(loop, 0) != 0)
+        return -1;
       if (loop->transfers > 0 && perform(loop) != 0)
         return -1;
       fire_timers(loop);
@@ -494,7 +594,10 @@ int abx_loop_run(struct abx_loop *loop)
     }
 
     double next = next_timer_ms(loop);
-    if (loop->transfers == 0 && next == 0) {
+    double due = next_due_ms(loop);
+    if (due > 0 && (next == 0 || due < next))
+      next = due;
+    if (loop->transfers == 0 && next == 0 && loop->nwatches == 0) {
       break_deadlock(loop);
       continue;
     }
@@ -503,7 +606,12 @@ int abx_loop_run(struct abx_loop *loop)
       double d = next - abx_now_ms();
       timeout = d <= 0 ? 0 : (d < MAX_POLL_MS ? (int)d + 1 : MAX_POLL_MS);
     }
-    if (loop->transfers > 0) {
+    if (loop->nwatches > 0) {
+      if (wait_watches(loop, timeout) != 0)
+        return -1;
+      if (loop->transfers > 0 && perform(loop) != 0)
+        return -1;
+    } else if (loop->transfers > 0) {
       if (curl_multi_poll(loop->multi, NULL, 0, timeout, NULL) != CURLM_OK)
         return -1;
       if (perform(loop) != 0)

@@ -52,6 +52,19 @@ struct abx_task {
   char expired_where[256];     /* "file:line" of the scenario code running when it expired */
 };
 
+/* A file descriptor the loop polls for a binding (a pipe, a child's output, an HTTP server's epoll
+ * fd), and/or a time at which the binding wants a turn. 'on_ready' runs on the loop's turn, never
+ * inside a curl callback; it may push resume values onto a waiting task and make it ready (as a
+ * finished transfer does), and may unwatch or free its own watch, but no other. */
+struct abx_fdwatch {
+  int fd;                      /* -1: no descriptor, only the due time */
+  short events;                /* POLLIN and/or POLLOUT; 0: not polled for now */
+  double due_ms;               /* CLOCK_MONOTONIC ms at which on_ready(w, 0) runs; 0: none */
+  void (*on_ready)(struct abx_fdwatch *w, short revents); /* revents 0: the due time came */
+  struct abx_fdwatch *prev, *next; /* the loop's list (owned by the loop while linked) */
+  int linked;
+};
+
 struct abx_loop {
   lua_State *L;                /* main state */
   CURLM *multi;
@@ -69,6 +82,8 @@ struct abx_loop {
   void *streams;               /* bindings/core_http.c: live Connect streams */
   int on_interrupt_ref;        /* registry ref of the Lua interrupt handler, or LUA_NOREF */
   int interrupts_seen;         /* interrupts already handed to the handler */
+  struct abx_fdwatch *watches; /* abx_loop_watch: polled with curl's sockets */
+  int nwatches;
 };
 
 /* Creates a loop over 'L' (kept, not owned). Returns NULL when curl cannot be initialised.
@@ -128,6 +143,14 @@ void abx_interrupt_note(const char *note);
 
 /* Number of SIGINT/SIGTERM received so far. */
 int abx_interrupt_count(void);
+
+/* Adds 'w' to the descriptors and due times the loop waits on (idempotent). A task waiting on a
+ * watched descriptor is not a deadlock. Polling is level-triggered: set w->events to 0 (or unwatch)
+ * while nobody wants the descriptor. */
+void abx_loop_watch(struct abx_loop *loop, struct abx_fdwatch *w);
+
+/* Removes 'w' (idempotent); after it the loop never touches 'w' again. */
+void abx_loop_unwatch(struct abx_loop *loop, struct abx_fdwatch *w);
 
 /* Runs until no task is live. Returns 0, or -1 when curl's multi interface failed. */
 int abx_loop_run(struct abx_loop *loop);

@@ -31,6 +31,11 @@ void abx_platform_set_exe(const char *argv0)
     snprintf(self_exe, sizeof self_exe, "%s", resolved);
 }
 
+const char *abx_platform_exe(void)
+{
+  return self_exe;
+}
+
 int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
                        int timeout_ms, char *err, size_t errlen)
 {

@@ -24,6 +24,10 @@ struct abx_platform {
  * platform child. Without it, /proc/self/exe is used, which under valgrind names valgrind. */
 void abx_platform_set_exe(const char *argv0);
 
+/* The engine's own executable as abx_platform_set_exe resolved it (or "/proc/self/exe"), for
+ * bindings that start the engine as a child (core.self_exe). Static storage. */
+const char *abx_platform_exe(void);
+
 /* Starts '<the engine's executable> serve --port 0 --ready-fd 3 <extra...>' with stdout and stderr sent to
  * 'log_path' (appended; created or made mode 0600, never through a symlink; NULL or unopenable:
  * /dev/null), and waits up to 'timeout_ms' for the ready line. Serve gives its API key only on the

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api_internal.h"
+#include "apikeys.h"
 #include "e2b.h"
 #include "faults.h"
 #include "flavor.h"
@@ -46,6 +47,8 @@ const struct abx_api_route abx_api_routes[] = {
   {"POST", "/sandboxes/{id}/pause", abx_api_sandbox_pause},
   {"POST", "/sandboxes/{id}/refreshes", abx_api_sandbox_refreshes},
   {"GET", "/sandboxes/{id}/metrics", abx_api_sandbox_metrics},
+  {"GET", "/sandboxes/{id}/logs", abx_api_sandbox_logs},
+  {"GET", "/v2/sandboxes/{id}/logs", abx_api_sandbox_logs_v2},
   {"POST", "/sandboxes/{id}/snapshots", abx_api_snapshot_create},
   {"POST", "/sandboxes/{id}/fork", abx_api_sandbox_fork},
   {"GET", "/snapshots", abx_api_snapshot_list},
@@ -68,6 +71,11 @@ const struct abx_api_route abx_api_routes[] = {
   {"GET", "/volumes/{id}", abx_api_volume_get},
   {"DELETE", "/volumes/{id}", abx_api_volume_delete},
   {"PUT", "/sandboxes/{id}/network", abx_api_sandbox_network},
+  /* managed API keys (apikeys.h): the access token, not X-API-Key, authorizes these */
+  {"GET", "/api-keys", abx_api_keys_list},
+  {"POST", "/api-keys", abx_api_keys_create},
+  {"PATCH", "/api-keys/{id}", abx_api_keys_rename},
+  {"DELETE", "/api-keys/{id}", abx_api_keys_delete},
 };
 const size_t abx_api_nroutes = sizeof abx_api_routes / sizeof abx_api_routes[0];
 
@@ -106,6 +114,15 @@ static int key_ok(struct MHD_Connection *c)
   return diff == 0;
 }
 
+/* serve's own key, or a managed key that was not deleted (apikeys.h) */
+static int any_key_ok(struct MHD_Connection *c)
+{
+  if (key_ok(c))
+    return 1;
+  const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key");
+  return k && abx_apikeys_check(k);
+}
+
 enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, const char *url,
                                const char *body, size_t len)
 {
@@ -117,13 +134,20 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
   url = abx_flavor_strip_prefix(url); /* OpenKruise /kruise/api, CubeSandbox /cubeapi/v1 */
   /* E2B's refusals (e2b-control-plane.md §1.2, §6.1). OpenKruise and Alibaba: the reference gives
    * no refusal body, so E2B's is kept (flavor.h); CubeSandbox takes any key (check_key 0). */
-  if (fl->check_key && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key"))
-    return abx_http_error(c, 401, "authorization header is missing");
-  if (fl->check_key && !key_ok(c))
-    return abx_http_error(c, 401, "Invalid API key");
+  enum MHD_Result sent;
+  if (abx_apikeys_path(url) && abx_flavor_serves("GET", "/api-keys")) {
+    if (!abx_apikeys_authorized(c, &sent)) /* the admin credential, never an API key */
+      return sent;
+  } else {
+    if (fl->check_key && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-API-Key"))
+      return abx_http_error(c, 401, "authorization header is missing");
+    if (fl->check_key && !any_key_ok(c))
+      return abx_http_error(c, 401, "Invalid API key");
+  }
   struct abx_api_req r = {.c = c, .method = method, .url = url, .body = body, .len = len};
   const struct abx_api_route *route = NULL;
   int st = abx_api_lookup(method, url, &r, &route);
+  (void)sent;
   for (int i = 0; st == 0 && i < ABX_API_MAX_PARAMS; i++)
     if (abx_percent_decode(r.params[i], 0) != 0)
       return abx_http_error(c, 400, "validation error: path parameter has a bad %-escape");

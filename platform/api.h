@@ -6,7 +6,9 @@
  *          GET /v2/sandboxes, GET /sandboxes (deprecated), GET|DELETE
  *          /sandboxes/{id}, POST /sandboxes/{id}/{timeout,connect,resume,pause,refreshes,snapshots},
  *          GET /sandboxes/{id}/metrics, PUT /sandboxes/{id}/network, GET /snapshots,
- *          DELETE /templates/{id}, POST|GET /volumes, GET|DELETE /volumes/{id}.
+ *          DELETE /templates/{id}, POST|GET /volumes, GET|DELETE /volumes/{id}. X-API-Key is
+ *          serve's key or a managed key (apikeys.h). With "Authorization: Bearer <access token>"
+ *          instead: GET|POST /api-keys, PATCH|DELETE /api-keys/{apiKeyID} (apikeys.h).
  * Shapes:  reference/e2b-control-plane.md §3.2 (NewSandbox), §3.3 (Sandbox, ListedSandbox,
  *          SandboxDetail), §3.4 (per-endpoint behaviour); errors {"code":<status>,"message"} (§2).
  * Units:   timeouts in seconds (TTL), times RFC3339 UTC.

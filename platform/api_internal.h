@@ -5,7 +5,8 @@
  * Files:   api.c (route table, dispatch, auth, these helpers), api_sandboxes.c (create, list,
  *          get, kill, timeout), api_lifecycle.c (connect, resume, pause, refreshes),
  *          api_metrics.c (metrics), api_snapshots.c (snapshots, DELETE /templates), api_fork.c
- *          (fork), api_volumes.c (volumes). A new route = one row in api.c's table plus a handler.
+ *          (fork), api_volumes.c (volumes), api_logs.c (logs), api_apikeys.c (managed API
+ *          keys). A new route = one row in api.c's table plus a handler.
  * Shapes:  reference/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
  *          {"code":<status>,"message"} (§2).
  * Errors:  helpers that can fail queue the error answer themselves and report it through *sent.
@@ -140,6 +141,9 @@ enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r);
 
 /* api_metrics.c */
 enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
+/* GET /sandboxes/{id}/logs and GET /v2/sandboxes/{id}/logs (api_logs.c: query, shapes, errors). */
+enum MHD_Result abx_api_sandbox_logs(struct abx_api_req *r);
+enum MHD_Result abx_api_sandbox_logs_v2(struct abx_api_req *r);
 
 
 /* api_snapshots.c */
@@ -168,5 +172,11 @@ enum MHD_Result abx_api_volume_create(struct abx_api_req *r);
 enum MHD_Result abx_api_volume_list(struct abx_api_req *r);
 enum MHD_Result abx_api_volume_get(struct abx_api_req *r);
 enum MHD_Result abx_api_volume_delete(struct abx_api_req *r);
+
+/* api_apikeys.c: GET|POST /api-keys, PATCH|DELETE /api-keys/{apiKeyID} (apikeys.h) */
+enum MHD_Result abx_api_keys_list(struct abx_api_req *r);
+enum MHD_Result abx_api_keys_create(struct abx_api_req *r);
+enum MHD_Result abx_api_keys_rename(struct abx_api_req *r);
+enum MHD_Result abx_api_keys_delete(struct abx_api_req *r);
 
 #endif

@@ -16,13 +16,20 @@
  * (e2b-v2-and-peers.md §5; CubeSandbox's CUBEi fork adds /volumes, the base CubeAPI does not). */
 #define VOLUMES "POST /volumes", "GET /volumes", "GET /volumes/{id}", "DELETE /volumes/{id}"
 
+/* Managed API keys (apikeys.h): E2B's /api-keys routes are absent from the Alibaba tables
+ * (e2b-control-plane.md §8.1: "access tokens, teams: not compatible") and the OpenKruise route
+ * list (e2b-v2-and-peers.md §5); CubeAPI lists api-keys as optional with no auth scheme given
+ * (§5), so the flavour leaves them out. */
+#define API_KEYS "GET /api-keys", "POST /api-keys", "PATCH /api-keys/{id}", "DELETE /api-keys/{id}"
+
 static const char *const none[] = {END};
 
 /* FC: snapshots "not compatible"; volumes not compatible (§8.1). */
 static const char *const fc_missing[] = {"POST /sandboxes/{id}/snapshots", "GET /snapshots",
-                                         VOLUMES, END};
+                                         VOLUMES, API_KEYS, END};
 /* Flash: metrics "not supported"; volumes not compatible (§8.1). */
-static const char *const express_missing[] = {"GET /sandboxes/{id}/metrics", VOLUMES, END};
+static const char *const express_missing[] = {"GET /sandboxes/{id}/metrics", VOLUMES, API_KEYS,
+                                              END};
 
 /* OpenKruise routes (e2b-v2-and-peers.md §5): POST /sandboxes (v1 only), GET /v2/sandboxes,
  * GET|DELETE /sandboxes/{id}, PUT network, pause, resume, connect, timeout, snapshots,
@@ -33,7 +40,7 @@ static const char *const acs_missing[] = {
   "POST /v3/templates", "GET /templates/{id}/files/{hash}", "POST /v2/templates/{id}/builds/{build}",
   "GET /templates/{id}/builds/{build}/status", "GET /templates/{id}/builds/{build}/logs",
   "POST /templates/tags", "DELETE /templates/tags", "GET /templates/aliases/{alias}",
-  "GET /templates/{id}/tags", "GET /v2/templates", VOLUMES, END};
+  "GET /templates/{id}/tags", "GET /v2/templates", VOLUMES, API_KEYS, END};
 
 /* CubeAPI (e2b-v2-and-peers.md §5): "Missing in both: POST /v2/sandboxes, /v2/sandboxes/{id}/
  * connect, /v3/templates, /templates/{id}/files/{hash}, /v2/templates/.../builds/..., fork,
@@ -44,7 +51,7 @@ static const char *const cube_missing[] = {
   "POST /sandboxes/{id}/fork", "PUT /sandboxes/{id}/network", "GET /snapshots",
   "POST /v3/templates", "GET /templates/{id}/files/{hash}", "POST /v2/templates/{id}/builds/{build}",
   "POST /templates/tags", "DELETE /templates/tags", "GET /templates/aliases/{alias}",
-  "GET /templates/{id}/tags", "GET /v2/templates", VOLUMES, END};
+  "GET /templates/{id}/tags", "GET /v2/templates", VOLUMES, API_KEYS, END};
 
 /* e2b: v1 create default 15 s, 1 s .. 24 h (e2b-control-plane.md §3.4; api.h). */
 static const struct abx_flavor flavors[] = {

@@ -11,6 +11,7 @@
 #include "http_util.h"
 #include "metrics.h"
 #include "sandbox.h"
+#include "sandbox_log.h"
 
 /* Under sb->op. */
 static int pause_locked(struct abx_sandbox *sb, int keep_memory)
@@ -30,6 +31,8 @@ static int pause_locked(struct abx_sandbox *sb, int keep_memory)
   abx_registry_unlock();
   if (!keep_memory)
     abx_sandbox_halt(sb);
+  abx_sandbox_log(sb, "info", keep_memory ? "sandbox paused (memory kept)"
+                                          : "sandbox paused (filesystem only)");
   return 0;
 }
 
@@ -67,6 +70,7 @@ static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)
   sb->memory_paused = 0;
   sb->end_ns = end;
   abx_registry_unlock();
+  abx_sandbox_log(sb, "info", "sandbox resumed");
   return 0;
 }
 

@@ -2,6 +2,7 @@
  * sandbox.c: templates, sandbox state dirs, bwrap spawn and teardown. Contract in sandbox.h.
  */
 #include "sandbox.h"
+#include "sandbox_log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -589,7 +590,11 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  return boot(sb, env_vars, 1, err, errlen);
+  int rc = boot(sb, env_vars, 1, err, errlen);
+  if (rc == 0)
+    abx_sandbox_log(sb, "info", "sandbox started from template %s (envd pid %d)",
+                    sb->template_id, (int)sb->child_pid);
+  return rc;
 }
 
 void abx_sandbox_halt(struct abx_sandbox *sb) { halt(sb); }
@@ -603,6 +608,9 @@ int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen)
   json_t *env = sb->env_vars ? json_incref(sb->env_vars) : json_object();
   int rc = boot(sb, env, 0, err, errlen);
   json_decref(env);
+  if (rc == 0)
+    abx_sandbox_log(sb, "info", "sandbox booted again from its filesystem (envd pid %d)",
+                    (int)sb->child_pid);
   return rc;
 }
 

@@ -33,6 +33,7 @@
 #include "network.h"
 #include "os_api.h"
 #include "recover.h"
+#include "apikeys.h"
 #include "registry.h"
 #include "rootfs.h"
 #include "sandbox.h"
@@ -256,7 +257,9 @@ static void usage(FILE *f)
         "                    opensandbox] [--help]\n"
         "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
         "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
-        "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it.\n"
+        "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it. So is the access\n"
+        "token of the /api-keys routes (managed keys, kept in <state>/api-keys.json); set\n"
+        "ABX_LOCAL_ACCESS_TOKEN=sk_e2b_<hex> to choose it.\n"
         "--tls: HTTPS only, as E2B's SDK addresses a domain: https://api.<domain>:<port> and\n"
         "  https://<port>-<id>.<domain>:<port>, with a CA made once per state dir\n"
         "  (<state>/tls/ca.pem; a state dir serve creates goes, CA included, on a clean stop).\n"
@@ -290,6 +293,28 @@ static int key_valid(const char *k)
     if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
       return 0;
   return strlen(k) < 60;
+}
+
+/* How far serve_run's start-up got: what fail_start must undo, in reverse order. */
+enum start_stage { STARTED_CGROUP, STARTED_ROOTFS, STARTED_CURL, STARTED_INGRESS };
+
+/* Undoes a failed start-up down from `stage` (the cgroup root, the rootfs layers and TLS
+ * material, libcurl, the ingress's proxy thread) and removes a state dir this start created.
+ * Returns serve_run's exit code for a failed start (1). */
+static int fail_start(enum start_stage stage, struct abx_tls *tlsc, const char *state,
+                      int created_state)
+{
+  if (stage >= STARTED_INGRESS)
+    abx_ingress_stop();
+  if (stage >= STARTED_ROOTFS)
+    abx_rootfs_shutdown();
+  abx_cgroup_shutdown();
+  abx_tls_free(tlsc);
+  if (created_state)
+    abx_rmtree(state);
+  if (stage >= STARTED_CURL)
+    curl_global_cleanup();
+  return 1;
 }
 
 static int serve_run(int argc, char **argv)
@@ -408,6 +433,13 @@ static int serve_run(int argc, char **argv)
     }
   }
 
+  char token[64], terr[200]; /* apikeys.h: the admin credential of /api-keys */
+  int trc = abx_apikeys_choose_token(token, terr, sizeof terr);
+  if (trc != 0) {
+    fprintf(stderr, "abxlua serve: %s\n", terr);
+    return trc;
+  }
+
   char exe[4096];
   ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (k <= 0) {
@@ -453,10 +485,7 @@ static int serve_run(int argc, char **argv)
   struct abx_tls tlsc = {0};
   if (tls && abx_tls_setup(state, domain, host, &tlsc, err, sizeof err) != 0) {
     fprintf(stderr, "abxlua serve: --tls: %s\n", err);
-    abx_cgroup_shutdown();
-    if (created_state)
-      abx_rmtree(state);
-    return 1;
+    return fail_start(STARTED_CGROUP, &tlsc, state, created_state);
   }
   char cache[4096];
   if (cache_opt)
@@ -467,12 +496,11 @@ static int serve_run(int argc, char **argv)
   int lcs = rfs == 0 && abx_lcache_init(cache, err, sizeof err) != 0;
   if (rfs != 0 || lcs || abx_volume_init(state) != 0) {
     fprintf(stderr, "abxlua serve: %s\n", rfs || lcs ? err : "cannot create the volumes dir");
-    abx_rootfs_shutdown();
-    abx_cgroup_shutdown();
-    abx_tls_free(&tlsc);
-    if (created_state)
-      abx_rmtree(state);
-    return 1;
+    return fail_start(STARTED_ROOTFS, &tlsc, state, created_state);
+  }
+  if (abx_apikeys_init(state, token, err, sizeof err) != 0) {
+    fprintf(stderr, "abxlua serve: %s\n", err);
+    return fail_start(STARTED_ROOTFS, &tlsc, state, created_state);
   }
   abx_tbuild_init_keys();
   abx_lcache_config_tls(tls);
@@ -481,13 +509,7 @@ static int serve_run(int argc, char **argv)
   abx_api_config(key, domain);
   if (abx_ingress_config(domain) != 0) {
     fprintf(stderr, "abxlua serve: cannot start the ingress's proxy thread\n");
-    abx_rootfs_shutdown();
-    abx_cgroup_shutdown();
-    abx_tls_free(&tlsc);
-    if (created_state)
-      abx_rmtree(state);
-    curl_global_cleanup();
-    return 1;
+    return fail_start(STARTED_CURL, &tlsc, state, created_state);
   }
 
   /* Each proxied stream holds about 3 fds (client socket, sandbox socket, namespace fd): the
@@ -521,13 +543,7 @@ static int serve_run(int argc, char **argv)
   if (!d) {
     fprintf(stderr, "abxlua serve: cannot listen on %s:%ld%s\n", host, port,
             tls ? " with TLS (see libmicrohttpd's message above)" : "");
-    abx_rootfs_shutdown();
-    abx_cgroup_shutdown();
-    abx_tls_free(&tlsc);
-    if (created_state)
-      abx_rmtree(state);
-    curl_global_cleanup();
-    return 1;
+    return fail_start(STARTED_INGRESS, &tlsc, state, created_state);
   }
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   int bound = di ? di->port : (int)port;
@@ -558,13 +574,13 @@ static int serve_run(int argc, char **argv)
   abx_os_api_config(key, os_host);
   /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
   if (ready_fd >= 0)
-    printf("abxlua serve: api key e2b_**** (on the ready line)\n");
+    printf("abxlua serve: api key e2b_****, access token sk_e2b_**** (on the ready line)\n");
   else
-    printf("abxlua serve: api key %s\n", key);
+    printf("abxlua serve: api key %s\nabxlua serve: access token %s\n", key, token);
   fflush(stdout);
   if (ready_fd >= 0) {
-    json_t *j = json_pack("{s:s,s:i,s:s,s:s}", "url", url, "port", bound, "api_key", key,
-                          "domain", domain);
+    json_t *j = json_pack("{s:s,s:i,s:s,s:s,s:s}", "url", url, "port", bound, "api_key", key,
+                          "domain", domain, "access_token", token);
     if (j && tls) /* only with --tls: without it the line is what it always was */
       json_object_set_new(j, "ca_cert", json_string(tlsc.ca_path));
     char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -606,6 +622,7 @@ static int serve_run(int argc, char **argv)
   abx_cgroup_shutdown();
   abx_build_proxy_stop();
   abx_network_shutdown();
+  abx_apikeys_shutdown(); /* lastUsed into <state>/api-keys.json */
   if (created_state)
     abx_rmtree(state);
   curl_global_cleanup();

@@ -1,6 +1,7 @@
 -- 06_server_sdk: the agent-sandbox-server inside a real sandbox (template python-hello), through
--- sbx:server(): auth, commands, files, processes, capabilities, system info, env, ports and the
--- template's custom route, all over the sandbox's port routing as a client outside reaches it.
+-- sbx:server(): auth, commands, files, processes, capabilities, system info, env, ports, the
+-- command catalogue and the template's custom route, all over the sandbox's port routing as a
+-- client outside reaches it.
 -- Fixtures: ctx.server_sandbox (template E2E_SERVER_TEMPLATE, default python-hello; a provider
 -- without it skips, naming the template), ctx.sandbox_factory (a server sandbox created with its
 -- own AGENT_SERVER_TOKEN). Markers: none.
@@ -66,7 +67,7 @@ t.test("capabilities name the server, its port, its user and every route", funct
   for _, route in ipairs({ "POST /commands", "GET /files/<path>", "PUT /files/<path>",
     "DELETE /files/<path>", "POST /process/start", "GET /process", "GET /process/<pid>",
     "POST /process/<pid>/kill", "GET /capabilities", "GET /system/info", "GET /env",
-    "GET /ports", "GET /hello", "GET /health" }) do
+    "GET /ports", "GET /hello", "GET /health", "GET /catalogue", "POST /catalogue/<name>" }) do
     t.ok(find(caps.routes, function(r) return r == route end), "capabilities lists " .. route)
   end
 end)
@@ -113,6 +114,66 @@ t.test("the agent server refuses unknown fields and bad values with 400 naming t
   -- the client fails closed before sending
   t.raises("InvalidArgument", function() srv:run("true", { cdw = "/tmp" }) end)
   t.raises("InvalidArgument", function() srv:run("true", { timeout = 0 }) end)
+end)
+
+t.test("the command catalogue lists typed descriptors and runs them without a shell", function(ctx)
+  local srv = ctx.server_sandbox:server()
+  local cat = srv:catalogue()
+  local by = {}
+  for _, c in ipairs(cat) do by[c.name] = c end
+  for _, name in ipairs({ "argv", "stat_files", "head_file", "grep_files" }) do
+    t.ok(by[name], "the catalogue has " .. name)
+  end
+  t.eq(by.head_file.args[2].name, "lines")
+  t.eq(by.head_file.args[2].type, "integer")
+  t.eq(by.head_file.args[2].required, false)
+  t.eq(by.head_file.args[2].default, 10)
+  -- each element one argv entry, no shell: "$HOME" and ";" stay text
+  local values = { "a b", "$HOME", "x; echo injected", "", "ünï" }
+  local r = srv:call("argv", { values = values })
+  t.eq(r.exit_code, 0, r.stderr)
+  t.eq(cjson.decode(r.stdout), values)
+  t.eq(r.name, "argv")
+  srv:write_file("/home/user/cat one.txt", "alpha\nBeta\ngamma\n")
+  local g = srv:call("grep_files", { pattern = "beta", files = { "/home/user/cat one.txt" },
+    ignore_case = true })
+  t.eq(g.exit_code, 0, g.stderr)
+  t.eq(g.stdout, "2:Beta\n")
+  local h = srv:call("head_file", { path = "/home/user/cat one.txt", lines = 1 }, { cwd = "/tmp" })
+  t.eq(h.stdout, "alpha\n")
+  t.eq(h.argv, { "head", "-n", "1", "--", "/home/user/cat one.txt" })
+  local st = srv:call("stat_files", { paths = { "/home/user/cat one.txt" } })
+  t.eq(st.stdout, "/home/user/cat one.txt\t17\n")
+  t.eq(srv:call("argv", { values = {} }).stdout, "[]\n", "an empty array stays an array")
+end)
+
+t.test("the catalogue refuses unknown names, arguments and types with 400 naming the valid ones",
+  function(ctx)
+  local srv = ctx.server_sandbox:server()
+  local function refused(name, body, pattern)
+    local r = srv:request("POST", "/catalogue/" .. name, { body = body })
+    t.eq(r.status, 400, name .. " " .. tostring(r.body))
+    local j = decoded(r.body)
+    t.eq(j.error, "bad_request")
+    t.match(j.message, pattern)
+  end
+  refused("nope", "{\"args\": {}}", "unknown command 'nope' %(commands: argv, grep_files, head_file, stat_files%)")
+  refused("argv", "{\"args\": {\"valuez\": []}}", "unknown argument 'valuez' %(arguments: values%)")
+  refused("argv", "{\"args\": {}}", "argument 'values' %(string_array%) is required")
+  refused("argv", "{\"args\": {\"values\": \"a\"}}", "'values' must be string_array")
+  refused("argv", "{\"args\": {\"values\": [1]}}", "'values' must be string_array")
+  refused("argv", "{\"args\": {\"values\": [\"a\\u0000b\"]}}", "without NUL")
+  refused("head_file", "{\"args\": {\"path\": \"/etc/hostname\", \"lines\": true}}", "'lines' must be integer")
+  refused("head_file", "{\"args\": {\"path\": \"/etc/hostname\", \"lines\": 1.5}}", "'lines' must be integer")
+  refused("grep_files", "{\"args\": {\"pattern\": \"x\", \"files\": [], \"ignore_case\": 1}}",
+    "'ignore_case' must be boolean")
+  refused("argv", "{\"args\": []}", "field 'args' must be a JSON object")
+  refused("argv", "{\"args\": {\"values\": []}, \"shell\": true}", "unknown field 'shell'")
+  t.eq(srv:request("GET", "/catalogue/argv").status, 405)
+  -- the client: a table that is not an array is refused before sending
+  t.raises("InvalidArgument", function() srv:call("argv", { values = { a = "b" } }) end)
+  local e = t.raises("InvalidArgument", function() srv:call("nope", {}) end)
+  t.eq(e.status, 400)
 end)
 
 t.test("a file written through the agent server reads back, lists and deletes", function(ctx)

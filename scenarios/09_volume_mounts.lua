@@ -11,37 +11,10 @@
 -- mount point is exactly the path) and by comparing the device of the path with its parent's, so a
 -- plain directory created at the path would fail both checks.
 local t = require("abx.test")
+local mountlib = require("lib.mounts") -- scenarios/lib/mounts.lua, shared with 10_storage_state
 
--- A volume for this test, deleted at teardown after `sandboxes()` (a function returning the
--- sandboxes that mount it) are killed.
-local function new_volume(ctx, what, sandboxes)
-  local name = ("abx-" .. what .. "-" .. ctx.run_id .. "-" .. tostring(math.random(1, 1e6))):sub(1, 60)
-  local v = ctx.conn:create_volume(name)
-  ctx.finally(function()
-    for _, sbx in pairs(sandboxes and sandboxes() or {}) do sbx:kill() end
-    ctx.conn:delete_volume(v.volume_id)
-  end)
-  return v
-end
-
-local function mount_lines(sbx, path)
-  local r = sbx.commands:run("cat /proc/self/mountinfo")
-  t.eq(r.exit_code, 0)
-  local found = {}
-  for line in r.stdout:gmatch("[^\n]+") do
-    -- fields: id parent major:minor root mount-point options ... (proc(5))
-    local point = line:match("^%S+ %S+ %S+ %S+ (%S+)")
-    if point == path then found[#found + 1] = line end
-  end
-  return found
-end
-
-local function is_mount_point(sbx, path)
-  -- a mount point's device differs from its parent's, or it is a bind of the same device and
-  -- then shows up in mountinfo; `mountpoint` (util-linux) checks both
-  local r = sbx.commands:run("mountpoint " .. path)
-  return r.exit_code == 0, r.stdout .. r.stderr
-end
+local new_volume, mount_lines, is_mount_point = mountlib.new_volume, mountlib.lines,
+  mountlib.is_mount_point
 
 t.test("a volume is mounted at exactly the requested path, and a plain directory is not a mount",
   { requires = { "volume" } }, function(ctx)

@@ -40,37 +40,52 @@ local TEST_OPTIONS = options.define("t.test", "Registers a test (the options tab
 ---@overload fun(name: string, fn: fun(ctx: abx.Ctx))
 ---Raises: a Lua error (collection error) for a malformed declaration
 function M.test(name, opts, fn)
+  local info = debug.getinfo(2, "Sl")
+  -- a tail call: error levels (here and in the collector) count from the scenario's frame
+  return M._register(name, opts, fn, info and info.currentline or 0)
+end
+
+---The checks and registration of t.test, with the test's line given: a YAML scenario's tests
+---(abx.run.declarative) are registered through here, at the line of their YAML entry.
+---@param name string
+---@param opts table|function
+---@param fn? function
+---@param line integer the line the reports give for the test
+---@param level? integer the error level of a malformed declaration (default 2: the caller;
+---  t.test tail-calls this, so that is the scenario)
+function M._register(name, opts, fn, line, level)
+  level = level or 2
   if fn == nil and type(opts) == "function" then
     fn, opts = opts, {}
   end
   if type(name) ~= "string" or name == "" then
-    error("t.test: the first argument must be the test name (a non-empty string)", 2)
+    error("t.test: the first argument must be the test name (a non-empty string)", level)
   end
   if opts == nil or (type(opts) == "table" and fn == nil) then
-    error("t.test(" .. name .. "): the test function is missing", 2)
+    error("t.test(" .. name .. "): the test function is missing", level)
   end
-  if type(opts) ~= "table" then error("t.test(" .. name .. "): options must be a table", 2) end
-  if type(fn) ~= "function" then error("t.test(" .. name .. "): the test function is missing", 2) end
+  if type(opts) ~= "table" then error("t.test(" .. name .. "): options must be a table", level) end
+  if type(fn) ~= "function" then error("t.test(" .. name .. "): the test function is missing", level) end
   for k, v in pairs(opts) do
     local o = TEST_OPTIONS.by_name[k]
     if not o then
       error(string.format("t.test(%q): unknown option %q (known: %s)", name, tostring(k),
-        table.concat(TEST_OPTIONS.names, ", ")), 2)
+        table.concat(TEST_OPTIONS.names, ", ")), level)
     end
     if not options.type_ok(o.type, v) then
       error(string.format("t.test(%q): option %q must be %s", name, k,
-        o.type == "string[]" and "an array of strings" or ((o.type:match("^[aeiou]") and "an " or "a ") .. o.type)), 2)
+        o.type == "string[]" and "an array of strings"
+          or ((o.type:match("^[aeiou]") and "an " or "a ") .. o.type)), level)
     end
   end
   if opts.sandboxes ~= nil and (math.type(opts.sandboxes) ~= "integer" or opts.sandboxes < 1) then
     error(string.format("t.test(%q): option \"sandboxes\" must be a whole number >= 1 (the "
-      .. "sandboxes the test holds at once)", name), 2)
+      .. "sandboxes the test holds at once)", name), level)
   end
   if not collector then
-    error("t.test must be called while abxlua collects a scenario file", 2)
+    error("t.test must be called while abxlua collects a scenario file", level)
   end
-  local info = debug.getinfo(2, "Sl")
-  collector({ name = name, opts = opts, fn = fn, line = info and info.currentline or 0 })
+  collector({ name = name, opts = opts, fn = fn, line = line })
 end
 
 local FIXTURE_KEYS = { scope = "string", sandboxes = "number" }

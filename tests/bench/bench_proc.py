@@ -15,7 +15,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "../load"))
-import platform_load  # noqa: E402  (cgroup_dirs, cpu_seconds: serve's and its sandboxes' CPU)
+import platform_load  # noqa: E402  (cgroup_dirs, cpu_seconds, proc_status, fd_count: /proc of serve)
+from platform_load import fd_count, proc_status  # noqa: E402
 import test_platform as tp  # noqa: E402  (mounts_under), on the path through platform_load
 
 
@@ -51,27 +52,6 @@ def meta(opts, jobs):
             "checkout": out(["git", "rev-parse", "--short", "HEAD"], HERE), "rounds": opts["rounds"],
             "quick": opts["quick"], "jobs": jobs, "cores": os.cpu_count(),
             "loadavg_start": os.getloadavg()[0], "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
-
-
-def proc_status(pid):
-    """VmRSS, VmHWM (KiB) and Threads of pid from /proc/PID/status; {} when it is gone."""
-    out = {}
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("VmRSS", "VmHWM", "Threads"):
-                    out[k] = int(v.split()[0])
-    except OSError:
-        pass
-    return out
-
-
-def fd_count(pid):
-    try:
-        return len(os.listdir("/proc/%d/fd" % pid))
-    except OSError:
-        return 0
 
 
 def run_child(argv, cwd, env, log, timeout, poll=None):

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
 
@@ -100,3 +101,88 @@ def run_timed(cmd, **kw):
     print(out)
     m = re.search(r"maxrss_kb=(\d+)", out)
     return p.returncode, out, int(m.group(1)) / 1024 if m else None
+
+
+# Leftover checks of the interrupt tests (one copy here, as tests/scenarios/run_scenarios.sh does
+# in shell): a run is found by the TMPDIR the test gave it, which its platform child, every bwrap
+# and every envd carry in their command line or environment.
+
+def procs_with(text):
+    """pids (not this one) whose command line or environment holds text; processes that end or
+    are not readable while we look are skipped."""
+    found = []
+    needle = text.encode()
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        for f in ("cmdline", "environ"):
+            try:
+                with open("/proc/%s/%s" % (d, f), "rb") as fh:
+                    if needle in fh.read():
+                        found.append(int(d))
+                        break
+            except OSError:
+                pass
+    return found
+
+
+def cmdline(pid):
+    """The NUL-separated command line of pid as bytes, b"" when it is gone."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def bwraps(text):
+    """pids of the bwrap processes (one per live local sandbox) among procs_with(text)."""
+    return [p for p in procs_with(text) if cmdline(p).startswith(b"bwrap")]
+
+
+def wait_until(pred, seconds, step=0.2):
+    """Calls pred every `step` seconds until it is true or `seconds` have passed; returns its
+    last value."""
+    end = time.time() + seconds
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def mounts_below(path):
+    """Lines of /proc/self/mountinfo that name path (a run's TMPDIR: its overlay roots and
+    volume binds live below it)."""
+    with open("/proc/self/mountinfo") as f:
+        return [line for line in f if path in line]
+
+
+def stale_cgroups():
+    """abxlua/serve.PID cgroups below this process's own cgroups whose PID is gone
+    (platform/cgroup.c makes them there; other serves of the host are not ours to judge)."""
+    stale = []
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctl, path = line.rstrip("\n").split(":", 2)
+            ctl = ctl.split(",")[0]
+            if ctl.startswith("name="):
+                ctl = ctl[5:]
+            if not ctl:
+                continue
+            base = "/sys/fs/cgroup/%s%s/abxlua" % (ctl, "" if path == "/" else path)
+            if not os.path.isdir(base):
+                continue
+            for d in os.listdir(base):
+                if d.startswith("serve.") and not os.path.isdir("/proc/" + d[6:]):
+                    stale.append(os.path.join(base, d))
+    return stale
+
+
+def nothing_left(tmp, what, seconds=15):
+    """Checks that no process, mount or stale cgroup of the run whose TMPDIR is tmp remains
+    (waiting up to `seconds` for processes to go); `what` names the run in the messages."""
+    check(wait_until(lambda: not procs_with(tmp), seconds),
+          "%s: no process (platform, bwrap, envd) left (%s)" % (what, procs_with(tmp)))
+    check(not mounts_below(tmp), "%s: no mount below its TMPDIR left" % what)
+    check(not stale_cgroups(), "%s: no cgroup of a stopped platform left" % what)

@@ -169,6 +169,28 @@ def meminfo():
     return m
 
 
+def proc_status(pid):
+    """VmRSS, VmHWM (KiB) and Threads of pid from /proc/PID/status; {} when it is gone."""
+    out = {}
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmRSS", "VmHWM", "Threads"):
+                    out[k] = int(v.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def fd_count(pid):
+    """Open fds of pid (/proc/PID/fd); 0 when it is gone."""
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return 0
+
+
 class Sampler:
     def __init__(self, pid):
         self.pid = pid
@@ -183,15 +205,9 @@ class Sampler:
 
     def sample(self):
         self.n += 1
-        try:
-            with open("/proc/%d/status" % self.pid) as f:
-                for line in f:
-                    k, _, v = line.partition(":")
-                    if k in ("VmHWM", "VmRSS", "Threads"):
-                        self.peak[k] = max(self.peak[k], int(v.split()[0]))
-            self.peak["fds"] = max(self.peak["fds"], len(os.listdir("/proc/%d/fd" % self.pid)))
-        except OSError:
-            pass
+        for k, v in proc_status(self.pid).items():
+            self.peak[k] = max(self.peak[k], v)
+        self.peak["fds"] = max(self.peak["fds"], fd_count(self.pid))
         self.peak["host_used_kb"] = max(self.peak["host_used_kb"], self.host_used())
         if self.n % 4 == 0:
             self.peak["procs"] = max(self.peak["procs"], sum(1 for d in os.listdir("/proc") if d.isdigit()))

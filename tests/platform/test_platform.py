@@ -148,7 +148,8 @@ def run_in(srv, sid, cmd, user="user", timeout=30, times=None, token=None):
 
 def t_ready_line(s, ctx):
     r = s.ready
-    check(set(r) == {"url", "port", "api_key", "domain"}, "ready keys: %r" % r)
+    check(set(r) == {"url", "port", "api_key", "domain", "access_token"}, "ready keys: %r" % r)
+    check(re.fullmatch(r"sk_e2b_[0-9a-f]{40}", r["access_token"]), "access token %r" % r["access_token"])
     check(r["url"] == "http://127.0.0.1:%d" % r["port"], "url %r" % r["url"])
     check(re.match(r"^e2b_[0-9a-f]{40}$", r["api_key"]), "api key %r" % r["api_key"])
     check(r["domain"] == "localhost", "domain %r" % r["domain"])
@@ -530,11 +531,32 @@ def t_bad_env_key(s, ctx):
     check(p.returncode == 4 and b"ABX_LOCAL_API_KEY" in p.stderr, "bad key: %r %r" % (p.returncode, p.stderr))
 
 
+def t_port_taken(s, ctx):
+    """A port already taken: serve says so, exits 1 and leaves no state dir (fail_start)."""
+    import socket
+    import tempfile
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    tmp = tempfile.mkdtemp()
+    try:
+        env = dict(os.environ, TMPDIR=tmp)
+        env.pop("ABX_LOCAL_API_KEY", None)
+        p = subprocess.run([BIN, "serve", "--port", str(taken.getsockname()[1])], env=env,
+                           capture_output=True, timeout=30)
+        check(p.returncode == 1 and b"cannot listen on 127.0.0.1:" in p.stderr,
+              "port taken: %r %r" % (p.returncode, p.stderr[-300:]))
+        check(os.listdir(tmp) == [], "left in TMPDIR: %r" % os.listdir(tmp))
+    finally:
+        taken.close()
+        subprocess.run(["rm", "-rf", tmp])
+
+
 CHECKS = [t_ready_line, t_health, t_auth, t_create_shape, t_create_validation, t_get, t_get_errors,
           t_list_filters, t_pagination, t_timeout_connect, t_ttl, t_kill_twice, t_ingress_routing,
           t_stream_and_user, t_isolation_processes, t_isolation_files, t_isolation_network,
           t_sandbox_binary,
-          t_shutdown, t_bad_env_key]
+          t_shutdown, t_bad_env_key, t_port_taken]
 
 
 def main():

@@ -293,7 +293,7 @@ def main():
     try:
         proc, ready = start(state_a, log=log)
         try:
-            want = {"url", "port", "api_key", "domain", "ca_cert"}
+            want = {"url", "port", "api_key", "domain", "ca_cert", "access_token"}
             check(set(ready) == want, "ready keys %r" % sorted(ready))
             port = ready["port"]
             check(ready["url"] == "https://api.%s:%d" % (DOMAIN, port), "url %r" % ready["url"])

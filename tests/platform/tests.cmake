@@ -71,3 +71,10 @@ set_tests_properties(platform_flavors PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
 # of it waiting for two 60 s sandboxes (the spec's shortest timeout) to expire
 add_test(NAME platform_flavor_opensandbox COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_flavor_opensandbox.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_flavor_opensandbox PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+# issue 15 part 5: the sandbox logs routes (v1 and v2) from the per-sandbox lifecycle log
+add_test(NAME platform_sandbox_logs COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_sandbox_logs.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_sandbox_logs PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+# managed API keys (platform/apikeys.h): /api-keys under the access token, keys on the sandbox
+# routes until deleted, the 0600 key file across a restart and its refusals; ~1 s
+add_test(NAME platform_api_keys COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_api_keys.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_api_keys PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -6,7 +6,7 @@
 -- args: --config tests/runner/ki/abxlua.yaml -j 1
 -- expect-line: ^FAILED +tests/runner/ki_script_error\.lua::a typo in the script .* - LuaError$
 -- expect-line: ^FAILED +tests/runner/ki_script_error\.lua::an assertion without raises .* - Assertion$
--- expect-line: known issue KI-900 does not cover an Assertion the script raised: give raises = "Assertion" when the assertion is the defect
+-- expect-line: known issue KI-900 does not cover an Assertion the script raised: give raises = "Assertion" \(in a YAML scenario raises: Assertion\) when the assertion is the defect
 -- expect-line: known issue KI-900 does not cover a LuaError the script raised
 -- expect-line: ^XFAILED +tests/runner/ki_script_error\.lua::an assertion named by raises .* - KI-900
 -- expect-line: ^XFAILED +tests/runner/ki_script_error\.lua::a Lua error named by raises .* - KI-900

@@ -5,18 +5,30 @@
 
 local collect = {}
 
----Expands paths into sorted scenario files. A directory walk does not descend into template
----folders (scenarios/templates/<name>/, holding template.yaml) unless the directory named is the
----folder itself or the one holding it (`abxlua run scenarios/templates/`): a template folder runs
----only when named; from it only its script <name>.lua is a scenario (the rest is what it copies).
----A walk skips helper modules: files named _*.lua and files under a directory named lib (below
----the directory walked). A helper named explicitly (a file, or a directory that is itself a
----lib/ directory) is a usage error, returned in `helpers`.
+---Expands paths into sorted scenario files (`*.lua` and `*.yaml`). A directory walk does not
+---descend into template folders (scenarios/templates/<name>/, holding template.yaml) unless the
+---directory named is the folder itself or the one holding it (`abxlua run scenarios/templates/`):
+---a template folder runs only when named; from it only its script <name>.lua is a scenario (the
+---rest is what it copies). A walk skips helper modules: files named _*.lua or _*.yaml and files
+---under a directory named lib (below the directory walked). A helper named explicitly (a file,
+---or a directory that is itself a lib/ directory) is a usage error, returned in `helpers`.
 ---@param paths string[] files or directories
 ---@return string[] files, string[] problems (paths that do not exist), string[] helpers (named helper modules: "PATH is a helper module, not a scenario (...)")
 function collect.files(paths) end
 
 function collect.helper_reason(p, base) end
+
+---Whether a walk takes `f` as a scenario: a Lua file (`*.lua`) or a YAML scenario (`*.yaml`,
+---abx.run.declarative). Inside a template folder only its script <name>.lua is one (its
+---template.yaml is the recipe), whatever this says.
+---@param f string
+---@return boolean
+function collect.is_scenario_name(f) end
+
+---Whether `path` is a YAML scenario (compiled by abx.run.declarative), not a Lua one.
+---@param path string
+---@return boolean
+function collect.is_yaml(path) end
 
 ---@param markers table registered marker names
 ---@param catalog table|nil the known-issues catalog (abx.run.known_issues)

@@ -97,6 +97,10 @@ function core.gunzip(bytes, max_bytes) end
 ---@param level? any
 function core.gzip(bytes, level) end
 
+---core.http_server(opts) -> server
+---@param opts any
+function core.http_server(opts) end
+
 ---core.interrupt_note(text): what a second interrupt prints before exiting.
 ---@param text any
 function core.interrupt_note(text) end
@@ -163,6 +167,10 @@ function core.platform_start(extra_args, timeout_s, log_path) end
 ---@param timeout_s any
 function core.platform_stop(pid, timeout_s) end
 
+---core.process_start(opts) -> process (see the file header).
+---@param opts any
+function core.process_start(opts) end
+
 ---core.random_hex(nbytes) -> 2*nbytes hex characters from the OpenSSL CSPRNG
 ---@param nbytes any
 function core.random_hex(nbytes) end
@@ -188,6 +196,9 @@ function core.request(req) end
 ---@param fn any
 ---@param ... any
 function core.run(fn, ...) end
+
+---core.self_exe() -> the engine's own executable (engine/platform.h), to start it as a child.
+function core.self_exe() end
 
 ---core.set_ca_file(path | nil): the CA bundle every later HTTPS transfer verifies servers with
 ---(engine/http.h abx_http_set_ca_file); nil: curl's default again. Raises InvalidArgument for a
@@ -226,6 +237,9 @@ function core.spawn(fn, ...) end
 ---${TMPDIR:-/tmp}/abxlua-state-<uid>. nil and a message when it cannot be created or is not a
 ---directory of this user.
 function core.state_dir() end
+
+---core.stdio() -> stdin pipe, stdout pipe (fds 0 and 1, left blocking, never closed by us).
+function core.stdio() end
 
 ---core.stream(req) -> stream. req.message is the JSON request message (one envelope).
 ---@param req any

@@ -491,6 +491,27 @@ function AgentServer:ports() end
 ---GET /hello: {message = "hello from python-hello"}.
 function AgentServer:hello() end
 
+---catalogue(): the command catalogue: {name, description, args = {{name, type, required, default?, description}}, argv}[]
+---GET /catalogue: the server's named commands, each {name, description, args = {{name, type
+---("string", "string_array", "integer", "boolean"), required, default?, description}}, argv
+---(the template: literal strings and {arg} / {flag, when} tokens)}, in the server's order.
+---Raises: Protocol (not that shape), and as the file header.
+---@return table[]
+function AgentServer:catalogue() end
+
+---call(name, args, opts): ServerCallResult: a catalogue command run without a shell (options: server:call)
+---POST /catalogue/<name> {args, cwd?, env?, timeout?}: runs the named command of the catalogue
+---without a shell, each string-array element its own argv entry; returns a ServerCallResult.
+---`args` is a table (strings, integers, booleans, arrays of strings; an empty table is an empty
+---array) or the JSON text of one object, sent as it is (the CLI's --json-args).
+---Raises: InvalidArgument (the server's 400: unknown command, unknown or missing argument, a
+---value of the wrong type; its message names the valid ones), and as the file header.
+---@param name string
+---@param args table|string
+---@param opts? abx.opts.server_call
+---@return abx.ServerCallResult ServerCallResult
+function AgentServer:call(name, args, opts) end
+
 ---request(method, path, opts): {status, headers, body} whatever the status (options: server:request)
 ---One raw request (negative tests): {status, headers, body} whatever the status.
 ---Raises: InvalidArgument (unknown option), Transport, Timeout.
@@ -685,6 +706,9 @@ function Sandbox:with(o) end
 ---@field hooks table {before_create(opts), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id)}
 ---@field default_metadata table<string,string> metadata every create adds (e2e: the run tag)
 ---@field v2_routes boolean create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)
+---@field kind string the provider's kind as abx.run.provider opened it: "local" (the embedded platform) or "remote" (default: nil, unknown)
+---@field access_token string|boolean the admin credential of the API-key routes (Authorization: Bearer; abx.client.apikey); false or absent: none
+---@field team_id string X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)
 local Connection = {}
 
 ---with(overrides): a copy with some fields replaced (options: sandbox.connection)

@@ -200,6 +200,12 @@
 ---@field body? table|string a table is sent as JSON, a string as is
 ---@field headers? table<string,string> extra headers (Authorization is set unless given)
 
+---Runs a named command of the server's catalogue (POST /catalogue/<name>) without a shell: a ServerCallResult. (lib/abx/client/server.lua)
+---@class abx.opts.server_call
+---@field cwd? string working directory (default the server user's home)
+---@field env? table<string,string> extra environment variables
+---@field timeout? number seconds the server lets it run (default 60, at most 3600)
+
 ---Resource metrics: SandboxMetric[]. (lib/abx/client/sandbox_object.lua)
 ---@class abx.opts.sbx_get_metrics
 ---@field start? number Unix seconds
@@ -229,6 +235,9 @@
 ---@field hooks? table {before_create(opts), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id)}
 ---@field default_metadata? table<string,string> metadata every create adds (e2e: the run tag)
 ---@field v2_routes? boolean create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)
+---@field kind? string the provider's kind as abx.run.provider opened it: "local" (the embedded platform) or "remote" (default: nil, unknown)
+---@field access_token? string|boolean the admin credential of the API-key routes (Authorization: Bearer; abx.client.apikey); false or absent: none
+---@field team_id? string X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)
 
 ---The `network` option of conn:create (NewSandbox.network). (lib/abx/client/sandbox.lua)
 ---@class abx.opts.conn_create_network

@@ -109,6 +109,16 @@
 ---@field language? string its language
 ---@field cwd? string its working directory
 
+---What AgentServer:call returns. (lib/abx/client/server.lua)
+---@class abx.ServerCallResult
+---@field name string the catalogue command
+---@field argv string[] the argv the server ran, each argument value intact
+---@field exit_code integer the command's exit code (124 after a timeout, 128+N after signal N)
+---@field stdout string standard output (UTF-8)
+---@field stderr string standard error (UTF-8)
+---@field timed_out boolean the server killed it at its timeout
+---@field duration_ms integer wall time, milliseconds
+
 ---What AgentServer:run returns. (lib/abx/client/server.lua)
 ---@class abx.ServerCommandResult
 ---@field exit_code integer the command's exit code (124 after a timeout, 128+N after signal N)

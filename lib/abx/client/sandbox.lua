@@ -62,6 +62,11 @@ local CONNECTION_FIELDS = {
   { "default_metadata", "table<string,string>", "metadata every create adds (e2e: the run tag)" },
   { "v2_routes", "boolean", "create and connect through POST /v2/sandboxes and "
     .. "/v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)" },
+  { "kind", "string", "the provider's kind as abx.run.provider opened it: \"local\" (the embedded "
+    .. "platform) or \"remote\" (default: nil, unknown)" },
+  { "access_token", "string|boolean", "the admin credential of the API-key routes (Authorization: "
+    .. "Bearer; abx.client.apikey); false or absent: none" },
+  { "team_id", "string", "X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)" },
 }
 local CONNECTION = options.define("sandbox.connection", "Opens a connection to a control plane "
   .. "(also the keys conn:with may replace).", CONNECTION_FIELDS)
@@ -174,6 +179,7 @@ function sandbox.connection(o)
       .. tostring(o.pagination))
   end
   if o.api_key then core.add_secret(o.api_key) end
+  if o.access_token then core.add_secret(o.access_token) end
   return setmetatable({
     api_url = (o.api_url:gsub("/+$", "")),
     api_key = o.api_key or false,
@@ -187,6 +193,9 @@ function sandbox.connection(o)
     auth_header = o.auth_header or "X-API-Key",
     ttl = o.ttl,
     pagination = o.pagination or "cursor",
+    kind = o.kind,
+    access_token = o.access_token or false,
+    team_id = o.team_id,
   }, Connection)
 end
 
@@ -200,6 +209,7 @@ function Connection:with(overrides)
   for k, v in pairs(self) do c[k] = v end
   for k, v in pairs(overrides) do c[k] = v end
   if c.api_key then core.add_secret(c.api_key) end
+  if c.access_token then core.add_secret(c.access_token) end
   return c
 end
 

@@ -77,6 +77,21 @@ local REQUEST = options.define("server:request", "One raw request to the server:
     { "headers", "table<string,string>", "extra headers (Authorization is set unless given)" },
   })
 
+local CALL = options.define("server:call", "Runs a named command of the server's catalogue "
+  .. "(POST /catalogue/<name>) without a shell: a ServerCallResult.", {
+    { "cwd", "string", "working directory (default the server user's home)" },
+    { "env", "table<string,string>", "extra environment variables" },
+    { "timeout", "number", "seconds the server lets it run (default 60, at most 3600)" },
+  })
+local CALL_RESULT = options.shape("ServerCallResult", "What AgentServer:call returns.", {
+    { "name", "string", "the catalogue command" },
+    { "argv", "string[]", "the argv the server ran, each argument value intact" },
+    { "exit_code", "integer", "the command's exit code (124 after a timeout, 128+N after signal N)" },
+    { "stdout", "string", "standard output (UTF-8)" },
+    { "stderr", "string", "standard error (UTF-8)" },
+    { "timed_out", "boolean", "the server killed it at its timeout" },
+    { "duration_ms", "integer", "wall time, milliseconds" },
+  })
 local COMMAND_RESULT = options.shape("ServerCommandResult", "What AgentServer:run returns.", {
     { "exit_code", "integer", "the command's exit code (124 after a timeout, 128+N after signal N)" },
     { "stdout", "string", "standard output (UTF-8)" },
@@ -131,6 +146,10 @@ options.class(AgentServer, "AgentServer", "A client for agent-sandbox-server (sb
     { "env()", "table<string,string>: the environment commands start with" },
     { "ports()", "ServerPort[]: listening TCP sockets" },
     { "hello()", "{message}: the template's own route" },
+    { "catalogue()", "the command catalogue: {name, description, args = {{name, type, required, "
+      .. "default?, description}}, argv}[]" },
+    { "call(name, args, opts)", "ServerCallResult: a catalogue command run without a shell (options: "
+      .. "server:call)" },
     { "request(method, path, opts)", "{status, headers, body} whatever the status (options: server:request)" },
     { "with(opts)", "a copy with other credentials (options: server:with)" },
   })
@@ -315,6 +334,91 @@ function AgentServer:run(cmd, opts)
   if opts.env and next(opts.env) then body.env = opts.env end
   local obj, request = call(self, "POST", "/commands", body, nil, opts.timeout or 60)
   return pick(COMMAND_RESULT, obj, request)
+end
+
+--- GET /catalogue: the server's named commands, each {name, description, args = {{name, type
+--- ("string", "string_array", "integer", "boolean"), required, default?, description}}, argv
+--- (the template: literal strings and {arg} / {flag, when} tokens)}, in the server's order.
+--- Raises: Protocol (not that shape), and as the file header.
+---@return table[]
+function AgentServer:catalogue()
+  local obj, request = call(self, "GET", "/catalogue")
+  local out = {}
+  for i, c in ipairs(array(obj, "commands", request)) do
+    if type(c) ~= "table" or type(c.name) ~= "string" or type(c.args) ~= "table" then
+      errmap.raise_protocol(200, request, "commands[" .. i .. "] with name and args")
+    end
+    out[i] = plain(c)
+  end
+  return out
+end
+
+-- The JSON text of a call's arguments: every table value is an array (the catalogue's only
+-- structured type is string_array), so {} stays [] and no element is dropped or reordered.
+local function args_json(args)
+  local keys = {}
+  for k in pairs(args) do
+    if type(k) ~= "string" then
+      errmap.raise("InvalidArgument", 0, "server:call: argument names must be strings, got "
+        .. type(k))
+    end
+    keys[#keys + 1] = k
+  end
+  table.sort(keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = args[k]
+    local enc
+    if type(v) == "table" then
+      local n = 0
+      for _ in pairs(v) do n = n + 1 end
+      if n ~= #v then
+        errmap.raise("InvalidArgument", 0, "server:call: argument '" .. k .. "' is a table that "
+          .. "is not an array (a string array is {\"a\", \"b\"})")
+      end
+      local items = {}
+      for i, x in ipairs(v) do items[i] = cjson.encode(x) end
+      enc = "[" .. table.concat(items, ",") .. "]"
+    else
+      enc = cjson.encode(v)
+    end
+    parts[#parts + 1] = cjson.encode(k) .. ":" .. enc
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+--- POST /catalogue/<name> {args, cwd?, env?, timeout?}: runs the named command of the catalogue
+--- without a shell, each string-array element its own argv entry; returns a ServerCallResult.
+--- `args` is a table (strings, integers, booleans, arrays of strings; an empty table is an empty
+--- array) or the JSON text of one object, sent as it is (the CLI's --json-args).
+--- Raises: InvalidArgument (the server's 400: unknown command, unknown or missing argument, a
+--- value of the wrong type; its message names the valid ones), and as the file header.
+---@param name string
+---@param args table|string
+---@param opts? {cwd?: string, env?: table<string,string>, timeout?: number}
+---@return table ServerCallResult
+function AgentServer:call(name, args, opts)
+  opts = options.check(CALL, opts)
+  if type(name) ~= "string" or name == "" then
+    errmap.raise("InvalidArgument", 0, "server:call: name must be a non-empty string")
+  end
+  local text
+  if type(args) == "string" then
+    text = args
+  elseif type(args) == "table" then
+    text = args_json(args)
+  else
+    errmap.raise("InvalidArgument", 0, "server:call: args must be a table or a JSON object's text, got "
+      .. type(args))
+  end
+  local rest = {}
+  if opts.cwd then rest[#rest + 1] = "\"cwd\":" .. cjson.encode(opts.cwd) end
+  if opts.timeout then rest[#rest + 1] = "\"timeout\":" .. cjson.encode(opts.timeout) end
+  if opts.env and next(opts.env) then rest[#rest + 1] = "\"env\":" .. cjson.encode(opts.env) end
+  table.insert(rest, 1, "\"args\":" .. text)
+  local obj, request = call(self, "POST", "/catalogue/" .. envd.quote(name),
+    "{" .. table.concat(rest, ",") .. "}", nil, opts.timeout or 60)
+  return pick(CALL_RESULT, obj, request)
 end
 
 --- GET /files/<path> of a file: its bytes (the server's base64 or UTF-8 content decoded).

@@ -18,13 +18,14 @@ M.PUBLIC = {
   ["abx.options"] = "abx.client.options", ["abx.collect"] = "abx.run.collect",
   ["abx.fixtures"] = "abx.run.fixtures", ["abx.tracker"] = "abx.run.tracker",
   ["abx.agent"] = "abx.run.agent", ["abx.template"] = "abx.client.template",
+  ["abx.mcp"] = "abx.mcp.client",
 }
 for public, internal in pairs(M.PUBLIC) do
   package.preload[public] = function() return require(internal) end
 end
 
 local COMMANDS = { "run", "list", "new", "known-issues", "api", "types", "cleanup", "doctor", "template",
-  "providers", "accept" }
+  "providers", "accept", "sandbox", "mcp" }
 
 local function module_for(name)
   return require("abx.run.cmd." .. name:gsub("%-", "_"))

@@ -62,7 +62,8 @@ local project_root = nil
 local function helper_reason(p, base)
   local rel = p
   if base and base ~= "" and p:sub(1, #base + 1) == base .. "/" then rel = p:sub(#base + 2) end
-  if (rel:match("([^/]+)$") or ""):match("^_") then return "it is named _*.lua" end
+  local leaf = rel:match("([^/]+)$") or ""
+  if leaf:match("^_") then return "it is named _*" .. (leaf:match("%.%w+$") or "") end
   local dir = rel:match("^(.*)/[^/]*$") or ""
   for part in dir:gmatch("[^/]+") do
     if part == "lib" then return "it lies in a lib/ directory" end
@@ -82,13 +83,29 @@ local function judge(p, leaf)
   return helper_reason(p .. (leaf or ""), nil)
 end
 
----Expands paths into sorted scenario files. A directory walk does not descend into template
----folders (scenarios/templates/<name>/, holding template.yaml) unless the directory named is the
----folder itself or the one holding it (`abxlua run scenarios/templates/`): a template folder runs
----only when named; from it only its script <name>.lua is a scenario (the rest is what it copies).
----A walk skips helper modules: files named _*.lua and files under a directory named lib (below
----the directory walked). A helper named explicitly (a file, or a directory that is itself a
----lib/ directory) is a usage error, returned in `helpers`.
+---Whether a walk takes `f` as a scenario: a Lua file (`*.lua`) or a YAML scenario (`*.yaml`,
+---abx.run.declarative). Inside a template folder only its script <name>.lua is one (its
+---template.yaml is the recipe), whatever this says.
+---@param f string
+---@return boolean
+function M.is_scenario_name(f)
+  return f:match("%.lua$") ~= nil or f:match("%.yaml$") ~= nil
+end
+
+---Whether `path` is a YAML scenario (compiled by abx.run.declarative), not a Lua one.
+---@param path string
+---@return boolean
+function M.is_yaml(path)
+  return path:match("%.yaml$") ~= nil
+end
+
+---Expands paths into sorted scenario files (`*.lua` and `*.yaml`). A directory walk does not
+---descend into template folders (scenarios/templates/<name>/, holding template.yaml) unless the
+---directory named is the folder itself or the one holding it (`abxlua run scenarios/templates/`):
+---a template folder runs only when named; from it only its script <name>.lua is a scenario (the
+---rest is what it copies). A walk skips helper modules: files named _*.lua or _*.yaml and files
+---under a directory named lib (below the directory walked). A helper named explicitly (a file,
+---or a directory that is itself a lib/ directory) is a usage error, returned in `helpers`.
 ---@param paths string[] files or directories
 ---@return string[] files, string[] problems (paths that do not exist), string[] helpers (named
 ---  helper modules: "PATH is a helper module, not a scenario (...)")
@@ -96,7 +113,8 @@ function M.files(paths)
   local out, seen, problems, helpers = {}, {}, {}, {}
   local function helper(p, why, what)
     helpers[#helpers + 1] = string.format("%s is a %s, not a scenario (%s; files under a lib/ "
-      .. "directory or named _*.lua are modules that scenarios require, never run themselves); "
+      .. "directory or named _*.lua / _*.yaml are modules and data that scenarios require, never "
+      .. "run themselves); "
       .. "run the scenarios that require it", p, what or "helper module", why)
   end
   for _, p in ipairs(paths) do
@@ -110,7 +128,7 @@ function M.files(paths)
         local list = core.list_files(root)
         for _, f in ipairs(list or {}) do
           local tf = M.template_folder(f, root)
-          local take = f:match("%.lua$") and not seen[f] and not helper_reason(f, root)
+          local take = M.is_scenario_name(f) and not seen[f] and not helper_reason(f, root)
           if take and tf then
             take = (tf == root or parent(tf) == root) and M.template_of(f) == tf
           end
@@ -302,7 +320,26 @@ function M.load(path, markers, catalog)
     if ki then spec.markers[#spec.markers + 1] = "known_issue" end
     file.tests[#file.tests + 1] = spec
   end
-  local chunk, err = loadfile(path, "t", scenario_env())
+  local chunk, err
+  local in_folder = not tdir and M.is_yaml(path) and M.template_folder(path, "")
+  if in_folder then
+    -- template.yaml (or a YAML file it copies) named on the command line: not a scenario
+    file.error = string.format("%s: a YAML file of the template folder %s is not a scenario (its "
+      .. "template.yaml is the recipe); run the folder or its script %s/%s.lua", path, in_folder,
+      in_folder, in_folder:match("([^/]+)$"))
+    return file
+  end
+  if M.is_yaml(path) and not tdir then
+    -- a YAML scenario: compiled into test functions registered as t.test registers a Lua test's
+    -- (the same collector below: markers, known issues, capabilities, node ids)
+    chunk = function()
+      local ok, e = pcall(require("abx.run.declarative").compile, path, test_api._register)
+      -- its message names the YAML file and line already (not the compiler's Lua line)
+      if not ok then error(core.is_error(e) and e.message or tostring(e), 0) end
+    end
+  else
+    chunk, err = loadfile(path, "t", scenario_env())
+  end
   if not chunk then
     file.error = err
     return file

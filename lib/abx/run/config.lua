@@ -318,6 +318,37 @@ local function check_provider(path, name, p)
   end
 end
 
+-- The `mcp` section (`abxlua mcp`, abx.run.cmd.mcp): key -> Lua type.
+M.MCP_KEYS = { metadata_allow = "table", max_timeout = "number", list_all = "boolean" }
+
+---Checks the optional `mcp` section: {metadata_allow: [keys], max_timeout: seconds, list_all}.
+---Raises: InvalidArgument naming the key
+function M.check_mcp(where, m)
+  if m == nil then return end
+  if type(m) ~= "table" then
+    core.error("InvalidArgument", 0, where .. ": mcp must be a mapping (metadata_allow, "
+      .. "max_timeout, list_all)")
+  end
+  for k, v in pairs(m) do
+    local want = M.MCP_KEYS[k]
+    if not want then
+      core.error("InvalidArgument", 0, string.format("%s: unknown key mcp.%s (known: list_all, "
+        .. "max_timeout, metadata_allow)", where, tostring(k)))
+    end
+    if type(v) ~= want or (k == "max_timeout" and (v < 1 or math.floor(v) ~= v)) then
+      core.error("InvalidArgument", 0, string.format("%s: mcp.%s must be %s", where, k,
+        k == "metadata_allow" and "a list of metadata keys" or k == "max_timeout"
+        and "a whole number of seconds >= 1" or "true or false"))
+    end
+  end
+  for i, key in ipairs(m.metadata_allow or {}) do
+    if type(key) ~= "string" then
+      core.error("InvalidArgument", 0, string.format("%s: mcp.metadata_allow[%d] must be a "
+        .. "string", where, i))
+    end
+  end
+end
+
 ---Loads and validates the configuration.
 ---@param path string|nil a YAML file, or nil for the defaults
 ---@return table config { defaults = {...}, provider = name, providers = {...}, markers = {...}, path = }
@@ -331,13 +362,14 @@ function M.load(path)
     end
   end
   local known = { defaults = true, provider = true, providers = true, markers = true,
-    known_issues = true, profiles = true }
+    known_issues = true, profiles = true, mcp = true }
   for k in pairs(raw) do
     if not known[k] then
       core.error("InvalidArgument", 0, string.format("%s: unknown top-level key %q (known: defaults, "
-        .. "provider, providers, markers, profiles, known_issues)", path, tostring(k)))
+        .. "provider, providers, markers, profiles, known_issues, mcp)", path, tostring(k)))
     end
   end
+  M.check_mcp(path or "config", raw.mcp)
   for k in pairs(type(raw.defaults) == "table" and raw.defaults or {}) do
     if M.DEFAULTS.defaults[k] == nil then
       local names = {}

@@ -32,7 +32,7 @@ local M = {}
 
 -- Names that ctx already has: a user fixture may not take one.
 M.BUILTINS = { "base_sandbox", "code_sandbox", "server_sandbox", "template_sandbox",
-  "sandbox_factory", "workdir", "conn", "run_id", "test_name", "scope", "finally" }
+  "sandbox_factory", "workdir", "conn", "run_id", "test_name", "scope", "finally", "provider" }
 M.BUILTIN_SET = {}
 for _, n in ipairs(M.BUILTINS) do M.BUILTIN_SET[n] = true end
 -- Fixture scopes, narrowest first (a fixture may use fixtures of its own scope or a wider one).
@@ -64,6 +64,8 @@ M.FIXTURES = {
   { "test_name", "string", "the test's name" },
   { "scope", "string", "\"test\" in a test; a scoped fixture's context has its scope (\"file\" or \"run\")" },
   { "finally", "fun(fn: fun())", "runs fn at teardown (the last registered runs first)" },
+  { "provider", "table", "the run's provider: {name, kind (\"local\" or \"remote\"), flavor?, "
+    .. "tls, base_url? (a local platform's http://127.0.0.1:PORT)}" },
 }
 
 ---The template a lazy fixture creates its sandbox from.
@@ -200,7 +202,8 @@ end
 make_ctx = function(run, state, opts)
   local test, scope = opts.test, opts.scope
   state.values, state.creating = {}, {}
-  local ctx = { conn = run.conn, run_id = run.run_id, scope = scope }
+  local ctx = { conn = run.conn, run_id = run.run_id, scope = scope,
+    provider = run.provider_info or { name = run.provider, kind = run.provider_kind, tls = false } }
   if scope == "test" then ctx.test_name = test.name end
 
   function ctx.finally(fn)
@@ -308,7 +311,7 @@ make_ctx = function(run, state, opts)
         table.sort(user)
         error("ctx has no fixture " .. tostring(k) .. " (fixtures: base_sandbox, code_sandbox, "
           .. "server_sandbox, template_sandbox, sandbox_factory, workdir, conn, run_id, test_name, "
-          .. "scope, finally" .. (#user > 0 and ("; this file's: " .. table.concat(user, ", "))
+          .. "scope, finally, provider" .. (#user > 0 and ("; this file's: " .. table.concat(user, ", "))
           or "") .. ")", 2)
       end
       local v = make()

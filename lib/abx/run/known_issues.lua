@@ -100,8 +100,9 @@ function M.classify(result, entry, provider, raises)
       result.reason = entry.id .. ": " .. entry.title.en
     elseif not raises then
       annotate(result.failure, string.format(
-        "(known issue %s does not cover %s %s the script raised: give raises = %q when the %s "
-        .. "is the defect)", entry.id, kind == "Assertion" and "an" or "a", kind, kind,
+        "(known issue %s does not cover %s %s the script raised: give raises = %q (in a YAML "
+        .. "scenario raises: %s) when the %s is the defect)", entry.id,
+        kind == "Assertion" and "an" or "a", kind, kind, kind,
         kind == "Assertion" and "assertion" or "Lua error"))
     else
       annotate(result.failure, string.format(

@@ -29,6 +29,10 @@ M.CREDENTIALS = {
   { field = "domain", names = { "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN" } },
 }
 
+-- The admin credential of the API-key routes on a remote provider (Authorization: Bearer; with
+-- ABX_SANDBOX_TEAM_ID as X-Team-ID when set): optional, looked up like the API key.
+M.ACCESS_TOKEN_ENV = { "ABX_SANDBOX_ACCESS_TOKEN", "E2B_ACCESS_TOKEN" }
+
 -- .env values under names like these are masked too (a .env often holds other secrets).
 local SECRET_NAME = { "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH" }
 
@@ -93,7 +97,9 @@ end
 M.VARIABLES = { "ABX_SANDBOX_API_KEY", "E2B_API_KEY", "ABX_SANDBOX_BASE_URL", "E2B_API_URL",
   "ABX_SANDBOX_DOMAIN", "E2B_DOMAIN", "E2B_SANDBOX_URL", "ABX_REGION", "ABX_PROVIDER",
   "ABX_FLAVOR", "ABX_CONFIG", "E2E_SANDBOX_TTL", "E2E_RUN_ID", "E2E_CODE_TEMPLATE",
-  "E2E_SERVER_TEMPLATE" }
+  "E2E_SERVER_TEMPLATE", "ABX_LOCAL_URL", "ABX_LOCAL_API_KEY", "ABX_SANDBOX_ACCESS_TOKEN",
+  "E2B_ACCESS_TOKEN", "ABX_SANDBOX_TEAM_ID", "E2E_VOLUME_ACCEPTANCE", "E2E_VOLUME_OWNER_RUN",
+  "E2E_VOLUME_RW_NAME", "E2E_VOLUME_RO_NAME", "E2E_VOLUME_TEMPLATE" }
 M.PREFIXES = { "ABX_", "E2B_", "E2E_" }
 
 ---Warns (stderr, once per name) about each .env name with an abxlua prefix that abxlua does not
@@ -330,6 +336,42 @@ local function wire_semantics(opts, p, entry)
   if p.protocol == "opensandbox" then opts.create = p.create end
 end
 
+-- The connection options of a running local platform (`abxlua serve`) from its ready line
+-- {url, port, api_key, domain, ca_cert?}: its address, key and routing, and with a flavour that
+-- cloud entry's semantics on serve's address.
+local function local_opts(opts, p, ready)
+  local tls = p.tls == true
+  opts.api_url, opts.api_key, opts.domain = ready.url, ready.api_key, ready.domain
+  opts.envd_url = ready.url
+  if tls then
+    -- the domain a sandbox answer names (with the port: E2B's SDK derives every URL from it),
+    -- and the shared host the ingress takes E2b-Sandbox-* headers on (platform/ingress.h);
+    -- the certificate covers *.<domain>
+    opts.domain = ready.domain .. ":" .. math.tointeger(ready.port)
+    opts.envd_url = "https://sandbox." .. ready.domain .. ":" .. math.tointeger(ready.port)
+  end
+  if p.flavor then
+    -- the cloud entry's semantics (abx.run.flavor.apply), on serve's address
+    opts.api_url = ready.url .. (flavor.API_PATH[p.flavor] or "")
+    opts.envd_routing = p.envd_routing
+    wire_semantics(opts, p, p.flavor_of)
+  end
+end
+
+-- The connection of the options: OpenSandbox's /v1 lifecycle API and execd
+-- (abx.client.opensandbox) for a cloud entry of that protocol or the local flavour that takes
+-- its semantics (abx.run.flavor), never the E2B client; otherwise the E2B client.
+local function connection(name, p, opts)
+  if p.protocol == "opensandbox" then
+    opts.provider_name = name
+    -- E2B-only connection fields (API-key management, the local/remote kind): OpenSandbox's
+    -- client refuses unknown options
+    opts.v2_routes, opts.kind, opts.access_token, opts.team_id = nil, nil, nil, nil
+    return opensandbox.connection(opts)
+  end
+  return sandbox.connection(opts)
+end
+
 ---Opens the provider.
 ---@param name string provider name
 ---@param p table provider settings from the config
@@ -339,13 +381,14 @@ end
 ---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
 ---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
 ---  removed by stop unless keep_log; ca_cert = path, with tls: true; build_cache = path: with
----  the templates_build capability serve runs with --build-cache <core.state_dir()>/build-cache)
+---  the templates_build capability serve runs with --build-cache <core.state_dir()>/build-cache;
+---  ready = serve's ready line, local only: what M.attach takes)
 ---Raises: Transport when the local platform does not start
 function M.open(name, p, run)
   local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
   local opts = { request_timeout = run.defaults.request_timeout,
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
-    v2_routes = (p.capability_set or {}).v2_routes == true }
+    v2_routes = (p.capability_set or {}).v2_routes == true, kind = p.kind }
   if p.kind == "local" then
     M.dotenv() -- registers the secret-looking .env values: masked under `local` too
     -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
@@ -380,6 +423,12 @@ function M.open(name, p, run)
       core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
     end
     core.add_secret(ready.api_key)
+    -- the admin credential of serve's API-key routes (platform/apikeys.h); absent from a serve
+    -- that has none (then the connection has none either)
+    if type(ready.access_token) == "string" then
+      core.add_secret(ready.access_token)
+      opts.access_token = ready.access_token
+    end
     if tls then
       -- before the first request: the health check below is already HTTPS
       local cok, cerr = pcall(core.set_ca_file, ready.ca_cert)
@@ -397,21 +446,8 @@ function M.open(name, p, run)
         .. (hok and ("status " .. health.status) or tostring(health)) .. " (log: "
         .. tostring(info.log) .. ")")
     end
-    opts.api_url, opts.api_key, opts.domain = ready.url, ready.api_key, ready.domain
-    opts.envd_url = ready.url
-    if tls then
-      -- the domain a sandbox answer names (with the port: E2B's SDK derives every URL from it),
-      -- and the shared host the ingress takes E2b-Sandbox-* headers on (platform/ingress.h);
-      -- the certificate covers *.<domain>
-      opts.domain = ready.domain .. ":" .. math.tointeger(ready.port)
-      opts.envd_url = "https://sandbox." .. ready.domain .. ":" .. math.tointeger(ready.port)
-    end
-    if p.flavor then
-      -- the cloud entry's semantics (abx.run.flavor.apply), on serve's address
-      opts.api_url = ready.url .. (flavor.API_PATH[p.flavor] or "")
-      opts.envd_routing = p.envd_routing
-      wire_semantics(opts, p, p.flavor_of)
-    end
+    local_opts(opts, p, ready)
+    info.ready = ready
     info.endpoint, info.base_url = opts.api_url, ready.url
     info.stop = function(keep_log)
       core.platform_stop(child.pid, 15)
@@ -433,6 +469,13 @@ function M.open(name, p, run)
     info.credential_source = r.credentials[1].source .. " (" .. r.credentials[1].via .. ")"
     opts.api_url, opts.api_key, opts.domain = r.api_url, r.api_key, r.domain
     opts.envd_url = r.envd_url
+    -- the API-key routes' admin credential, optional (abx.client.apikey): never required to run
+    local token, tsource = lookup_any(M.ACCESS_TOKEN_ENV)
+    if token then
+      core.add_secret(token)
+      opts.access_token, info.access_token_source = token, tsource
+      opts.team_id = M.lookup("ABX_SANDBOX_TEAM_ID")
+    end
     wire_semantics(opts, p, name)
     if p.ca_file then
       core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
@@ -441,14 +484,26 @@ function M.open(name, p, run)
       info.stop = function() end
     end
   end
-  if p.protocol == "opensandbox" then
-    -- OpenSandbox's /v1 lifecycle API and execd (abx.client.opensandbox), a cloud entry or the
-    -- local flavour that takes its semantics (abx.run.flavor); never the E2B client
-    opts.provider_name = name
-    opts.v2_routes = nil
-    return opensandbox.connection(opts), info
-  end
-  return sandbox.connection(opts), info
+  return connection(name, p, opts), info
+end
+
+---Connects to a local platform that is already running (`abxlua sandbox serve`'s state file, or
+---ABX_LOCAL_URL and ABX_LOCAL_API_KEY: abx.run.sandbox_cli.common): the connection M.open would
+---give for it, without starting or stopping anything. With `tls: true` every HTTPS transfer of
+---the process trusts ready.ca_cert.
+---@param name string provider name (kind local)
+---@param p table provider settings
+---@param ready table serve's ready line {url, port, api_key, domain, ca_cert?}
+---@param run table { run_id =, defaults = }
+---@return table conn
+function M.attach(name, p, ready, run)
+  core.add_secret(ready.api_key)
+  if p.tls == true then core.set_ca_file(ready.ca_cert) end
+  local opts = { request_timeout = run.defaults.request_timeout,
+    default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
+    v2_routes = (p.capability_set or {}).v2_routes == true }
+  local_opts(opts, p, ready)
+  return connection(name, p, opts)
 end
 
 return M

@@ -409,8 +409,13 @@ function M.run(files, opts)
   run.provider_label = psettings.flavor and string.format("%s --flavor %s", pname, psettings.flavor)
     or pname
   run.provider_kind = psettings.kind
+  -- ctx.provider (abx.run.fixtures): what a scenario needs to run the abxlua CLI on this run's
+  -- provider (19_named_string_array); base_url once a local platform is up
+  run.provider_info = { name = pname, kind = psettings.kind, flavor = psettings.flavor,
+    tls = psettings.tls == true }
   run.capabilities = psettings.capability_set or {}
   local pok, conn, pinfo = pcall(provider.open, pname, psettings, run)
+  if pok and pinfo then run.provider_info.base_url = pinfo.base_url end
   if not pok then
     -- a provider that cannot open (a local platform that did not start, a bad config) is one
     -- line, not a traceback: exit 4 for a usage error (InvalidArgument), else 3

@@ -1,8 +1,10 @@
 -- abx.run.cmd.cleanup: `abxlua cleanup`, the janitor for runs that were killed hard. It lists the
 -- sandboxes that carry the `e2e` tag (metadata e2e=<run id>), their snapshots, and (with
 -- --run-id) the volumes whose name carries the run id; deletes nothing unless --yes, and never
--- touches a sandbox without the tag. Exit 0 when no matching sandbox remains, 1 when some
--- remain (dry run, or a kill failed), 4 for usage errors.
+-- touches a sandbox without the tag. On a local provider it sweeps the local platform that
+-- already runs (`abxlua sandbox serve`'s state file, or ABX_LOCAL_URL), else starts one.
+-- Exit 0 when no matching sandbox remains, 1 when some remain (dry run, or a kill failed), 4 for
+-- usage errors.
 local core = require("abx.core")
 local config = require("abx.run.config")
 local provider = require("abx.run.provider")
@@ -90,7 +92,13 @@ function M.execute(args)
   local code = 3
   local ok, errs = core.run(function()
     local run = { run_id = "cleanup-" .. core.random_hex(4), defaults = cfg.defaults }
-    local conn, info = provider.open(pname, psettings, run)
+    -- a local platform that already runs (`abxlua sandbox serve`, ABX_LOCAL_URL) holds the
+    -- sandboxes to sweep; only without one does cleanup start its own (abx.run.sandbox_cli.common)
+    local conn, info
+    local attached, endpoint = require("abx.run.sandbox_cli.common").attach_running(pname,
+      psettings, run)
+    if attached then conn, info = attached, { endpoint = endpoint }
+    else conn, info = provider.open(pname, psettings, run) end
     if not conn then
       core.write("cleanup: missing credentials [" .. table.concat(info.missing, ", ") .. "]\n")
       code = 4

@@ -18,6 +18,9 @@ function M.configure(parser)
     :argname("FILE")
   cmd:flag("--write", "Replace the section between the markers of --out with the table.")
   cmd:flag("--check", "Exit 1 when the section of --out differs from the table.")
+  cmd:flag("--json", "Print the providers as JSON instead: [{name, kind, description, protocol, "
+    .. "envd_routing, capabilities}], local ones first (what `abxlua accept conditional` compares "
+    .. "with the Lua side's discovery).")
 end
 
 local function cell(s) return (tostring(s):gsub("|", "\\|"):gsub("\n", " ")) end
@@ -40,10 +43,8 @@ local function ttl_text(p)
   return #b > 0 and (s .. "; " .. table.concat(b, ", ")) or s
 end
 
----The Markdown table of `cfg`'s providers, local ones first, then remote ones by name.
----@param cfg table a loaded config
----@return string
-function M.table(cfg)
+-- The config's providers in the table's order (local ones first, then by name).
+local function ordered(cfg)
   local names = {}
   for n in pairs(cfg.providers) do names[#names + 1] = n end
   table.sort(names, function(a, b)
@@ -51,6 +52,14 @@ function M.table(cfg)
     if la ~= lb then return la end
     return a < b
   end)
+  return names
+end
+
+---The Markdown table of `cfg`'s providers, local ones first, then remote ones by name.
+---@param cfg table a loaded config
+---@return string
+function M.table(cfg)
+  local names = ordered(cfg)
   local rows = { "| provider | endpoint and credentials | wire | local flavour | does not support |",
     "|---|---|---|---|---|" }
   for _, n in ipairs(names) do
@@ -90,10 +99,33 @@ local function splice(text, section)
   return text:sub(1, b + #M.BEGIN - 1) .. "\n" .. section .. text:sub(e)
 end
 
----Runs the command: prints, writes (--write) or checks (--check) the table.
+---The providers as plain rows (for --json): name, kind, description, protocol (remote), envd
+---routing, and the capabilities in the config's order.
+---@param cfg table a loaded config
+---@return table[]
+function M.rows(cfg)
+  local rows = {}
+  for _, n in ipairs(ordered(cfg)) do
+    local p = cfg.providers[n]
+    local caps = require("abx.run.report.json").array()
+    for i, c in ipairs(p.capabilities or {}) do caps[i] = c end
+    rows[#rows + 1] = { name = n, kind = p.kind, description = p.description,
+      protocol = p.protocol or "e2b", envd_routing = p.envd_routing or (p.kind == "local"
+        and "headers" or "host"), capabilities = caps }
+  end
+  return rows
+end
+
+---Runs the command: prints, writes (--write) or checks (--check) the table, or --json.
 ---@return integer exit code
 function M.execute(args)
   local cfg = config.load(config.find(args.config))
+  if args.json then
+    if args.write or args.check then return nil, "--json goes without --write and --check" end
+    local json = require("abx.run.report.json")
+    core.write(json.encode(json.array(M.rows(cfg))) .. "\n")
+    return 0
+  end
   local section = M.table(cfg)
   if not args.write and not args.check then
     core.write(section)

@@ -56,6 +56,19 @@ end
 
 local function opt(v) if v == nil then return NULL end return v end
 
+---Marks a table as a JSON array for M.encode (an empty one stays `[]`). Returns it.
+M.array = array
+
+---JSON text of a value as the reports encode it: objects with sorted keys, tables marked with
+---M.array as arrays, strings made valid UTF-8. Raises: nothing.
+---@param v any
+---@return string
+function M.encode(v)
+  local out = {}
+  encode(v, out)
+  return table.concat(out)
+end
+
 local function test_entry(r)
   local t = r.test
   local markers = array()

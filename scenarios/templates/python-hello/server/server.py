@@ -60,8 +60,29 @@ Routes (API version 1):
   GET    /ports                  {ports: [{port, address, family}]}: listening TCP sockets from
                                  /proc/net/tcp and /proc/net/tcp6
   GET    /hello                  {"message": "hello from python-hello"} (the template's own route)
+  GET    /catalogue              {commands: [Descriptor...]}: the command catalogue (below)
+  POST   /catalogue/<name>       {args, cwd?, env?, timeout?} -> {name, argv, exit_code, stdout,
+                                 stderr, timed_out, duration_ms}: runs the named command
 <path> is the absolute path with its leading "/" (GET /files/home/user/a.txt reads
 /home/user/a.txt), percent-decoded; "." and ".." segments are refused.
+
+Command catalogue. Named commands with typed arguments, run WITHOUT a shell: the descriptor's
+argv template is expanded into an argv list and executed directly (as POST /commands runs its
+output limits, timeout and signals), so every element of a string array arrives as its own argv
+entry exactly as sent (spaces, quotes, unicode, empty strings). A Descriptor is
+  {name, description, args: [{name, type, required, default?, description}], argv: [token...]}
+with type one of "string", "string_array", "integer", "boolean", and each argv token either a
+literal string or {"arg": NAME} (a string: one entry; an integer: its decimal; a string array:
+one entry per element, none for []; an optional argument not given and without default: no
+entry) or {"flag": TEXT, "when": NAME} (TEXT when the boolean NAME is true). The body's `args`
+must be an object; an unknown command name, an unknown or missing argument, or a value of the
+wrong type (a bool is no integer; strings may not contain NUL) is a 400 naming the valid names
+or the expected type. The catalogue:
+  argv         {values: string_array}: prints its argv after the program as a JSON array
+  stat_files   {paths: string_array, follow: boolean?}: `stat [-L] --printf '%n\t%s\n' -- paths`
+  head_file    {path: string, lines: integer? (10)}: `head -n lines -- path`
+  grep_files   {pattern: string, files: string_array, ignore_case: boolean?}:
+               `grep -n [-i] -e pattern -- files`
 """
 import base64
 import hmac
@@ -100,7 +121,7 @@ ROUTES = [
     "GET /health", "GET /capabilities", "POST /commands", "GET /files/<path>",
     "PUT /files/<path>", "DELETE /files/<path>", "POST /process/start", "GET /process",
     "GET /process/<pid>", "POST /process/<pid>/kill", "GET /system/info", "GET /env",
-    "GET /ports", "GET /hello",
+    "GET /ports", "GET /hello", "GET /catalogue", "POST /catalogue/<name>",
 ]
 
 TOKEN = ""          # set by main()
@@ -186,14 +207,25 @@ def run_command(body):
     check_fields(body, ["cmd"], ["cwd", "env", "timeout"], what)
     cmd = want_str(body, "cmd", what)
     cwd, env = want_cwd(body, what), want_env(body, what)
+    timeout = want_timeout(body, what)
+    return 200, run_argv(["bash", "-c", cmd], cwd, env, timeout, what)
+
+
+def want_timeout(body, what):
     timeout = body.get("timeout", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
             or not 0 < timeout <= MAX_TIMEOUT_S:
         raise bad(f"{what}: field 'timeout' must be a number of seconds, 0 < timeout <= "
                   f"{MAX_TIMEOUT_S}")
+    return timeout
+
+
+def run_argv(argv, cwd, env, timeout, what):
+    """Runs argv (no shell) in its own session: {exit_code, stdout, stderr, timed_out,
+    duration_ms}; the group is killed at the timeout (exit_code 124, as timeout(1))."""
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(["bash", "-c", cmd], cwd=cwd, env=child_env(env),
+        p = subprocess.Popen(argv, cwd=cwd, env=child_env(env),
                              stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                              start_new_session=True)
         timed_out = False
@@ -215,6 +247,118 @@ def run_command(body):
             result[name] = f.read().decode("utf-8", "replace")
     if code < 0:  # killed by a signal: as a shell reports it
         result["exit_code"] = 128 - code
+    return result
+
+
+# ---------------------------------------------------------------- command catalogue
+
+ARG_TYPES = ("string", "string_array", "integer", "boolean")
+PRINT_ARGV = "import json, sys; print(json.dumps(sys.argv[1:]))"
+
+
+def arg(name, type_, required, description, default=None):
+    d = {"name": name, "type": type_, "required": required, "description": description}
+    if default is not None:
+        d["default"] = default
+    return d
+
+
+CATALOGUE = [
+    {"name": "argv", "description": "prints its argv after the program as a JSON array",
+     "args": [arg("values", "string_array", True, "the argv entries, each passed as it is")],
+     "argv": [sys.executable or "python3", "-c", PRINT_ARGV, {"arg": "values"}]},
+    {"name": "stat_files", "description": "name and size of each path (stat)",
+     "args": [arg("paths", "string_array", True, "the paths"),
+              arg("follow", "boolean", False, "follow symlinks (-L)")],
+     "argv": ["stat", {"flag": "-L", "when": "follow"}, "--printf", "%n\t%s\n", "--",
+              {"arg": "paths"}]},
+    {"name": "head_file", "description": "the first lines of a file (head)",
+     "args": [arg("path", "string", True, "the file"),
+              arg("lines", "integer", False, "how many lines", 10)],
+     "argv": ["head", "-n", {"arg": "lines"}, "--", {"arg": "path"}]},
+    {"name": "grep_files", "description": "lines matching a pattern, with line numbers (grep)",
+     "args": [arg("pattern", "string", True, "a basic regular expression"),
+              arg("files", "string_array", True, "the files"),
+              arg("ignore_case", "boolean", False, "match case-insensitively (-i)")],
+     "argv": ["grep", "-n", {"flag": "-i", "when": "ignore_case"}, "-e", {"arg": "pattern"}, "--",
+              {"arg": "files"}]},
+]
+CATALOGUE_BY_NAME = {c["name"]: c for c in CATALOGUE}
+
+
+def check_arg_value(what, a, v):
+    """Refuses a value that is not of the argument's type; strings may not hold NUL (argv)."""
+    t, n = a["type"], a["name"]
+    if t == "string":
+        ok = isinstance(v, str) and "\0" not in v
+    elif t == "string_array":
+        ok = isinstance(v, list) and all(isinstance(x, str) and "\0" not in x for x in v)
+    elif t == "integer":
+        ok = isinstance(v, int) and not isinstance(v, bool)
+    else:
+        ok = isinstance(v, bool)
+    if not ok:
+        raise bad(f"{what}: argument '{n}' must be {t} (" + {
+            "string": "a JSON string without NUL",
+            "string_array": "a JSON array of strings without NUL",
+            "integer": "a JSON integer, not a boolean",
+            "boolean": "true or false"}[t] + f"), got {json.dumps(v)[:80]}")
+
+
+def expand_argv(desc, args, what):
+    """The argv of descriptor `desc` for the checked `args` (see the module docstring)."""
+    by_name = {a["name"]: a for a in desc["args"]}
+    valid = ", ".join(a["name"] for a in desc["args"]) or "none"
+    if not isinstance(args, dict):
+        raise bad(f"{what}: field 'args' must be a JSON object (arguments: {valid})")
+    for k, v in args.items():
+        if k not in by_name:
+            raise bad(f"{what}: unknown argument '{k}' (arguments: {valid})")
+        check_arg_value(what, by_name[k], v)
+    values = {}
+    for a in desc["args"]:
+        if a["name"] in args:
+            values[a["name"]] = args[a["name"]]
+        elif a["required"]:
+            raise bad(f"{what}: argument '{a['name']}' ({a['type']}) is required "
+                      f"(arguments: {valid})")
+        elif "default" in a:
+            values[a["name"]] = a["default"]
+    argv = []
+    for tok in desc["argv"]:
+        if isinstance(tok, str):
+            argv.append(tok)
+        elif "flag" in tok:
+            if values.get(tok["when"]) is True:
+                argv.append(tok["flag"])
+        else:
+            v = values.get(tok["arg"])
+            if v is None:
+                continue
+            if isinstance(v, list):
+                argv.extend(v)
+            elif isinstance(v, bool):
+                raise bad(f"{what}: argument '{tok['arg']}' is a boolean used as a value")
+            else:
+                argv.append(str(v))
+    return argv
+
+
+def catalogue_list():
+    return 200, {"commands": CATALOGUE}
+
+
+def catalogue_call(name, body):
+    what = f"POST /catalogue/{name}"
+    desc = CATALOGUE_BY_NAME.get(name)
+    if desc is None:
+        raise bad(f"{what}: unknown command '{name}' (commands: "
+                  f"{', '.join(sorted(CATALOGUE_BY_NAME))})")
+    check_fields(body, ["args"], ["cwd", "env", "timeout"], what)
+    cwd, env, timeout = want_cwd(body, what), want_env(body, what), want_timeout(body, what)
+    argv = expand_argv(desc, body["args"], what)
+    result = run_argv(argv, cwd, env, timeout, what)
+    result.update(name=name, argv=argv)
     return 200, result
 
 
@@ -603,6 +747,7 @@ class Handler(BaseHTTPRequestHandler):
             "/ports": ("GET", listening_ports),
             "/hello": ("GET", lambda: (200, {"message": "hello from python-hello"})),
             "/process": ("GET", lambda: (200, {"processes": self.process_list()})),
+            "/catalogue": ("GET", catalogue_list),
         }
         if path in simple:
             method, fn = simple[path]
@@ -619,6 +764,10 @@ class Handler(BaseHTTPRequestHandler):
                 raise self.not_allowed("POST")
             return start_process(self.read_body(True))
         parts = path.split("/")
+        if len(parts) == 3 and parts[1] == "catalogue":
+            if m != "POST":
+                raise self.not_allowed("POST")
+            return catalogue_call(urllib.parse.unquote(parts[2]), self.read_body(True))
         if len(parts) == 3 and parts[1] == "process":
             if m != "GET":
                 raise self.not_allowed("GET")

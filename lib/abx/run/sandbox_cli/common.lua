@@ -1,0 +1,303 @@
+-- abx.run.sandbox_cli.common: what every `abxlua sandbox` subcommand shares: the common options
+-- (--provider, --config, --json), finding the provider's platform, the environment handed to a
+-- subcommand's execute (abx.run.cmd.sandbox), its output (human text or one JSON document) and
+-- the mapping of errors to exit codes.
+--
+-- Finding a local platform between invocations. `abxlua run` starts its own `abxlua serve` and
+-- stops it at the end; a sandbox made by one `abxlua sandbox create` must outlive that call, so
+-- a CLI call never starts a platform itself. With a provider of `kind: local` it uses, in order:
+--   1. ABX_LOCAL_URL (environment, then .env) with ABX_LOCAL_API_KEY: a platform started by hand
+--      (`ABX_LOCAL_API_KEY=e2b_<hex> abxlua serve --port 3000` prints both; plain HTTP only);
+--   2. the state file <core.state_dir()>/sandbox-serve-<provider>.json that `abxlua sandbox
+--      serve` writes while it runs (its ready line, pid and provider; in the 0700 state dir, and
+--      removed when it stops); a file whose process is gone or whose platform does not answer
+--      GET /health is stale and named in the error;
+--   3. otherwise a usage error (exit 4) saying how to start one.
+-- A remote provider is opened as `abxlua run` opens it (abx.run.provider: credentials from the
+-- environment and .env files).
+--
+-- Output. Without --json, human lines on stdout (progress and errors on stderr). With --json,
+-- exactly one JSON document on stdout (keys sorted): {"ok": true, "command": NAME, ...the
+-- subcommand's fields} or {"ok": false, "command": NAME, "error": {"kind", "status",
+-- "message"}}. Everything written goes through core.write's masking: no credential appears.
+-- Exit codes: 0 ok; 1 the operation failed (an API or sandbox error); 2 interrupted; 4 usage
+-- error, also an InvalidArgument raised before any request (status 0: a value refused locally)
+-- and missing credentials or no local platform. `exec` returns the command's own exit code.
+local core = require("abx.core")
+local cjson = require("cjson")
+local config = require("abx.run.config")
+local provider = require("abx.run.provider")
+
+local M = {}
+
+M.FORMAT = "abxlua-sandbox-serve/1"
+
+---Adds the options every subcommand has.
+---@param cmd table argparse command
+function M.add_options(cmd)
+  cmd:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
+  cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
+  cmd:flag("--json", "Print one JSON document on stdout (README \"abxlua sandbox\" gives its shape).")
+end
+
+-- JSON: lua-cjson 2.1.0 (Debian 12) has no array_mt, so arrays are marked with M.array and the
+-- document is encoded here (objects with sorted keys); cjson only escapes strings.
+local ARRAY = {}
+
+---Marks a table as a JSON array (an empty one stays `[]`).
+---@param t? table
+---@return table
+function M.array(t) return setmetatable(t or {}, ARRAY) end
+
+local function encode(v, out)
+  local ty = type(v)
+  if v == nil or v == cjson.null then
+    out[#out + 1] = "null"
+  elseif ty == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif ty == "number" then
+    out[#out + 1] = math.type(v) == "integer" and string.format("%d", v) or cjson.encode(v)
+  elseif ty == "string" then
+    out[#out + 1] = cjson.encode(v)
+  elseif getmetatable(v) == ARRAY then
+    out[#out + 1] = "["
+    for i, x in ipairs(v) do
+      if i > 1 then out[#out + 1] = "," end
+      encode(x, out)
+    end
+    out[#out + 1] = "]"
+  elseif ty == "table" then
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+    table.sort(keys)
+    out[#out + 1] = "{"
+    for i, k in ipairs(keys) do
+      if i > 1 then out[#out + 1] = "," end
+      local x = v[k]
+      if x == nil then x = v[tonumber(k)] end
+      out[#out + 1] = cjson.encode(k) .. ":"
+      encode(x, out)
+    end
+    out[#out + 1] = "}"
+  else
+    out[#out + 1] = cjson.encode(tostring(v))
+  end
+end
+
+---Encodes a value as JSON (sorted keys; tables marked with M.array are arrays).
+---@param v any
+---@return string
+function M.encode(v)
+  local out = {}
+  encode(v, out)
+  return table.concat(out)
+end
+
+---A plain copy of a result table (SandboxInfo and the like: their fields, arrays marked).
+---@param t table
+---@return table
+function M.plain(t)
+  if type(t) ~= "table" then return t end
+  local out, n = {}, 0
+  for k, v in pairs(t) do
+    n = n + 1
+    out[k] = type(v) == "table" and M.plain(v) or v
+  end
+  if n > 0 and #t == n then setmetatable(out, ARRAY) end
+  return out
+end
+
+-- The state file of `abxlua sandbox serve` for a provider.
+---@param pname string
+---@return string|nil path, string? message
+function M.state_path(pname)
+  local dir, err = core.state_dir()
+  if not dir then return nil, err end
+  return dir .. "/sandbox-serve-" .. pname .. ".json"
+end
+
+---Whether a process is alive (its /proc entry exists).
+---@param pid integer
+function M.alive(pid)
+  return math.tointeger(pid) ~= nil and core.isdir("/proc/" .. math.tointeger(pid))
+end
+
+---The state file's document, or nil and why not (missing, unreadable, malformed, stale).
+---@param pname string
+---@return table|nil doc, string? why, string? path
+function M.read_state(pname)
+  local path, err = M.state_path(pname)
+  if not path then return nil, err end
+  if not core.exists(path) then return nil, "missing", path end
+  local text = core.read_file(path)
+  local ok, doc = pcall(cjson.decode, text or "")
+  if not ok or type(doc) ~= "table" or doc.format ~= M.FORMAT or type(doc.ready) ~= "table"
+    or type(doc.ready.url) ~= "string" or type(doc.ready.api_key) ~= "string" then
+    return nil, path .. " is not a state file of `abxlua sandbox serve`", path
+  end
+  if not M.alive(doc.pid) or not M.alive(doc.serve_pid) then
+    return nil, path .. " is stale: its process " .. tostring(math.tointeger(doc.pid) or doc.pid)
+      .. " is gone", path
+  end
+  return doc, nil, path
+end
+
+-- The running local platform's ready line, and where it was found. Raises InvalidArgument
+-- (exit 4) when there is none.
+local function local_ready(pname)
+  local url, source = provider.lookup("ABX_LOCAL_URL")
+  if url then
+    local key = provider.lookup("ABX_LOCAL_API_KEY")
+    if not key then
+      core.error("InvalidArgument", 0, "ABX_LOCAL_URL is set (" .. source .. ") but "
+        .. "ABX_LOCAL_API_KEY is not: set it to the key `abxlua serve` printed")
+    end
+    core.add_secret(key)
+    local host, port = url:match("^http://([^/:]+):(%d+)/?$")
+    if not host then
+      core.error("InvalidArgument", 0, "ABX_LOCAL_URL must be http://HOST:PORT (what `abxlua "
+        .. "serve` prints on its `listening on` line), got " .. url)
+    end
+    return { url = "http://" .. host .. ":" .. port, port = math.tointeger(tonumber(port)),
+      api_key = key, domain = provider.lookup("ABX_LOCAL_DOMAIN") or "localhost" },
+      "ABX_LOCAL_URL (" .. source .. ")"
+  end
+  local doc, why, path = M.read_state(pname)
+  if not doc then
+    local hint = "start one with `abxlua sandbox serve" .. (pname ~= "local" and (" --provider "
+      .. pname) or "") .. "` (in another terminal; Ctrl-C stops it and its sandboxes), or set "
+      .. "ABX_LOCAL_URL and ABX_LOCAL_API_KEY to a running `abxlua serve`"
+    if why == "missing" then
+      core.error("InvalidArgument", 0, "no local platform is running for provider " .. pname
+        .. " (no " .. tostring(path) .. "): " .. hint)
+    end
+    core.error("InvalidArgument", 0, tostring(why) .. ": " .. hint)
+  end
+  return doc.ready, path
+end
+
+---A connection to a local platform that already runs (ABX_LOCAL_URL, or a live `abxlua sandbox
+---serve` state file), or nil when none does: what `abxlua cleanup` uses on a local provider, so
+---it sweeps the platform the CLI's sandboxes live on instead of starting an empty one.
+---@param pname string
+---@param p table provider settings (kind local)
+---@param run table { run_id =, defaults = }
+---@return table|nil conn, string? endpoint
+function M.attach_running(pname, p, run)
+  if p.kind ~= "local" then return nil end
+  if not provider.lookup("ABX_LOCAL_URL") and not M.read_state(pname) then return nil end
+  local ready = local_ready(pname)
+  return provider.attach(pname, p, ready, run), ready.url
+end
+
+local Env = {}
+Env.__index = Env
+
+---The provider's connection (opened once). Raises InvalidArgument (exit 4) for missing
+---credentials or when no local platform runs; Transport when it does not answer.
+---@return table conn
+function Env:open()
+  if self.conn then return self.conn end
+  local run = { run_id = self.run_id, defaults = self.cfg.defaults }
+  if self.p.kind == "local" then
+    local ready, source = local_ready(self.pname)
+    local conn = provider.attach(self.pname, self.p, ready, run)
+    local ok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
+    if not ok or health.status ~= 200 then
+      core.error("Transport", 0, "the local platform of " .. source .. " does not answer GET "
+        .. ready.url .. "/health: " .. (ok and ("status " .. health.status) or tostring(health)))
+    end
+    self.conn, self.endpoint = conn, ready.url
+    return conn
+  end
+  local conn, info = provider.open(self.pname, self.p, run)
+  if not conn then
+    core.error("InvalidArgument", 0, "provider " .. self.pname .. ": missing credentials ["
+      .. table.concat(info.missing, ", ") .. "]")
+  end
+  self.conn, self.endpoint, self.stop = conn, info.endpoint, info.stop
+  return conn
+end
+
+---Writes the subcommand's result: with --json the document {ok = true, command, ...doc}, else
+---`human` (a string, or a function called to get one) when given.
+---@param doc table
+---@param human? string|function
+function Env:emit(doc, human)
+  if self.json then
+    doc.ok, doc.command = true, self.name
+    core.write(M.encode(doc) .. "\n", true)
+  elseif human then
+    local text = type(human) == "function" and human() or human
+    if text ~= "" then core.write(text .. (text:sub(-1) == "\n" and "" or "\n"), true) end
+  end
+  self.emitted = true
+end
+
+---Human progress on stderr (never on stdout: --json keeps stdout to its one document).
+---@param text string
+function Env:say(text)
+  core.ewrite("abxlua sandbox " .. self.name .. ": " .. text .. "\n", true)
+end
+
+---Registers fn to run when the subcommand ends however it ends (error, interrupt), once.
+---@param fn function
+function Env:finally(fn) self.finals[#self.finals + 1] = fn end
+
+local function fail(env, err)
+  local e = core.is_error(err) and err or { kind = "Internal", status = 0, message = tostring(err) }
+  local code = 1
+  if e.kind == "Interrupted" then code = 2 end
+  if e.kind == "InvalidArgument" and (e.status or 0) == 0 then code = 4 end
+  if env.json then
+    core.write(M.encode({ ok = false, command = env.name, error = { kind = e.kind,
+      status = e.status or 0, message = e.message } }) .. "\n", true)
+  end
+  core.ewrite(string.format("abxlua sandbox %s: %s%s: %s\n", env.name, e.kind,
+    (e.status or 0) ~= 0 and (" (" .. e.status .. ")") or "", tostring(e.message)), true)
+  return code
+end
+
+---Runs a subcommand module (abx.run.cmd.sandbox's contract) and returns the exit code.
+---@param mod table the subcommand's module
+---@param name string its name
+---@param args table parsed arguments
+---@return integer|nil code, string? usage error
+function M.execute(mod, name, args)
+  local cfg = config.load(config.find(args.config))
+  local pname, p = config.provider(cfg, args.provider)
+  local run_id = provider.lookup("E2E_RUN_ID")
+  if run_id and not run_id:match("^[%w%-_]+$") then
+    return nil, "E2E_RUN_ID may only contain letters, digits, '-' and '_'"
+  end
+  local env = setmetatable({ name = name, json = args.json == true, cfg = cfg, pname = pname,
+    p = p, run_id = run_id or ("cli-" .. core.random_hex(6)), finals = {} }, Env)
+  local code, usage
+  local ok = core.run(function()
+    core.on_interrupt(function()
+      core.interrupt_note("abxlua sandbox " .. name .. ": second interrupt, exiting at once")
+    end)
+    local gok, c, u = core.guard(nil, function(e) return e end, mod.execute, args, env, name)
+    if gok then
+      code, usage = c, u
+    elseif env.interrupt_is_stop and core.is_error(c) and c.kind == "Interrupted" then
+      code = 0 -- serve: an interrupt is how it is stopped (its finally stops the platform)
+    else
+      code = fail(env, c)
+    end
+    for i = #env.finals, 1, -1 do
+      local fok, ferr = pcall(env.finals[i])
+      if not fok then core.ewrite("abxlua sandbox " .. name .. ": cleanup: " .. tostring(ferr) .. "\n") end
+    end
+    if env.stop then pcall(env.stop) end
+    if core.interrupted() > 0 and code == 0 and not env.interrupt_is_stop then code = 2 end
+  end)
+  if not ok then return 3 end
+  if code == nil and usage and env.json then
+    core.write(M.encode({ ok = false, command = name, error = { kind = "InvalidArgument",
+      status = 0, message = usage } }) .. "\n", true)
+  end
+  return code, usage
+end
+
+return M

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""GET /sandboxes/{id}/logs and GET /v2/sandboxes/{id}/logs (platform/api_logs.c,
+sandbox_log.h): the lifecycle entries of a sandbox (started, paused, resumed) in E2B's shapes,
+the query parameters and their 400s, 404 for unknown and killed sandboxes.
+Source: reference/e2b-control-plane.md §3.4 (the two logs rows), §3.3 SandboxLogEntry.
+Usage: test_sandbox_logs.py ABXLUA"""
+import os, sys, tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import abxtest
+from abxtest import check, finish, api
+
+abx = os.path.abspath(sys.argv[1])
+abxtest.needs_platform()
+tmp = tempfile.mkdtemp(prefix="abx-logs-")
+proc, ready = abxtest.start_serve(abx, env=dict(os.environ, TMPDIR=tmp),
+                                  log=os.path.join(tmp, "serve.log"))
+try:
+    st, sb = api(ready, "POST", "/sandboxes", {"templateID": "base", "timeout": 120})
+    check(st == 201, "create (%s)" % st)
+    sid = sb["sandboxID"]
+    check(api(ready, "POST", "/sandboxes/%s/pause" % sid)[0] == 204, "pause")
+    check(api(ready, "POST", "/sandboxes/%s/connect" % sid, {"timeout": 120})[0] == 201, "resume")
+
+    st, v2 = api(ready, "GET", "/v2/sandboxes/%s/logs" % sid)
+    logs = v2["logs"] if v2 else []
+    check(st == 200 and [e["message"].split(" ")[1] for e in logs] == ["started", "paused", "resumed"],
+          "v2: started, paused, resumed, oldest first: %s" % [e["message"] for e in logs])
+    check(all(set(e) == {"timestamp", "level", "message", "fields"} and e["level"] == "info"
+              and e["fields"] == {"source": "platform"} and e["timestamp"].endswith("Z") for e in logs),
+          "v2 entries are SandboxLogEntry {timestamp, level, message, fields}")
+    check(logs and "template base" in logs[0]["message"], "the start names the template")
+
+    st, v1 = api(ready, "GET", "/sandboxes/%s/logs" % sid)
+    check(st == 200 and set(v1) == {"logs", "logEntries"} and v1["logEntries"] == logs
+          and [l["line"] for l in v1["logs"]] == [e["message"] for e in logs]
+          and all(set(l) == {"timestamp", "line"} for l in v1["logs"]),
+          "v1: {logs: [{timestamp, line}], logEntries: [SandboxLogEntry]}")
+
+    st, b = api(ready, "GET", "/v2/sandboxes/%s/logs?direction=backward&limit=1" % sid)
+    check(st == 200 and [e["message"] for e in b["logs"]] == ["sandbox resumed"], "backward, limit 1")
+    st, b = api(ready, "GET", "/v2/sandboxes/%s/logs?level=warn" % sid)
+    check(st == 200 and b["logs"] == [], "level=warn: no info entries")
+    st, b = api(ready, "GET", "/v2/sandboxes/%s/logs?search=paused" % sid)
+    check(st == 200 and len(b["logs"]) == 1, "search")
+    st, b = api(ready, "GET", "/v2/sandboxes/%s/logs?cursor=9000000000000" % sid)
+    check(st == 200 and b["logs"] == [], "a cursor after the last entry: none")
+    st, b = api(ready, "GET", "/sandboxes/%s/logs?start=0&limit=2" % sid)
+    check(st == 200 and len(b["logEntries"]) == 2, "v1 start and limit")
+    for q in ("limit=1001", "limit=-1", "limit=x", "cursor=abc", "direction=up", "level=fatal",
+              "search=" + "a" * 257):
+        check(api(ready, "GET", "/v2/sandboxes/%s/logs?%s" % (sid, q))[0] == 400, "v2 %s is a 400" % q[:20])
+    check(api(ready, "GET", "/sandboxes/%s/logs?start=-5" % sid)[0] == 400, "v1 start=-5 is a 400")
+    check(api(ready, "GET", "/v2/sandboxes/nosuchsandbox0/logs")[0] == 404, "unknown sandbox: 404")
+    check(api(ready, "DELETE", "/sandboxes/%s" % sid)[0] == 204, "kill")
+    check(api(ready, "GET", "/sandboxes/%s/logs" % sid)[0] == 404, "a killed sandbox's logs: 404")
+finally:
+    proc.terminate()
+    proc.wait(timeout=30)
+finish()

@@ -1,0 +1,80 @@
+-- units: the pure parts of `abxlua sandbox` (lib/abx/run/sandbox_cli/) and of the server
+-- client's call encoding: shell quoting of exec's words, cp's ID:PATH, KEY=VALUE options, the
+-- JSON documents, the local platform's state file, and process.run's children.
+-- Expected: every test passes; exit code 0. No sandbox is created.
+-- expect-no-line: ^(FAILED|ERROR)
+local t = require("abx.test")
+local core = require("abx.core")
+local cjson = require("cjson")
+local exec = require("abx.run.sandbox_cli.exec")
+local cp = require("abx.run.sandbox_cli.cp")
+local a = require("abx.run.sandbox_cli.args")
+local common = require("abx.run.sandbox_cli.common")
+local process = require("abx.run.process")
+
+t.test("exec quotes several words one by one and keeps one word a shell line", function()
+  t.eq(exec.command_line({ "echo $HOME; ls" }), "echo $HOME; ls")
+  t.eq(exec.command_line({ "ls", "-la", "/tmp" }), "ls -la /tmp")
+  t.eq(exec.command_line({ "printf", "%s|", "a b", "it's", "" }), "printf '%s|' 'a b' 'it'\\''s' ''")
+  t.eq(exec.quote("$(id)"), "'$(id)'")
+  t.eq(exec.quote("ünï"), "'ünï'")
+end)
+
+t.test("cp tells ID:PATH from local paths", function()
+  t.eq({ cp.remote("abc123:/home/user/a b") }, { "abc123", "/home/user/a b" })
+  t.eq({ cp.remote("./abc:/x") }, {})
+  t.eq({ cp.remote("abc:relative") }, {})
+  t.eq({ cp.remote("/tmp/a:/b") }, {})
+end)
+
+t.test("KEY=VALUE options refuse malformed, repeated and reserved keys", function()
+  t.eq(a.pairs({ "a=1", "b=x=y", "c=" }, "--env"), { a = "1", b = "x=y", c = "" })
+  t.eq(select(2, a.pairs({ "nokey" }, "--env")), "--env takes KEY=VALUE, got nokey")
+  t.eq(select(2, a.pairs({ "a=1", "a=2" }, "--env")), "--env a is given twice")
+  t.eq(select(2, a.pairs({ "e2e=x" }, "--metadata", { e2e = "is the run tag" })),
+    "--metadata e2e: is the run tag")
+  t.eq(select(2, a.seconds("--timeout")("0")), "--timeout must be a whole number of seconds from "
+    .. "1 to 2592000, got 0")
+  t.eq(a.seconds("--timeout")("60"), 60)
+  t.eq(a.sandbox_id("bad id"), nil)
+end)
+
+t.test("JSON documents: sorted keys, empty arrays stay arrays", function()
+  t.eq(common.encode({ b = 1, a = common.array(), c = { "x", "y" }, d = "é\"" }),
+    '{"a":[],"b":1,"c":{"1":"x","2":"y"},"d":"é\\""}')
+  t.eq(common.encode(common.plain({ "x", "y" })), '["x","y"]')
+  t.eq(cjson.decode(common.encode({ s = "a/b" })).s, "a/b")
+end)
+
+t.test("a state file whose process is gone is stale", function()
+  local path = assert(common.state_path("units-test-" .. core.random_hex(4)))
+  local name = path:match("sandbox%-serve%-(.+)%.json$")
+  local f = assert(io.open(path, "wb"))
+  f:write(common.encode({ format = common.FORMAT, pid = 999999999, serve_pid = 999999999,
+    ready = { url = "http://127.0.0.1:1", api_key = "e2b_00" } }))
+  f:close()
+  local doc, why = common.read_state(name)
+  os.remove(path)
+  t.eq(doc, nil)
+  t.match(why, "is stale: its process 999999999 is gone")
+  t.eq(select(2, common.read_state("units-none-" .. core.random_hex(4))), "missing")
+end)
+
+t.test("process.run collects a child's output and exit code, with env set and removed", function()
+  local r = process.run({ "sh", "-c", "printf out; printf err >&2; echo \"$A|${HOME:-unset}\"; exit 5" },
+    { env = { A = "a b", HOME = false } })
+  t.eq(r.exit_code, 5)
+  t.eq(r.stdout, "outa b|unset\n")
+  t.eq(r.stderr, "err")
+  local big = process.run({ "sh", "-c", "head -c 300000 /dev/zero" })
+  t.eq(#big.stdout, 300000)
+  local e = t.raises("Timeout", function() process.run({ "sleep", "5" }, { timeout = 0.3 }) end)
+  t.match(e.message, "did not end within")
+  t.raises("PayloadTooLarge", function()
+    process.run({ "sh", "-c", "head -c 100000 /dev/zero" }, { max_output = 1000 })
+  end)
+  t.raises("NotFound", function() process.run({ "no-such-program-abx" }) end)
+  t.raises("InvalidArgument", function() process.run({}) end)
+  local killed = process.run({ "sh", "-c", "kill -9 $$" })
+  t.eq(killed.exit_code, -9)
+end)
