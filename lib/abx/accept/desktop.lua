@@ -89,6 +89,8 @@ function M.parse_xwininfo(out)
   local y = out:match("Absolute upper%-left Y:%s+(%-?%d+)")
   local w, h = out:match("Width:%s+(%d+)"), out:match("Height:%s+(%d+)")
   if not (x and y and w and h) then return nil, "xwininfo printed no geometry" end
+  -- an unmapped window has a geometry too (1x1 at 0,0 before the client sized it)
+  if not out:match("Map State:%s+IsViewable") then return nil, "the window is not viewable" end
   return { x = tonumber(x), y = tonumber(y), w = tonumber(w), h = tonumber(h) }
 end
 
@@ -262,7 +264,10 @@ end
 
 local function write_report(dir, rep)
   local f = assert(io.open(dir .. "/report.json", "wb"))
-  f:write(core.mask(cjson.encode(rep)), "\n")
+  -- lua-cjson 2.1.0 (Debian 12) encodes an empty table as {}: the two lists of the report are
+  -- lists also when empty (no other key of the report has these names)
+  local text = cjson.encode(rep):gsub('"failures":{}', '"failures":[]'):gsub('"errors":{}', '"errors":[]')
+  f:write(core.mask(text), "\n")
   f:close()
 end
 
@@ -327,9 +332,9 @@ function M.execute(args)
     -- cleanup, never interrupted: the sandbox, then a look by tag that nothing is left
     local c = tracker:cleanup(conn)
     local left_ok, left = pcall(conn.list, conn, { metadata = { e2e = run_id } })
+    if not left_ok then c.errors[#c.errors + 1] = "list by tag: " .. tostring(left) end
     rep.cleanup = { sandboxes_killed = c.tracked + c.swept, errors = c.errors,
       sandboxes_left = left_ok and #left or nil }
-    if not left_ok then rep.cleanup.errors[#rep.cleanup.errors + 1] = "list by tag: " .. tostring(left) end
     info.stop(false)
     rep.duration_s = math.floor((core.now() - t0) * 10) / 10
     local failed = {}

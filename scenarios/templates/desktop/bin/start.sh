@@ -11,7 +11,7 @@
 # a client outside as a WebSocket, as E2B's desktop template serves noVNC on 6080).
 # The password goes into x11vnc's obfuscated password file (~/.vnc/passwd, 0600) and leaves
 # this script's environment before any server starts, so none of them holds it; nothing prints it.
-# Logs: /tmp/desktop/*.log. Ready once the window is mapped and websockify started
+# Logs (and jwm's configuration): /tmp/desktop/. Ready once the window is mapped and websockify started
 # (/tmp/desktop/ready written last).
 # Started as root it drops to `user` with runuser.
 set -eu
@@ -38,17 +38,35 @@ until xdpyinfo >/dev/null 2>&1; do
   i=$((i + 1)); [ $i -lt 100 ] || { echo "Xvfb did not start" >&2; exit 1; }
   sleep 0.1
 done
-jwm >"$LOG/wm.log" 2>&1 &
+# jwm paints the root itself when it starts, in its own time (the xterm can be mapped before):
+# its configuration (Debian's, then the root colour of ours) makes that paint the known colour too
+cat >"$LOG/jwmrc" <<'EOF'
+<?xml version="1.0"?>
+<JWM>
+  <Include>/etc/jwm/system.jwmrc</Include>
+  <Desktops width="1" height="1"><Background type="solid">#2050a0</Background></Desktops>
+</JWM>
+EOF
+jwm -f "$LOG/jwmrc" >"$LOG/wm.log" 2>&1 &
+# the window opens once jwm manages the screen (EWMH's _NET_SUPPORTING_WM_CHECK on the root):
+# a window mapped before would be reparented and moved by jwm after its geometry was read
+i=0
+until xprop -root _NET_SUPPORTING_WM_CHECK 2>/dev/null | grep -q 'window id'; do
+  i=$((i + 1)); [ $i -lt 100 ] || { echo "jwm did not start" >&2; exit 1; }
+  sleep 0.1
+done
 xterm -geometry 40x12+100+80 -title abx-desktop-window -bg '#e04010' -fg '#e04010' -cr '#e04010' \
   -bw 0 -b 0 +sb -e sleep infinity >"$LOG/xterm.log" 2>&1 &
 x11vnc -display :1 -rfbauth "$HOME/.vnc/passwd" -rfbport 5900 -localhost -forever -shared \
   -nocursor -noxdamage -o "$LOG/x11vnc.log" >/dev/null 2>&1 &
 i=0
-until xwininfo -name abx-desktop-window >/dev/null 2>&1; do
+# viewable and managed (ICCCM's WM_STATE, set by jwm once it framed the window): its final place
+until xwininfo -name abx-desktop-window 2>/dev/null | grep -q IsViewable \
+  && xprop -name abx-desktop-window WM_STATE 2>/dev/null | grep -q 'Normal'; do
   i=$((i + 1)); [ $i -lt 100 ] || { echo "the window did not appear" >&2; exit 1; }
   sleep 0.1
 done
-xsetroot -solid '#2050a0' # after jwm, which paints its own background (#111111) at start
+xsetroot -solid '#2050a0' # the same colour, for a jwm that has not read its configuration yet
 listening() { [ -n "$(ss -Htln "sport = :$1")" ]; }
 i=0
 until listening 5900; do
