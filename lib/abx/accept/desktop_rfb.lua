@@ -126,7 +126,8 @@ function M.capture(t, s)
         end
         rects = rects + 1
         if rects > M.MAX_RECTS then perr("more than " .. M.MAX_RECTS .. " rectangles") end
-        for yy = y, y + h - 1 do
+        -- an empty rectangle paints nothing (and must not cost a pass over every row it names)
+        for yy = y, w > 0 and (y + h - 1) or (y - 1) do
           local line = row_rgb(t:read(w * 4))
           local cur = rows[yy + 1]
           if not cur then

@@ -273,6 +273,17 @@ function WS:close()
   end
 end
 
+--- Tests and tests/fuzz/fuzz_desktop.c: a WebSocket past its opening handshake over `wire`
+--- (wire:recv(n) -> up to n bytes, "" for none yet, nil at the end; wire:send(s, i) -> bytes taken),
+--- so the frame parser reads whatever bytes the caller hands it.
+---@param wire table
+---@param deadline? number core.now() seconds (default: none)
+---@return table ws
+function M._over(wire, deadline)
+  return setmetatable({ inbuf = "", pieces = {}, have = 0, deadline = deadline or math.huge, url = "",
+    frames = 0, closed = false, wire = wire }, WS)
+end
+
 M._frame = frame -- tests: the client's framing
 M._parse_head = parse_head
 
