@@ -3,8 +3,8 @@
  * over an HTTP upgrade (the desktop runner's WebSocket to a sandbox's VNC server through the
  * ingress, lib/abx/accept/desktop_ws.lua), and the two digests those protocols need.
  *
- * core.wire_open{url =, connect_to = "HOST:PORT" | nil, connect_timeout = s (default 15)} -> wire
- *     libcurl CONNECT_ONLY on a multi handle of its own (so connecting never blocks the loop):
+ * core.wire_open(opts) -> wire, opts {url, connect_to = "HOST:PORT" | nil, connect_timeout = s}.
+ *     connect_timeout defaults to 15 s. libcurl CONNECT_ONLY on a multi handle of its own (so connecting never blocks the loop):
  *     the connection, and the TLS handshake for https (verified against the CA bundle of
  *     core.set_ca_file, engine/http.h abx_http_ca_file, as every other transfer), no request.
  * wire:step() -> true once connected, false while connecting (the caller sleeps and calls again);
@@ -18,8 +18,8 @@
  * interrupts apply to every wait.
  *
  * core.sha1(bytes) -> 20 raw bytes (nettle): WebSocket's Sec-WebSocket-Accept, RFC 6455 §4.2.2.
- * core.vnc_auth(password, challenge) -> 16 bytes: VNC authentication's response (RFC 6143
- *     §7.2.2): the 16-byte challenge encrypted with single DES in ECB mode (nettle), the key the
+ * core.vnc_auth(password, challenge) -> 16 bytes: VNC authentication's response.
+ *     RFC 6143 §7.2.2: the 16-byte challenge encrypted with single DES in ECB mode (nettle), the key the
  *     password's first 8 bytes padded with NUL, each key byte with its bits mirrored (the key
  *     schedule every VNC server uses: libvncserver common/d3des.c takes key bits least
  *     significant first; RFC 6143 leaves it out). InvalidArgument unless the challenge is 16

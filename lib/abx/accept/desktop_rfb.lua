@@ -142,13 +142,12 @@ function M.capture(t, s)
       t:read(3)
       local nc = u16(t)
       t:read(nc * 6) -- at most 65535 * 6 bytes: u16 bounds it
-    elseif typ == 2 then -- Bell
     elseif typ == 3 then
       t:read(3)
       local n = u32(t)
       if n > M.MAX_CUT then perr(string.format("ServerCutText of %d bytes (at most %d)", n, M.MAX_CUT)) end
       t:read(n)
-    else
+    elseif typ ~= 2 then -- 2 is Bell: the type byte alone
       perr("unknown server message type " .. typ)
     end
   end

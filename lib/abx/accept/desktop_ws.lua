@@ -226,7 +226,6 @@ local function want(self, n)
       end
     elseif op == 9 then
       send_raw(self, frame(10, payload)) -- ping: pong with its payload (§5.5.2)
-    elseif op == 10 then -- an unsolicited pong: ignored (§5.5.3)
     elseif op == 8 then
       local code = #payload >= 2 and string.unpack(">I2", payload) or 1005
       self.closed = true
@@ -234,7 +233,7 @@ local function want(self, n)
         #payload > 2 and (": " .. payload:sub(3, 125)) or ""))
     elseif op == 1 then
       fail("Protocol", "WebSocket: a text frame (the stream is binary)")
-    else
+    elseif op ~= 10 then -- 10, an unsolicited pong: ignored (§5.5.3)
       fail("Protocol", "WebSocket: unknown opcode " .. op)
     end
   end
