@@ -6,7 +6,8 @@ token, sandbox id or endpoint; the PNG is decoded here (signature, IHDR, IDAT in
 the rows unfiltered: RFC 2083 / PNG spec section 9) and the window the script opened is in it in
 its colour, the root around it in the root's; nothing of the run is left. Then the refusals (exit
 4, the message naming the input, no output dir made): an existing output dir, an unknown
-template, an unknown option. Usage: test_desktop.py ABXLUA"""
+template, an unknown option. With PROVIDER (e.g. local-tls: the WebSocket over HTTPS through
+`serve --tls`) only the full run, on that provider. Usage: test_desktop.py ABXLUA [PROVIDER]"""
 import json, os, re, struct, subprocess, sys, tempfile, zlib
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import abxtest
@@ -14,6 +15,7 @@ from abxtest import check, finish
 
 abxtest.needs_platform()
 abx = os.path.abspath(sys.argv[1])
+PROVIDER = sys.argv[2] if len(sys.argv) > 2 else "local"
 root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # scenarios/templates/desktop/bin/start.sh: the window's and the root's colours
 WINDOW_RGB, ROOT_RGB = bytes.fromhex("e04010"), bytes.fromhex("2050a0")
@@ -99,8 +101,8 @@ tmp = tempfile.mkdtemp()
 out_dir = os.path.join(tmp, "out")
 
 # 1. a full local run
-code, out, err = accept("--template", "base", "--upload-script", "--output-dir", out_dir,
-                        env={"TMPDIR": tmp})
+code, out, err = accept("--provider", PROVIDER, "--template", "base", "--upload-script",
+                        "--output-dir", out_dir, env={"TMPDIR": tmp})
 print(err)
 check(code == 0, "a full local run exits 0 (got %d)" % code)
 report = os.path.join(out_dir, "report.json")
@@ -122,7 +124,7 @@ notok = next((c for c in checks if c["name"].startswith("no traffic token")), {}
 check(notok.get("ok") and notok.get("detail", {}).get("status") == 403,
       "the report shows the upgrade without the traffic token refused with 403: %s" % notok.get("detail"))
 check(rep.get("passed") is True and rep.get("failures") == [] and rep.get("kind") == "desktop"
-      and rep.get("template") == "base" and rep.get("provider") == "local",
+      and rep.get("template") == "base" and rep.get("provider") == PROVIDER,
       "the report's passed, failures, kind, template and provider")
 cl = rep.get("cleanup", {})
 check(cl.get("sandboxes_killed") == 1 and cl.get("sandboxes_left") == 0 and cl.get("errors") == [],
@@ -166,6 +168,8 @@ if decoded and win:
 else:
     check(False, "the report gives the window's geometry: %s" % pix)
 abxtest.nothing_left(tmp, "the full run")
+if PROVIDER != "local":
+    finish()
 
 # 2. refusals: exit 4, the message naming the input, nothing made
 code, out, err = accept("--template", "base", "--upload-script", "--output-dir", out_dir)
