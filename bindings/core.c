@@ -391,6 +391,8 @@ int abx_core_open(lua_State *L, struct abx_loop *loop)
   abx_core_zlib_register(L, loop);
   abx_core_sink_register(L);
   abx_core_fs_register(L, loop);
+  abx_core_wire_register(L, loop);
+  abx_core_png_register(L, loop);
   abx_core_pipe_register(L, loop);
   abx_core_httpd_register(L, loop);
   return 1;

@@ -75,6 +75,14 @@ void abx_core_httpd_register(lua_State *L, struct abx_loop *loop);
 /* Adds core.gzip and core.gunzip (zlib) to the module at the top. [-0, +0, m] */
 void abx_core_zlib_register(lua_State *L, struct abx_loop *loop);
 
+/* Adds core.wire_open (raw TCP/TLS streams), core.sha1 and core.vnc_auth (core_wire.c, nettle)
+ * to the module at the top. [-0, +0, m] */
+void abx_core_wire_register(lua_State *L, struct abx_loop *loop);
+
+/* Adds core.png_write and core.png_read (core_png.c, libpng) to the module at the top.
+ * [-0, +0, m] */
+void abx_core_png_register(lua_State *L, struct abx_loop *loop);
+
 /* Adds the file-tree primitives of template builds (core_fs.c: lstat, readdir, realpath,
  * sha256_new, tar_gz with libarchive) to the module at the top. [-0, +0, m] */
 void abx_core_fs_register(lua_State *L, struct abx_loop *loop);

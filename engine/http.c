@@ -13,6 +13,8 @@
 
 static char g_ca_file[ABX_HTTP_MAX_CA_PATH]; /* "" = curl's default bundle */
 
+const char *abx_http_ca_file(void) { return g_ca_file[0] ? g_ca_file : NULL; }
+
 int abx_http_set_ca_file(const char *path)
 {
   if (!path) {

@@ -149,6 +149,10 @@ struct abx_http_request {
 #define ABX_HTTP_MAX_CA_PATH 4096
 int abx_http_set_ca_file(const char *path);
 
+/* The CA bundle set by abx_http_set_ca_file, or NULL for curl's default (a transfer made outside
+ * this file, bindings/core_wire.c's raw streams, applies it the same way). */
+const char *abx_http_ca_file(void);
+
 /* Prefaults p[0..n) for writing in one call (madvise MADV_POPULATE_WRITE, Linux 5.14) when
  * n >= ABX_POPULATE_MIN, for a block about to be filled whole (a 256 MiB command output, a file
  * body becoming a Lua string): one call instead of a page fault per 4 KiB (the faults were a

@@ -35,6 +35,8 @@ static const char *g_domain;
 int abx_ingress_config(const char *domain)
 {
   g_domain = domain;
+  if (abx_ingress_upgrade_init() != 0)
+    return -1;
   return abx_stream_loop_start();
 }
 
@@ -123,7 +125,7 @@ static enum MHD_Result proxy_error(struct MHD_Connection *c, const char *id, con
                                          "code", 502));
 }
 
-static enum MHD_Result port_closed(struct MHD_Connection *c, const struct abx_route *route)
+enum MHD_Result abx_ingress_port_closed(struct MHD_Connection *c, const struct abx_route *route)
 {
   if (abx_flavor()->os_api) /* Go's ReverseProxy: 502, no body (os_api.h) */
     return abx_os_ingress_error(c, 502, NULL);
@@ -279,6 +281,17 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
     snprintf(hosthdr, sizeof hosthdr, "Host: localhost:%d", route->port);
   }
   h.list = curl_slist_append(h.list, hosthdr);
+  const char *upgrade = abx_ingress_upgrade_wanted(c);
+  if (upgrade) { /* WebSocket and the like: relayed as a byte stream (ingress_upgrade.c) */
+    p->netns_fd = -1; /* the upgrade closes it */
+    enum MHD_Result ur = abx_ingress_upgrade(c, route, netns, method, path, h.list, upgrade,
+                                             p->body ? p->body : "", len);
+    curl_slist_free_all(h.list);
+    free(url);
+    abx_stream_release(p);
+    abx_stream_release(p);
+    return ur;
+  }
   h.list = curl_slist_append(h.list, "Expect:");
   if (!h.has_accept)
     h.list = curl_slist_append(h.list, "Accept:");
@@ -335,7 +348,7 @@ enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_r
   if (failed) {
     abx_stream_drop(p);
     if (rc == CURLE_COULDNT_CONNECT)
-      return port_closed(c, route);
+      return abx_ingress_port_closed(c, route);
     int still = abx_registry_netns(route->id);
     if (still < 0)
       return proxy_error(c, route->id, "The sandbox was not found");
@@ -382,4 +395,8 @@ enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_r
   return ret;
 }
 
-void abx_ingress_stop(void) { abx_stream_loop_stop(); }
+void abx_ingress_stop(void)
+{
+  abx_ingress_upgrade_stop();
+  abx_stream_loop_stop();
+}

@@ -17,6 +17,8 @@
 #include <microhttpd.h>
 #include <pthread.h>
 
+struct abx_route; /* ingress.h */
+
 struct abx_stream {
   CURL *curl;
   struct curl_slist *req_hdrs;
@@ -73,5 +75,37 @@ int abx_stream_loop_start(void);
 
 /* Abort every transfer, resume every connection waiting on one, and end the loop thread. */
 void abx_stream_loop_stop(void);
+
+/* ---- protocol upgrades (ingress_upgrade.c) ---- */
+
+/* upgraded connections relayed at once; beyond, 503 {"message":"Too many upgraded connections"} */
+#define ABX_UPGRADE_MAX 128
+
+/* The Upgrade header's value when the request asks for an upgrade (a Connection header with the
+ * token "upgrade", RFC 9110 §7.8, and a non-empty Upgrade), else NULL. */
+const char *abx_ingress_upgrade_wanted(struct MHD_Connection *c);
+
+/* Proxies an upgrade request on a pool thread (blocking: connect, the request, the answer's head,
+ * each within 30 s): connects to 127.0.0.1:<port> inside `netns` (closed here), sends `method
+ * path`, the end-to-end headers `hdrs` ("Name: value" lines, libcurl's "Name;"/"Name:" forms
+ * skipped), `Connection: Upgrade`, `Upgrade: <protocol>` and the body. A 101 whose Upgrade is
+ * `protocol` is answered with 101 and its headers, then the bytes are relayed both ways by a
+ * relay thread until either side ends (half-closes are passed on) or serve stops; a 101 naming
+ * another protocol, no answer or a malformed one is 502 "The sandbox is running but the port
+ * answered badly: ..."; any other status is relayed as an ordinary answer (body at most 1 MiB);
+ * a refused connection is the port-closed 502. Returns the access handler's result. */
+enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_route *route,
+                                    int netns, const char *method, const char *path,
+                                    const struct curl_slist *hdrs, const char *protocol,
+                                    const char *body, size_t len);
+
+/* Once at startup: the relays' stop pipe. 0 or -1. */
+int abx_ingress_upgrade_init(void);
+
+/* Ends every relay (their connections closed) and refuses new upgrades; returns once all ended. */
+void abx_ingress_upgrade_stop(void);
+
+/* The port-closed 502 of ingress.c (ingress.h "Errors"). */
+enum MHD_Result abx_ingress_port_closed(struct MHD_Connection *c, const struct abx_route *route);
 
 #endif

@@ -539,7 +539,7 @@ static int serve_run(int argc, char **argv)
    * (ingress.h "Threads"), so the thread count does not grow with the streams (docs/PLATFORM.md
    * "Threads"). */
   struct MHD_Daemon *d = MHD_start_daemon(
-    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
       MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
     0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_IO_THREADS,

@@ -13,7 +13,10 @@ set -euo pipefail
 pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
       libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
       libxml2-utils python3-jsonschema clang-format lua-check libnss-myhostname dpkg-dev
-      sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib mmdebstrap)
+      sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib mmdebstrap
+      nettle-dev libpng-dev xvfb x11vnc websockify xterm x11-utils x11-xserver-utils jwm)
+# nettle-dev, libpng-dev: the desktop runner (VNC auth DES, SHA-1, PNG; bindings/core_wire.c, core_png.c);
+# xvfb ... jwm: the desktop template's packages on the host, so a `base` sandbox runs it (quick tests)
 # libarchive-dev: the local platform unpacks and checks template build uploads (layer_cache.h).
 # libnss-myhostname: `localhost` and every name under `.localhost` resolve to loopback through NSS,
 # as `abxlua serve --tls` needs for api.e2b.localhost and <port>-<id>.e2b.localhost (getent, Node's

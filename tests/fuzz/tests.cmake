@@ -6,7 +6,7 @@
 #  - Otherwise (gcc, `make test`): the same sources with tests/fuzz/replay.c as main(), and one ctest
 #    per target that replays its seed corpus, so the targets and seeds cannot rot unnoticed.
 # Crashing inputs found by fuzzing are kept in tests/fuzz/<name>/crashes/ and are not replayed.
-set(ABX_FUZZ_TARGETS connect yaml json_lua dotenv select route api_route multipart ndjson)
+set(ABX_FUZZ_TARGETS connect yaml json_lua dotenv select route api_route multipart ndjson desktop)
 set(ABX_FUZZ_BINARIES "")
 foreach(name IN LISTS ABX_FUZZ_TARGETS)
   if(ABX_FUZZ)

@@ -82,3 +82,8 @@ set_tests_properties(platform_api_keys PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 7
 # from inside a sandbox, push / upload-archive / paths outside the root refused; ~1 s
 add_test(NAME platform_git_server COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_git_server.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_git_server PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+# protocol upgrades through the ingress (platform/ingress_upgrade.c), plain and `serve --tls`: a
+# 101 relayed both ways to a python3 server in the sandbox, a non-101 an ordinary answer, the
+# traffic token required (~10 s)
+add_test(NAME platform_ingress_upgrade COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_ingress_upgrade.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_ingress_upgrade PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

@@ -167,6 +167,18 @@ function core.platform_start(extra_args, timeout_s, log_path) end
 ---@param timeout_s any
 function core.platform_stop(pid, timeout_s) end
 
+---core.png_read(path [, max_pixels]) -> width, height, rgb
+---@param path any
+---@param max_pixels? any
+function core.png_read(path, max_pixels) end
+
+---core.png_write(path, width, height, rgb) -> size in bytes of the file written
+---@param path any
+---@param width any
+---@param height any
+---@param rgb any
+function core.png_write(path, width, height, rgb) end
+
 ---core.process_start(opts) -> process; opts {argv, env, env_clear, cwd, stderr, die_with_parent} (see
 ---the file header).
 ---@param opts any
@@ -211,6 +223,10 @@ function core.set_ca_file(path) end
 ---Everything goes through the secrets registry.
 ---@param level any
 function core.set_trace(level) end
+
+---core.sha1(bytes) -> 20 raw bytes (nettle): WebSocket's Sec-WebSocket-Accept, RFC 6455 §4.2.2.
+---@param bytes any
+function core.sha1(bytes) end
 
 ---core.sha256(bytes) -> lower-case hex digest
 ---@param bytes any
@@ -266,6 +282,15 @@ function core.unpark(task, ...) end
 
 ---@param ... any
 function core.version(...) end
+
+---core.vnc_auth(password, challenge) -> 16 bytes: VNC authentication's response.
+---@param password any
+---@param challenge any
+function core.vnc_auth(password, challenge) end
+
+---core.wire_open(opts) -> wire, opts {url, connect_to = "HOST:PORT" | nil, connect_timeout = s}.
+---@param opts any
+function core.wire_open(opts) end
 
 ---core.write(text [, flush]), core.ewrite(text [, flush]): writes text to stdout / stderr, masked
 ---across calls (a secret written in two pieces is masked; engine/secrets.h). A tail that may begin

@@ -14,6 +14,8 @@ M.KINDS = {
     .. "filesystem MCP server releases over stdio; --output NEW.json." },
   { "conditional", "The provider's conditional operations (pause/resume both ways between CLI and "
     .. "Lua, snapshot create/list/restore/delete, continuity, clone isolation, owned cleanup)." },
+  { "desktop", "A desktop template's VNC through the ingress: RFB with a password, a screenshot "
+    .. "checked and saved as PNG." },
 }
 
 local function module_for(kind)
