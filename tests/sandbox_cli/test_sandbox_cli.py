@@ -68,6 +68,8 @@ check(os.stat(state_file).st_mode & 0o777 == 0o600,
 check("api_key" not in json.dumps(up), "the serve document holds no key")
 rc, _, err = sbx("serve")
 check(rc == 4 and "already runs" in err, "a second serve for the provider is refused (rc %d)" % rc)
+check("(pid %d," % up["pid"] in err, "the refusal names the running serve's pid as an integer: %s"
+      % err.strip()[-200:])
 
 # create: tagged, metadata, envs
 rc, doc = sbxj("create", "--metadata", "purpose=cli-test", "--env", "FOO=bar baz",
@@ -177,6 +179,9 @@ t0 = time.time()
 e.send_signal(signal.SIGINT)
 _, err = e.communicate(timeout=30)
 check(e.returncode == 2 and time.time() - t0 < 10, "SIGINT ends exec with exit 2 (rc %s)" % e.returncode)
+rc, out, _ = sbx("exec", s2, "--", "ps -eo args")
+check(rc == 0 and "sleep 60" not in out, "the interrupted exec's command was killed in the sandbox: %r"
+      % [l for l in out.splitlines() if "sleep" in l])
 rc, doc = sbxj("list", "--run-id", "clitest2")
 check(len(doc["sandboxes"]) == 2 and bwraps(), "two sandboxes live before serve is interrupted")
 

@@ -23,7 +23,7 @@ function M.configure(parser)
     .. "--http) with sandbox tools; it kills what it created when it ends.")
   cmd:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
-  cmd:option("--http", "Serve streamable HTTP on HOST:PORT (POST/GET/DELETE /mcp) instead of "
+  cmd:option("--http", "Serve streamable HTTP on HOST:PORT (POST and DELETE /mcp; GET is 405) instead of "
     .. "stdio; PORT 0 picks one (printed on stderr).")
   cmd:option("--http-response", "How requests are answered over HTTP: json (one JSON object) or "
     .. "sse (an SSE stream of one message event).", "json"):choices({ "json", "sse" })

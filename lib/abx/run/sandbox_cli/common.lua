@@ -37,7 +37,8 @@ M.FORMAT = "abxlua-sandbox-serve/1"
 function M.add_options(cmd)
   cmd:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
-  cmd:flag("--json", "Print one JSON document on stdout (README \"abxlua sandbox\" gives its shape).")
+  cmd:flag("--json", "Print one JSON document on stdout (its shape: README \"Command line\", "
+    .. "the `sandbox` entry).")
 end
 
 -- JSON documents are encoded by abx.json (empty arrays stay `[]`, objects have sorted keys).

@@ -4,7 +4,8 @@
 -- words are each shell-quoted and joined, so `exec ID -- ls "a b"` lists the one file "a b".
 -- stdout and stderr are streamed to ours as they arrive; with --json they are collected into
 -- {sandbox_id, cmd, exit_code, stdout, stderr, error} instead. A command killed by a signal
--- (envd's exit code -1) exits 1 with its `error` ("signal: killed").
+-- (envd's exit code -1) exits 1 with its `error` ("signal: killed"). An interrupt (exit 2) or an
+-- error while it runs kills the command in the sandbox (SIGKILL) before the CLI exits.
 -- The sandbox is reached with connect (POST /sandboxes/{id}/connect): a paused sandbox is
 -- resumed, and its TTL is extended to at least --ttl seconds from now, never shortened.
 local a = require("abx.run.sandbox_cli.args")
@@ -56,7 +57,15 @@ function M.execute(args, env)
     opts.on_stdout = function(chunk) core.write(chunk, true) end
     opts.on_stderr = function(chunk) core.ewrite(chunk, true) end
   end
-  local r = sbx.commands:run(line, opts)
+  -- started in background so that an interrupt (or any error) can kill the command: envd keeps
+  -- a process whose stream was dropped running until its own timeout
+  opts.background = true
+  local h = sbx.commands:run(line, opts)
+  local r
+  env:finally(function()
+    if not r then h:kill() end
+  end)
+  r = h:wait()
   env:emit({ sandbox_id = args.id, cmd = line, exit_code = r.exit_code, stdout = r.stdout,
     stderr = r.stderr, error = r.error })
   if r.exit_code < 0 or r.exit_code > 255 then

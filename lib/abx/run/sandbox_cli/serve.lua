@@ -27,7 +27,7 @@ function M.execute(_, env)
   local doc = common.read_state(env.pname)
   if doc then
     return nil, string.format("a local platform for provider %s already runs (pid %s, %s; "
-      .. "state file %s)", env.pname, tostring(doc.pid), doc.ready.url, path)
+      .. "state file %s)", env.pname, tostring(math.tointeger(doc.pid) or doc.pid), doc.ready.url, path)
   end
   local run = { run_id = env.run_id, defaults = env.cfg.defaults }
   local conn, info = provider.open(env.pname, env.p, run)
