@@ -7,8 +7,8 @@
 -- HTTP (streamable HTTP): POST and DELETE on /mcp (GET: 405, no server-initiated stream); each
 --   initialize opens a session with a new Mcp-Session-Id (32 hex characters, random); later
 --   requests need it (400 without, 404 for an unknown or ended one); an MCP-Protocol-Version
---   header that names an unsupported version or another version than the session's is 400 (none: the session's). An Origin header that is not
---   a loopback origin is 403. POST needs Content-Type application/json (else 415) and an Accept
+--   header that names an unsupported version or another version than the session's is 400
+--   (none: the session's). An Origin header that is not a loopback origin is 403. POST needs Content-Type application/json (else 415) and an Accept
 --   listing application/json and text/event-stream (else 406); notifications and responses get
 --   202; a request gets its answer as one JSON object, or with `sse` as an SSE stream of one
 --   `message` event (event ids are not given: the stream is not resumable). GET is 405 (this
