@@ -4,16 +4,16 @@
 --   its own (a long tools/call does not hold up a ping); answers are written in the order they are
 --   ready, one line each, masked (no registered secret leaves). Logs go to stderr only. A line over
 --   MAX_MESSAGE bytes is answered -32700 and skipped. stdin's end of file ends the server.
--- HTTP (streamable HTTP): POST and DELETE on /mcp (GET: 405, no server-initiated stream); each
---   initialize opens a session with a new Mcp-Session-Id (32 hex characters, random); later
---   requests need it (400 without, 404 for an unknown or ended one); an MCP-Protocol-Version
---   header that names an unsupported version or another version than the session's is 400
---   (none: the session's). An Origin header that is not a loopback origin is 403. POST needs Content-Type application/json (else 415) and an Accept
---   listing application/json and text/event-stream (else 406); notifications and responses get
---   202; a request gets its answer as one JSON object, or with `sse` as an SSE stream of one
---   `message` event (event ids are not given: the stream is not resumable). GET is 405 (this
---   server has no messages of its own to push). DELETE ends the session and kills its sandboxes
---   (204). At most MAX_SESSIONS sessions at once (then 503).
+-- HTTP (streamable HTTP): POST and DELETE on /mcp; each initialize opens a session with a new
+--   Mcp-Session-Id (32 hex characters, random); later requests need it (400 without, 404 for an unknown
+--   or ended one); an MCP-Protocol-Version header that names an unsupported version or another
+--   version than the session's is 400 (none: the session's). An Origin header that is not a loopback
+--   origin is 403. POST needs Content-Type application/json (else 415) and an Accept listing
+--   application/json and text/event-stream (else 406); notifications and responses get 202; a
+--   request gets its answer as one JSON object, or with `sse` as an SSE stream of one `message`
+--   event (event ids are not given: the stream is not resumable). GET is 405 (this server has no
+--   messages of its own to push). DELETE ends the session and kills its sandboxes (204). At most
+--   MAX_SESSIONS sessions at once (then 503).
 -- Shutdown (stdin EOF, SIGINT, SIGTERM; for HTTP SIGINT/SIGTERM): the book closes (every owned
 --   sandbox killed, then the owner-tag sweep), the provider stops; exit 0, or 2 after a signal.
 --   A second signal exits at once, naming the tags to clean up with `abxlua cleanup`.
