@@ -26,7 +26,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       cmake make gcc libc6-dev pkg-config dpkg-dev binutils file \
       liblua5.4-dev lua5.4 lua-cjson-dev lua-argparse libcurl4-openssl-dev libyaml-dev \
-      libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev zlib1g-dev \
+      libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev zlib1g-dev nettle-dev libpng-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY CMakeLists.txt ./

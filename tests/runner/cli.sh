@@ -66,6 +66,18 @@ has run_help out '--profile <profile>'
 has run_help out '--timeout <timeout>'
 has run_help out '-x, --exitfirst'
 
+# a subcommand's usage error shows that subcommand's usage line, not the top level's; help takes
+# a subcommand path
+run sub_usage 4 sandbox logs ID --level bogus
+has sub_usage err '^Usage: abxlua sandbox logs'
+run sub_usage2 4 mcp --bogus
+has sub_usage2 err '^Usage: abxlua mcp'
+has sub_usage2 err "abxlua: error: unknown option '--bogus'"
+run help_sub 0 help sandbox exec
+has help_sub out '^Usage: abxlua sandbox exec'
+run help_sub_bad 4 help sandbox nosuch
+has help_sub_bad err 'unknown command sandbox nosuch'
+
 run list 0 list tests/runner/outcomes_basic.lua
 has list out '^tests/runner/outcomes_basic\.lua::passes \[e2e,e2e_slow\]$'
 has list out '^tests/runner/outcomes_basic\.lua::assertion fails \[e2e\]$'

@@ -42,27 +42,50 @@ local function build_parser()
   p:require_command(false)
   for _, name in ipairs(COMMANDS) do module_for(name).configure(p) end
   local help = p:command("help", "Show help for abxlua or one of its commands.")
-  help:argument("topic", "A command name."):args("?")
+  help:argument("topic", "A command, or a command and its subcommand (help sandbox exec)."):args("*")
   return p
 end
 
-local function usage_error(p, msg)
-  core.ewrite(p:get_usage() .. "\n\nabxlua: error: " .. msg .. "\n")
+-- The child command of parser `p` named `word`, or nil.
+local function child(p, word)
+  for _, c in ipairs(p._commands or {}) do
+    if c._name == word then return c end
+    for _, alias in ipairs(c._aliases or {}) do
+      if alias == word then return c end
+    end
+  end
+  return nil
+end
+
+-- The deepest (sub)command parser the words of argv name (`sandbox logs ID --level x` -> the
+-- `sandbox logs` parser), so that a usage error shows that command's usage line. Words that
+-- name no child (option values, positionals) are passed over; `--` ends the search.
+local function named_parser(p, argv)
+  local cur = p
+  for _, w in ipairs(argv) do
+    if w == "--" then break end
+    cur = child(cur, w) or cur
+  end
+  return cur
+end
+
+local function usage_error(p, msg, argv)
+  core.ewrite(named_parser(p, argv or {}):get_usage() .. "\n\nabxlua: error: " .. msg .. "\n")
   return 4
 end
 
 local function help(p, topic)
-  if not topic then
+  if #topic == 0 then
     core.write(p:get_help() .. "\n")
     return 0
   end
-  for _, c in ipairs(p._commands) do
-    if c._name == topic then
-      core.write(c:get_help() .. "\n")
-      return 0
-    end
+  local cur = p
+  for _, word in ipairs(topic) do
+    cur = child(cur, word)
+    if not cur then return usage_error(p, "unknown command " .. table.concat(topic, " ")) end
   end
-  return usage_error(p, "unknown command " .. topic)
+  core.write(cur:get_help() .. "\n")
+  return 0
 end
 
 ---Entry point called by the C core with the arguments (argv[1..]).
@@ -71,13 +94,13 @@ end
 function M.main(argv)
   local p = build_parser()
   local ok, args = p:pparse(argv)
-  if not ok then return usage_error(p, args) end
+  if not ok then return usage_error(p, args, argv) end
   if args.version then
     local v, commit = core.version()
     core.write("abxlua " .. v .. " (" .. commit .. ")\n")
     return 0
   end
-  if not args.command then return help(p, nil) end
+  if not args.command then return help(p, {}) end
   if args.command == "help" then return help(p, args.topic) end
   local rok, code, err = pcall(module_for(args.command).execute, args)
   if not rok then
@@ -87,7 +110,7 @@ function M.main(argv)
     end
     error(code, 0)
   end
-  if code == nil then return usage_error(p, err) end
+  if code == nil then return usage_error(p, err, argv) end
   return code
 end
 
