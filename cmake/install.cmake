@@ -49,7 +49,7 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "bubblewrap, iproute2, nftables")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
     "ca-certificates, sudo, git, curl, python3, python-is-python3, libnss-myhostname")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
-    "mmdebstrap, python3-jupyter-client, python3-ipykernel, python3-matplotlib")
+    "mmdebstrap, python3-jupyter-client, python3-ipykernel, python3-matplotlib, xvfb, jwm, xterm, x11vnc, websockify, x11-utils, x11-xserver-utils")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 # the binary keeps its symbols (RelWithDebInfo): tracebacks of a crash in CI stay readable
 set(CPACK_STRIP_FILES OFF)
