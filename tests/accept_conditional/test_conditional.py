@@ -39,6 +39,9 @@ check(os.path.exists(report), "the report is written")
 rep = json.load(open(report)) if os.path.exists(report) else {}
 names = [c.get("name") for c in rep.get("checks", [])]
 check(names == CHECKS, "the report has every check in order: %s" % names)
+shown = re.findall(r"^conditional: (?:\[\d+/\d+\] )?([a-z_]+): "
+                   r"(?:passed|failed|skipped|interrupted|not_run)\b", err, re.M)
+check(shown == CHECKS, "one progress line per check, in the report's order: %s" % shown)
 check(all(c.get("status") == "passed" for c in rep.get("checks", [])),
       "every check passed: %s" % [(c["name"], c["status"], c.get("reason"))
                                   for c in rep.get("checks", []) if c["status"] != "passed"])

@@ -205,6 +205,7 @@ function M.run(o)
     return 4
   end
   s.checks[2] = { name = "template", status = "passed", duration = 0 }
+  progress("template: passed (%s exists; read only)", o.template)
   s.status_of.engine, s.status_of.template = "passed", "passed"
   s.tracker = Tracker.new(6, o.run_id)
   e.conn.hooks = s.tracker:hooks(function() return nil end)

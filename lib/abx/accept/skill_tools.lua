@@ -103,7 +103,7 @@ local function new_record(ctx)
       .. "skill-app)" or "--repo-url", commit = ctx.commit },
     mcp = { package = M.MCP_PACKAGE, versions = M.MCP_VERSIONS,
       install = "npm on the host (package-lock integrity), uploaded as one archive" },
-    checks = array(), failures = array(), cleanup = {} }
+    checks = array(), failures = array(), cleanup = {}, interrupted = false }
 end
 
 -- Runs one check: its detail table on success goes to checks, its error to failures (then the
