@@ -160,6 +160,11 @@ p = subprocess.run([abx, "cleanup", "--run-id", "clitest1"], cwd=root, env=ENV,
                    capture_output=True, text=True, timeout=60)
 check(p.returncode == 1 and sid in p.stdout, "cleanup (dry run) lists the CLI's sandbox: %s" % p.stdout)
 
+# call on a sandbox without the agent-sandbox-server: a NotFound that says so
+rc, out, err = sbx("call", sid, "--list")
+check(rc == 1 and "no agent-sandbox-server token at /var/lib/agent-server/token" in err,
+      "call where no agent-sandbox-server runs says so: %s" % err.strip()[-200:])
+
 # kill
 rc, doc = sbxj("kill", sid)
 check(rc == 0 and doc["killed"] is True, "kill")

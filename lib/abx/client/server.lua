@@ -205,7 +205,17 @@ end
 --- Raises: NotFound (no token file: the server has not started), and what files:read raises.
 local function token(self)
   if self._token == nil then
-    local t = self.sandbox.files:read(self._token_file, { user = "root" })
+    local ok, t = pcall(self.sandbox.files.read, self.sandbox.files, self._token_file,
+      { user = "root" })
+    if not ok then
+      if core.is_error(t) and t.kind == "NotFound" then
+        -- say what a missing token file means: no agent-sandbox-server has started here
+        errmap.raise("NotFound", t.status or 404, "sbx:server: no agent-sandbox-server token at "
+          .. self._token_file .. ": the server has not started in this sandbox (a template "
+          .. "that runs it, such as python-hello, starts it; or give the token file it wrote)")
+      end
+      error(t, 0)
+    end
     t = t:gsub("%s+$", "")
     if t == "" then
       errmap.raise("Protocol", 0, "sbx:server: the token file " .. self._token_file .. " is empty")
