@@ -8,6 +8,7 @@
 #include "core.h"
 
 #include <lauxlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -209,6 +210,21 @@ static int core_guard(lua_State *L)
   return guard_done(L, status, 0);
 }
 
+/* core.guard_where(where | nil): names the place ("file:line") at which the running guarded
+ * task's deadline or interrupt is reported, for code that runs a scenario not written in Lua
+ * (abx.run.declarative's YAML steps: the deadline hook only finds Lua frames of scenario files).
+ * nil clears it; the guard's end clears it too. Raises: a Lua error outside a guarded task. */
+static int core_guard_where(lua_State *L)
+{
+  struct abx_task *t = abx_core_loop(L)->current;
+  const char *where = luaL_optstring(L, 1, NULL);
+  if (!t || !t->guarded)
+    return luaL_error(L, "core.guard_where: not inside core.guard");
+  if (!t->expired_kind) /* once expired, the place it was reported at stays */
+    snprintf(t->expired_where, sizeof t->expired_where, "%s", where ? where : "");
+  return 0;
+}
+
 /* core.abort(task, kind, message): cancels what the task waits on; it resumes with that error. */
 static int core_abort(lua_State *L)
 {
@@ -365,7 +381,7 @@ static const luaL_Reg core_funcs[] = {
   {"run", core_run},           {"spawn", core_spawn},     {"current", core_current},
   {"sleep", core_sleep},       {"park", core_park},       {"unpark", core_unpark},
   {"abort", core_abort}, {"now", core_now},
-  {"guard", core_guard},
+  {"guard", core_guard}, {"guard_where", core_guard_where},
   {"time", core_time},         {"error", core_error},     {"is_error", core_is_error},
   {"new_error", core_new_error}, {"add_secret", core_add_secret}, {"mask", core_mask},
   {NULL, NULL}};

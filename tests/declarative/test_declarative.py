@@ -83,6 +83,8 @@ OUTCOMES = [
      r"pattern\): expected the text .* to match"),
     ("wrong http status from a closed port", 41, r"Assertion: tests\[7\]\.steps\[1\]\.eventually"
      r"\[1\] \(http\): status of GET /nothing on port 9: expected 200, got 502"),
+    ("the test's deadline passes in its second step", 62, r"Timeout: the test's deadline passed "
+     r"while it was waiting"),
     ("sha256 of a file differs", 50, r"Assertion: .*\(read\): sha256 of /tmp/x\.txt: expected "
      r"0{64}, got ba7816bf"),
     ("reading a missing file is a NotFound error", 55, r"NotFound \(404\): tests\[9\]\.steps\[1\] "
@@ -97,8 +99,8 @@ def outcomes(abxlua):
     code, out, err = abx(abxlua, ["run", path, "-j", "4", "--json", jpath, "--junit", xpath])
     print(out + err)
     check(code == 1, "a run with failing expectations exits 1 (got %d)" % code)
-    check(re.match(r"^1 passed, 8 failed, 0 skipped, 0 xfailed in [0-9.]+s$", last_line(out)),
-          "1 passed, 8 failed: " + last_line(out))
+    check(re.match(r"^1 passed, 9 failed, 0 skipped, 0 xfailed in [0-9.]+s$", last_line(out)),
+          "1 passed, 9 failed: " + last_line(out))
     for name, line, msg in OUTCOMES:
         block = re.search(r"^--- %s::%s \(line \d+\)\n    (.*)$" % (re.escape(path), re.escape(name)),
                           out, re.M)
@@ -112,19 +114,19 @@ def outcomes(abxlua):
           "the test whose expectations hold passed")
     rep = json.load(open(jpath))
     by = {t["name"]: t for t in rep["tests"]}
-    check(len(rep["tests"]) == 9 and by.get("passes", {}).get("outcome") == "passed",
-          "the JSON report has the 9 YAML tests, `passes` passed")
+    check(len(rep["tests"]) == 10 and by.get("passes", {}).get("outcome") == "passed",
+          "the JSON report has the 10 YAML tests, `passes` passed")
     check(all(by[n]["outcome"] == "failed" and by[n]["file"] == path for n, _, _ in OUTCOMES),
-          "the JSON report has the 8 failures, with the YAML file")
+          "the JSON report has the 9 failures, with the YAML file")
     check(by.get("passes", {}).get("id") == path + "::passes" and by["passes"]["line"] == 5,
           "a YAML test's id is FILE::NAME and its line the line of its entry")
     check(all(len(t["sandboxes"]) == 1 for t in rep["tests"]),
           "each YAML test created exactly one tracked sandbox")
-    check(rep["cleanup"] and rep["cleanup"]["created"] == 9, "cleanup counted 9 sandboxes")
+    check(rep["cleanup"] and rep["cleanup"]["created"] == 10, "cleanup counted 10 sandboxes")
     root = ET.parse(xpath).getroot()
     cases = root.findall(".//testcase")
-    check(len(cases) == 9 and sum(1 for c in cases if c.find("failure") is not None) == 8,
-          "the JUnit report has 9 testcases, 8 with a failure")
+    check(len(cases) == 10 and sum(1 for c in cases if c.find("failure") is not None) == 9,
+          "the JUnit report has 10 testcases, 9 with a failure")
 
 
 def known_issues(abxlua):

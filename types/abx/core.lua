@@ -87,6 +87,13 @@ function core.getenv(...) end
 ---@param ... any
 function core.guard(limit, handler, fn, ...) end
 
+---core.guard_where(where | nil): names the place ("file:line") at which the running guarded
+---task's deadline or interrupt is reported, for code that runs a scenario not written in Lua
+---(abx.run.declarative's YAML steps: the deadline hook only finds Lua frames of scenario files).
+---nil clears it; the guard's end clears it too. Raises: a Lua error outside a guarded task.
+---@param where any
+function core.guard_where(where) end
+
 ---core.gunzip(bytes [, max_bytes]) -> bytes (concatenated members accepted)
 ---@param bytes any
 ---@param max_bytes? any

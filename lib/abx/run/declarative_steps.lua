@@ -164,6 +164,8 @@ end
 -- Runs one step; an error leaves located at the step's line, its message starting with the
 -- step's kind and position, its kind unchanged (a known issue's `raises` names it).
 run_step = function(sbx, s)
+  -- a deadline or interrupt that ends the test while this step waits is reported at its line
+  core.guard_where(s.where)
   local ok, err = pcall(RUN[s.kind], sbx, s)
   if ok then return end
   if core.is_error(err) and err.kind ~= "Skipped" and err.kind ~= "Interrupted" then
