@@ -43,16 +43,7 @@ for sig, line, delay in ((signal.SIGINT, "skill-tools: waiting ", 1.0),
     check(ok, "%s: the run reached %r" % (name, line.strip()))
     check(abxtest.bwraps(tmp), "%s: the run's sandbox is live at the signal" % name)
     time.sleep(delay)
-    t0 = time.time()
-    p.send_signal(sig)
-    try:
-        out, _ = p.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-    out = "".join(head) + out
-    print(out)
-    took = time.time() - t0
+    out, took = abxtest.interrupt(p, sig, head, seconds=120)
     check(p.returncode == 2, "%s: exit 2 (got %s)" % (name, p.returncode))
     check(took < 60, "%s: the run ended %.1f s after the signal" % (name, took))
     check("interrupted: stopping, then cleaning up" in out, "%s: the interrupt is announced" % name)

@@ -62,17 +62,9 @@ for sig in (signal.SIGINT, signal.SIGTERM):
         check(ok, "%s: the first direction passed before the interrupt" % name)
         caught = wait_for(lambda: cli_children(tmp), 10)
         print("%s: a CLI child runs at the signal: %s" % (name, bool(caught)))
-    t0 = time.time()
-    p.send_signal(sig)
-    try:
-        out, _ = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-    out = "".join(head) + out
-    print(out)
+    out, took = abxtest.interrupt(p, sig, head)
     check(p.returncode == 2, "%s: exit 2 (got %s)" % (name, p.returncode))
-    check(time.time() - t0 < 30, "%s: the run ended %.1fs after the signal" % (name, time.time() - t0))
+    check(took < 30, "%s: the run ended %.1fs after the signal" % (name, took))
     check("interrupted: stopping, then cleaning up" in out, "%s: the interrupt is announced" % name)
     rep = json.load(open(report)) if os.path.exists(report) else {}
     check(rep.get("status") == "interrupted", "%s: the report says interrupted" % name)

@@ -15,16 +15,7 @@ root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def wait_line(p, text, seconds=60):
-    """Reads the run's output until a line holding text; returns (lines read, found)."""
-    lines, end = [], time.time() + seconds
-    while time.time() < end:
-        line = p.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if text in line:
-            return lines, True
-    return lines, False
+    return abxtest.wait_line(p, text, seconds)
 
 
 DESKTOP = (b"Xvfb", b"x11vnc", b"websockify", b"jwm")
@@ -54,17 +45,9 @@ for sig, after in ((signal.SIGINT, "ok   sandbox created"), (signal.SIGTERM, "ok
     ours = desktop_procs() - before  # the run's desktop, once start.sh ran (SIGTERM's case)
     if sig == signal.SIGTERM:
         check(len(ours) >= 3, "%s: the run's desktop programs run at the signal: %s" % (name, ours))
-    t0 = time.time()
-    p.send_signal(sig)
-    try:
-        out, _ = p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-    out = "".join(head) + out
-    print(out)
+    out, took = abxtest.interrupt(p, sig, head)
     check(p.returncode == 2, "%s: exit 2 (got %s)" % (name, p.returncode))
-    check(time.time() - t0 < 20, "%s: the run ended %.1fs after the signal" % (name, time.time() - t0))
+    check(took < 20, "%s: the run ended %.1fs after the signal" % (name, took))
     check("interrupted: stopping" in out, "%s: the interrupt is announced" % name)
     report = os.path.join(out_dir, "report.json")
     rep = json.load(open(report)) if os.path.exists(report) else {}

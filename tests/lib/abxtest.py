@@ -202,3 +202,20 @@ def wait_line(p, text, seconds=60):
         if text in line:
             return lines, True
     return lines, False
+
+
+def interrupt(p, sig, head=(), seconds=60):
+    """Sends sig to process p (text-mode stdout, stderr merged) and waits for it to end, killing
+    it after `seconds`; prints and returns (head, the lines read before, joined with the rest of
+    its output; the seconds from the signal to its end)."""
+    t0 = time.time()
+    p.send_signal(sig)
+    try:
+        out, _ = p.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, _ = p.communicate()
+    took = time.time() - t0
+    out = "".join(head) + out
+    print(out)
+    return out, took
