@@ -46,6 +46,7 @@ local function cli_env(ctx)
   local env = { ABX_PROVIDER = p.name, ABX_FLAVOR = p.flavor or false, E2E_RUN_ID = ctx.run_id }
   if p.kind == "local" then
     env.ABX_LOCAL_URL, env.ABX_LOCAL_API_KEY = p.base_url, ctx.conn.api_key
+    env.ABX_LOCAL_CA_CERT = p.ca_cert or false
   end
   return env
 end
@@ -81,15 +82,10 @@ t.fixture("catalogue_server", { scope = "file" }, function(ctx)
   core.add_secret(token)
   local r = sbx.commands:run("mkdir -p " .. DIR .. " && chmod 0700 " .. DIR)
   t.eq(r.exit_code, 0, "mkdir: " .. r.stderr)
-  local uploaded = false
-  if not (ctx.provider.kind == "local" and ctx.provider.tls) then
-    local doc = cli(ctx, { "cp", SOURCE, sbx.id .. ":" .. DIR .. "/server.py" })
-    t.eq(doc.ok, true, "cp: " .. cjson.encode(doc.error or {}))
-    t.eq(doc.direction, "upload")
-    t.eq(doc.sha256, want, "cp reports the sha256 of the source")
-    uploaded = true
-  end
-  if not uploaded then sbx.files:write(DIR .. "/server.py", src) end
+  local doc = cli(ctx, { "cp", SOURCE, sbx.id .. ":" .. DIR .. "/server.py" })
+  t.eq(doc.ok, true, "cp: " .. cjson.encode(doc.error or {}))
+  t.eq(doc.direction, "upload")
+  t.eq(doc.sha256, want, "cp reports the sha256 of the source")
   local sum = sbx.commands:run("sha256sum " .. DIR .. "/server.py")
   t.eq(sum.exit_code, 0, "sha256sum: " .. sum.stderr)
   t.eq(sum.stdout:match("^(%x+)"), want, "the server in the sandbox is this checkout's source")
@@ -151,13 +147,10 @@ local CHANNEL = {
 
 t.test("string arrays arrive intact through `abxlua sandbox call --json-args` and the Lua client",
   { requires = { "envd" } }, function(ctx)
-  local cli_skip = ctx.provider.kind == "local" and ctx.provider.tls
   for _, case in ipairs(CASES) do
     for _, ch in ipairs(CHANNELS) do
-      if not (ch == "cli" and cli_skip) then
-        local ok, err = pcall(CHANNEL[ch], ctx, case)
-        row(case[1], ch, ok, ok and nil or tostring(err))
-      end
+      local ok, err = pcall(CHANNEL[ch], ctx, case)
+      row(case[1], ch, ok, ok and nil or tostring(err))
     end
   end
   -- every case has a row for each channel, and each passed (a case dropped from the loops or a
@@ -166,16 +159,12 @@ t.test("string arrays arrive intact through `abxlua sandbox call --json-args` an
   for _, case in ipairs(CASES) do
     for _, ch in ipairs(CHANNELS) do
       local r = rows[case[1] .. "/" .. ch]
-      if not r and not (ch == "cli" and cli_skip) then missing[#missing + 1] = case[1] .. "/" .. ch
+      if not r then missing[#missing + 1] = case[1] .. "/" .. ch
       elseif r and not r.ok then failed[#failed + 1] = case[1] .. "/" .. ch .. ": " .. r.detail end
     end
   end
   t.eq(#missing, 0, "missing report rows: " .. table.concat(missing, ", "))
   t.eq(#failed, 0, "failed rows:\n" .. table.concat(failed, "\n"))
-  if cli_skip then
-    t.skip("the CLI half reaches a running local platform over plain HTTP only (ABX_LOCAL_URL); "
-      .. "provider " .. ctx.provider.name .. " is TLS (the Lua client half passed)")
-  end
 end)
 
 t.test("unknown commands, arguments and types are refused naming the valid ones",
@@ -193,15 +182,13 @@ t.test("unknown commands, arguments and types are refused naming the valid ones"
   t.match(e.message, "must be integer")
   e = t.raises("InvalidArgument", function() s.srv:call("argv", {}) end)
   t.match(e.message, "argument 'values' %(string_array%) is required")
-  if not (ctx.provider.kind == "local" and ctx.provider.tls) then
-    local doc, r = cli(ctx, { "call", s.sbx.id, "argv", "--json-args", "{\"values\": [1]}",
-      "--port", tostring(PORT), "--token-file", s.token_file })
-    t.eq(doc.ok, false)
-    t.eq(doc.error.kind, "InvalidArgument")
-    t.eq(doc.error.status, 400)
-    t.eq(r.exit_code, 1)
-    doc, r = cli(ctx, { "call", s.sbx.id, "argv", "--json-args", "[\"not an object\"]" })
-    t.eq(doc.ok, false)
-    t.eq(r.exit_code, 4, "a --json-args that is no object is a usage error")
-  end
+  local doc, r = cli(ctx, { "call", s.sbx.id, "argv", "--json-args", "{\"values\": [1]}",
+    "--port", tostring(PORT), "--token-file", s.token_file })
+  t.eq(doc.ok, false)
+  t.eq(doc.error.kind, "InvalidArgument")
+  t.eq(doc.error.status, 400)
+  t.eq(r.exit_code, 1)
+  doc, r = cli(ctx, { "call", s.sbx.id, "argv", "--json-args", "[\"not an object\"]" })
+  t.eq(doc.ok, false)
+  t.eq(r.exit_code, 4, "a --json-args that is no object is a usage error")
 end)

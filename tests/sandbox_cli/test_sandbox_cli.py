@@ -154,6 +154,17 @@ check(rc == 4 and "ABX_LOCAL_API_KEY" in err, "ABX_LOCAL_URL without the key is 
 rc, out, err = sbx("list", env=dict(env2, ABX_LOCAL_API_KEY="e2b_" + "0" * 40))
 check(rc == 1 and "Authentication" in err, "a wrong key is refused (Authentication)")
 check(st["ready"]["api_key"] not in out + err, "the key is never printed")
+# an https ABX_LOCAL_URL: only with a TLS provider, and with serve's CA file (ABX_LOCAL_CA_CERT)
+https = st["ready"]["url"].replace("http://", "https://")
+rc, _, err = sbx("list", env=dict(env2, ABX_LOCAL_URL=https))
+check(rc == 4 and "provider local is plain HTTP" in err, "an https URL with a plain provider: "
+      "exit 4 naming the mismatch: %s" % err.strip()[-160:])
+rc, _, err = sbx("list", "--provider", "local-tls", env=dict(env2, ABX_LOCAL_URL=https))
+check(rc == 4 and "set ABX_LOCAL_CA_CERT" in err, "an https URL without ABX_LOCAL_CA_CERT: exit 4 "
+      "naming it: %s" % err.strip()[-160:])
+rc, _, err = sbx("list", "--provider", "local-tls", env=env2)
+check(rc == 4 and "is a TLS one" in err, "an http URL with a TLS provider: exit 4: %s"
+      % err.strip()[-160:])
 
 # cleanup finds the CLI's sandboxes on the running platform
 p = subprocess.run([abx, "cleanup", "--run-id", "clitest1"], cwd=root, env=ENV,

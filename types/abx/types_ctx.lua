@@ -17,5 +17,5 @@
 ---@field test_name string the test's name
 ---@field scope string "test" in a test; a scoped fixture's context has its scope ("file" or "run")
 ---@field finally fun(fn: fun()) runs fn at teardown (the last registered runs first)
----@field provider table the run's provider: {name, kind ("local" or "remote"), flavor?, tls, base_url? (a local platform's http://127.0.0.1:PORT)}
+---@field provider table the run's provider: {name, kind ("local" or "remote"), flavor?, tls, base_url? (a local platform's http(s)://127.0.0.1:PORT), ca_cert? (its CA file, with TLS)}
 

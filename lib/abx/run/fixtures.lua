@@ -65,7 +65,8 @@ M.FIXTURES = {
   { "scope", "string", "\"test\" in a test; a scoped fixture's context has its scope (\"file\" or \"run\")" },
   { "finally", "fun(fn: fun())", "runs fn at teardown (the last registered runs first)" },
   { "provider", "table", "the run's provider: {name, kind (\"local\" or \"remote\"), flavor?, "
-    .. "tls, base_url? (a local platform's http://127.0.0.1:PORT)}" },
+    .. "tls, base_url? (a local platform's http(s)://127.0.0.1:PORT), ca_cert? (its CA file, with "
+    .. "TLS)}" },
 }
 
 ---The template a lazy fixture creates its sandbox from.

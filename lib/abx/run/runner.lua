@@ -410,12 +410,14 @@ function M.run(files, opts)
     or pname
   run.provider_kind = psettings.kind
   -- ctx.provider (abx.run.fixtures): what a scenario needs to run the abxlua CLI on this run's
-  -- provider (19_named_string_array); base_url once a local platform is up
+  -- provider (19_named_string_array); base_url (and ca_cert with TLS) once a local platform is up
   run.provider_info = { name = pname, kind = psettings.kind, flavor = psettings.flavor,
     tls = psettings.tls == true }
   run.capabilities = psettings.capability_set or {}
   local pok, conn, pinfo = pcall(provider.open, pname, psettings, run)
-  if pok and pinfo then run.provider_info.base_url = pinfo.base_url end
+  if pok and pinfo then
+    run.provider_info.base_url, run.provider_info.ca_cert = pinfo.base_url, pinfo.ca_cert
+  end
   if not pok then
     -- a provider that cannot open (a local platform that did not start, a bad config) is one
     -- line, not a traceback: exit 4 for a usage error (InvalidArgument), else 3

@@ -7,7 +7,8 @@
 -- stops it at the end; a sandbox made by one `abxlua sandbox create` must outlive that call, so
 -- a CLI call never starts a platform itself. With a provider of `kind: local` it uses, in order:
 --   1. ABX_LOCAL_URL (environment, then .env) with ABX_LOCAL_API_KEY: a platform started by hand
---      (`ABX_LOCAL_API_KEY=e2b_<hex> abxlua serve --port 3000` prints both; plain HTTP only);
+--      (`ABX_LOCAL_API_KEY=e2b_<hex> abxlua serve --port 3000` prints both); an https URL (a
+--      `serve --tls`, with a TLS provider) also needs ABX_LOCAL_CA_CERT, serve's CA file;
 --   2. the state file <core.state_dir()>/sandbox-serve-<provider>.json that `abxlua sandbox
 --      serve` writes while it runs (its ready line, pid and provider; in the 0700 state dir, and
 --      removed when it stops); a file whose process is gone or whose platform does not answer
@@ -100,9 +101,11 @@ function M.read_state(pname)
   return doc, nil, path
 end
 
--- The running local platform's ready line, and where it was found. Raises InvalidArgument
--- (exit 4) when there is none.
-local function local_ready(pname)
+-- The running local platform's ready line, and where it was found. `p`: the provider's settings
+-- (an https ABX_LOCAL_URL needs a TLS provider, `tls: true`, and ABX_LOCAL_CA_CERT: the CA file
+-- serve's ready line names as ca_cert). Raises InvalidArgument (exit 4) when there is none, or
+-- when the URL's scheme and the provider disagree.
+local function local_ready(pname, p)
   local url, source = provider.lookup("ABX_LOCAL_URL")
   if url then
     local key = provider.lookup("ABX_LOCAL_API_KEY")
@@ -111,14 +114,29 @@ local function local_ready(pname)
         .. "ABX_LOCAL_API_KEY is not: set it to the key `abxlua serve` printed")
     end
     core.add_secret(key)
-    local host, port = url:match("^http://([^/:]+):(%d+)/?$")
+    local scheme, host, port = url:match("^(https?)://([^/:]+):(%d+)/?$")
     if not host then
-      core.error("InvalidArgument", 0, "ABX_LOCAL_URL must be http://HOST:PORT (what `abxlua "
-        .. "serve` prints on its `listening on` line), got " .. url)
+      core.error("InvalidArgument", 0, "ABX_LOCAL_URL must be http://HOST:PORT or "
+        .. "https://HOST:PORT (what `abxlua serve` prints on its `listening on` line), got " .. url)
     end
-    return { url = "http://" .. host .. ":" .. port, port = math.tointeger(tonumber(port)),
-      api_key = key, domain = provider.lookup("ABX_LOCAL_DOMAIN") or "localhost" },
-      "ABX_LOCAL_URL (" .. source .. ")"
+    local tls = p.tls == true
+    if (scheme == "https") ~= tls then
+      core.error("InvalidArgument", 0, string.format("ABX_LOCAL_URL is %s but provider %s is "
+        .. "%s: %s", url, pname, tls and "a TLS one (tls: true)" or "plain HTTP", tls
+        and "give the https URL of a `serve --tls`" or "use a provider with tls: true (local-tls)"))
+    end
+    local ready = { url = scheme .. "://" .. host .. ":" .. port,
+      port = math.tointeger(tonumber(port)), api_key = key,
+      domain = provider.lookup("ABX_LOCAL_DOMAIN") or "localhost" }
+    if tls then
+      ready.ca_cert = provider.lookup("ABX_LOCAL_CA_CERT")
+      if not ready.ca_cert or not core.exists(ready.ca_cert) then
+        core.error("InvalidArgument", 0, "ABX_LOCAL_URL is https: set ABX_LOCAL_CA_CERT to the "
+          .. "CA file `abxlua serve --tls` names on its ready line (ca_cert)"
+          .. (ready.ca_cert and (", not " .. ready.ca_cert .. " (missing)") or ""))
+      end
+    end
+    return ready, "ABX_LOCAL_URL (" .. source .. ")"
   end
   local doc, why, path = M.read_state(pname)
   if not doc then
@@ -144,7 +162,7 @@ end
 function M.attach_running(pname, p, run)
   if p.kind ~= "local" then return nil end
   if not provider.lookup("ABX_LOCAL_URL") and not M.read_state(pname) then return nil end
-  local ready = local_ready(pname)
+  local ready = local_ready(pname, p)
   return provider.attach(pname, p, ready, run), ready.url
 end
 
@@ -158,7 +176,7 @@ function Env:open()
   if self.conn then return self.conn end
   local run = { run_id = self.run_id, defaults = self.cfg.defaults }
   if self.p.kind == "local" then
-    local ready, source = local_ready(self.pname)
+    local ready, source = local_ready(self.pname, self.p)
     local conn = provider.attach(self.pname, self.p, ready, run)
     local ok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
     if not ok or health.status ~= 200 then
