@@ -24,49 +24,13 @@
 #define TASK_MT "abx.task"
 #define MAX_POLL_MS 500
 
-/* Signal state is the one static mutable state in C: a signal handler has no other way to reach
- * the loop. Only async-signal-safe operations touch it inside the handler. */
-static volatile sig_atomic_t interrupts;
-static char second_note[1024] = "abxlua: interrupted twice: exiting now\n";
-
-static void on_signal(int sig)
-{
-  (void)sig;
-  interrupts++;
-  if (interrupts >= 2) {
-    ssize_t w = write(2, second_note, strlen(second_note));
-    (void)w;
-    _exit(2);
-  }
-}
-
-void abx_signals_install(void)
-{
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-}
-
-void abx_interrupt_note(const char *note)
-{
-  snprintf(second_note, sizeof second_note, "%s\n", note);
-}
-
-int abx_interrupt_count(void)
-{
-  return interrupts;
-}
-
 /* A new interrupt: run the Lua handler in a task of its own, then end every interruptible guard
  * (a test body): a waiting one resumes with Interrupted, a ready or busy one raises it at its next
  * instruction of scenario code or wait. The handler is queued first, so it runs (and announces the
  * interrupt) before the tests it stops. */
 static void dispatch_interrupt(struct abx_loop *loop)
 {
-  int n = interrupts;
+  int n = abx_interrupt_count();
   if (n == loop->interrupts_seen)
     return;
   loop->interrupts_seen = n;

@@ -133,9 +133,9 @@ void abx_task_guard_end(struct abx_task *t);
  * [-0, +0, v] */
 void abx_task_check_expired(lua_State *L, struct abx_task *t);
 
-/* Installs SIGINT and SIGTERM handlers. The first signal is counted and handed to the loop (which
- * spawns the Lua handler registered with core.on_interrupt); a second one writes 'note' (set with
- * abx_interrupt_note) to stderr and exits 2 at once. */
+/* Signals (engine/signals.c). Installs SIGINT and SIGTERM handlers. The first signal is counted
+ * and handed to the loop (which spawns the Lua handler registered with core.on_interrupt); a
+ * second one writes 'note' (set with abx_interrupt_note) to stderr and exits 2 at once. */
 void abx_signals_install(void);
 
 /* The text printed when a second signal ends the process (copied; at most 1 KiB). */
