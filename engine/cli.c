@@ -46,8 +46,7 @@ static int traceback(lua_State *L)
   return 1;
 }
 
-/* package.preload entries for cjson, abx.core and every embedded module. [-0, +0, m] */
-static void preload(lua_State *L, struct abx_loop *loop)
+void abx_cli_preload(lua_State *L, struct abx_loop *loop)
 {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, luaopen_cjson);
@@ -79,7 +78,7 @@ int abx_cli_main(int argc, char **argv)
     return 3;
   }
   luaL_openlibs(L);
-  preload(L, loop);
+  abx_cli_preload(L, loop);
   abx_signals_install();
   abx_platform_set_exe(argv[0]);
 

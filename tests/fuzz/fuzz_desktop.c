@@ -19,7 +19,6 @@
  * transitions of the Lua code into libFuzzer's extra counters, as fuzz_select.c does.
  */
 #include <lauxlib.h>
-#include <lua-cjson.h>
 #include <lua.h>
 #include <lualib.h>
 #include <stdint.h>
@@ -27,8 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
-#include "embedded.h"
+#include "cli.h"
 #include "loop.h"
 #include "secrets.h"
 
@@ -110,21 +108,6 @@ static const char driver[] =
 static lua_State *L;
 static int ref_drive;
 
-static int load_embedded(lua_State *S)
-{
-  const struct abx_embedded *e = lua_touserdata(S, lua_upvalueindex(1));
-  if (abx_embedded_load(S, e, 0) != LUA_OK)
-    return lua_error(S);
-  lua_pushstring(S, e->name);
-  lua_call(S, 1, 1);
-  return 1;
-}
-
-static int open_core(lua_State *S)
-{
-  return abx_core_open(S, lua_touserdata(S, lua_upvalueindex(1)));
-}
-
 static void setup(void)
 {
   L = luaL_newstate();
@@ -133,18 +116,7 @@ static void setup(void)
   if (!loop)
     abort();
   luaL_openlibs(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_cjson);
-  lua_setfield(L, -2, "cjson");
-  lua_pushlightuserdata(L, loop);
-  lua_pushcclosure(L, open_core, 1);
-  lua_setfield(L, -2, "abx.core");
-  for (const struct abx_embedded *e = abx_embedded; e->name; e++) {
-    lua_pushlightuserdata(L, (void *)e);
-    lua_pushcclosure(L, load_embedded, 1);
-    lua_setfield(L, -2, e->name);
-  }
-  lua_pop(L, 1);
+  abx_cli_preload(L, loop); /* the engine's own modules, as engine/cli.c loads them */
   if (luaL_loadbuffer(L, driver, sizeof driver - 1, "=fuzz_desktop") != LUA_OK ||
       lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_isfunction(L, -1)) {
     fprintf(stderr, "fuzz_desktop: loading the driver: %s\n", lua_tostring(L, -1));
