@@ -167,8 +167,11 @@ static int guard_done(lua_State *L, int status, lua_KContext ctx)
 
 /* core.guard(limit, handler, fn, ...) -> true, results... | false, handler(error)
  * Calls fn(...) in the current task like xpcall, with a deadline. `limit` is seconds from now
- * (nil: none) or {timeout = seconds, interruptible = true|false} (default true: SIGINT/SIGTERM
- * ends the call with Interrupted; the runner's teardowns pass false so that they complete).
+ * (nil: none) or {timeout = seconds, interruptible = true|false, limit = text} (interruptible,
+ * default true: SIGINT/SIGTERM ends the call with Interrupted; the runner's teardowns pass false
+ * so that they complete; limit: what the Timeout message says first, e.g. "the test ran 300 s,
+ * its limit (defaults.test_timeout in config/abxlua.yaml; ...)", at most 511 bytes kept; see
+ * abx_task_deadline_msg).
  * Unlike a plain deadline it cannot be swallowed: once the deadline passes (or the task is
  * aborted, or the run is interrupted), every wait raises at once and the count hook raises at
  * every instruction of scenario code until fn has unwound; if fn still returns normally the guard
@@ -181,13 +184,16 @@ static int core_guard(lua_State *L)
   struct abx_task *t = abx_task_require(L, loop, "core.guard");
   double seconds = 0;
   int has_deadline = 0, interruptible = 1;
+  const char *limit = "";
   if (lua_istable(L, 1)) {
     lua_getfield(L, 1, "timeout");
     has_deadline = !lua_isnil(L, -1);
     seconds = has_deadline ? luaL_checknumber(L, -1) : 0;
     lua_getfield(L, 1, "interruptible");
     interruptible = lua_isnil(L, -1) || lua_toboolean(L, -1);
-    lua_pop(L, 2);
+    lua_getfield(L, 1, "limit");
+    limit = luaL_optstring(L, -1, "");
+    lua_pop(L, 3); /* the string stays alive: the table at index 1 holds it */
   } else if (!lua_isnoneornil(L, 1)) {
     seconds = luaL_checknumber(L, 1);
     has_deadline = 1;
@@ -204,6 +210,7 @@ static int core_guard(lua_State *L)
   t->interruptible = interruptible;
   t->expired_kind = NULL;
   t->expired_msg[0] = t->expired_where[0] = '\0';
+  snprintf(t->limit, sizeof t->limit, "%s", limit);
   t->deadline_ms = has_deadline ? abx_now_ms() + seconds * 1000.0 : 0;
   int nargs = lua_gettop(L) - 4;
   int status = lua_pcallk(L, nargs, LUA_MULTRET, 3, 0, guard_done);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -391,6 +392,18 @@ static int core_isatty(lua_State *L)
   return 1;
 }
 
+/* core.term_width([fd = 1]) -> columns | nil: the width of the terminal on fd (ioctl TIOCGWINSZ),
+ * nil when fd is not a terminal or the terminal reports no width. [-0, +1, -] */
+static int core_term_width(lua_State *L)
+{
+  struct winsize ws;
+  if (ioctl((int)luaL_optinteger(L, 1, 1), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    lua_pushinteger(L, ws.ws_col);
+  else
+    lua_pushnil(L);
+  return 1;
+}
+
 static int core_version(lua_State *L)
 {
   lua_pushstring(L, ABX_VERSION);
@@ -447,6 +460,7 @@ static const luaL_Reg util_funcs[] = {
   {"exists", core_exists}, {"list_files", core_list_files},
   {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
   {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},
+  {"term_width", core_term_width},
   {"state_dir", core_state_dir}, {"write_private", core_write_private},
   {"version", core_version}, {"dotenv_parse", core_dotenv_parse}, {NULL, NULL}};
 

@@ -192,8 +192,16 @@ void abx_task_guard_end(struct abx_task *t)
   t->interruptible = 0;
   t->deadline_ms = 0;
   t->expired_kind = NULL;
-  t->expired_msg[0] = t->expired_where[0] = '\0';
+  t->expired_msg[0] = t->expired_where[0] = t->limit[0] = '\0';
   lua_sethook(t->co, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
+}
+
+void abx_task_deadline_msg(const struct abx_task *t, const char *doing, char *buf, size_t size)
+{
+  if (t->limit[0])
+    snprintf(buf, size, "%s: the deadline passed while it was %s", t->limit, doing);
+  else
+    snprintf(buf, size, "the test's deadline passed while it was %s", doing);
 }
 
 static void deadline_hook(lua_State *L, lua_Debug *ar)
@@ -212,8 +220,9 @@ static void deadline_hook(lua_State *L, lua_Debug *ar)
                        "the task's deadline passed while it was running Lua code (busy loop?)");
         lua_error(L);
       }
-      abx_task_expire(t, "Timeout",
-                      "the test's deadline passed while it was running Lua code (busy loop?)");
+      char msg[sizeof t->expired_msg];
+      abx_task_deadline_msg(t, "running Lua code (busy loop?)", msg, sizeof msg);
+      abx_task_expire(t, "Timeout", msg);
     } else {
       return;
     }
@@ -400,7 +409,9 @@ static void fire_timers(struct abx_loop *loop)
     if (t->deadline_ms > 0 && t->deadline_ms <= now) {
       t->deadline_ms = 0;
       t->wake_ms = 0;
-      abx_task_abort(t, "Timeout", "the test's deadline passed while it was waiting");
+      char msg[sizeof t->expired_msg];
+      abx_task_deadline_msg(t, "waiting", msg, sizeof msg);
+      abx_task_abort(t, "Timeout", msg);
     } else if (t->wake_ms > 0 && t->wake_ms <= now) {
       lua_checkstack(t->co, 1);
       lua_pushboolean(t->co, 1);

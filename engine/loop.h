@@ -48,7 +48,9 @@ struct abx_task {
   int interruptible;           /* the guard ends on SIGINT/SIGTERM (test bodies; not teardowns) */
   int in_handler;              /* running core.guard's message handler: the hook stays quiet */
   const char *expired_kind;    /* set once the guarded call must end: "Timeout", "Interrupted" */
-  char expired_msg[256];       /* its message */
+  char expired_msg[768];       /* its message */
+  char limit[512];             /* core.guard's `limit`: how a deadline failure names the limit
+                                * ("the test ran 300 s, its limit (...)"); "" when none */
   char expired_where[256];     /* "file:line" of the scenario code running when it expired */
 };
 
@@ -126,7 +128,15 @@ void abx_task_expire(struct abx_task *t, const char *kind, const char *message);
 /* Pushes the task's expiry error (kind, message, and `where` when known). [-0, +1, m] */
 void abx_task_push_expired(lua_State *L, struct abx_task *t);
 
-/* Leaves the guard: clears the deadline and the expiry and restores the normal hook interval. */
+/* The message of a Timeout that ends the task's guard while it was 'doing' ("waiting", "running
+ * Lua code (busy loop?)"), into buf (size bytes, always terminated): "<limit>: the deadline passed
+ * while it was <doing>" when the guard was given a `limit` text (abx.run.limits writes it: the
+ * limit, its source and how to change it), else "the test's deadline passed while it was <doing>".
+ * Callers match "deadline passed" to tell the test's own deadline from a call's Timeout. */
+void abx_task_deadline_msg(const struct abx_task *t, const char *doing, char *buf, size_t size);
+
+/* Leaves the guard: clears the deadline, the limit text and the expiry and restores the normal
+ * hook interval. */
 void abx_task_guard_end(struct abx_task *t);
 
 /* Raises the task's expiry error if it is guarded and expired (used before every wait).

@@ -73,8 +73,11 @@ function core.getenv(...) end
 
 ---core.guard(limit, handler, fn, ...) -> true, results... | false, handler(error)
 ---Calls fn(...) in the current task like xpcall, with a deadline. `limit` is seconds from now
----(nil: none) or {timeout = seconds, interruptible = true|false} (default true: SIGINT/SIGTERM
----ends the call with Interrupted; the runner's teardowns pass false so that they complete).
+---(nil: none) or {timeout = seconds, interruptible = true|false, limit = text} (interruptible,
+---default true: SIGINT/SIGTERM ends the call with Interrupted; the runner's teardowns pass false
+---so that they complete; limit: what the Timeout message says first, e.g. "the test ran 300 s,
+---its limit (defaults.test_timeout in config/abxlua.yaml; ...)", at most 511 bytes kept; see
+---abx_task_deadline_msg).
 ---Unlike a plain deadline it cannot be swallowed: once the deadline passes (or the task is
 ---aborted, or the run is interrupted), every wait raises at once and the count hook raises at
 ---every instruction of scenario code until fn has unwound; if fn still returns normally the guard
@@ -278,6 +281,11 @@ function core.stream(req) end
 ---@param paths any
 ---@param out any
 function core.tar_gz(dir, paths, out) end
+
+---core.term_width([fd = 1]) -> columns | nil: the width of the terminal on fd (ioctl TIOCGWINSZ),
+---nil when fd is not a terminal or the terminal reports no width. [-0, +1, -]
+---@param fd? any
+function core.term_width(fd) end
 
 ---@param ... any
 function core.time(...) end
