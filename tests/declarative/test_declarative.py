@@ -83,8 +83,8 @@ OUTCOMES = [
      r"pattern\): expected the text .* to match"),
     ("wrong http status from a closed port", 41, r"Assertion: tests\[7\]\.steps\[1\]\.eventually"
      r"\[1\] \(http\): status of GET /nothing on port 9: expected 200, got 502"),
-    ("the test's deadline passes in its second step", 62, r"Timeout: the test's deadline passed "
-     r"while it was waiting"),
+    ("the test's deadline passes in its second step", 62, r"Timeout: the test ran 3 s, its limit "
+     r"\(timeout: 3 on the test; change it there\): the deadline passed while it was waiting"),
     ("sha256 of a file differs", 50, r"Assertion: .*\(read\): sha256 of /tmp/x\.txt: expected "
      r"0{64}, got ba7816bf"),
     ("reading a missing file is a NotFound error", 55, r"NotFound \(404\): tests\[9\]\.steps\[1\] "

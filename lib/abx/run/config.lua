@@ -354,7 +354,8 @@ end
 
 ---Loads and validates the configuration.
 ---@param path string|nil a YAML file, or nil for the defaults
----@return table config { defaults = {...}, provider = name, providers = {...}, markers = {...}, path = }
+---@return table config { defaults = {...}, origin = { [key of defaults] = "config" | "builtin" },
+---  provider = name, providers = {...}, markers = {...}, path = }
 ---Raises: InvalidArgument naming the file and key (bad YAML, wrong types)
 function M.load(path)
   local raw = {}
@@ -384,6 +385,12 @@ function M.load(path)
   end
   local cfg = merge(M.DEFAULTS, raw)
   cfg.defaults = merge(M.DEFAULTS.defaults, raw.defaults)
+  -- where each default came from (abx.run.limits names it in a deadline failure); `abxlua run
+  -- --timeout` sets origin.test_timeout = "--timeout"
+  cfg.origin = {}
+  for k in pairs(cfg.defaults) do
+    cfg.origin[k] = type(raw.defaults) == "table" and raw.defaults[k] ~= nil and "config" or "builtin"
+  end
   for _, key in ipairs({ "jobs", "max_sandboxes", "test_timeout", "teardown_timeout", "sandbox_ttl",
     "request_timeout", "build_jobs", "build_timeout" }) do
     check_number("defaults", key, cfg.defaults[key])

@@ -414,8 +414,8 @@ local function close_scope(scope, run)
   for i = #scope.order, 1, -1 do
     local inst = scope.order[i]
     -- like a test's teardown: to its end after an interrupt too; only its own deadline stops it
-    local _, errs = core.guard({ timeout = run.defaults.teardown_timeout, interruptible = false },
-      function(e)
+    local _, errs = core.guard(require("abx.run.limits").phase_opts("fixture teardown",
+      "teardown_timeout", run, false), function(e)
         return { { phase = "fixture " .. inst.def.name, message = core.is_error(e) and e.message
           or tostring(e) } }
       end, M.teardown_instance, inst, run)

@@ -11,6 +11,7 @@ local console = require("abx.run.console")
 local known_issues = require("abx.run.known_issues")
 local templates = require("abx.run.templates")
 local capture = require("abx.run.capture")
+local limits = require("abx.run.limits")
 
 local M = {}
 
@@ -151,8 +152,9 @@ local function run_test(test, run)
   run.owners[me] = owner
   local ctx, state = fixtures.new(test, run)
   -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
-  -- catch the error and go on, whether it waits or loops in Lua
-  local ok, info = core.guard(test.opts.timeout or run.defaults.test_timeout,
+  -- catch the error and go on, whether it waits or loops in Lua; a Timeout names the limit, its
+  -- source and how to change it (abx.run.limits)
+  local ok, info = core.guard(limits.guard_opts(limits.test_limit(test, run)),
     message_handler_for(test), fixtures.body(test, state), ctx)
   if not ok then
     if info.kind == "Skipped" then
@@ -166,7 +168,7 @@ local function run_test(test, run)
   known_issues.classify(result, entry, run.provider, test.opts.raises)
   local teardown_started = core.now()
   -- the teardown runs to its end after an interrupt too; only its own deadline stops it
-  local tok, terrs = core.guard({ timeout = run.defaults.teardown_timeout, interruptible = false },
+  local tok, terrs = core.guard(limits.phase_opts("teardown", "teardown_timeout", run, false),
     M.describe, fixtures.teardown, state, run)
   if not tok then terrs = { { phase = "teardown", message = terrs.message } } end
   run.owners[me] = nil
@@ -361,7 +363,8 @@ function M.run(files, opts)
   local cfg = opts.config
   local defaults = cfg.defaults
   local run = { run_id = opts.run_id, defaults = defaults, results = {}, owners = {},
-    catalog = opts.catalog, provider = opts.provider_name, reruns = opts.reruns or 0 }
+    catalog = opts.catalog, provider = opts.provider_name, reruns = opts.reruns or 0,
+    origin = cfg.origin, config_path = cfg.path } -- origin, config_path: abx.run.limits
   local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
     maxfail = opts.maxfail })
   -- per-test output capture (on unless -s): print / io writes of a test go to its result
@@ -437,6 +440,7 @@ function M.run(files, opts)
       .. "credentials, on when CI is set: set them, or pass --no-require-credentials to skip "
       .. "every test instead)", pname, table.concat(pinfo.missing, ", ")))
     if pinfo.stop then pinfo.stop(false) end
+    out:end_progress() -- the progress task ends with it
     record.error = "missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
     finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
     return 4, record

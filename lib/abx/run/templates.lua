@@ -87,8 +87,8 @@ local function build_one(self, e)
   -- the local platform builds in a sandbox on this machine: the build holds one of the run's
   -- max_sandboxes slots while it runs
   local slot = run.provider_kind == "local" and run.tracker and run.tracker:begin_build(r.name)
-  local ok, res = core.guard({ timeout = run.defaults.build_timeout, interruptible = true },
-    function(err) return err end, tb.build, run.conn, r, {
+  local ok, res = core.guard(require("abx.run.limits").phase_opts("template build",
+    "build_timeout", run, true), function(err) return err end, tb.build, run.conn, r, {
       deploy = true, verbose = run.verbose, provider = run.provider,
       record_dir = tb.record_dir(core.state_dir(), run.provider),
       out = function(line) self.out:line(line) end })

@@ -173,12 +173,15 @@ function M.execute(args)
   if lerr then return nil, lerr end
   local perr = check_report_paths(args)
   if perr then return nil, perr end
+  local pok, perr2 = pcall(console.progress_every) -- a bad ABX_PROGRESS_EVERY: a usage error
+  if not pok then return nil, core.is_error(perr2) and perr2.message or tostring(perr2) end
   local s, err = suite.load(args)
   if not s then return nil, err end
   local cfg = s.config
   if args.timeout then
     if args.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end
     cfg.defaults.test_timeout = args.timeout
+    cfg.origin.test_timeout = "--timeout" -- named in a deadline failure (abx.run.limits)
   end
   if args.max_sandboxes then
     if args.max_sandboxes < 1 or args.max_sandboxes ~= math.floor(args.max_sandboxes) then
