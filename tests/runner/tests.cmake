@@ -134,9 +134,17 @@ abx_runner_case(fixture_exitfirst "^0 passed, 1 failed, 0 skipped, 0 xfailed in 
 abx_runner_case(fixture_misuse "^2 passed, 5 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(fixture_deadlock "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 
-# A hung test's limit is explained (issue 22, item 3): a Timeout names the limit, its source (the
-# test's timeout, --timeout, defaults.test_timeout, the built-in default) and how to change it;
-# teardowns name defaults.teardown_timeout
+# A hung test is visible and its limit explained (issue 22, item 3): a Timeout names the limit,
+# its source (the test's timeout, --timeout, defaults.test_timeout, the built-in default) and how
+# to change it; teardowns name defaults.teardown_timeout; off a terminal a test still running is
+# named every ABX_PROGRESS_EVERY seconds (60 unless set), on one the status line names the tests
+# in flight with their seconds (progress.py, fixture tests/runner/hang/slow.lua)
 abx_runner_case(hang_limit "^1 passed, 3 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(hang_flag "^0 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(limits_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+foreach(mode ci tty)
+  add_test(NAME runner:progress_${mode}
+    COMMAND python3 ${ABX_RUNNER_DIR}/progress.py $<TARGET_FILE:abxlua> ${mode}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(runner:progress_${mode} PROPERTIES TIMEOUT 120)
+endforeach()

@@ -4,13 +4,33 @@
 --   N passed, N failed, N skipped, N xfailed in S.SSs      (", N errors" when there are any,
 --                                                           then ", N rerun" likewise)
 -- On a terminal (stdout a tty, not CI, TERM not dumb) one status line is kept up to date below the
--- lines of tests that did not pass: tests in flight, counts, elapsed time. Elsewhere, one plain line
--- per test. NO_COLOR turns colours off.
+-- lines of tests that did not pass: tests in flight, counts, elapsed time, and the tests in flight
+-- longest first with their seconds ("running: a.lua::x 212s, b.lua::y 3s"), cut to the width.
+-- Elsewhere, one plain line per test, and a line for a test still running after every PROGRESS_EVERY
+-- seconds: "abxlua: still running: FILE::NAME (120 s; limit 300 s)". NO_COLOR turns colours off.
 -- Everything goes through core.write, which masks registered secrets.
 local core = require("abx.core")
 
 local M = {}
 M.__index = M
+
+-- Off a terminal, a test still running is named after this many seconds and every as many after.
+-- ABX_PROGRESS_EVERY (seconds > 0) changes it: meant for abxlua's own tests (tests/runner/progress.py).
+M.PROGRESS_EVERY = 60
+
+---The period of the "still running" lines in seconds: ABX_PROGRESS_EVERY, else PROGRESS_EVERY.
+---Raises: InvalidArgument when ABX_PROGRESS_EVERY is not a number of seconds > 0 (`abxlua run`
+---checks it before the run: a usage error).
+---@return number
+function M.progress_every()
+  local v = core.getenv("ABX_PROGRESS_EVERY")
+  if v == nil or v == "" then return M.PROGRESS_EVERY end
+  local n = tonumber(v)
+  if not n or n <= 0 then
+    core.error("InvalidArgument", 0, "ABX_PROGRESS_EVERY must be a number of seconds > 0, got " .. v)
+  end
+  return n
+end
 
 -- Set by `abxlua run` before the runner makes its console: { report_chars, maxfail, maxfail_flag
 -- ("-x" or "--maxfail N"), durations, durations_min, live, verbosity (the count of -v) }. The
@@ -81,7 +101,8 @@ function M.new(opts)
     maxfail = o.maxfail,
     maxfail_flag = o.maxfail_flag or (o.maxfail and ("--maxfail " .. o.maxfail)), nfailures = 0,
     durations = o.durations, durations_min = o.durations_min or 0.005, verbose_level = o.verbose_level,
-    report = report, report_set = report_set, live = live,
+    report = report, report_set = report_set, live = live, every = M.progress_every(),
+    running = {}, -- tests in flight: { test, started, limit (seconds), shown (lines printed) }
     results = {}, collection_errors = {}, ntests = 0, jobs = 1, started = core.now(),
     c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 } }, M)
 end
@@ -91,7 +112,31 @@ function M:paint(kind, text)
   return COLORS[kind] .. text .. COLORS.reset
 end
 
--- The live status line: "[done/total] N running | counts | elapsed", cut to the terminal width.
+-- The tests in flight, longest running first (then in start order).
+function M:in_flight_list()
+  local list = {}
+  for _, e in pairs(self.running) do list[#list + 1] = e end
+  table.sort(list, function(a, b)
+    if a.started ~= b.started then return a.started < b.started end
+    return (a.test.index or 0) < (b.test.index or 0)
+  end)
+  return list
+end
+
+-- "running: 03_commands.lua::big stream 212s, 01_lifecycle.lua::kill 3s": the tests in flight,
+-- longest first, their files without the directory (the width is short); nil when none.
+function M:running_text()
+  local list, now, parts = self:in_flight_list(), core.now(), {}
+  for _, e in ipairs(list) do
+    parts[#parts + 1] = string.format("%s::%s %ds", e.test.file:match("[^/]*$"), e.test.name,
+      math.floor(now - e.started))
+  end
+  if #parts == 0 then return nil end
+  return "running: " .. table.concat(parts, ", ")
+end
+
+-- The live status line: "[done/total] N running | counts | elapsed | running: tests", cut to the
+-- terminal width.
 function M:status_text()
   local done = #self.results
   local running = self.in_flight or math.max(0, math.min(self.jobs, self.ntests - done))
@@ -100,15 +145,42 @@ function M:status_text()
     done, self.ntests, running, c.passed, c.failed + c.xpassed, c.skipped, c.xfailed)
   if c.errors > 0 then s = s .. string.format(", %d errors", c.errors) end
   s = s .. string.format(" | %.1fs", core.now() - self.started)
-  local width = tonumber(core.getenv("COLUMNS") or "") or 80
+  local names = self:running_text()
+  if names then s = s .. " | " .. names end
+  -- COLUMNS wins (a test sets it), then the terminal's own width
+  local width = tonumber(core.getenv("COLUMNS") or "") or core.term_width(1) or 80
   if #s > width - 1 then s = s:sub(1, math.max(10, width - 1)) end
   return s
 end
 
--- The runner calls this when a test starts: the status line counts the tests in flight.
-function M:test_started(_test)
+---The runner calls this when a test starts: the status line counts and names the tests in flight.
+---@param test table
+---@param limit? number its time limit in seconds (abx.run.limits), named by the progress lines
+function M:test_started(test, limit)
   self.in_flight = (self.in_flight or 0) + 1
+  self.running[test] = { test = test, started = core.now(), limit = limit, shown = 0 }
   self:draw_status()
+end
+
+---The runner calls this when a test (and its reruns) ended, before its result line.
+function M:test_finished(test)
+  self.in_flight = (self.in_flight or 1) - 1
+  self.running[test] = nil
+end
+
+-- Off a terminal: one line per test that has run another `every` seconds since its last one,
+-- "abxlua: still running: FILE::NAME (120 s; limit 300 s)", longest running first.
+function M:progress_lines()
+  local now = core.now()
+  for _, e in ipairs(self:in_flight_list()) do
+    local n = math.floor((now - e.started) / self.every)
+    if n > e.shown then
+      e.shown = n
+      self:line(string.format("abxlua: still running: %s::%s (%d s%s)", e.test.file, e.test.name,
+        math.floor(now - e.started), e.limit and ("; limit " .. require("abx.run.limits").secs(e.limit)
+        .. " s") or ""))
+    end
+  end
 end
 
 function M:draw_status()
@@ -124,9 +196,10 @@ function M:clear_status()
   end
 end
 
--- Ends the live status line (before the closing sections).
+-- Ends the live status line and the progress task (before the closing sections).
 function M:end_progress()
   self.in_progress = false
+  self.ticking = false
   self:clear_status()
 end
 
@@ -140,16 +213,18 @@ function M:header(pname, pinfo, run_id, ntests, jobs)
   self.ntests, self.jobs, self.started = ntests, jobs, core.now()
   self:line(string.format("abxlua %s: provider %s (%s), run id %s, %d tests, -j %d",
     (core.version()), pname, pinfo.endpoint or "no endpoint", run_id, ntests, jobs))
-  if self.live then
-    self.in_progress = true
-    self:draw_status()
-    core.spawn(function() -- redraws the elapsed time; ends with the run (or when aborted)
-      while self.in_progress do
-        if not pcall(core.sleep, 0.5) then break end
-        self:draw_status()
-      end
-    end)
-  end
+  self.in_progress = self.live
+  self.ticking = true
+  self:draw_status()
+  -- on a terminal, redraws the status line twice a second; elsewhere, looks for tests to name
+  -- every second (or every ABX_PROGRESS_EVERY when shorter); ends with end_progress (or when aborted)
+  local step = self.live and 0.5 or math.min(1, self.every)
+  core.spawn(function()
+    while self.ticking do
+      if not pcall(core.sleep, step) or not self.ticking then break end
+      if self.live then self:draw_status() else self:progress_lines() end
+    end
+  end)
 end
 
 function M:collection_error(f)

@@ -304,10 +304,10 @@ local function schedule(run, out, tests, opts)
       while not stop and core.interrupted() == 0 and next_i <= #tests do
         local t = tests[next_i]
         next_i = next_i + 1
-        out:test_started(t)
+        out:test_started(t, limits.test_limit(t, run).seconds)
         local r = run_with_reruns(t, run, out, stopped)
         fixtures.test_done(run, t, r) -- its file's last test: the file's fixtures are torn down
-        out.in_flight = out.in_flight - 1
+        out:test_finished(t)
         run.results[#run.results + 1] = r
         if run.templates then run.templates:count(r) end
         out:result(r)
@@ -457,6 +457,7 @@ function M.run(files, opts)
   local refused = M.preflight(conn, pname, pinfo)
   if refused then
     out:line("abxlua: error: " .. refused)
+    out:end_progress()
     if pinfo.stop then pinfo.stop(true) end
     if pinfo.log then out:line("local platform log: " .. pinfo.log) end
     record.error = refused
