@@ -142,6 +142,7 @@ abx_runner_case(fixture_deadlock "^1 passed, 1 failed, 0 skipped, 0 xfailed in [
 abx_runner_case(hang_limit "^1 passed, 3 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(hang_flag "^0 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(limits_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(console_progress_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 foreach(mode ci tty)
   add_test(NAME runner:progress_${mode}
     COMMAND python3 ${ABX_RUNNER_DIR}/progress.py $<TARGET_FILE:abxlua> ${mode}

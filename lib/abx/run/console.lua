@@ -162,6 +162,14 @@ function M:test_started(test, limit)
   self:draw_status()
 end
 
+---The runner calls this when a test's own time starts later than the test (a template folder's
+---test, after its template's deploy): its seconds in flight, and the "still running" lines, count
+---from now, as its limit does.
+function M:test_clock(test)
+  local e = self.running[test]
+  if e then e.started, e.shown = core.now(), 0 end
+end
+
 ---The runner calls this when a test (and its reruns) ended, before its result line.
 function M:test_finished(test)
   self.in_flight = (self.in_flight or 1) - 1

@@ -141,6 +141,7 @@ local function run_test(test, run)
       return result
     end
     result.started = core.now() -- the test's time starts after its template's deploy
+    if run.console then run.console:test_clock(test) end -- and so do its seconds in flight
   end
   local ok_owner, owner = pcall(run.tracker.owner, run.tracker, test.file .. "::" .. test.name,
     test.opts.sandboxes, "test")
@@ -367,6 +368,7 @@ function M.run(files, opts)
     origin = cfg.origin, config_path = cfg.path } -- origin, config_path: abx.run.limits
   local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
     maxfail = opts.maxfail })
+  run.console = out
   -- per-test output capture (on unless -s): print / io writes of a test go to its result
   capture.install()
   capture.enabled = opts.capture ~= false
