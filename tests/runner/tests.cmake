@@ -139,7 +139,7 @@ abx_runner_case(fixture_deadlock "^1 passed, 1 failed, 0 skipped, 0 xfailed in [
 # to change it; teardowns name defaults.teardown_timeout; off a terminal a test still running is
 # named every ABX_PROGRESS_EVERY seconds (60 unless set), on one the status line names the tests
 # in flight with their seconds (progress.py, fixture tests/runner/hang/slow.lua)
-abx_runner_case(hang_limit "^1 passed, 3 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(hang_limit "^2 passed, 3 failed, 0 skipped, 0 xfailed, 2 errors in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(hang_flag "^0 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(limits_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 abx_runner_case(console_progress_unit "^4 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
