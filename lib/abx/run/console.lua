@@ -163,8 +163,8 @@ function M:test_started(test, limit)
 end
 
 ---The runner calls this when a test's own time starts later than the test (a template folder's
----test, after its template's deploy): its seconds in flight, and the "still running" lines, count
----from now, as its limit does.
+---test, after its template's deploy; a rerun attempt): its seconds in flight, and the "still
+---running" lines, count from now, as its limit does.
 function M:test_clock(test)
   local e = self.running[test]
   if e then e.started, e.shown = core.now(), 0 end

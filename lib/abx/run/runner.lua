@@ -224,6 +224,7 @@ local function run_with_reruns(test, run, out, stopped)
       call_duration = r.call_duration, teardown_duration = r.teardown_duration,
       teardown_errors = r.teardown_errors, sandboxes = r.sandboxes }
     out:rerun(r)
+    out:test_clock(test) -- each attempt has its own limit: its seconds in flight start again
     r = run_one(test, run)
   end
   if #reruns > 0 then
