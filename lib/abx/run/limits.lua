@@ -9,7 +9,9 @@
 -- it was waiting" (or "... running Lua code (busy loop?)"), engine/loop.c abx_task_deadline_msg.
 local M = {}
 
--- "300", "2.5": seconds as a person writes them.
+---Seconds as a person writes them: 300 -> "300", 2.5 -> "2.5".
+---@param n number
+---@return string
 local function secs(n)
   if math.tointeger(n) then return tostring(math.tointeger(n)) end
   return string.format("%g", n)
