@@ -457,12 +457,12 @@ end
 --- RSS measures every test sharing the process (issue 22). Raises: nothing.
 ---@return integer
 function Handle:held_peak()
-  local function kept(s, sink)
+  local function kept_bytes(s, sink)
     if s then return #s end
     return sink and sink:len() or 0
   end
   local stream = self._stream and self._stream:held_peak() or 0
-  return stream + kept(self._stdout_s, self._out) + kept(self._stderr_s, self._err)
+  return stream + kept_bytes(self._stdout_s, self._out) + kept_bytes(self._stderr_s, self._err)
 end
 
 --- Whether the stream has ended. Raises: nothing.
