@@ -52,7 +52,7 @@ t.test("a killed background process ends with exit code -1 and an error",
   local r = h:wait()
   t.eq(r.exit_code, -1)
   t.match(r.error, "killed")
-  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 10 })
+  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 30 })
 end)
 
 t.test("cwd sets the working directory", function(ctx)
@@ -95,7 +95,7 @@ t.test("a command timeout raises Timeout and the process is gone", function(ctx)
     for _, p in ipairs(cmds:list()) do
       if p.args[3] == "sleep 31" then t.fail("process " .. p.pid .. " still listed") end
     end
-  end, { timeout = 10, interval = 0.5 })
+  end, { timeout = 30, interval = 0.5 })
 end)
 
 t.test("stdin sent to a background process reaches it and close_stdin gives EOF", function(ctx)
@@ -124,7 +124,7 @@ t.test("the process list shows a running background process", function(ctx)
   t.eq(p.cwd, "/tmp")
   t.eq(h:kill(), true)
   h:wait()
-  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 10 })
+  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 30 })
 end)
 
 t.test("SIGTERM ends a process", function(ctx)
