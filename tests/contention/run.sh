@@ -6,7 +6,7 @@
 # (tests/contention/report.py, from each run's --json report).
 #
 # The load: 2 x nproc CPU-bound loops AND a second, independent run of the same selection in a loop
-# beside it, from a copy of scenarios/ and config/ (its own .abxlua_cache), with its own
+# beside it, from a copy of config/ and the selection's paths (its own .abxlua_cache), with its own
 # XDG_STATE_HOME (its own platform logs and template build cache: core.state_dir(),
 # bindings/core_util.c; CONTENTION_LOAD_STATE, default build/contention/load-state, kept between
 # harness runs so that its builds are cached too) and its own TMPDIR (its platform's sandboxes). CPU loops alone did not
@@ -118,19 +118,25 @@ if [ "$quiet" = 1 ]; then
   echo "contention: load: none (quiet baseline)"
 else
   for _ in $(seq 1 $((2 * n_cpu))); do
-    timeout "$load_max" bash -c 'while :; do :; done' &
+    # $0 names the harness's out dir, so that its loops can be told from any other process's
+    timeout "$load_max" bash -c 'while :; do :; done' "contention-cpu-loop:$out" &
     cpu_pids+=($!)
   done
   # the second suite: a copy of the scenarios and config (the project root is the config's parent,
   # so its .abxlua_cache is the copy's), its own state dir (kept between harness runs, so that its
   # template builds are cached as the main runs' are) and TMPDIR
   mkdir -p "$out/load-copy" "$out/load-tmp" "$load_state"
-  cp -r scenarios config "$out/load-copy/"
+  cp -r config "$out/load-copy/"
+  for a in "${args[@]}"; do # the selection's paths, at the same place in the copy
+    case $a in -*) ;; *) [ -e "$a" ] && cp -r --parents "$a" "$out/load-copy/" ;; esac
+  done
   rm -rf "$out/load-copy/.abxlua_cache"
   # setsid: its own process group, which cleanup signals whole
   (cd "$out/load-copy" && exec setsid env XDG_STATE_HOME="$load_state" TMPDIR="$out/load-tmp" \
      bash "$here/load_suite.sh" "$out" "$load_max" "$run_timeout" "$abxlua" "${args[@]}") </dev/null &
   load_pid=$!
+  # the main runs start once the second suite's first run has (at most 30 s)
+  for _ in $(seq 1 60); do [ -e "$out/load-1.log" ] && break; sleep 0.5; done
   echo "contention: load: $((2 * n_cpu)) CPU loops and a second suite run in a loop (pid $load_pid)"
 fi
 echo "contention: main selection: abxlua run ${args[*]} ($runs run(s)); logs and reports in $out"
