@@ -122,7 +122,7 @@ else
     timeout "$load_max" bash -c 'while :; do :; done' "contention-cpu-loop:$out" &
     cpu_pids+=($!)
   done
-  # the second suite: a copy of the scenarios and config (the project root is the config's parent,
+  # the second suite: a copy of config/ and the selection (the project root is the config's parent,
   # so its .abxlua_cache is the copy's), its own state dir (kept between harness runs, so that its
   # template builds are cached as the main runs' are) and TMPDIR
   mkdir -p "$out/load-copy" "$out/load-tmp" "$load_state"
