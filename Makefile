@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build install deb run test test-load test-flavors test-slow test-asan fuzz e2b-suite bench clean
+.PHONY: all deps build install deb run run-args test test-contention test-load test-flavors test-slow test-asan fuzz e2b-suite bench clean
 
 all: build
 
@@ -29,9 +29,14 @@ deb: build
 # pauses, keepalives), not CPU: -j 8 with 10 live sandboxes, and --slow-first (from the second run
 # on, the files holding the longest tests, the 10 s pause/resume one, start first) let the waits
 # overlap (issue 14: 29 s at -j 4 in collection order).
+RUN_ARGS = --slow-first -j 8 --max-sandboxes 10 scenarios/ scenarios/templates/code-interpreter-v1 \
+  scenarios/templates/python-hello scenarios/templates/node-web
 run: build
-	./$(BUILD)/abxlua run --slow-first -j 8 --max-sandboxes 10 scenarios/ scenarios/templates/code-interpreter-v1 scenarios/templates/python-hello \
-	  scenarios/templates/node-web
+	./$(BUILD)/abxlua run $(RUN_ARGS)
+
+# The arguments of `make run`, printed for tests/contention/run.sh (one list for both).
+run-args:
+	@echo $(RUN_ARGS)
 
 # Every test of the project (unit, envd, platform, runner, scenarios) but the platform load
 # benchmark, which needs the machine to itself (`make test-load`), and the tests labelled slow
@@ -54,6 +59,18 @@ test-slow: build
 # --verbose so that its figures (latencies, CPU by side, peaks) are in the log even when it passes.
 test-load: build
 	cd $(BUILD) && ctest --verbose -L load --timeout 1500
+
+# The contention harness (issue 22, tests/contention/run.sh): the `make run` selection
+# CONTENTION_RUNS times (default 5), then the cached template run (`abxlua run scenarios/templates/`)
+# once, while 2 x nproc CPU loops and a second, independent run of the same selection (its own
+# platform, state dir and TMPDIR) load the machine as a shared CI runner would; prints a table of
+# runs, failures and the slowest tests; exits 1 when a main run failed. CONTENTION_ARGS adds
+# options: --skip-templates, --quiet (no load: the baseline wall times), --out DIR. Not part of
+# `make test`; .ci/run runs it with 2 runs and no template run.
+CONTENTION_RUNS ?= 5
+CONTENTION_ARGS ?=
+test-contention: build
+	bash tests/contention/run.sh --runs $(CONTENTION_RUNS) $(CONTENTION_ARGS) ./$(BUILD)/abxlua
 
 # The whole suite under AddressSanitizer and UBSan (valgrind cannot run an ASan binary: the
 # memcheck test is left to `make test`).

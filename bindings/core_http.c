@@ -11,6 +11,8 @@
  *                      (for stdout and pty) or `err` (stderr) the bytes are decoded straight into
  *                      it and "data", F, nil comes back; any other message, or text that is not
  *                      base64, comes as "message", json for the caller's own checks
+ * stream:held_peak() -> the most bytes the stream held at once (queue, partial message, decode
+ *                      buffer): the engine's own accounting of what a stream keeps
  * Raises: Transport (connection failed), Timeout (transfer or task deadline), Protocol (body
  * over max_body, headers over 256 KiB, malformed envelopes, truncated stream).
  * NDJSON streams (core.ndjson, bindings/core_ndjson.c) are the same abx.stream, opened through
@@ -66,6 +68,8 @@ struct stream {
   int want_data;              /* the waiting call is next_data: decode output events here */
   unsigned char *scratch;     /* next_data's decode buffer, reused */
   size_t scratch_cap;
+  size_t held_peak;           /* the transfer's held_peak, kept when the transfer is freed */
+  size_t scratch_peak;        /* the largest scratch_cap, kept when scratch is freed */
 };
 
 /* After this many stream:next calls in a row answered from the queue, the task yields once so
@@ -169,6 +173,8 @@ static void stream_release(struct stream *s)
   if (s->in_multi)
     loop_remove(s->loop, s->t);
   s->in_multi = 0;
+  if (s->t->held_peak > s->held_peak)
+    s->held_peak = s->t->held_peak;
   abx_transfer_free(s->t);
   s->t = NULL;
   stream_unlink(s);
@@ -214,6 +220,8 @@ static int push_data(struct stream *s, lua_State *co, const struct abx_stream_ms
       return 0;
     s->scratch = b;
     s->scratch_cap = need;
+    if (need > s->scratch_peak)
+      s->scratch_peak = need;
   }
   long got = abx_b64_decode(s->scratch, b64, n, 0);
   if (got < 0)
@@ -555,6 +563,19 @@ static int stream_status(lua_State *L)
   return 1;
 }
 
+/* stream:held_peak() -> bytes: the most this stream held at once for its consumer (the
+ * transfer's queued messages and partial message, engine/http.h abx_transfer_held) plus the
+ * largest decode buffer of next_data; still answers after close. No yield. */
+static int stream_held_peak(lua_State *L)
+{
+  struct stream *s = stream_check(L, 1);
+  size_t peak = s->held_peak;
+  if (s->t && s->t->held_peak > peak)
+    peak = s->t->held_peak;
+  lua_pushinteger(L, (lua_Integer)(peak + s->scratch_peak));
+  return 1;
+}
+
 /* stream:close(): cancels the transfer. Idempotent; also __gc and __close. No yield. */
 static int stream_close(lua_State *L)
 {
@@ -573,7 +594,7 @@ static int stream_close(lua_State *L)
 
 static const luaL_Reg stream_methods[] = {
   {"next", stream_next}, {"next_data", stream_next_data}, {"status", stream_status},
-  {"close", stream_close}, {NULL, NULL}};
+  {"held_peak", stream_held_peak}, {"close", stream_close}, {NULL, NULL}};
 
 /* core.set_trace(level): 0 off, 1 request/answer lines with headers, 2 also body excerpts.
  * Everything goes through the secrets registry. */

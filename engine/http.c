@@ -197,6 +197,19 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
   return len;
 }
 
+size_t abx_transfer_held(const struct abx_transfer *t)
+{
+  return t->q_bytes + t->decoder.payload_cap + t->ndjson.cap;
+}
+
+/* Raises t->held_peak to what the stream holds now. */
+static void note_held(struct abx_transfer *t)
+{
+  size_t held = abx_transfer_held(t);
+  if (held > t->held_peak)
+    t->held_peak = held;
+}
+
 /* Queues one stream message (an envelope's payload or an NDJSON line). */
 static int enqueue(struct abx_transfer *t, unsigned flags, size_t seq, const char *payload,
                    size_t len)
@@ -217,6 +230,7 @@ static int enqueue(struct abx_transfer *t, unsigned flags, size_t seq, const cha
   t->q_tail = m;
   t->q_bytes += len;
   t->dirty = 1;
+  note_held(t); /* with the envelope's buffer the payload was copied from: both exist now */
   return 0;
 }
 
@@ -291,6 +305,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
         snprintf(t->reason, sizeof t->reason, "malformed NDJSON stream: %s", t->ndjson.error);
         return 0;
       }
+      note_held(t); /* a line split across chunks stays in the splitter's buffer */
       return len;
     }
     if (t->saw_end)
@@ -300,6 +315,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
       snprintf(t->reason, sizeof t->reason, "malformed Connect stream: %s", t->decoder.error);
       return 0;
     }
+    note_held(t); /* an envelope split across chunks stays in the decoder's buffer */
     return len;
   }
   if (t->body.len + len > body_limit(t, t->status)) {

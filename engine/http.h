@@ -109,6 +109,8 @@ struct abx_transfer {
   double started_ms, headers_ms;            /* CLOCK_MONOTONIC, for the two timeouts */
   struct abx_stream_msg *q_head, *q_tail;
   size_t q_bytes;
+  size_t held_peak;       /* the most bytes a stream held at once: queued messages plus the
+                           * partial envelope or NDJSON line being assembled (abx_transfer_held) */
   int paused;
   int saw_end;            /* the end-of-stream envelope arrived */
   int dirty;              /* something for the consumer arrived since it last looked */
@@ -175,6 +177,13 @@ void abx_transfer_finish(struct abx_transfer *t, CURLcode result);
 /* Pops the next stream message (caller frees it), or NULL. Unpauses a paused transfer once the
  * queue is small again. */
 struct abx_stream_msg *abx_transfer_pop(struct abx_transfer *t);
+
+/* Bytes a stream transfer holds now for its consumer: the queued messages plus the buffer of the
+ * partial Connect envelope or NDJSON line being assembled (not curl's own receive buffer, which
+ * is fixed, CURLOPT_BUFFERSIZE). t->held_peak is the most this was at any moment so far: the
+ * engine's own accounting of what a stream keeps, so that a test can bound it without measuring
+ * the whole process's RSS (issue 22). Bounded by ABX_HTTP_STREAM_QUEUE plus one message. */
+size_t abx_transfer_held(const struct abx_transfer *t);
 
 /* First value of header 'name' (lower case), or NULL. */
 const char *abx_transfer_header(const struct abx_transfer *t, const char *name);

@@ -52,7 +52,7 @@ t.test("a killed background process ends with exit code -1 and an error",
   local r = h:wait()
   t.eq(r.exit_code, -1)
   t.match(r.error, "killed")
-  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 10 })
+  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 30 })
 end)
 
 t.test("cwd sets the working directory", function(ctx)
@@ -95,7 +95,7 @@ t.test("a command timeout raises Timeout and the process is gone", function(ctx)
     for _, p in ipairs(cmds:list()) do
       if p.args[3] == "sleep 31" then t.fail("process " .. p.pid .. " still listed") end
     end
-  end, { timeout = 10, interval = 0.5 })
+  end, { timeout = 30, interval = 0.5 })
 end)
 
 t.test("stdin sent to a background process reaches it and close_stdin gives EOF", function(ctx)
@@ -124,7 +124,7 @@ t.test("the process list shows a running background process", function(ctx)
   t.eq(p.cwd, "/tmp")
   t.eq(h:kill(), true)
   h:wait()
-  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 10 })
+  t.eventually(function() t.eq(listed(ctx.base_sandbox, h.pid), nil) end, { timeout = 30 })
 end)
 
 t.test("SIGTERM ends a process", function(ctx)
@@ -149,12 +149,15 @@ t.test("signalling an unknown pid returns false", function(ctx)
   t.eq(ctx.base_sandbox.commands:kill(999999), false)
 end)
 
+-- The process writes only when told (EOF on its stdin), after connect is in place: a fixed sleep
+-- raced with the connect on a busy machine, and output nobody is subscribed to is lost (issue 22).
 t.test("connecting to a running process by pid receives its later output", function(ctx)
   local cmds = ctx.base_sandbox.commands
-  local h = cmds:run("sleep 2; echo later; exit 3", { background = true })
+  local h = cmds:run("read -r _ || true; echo later; exit 3", { background = true, stdin = true })
   h:disconnect()
   local again = cmds:connect(h.pid)
   t.eq(again.pid, h.pid)
+  cmds:close_stdin(h.pid)
   local r = again:wait()
   t.eq(r.stdout, "later\n")
   t.eq(r.exit_code, 3)
@@ -172,53 +175,66 @@ t.test("5 MiB of output arrive intact",
   t.ok(r.stdout == string.rep("x", n), "every byte is 'x'")
 end)
 
+-- The second line waits for a file the test makes, not for a fixed sleep, so "still running" holds
+-- however long the first line takes to arrive on a busy machine (issue 22). A file, not stdin:
+-- flavours without stdin (opensandbox) run this test too.
 t.test("output reaches on_stdout callbacks while the process runs", function(ctx)
   local seen = {}
-  local h = ctx.base_sandbox.commands:run("echo first; sleep 4; echo second", {
-    background = true,
+  local go = "/tmp/abx-go-" .. ctx.run_id .. "-" .. math.random(1 << 30)
+  local cmds = ctx.base_sandbox.commands
+  local h = cmds:run("echo first; while [ ! -e " .. go .. " ]; do sleep 0.05; done; rm -f " .. go
+    .. "; echo second", {
+    background = true, timeout = 120,
     on_stdout = function(chunk) seen[#seen + 1] = chunk end,
   })
   t.eventually(function()
     t.ok(table.concat(seen):find("first", 1, true), "first line seen")
-  end, { timeout = 3, interval = 0.1 })
+  end, { timeout = 30, interval = 0.1 })
   t.eq(h:done(), false)
   t.eq(h:stdout(), "first\n")
+  cmds:run("touch " .. go)
   local r = h:wait()
   t.eq(table.concat(seen), "first\nsecond\n")
   t.eq(r.stdout, "first\nsecond\n")
 end)
 
 -- keep_output = false: the callbacks get every byte, nothing is kept (result stdout nil,
--- handle:stdout() raises), and the engine's memory stays flat however much the command writes:
--- 128 MiB through the callback may not grow the engine's RSS by 64 MiB (it grew by all of it
--- when every chunk was kept, issue 14).
-local function rss_mib()
-  local f = assert(io.open("/proc/self/status"))
-  local s = f:read("a")
-  f:close()
-  return tonumber(s:match("VmRSS:%s+(%d+)")) / 1024
-end
+-- handle:stdout() raises), and what the engine holds for the output stays bounded however much
+-- the command writes: 128 MiB through the callback, at most 16 MiB held at once (the stream's
+-- 8 MiB queue and one message; all of it was held when every chunk was kept, issue 14). Bounded
+-- by the engine's own accounting, handle:held_peak(), not by the process's RSS: the suite runs
+-- tests side by side in one process, so its RSS measures the neighbours too (issue 22). The RSS
+-- claim is made where the process is the case's alone: ctest kinds:command_rss.
+local MIB = 1024 * 1024
 
 t.test("keep_output = false streams 128 MiB to on_stdout without keeping it",
   { requires = { "envd" } }, function(ctx)
-  local n, got, peak = 128 * 1024 * 1024, 0, 0
-  local base = rss_mib()
-  local r = ctx.base_sandbox.commands:run("head -c " .. n .. " /dev/zero; echo e >&2", {
-    keep_output = false, timeout = 120,
-    on_stdout = function(chunk)
-      got = got + #chunk
-      if got % (8 * 1024 * 1024) < #chunk then peak = math.max(peak, rss_mib()) end
-    end,
+  local n, got = 128 * MIB, 0
+  local h = ctx.base_sandbox.commands:run("head -c " .. n .. " /dev/zero; echo e >&2", {
+    background = true, keep_output = false, timeout = 120,
+    on_stdout = function(chunk) got = got + #chunk end,
   })
+  local r = h:wait()
   t.eq(got, n, "every byte reached the callback")
   t.eq(r.exit_code, 0)
   t.eq(r.stdout, nil, "stdout is not kept")
   t.eq(r.stderr, nil, "stderr is not kept")
-  t.ok(peak - base < 64, string.format("RSS grew by %.0f MiB (from %.0f)", peak - base, base))
-  local h = ctx.base_sandbox.commands:run("echo x", { background = true, keep_output = false })
-  h:wait()
+  local held = h:held_peak()
+  t.ok(held > 0 and held < 16 * MIB, string.format("the engine held at most %.1f MiB at once of "
+    .. "a 128 MiB output", held / MIB))
   local err = t.raises("InvalidArgument", function() h:stdout() end)
   t.match(err.message, "keep_output = false")
+end)
+
+-- The accounting counts what is kept: the same kind of output, kept, is held whole, so the bound
+-- above would fail if keep_output = false kept the chunks.
+t.test("held_peak counts the output a handle keeps", { requires = { "envd" } }, function(ctx)
+  local n = 16 * MIB
+  local h = ctx.base_sandbox.commands:run("head -c " .. n .. " /dev/zero",
+    { background = true, timeout = 120 })
+  local r = h:wait()
+  t.eq(#r.stdout, n)
+  t.ok(h:held_peak() >= n, string.format("held_peak %d >= the %d bytes kept", h:held_peak(), n))
 end)
 
 t.test("stderr reaches on_stderr callbacks in the foreground", function(ctx)

@@ -227,7 +227,7 @@ t.test("a process started through the agent server is listed, inspected and kill
   t.ok(find(srv:list_processes(), function(x) return x.pid == p.pid end), "listed")
   t.eventually(function()
     t.eq(srv:get_process(p.pid).stdout, "started\n")
-  end, { timeout = 10, interval = 0.2 })
+  end, { timeout = 30, interval = 0.2 })
   t.eq(srv:run("kill -0 " .. p.pid .. " && echo alive").stdout, "alive\n")
   local k = srv:kill_process(p.pid)
   t.eq(k.signal, "TERM")
@@ -246,7 +246,7 @@ t.test("a process started through the agent server is listed, inspected and kill
     local s = srv:get_process(q.pid)
     t.eq(s.status, "exited")
     return s
-  end, { timeout = 10, interval = 0.2 })
+  end, { timeout = 30, interval = 0.2 })
   t.eq(done.exit_code, 7)
   t.eq(done.stdout, "out\n")
   t.eq(done.stderr, "err\n")
@@ -289,13 +289,13 @@ t.test("ports lists the server's own port and a port a process opens", function(
     local p = find(srv:ports(), function(x) return x.port == 9091 end)
     t.ok(p, "port 9091 appears")
     return p
-  end, { timeout = 15, interval = 0.3 })
+  end, { timeout = 30, interval = 0.3 })
   t.eq(seen.address, "127.0.0.1")
   t.eq(seen.family, "ipv4")
   srv:kill_process(web.pid, { signal = "KILL" })
   t.eventually(function()
     t.eq(find(srv:ports(), function(x) return x.port == 9091 end), nil, "port 9091 closed")
-  end, { timeout = 10, interval = 0.3 })
+  end, { timeout = 30, interval = 0.3 })
 end)
 
 t.test("the template's custom route answers at the sandbox's port URL", function(ctx)

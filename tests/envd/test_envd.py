@@ -346,7 +346,8 @@ def t_timeout():
     t0 = time.time()
     r = run("sleep", ["30"], extra={"Connect-Timeout-Ms": "1000"})
     dt = time.time() - t0
-    check(r["pid"] is not None and dt < 8, f"timeout stream ended in {dt:.1f}s")
+    # < 20 s: ended by the 1 s deadline, not by the 30 s sleep, with room for a busy machine
+    check(r["pid"] is not None and dt < 20, f"timeout stream ended in {dt:.1f}s")
     check(r["trailer"].get("error", {}).get("code") == "deadline_exceeded",
           f"timeout -> deadline_exceeded ({r['trailer']})")
     check(r["end"] is not None and r["end"].get("status") == "signal: killed",

@@ -91,7 +91,9 @@ def expect_reach(s, sid, host, why, token=None):
 def expect_blocked(s, sid, host, why, token=None):
     ok, out, dt = reach(s, sid, host, token=token)
     check(not ok, "%s: the sandbox reached %s" % (why, host))
-    check("refused" in out.lower() and dt < 5, "%s: not a fast refusal (%.1fs): %r" % (why, dt, out))
+    # "refused" is the proof of a fast refusal: a dropped packet ends in `timeout 8` without it (a
+    # wall-time bound on top went red on a busy machine, issue 22)
+    check("refused" in out.lower(), "%s: not a refusal (%.1fs): %r" % (why, dt, out))
 
 
 def put_net(s, sid, body):
@@ -114,7 +116,7 @@ def t_default_allows(s, ctx):
     expect_reach(s, sid, net["hostAddress"], "default create")
     # Nothing beyond the own link: TEST-NET-1 (documentation-only) is refused inside the sandbox.
     ok, out, dt = reach(s, sid, "192.0.2.1", 80)
-    check(not ok and "refused" in out.lower() and dt < 5, "192.0.2.1 %r (%.1fs)" % (out, dt))
+    check(not ok and "refused" in out.lower(), "192.0.2.1 %r (%.1fs)" % (out, dt))
 
 
 def t_host_namespace_untouched(s, ctx):

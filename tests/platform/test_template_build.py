@@ -218,7 +218,9 @@ def t_cached_rebuild(s, ctx):
     # ENV included: no layer of its own, CACHED while every step before it was
     check(len(steps) == 5 and sum("] ENV " in m for m in steps) == 1
           and all(m.startswith("CACHED ") for m in steps), "all cached: %r" % steps)
-    check(took < 5, "cached rebuild took %.1f s (first %.1f s)" % (took, ctx.get("first_build_s", 0)))
+    # every step CACHED (above) is the proof; the time is only printed: a wall-time bound went
+    # red on a busy machine (issue 22)
+    print("cached rebuild took %.1f s (first %.1f s)" % (took, ctx.get("first_build_s", 0)))
     check(r["templateID"] == ctx["web"]["templateID"], "same template, new build")
     ctx["v2"] = r
 

@@ -22,7 +22,9 @@ t.test("succeeds on the third try", function()
   t.eq(b, 3)
   t.eq(calls, 3)
   local took = core.now() - t0
-  t.ok(took >= 0.19 and took < 1, "two intervals of 0.1 s, took " .. took)
+  -- sleeps are never shorter than asked; the upper bound only tells "retried at its interval"
+  -- from "waited for its 5 s timeout", with room for a busy machine (issue 22)
+  t.ok(took >= 0.19 and took < 4, "two intervals of 0.1 s, took " .. took)
 end)
 
 t.test("gives up after its timeout", function()
@@ -35,8 +37,9 @@ t.test("gives up after its timeout", function()
   local took = core.now() - t0
   t.match(err.message, "gave up after 0%.5 s")
   t.match(err.message, "still broken")
-  t.ok(calls >= 3 and calls <= 7, "about timeout/interval calls, got " .. calls)
-  t.ok(took >= 0.35 and took < 1.5, "gave up after about 0.5 s, took " .. took)
+  -- a late wake-up on a busy machine means fewer calls, never more (issue 22)
+  t.ok(calls >= 2 and calls <= 7, "at most timeout/interval + 1 calls, got " .. calls)
+  t.ok(took >= 0.35 and took < 10, "gave up after about 0.5 s, not the 30 s default, took " .. took)
 end)
 
 t.test("re-raises the last typed error", function()

@@ -89,6 +89,8 @@ options.class(Handle, "CommandHandle", "A background process (commands:run{backg
     { "stdout()", "stdout received so far (raises with keep_output = false)" },
     { "stderr()", "stderr received so far (raises with keep_output = false)" },
     { "keepalives()", "keepalive events received so far" },
+    { "held_peak()", "bytes: the most the engine held at once for this output (stream queue, "
+      .. "partial message, kept output); callbacks' chunks not counted" },
     { "done()", "whether the stream has ended" },
     { "disconnect()", "stops receiving output; the process keeps running" },
   })
@@ -444,6 +446,23 @@ end
 ---@return integer
 function Handle:keepalives()
   return self._keepalives
+end
+
+--- The engine's own accounting of what this call kept, in bytes: the most its stream held at once
+--- (queued messages, the envelope being assembled and the decode buffer: core stream:held_peak,
+--- docs/ENGINE.md "HTTP") plus the output kept for stdout() and stderr() (0 with keep_output =
+--- false). Kept output only grows, so the sum is an upper bound of what was held at any moment.
+--- The chunks handed to on_stdout/on_stderr belong to the callback and are not counted. Answers
+--- while the process runs and after it ended. This, not the process's RSS, is what a test bounds:
+--- RSS measures every test sharing the process (issue 22). Raises: nothing.
+---@return integer
+function Handle:held_peak()
+  local function kept_bytes(s, sink)
+    if s then return #s end
+    return sink and sink:len() or 0
+  end
+  local stream = self._stream and self._stream:held_peak() or 0
+  return stream + kept_bytes(self._stdout_s, self._out) + kept_bytes(self._stderr_s, self._err)
 end
 
 --- Whether the stream has ended. Raises: nothing.
