@@ -108,10 +108,23 @@ static void note_status(struct req *r, struct MHD_Connection *c)
   }
 }
 
+/* How a request ended early, for serve's log; NULL when it completed. */
+static const char *ended(enum MHD_RequestTerminationCode toe)
+{
+  switch (toe) {
+  case MHD_REQUEST_TERMINATED_COMPLETED_OK: return NULL;
+  case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "timeout";
+  case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "shutdown";
+  case MHD_REQUEST_TERMINATED_READ_ERROR: return "read-error";
+  case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "client-left";
+  default: return "error";
+  }
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-  (void)cls, (void)toe;
+  (void)cls;
   struct req *r = *con_cls;
   if (r) {
     note_status(r, c);
@@ -119,7 +132,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     /* failed, unanswered or slow requests (serve_log.h) */
     abx_slog_request(r->method, r->raw_uri, r->status, r->kind == 1 ? r->route.id : NULL,
                      ((r->status ? r->answer_ns : now) - r->t0_ns) / 1000000,
-                     (now - r->t0_ns) / 1000000);
+                     (now - r->t0_ns) / 1000000, ended(toe));
     if (r->stream)
       abx_ingress_drop(r->stream);
     abx_upload_free(r->upload);
@@ -587,7 +600,10 @@ static int serve_run(int argc, char **argv)
   struct MHD_Daemon *d = MHD_start_daemon(
     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
       MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
-    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    0, NULL, NULL, on_request, NULL,
+    /* first, or libmicrohttpd prints its messages raw until it is set */
+    MHD_OPTION_EXTERNAL_LOGGER, abx_slog_mhd, NULL,
+    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_IO_THREADS,
     MHD_OPTION_ARRAY, tls_ops,
     MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,

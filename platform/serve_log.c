@@ -36,6 +36,8 @@ static void vline(int fd, const char *fmt, va_list ap)
   for (size_t i = start; i < n; i++) /* one line: every line of the log starts with its time */
     if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
       line[i] = ' ';
+  while (n > start && line[n - 1] == ' ') /* a message's own "\n" (libmicrohttpd's) */
+    n--;
   line[n++] = '\n';
   pthread_mutex_lock(&g_write);
   for (size_t off = 0; off < n;) {
@@ -65,10 +67,18 @@ void abx_slog_fd(int fd, const char *fmt, ...)
   va_end(ap);
 }
 
-void abx_slog_request(const char *method, const char *target, unsigned status, const char *sandbox,
-                      int64_t answer_ms, int64_t total_ms)
+void abx_slog_mhd(void *cls, const char *fmt, va_list ap)
 {
-  if (status > 0 && status < 400 && answer_ms <= ABX_SLOG_SLOW_MS)
+  (void)cls;
+  char msg[ABX_SLOG_MAX];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  abx_slog("libmicrohttpd: %s", msg);
+}
+
+void abx_slog_request(const char *method, const char *target, unsigned status, const char *sandbox,
+                      int64_t answer_ms, int64_t total_ms, const char *ended)
+{
+  if (status > 0 && status < 400 && answer_ms <= ABX_SLOG_SLOW_MS && !ended)
     return;
   const char *t = target ? target : "";
   int plen = (int)strcspn(t, "?#"); /* the path only: a query may carry a signature */
@@ -89,7 +99,7 @@ void abx_slog_request(const char *method, const char *target, unsigned status, c
   char st[16] = "none";
   if (status)
     snprintf(st, sizeof st, "%u", status);
-  abx_slog("request %s %.*s status=%s ms=%" PRId64 " total_ms=%" PRId64 "%s%s",
-           method ? method : "?", plen, t, st, answer_ms, total_ms, sb,
-           status && status < 400 ? " (slow)" : "");
+  abx_slog("request %s %.*s status=%s ms=%" PRId64 " total_ms=%" PRId64 "%s%s%s%s",
+           method ? method : "?", plen, t, st, answer_ms, total_ms, sb, ended ? " ended=" : "",
+           ended ? ended : "", answer_ms > ABX_SLOG_SLOW_MS ? " (slow)" : "");
 }

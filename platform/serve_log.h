@@ -15,6 +15,7 @@
 #ifndef ABX_SERVE_LOG_H
 #define ABX_SERVE_LOG_H
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #define ABX_SLOG_MAX 1024
@@ -28,13 +29,19 @@ void abx_slog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Writes one line to file descriptor `fd` (1: serve's start-up lines on stdout). */
 void abx_slog_fd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Logs one finished request when it failed (status >= 400, or 0: no answer was sent) or was slow
- * (answer_ms > ABX_SLOG_SLOW_MS): "request <method> <path> status=<n>|none ms=<answer_ms>
- * total_ms=<total_ms>[ sandbox=<id>]". `target` is the raw request target: only its path (up to
+/* libmicrohttpd's error logger (MHD_OPTION_EXTERNAL_LOGGER; `cls` unused): its messages as lines
+ * "libmicrohttpd: <message>" on stderr. */
+void abx_slog_mhd(void *cls, const char *fmt, va_list ap);
+
+/* Logs one finished request when it failed (status >= 400, 0: no answer was sent, or `ended` set)
+ * or was slow (answer_ms > ABX_SLOG_SLOW_MS): "request <method> <path> status=<n>|none
+ * ms=<answer_ms> total_ms=<total_ms>[ sandbox=<id>][ ended=<ended>][ (slow)]". `ended`: NULL when
+ * the request completed, else how it ended early ("error", "timeout", "client-left",
+ * "read-error", "shutdown"). `target` is the raw request target: only its path (up to
  * the first '?' or '#', at most 200 bytes) is written. `sandbox`: the ingress's sandbox id, or
  * NULL (then the id in a "/sandboxes/<id>" path, if any). answer_ms: until the answer's status
  * was queued; total_ms: until the request completed (a proxied stream's whole body). */
 void abx_slog_request(const char *method, const char *target, unsigned status, const char *sandbox,
-                      int64_t answer_ms, int64_t total_ms);
+                      int64_t answer_ms, int64_t total_ms, const char *ended);
 
 #endif

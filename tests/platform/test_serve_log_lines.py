@@ -6,7 +6,8 @@ template's readiness wait is a line with its outcome and the time waited; no API
 token or envd access token is in it.
 
 Serve runs as the engine runs it (stdout and stderr appended to one file) with --faults: a 503 on
-GET /v2/sandboxes and a 5.2 s delay on GET /templates (a slow request). The sandboxes: one killed
+GET /v2/sandboxes, a 5.2 s delay on GET /templates (a slow request) and no answer to
+GET /sandboxes/iheld (the client gives up after 1 s). The sandboxes: one killed
 by DELETE, one ended by its 1 s TTL, one of a template built here with start and ready commands,
 left running until serve stops. Needs root and bubblewrap (exit 77 otherwise).
 Usage: test_serve_log_lines.py ABXLUA"""
@@ -22,7 +23,8 @@ faults = os.path.join(tmp, "faults.yaml")
 with open(faults, "w") as f:
     f.write("faults:\n"
             "  - route: \"GET /v2/sandboxes\"\n    limit: 1\n    action: {status: 503}\n"
-            "  - route: \"GET /templates\"\n    limit: 1\n    action: {delay_ms: 5200}\n")
+            "  - route: \"GET /templates\"\n    limit: 1\n    action: {delay_ms: 5200}\n"
+            "  - route: \"GET /sandboxes/iheld\"\n    action: {no_answer: true}\n")
 api_key = "e2b_" + os.urandom(20).hex()
 token = "sk_e2b_" + os.urandom(20).hex()
 env = dict(os.environ, ABX_LOCAL_API_KEY=api_key, ABX_LOCAL_ACCESS_TOKEN=token)
@@ -84,6 +86,11 @@ try:
     check(st == 503, "the injected 503: %d" % st)
     st, _ = call("GET", "/templates")
     check(st == 200, "the delayed GET /templates: %d" % st)
+    try:
+        call("GET", "/sandboxes/iheld", timeout=1)
+        check(False, "the held request got an answer")
+    except (TimeoutError, OSError):
+        pass
     # the ingress: nothing listens on 8080 in the sandbox (502 "port is not open")
     st, _ = call("GET", "/app?token=QUERYSECRET456", key=False,
                  headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "8080",
@@ -130,6 +137,8 @@ def has(pattern, what):
 has(r"request GET /sandboxes/inothere status=404 ms=\d+ total_ms=\d+ sandbox=inothere$",
     "the 404: method, path, status, ms, sandbox id")
 has(r"request GET /v2/sandboxes status=503 ms=\d+ total_ms=\d+$", "the injected 503")
+has(r"request GET /sandboxes/iheld status=none ms=\d+ total_ms=\d+ sandbox=iheld( ended=\S+)?( \(slow\))?$",
+    "the request left without an answer: status=none")
 m = re.search(r"request GET /templates status=200 ms=(\d+) total_ms=\d+ \(slow\)$", text, re.M)
 check(m is not None and int(m.group(1)) >= 5000, "the slow request, >= 5000 ms")
 has(r"request GET /app status=502 ms=\d+ total_ms=\d+ sandbox=%s$" % sid,
