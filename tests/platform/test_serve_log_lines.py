@@ -7,8 +7,8 @@ token or envd access token is in it.
 
 Serve runs as the engine runs it (stdout and stderr appended to one file) with --faults: a 503 on
 GET /v2/sandboxes, a 5.2 s delay on GET /templates (a slow request) and no answer to
-GET /sandboxes/iheld (the client gives up after 1 s). The sandboxes: one killed
-by DELETE, one ended by its 1 s TTL, one of a template built here with start and ready commands,
+GET /sandboxes/iheld (the client gives up after 1 s). The sandboxes: one paused,
+resumed (connect), forked, then killed by DELETE, one ended by its 1 s TTL, one of a template built here with start and ready commands,
 left running until serve stops. Needs root and bubblewrap (exit 77 otherwise).
 Usage: test_serve_log_lines.py ABXLUA"""
 import http.client, json, os, re, signal, subprocess, sys, tempfile, time
@@ -96,6 +96,14 @@ try:
                  headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "8080",
                           "X-Access-Token": envd_token})
     check(st == 502, "the ingress to a closed port: %d" % st)
+    st, _ = call("POST", "/sandboxes/%s/pause" % sid)
+    check(st == 204, "pause: %d" % st)
+    st, _ = call("POST", "/sandboxes/%s/connect" % sid, {"timeout": 300})
+    check(st in (200, 201), "connect (resume): %d" % st)
+    st, forks = call("POST", "/sandboxes/%s/fork" % sid, {"count": 1, "timeout": 60})
+    fork_id = ((forks or [{}])[0].get("sandbox") or {}).get("sandboxID", "?") \
+        if isinstance(forks, list) else "?"
+    check(st == 201 and fork_id != "?", "fork: %d %r" % (st, forks))
     st, _ = call("DELETE", "/sandboxes/" + sid)
     check(st == 204, "kill: %d" % st)
     st, short = call("POST", "/sandboxes", {"templateID": "base", "timeout": 1})
@@ -146,6 +154,9 @@ has(r"request GET /app status=502 ms=\d+ total_ms=\d+ sandbox=%s$" % sid,
 check("QUERYSECRET" not in text, "no query string is logged")
 has(r"sandbox %s started: created from template base in \d+ ms$" % sid, "the start, created")
 has(r"sandbox %s stopped: killed by API$" % sid, "the stop, killed by API")
+has(r"sandbox %s stopped: paused by API \(memory kept\)$" % sid, "the stop, paused by API")
+has(r"sandbox %s started: resumed \(memory kept\)$" % sid, "the start, resumed")
+has(r"sandbox %s started: forked from template base in \d+ ms$" % fork_id, "the start, forked")
 has(r"sandbox %s: template ready-log ready after \d+ ms \(start/ready commands\)$" % kept.get("sandboxID", "?"),
     "the readiness wait, with its outcome and time")
 has(r"sandbox b\w+ started: build from template ready-log in \d+ ms$", "a build's sandbox starts: build")
