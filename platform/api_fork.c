@@ -106,6 +106,7 @@ static json_t *fork_one(const struct fork_src *src)
   sb->secure = src->secure;
   sb->metadata = json_deep_copy(src->metadata);
   sb->id[0] = 'i';
+  sb->origin = "forked";
   int fail = !sb->metadata;
   if (fail)
     snprintf(msg, sizeof msg, "out of memory");
@@ -117,8 +118,7 @@ static json_t *fork_one(const struct fork_src *src)
   fail = fail || take_volumes(sb, src->volume_mounts, msg, sizeof msg) != 0 ||
          abx_network_clone(src->id, sb->id, msg, sizeof msg) != 0;
   if (!fail && abx_sandbox_start(sb, src->env_vars, err, sizeof err) != 0) {
-    snprintf(msg, sizeof msg, "failed to start forked sandbox: %s", err);
-    fprintf(stderr, "abxlua serve: %s\n", msg);
+    snprintf(msg, sizeof msg, "failed to start forked sandbox: %s", err); /* logged by sandbox.c */
     fail = 1;
   }
   if (fail) {

@@ -230,8 +230,7 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   json_decref(req);
   if (rc != 0) {
     char m[600];
-    snprintf(m, sizeof m, "failed to start sandbox: %s", err);
-    fprintf(stderr, "abxlua serve: %s\n", m);
+    snprintf(m, sizeof m, "failed to start sandbox: %s", err); /* logged by sandbox.c */
     abx_sandbox_destroy(sb);
     return abx_http_error(c, 500, m);
   }
@@ -467,7 +466,8 @@ enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r)
   if (abx_api_sandbox_id(r, id, &sent) != 0)
     return sent;
   struct abx_sandbox *s = abx_registry_get(id);
-  int rc = s ? abx_lifecycle_kill(s) : 404; /* a paused sandbox is thawed and killed */
+  /* a paused sandbox is thawed and killed */
+  int rc = s ? abx_lifecycle_kill(s, "killed by API") : 404;
   if (s)
     abx_registry_put(s);
   return rc == 0 ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "http_util.h"
+#include "serve_log.h"
 
 #define KEY_HEX 40  /* keys.GenerateKey: 20 random bytes, hex */
 #define NAME_MAX_LEN 255
@@ -263,7 +264,7 @@ void abx_apikeys_shutdown(void)
 {
   pthread_mutex_lock(&mu);
   if (g_ready && g_used_dirty && save_locked() != 0)
-    fprintf(stderr, "abxlua serve: warning: cannot write %s: %s\n", g_path, strerror(errno));
+    abx_slog("warning: cannot write %s: %s", g_path, strerror(errno));
   while (g_keys) {
     struct key *k = g_keys;
     g_keys = k->next;

@@ -20,6 +20,7 @@
 
 #include "netns.h"
 #include "network.h"
+#include "serve_log.h"
 
 #define BUF 16384
 #define STACK (256u * 1024)
@@ -194,7 +195,7 @@ static int open_origin(struct conn *c, const struct abx_proxy_req *r)
   if (g != 0 || !res) {
     snprintf(msg, sizeof msg, "abxlua build proxy: cannot resolve %s: %s", r->host,
              g ? gai_strerror(g) : "no address");
-    fprintf(stderr, "abxlua serve: build proxy: %s: %s\n", c->sandbox, msg + 20);
+    abx_slog("build proxy: %s: %s", c->sandbox, msg + 20);
     answer(c->cfd, 502, "Bad Gateway", msg);
     return -1;
   }
@@ -203,7 +204,7 @@ static int open_origin(struct conn *c, const struct abx_proxy_req *r)
       addr_text(ai->ai_addr, at, sizeof at);
       snprintf(msg, sizeof msg, "abxlua build proxy: refused %s:%d (%s): %s; build sandboxes "
                "may reach public addresses only", r->host, r->port, at, why);
-      fprintf(stderr, "abxlua serve: build proxy: %s: %s\n", c->sandbox, msg + 20);
+      abx_slog("build proxy: %s: %s", c->sandbox, msg + 20);
       answer(c->cfd, 403, "Forbidden", msg);
       freeaddrinfo(res);
       return -1;
@@ -218,12 +219,11 @@ static int open_origin(struct conn *c, const struct abx_proxy_req *r)
   if (fd < 0) {
     snprintf(msg, sizeof msg, "abxlua build proxy: cannot connect to %s:%d (%s): %s", r->host,
              r->port, at, strerror(e));
-    fprintf(stderr, "abxlua serve: build proxy: %s: %s\n", c->sandbox, msg + 20);
+    abx_slog("build proxy: %s: %s", c->sandbox, msg + 20);
     answer(c->cfd, timed_out ? 504 : 502, timed_out ? "Gateway Timeout" : "Bad Gateway", msg);
     return -1;
   }
-  fprintf(stderr, "abxlua serve: build proxy: %s: %s %s:%d via %s\n", c->sandbox, r->method,
-          r->host, r->port, at);
+  abx_slog("build proxy: %s: %s %s:%d via %s", c->sandbox, r->method, r->host, r->port, at);
   return fd;
 }
 
@@ -359,7 +359,7 @@ static void *conn_main(void *arg)
     inet_ntop(AF_INET, &c->peer, pa, sizeof pa);
     snprintf(msg, sizeof msg, "abxlua build proxy: %s is not a build sandbox: only the sandboxes "
              "of a template build may use this proxy", pa);
-    fprintf(stderr, "abxlua serve: build proxy: %s\n", msg);
+    abx_slog("build proxy: %s", msg);
     answer(c->cfd, 403, "Forbidden", msg);
     goto end;
   }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "http_util.h"
+#include "serve_log.h"
 
 enum { H_FREEZER, H_MEMORY, H_CPUACCT, H_CPU };
 static const char *const names[ABX_CGROUP_MAX] = {"freezer", "memory", "cpuacct", "cpu"};
@@ -69,9 +70,9 @@ int abx_cgroup_init(void)
     ok++;
   }
   if (!g_base[H_MEMORY][0] || !g_base[H_CPU][0])
-    fprintf(stderr, "abxlua serve: warning: no usable cgroup v1 %s hierarchy: sandbox %s limits "
-            "are reported but not enforced\n", g_base[H_MEMORY][0] ? "cpu" : "memory",
-            g_base[H_MEMORY][0] ? "CPU" : "memory");
+    abx_slog("warning: no usable cgroup v1 %s hierarchy: sandbox %s limits "
+             "are reported but not enforced",
+             g_base[H_MEMORY][0] ? "cpu" : "memory", g_base[H_MEMORY][0] ? "CPU" : "memory");
   return ok;
 }
 

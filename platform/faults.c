@@ -18,6 +18,7 @@
 #include "connect.h"
 #include "faults_int.h"
 #include "http_util.h"
+#include "serve_log.h"
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* the rules' counters and generators */
 static atomic_int g_stop;
@@ -121,8 +122,7 @@ int abx_faults_before(struct MHD_Connection *c, const char *method, const char *
   if (!r)
     return 0;
   char what[96];
-  fprintf(stderr, "abxlua serve: fault %zu %s on %s %s\n", no, kind_name(r, what, sizeof what),
-          method, p);
+  abx_slog("fault %zu %s on %s %s", no, kind_name(r, what, sizeof what), method, p);
   if (r->delay_ms)
     hold(c, r->delay_ms, 0);
   switch (r->kind) {

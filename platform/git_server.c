@@ -6,6 +6,7 @@
 
 #include "netns.h"
 #include "network.h"
+#include "serve_log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,7 +88,7 @@ static pid_t spawn_child(int fd)
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   if (rc != 0) {
-    fprintf(stderr, "abxlua serve: git server: cannot start %s daemon: %s\n", GIT_BIN, strerror(rc));
+    abx_slog("git server: cannot start %s daemon: %s", GIT_BIN, strerror(rc));
     return -1;
   }
   return pid;
@@ -116,7 +117,7 @@ static void *accept_main(void *arg)
       continue;
     pthread_mutex_lock(&g_mu);
     if (live >= ABX_GIT_SERVER_MAX_CHILDREN) {
-      fprintf(stderr, "abxlua serve: git server: %d connections already: one refused\n", live);
+      abx_slog("git server: %d connections already: one refused", live);
     } else {
       for (int i = 0; i < ABX_GIT_SERVER_MAX_CHILDREN; i++) {
         if (g_children[i] == 0) {

@@ -12,9 +12,10 @@
 #include "metrics.h"
 #include "sandbox.h"
 #include "sandbox_log.h"
+#include "serve_log.h"
 
-/* Under sb->op. */
-static int pause_locked(struct abx_sandbox *sb, int keep_memory)
+/* Under sb->op. `why`: what paused it, for serve's log ("paused by API", ...). */
+static int pause_locked(struct abx_sandbox *sb, int keep_memory, const char *why)
 {
   if (!sb->listed)
     return 404;
@@ -33,13 +34,15 @@ static int pause_locked(struct abx_sandbox *sb, int keep_memory)
     abx_sandbox_halt(sb);
   abx_sandbox_log(sb, "info", keep_memory ? "sandbox paused (memory kept)"
                                           : "sandbox paused (filesystem only)");
+  abx_slog("sandbox %s stopped: %s (%s)", sb->id, why,
+           keep_memory ? "memory kept" : "filesystem only");
   return 0;
 }
 
 int abx_lifecycle_pause_mem(struct abx_sandbox *sb, int keep_memory)
 {
   pthread_mutex_lock(&sb->op);
-  int rc = pause_locked(sb, keep_memory);
+  int rc = pause_locked(sb, keep_memory, "paused by API");
   pthread_mutex_unlock(&sb->op);
   return rc;
 }
@@ -49,7 +52,8 @@ int abx_lifecycle_pause(struct abx_sandbox *sb) { return abx_lifecycle_pause_mem
 /* Under sb->op, sb listed and paused: make it run again with TTL `end` (ns). */
 static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)
 {
-  if (sb->memory_paused && keep_memory) {
+  int thaw = sb->memory_paused && keep_memory;
+  if (thaw) {
     if (abx_cgroup_thaw(sb->id) != 0)
       return 500;
   } else {
@@ -60,10 +64,8 @@ static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)
       abx_registry_unlock();
     }
     char err[512];
-    if (abx_sandbox_reboot(sb, err, sizeof err) != 0) {
-      fprintf(stderr, "abxlua serve: cannot boot sandbox %s again: %s\n", sb->id, err);
+    if (abx_sandbox_reboot(sb, err, sizeof err) != 0) /* logged by sandbox.c */
       return 500;
-    }
   }
   abx_registry_lock();
   sb->paused = 0;
@@ -71,6 +73,7 @@ static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)
   sb->end_ns = end;
   abx_registry_unlock();
   abx_sandbox_log(sb, "info", "sandbox resumed");
+  abx_slog("sandbox %s started: resumed (%s)", sb->id, thaw ? "memory kept" : "cold boot");
   return 0;
 }
 
@@ -132,19 +135,20 @@ int abx_lifecycle_auto_resume(struct abx_sandbox *sb)
   return rc;
 }
 
-/* Under sb->op. */
-static int kill_locked(struct abx_sandbox *sb)
+/* Under sb->op. `why`: what killed it, for serve's log. */
+static int kill_locked(struct abx_sandbox *sb, const char *why)
 {
   if (!abx_registry_unlist(sb))
     return 404;
   abx_sandbox_stop(sb);
+  abx_slog("sandbox %s stopped: %s", sb->id, why);
   return 0;
 }
 
-int abx_lifecycle_kill(struct abx_sandbox *sb)
+int abx_lifecycle_kill(struct abx_sandbox *sb, const char *why)
 {
   pthread_mutex_lock(&sb->op);
-  int rc = kill_locked(sb);
+  int rc = kill_locked(sb, why);
   pthread_mutex_unlock(&sb->op);
   if (rc == 0)
     abx_registry_put(sb); /* the list's ref */
@@ -171,8 +175,10 @@ void abx_lifecycle_tick(int64_t now_ns)
     int auto_pause = sb->auto_pause, keep_memory = sb->auto_pause_memory;
     abx_registry_unlock();
     int killed = 0;
-    if (exited || (expired && !(auto_pause && pause_locked(sb, keep_memory) == 0)))
-      killed = kill_locked(sb) == 0;
+    if (exited)
+      killed = kill_locked(sb, "its processes exited") == 0;
+    else if (expired && !(auto_pause && pause_locked(sb, keep_memory, "TTL expired, paused") == 0))
+      killed = kill_locked(sb, "TTL expired") == 0;
     pthread_mutex_unlock(&sb->op);
     if (killed)
       abx_registry_put(sb);
@@ -188,6 +194,7 @@ void abx_lifecycle_shutdown(void)
     struct abx_sandbox *next = s->next;
     pthread_mutex_lock(&s->op);
     abx_sandbox_stop(s);
+    abx_slog("sandbox %s stopped: serve shut down", s->id);
     pthread_mutex_unlock(&s->op);
     abx_registry_put(s);
     s = next;

@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "serve_log.h"
+
 int abx_netns_open(pid_t pid)
 {
   char path[64];
@@ -56,7 +58,7 @@ int abx_netns_socket(int netns_fd, int domain, int type, int protocol)
   int s = socket(domain, type | SOCK_CLOEXEC, protocol);
   int e = errno;
   if (setns(self, CLONE_NEWNET) != 0) {
-    fprintf(stderr, "abxlua serve: cannot return to the host network namespace\n");
+    abx_slog("cannot return to the host network namespace");
     abort();
   }
   close(self);

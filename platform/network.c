@@ -23,6 +23,7 @@
 #include "registry.h"
 #include "nft.h"
 #include "rtnl.h"
+#include "serve_log.h"
 
 #define LINKS 16383 /* /30 blocks in 10.200.0.0/16, block 0 unused */
 #define NET_BASE 0x0AC80000u /* 10.200.0.0 */
@@ -196,7 +197,7 @@ static int hub_make(void)
   int ok = hub >= 0 && write_sysctl("/proc/sys/net/ipv4/ip_forward", "0") == 0;
   write_sysctl("/proc/sys/net/ipv6/conf/all/forwarding", "0");
   if (setns(self, CLONE_NEWNET) != 0) {
-    fprintf(stderr, "abxlua serve: cannot return to the host network namespace\n");
+    abx_slog("cannot return to the host network namespace");
     abort();
   }
   close(self);
@@ -237,7 +238,7 @@ static void init_once(void)
     }
   }
   if (why)
-    fprintf(stderr, "abxlua serve: sandbox links disabled (loopback only): %s\n", why);
+    abx_slog("sandbox links disabled (loopback only): %s", why);
 }
 
 /* ---- rules (built by network_rules.c) ---------------------------------------------------- */

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "serve_log.h"
+
 /* The part of libnftables' API used here (libnftables(3), nftables/libnftables.h), declared
  * here so that building abxlua needs no libnftables-dev. */
 struct nft_ctx;
@@ -79,7 +81,7 @@ int abx_nft_apply(int netns_fd, const char *text, char *out, size_t outlen)
     g_lib.ctx_free(c);
   }
   if (setns(self, CLONE_NEWNET) != 0) {
-    fprintf(stderr, "abxlua serve: cannot return to the host network namespace\n");
+    abx_slog("cannot return to the host network namespace");
     abort();
   }
   close(self);

@@ -329,7 +329,7 @@ static enum MHD_Result delete_one(struct MHD_Connection *c, const char *id)
     return not_found(c, id);
   if (live) {
     struct abx_sandbox *s = abx_registry_get(id);
-    int rc = s ? abx_lifecycle_kill(s) : 404;
+    int rc = s ? abx_lifecycle_kill(s, "killed by API") : 404;
     if (s)
       abx_registry_put(s);
     os_lock();

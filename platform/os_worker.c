@@ -14,6 +14,7 @@
 #include "os_api_internal.h"
 #include "registry.h"
 #include "sandbox.h"
+#include "serve_log.h"
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
@@ -112,14 +113,14 @@ static void start(struct job *j)
   }
   os_unlock();
   if (rc != 0) {
-    fprintf(stderr, "abxlua serve: opensandbox: sandbox %s failed to start: %s\n", sb->id, err);
+    abx_slog("opensandbox: sandbox %s failed to start: %s", sb->id, err);
     abx_sandbox_destroy(sb);
     return;
   }
   if (deleted) { /* DELETE came while it was Pending */
     struct abx_sandbox *s = abx_registry_get(j->id);
     if (s) {
-      abx_lifecycle_kill(s);
+      abx_lifecycle_kill(s, "killed by API while it started");
       abx_registry_put(s);
     }
     os_lock();
@@ -144,10 +145,12 @@ static void change(struct job *j)
       int64_t secs = left / 1000000000LL + 1;
       rc = abx_lifecycle_reattach(s, secs > 3153600000LL ? 3153600000LL : secs, 1, 1, 0, &resumed);
     } else {
-      abx_lifecycle_kill(s); /* expired while paused, before the tick saw it */
+      /* expired while paused, before the tick saw it */
+      abx_lifecycle_kill(s, "TTL expired while paused");
     }
   } else if (s) {
-    abx_lifecycle_kill(s); /* OS_OP_KILLING: paused past its expiresAt (abx_os_api_tick) */
+    /* OS_OP_KILLING: paused past its expiresAt (abx_os_api_tick) */
+    abx_lifecycle_kill(s, "TTL expired while paused");
   }
   os_lock();
   struct os_rec *r = os_find(j->id);

@@ -12,8 +12,10 @@
  * --build-cache: the template build cache (layer_cache.h; default <state>/build-cache with
  *          --state-dir, else $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache);
  *          a dir that cannot be created is a startup failure (exit 1).
- * Startup: prints "abxlua serve: listening on http://127.0.0.1:PORT (domain DOMAIN)" and
- *          "abxlua serve: api key e2b_<40 hex>" on stdout. The key is random unless env
+ * Log:     every line serve writes (stdout and stderr) is "<UTC time> abxlua serve: <message>"
+ *          (serve_log.h: the time is ISO 8601 with ms; requests, sandbox starts and stops).
+ * Startup: prints "listening on http://127.0.0.1:PORT (domain DOMAIN)" and
+ *          "api key e2b_<40 hex>" on stdout (as log lines). The key is random unless env
  *          ABX_LOCAL_API_KEY is set (it must match ^e2b_[0-9a-f]+$, else exit 4). With --ready-fd FD
  *          one JSON line {"url","port","api_key","domain"} is written to FD, which is then closed.
  * --tls:   HTTPS only (docs/PLATFORM.md "TLS and E2B's default addressing", tls.h): the domain

@@ -19,6 +19,7 @@
 #include "cgroup.h"
 #include "http_util.h"
 #include "sandbox.h"
+#include "serve_log.h"
 
 #define MAX_STALE 256
 
@@ -303,12 +304,12 @@ int abx_recover_stale(void)
       removed = abx_rmtree(s[i].dir) == 0;
     }
     int groups = s[i].pid == getpid() ? 0 : abx_cgroup_remove_serve(s[i].pid);
-    fprintf(stderr,
-            "abxlua serve: recovered crashed serve %d: killed %d process(es), unmounted %d "
-            "mount(s), removed %d cgroup dir(s)%s%s%s\n",
-            (int)s[i].pid, killed + rooted, mounts, groups,
-            s[i].dir[0] ? (removed ? ", removed state dir " : ", could not remove state dir ") : "",
-            s[i].dir, "");
+    abx_slog("recovered crashed serve %d: killed %d process(es), unmounted %d "
+             "mount(s), removed %d cgroup dir(s)%s%s%s",
+             (int)s[i].pid, killed + rooted, mounts, groups,
+             s[i].dir[0] ? (removed ? ", removed state dir " : ", could not remove state dir ")
+                         : "",
+             s[i].dir, "");
   }
   free(s);
   return n;

@@ -31,6 +31,7 @@
 #include "netns.h"
 #include "network.h"
 #include "rootfs.h"
+#include "serve_log.h"
 #include "spawner.h"
 #include "volume.h"
 
@@ -457,6 +458,28 @@ static void teardown(struct abx_sandbox *sb)
   sb->dir = NULL;
 }
 
+/* The template's name for serve's log: its alias (what the create named), else its id. */
+static const char *tmpl_name(const struct abx_sandbox *sb)
+{
+  return sb->alias[0] ? sb->alias : sb->template_id;
+}
+
+/* abx_template_start for sb (its start_cmd, then its ready_cmd), with one line in serve's log
+ * when the template has either: the outcome and the time waited. 0 when ready. */
+static int readiness(struct abx_sandbox *sb, char *err, size_t errlen)
+{
+  int has = abx_template_start_cmd(sb->tmpl) || abx_template_ready_cmd(sb->tmpl);
+  int64_t t0 = abx_mono_ns();
+  int rc = abx_template_start(sb->tmpl, sb->netns_fd, sb->secure ? sb->token : NULL, err, errlen);
+  long long ms = (long long)((abx_mono_ns() - t0) / 1000000);
+  if (has && rc == 0)
+    abx_slog("sandbox %s: template %s ready after %lld ms (start/ready commands)", sb->id,
+             tmpl_name(sb), ms);
+  else if (has)
+    abx_slog("sandbox %s: template %s not ready after %lld ms: %s", sb->id, tmpl_name(sb), ms, err);
+  return rc;
+}
+
 /* Boot the sandbox: with `fresh` its state dir and root are made first (a new sandbox), else
  * they are reused (a reboot after halt()). On failure a fresh sandbox is torn down; a reboot is
  * halted again with its files kept. */
@@ -553,8 +576,7 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
   if (rc != 0)
     goto fail;
   /* the template's start_cmd, then its ready_cmd: handed out only once ready (template_start.h) */
-  if (!sb->skip_start &&
-      abx_template_start(sb->tmpl, sb->netns_fd, sb->secure ? sb->token : NULL, err, errlen) != 0)
+  if (!sb->skip_start && readiness(sb, err, errlen) != 0)
     goto fail;
   abx_metrics_sample(sb); /* E2B collects one at the start of the sandbox (metrics.h) */
   close(pipefd[0]);
@@ -590,10 +612,19 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
     snprintf(err, errlen, "out of memory");
     return -1;
   }
+  /* "b": a build's sandbox (template_build.h), never listed */
+  const char *why = sb->origin ? sb->origin : sb->id[0] == 'b' ? "build" : "created";
+  int64_t t0 = abx_mono_ns();
   int rc = boot(sb, env_vars, 1, err, errlen);
-  if (rc == 0)
+  long long ms = (long long)((abx_mono_ns() - t0) / 1000000);
+  if (rc == 0) {
     abx_sandbox_log(sb, "info", "sandbox started from template %s (envd pid %d)",
                     sb->template_id, (int)sb->child_pid);
+    abx_slog("sandbox %s started: %s from template %s in %lld ms", sb->id, why, tmpl_name(sb), ms);
+  } else {
+    abx_slog("sandbox %s failed to start: %s from template %s, after %lld ms: %s", sb->id, why,
+             tmpl_name(sb), ms, err);
+  }
   return rc;
 }
 
@@ -606,11 +637,17 @@ int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen)
     return -1;
   }
   json_t *env = sb->env_vars ? json_incref(sb->env_vars) : json_object();
+  int64_t t0 = abx_mono_ns();
   int rc = boot(sb, env, 0, err, errlen);
   json_decref(env);
-  if (rc == 0)
+  long long ms = (long long)((abx_mono_ns() - t0) / 1000000);
+  if (rc == 0) {
     abx_sandbox_log(sb, "info", "sandbox booted again from its filesystem (envd pid %d)",
                     (int)sb->child_pid);
+    abx_slog("sandbox %s booted again from its filesystem in %lld ms", sb->id, ms);
+  } else {
+    abx_slog("sandbox %s failed to boot again, after %lld ms: %s", sb->id, ms, err);
+  }
   return rc;
 }
 
@@ -620,6 +657,8 @@ void abx_sandbox_destroy(struct abx_sandbox *sb)
 {
   if (!sb)
     return;
+  if (sb->id[0] == 'b' && sb->dir) /* a build's sandbox that started (listed ones: lifecycle.c) */
+    abx_slog("sandbox %s stopped: its build step ended", sb->id);
   teardown(sb);
   abx_network_forget(sb->id);
   abx_metrics_forget(sb->id);

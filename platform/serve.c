@@ -38,6 +38,7 @@
 #include "registry.h"
 #include "rootfs.h"
 #include "sandbox.h"
+#include "serve_log.h"
 #include "serve_pool.h"
 #include "spawner.h"
 #include "template_build.h"
@@ -73,6 +74,10 @@ struct req {
   enum MHD_Result result;
   struct abx_stream *stream; /* a proxied request awaiting its head (ingress.h) */
   const void *fault;         /* its --faults body fault, carried to the daemon's thread */
+  /* serve's log (serve_log.h): when the request line came, when its answer's status was queued */
+  int64_t t0_ns, answer_ns;
+  unsigned status; /* 0 until an answer is queued */
+  int pending;     /* a pool job owns the connection: its status is not read */
 };
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
@@ -80,17 +85,54 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
   (void)cls;
   (void)c;
   struct req *r = calloc(1, sizeof *r);
-  if (r)
+  if (r) {
     r->raw_uri = strdup(uri ? uri : "/");
+    r->t0_ns = abx_mono_ns();
+  }
   return r;
+}
+
+/* Notes the status of the answer queued on c, once, and when (for serve's log). Called by the
+ * thread that owns r: a pool job's after its answer, before the connection resumes (libmicrohttpd
+ * then sends that answer without calling the access handler again); the daemon's thread after
+ * each access-handler call made while no job holds r (answers queued there: a proxied one by
+ * abx_ingress_respond, a 413, a 400). */
+static void note_status(struct req *r, struct MHD_Connection *c)
+{
+  if (!r || r->status)
+    return;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
+  if (ci && ci->http_status) {
+    r->status = ci->http_status;
+    r->answer_ns = abx_mono_ns();
+  }
+}
+
+/* How a request ended early, for serve's log; NULL when it completed. */
+static const char *ended(enum MHD_RequestTerminationCode toe)
+{
+  switch (toe) {
+  case MHD_REQUEST_TERMINATED_COMPLETED_OK: return NULL;
+  case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "timeout";
+  case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "shutdown";
+  case MHD_REQUEST_TERMINATED_READ_ERROR: return "read-error";
+  case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "client-left";
+  default: return "error";
+  }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-  (void)cls, (void)c, (void)toe;
+  (void)cls;
   struct req *r = *con_cls;
   if (r) {
+    note_status(r, c);
+    int64_t now = abx_mono_ns();
+    /* failed, unanswered or slow requests (serve_log.h) */
+    abx_slog_request(r->method, r->raw_uri, r->status, r->kind == 1 ? r->route.id : NULL,
+                     ((r->status ? r->answer_ns : now) - r->t0_ns) / 1000000,
+                     (now - r->t0_ns) / 1000000, ended(toe));
     if (r->stream)
       abx_ingress_drop(r->stream);
     abx_upload_free(r->upload);
@@ -144,6 +186,7 @@ static void answer_job(void *cls)
   }
   r->result = res;
   r->handled = 1;
+  note_status(r, c);
   if (res == MHD_NO) {
     /* close without an answer, as returning MHD_NO from the handler does (e.g. --faults
      * reset: after, whose answer is already queued and must never be sent) */
@@ -155,17 +198,16 @@ static void answer_job(void *cls)
   MHD_resume_connection(c);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version, const char *upload,
-                                  size_t *upload_size, void **con_cls)
+static enum MHD_Result handle_request(struct MHD_Connection *c, const char *url, const char *method,
+                                      const char *upload, size_t *upload_size, void **con_cls)
 {
-  (void)cls, (void)version;
   struct req *r = *con_cls;
   if (!r || !r->raw_uri)
     return MHD_NO;
   size_t limit = r->kind == 1 ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
   if (!r->started) {
     r->started = 1;
+    r->method = method;
     size_t off = 0;
     if (abx_flavor()->os_api) /* OpenSandbox's routing only (os_api.h) */
       r->kind = abx_os_ingress_route(c, r->raw_uri, &r->route, r->msg, sizeof r->msg);
@@ -220,6 +262,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   /* the whole request is in: called again only after a resume (serve_pool.h) */
+  r->pending = 0;
   if (r->stream) { /* the proxied request's head is there (or it failed): answer on this thread */
     struct abx_stream *st = r->stream;
     r->stream = NULL;
@@ -236,9 +279,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
   r->conn = c;
   r->method = method;
   r->url = url;
+  r->pending = 1;
   MHD_suspend_connection(c);
   if (abx_pool_submit(answer_job, r) != 0) { /* serve stops: answered on this thread */
     MHD_resume_connection(c);
+    r->pending = 0;
     r->result = answer(r);
     if (r->stream) { /* cannot happen: the ingress refuses new transfers once serve stops */
       abx_ingress_drop(r->stream);
@@ -248,6 +293,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return r->result;
   }
   return MHD_YES;
+}
+
+/* libmicrohttpd's access handler: handle_request, then the status of an answer it queued. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+  (void)cls, (void)version;
+  enum MHD_Result res = handle_request(c, url, method, upload, upload_size, con_cls);
+  struct req *r = *con_cls;
+  if (r && !r->pending) /* a job's answer: the job notes it (answer_job) */
+    note_status(r, c);
+  return res;
 }
 
 static void usage(FILE *f)
@@ -341,7 +399,7 @@ static int serve_run(int argc, char **argv)
       continue;
     }
     if (!v || strncmp(a, "--", 2) != 0) {
-      fprintf(stderr, "abxlua serve: bad or incomplete option '%s'\n", a);
+      abx_slog("bad or incomplete option '%s'", a);
       usage(stderr);
       return 4;
     }
@@ -361,25 +419,25 @@ static int serve_run(int argc, char **argv)
     else if (strcmp(a, "--flavor") == 0) {
       char ferr[200];
       if (abx_flavor_set(v, ferr, sizeof ferr) != 0) {
-        fprintf(stderr, "abxlua serve: --flavor: %s\n", ferr);
+        abx_slog("--flavor: %s", ferr);
         return 4;
       }
     }
     else if (strcmp(a, "--port") == 0) {
       port = strtol(v, &end, 10);
       if (!*v || *end || port < 0 || port > 65535) {
-        fprintf(stderr, "abxlua serve: --port must be 0..65535\n");
+        abx_slog("--port must be 0..65535");
         return 4;
       }
     } else if (strcmp(a, "--ready-fd") == 0) {
       long fd = strtol(v, &end, 10);
       if (!*v || *end || fd < 0 || fd > 65535 || fcntl((int)fd, F_GETFD) < 0) {
-        fprintf(stderr, "abxlua serve: --ready-fd %s is not an open file descriptor\n", v);
+        abx_slog("--ready-fd %s is not an open file descriptor", v);
         return 4;
       }
       ready_fd = (int)fd;
     } else {
-      fprintf(stderr, "abxlua serve: unknown option '%s'\n", a);
+      abx_slog("unknown option '%s'", a);
       usage(stderr);
       return 4;
     }
@@ -389,7 +447,7 @@ static int serve_run(int argc, char **argv)
   if (strcmp(host, "localhost") == 0)
     host = "127.0.0.1";
   if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 || (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
-    fprintf(stderr, "abxlua serve: --host must be a loopback IPv4 address (127.x.x.x)\n");
+    abx_slog("--host must be a loopback IPv4 address (127.x.x.x)");
     return 4;
   }
   if (!domain)
@@ -397,25 +455,26 @@ static int serve_run(int argc, char **argv)
   for (const char *p = domain; *p; p++)
     if (!(*p == '.' || *p == '-' || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
           (*p >= 'A' && *p <= 'Z')) || !*domain) {
-      fprintf(stderr, "abxlua serve: --domain must be a host name\n");
+      abx_slog("--domain must be a host name");
       return 4;
     }
 
   if (tls && !abx_tls_domain_ok(domain)) {
-    fprintf(stderr, "abxlua serve: with --tls, --domain needs two or more labels (e.g. "
-                    "e2b.localhost), got %s: TLS clients refuse a wildcard certificate for "
-                    "*.<one label> (Node's tls.checkServerIdentity)\n", domain);
+    abx_slog("with --tls, --domain needs two or more labels (e.g. "
+             "e2b.localhost), got %s: TLS clients refuse a wildcard certificate for "
+             "*.<one label> (Node's tls.checkServerIdentity)",
+             domain);
     return 4;
   }
   if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-    fprintf(stderr, "abxlua serve: --tls: this libmicrohttpd was built without TLS support\n");
+    abx_slog("--tls: this libmicrohttpd was built without TLS support");
     return 1;
   }
 
   if (faults) {
     char ferr[512];
     if (abx_faults_load(faults, ferr, sizeof ferr) != 0) {
-      fprintf(stderr, "abxlua serve: --faults %s\n", ferr);
+      abx_slog("--faults %s", ferr);
       return 4;
     }
   }
@@ -424,19 +483,19 @@ static int serve_run(int argc, char **argv)
   const char *envkey = getenv("ABX_LOCAL_API_KEY");
   if (envkey && *envkey) {
     if (!key_valid(envkey)) {
-      fprintf(stderr, "abxlua serve: ABX_LOCAL_API_KEY must match ^e2b_[0-9a-f]+$\n");
+      abx_slog("ABX_LOCAL_API_KEY must match ^e2b_[0-9a-f]+$");
       return 4;
     }
     size_t klen = strlen(envkey);
     if (klen >= sizeof key) {
-      fprintf(stderr, "abxlua serve: ABX_LOCAL_API_KEY is too long\n");
+      abx_slog("ABX_LOCAL_API_KEY is too long");
       return 4;
     }
     memcpy(key, envkey, klen + 1);
   } else {
     memcpy(key, "e2b_", 4);
     if (abx_rand_hex(key + 4, 40) != 0) {
-      fprintf(stderr, "abxlua serve: no randomness for the API key\n");
+      abx_slog("no randomness for the API key");
       return 1;
     }
   }
@@ -444,19 +503,19 @@ static int serve_run(int argc, char **argv)
   char token[64], terr[200]; /* apikeys.h: the admin credential of /api-keys */
   int trc = abx_apikeys_choose_token(token, terr, sizeof terr);
   if (trc != 0) {
-    fprintf(stderr, "abxlua serve: %s\n", terr);
+    abx_slog("%s", terr);
     return trc;
   }
 
   char exe[4096];
   ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (k <= 0) {
-    fprintf(stderr, "abxlua serve: cannot resolve /proc/self/exe\n");
+    abx_slog("cannot resolve /proc/self/exe");
     return 1;
   }
   exe[k] = 0;
   if (access("/usr/bin/bwrap", X_OK) != 0) {
-    fprintf(stderr, "abxlua serve: /usr/bin/bwrap is required\n");
+    abx_slog("/usr/bin/bwrap is required");
     return 1;
   }
 
@@ -474,12 +533,12 @@ static int serve_run(int argc, char **argv)
   if (mkdir(state, 0700) == 0)
     created_state = 1;
   else if (errno != EEXIST) {
-    fprintf(stderr, "abxlua serve: cannot create state dir %s: %s\n", state, strerror(errno));
+    abx_slog("cannot create state dir %s: %s", state, strerror(errno));
     abx_cgroup_shutdown();
     return 1;
   }
   if (created_state && abx_recover_claim(state) != 0)
-    fprintf(stderr, "abxlua serve: warning: cannot write %s/owner\n", state);
+    abx_slog("warning: cannot write %s/owner", state);
 
   struct sigaction sact = {0};
   sact.sa_handler = on_signal;
@@ -492,7 +551,7 @@ static int serve_run(int argc, char **argv)
   /* tls.h: the state dir's CA (made once) and this start's leaf, before anything else is built */
   struct abx_tls tlsc = {0};
   if (tls && abx_tls_setup(state, domain, host, &tlsc, err, sizeof err) != 0) {
-    fprintf(stderr, "abxlua serve: --tls: %s\n", err);
+    abx_slog("--tls: %s", err);
     return fail_start(STARTED_CGROUP, &tlsc, state, created_state);
   }
   char cache[4096];
@@ -503,11 +562,11 @@ static int serve_run(int argc, char **argv)
   int rfs = abx_rootfs_init(state, err, sizeof err);
   int lcs = rfs == 0 && abx_lcache_init(cache, err, sizeof err) != 0;
   if (rfs != 0 || lcs || abx_volume_init(state) != 0) {
-    fprintf(stderr, "abxlua serve: %s\n", rfs || lcs ? err : "cannot create the volumes dir");
+    abx_slog("%s", rfs || lcs ? err : "cannot create the volumes dir");
     return fail_start(STARTED_ROOTFS, &tlsc, state, created_state);
   }
   if (abx_apikeys_init(state, token, err, sizeof err) != 0) {
-    fprintf(stderr, "abxlua serve: %s\n", err);
+    abx_slog("%s", err);
     return fail_start(STARTED_ROOTFS, &tlsc, state, created_state);
   }
   abx_tbuild_init_keys();
@@ -516,7 +575,7 @@ static int serve_run(int argc, char **argv)
   abx_sandbox_config(state, exe);
   abx_api_config(key, domain);
   if (abx_ingress_config(domain) != 0) {
-    fprintf(stderr, "abxlua serve: cannot start the ingress's proxy thread\n");
+    abx_slog("cannot start the ingress's proxy thread");
     return fail_start(STARTED_CURL, &tlsc, state, created_state);
   }
 
@@ -541,7 +600,10 @@ static int serve_run(int argc, char **argv)
   struct MHD_Daemon *d = MHD_start_daemon(
     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
       MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
-    0, NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+    0, NULL, NULL, on_request, NULL,
+    /* first, or libmicrohttpd prints its messages raw until it is set */
+    MHD_OPTION_EXTERNAL_LOGGER, abx_slog_mhd, NULL,
+    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_IO_THREADS,
     MHD_OPTION_ARRAY, tls_ops,
     MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
@@ -549,8 +611,8 @@ static int serve_run(int argc, char **argv)
     /* without it libmicrohttpd stops at FD_SETSIZE - 4 = 1020 connections, even with poll */
     MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384, MHD_OPTION_END);
   if (!d) {
-    fprintf(stderr, "abxlua serve: cannot listen on %s:%ld%s\n", host, port,
-            tls ? " with TLS (see libmicrohttpd's message above)" : "");
+    abx_slog("cannot listen on %s:%ld%s", host, port,
+             tls ? " with TLS (see libmicrohttpd's message above)" : "");
     return fail_start(STARTED_INGRESS, &tlsc, state, created_state);
   }
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -558,11 +620,11 @@ static int serve_run(int argc, char **argv)
   /* build_proxy.h: the build sandboxes' egress proxy, in the hub namespace; it refuses serve's
    * own port. Without sandbox links there is none, and builds get no registry access. */
   if (abx_build_proxy_start(bound, err, sizeof err) != 0)
-    fprintf(stderr, "abxlua serve: warning: no build proxy: %s\n", err);
+    abx_slog("warning: no build proxy: %s", err);
   /* git_server.h: asked for, so no git server is an error (fail closed): no ready line, and the
    * ordinary shutdown below */
   if (git_root && abx_git_server_start(git_root, err, sizeof err) != 0) {
-    fprintf(stderr, "abxlua serve: --git-root: %s\n", err);
+    abx_slog("--git-root: %s", err);
     rc = 1;
     goto stopping;
   }
@@ -576,23 +638,23 @@ static int serve_run(int argc, char **argv)
     snprintf(url, sizeof url, "https://api.%s:%d", domain, bound);
     snprintf(sdk_domain, sizeof sdk_domain, "%s:%d", domain, bound);
     abx_api_config(key, sdk_domain);
-    printf("abxlua serve: listening on %s (domain %s, TLS, CA %s%s)\n", url, domain,
-           tlsc.ca_path, tlsc.ca_created ? ", new" : "");
-    printf("abxlua serve: for E2B's SDK: E2B_DOMAIN=%s NODE_EXTRA_CA_CERTS=%s\n", sdk_domain,
-           tlsc.ca_path);
+    abx_slog_fd(1, "listening on %s (domain %s, TLS, CA %s%s)", url, domain, tlsc.ca_path,
+                tlsc.ca_created ? ", new" : "");
+    abx_slog_fd(1, "for E2B's SDK: E2B_DOMAIN=%s NODE_EXTRA_CA_CERTS=%s", sdk_domain, tlsc.ca_path);
   } else {
     snprintf(url, sizeof url, "http://%s:%d", host, bound);
-    printf("abxlua serve: listening on %s (domain %s)\n", url, domain);
+    abx_slog_fd(1, "listening on %s (domain %s)", url, domain);
   }
   static char os_host[400]; /* opensandbox endpoints: "<host:port>/sandboxes/..." (os_api.h) */
   snprintf(os_host, sizeof os_host, "%s", strstr(url, "//") + 2);
   abx_os_api_config(key, os_host);
   /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
   if (ready_fd >= 0)
-    printf("abxlua serve: api key e2b_****, access token sk_e2b_**** (on the ready line)\n");
-  else
-    printf("abxlua serve: api key %s\nabxlua serve: access token %s\n", key, token);
-  fflush(stdout);
+    abx_slog_fd(1, "api key e2b_****, access token sk_e2b_**** (on the ready line)");
+  else { /* an interactive serve (no --ready-fd): its user needs them */
+    abx_slog_fd(1, "api key %s", key);
+    abx_slog_fd(1, "access token %s", token);
+  }
   if (ready_fd >= 0) {
     json_t *j = json_pack("{s:s,s:i,s:s,s:s,s:s}", "url", url, "port", bound, "api_key", key,
                           "domain", domain, "access_token", token);
@@ -643,7 +705,7 @@ stopping:
   if (created_state)
     abx_rmtree(state);
   curl_global_cleanup();
-  fprintf(stderr, "abxlua serve: stopped\n");
+  abx_slog("stopped");
   return rc;
 }
 

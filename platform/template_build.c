@@ -19,6 +19,7 @@
 #include "image_debian.h"
 #include "layer_cache.h"
 #include "sandbox.h"
+#include "serve_log.h"
 #include "template_start.h"
 
 
@@ -220,7 +221,7 @@ int abx_tbuild_wait(void)
     struct timespec ts = {0, 100 * 1000000L};
     nanosleep(&ts, NULL);
   }
-  fprintf(stderr, "abxlua serve: %d template build(s) still running at shutdown\n", g_running);
+  abx_slog("%d template build(s) still running at shutdown", g_running);
   return -1;
 }
 

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # nonroot.sh (issue 13 part 8): the local provider run by a user without root or CAP_SYS_ADMIN
-# ends in one usage error that says so and quotes serve's cause (exit 4, no Lua traceback); and
-# the serve logs of the state dir are pruned to the newest KEEP (abx.run.provider.KEEP_SERVE_LOGS,
-# 20). Usage: nonroot.sh ABXLUA. Needs setpriv (util-linux) and root to drop to nobody; else 77.
+# ends in one usage error that says so and quotes serve's cause (exit 4, no Lua traceback). (The
+# serve logs' retention: serve_log_keep.sh.) Usage: nonroot.sh ABXLUA. Needs setpriv (util-linux) and root to drop to nobody; else 77.
 set -u
 abxlua=$1
 case $abxlua in /*) ;; *) abxlua=$PWD/$abxlua ;; esac
@@ -29,19 +28,5 @@ grep -Eq '^abxlua: error: the local provider needs root \(or CAP_SYS_ADMIN\) .*:
 grep -q 'stack traceback' <<<"$out" && fail "a Lua traceback was printed: $out"
 grep -q 'internal error' <<<"$out" && fail "reported as an internal error: $out"
 
-# pruning: 25 old serve logs, one run as root: the newest 20 stay (the run's own is removed when
-# it is clean), the oldest 5 go
-state=$tmp/rootstate
-mkdir -p "$state/abxlua"
-chmod 700 "$state/abxlua"
-for i in $(seq -w 1 25); do
-  touch -d "2026-01-01 00:00:$i" "$state/abxlua/serve-old$i.log"
-done
-(cd "$tmp/p" && env -u CI XDG_STATE_HOME="$state" "$abxlua" run scenarios/one.lua >"$tmp/root.out" 2>&1) ||
-  fail "the root run failed: $(cat "$tmp/root.out")"
-left=$(ls "$state/abxlua" | grep -c '^serve-.*\.log$')
-[ "$left" = 20 ] || fail "expected 20 serve logs after pruning, found $left: $(ls "$state/abxlua")"
-for i in 01 02 03 04 05; do [ -e "$state/abxlua/serve-old$i.log" ] && fail "the oldest log serve-old$i.log was kept"; done
-[ -e "$state/abxlua/serve-old25.log" ] || fail "the newest old log was pruned"
 if [ "$failures" -gt 0 ]; then echo "nonroot.sh: $failures check(s) failed"; exit 1; fi
 echo "nonroot.sh: all checks held"

@@ -92,9 +92,13 @@ abx_runner_case(tracked_resources "^3 passed, 0 failed, 0 skipped, 0 xfailed in 
 abx_runner_case(secret "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 set_tests_properties(runner:secret PROPERTIES ENVIRONMENT "ABX_RUNNER_SECRET=s3cr3t-from-env")
 # Non-root (issue 13 part 8): the local provider without root or CAP_SYS_ADMIN is one usage error
-# quoting serve's cause (exit 4); serve logs in the state dir are pruned to the newest 20.
+# quoting serve's cause (exit 4).
 add_test(NAME runner:nonroot COMMAND bash ${ABX_RUNNER_DIR}/nonroot.sh $<TARGET_FILE:abxlua>)
 set_tests_properties(runner:nonroot PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+# The serve log a run names stays (issue 22 item 4): serve logs go by age (7 days), never by
+# count, so a fresh log of another run is never pruned. Needs root and bubblewrap.
+add_test(NAME runner:serve_log_keep COMMAND bash ${ABX_RUNNER_DIR}/serve_log_keep.sh $<TARGET_FILE:abxlua>)
+set_tests_properties(runner:serve_log_keep PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
 
 # Selection as in pytest (issue 13, part 2) and the shards of part 7: node ids, -k phrases and
 # file names, --lf/--ff, --maxfail, --durations, --reruns, empty and duration-based shards

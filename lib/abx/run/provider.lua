@@ -260,30 +260,30 @@ function M.preflight(name, p)
   M.resolve(name, p)
 end
 
--- The serve logs kept in the state dir (each kept only after a run that was not clean): the
--- newest ones, so that failed runs do not pile them up.
-M.KEEP_SERVE_LOGS = 20
+-- The serve logs kept in the state dir (each kept only after a run that was not clean) are
+-- removed by age, never by count: on a shared machine a count would let other runs prune the log
+-- a failed run has just named. A log goes once it is SERVE_LOG_MAX_AGE_DAYS old; a log younger
+-- than SERVE_LOG_MIN_AGE_DAYS is never removed, whatever the max age says.
+M.SERVE_LOG_MAX_AGE_DAYS = 7
+M.SERVE_LOG_MIN_AGE_DAYS = 1
 
----Removes the oldest `serve-*.log` files of `dir` beyond the newest `keep` (by mtime, then name).
+---Removes the `serve-*.log` files of `dir` last modified `max_age_days` ago or earlier (at least
+---SERVE_LOG_MIN_AGE_DAYS: younger logs always stay). Files it cannot remove are left.
 ---@param dir string
----@param keep integer
+---@param max_age_days number
+---@param now? integer Unix seconds (default os.time())
 ---@return integer removed
-function M.prune_serve_logs(dir, keep)
-  local names = core.readdir(dir) or {}
-  local logs = {}
-  for _, n in ipairs(names) do
+function M.prune_serve_logs(dir, max_age_days, now)
+  local days = math.max(max_age_days, M.SERVE_LOG_MIN_AGE_DAYS)
+  local cutoff = (now or os.time()) - math.floor(days * 86400)
+  local removed = 0
+  for _, n in ipairs(core.readdir(dir) or {}) do
     if n:match("^serve%-[%w_-]+%.log$") then
       local st = core.lstat(dir .. "/" .. n)
-      if st and st.type == "file" then logs[#logs + 1] = { name = n, mtime = st.mtime } end
+      if st and st.type == "file" and st.mtime <= cutoff and os.remove(dir .. "/" .. n) then
+        removed = removed + 1
+      end
     end
-  end
-  table.sort(logs, function(a, b)
-    if a.mtime ~= b.mtime then return a.mtime > b.mtime end
-    return a.name > b.name
-  end)
-  local removed = 0
-  for i = keep + 1, #logs do
-    if os.remove(dir .. "/" .. logs[i].name) then removed = removed + 1 end
   end
   return removed
 end
@@ -308,9 +308,10 @@ function M.start_failure(err, log)
   local cause
   local text = log and core.read_file(log)
   for line in (text or ""):gmatch("[^\n]+") do
-    if line:match("^abxlua serve: ") and not line:match("^abxlua serve: warning:") then
-      cause = line:gsub("^abxlua serve: ", "")
-    end
+    -- serve's lines: "<ISO 8601 UTC time> abxlua serve: <message>" (platform/serve_log.h)
+    local msg = line:match("^%d%d%d%d%-%d%d%-%d%dT[%d:.]+Z abxlua serve: (.*)$")
+      or line:match("^abxlua serve: (.*)$")
+    if msg and not msg:match("^warning:") then cause = msg end
   end
   local msg = core.is_error(err) and err.message or tostring(err)
   if not privileged() then
@@ -415,7 +416,7 @@ function M.open(name, p, run)
     end
     -- what a caller adds to serve's command line (abx.accept.skill_tools: --git-root DIR)
     for _, a in ipairs(run.serve_args or {}) do args[#args + 1] = a end
-    if dir then M.prune_serve_logs(dir, M.KEEP_SERVE_LOGS) end
+    if dir then M.prune_serve_logs(dir, M.SERVE_LOG_MAX_AGE_DAYS) end
     local sok, child = pcall(core.platform_start, args, 20, info.log)
     if not sok then M.start_failure(child, info.log) end
     local ok, ready = pcall(cjson.decode, child.ready)
