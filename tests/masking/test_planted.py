@@ -12,8 +12,8 @@ through a sandbox command; nothing calls t.secret first. Each of the providers `
 with one node id, and whole with -vv; no value may appear, raw or derived (base64 with and without
 padding, URL-encoded, JSON-escaped, the Basic form), in the console, JUnit, JSON, TAP, evidence or
 the run's serve log. A project with a `secrets:` section adds a name and a pattern and exempts a
-name; a value shorter than 8 characters is not registered. Last, `abxlua serve --secrets-fd`
-masks its own log. Needs root and bubblewrap (exit 77 otherwise). Usage: test_planted.py ABXLUA"""
+name; a value shorter than 8 characters is not registered. Last, the serve log of a run whose
+domain holds a secret (serve names its domain in its log) is masked. Needs root and bubblewrap (exit 77 otherwise). Usage: test_planted.py ABXLUA"""
 import base64, glob, json, os, subprocess, sys, tempfile, urllib.parse
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from abxtest import check, finish, needs_platform, project, start_serve
@@ -104,14 +104,14 @@ def run(label, args, proj=proj, env=None):
     cmd = [abx, "run", *args, "-r", "a", "--junit", os.path.join(out, "junit.xml"),
            "--json", os.path.join(out, "run.json"), "--tap", os.path.join(out, "run.tap"),
            "--evidence", os.path.join(out, "evidence")]
-    p = subprocess.run(cmd, cwd=proj, env=dict(env or base_env, E2E_RUN_ID=run_id),
-                       capture_output=True, text=True, timeout=240)
+    env = dict(env or base_env, E2E_RUN_ID=run_id)
+    p = subprocess.run(cmd, cwd=proj, env=env, capture_output=True, text=True, timeout=240)
     sinks = {"console": p.stdout, "stderr": p.stderr}
     for path in glob.glob(os.path.join(out, "**", "*"), recursive=True):
         if os.path.isfile(path):
             sinks[os.path.relpath(path, out)] = open(path, encoding="utf-8",
                                                      errors="replace").read()
-    for log in glob.glob(os.path.join(proj, "state", "abxlua", "serve-%s.log" % run_id)):
+    for log in glob.glob(os.path.join(env["XDG_STATE_HOME"], "abxlua", "serve-%s.log" % run_id)):
         sinks["serve log"] = open(log, encoding="utf-8", errors="replace").read()
     print("== %s: exit %d, sinks %s" % (label, p.returncode, ", ".join(sorted(sinks))))
     return p.returncode, sinks
@@ -162,20 +162,35 @@ check(p.returncode == 4 and "secrets.name" in p.stderr and "names, patterns, exe
       "unknown key secrets.name: exit 4 naming it and the valid keys (%d: %s)"
       % (p.returncode, p.stderr.strip()[-300:]))
 
-print("== `abxlua serve --secrets-fd`: serve's own log is masked")
-secret = value("serve")
-r, w = os.pipe()
-os.write(w, secret.encode() + b"\0")
-os.close(w)
-log = os.path.join(proj, "serve-direct.log")
-with open(log, "w") as errf:
-    p = subprocess.run([abx, "serve", "--secrets-fd", str(r), "--port", "0",
-                        "--unknown-" + secret, "x"], pass_fds=[r], stdout=errf, stderr=errf,
-                       timeout=60)
-text = open(log).read()
-check(p.returncode == 4 and "unknown option '--unknown-***'" in text,
-      "serve refused the option, its name masked in the log (%d: %s)" % (p.returncode, text[:200]))
-check(not leaks({"log": text}, {"serve": secret}), "the log holds no form of the secret")
+print("== the run's serve log is masked: serve names its domain, which holds a secret")
+label = "srv" + os.urandom(6).hex()  # a host label: letters and digits
+dom_proj = make_project("provider: local\nproviders:\n  local:\n    kind: local\n"
+                        "    domain: %s.localhost\n    envd_routing: headers\n" % label)
+code, sinks = run("serve log", [case, "-k", "prints the planted"], dom_proj,
+                  dict(base_env, SERVE_DOMAIN_TOKEN=label))
+log = sinks.get("serve log", "")
+check("(domain ***.localhost)" in log, "serve's line naming the domain is masked in its log: %r"
+      % log[:300])
+check("abxlua serve: stopped" in log, "serve's last line reached the log")
+check(not leaks(sinks, {"SERVE_DOMAIN_TOKEN": label}), "no sink holds the secret")
+
+print("== `abxlua sandbox exec` registers the same set (it reads the config too)")
+sb = ["--provider", "planted-remote"]
+p = subprocess.run([abx, "sandbox", "create", "--json", *sb], cwd=proj, env=base_env,
+                   capture_output=True, text=True, timeout=120)
+sid = json.loads(p.stdout or "{}").get("sandbox_id") or json.loads(p.stdout or "{}").get("id")
+check(p.returncode == 0 and sid, "sandbox create (exit %d): %s" % (p.returncode, (p.stdout
+                                                                                 + p.stderr)[-300:]))
+if sid:
+    p = subprocess.run([abx, "sandbox", "exec", sid, *sb, "--", "printf", "%s\\n",
+                        *planted.values()], cwd=proj, env=base_env, capture_output=True,
+                       text=True, timeout=120)
+    found = leaks({"stdout": p.stdout, "stderr": p.stderr}, planted)
+    check(p.returncode == 0 and p.stdout.count("***") >= len(planted),
+          "sandbox exec printed them masked (exit %d): %s" % (p.returncode, p.stdout[-300:]))
+    check(not found, "no planted value in sandbox exec's output (%s)" % found[:3])
+    subprocess.run([abx, "sandbox", "kill", sid, *sb], cwd=proj, env=base_env,
+                   capture_output=True, timeout=60)
 
 serve_proc.terminate()
 serve_proc.wait(timeout=30)
