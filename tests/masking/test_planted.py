@@ -9,7 +9,7 @@ PASSWORD, PRIVATE (GITHUB_TOKEN, OPENAI_API_KEY, MY_SERVICE_PASSWORD, ...) in th
 and scenarios/.env. planted_case.lua prints them at collection, in a test's output and failure, and
 through a sandbox command; nothing calls t.secret first. Each of the providers `local`, `local
 --flavor opensandbox` and a remote one (a serve this test starts) is run with `-k NAME -s -j 4`,
-with one node id, and whole with -vv; no value may appear, raw or derived (base64 with and without
+with one node id, whole with -vv, and with --lf; no value may appear, raw or derived (base64 with and without
 padding, URL-encoded, JSON-escaped, the Basic form), in the console, JUnit, JSON, TAP, evidence or
 the run's serve log. A project with a `secrets:` section adds a name and a pattern and exempts a
 name; a value shorter than 8 characters is not registered. Last, the serve log of a run whose
@@ -122,7 +122,8 @@ PROVIDERS = [("local", ["--provider", "local"]),
              ("remote", ["--provider", "planted-remote"])]
 SELECTIONS = [("-k -s -j 4", [case, "-k", "prints the planted", "-s", "-j", "4"], 1),
               ("one node id", [case + "::a sandbox command prints them"], 1),
-              ("whole file -j 4 -vv", [case, "-j", "4", "-vv"], 3)]
+              ("whole file -j 4 -vv", [case, "-j", "4", "-vv"], 3),
+              ("--lf", [case, "--lf"], 2)]
 for pname, pargs in PROVIDERS:
     for sname, sargs, ntests in SELECTIONS:
         label = "%s, %s" % (pname, sname)
@@ -132,6 +133,7 @@ for pname, pargs in PROVIDERS:
             print("   leaked: " + f)
         check(code == 1 and "***" in sinks["console"],
               "%s: the run failed as planned, with *** in the console (exit %d)" % (label, code))
+        check(", %d tests, " % ntests in sinks["console"], "%s: %d test(s) selected" % (label, ntests))
         check(all(k in sinks for k in ("junit.xml", "run.json", "run.tap")),
               "%s: every report was written" % label)
         if pname.startswith("local"):
