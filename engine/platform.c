@@ -3,6 +3,10 @@
  *
  * This runs before the event loop starts and after it ends, so its bounded blocking waits
  * (poll with a deadline) do not stall any test.
+ *
+ * Serve's log is masked: serve writes into a pipe, and a log writer (a fork of the engine, so it
+ * holds a copy of the secrets registry as it was at the start) appends what it reads to the log
+ * through abx_secrets_write. Serve's own children inherit the pipe, so their output is masked too.
  */
 #include "platform.h"
 
@@ -81,7 +85,7 @@ static int open_log(const char *path)
 /* Starts the writer of a serve's log: a child of the engine reading the returned pipe end (serve's
  * stdout and stderr) until every writer has closed it. It ignores SIGINT, SIGTERM and SIGHUP, so
  * serve's last lines (written while it stops) reach the log. Returns the write end (O_CLOEXEC) and
- * the writer's pid in *pid, or -1 (then serve writes to the log directly, unmasked). */
+ * the writer's pid in *pid, or -1 with errno set. */
 static int start_log_writer(struct abx_secrets *s, int log, pid_t *pid)
 {
   int lp[2];
@@ -90,8 +94,10 @@ static int start_log_writer(struct abx_secrets *s, int log, pid_t *pid)
   fflush(NULL);
   *pid = fork();
   if (*pid < 0) {
+    int e = errno;
     close(lp[0]);
     close(lp[1]);
+    errno = e;
     return -1;
   }
   if (*pid == 0) {
@@ -150,10 +156,13 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
   pid_t writer = 0;
   if (log >= 0 && secrets && log_path) {
     int w = start_log_writer(secrets, log, &writer);
-    if (w >= 0) {
-      close(log);
-      log = w;
+    if (w < 0) { /* fail closed: no unmasked log; the log says why it is empty */
+      dprintf(log, "abxlua: serve's output is dropped: no log writer to mask it (%s)\n",
+              strerror(errno));
+      w = open("/dev/null", O_WRONLY | O_CLOEXEC);
     }
+    close(log);
+    log = w;
   }
   pid_t parent = getpid();
   pid_t pid = fork();
