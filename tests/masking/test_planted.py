@@ -164,6 +164,13 @@ check(p.returncode == 4 and "secrets.name" in p.stderr and "names, patterns, exe
       "unknown key secrets.name: exit 4 naming it and the valid keys (%d: %s)"
       % (p.returncode, p.stderr.strip()[-300:]))
 
+bad = make_project("provider: local\nsecrets:\n  exempt: [E2B_API_KEY]\n")
+p = subprocess.run([abx, "run", case], cwd=bad, env=base_env, capture_output=True, text=True,
+                   timeout=60)
+check(p.returncode == 4 and "E2B_API_KEY cannot be exempted" in p.stderr,
+      "a credential cannot be exempted: exit 4 naming it (%d: %s)" % (p.returncode,
+                                                                     p.stderr.strip()[-300:]))
+
 print("== the run's serve log is masked: serve names its domain, which holds a secret")
 label = "srv" + os.urandom(6).hex()  # a host label: letters and digits
 dom_proj = make_project("provider: local\nproviders:\n  local:\n    kind: local\n"
