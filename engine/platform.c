@@ -106,7 +106,7 @@ static int start_log_writer(struct abx_secrets *s, int log, pid_t *pid)
     signal(SIGHUP, SIG_IGN);
     setpgid(0, 0); /* a terminal's Ctrl-C is the engine's to handle */
     prctl(PR_SET_NAME, "abxlua-log"); /* in ps: not taken for a second engine */
-    if (dup2(lp[0], 0) < 0 || dup2(log, 1) < 0)
+    if (dup2(lp[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) /* nothing to the console */
       _exit(1);
     close_range(3, ~0U, 0); /* the pipe's write end above all: EOF comes when serve is gone */
     write_log(s);
