@@ -162,6 +162,24 @@ static int core_yaml_load(lua_State *L)
   return want_lines ? 2 : 1;
 }
 
+extern char **environ;
+
+/* core.environ() -> {NAME = value}: the whole environment of the process (an entry without '='
+ * is left out). */
+static int core_environ(lua_State *L)
+{
+  lua_newtable(L);
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (!eq || eq == *e)
+      continue;
+    lua_pushlstring(L, *e, (size_t)(eq - *e));
+    lua_pushstring(L, eq + 1);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
 static int core_getenv(lua_State *L)
 {
   const char *v = getenv(luaL_checkstring(L, 1));
@@ -235,7 +253,8 @@ static int core_list_files(lua_State *L)
 
 /* core.platform_start(extra_args, timeout_s, log_path) -> { pid = n, ready = json }: starts
  * `abxlua serve` (engine/platform.h); its stdout and stderr are appended to log_path (created or
- * made mode 0600, never through a symlink; nil: /dev/null). Raises Transport when it does not start. */
+ * made mode 0600, never through a symlink; nil: /dev/null), masked with every secret registered
+ * so far (engine/platform.h: a log writer process). Raises Transport when it does not start. */
 static int core_platform_start(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
@@ -256,7 +275,8 @@ static int core_platform_start(lua_State *L)
   const char *log = luaL_optstring(L, 3, NULL);
   struct abx_platform p;
   char err[512];
-  if (abx_platform_start(&p, extra, log, (int)(timeout * 1000), err, sizeof err) != 0)
+  if (abx_platform_start(&p, extra, log, loop->secrets, (int)(timeout * 1000), err,
+                         sizeof err) != 0)
     return abx_error_raise(L, loop->secrets, "Transport", 0, "%s", err);
   lua_createtable(L, 0, 2);
   lua_pushinteger(L, p.pid);
@@ -456,7 +476,7 @@ static int core_dotenv_parse(lua_State *L)
 static const luaL_Reg util_funcs[] = {
   {"b64encode", core_b64encode}, {"b64decode", core_b64decode}, {"sha256", core_sha256},
   {"random_hex", core_random_hex}, {"read_file", core_read_file}, {"yaml_load", core_yaml_load},
-  {"getenv", core_getenv}, {"isdir", core_isdir},
+  {"getenv", core_getenv}, {"environ", core_environ}, {"isdir", core_isdir},
   {"exists", core_exists}, {"list_files", core_list_files},
   {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
   {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},

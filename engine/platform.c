@@ -3,6 +3,10 @@
  *
  * This runs before the event loop starts and after it ends, so its bounded blocking waits
  * (poll with a deadline) do not stall any test.
+ *
+ * Serve's log is masked: serve writes into a pipe, and a log writer (a fork of the engine, so it
+ * holds a copy of the secrets registry as it was at the start) appends what it reads to the log
+ * through abx_secrets_write. Serve's own children inherit the pipe, so their output is masked too.
  */
 #include "platform.h"
 
@@ -20,6 +24,7 @@
 #include <unistd.h>
 
 #include "loop.h"
+#include "secrets.h"
 
 /* The engine's executable. Set once at start-up, before any child exists; read-only after. */
 static char self_exe[4096] = "/proc/self/exe";
@@ -36,8 +41,110 @@ const char *abx_platform_exe(void)
   return self_exe;
 }
 
+/* Serve's log writers: which child of the engine writes the log of which serve. */
+#define LOG_WRITERS_MAX 8
+static struct {
+  pid_t serve, writer;
+} log_writers[LOG_WRITERS_MAX];
+
+/* The log writer's loop (never returns): reads serve's output from fd 0 and appends it to fd 1
+ * masked with 's', the registry this fork copied from the engine. Only its own stream of 's' is
+ * flushed: the engine's held-back tails in the copy are not this process's to write. */
+static void write_log(struct abx_secrets *s)
+{
+  FILE *out = fdopen(1, "w");
+  char buf[16384];
+  for (;;) {
+    ssize_t got = read(0, buf, sizeof buf);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0 || !out)
+      break;
+    abx_secrets_write(s, out, buf, (size_t)got);
+  }
+  if (out)
+    abx_secrets_flush(s, out);
+  _exit(0);
+}
+
+/* Opens serve's log (appended; created or made 0600; never through a symlink), or /dev/null when
+ * 'path' is NULL or cannot be opened: the output is dropped rather than mixed into the engine's. */
+static int open_log(const char *path)
+{
+  int log = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600)
+                 : open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (log >= 0 && path && fchmod(log, 0600) != 0) {
+    close(log);
+    log = -1;
+  }
+  if (log < 0)
+    log = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  return log;
+}
+
+/* Starts the writer of a serve's log: a child of the engine reading the returned pipe end (serve's
+ * stdout and stderr) until every writer has closed it. It ignores SIGINT, SIGTERM and SIGHUP, so
+ * serve's last lines (written while it stops) reach the log. Returns the write end (O_CLOEXEC) and
+ * the writer's pid in *pid, or -1 with errno set. */
+static int start_log_writer(struct abx_secrets *s, int log, pid_t *pid)
+{
+  int lp[2];
+  if (pipe2(lp, O_CLOEXEC) != 0)
+    return -1;
+  fflush(NULL);
+  *pid = fork();
+  if (*pid < 0) {
+    int e = errno;
+    close(lp[0]);
+    close(lp[1]);
+    errno = e;
+    return -1;
+  }
+  if (*pid == 0) {
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    setpgid(0, 0); /* a terminal's Ctrl-C is the engine's to handle */
+    prctl(PR_SET_NAME, "abxlua-log"); /* in ps: not taken for a second engine */
+    if (dup2(lp[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) /* nothing to the console */
+      _exit(1);
+    close_range(3, ~0U, 0); /* the pipe's write end above all: EOF comes when serve is gone */
+    write_log(s);
+  }
+  close(lp[0]);
+  return lp[1];
+}
+
+/* Remembers the log writer of serve 'pid' for abx_platform_stop (a full table: not waited for). */
+static void remember_writer(pid_t serve, pid_t writer)
+{
+  for (int i = 0; i < LOG_WRITERS_MAX; i++)
+    if (log_writers[i].serve == 0) {
+      log_writers[i].serve = serve;
+      log_writers[i].writer = writer;
+      return;
+    }
+}
+
+/* Waits up to 'timeout_ms' for the log writer of serve 'pid' (gone: it has written everything). */
+static void wait_writer(pid_t serve, int timeout_ms)
+{
+  for (int i = 0; i < LOG_WRITERS_MAX; i++) {
+    if (log_writers[i].serve != serve)
+      continue;
+    pid_t w = log_writers[i].writer;
+    log_writers[i].serve = log_writers[i].writer = 0;
+    double deadline = abx_now_ms() + timeout_ms;
+    while (waitpid(w, NULL, WNOHANG) == 0 && abx_now_ms() < deadline) {
+      struct timespec ts = {0, 10 * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+    return;
+  }
+}
+
 int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
-                       int timeout_ms, char *err, size_t errlen)
+                       struct abx_secrets *secrets, int timeout_ms, char *err, size_t errlen)
 {
   int fds[2];
   memset(p, 0, sizeof *p);
@@ -45,12 +152,28 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
     snprintf(err, errlen, "pipe: %s", strerror(errno));
     return -1;
   }
+  int log = open_log(log_path);
+  pid_t writer = 0;
+  if (log >= 0 && secrets && log_path) {
+    int w = start_log_writer(secrets, log, &writer);
+    if (w < 0) { /* fail closed: no unmasked log; the log says why it is empty */
+      dprintf(log, "abxlua: serve's output is dropped: no log writer to mask it (%s)\n",
+              strerror(errno));
+      w = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    }
+    close(log);
+    log = w;
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     snprintf(err, errlen, "fork: %s", strerror(errno));
     close(fds[0]);
     close(fds[1]);
+    if (log >= 0)
+      close(log);
+    if (writer > 0)
+      waitpid(writer, NULL, 0); /* its pipe's last write end is closed: it ends now */
     return -1;
   }
   if (pid == 0) {
@@ -60,15 +183,6 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
     setpgid(0, 0); /* a terminal's Ctrl-C reaches the engine, which stops us in order */
     if (dup2(fds[1], 3) < 0)
       _exit(127);
-    /* the log is private: created 0600, an existing one made 0600, never through a symlink */
-    int log = log_path ? open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600)
-                       : open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (log >= 0 && log_path && fchmod(log, 0600) != 0) {
-      close(log);
-      log = -1;
-    }
-    if (log < 0) /* the output is dropped rather than mixed into the engine's */
-      log = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (log >= 0) {
       dup2(log, 1);
       dup2(log, 2);
@@ -91,7 +205,11 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
     _exit(127);
   }
   close(fds[1]);
+  if (log >= 0)
+    close(log);
   p->pid = pid;
+  if (writer > 0)
+    remember_writer(pid, writer);
   size_t have = 0;
   double deadline = abx_now_ms() + timeout_ms;
   while (have < sizeof p->ready - 1) {
@@ -141,8 +259,10 @@ int abx_platform_stop(pid_t pid, int timeout_ms)
   int status;
   for (;;) {
     pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid)
+    if (r == pid) {
+      wait_writer(pid, 2000); /* serve's last lines are in the log when the caller reads it */
       return status;
+    }
     if (r < 0 && errno != EINTR)
       return -1;
     if (abx_now_ms() > deadline)
@@ -152,5 +272,6 @@ int abx_platform_stop(pid_t pid, int timeout_ms)
   }
   kill(pid, SIGKILL);
   waitpid(pid, &status, 0);
+  wait_writer(pid, 2000);
   return status;
 }

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+struct abx_secrets;
+
 struct abx_platform {
   pid_t pid;
   /* the child's ready line: JSON {"url","port","api_key","domain"}, and "ca_cert" (a path) when
@@ -31,11 +33,16 @@ const char *abx_platform_exe(void);
 /* Starts '<the engine's executable> serve --port 0 --ready-fd 3 <extra...>' with stdout and stderr sent to
  * 'log_path' (appended; created or made mode 0600, never through a symlink; NULL or unopenable:
  * /dev/null), and waits up to 'timeout_ms' for the ready line. Serve gives its API key only on the
- * ready line, never in the log. Returns 0, or -1 with a message in err. */
+ * ready line, never in the log. With 'secrets' (may be NULL) and a log, serve writes into a pipe
+ * and a second child of the engine (the log writer, forked first) appends what it reads to the
+ * log masked with every value registered in 'secrets' at this call (engine/secrets.h); it ignores
+ * SIGINT and SIGTERM and ends when serve and everything serve started have closed the pipe.
+ * Returns 0, or -1 with a message in err. */
 int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
-                       int timeout_ms, char *err, size_t errlen);
+                       struct abx_secrets *secrets, int timeout_ms, char *err, size_t errlen);
 
-/* SIGTERM, wait up to 'timeout_ms', then SIGKILL. Returns the child's exit status or -1. */
+/* SIGTERM, wait up to 'timeout_ms', then SIGKILL; then up to 2 s for its log writer, so that the
+ * log is complete when this returns. Returns the child's exit status or -1. */
 int abx_platform_stop(pid_t pid, int timeout_ms);
 
 #endif

@@ -49,6 +49,10 @@ function core.current() end
 ---@param text any
 function core.dotenv_parse(text) end
 
+---core.environ() -> {NAME = value}: the whole environment of the process (an entry without '='
+---is left out).
+function core.environ() end
+
 ---core.error(kind, status, message [, extra]) raises an abx.error; 'extra' fields are copied.
 ---@param kind any
 ---@param status any
@@ -166,7 +170,8 @@ function core.park() end
 
 ---core.platform_start(extra_args, timeout_s, log_path) -> { pid = n, ready = json }: starts
 ---`abxlua serve` (engine/platform.h); its stdout and stderr are appended to log_path (created or
----made mode 0600, never through a symlink; nil: /dev/null). Raises Transport when it does not start.
+---made mode 0600, never through a symlink; nil: /dev/null), masked with every secret registered
+---so far (engine/platform.h: a log writer process). Raises Transport when it does not start.
 ---@param extra_args any
 ---@param timeout_s any
 ---@param log_path any

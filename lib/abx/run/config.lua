@@ -1,5 +1,6 @@
 -- abx.run.config: loads config/abxlua.yaml over built-in defaults and resolves the provider.
 local core = require("abx.core")
+local secrets = require("abx.run.secrets")
 
 local M = {}
 
@@ -352,7 +353,8 @@ function M.check_mcp(where, m)
   end
 end
 
----Loads and validates the configuration.
+---Loads and validates the configuration, then registers the secrets of the environment and the
+---.env files under its rules (abx.run.secrets.register).
 ---@param path string|nil a YAML file, or nil for the defaults
 ---@return table config { defaults = {...}, origin = { [key of defaults] = "config" | "builtin" },
 ---  provider = name, providers = {...}, markers = {...}, path = }
@@ -366,11 +368,11 @@ function M.load(path)
     end
   end
   local known = { defaults = true, provider = true, providers = true, markers = true,
-    known_issues = true, profiles = true, mcp = true }
+    known_issues = true, profiles = true, mcp = true, secrets = true }
   for k in pairs(raw) do
     if not known[k] then
       core.error("InvalidArgument", 0, string.format("%s: unknown top-level key %q (known: defaults, "
-        .. "provider, providers, markers, profiles, known_issues, mcp)", path, tostring(k)))
+        .. "provider, providers, markers, profiles, known_issues, mcp, secrets)", path, tostring(k)))
     end
   end
   M.check_mcp(path or "config", raw.mcp)
@@ -426,7 +428,11 @@ function M.load(path)
     check_provider(path, name, providers[name])
   end
   cfg.providers = providers
+  secrets.check(path or "config", raw.secrets, providers)
+  cfg.secrets = raw.secrets or {}
   cfg.path = path
+  -- before anything prints a test's output: every command that reads the config masks them
+  secrets.register(cfg)
   return cfg
 end
 

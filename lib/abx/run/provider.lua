@@ -8,8 +8,9 @@
 -- under its two names (ABX_SANDBOX_* first, then E2B_*) in the environment, then in .env at the
 -- project root (the working directory), then in scenarios/.env; the first found wins. API URL and
 -- domain fall back to the provider's config. Where each value came from is recorded; the API key
--- and every secret-looking .env value are registered with core.add_secret (masked in every sink),
--- under every kind of provider.
+-- is registered with core.add_secret (masked in every sink). Every credential and secret-named
+-- variable of the environment and the .env files is registered before any of this, under every
+-- kind of provider, by abx.run.secrets (abx.run.config.load calls it).
 local core = require("abx.core")
 local cjson = require("cjson")
 local sandbox = require("abx.client.sandbox")
@@ -33,20 +34,11 @@ M.CREDENTIALS = {
 -- ABX_SANDBOX_TEAM_ID as X-Team-ID when set): optional, looked up like the API key.
 M.ACCESS_TOKEN_ENV = { "ABX_SANDBOX_ACCESS_TOKEN", "E2B_ACCESS_TOKEN" }
 
--- .env values under names like these are masked too (a .env often holds other secrets).
-local SECRET_NAME = { "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH" }
-
-local function secret_name(name)
-  local up = name:upper()
-  for _, w in ipairs(SECRET_NAME) do
-    if up:find(w, 1, true) then return true end
-  end
-  return false
-end
-
 local dotenv_cache = nil
 
----Reads the .env files once per process (a missing file is fine).
+---Reads the .env files once per process (a missing file is fine). Their secrets are registered
+---by abx.run.secrets.register (abx.run.config.load calls it), not here: the config's exemptions
+---apply to them.
 ---@return table[] files { path =, exists =, values = {KEY = value}, errors = {{line, message}} }
 function M.dotenv()
   if dotenv_cache then return dotenv_cache end
@@ -65,9 +57,6 @@ function M.dotenv()
         else
           f.errors[1] = { line = 0, message = tostring(values) }
         end
-      end
-      for name, v in pairs(f.values) do
-        if secret_name(name) then core.add_secret(v) end
       end
     end
     files[#files + 1] = f
@@ -200,7 +189,6 @@ function M.resolve(name, p)
     route_version = p.route_version, pagination = p.pagination, create = p.create, ttl = p.ttl,
     auth_header = p.auth_header, ca_file = p.ca_file }
   if p.kind == "local" then
-    M.dotenv() -- secret-looking .env values are masked under `local` too
     r.envd_routing = p.envd_routing or "headers"
     r.domain = p.domain or (p.tls and "e2b.localhost" or "localhost")
     r.tls = p.tls == true
@@ -392,7 +380,6 @@ function M.open(name, p, run)
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
     v2_routes = (p.capability_set or {}).v2_routes == true, kind = p.kind }
   if p.kind == "local" then
-    M.dotenv() -- registers the secret-looking .env values: masked under `local` too
     -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
     local dir, derr = core.state_dir()
     if dir then
