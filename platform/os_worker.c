@@ -84,7 +84,7 @@ static int run_entrypoint(struct abx_sandbox *sb, json_t *argv, char *err, size_
 static void start(struct job *j)
 {
   struct abx_sandbox *sb = j->sb;
-  char err[512] = "";
+  char err[ABX_START_ERR_MAX] = "";
   int rc = abx_sandbox_start(sb, j->env, err, sizeof err);
   if (rc == 0 && j->millis % 1000) /* "500m": the exact quota, not the whole CPUs */
     rc = abx_cgroup_set_cpu_millis(sb->id, j->millis, err, sizeof err);
@@ -98,7 +98,7 @@ static void start(struct job *j)
     r->state = OS_FAILED;
     r->transition_ns = now;
     snprintf(r->reason, sizeof r->reason, "PROVISIONING_ERROR");
-    snprintf(r->message, sizeof r->message, "failed to start sandbox: %.360s", err);
+    snprintf(r->message, sizeof r->message, "failed to start sandbox: %.1024s", err);
     if (r->deleted)
       os_drop(r);
   } else if (rc == 0) {

@@ -19,7 +19,7 @@ set_tests_properties(templates:build_cli PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE
 # content tag (a runner case; config tests/templates/unit.yaml, no sandbox)
 add_test(NAME templates:recipe_errors
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
-          ${ABX_TEMPLATES_DIR}/recipe_errors.lua "^10 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0
+          ${ABX_TEMPLATES_DIR}/recipe_errors.lua "^11 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:recipe_errors PROPERTIES TIMEOUT 120)
 
