@@ -89,6 +89,14 @@ static const char *tname(const struct abx_template *t, char *buf, size_t n)
   return buf;
 }
 
+/* Drop trailing newlines and blanks (a command's last line ends the message's part). */
+static void rstrip(char *s)
+{
+  size_t n = strlen(s);
+  while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+    s[--n] = 0;
+}
+
 static void start_log_tail(int netns_fd, const char *token, char *out, size_t outlen)
 {
   char err[160], cmd[96];
@@ -147,14 +155,17 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
   /* the whole message fits ABX_START_ERR_MAX: the command's first 160 bytes, the last 200 of
    * the probe's output, the last LOG_TAIL_BYTES of the start log */
   char last[300], log[LOG_TAIL_BYTES + 8] = "";
+  rstrip(p.out);
   size_t on = strlen(p.out);
   if (p.completed)
     snprintf(last, sizeof last, "exit %d, output: %s", p.code,
              on ? p.out + (on > 200 ? on - 200 : 0) : "(none)");
   else
     snprintf(last, sizeof last, "none completed (last envd error: %.150s)", p.call_err);
-  if (start)
+  if (start) {
     start_log_tail(netns_fd, token, log, sizeof log);
+    rstrip(log);
+  }
   snprintf(err, errlen,
            "template %s: ready_cmd `%.160s` did not succeed within its ready timeout of %d s "
            "(waited %.1f s; %d probes, %d of them not answered by envd; last probe: %s)%s%s",

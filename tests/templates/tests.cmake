@@ -35,3 +35,10 @@ set_tests_properties(templates:local_build PROPERTIES TIMEOUT 600 SKIP_RETURN_CO
 add_test(NAME templates:local_from_image COMMAND python3 ${ABX_TEMPLATES_DIR}/test_local_from_image.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:local_from_image PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
+
+# A template's readiness (issue 22): a create that waits longer than request_timeout for its
+# ready_cmd succeeds within the template's ready_timeout; a never-ready one fails after its
+# ready_timeout (3 s) naming template, command, wait, probes, last probe and start log
+add_test(NAME templates:ready_timeout COMMAND python3 ${ABX_TEMPLATES_DIR}/test_ready_timeout.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:ready_timeout PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)

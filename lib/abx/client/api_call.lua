@@ -53,8 +53,10 @@ M.log_retry = log_retry
 ---@param retry? boolean
 ---@param headers? table<string,string> more headers (abx.client.apikey's Authorization); with
 ---  them the API key is still sent when the connection has one
+---@param timeout? number seconds for this request (default the connection's request_timeout;
+---  a create gives its create_timeout)
 ---@return table resp, string request
-function M.call(self, method, path, query, body, retry, headers)
+function M.call(self, method, path, query, body, retry, headers, timeout)
   local h = { ["Accept"] = "application/json" }
   if self.api_key then h[self.auth_header or "X-API-Key"] = self.api_key end -- reference §1.2
   for k, v in pairs(headers or {}) do h[k] = v end
@@ -72,7 +74,7 @@ function M.call(self, method, path, query, body, retry, headers)
     -- connection that died before the answer, libcurl would send it again by itself and make a
     -- second sandbox the attempt tag cannot adopt (tests/faults create_reset)
     local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
-      timeout = self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
+      timeout = timeout or self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status

@@ -59,6 +59,9 @@ local CONNECTION_FIELDS = {
     .. "(page + pageSize, body pagination.hasNextPage)" },
   { "envd_url", "string", "the fixed sandbox URL of \"headers\" routing (default api_url)" },
   { "request_timeout", "number", "seconds per control-plane or envd request (default 60)" },
+  { "create_timeout", "number", "seconds a create request may take, when more than "
+    .. "request_timeout (a local platform answers a create once the template's start_cmd and "
+    .. "ready_cmd are done, within its ready_timeout; default: request_timeout)" },
   { "hooks", "table", "{before_create(opts), created(sbx, opts), create_failed(opts), killed(id), "
     .. "gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), "
     .. "volume_deleted(id), api_key_created(info), api_key_deleted(id)}" },
@@ -196,6 +199,7 @@ function sandbox.connection(o)
     envd_routing = routing,
     envd_url = o.envd_url or o.api_url,
     request_timeout = o.request_timeout or 60,
+    create_timeout = o.create_timeout,
     hooks = o.hooks or {},
     default_metadata = o.default_metadata or {},
     v2_routes = o.v2_routes == true,
@@ -230,8 +234,32 @@ sandbox.RETRY = api_call.RETRY
 --- One control-plane request: abx.client.api_call.call on this connection (its doc gives the
 --- retries, the parameters and the errors).
 ---@return table resp, string request
-function Connection:_call(method, path, query, body, retry, headers)
-  return api_call.call(self, method, path, query, body, retry, headers)
+function Connection:_call(method, path, query, body, retry, headers, timeout)
+  return api_call.call(self, method, path, query, body, retry, headers, timeout)
+end
+
+--- The HTTP deadline of one create request (seconds): max(request_timeout, create_timeout).
+--- A create on the local platform waits for the template's start_cmd and ready_cmd (up to its
+--- ready_timeout, platform/template_start.h), so request_timeout alone would cut off a create the
+--- platform is still honestly working on (issue 22); create_timeout is still finite, so a hung
+--- platform does not hang the client.
+---@return number
+function Connection:create_deadline()
+  return math.max(self.request_timeout, self.create_timeout or 0)
+end
+
+-- A create that ran out of its deadline: the Timeout names the deadline, where it comes from and
+-- what a create waits for, so "machine busy" and "platform broken" can be told apart.
+local function create_timeout_error(conn, e, started)
+  local limit = conn:create_deadline()
+  if not (core.is_error(e) and e.kind == "Timeout") or core.now() - started < limit - 1 then
+    return e
+  end
+  local _, ne = pcall(errmap.raise, "Timeout", 0, string.format("%s (the create's deadline, "
+    .. "%g s: max(request_timeout, create_timeout), defaults.create_timeout in the config; a local "
+    .. "platform answers a create once the template's ready_cmd succeeds, within the template's "
+    .. "ready_timeout)", e.message, limit), { request = e.request })
+  return ne
 end
 
 local function copy(t)
@@ -264,7 +292,10 @@ function Connection:_create_once(path, body)
   while true do
     body.metadata = body.metadata or {}
     body.metadata.e2e_attempt = core.random_hex(8)
-    local ok, resp = pcall(self._call, self, "POST", path, nil, body, false)
+    local started = core.now()
+    local ok, resp = pcall(self._call, self, "POST", path, nil, body, false, nil,
+      self:create_deadline())
+    if not ok then resp = create_timeout_error(self, resp, started) end
     local request = "POST " .. path
     local unknown = (not ok and core.is_error(resp) and resp.kind == "Transport")
       or (ok and (resp.status == 502 or resp.status == 503 or resp.status == 504))
