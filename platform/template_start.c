@@ -72,11 +72,12 @@ int abx_template_ready_timeout(const struct abx_template *t)
 
 /* The platform's own envd calls at start, bounded so that a loaded machine does not fail them
  * (issue 22: a 10 s bound timed out beside a busy suite): launching start_cmd, preparing its
- * log, reading its tail (each once: 30 s), and one readiness probe (PROBE_CALL_MS, at least
- * PROBE_MIN_MS even when the deadline is nearer, so that the last probe is a real one). */
+ * log, reading its tail (each once: 30 s); one readiness probe: a quarter of the ready timeout,
+ * between PROBE_MIN_MS and PROBE_MAX_MS (so a probe that hangs is given up and tried again
+ * before the deadline), whatever time is left (so the last probe is a real one). */
 #define START_CALL_MS 30000L
-#define PROBE_CALL_MS 30000L
-#define PROBE_MIN_MS 10000L
+#define PROBE_MIN_MS 2000L
+#define PROBE_MAX_MS 30000L
 #define LOG_TAIL_BYTES 300
 
 /* How errors name the template: a built one by its name and id, the others by id. */
@@ -214,11 +215,9 @@ static int wait_ready(int netns_fd, const char *token, const char *user, const c
                       json_t *ready_env, int timeout_s, struct probes *p)
 {
   int64_t deadline = abx_mono_ns() + (int64_t)timeout_s * 1000000000LL;
+  long bound = (long)timeout_s * 250;
+  bound = bound < PROBE_MIN_MS ? PROBE_MIN_MS : bound > PROBE_MAX_MS ? PROBE_MAX_MS : bound;
   for (;;) {
-    int64_t left_ms = (deadline - abx_mono_ns()) / 1000000;
-    long bound = left_ms > PROBE_CALL_MS ? PROBE_CALL_MS
-                 : left_ms < PROBE_MIN_MS ? PROBE_MIN_MS
-                                          : (long)left_ms;
     char out[sizeof p->out], e[sizeof p->call_err];
     int code = 0;
     int rc = abx_envd_run(netns_fd, token, user, ready_run, ready_env, bound, &code, out,

@@ -11,9 +11,10 @@
  *          (abx_template_ready_timeout). The sandbox is handed out only then. Templates without
  *          the commands (base, snapshots of base) skip this; a snapshot inherits them from its
  *          parent layers (rootfs.h).
- *          A probe whose envd call fails (envd slow to answer on a loaded machine: the call's own
- *          timeout, PROBE_CALL_MS) is not a verdict: it is counted and the probe is tried again
- *          until the deadline. The last probe may end up to PROBE_CALL_MS after the deadline.
+ *          A probe whose envd call fails (envd slow to answer on a loaded machine, or a ready_cmd
+ *          that hangs: each call may take a quarter of the ready timeout, 2..30 s) is not a
+ *          verdict: it is counted and the probe is tried again until the deadline. The last
+ *          probe may end up to that call bound after the deadline.
  * Errors:  -1 with err naming the template, the ready command, the seconds waited, the number of
  *          probes (and of those whose envd call failed), the last completed probe's exit code
  *          and output (its last 200 bytes; or, when none completed, the last envd error), and
