@@ -199,7 +199,7 @@ function sandbox.connection(o)
     envd_routing = routing,
     envd_url = o.envd_url or o.api_url,
     request_timeout = o.request_timeout or 60,
-    create_timeout = o.create_timeout,
+    create_timeout = o.create_timeout or o.request_timeout or 60,
     hooks = o.hooks or {},
     default_metadata = o.default_metadata or {},
     v2_routes = o.v2_routes == true,
@@ -243,15 +243,16 @@ end
 --- ready_timeout, platform/template_start.h), so request_timeout alone would cut off a create the
 --- platform is still honestly working on (issue 22); create_timeout is still finite, so a hung
 --- platform does not hang the client.
+---@param conn abx.Connection
 ---@return number
-function Connection:create_deadline()
-  return math.max(self.request_timeout, self.create_timeout or 0)
+local function create_deadline(conn)
+  return math.max(conn.request_timeout, conn.create_timeout)
 end
 
 -- A create that ran out of its deadline: the Timeout names the deadline, where it comes from and
 -- what a create waits for, so "machine busy" and "platform broken" can be told apart.
 local function create_timeout_error(conn, e, started)
-  local limit = conn:create_deadline()
+  local limit = create_deadline(conn)
   if not (core.is_error(e) and e.kind == "Timeout") or core.now() - started < limit - 1 then
     return e
   end
@@ -294,7 +295,7 @@ function Connection:_create_once(path, body)
     body.metadata.e2e_attempt = core.random_hex(8)
     local started = core.now()
     local ok, resp = pcall(self._call, self, "POST", path, nil, body, false, nil,
-      self:create_deadline())
+      create_deadline(self))
     if not ok then resp = create_timeout_error(self, resp, started) end
     local request = "POST " .. path
     local unknown = (not ok and core.is_error(resp) and resp.kind == "Transport")
