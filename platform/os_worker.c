@@ -66,8 +66,9 @@ static int run_entrypoint(struct abx_sandbox *sb, json_t *argv, char *err, size_
   json_t *envs = cmd ? json_pack("{s:s,s:s}", "ABX_ENTRYPOINT", cmd, "ABX_ENTRYPOINT0",
                                  json_string_value(json_array_get(argv, 0))) : NULL;
   int code = -1;
+  /* 30 s, as template_start.c's start_cmd launch: a loaded machine must not fail it (issue 22) */
   int rc = envs ? abx_envd_run(sb->netns_fd, sb->secure ? sb->token : NULL, "root", ep_script,
-                               envs, 10000, &code, out, sizeof out, err, n)
+                               envs, 30000, &code, out, sizeof out, err, n)
                 : (snprintf(err, n, "out of memory"), -1);
   if (rc == 0 && code != 0) {
     size_t l = strlen(out);
