@@ -59,8 +59,8 @@ local CONNECTION_FIELDS = {
     .. "(page + pageSize, body pagination.hasNextPage)" },
   { "envd_url", "string", "the fixed sandbox URL of \"headers\" routing (default api_url)" },
   { "request_timeout", "number", "seconds per control-plane or envd request (default 60)" },
-  { "create_timeout", "number", "seconds a create request may take, when more than "
-    .. "request_timeout (a local platform answers a create once the template's start_cmd and "
+  { "create_timeout", "number", "seconds a create, connect or resume request may take, when "
+    .. "more than request_timeout (a local platform answers once the template's start_cmd and "
     .. "ready_cmd are done, within its ready_timeout; default: request_timeout)" },
   { "hooks", "table", "{before_create(opts), created(sbx, opts), create_failed(opts), killed(id), "
     .. "gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), "
@@ -399,7 +399,8 @@ local function reattach(conn, id, action, opts, retry)
   local timeout = semantics.check_ttl(conn.ttl, opts.timeout or 300, "conn:" .. action)
   local body = { timeout = timeout }
   if opts.memory ~= nil then body.memory = opts.memory and true or false end
-  local resp, request = conn:_call("POST", path, nil, body, retry)
+  -- a cold resume boots the sandbox again, start_cmd and ready_cmd included: a create's deadline
+  local resp, request = conn:_call("POST", path, nil, body, retry, nil, create_deadline(conn))
   if action == "resume" and resp.status == 204 then
     -- OpenKruise answers the deprecated resume with 204 and no body (e2b-v2-and-peers.md §5):
     -- the sandbox's details (id, envd version and token, domain) come from GET /sandboxes/{id}
