@@ -238,30 +238,7 @@ function Connection:_call(method, path, query, body, retry, headers, timeout)
   return api_call.call(self, method, path, query, body, retry, headers, timeout)
 end
 
---- The HTTP deadline of one create request (seconds): max(request_timeout, create_timeout).
---- A create on the local platform waits for the template's start_cmd and ready_cmd (up to its
---- ready_timeout, platform/template_start.h), so request_timeout alone would cut off a create the
---- platform is still honestly working on (issue 22); create_timeout is still finite, so a hung
---- platform does not hang the client.
----@param conn abx.Connection
----@return number
-local function create_deadline(conn)
-  return math.max(conn.request_timeout, conn.create_timeout)
-end
-
--- A create that ran out of its deadline: the Timeout names the deadline, where it comes from and
--- what a create waits for, so "machine busy" and "platform broken" can be told apart.
-local function create_timeout_error(conn, e, started)
-  local limit = create_deadline(conn)
-  if not (core.is_error(e) and e.kind == "Timeout") or core.now() - started < limit - 1 then
-    return e
-  end
-  local _, ne = pcall(errmap.raise, "Timeout", 0, string.format("%s (the create's deadline, "
-    .. "%g s: max(request_timeout, create_timeout), defaults.create_timeout in the config; a local "
-    .. "platform answers a create once the template's ready_cmd succeeds, within the template's "
-    .. "ready_timeout)", e.message, limit), { request = e.request })
-  return ne
-end
+local create_deadline, create_timeout_error = api_call.create_deadline, api_call.create_timeout_error
 
 local function copy(t)
   local c = {}
