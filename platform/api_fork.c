@@ -88,7 +88,7 @@ static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
 /* Start one fork; returns its SandboxForkResult. */
 static json_t *fork_one(const struct fork_src *src)
 {
-  char msg[600], err[512];
+  char msg[ABX_START_ERR_MAX + 64], err[ABX_START_ERR_MAX];
   struct abx_sandbox *sb = calloc(1, sizeof *sb);
   if (!sb)
     return fork_error(500, "out of memory");

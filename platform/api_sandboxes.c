@@ -224,12 +224,12 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   }
   json_t *env = extras ? json_object_get(req, "envVars") : NULL;
   json_t *env_obj = json_is_object(env) ? json_incref(env) : json_object();
-  char err[512];
+  char err[ABX_START_ERR_MAX];
   int rc = abx_sandbox_start(sb, env_obj, err, sizeof err);
   json_decref(env_obj);
   json_decref(req);
   if (rc != 0) {
-    char m[600];
+    char m[ABX_START_ERR_MAX + 64];
     snprintf(m, sizeof m, "failed to start sandbox: %s", err); /* logged by sandbox.c */
     abx_sandbox_destroy(sb);
     return abx_http_error(c, 500, m);

@@ -319,6 +319,8 @@ static struct abx_template *result(struct abx_run *r, json_t *spec, char *err, s
   int own = (sc && *sc) || (rc && *rc);
   t->start_cmd = own ? strdup(sc ? sc : "") : NULL;
   t->ready_cmd = own ? strdup(rc ? rc : "") : NULL;
+  /* validated (abx_tbuild_validate): 1..ABX_READY_TIMEOUT_MAX_S; absent: 0, the parent's */
+  t->ready_timeout_s = (int)json_integer_value(json_object_get(spec, "readyTimeout"));
   t->env_vars = json_deep_copy(r->env);
   t->default_user = strdup(r->user);
   t->default_workdir = r->workdir ? strdup(r->workdir) : NULL;

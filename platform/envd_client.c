@@ -99,7 +99,8 @@ int abx_envd_init(int netns_fd, json_t *body, char *err, size_t errlen)
     return -1;
   }
   char e[160] = "";
-  long st = request(netns_fd, "/init", s, 5000, e, sizeof e);
+  /* 30 s: envd answers /init in milliseconds when quiet; a loaded machine must not fail it */
+  long st = request(netns_fd, "/init", s, 30000, e, sizeof e);
   free(s);
   if (st >= 200 && st < 300)
     return 0;

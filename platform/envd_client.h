@@ -22,7 +22,7 @@
 int abx_envd_wait_health(int netns_fd, pid_t bwrap_pid, int *exited, int64_t deadline_mono,
                          char *err, size_t errlen);
 
-/* POST /init with `body` (borrowed), 5 s timeout. */
+/* POST /init with `body` (borrowed), 30 s timeout (a loaded machine can take seconds). */
 int abx_envd_init(int netns_fd, json_t *body, char *err, size_t errlen);
 
 /* Run `script` with /bin/bash -c as `user` (envd's Basic auth user, e.g. "root") through envd's

@@ -63,7 +63,7 @@ static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)
       sb->memory_paused = 0;
       abx_registry_unlock();
     }
-    char err[512];
+    char err[ABX_START_ERR_MAX];
     if (abx_sandbox_reboot(sb, err, sizeof err) != 0) /* logged by sandbox.c */
       return 500;
   }

@@ -55,7 +55,7 @@ struct os_rec {
   int secure;             /* secureAccess: envd (and execd) take the sandbox's access token */
   char token[48];         /* that token, "" unless secure */
   char reason[48];        /* status.reason, status.message */
-  char message[400];
+  char message[1100];
   struct os_rec *next;
 };
 

@@ -67,8 +67,9 @@ static int run_entrypoint(struct abx_sandbox *sb, json_t *argv, char *err, size_
   json_t *envs = cmd ? json_pack("{s:s,s:s}", "ABX_ENTRYPOINT", cmd, "ABX_ENTRYPOINT0",
                                  json_string_value(json_array_get(argv, 0))) : NULL;
   int code = -1;
+  /* 30 s, as template_start.c's start_cmd launch: a loaded machine must not fail it (issue 22) */
   int rc = envs ? abx_envd_run(sb->netns_fd, sb->secure ? sb->token : NULL, "root", ep_script,
-                               envs, 10000, &code, out, sizeof out, err, n)
+                               envs, 30000, &code, out, sizeof out, err, n)
                 : (snprintf(err, n, "out of memory"), -1);
   if (rc == 0 && code != 0) {
     size_t l = strlen(out);
@@ -85,7 +86,7 @@ static int run_entrypoint(struct abx_sandbox *sb, json_t *argv, char *err, size_
 static void start(struct job *j)
 {
   struct abx_sandbox *sb = j->sb;
-  char err[512] = "";
+  char err[ABX_START_ERR_MAX] = "";
   int rc = abx_sandbox_start(sb, j->env, err, sizeof err);
   if (rc == 0 && j->millis % 1000) /* "500m": the exact quota, not the whole CPUs */
     rc = abx_cgroup_set_cpu_millis(sb->id, j->millis, err, sizeof err);
@@ -99,7 +100,7 @@ static void start(struct job *j)
     r->state = OS_FAILED;
     r->transition_ns = now;
     snprintf(r->reason, sizeof r->reason, "PROVISIONING_ERROR");
-    snprintf(r->message, sizeof r->message, "failed to start sandbox: %.360s", err);
+    snprintf(r->message, sizeof r->message, "failed to start sandbox: %.1024s", err);
     if (r->deleted)
       os_drop(r);
   } else if (rc == 0) {

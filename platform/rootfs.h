@@ -62,6 +62,8 @@ struct abx_template {
   int builtin;                  /* base and the built-in templates (templates.h): never deleted */
   char *start_cmd;              /* owned or NULL; run at sandbox start (template_start.h) */
   char *ready_cmd;              /* owned or NULL; the sandbox is handed out once it exits 0 */
+  int ready_timeout_s;          /* seconds ready_cmd may take (template_start.h); 0: not set
+                                 * here (the nearest record's, else the default) */
   /* Built templates (template_build.h): their sandboxes' defaults, from the nearest record that
    * sets them (abx_template_env etc.); NULL: not set here. */
   json_t *env_vars;             /* owned object str -> str: ENV of the build */

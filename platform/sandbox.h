@@ -31,10 +31,15 @@ void abx_sandbox_config(const char *state_dir, const char *exe_path);
 /* Start `sb` (id, template_id, tmpl, volumes, secure and token already set; a deep copy of
  * env_vars is kept in sb->env_vars for reboots): create its state dir,
  * mount its root, create its cgroups, spawn bwrap,
- * wait (10 s) for envd's /health, then POST /init with `env_vars` (object, borrowed) and the
- * token. Fills pid, child_pid, netns_fd, dir. On failure everything started is torn down, the
- * fields are reset, and -1 is returned with err set. */
+ * wait (60 s) for envd's /health, then POST /init (30 s) with `env_vars` (object, borrowed) and
+ * the token, then run the template's start and ready commands (template_start.h: up to its ready
+ * timeout). Fills pid, child_pid, netns_fd, dir. On failure everything started is torn down, the
+ * fields are reset, and -1 is returned with err set (give ABX_START_ERR_MAX bytes). */
 int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen);
+
+/* The error buffer a caller of abx_sandbox_start / abx_sandbox_reboot gives: room for the
+ * readiness error with its probe output and start log tail (template_start.h). */
+#define ABX_START_ERR_MAX 1024
 
 /* Stop every process of the sandbox (thawing it when frozen) and delete its network link, but
  * keep its state dir, overlay root (so every file) and cgroups: a filesystem-only pause. Sets

@@ -59,10 +59,24 @@ static int is_bool(const json_t *v) { return json_is_boolean(v); }
 static int is_arr(const json_t *v) { return json_is_array(v); }
 static int is_obj(const json_t *v) { return json_is_object(v); }
 
+/* readyTimeout (template_build.h): absent, or a whole number of seconds in 1..MAX */
+static int ready_timeout_ok(json_t *spec, char *msg, size_t n)
+{
+  json_t *v = json_object_get(spec, "readyTimeout");
+  if (!v || json_is_null(v))
+    return 0;
+  if (json_is_integer(v) && json_integer_value(v) >= 1 &&
+      json_integer_value(v) <= ABX_READY_TIMEOUT_MAX_S)
+    return 0;
+  snprintf(msg, n, "validation error: field 'readyTimeout' must be a whole number of seconds "
+           "from 1 to %d (how long the template's ready_cmd may take)", ABX_READY_TIMEOUT_MAX_S);
+  return -1;
+}
+
 int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
 {
   static const char *const keys[] = {"fromImage", "fromTemplate", "fromImageRegistry", "startCmd",
-                                     "readyCmd",  "force",        "steps"};
+                                     "readyCmd",  "readyTimeout", "force",            "steps"};
   if (abx_tbuild_only_keys(spec, keys, sizeof keys / sizeof keys[0], "", msg, n) ||
       opt_type(spec, "fromImage", is_str, "a string", "", msg, n) ||
       opt_type(spec, "fromTemplate", is_str, "a string", "", msg, n) ||
@@ -70,7 +84,7 @@ int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
       opt_type(spec, "startCmd", is_str, "a string", "", msg, n) ||
       opt_type(spec, "readyCmd", is_str, "a string", "", msg, n) ||
       opt_type(spec, "force", is_bool, "a boolean", "", msg, n) ||
-      opt_type(spec, "steps", is_arr, "an array", "", msg, n))
+      opt_type(spec, "steps", is_arr, "an array", "", msg, n) || ready_timeout_ok(spec, msg, n))
     return -1;
   const char *img = json_string_value(json_object_get(spec, "fromImage"));
   const char *tpl = json_string_value(json_object_get(spec, "fromTemplate"));

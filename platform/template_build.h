@@ -27,6 +27,11 @@
  *          template's: ENV → its sandboxes' env vars, USER → envd's default user, WORKDIR → the
  *          default workdir. With startCmd/readyCmd a sandbox of the result is booted once and
  *          must get ready (template_start.h), else the build fails at step "finalize".
+ *          readyTimeout (an abxlua extension of TemplateBuildStartV2, which E2B lacks: its
+ *          servers ignore unknown keys, e2b-v2-and-peers.md §2 item 3): a whole number of
+ *          seconds 1..ABX_READY_TIMEOUT_MAX_S the template's ready_cmd may take, at the build's
+ *          finalize and at each sandbox start (template_start.h); absent: the parent's, else
+ *          ABX_READY_TIMEOUT_DEFAULT_S.
  * Apt:     a build over a chain without it starts with a layer holding a copy of the host's
  *          /var/lib/dpkg, /var/lib/apt and /var/cache/debconf (the base template's /usr is the
  *          host's, so dpkg must know what is installed): `apt-get install` works in builds. Not
@@ -129,9 +134,9 @@ int abx_tstore_delete(const char *x, char *msg, size_t n);
 /* Drop every template (shutdown, after every sandbox is gone). */
 void abx_tstore_shutdown(void);
 
-/* Runner (template_build.c). Validate a TemplateBuildStartV2 body: 0, or -1 with msg naming the
- * field (fail closed on unknown keys of the body and of its steps, but COPY's forceUpload,
- * resolveSymlinks and gzip, which the SDK sends; §2 item 3). */
+/* Runner (template_build.c). Validate a TemplateBuildStartV2 body (with abxlua's readyTimeout):
+ * 0, or -1 with msg naming the field (fail closed on unknown keys of the body and of its steps,
+ * but COPY's forceUpload, resolveSymlinks and gzip, which the SDK sends; §2 item 3). */
 int abx_tbuild_validate(json_t *spec, char *msg, size_t n);
 
 /* Queue build `b` (spec set, started) to run; under the lock. */

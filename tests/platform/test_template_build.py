@@ -141,6 +141,10 @@ def t_request_validation(s, ctx):
                         ({"fromTemplate": "base", "steps": [{"type": "RUN", "args": [1]}]}, "steps[0].args"),
                         ({"fromTemplate": "base", "steps": [{"type": "RUN", "args": ["x"], "gzip": True}]}, "steps[0].gzip"),
                         ({"fromTemplate": "base", "startCmd": 5}, "startCmd"),
+                        ({"fromTemplate": "base", "readyTimeout": 0}, "'readyTimeout' must be a whole number of seconds from 1 to 600"),
+                        ({"fromTemplate": "base", "readyTimeout": 601}, "'readyTimeout'"),
+                        ({"fromTemplate": "base", "readyTimeout": 2.5}, "'readyTimeout'"),
+                        ({"fromTemplate": "base", "readyTimeout": "60"}, "'readyTimeout'"),
                         ({"fromTemplate": "base", "what": 1}, "'what'")):
         st, _, j = s.json("POST", "/v2/templates/%s/builds/%s" % (tid, bid), body)
         check(st == 400 and field in j["message"], "%r: %d %r" % (body, st, j))

@@ -50,7 +50,8 @@ local function expect(yaml, message_fn, extra, name)
   t.eq(got, message_fn(file, dir))
 end
 
-local VALID = "valid: from, from_image, cpu, memory, tags, steps, start_cmd, ready_cmd, prebuilt"
+local VALID = "valid: from, from_image, cpu, memory, tags, steps, start_cmd, ready_cmd, "
+  .. "ready_timeout, prebuilt"
 local KINDS = "apt, pip, npm, copy, run, env, workdir, user"
 
 t.test("unknown, missing and conflicting top-level keys name file, key and the valid keys", function()
@@ -165,6 +166,30 @@ t.test("ready_cmd: a string or exactly one helper", function()
   expect("from: base\nsteps: [{run: x}]\nready_cmd: [a]\n", function(f)
     return f .. ": ready_cmd: must be a command string or a mapping with one of port, url, "
       .. "process, file, timeout, got a list" end)
+end)
+
+t.test("ready_timeout: seconds in 1..600, sent as readyTimeout in whole seconds", function()
+  local function bad(v, shown)
+    expect("from: base\nsteps: [{run: x}]\nready_cmd: \"true\"\nready_timeout: " .. v .. "\n",
+      function(f)
+        return f .. ": ready_timeout: must be a number of seconds from 1 to 600 (how long "
+          .. "ready_cmd may take at each sandbox start), got " .. shown
+          .. " (e.g. ready_timeout: 240)" end)
+  end
+  bad("0", "number 0")
+  bad("-5", "number -5")
+  bad("601", "number 601")
+  bad("\"120\"", "\"120\"")
+  bad("[1]", "a list")
+  local d = folder("from: base\nsteps: [{run: x}]\nready_cmd: \"true\"\nready_timeout: 2.5\n")
+  local r = recipe.load(d)
+  t.eq(r.build.readyTimeout, 3)
+  t.eq(math.type(r.build.readyTimeout), "integer")
+  d = folder("from: base\nsteps: [{run: x}]\nready_timeout: 600\n")
+  t.eq(recipe.load(d).build.readyTimeout, 600)
+  d = folder("from: base\nsteps: [{run: x}]\nready_cmd: \"true\"\n")
+  t.eq(recipe.load(d).build.readyTimeout, nil, "absent: not sent (the platform's default)")
+  t.neq(recipe.load(d).tag, r.tag)
 end)
 
 t.test("the folder, template.yaml, the script and YAML syntax errors", function()

@@ -19,7 +19,7 @@ set_tests_properties(templates:build_cli PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE
 # content tag (a runner case; config tests/templates/unit.yaml, no sandbox)
 add_test(NAME templates:recipe_errors
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
-          ${ABX_TEMPLATES_DIR}/recipe_errors.lua "^10 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0
+          ${ABX_TEMPLATES_DIR}/recipe_errors.lua "^11 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:recipe_errors PROPERTIES TIMEOUT 120)
 
@@ -35,3 +35,10 @@ set_tests_properties(templates:local_build PROPERTIES TIMEOUT 600 SKIP_RETURN_CO
 add_test(NAME templates:local_from_image COMMAND python3 ${ABX_TEMPLATES_DIR}/test_local_from_image.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:local_from_image PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
+
+# A template's readiness (issue 22): a create that waits longer than request_timeout for its
+# ready_cmd succeeds within the template's ready_timeout; a never-ready one fails after its
+# ready_timeout (3 s) naming template, command, wait, probes, last probe and start log
+add_test(NAME templates:ready_timeout COMMAND python3 ${ABX_TEMPLATES_DIR}/test_ready_timeout.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:ready_timeout PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)

@@ -4,6 +4,7 @@
 -- Source: reference/e2b-control-plane.md §1.2 (X-API-Key), §2 (errors: the caller maps them).
 local core = require("abx.core")
 local cjson = require("cjson")
+local errmap = require("abx.client.errmap")
 
 local M = {}
 
@@ -53,8 +54,10 @@ M.log_retry = log_retry
 ---@param retry? boolean
 ---@param headers? table<string,string> more headers (abx.client.apikey's Authorization); with
 ---  them the API key is still sent when the connection has one
+---@param timeout? number seconds for this request (default the connection's request_timeout;
+---  a create gives its create_timeout)
 ---@return table resp, string request
-function M.call(self, method, path, query, body, retry, headers)
+function M.call(self, method, path, query, body, retry, headers, timeout)
   local h = { ["Accept"] = "application/json" }
   if self.api_key then h[self.auth_header or "X-API-Key"] = self.api_key end -- reference §1.2
   for k, v in pairs(headers or {}) do h[k] = v end
@@ -72,7 +75,7 @@ function M.call(self, method, path, query, body, retry, headers)
     -- connection that died before the answer, libcurl would send it again by itself and make a
     -- second sandbox the attempt tag cannot adopt (tests/faults create_reset)
     local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
-      timeout = self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
+      timeout = timeout or self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status
@@ -93,6 +96,37 @@ function M.call(self, method, path, query, body, retry, headers)
     core.sleep(delay)
     attempt = attempt + 1
   end
+end
+
+--- The HTTP deadline of one create request (seconds): max(request_timeout, create_timeout).
+--- A create on the local platform waits for the template's start_cmd and ready_cmd (up to its
+--- ready_timeout, platform/template_start.h), so request_timeout alone would cut off a create the
+--- platform is still honestly working on (issue 22); create_timeout is still finite, so a hung
+--- platform does not hang the client.
+---@param conn abx.Connection
+---@return number
+function M.create_deadline(conn)
+  return math.max(conn.request_timeout, conn.create_timeout)
+end
+
+--- The error a create request raised, given back as is unless it is a Timeout of the create's
+--- own deadline: then a Timeout whose message also names that deadline, where it is set and what
+--- a create waits for, so that "machine busy" and "platform broken" can be told apart.
+--- Raises: nothing (returns the error).
+---@param conn abx.Connection
+---@param e any what the request raised
+---@param started number core.now() when the request began
+---@return any
+function M.create_timeout_error(conn, e, started)
+  local limit = M.create_deadline(conn)
+  if not (core.is_error(e) and e.kind == "Timeout") or core.now() - started < limit - 1 then
+    return e
+  end
+  local _, ne = pcall(errmap.raise, "Timeout", 0, string.format("%s (the create's deadline, "
+    .. "%g s: max(request_timeout, create_timeout), defaults.create_timeout in the config; a local "
+    .. "platform answers a create once the template's ready_cmd succeeds, within the template's "
+    .. "ready_timeout)", e.message, limit), { request = e.request })
+  return ne
 end
 
 return M

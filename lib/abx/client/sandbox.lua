@@ -59,6 +59,9 @@ local CONNECTION_FIELDS = {
     .. "(page + pageSize, body pagination.hasNextPage)" },
   { "envd_url", "string", "the fixed sandbox URL of \"headers\" routing (default api_url)" },
   { "request_timeout", "number", "seconds per control-plane or envd request (default 60)" },
+  { "create_timeout", "number", "seconds a create, connect or resume request may take, when "
+    .. "more than request_timeout (a local platform answers once the template's start_cmd and "
+    .. "ready_cmd are done, within its ready_timeout; default: request_timeout)" },
   { "hooks", "table", "{before_create(opts), created(sbx, opts), create_failed(opts), killed(id), "
     .. "gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), "
     .. "volume_deleted(id), api_key_created(info), api_key_deleted(id)}" },
@@ -196,6 +199,7 @@ function sandbox.connection(o)
     envd_routing = routing,
     envd_url = o.envd_url or o.api_url,
     request_timeout = o.request_timeout or 60,
+    create_timeout = o.create_timeout or o.request_timeout or 60,
     hooks = o.hooks or {},
     default_metadata = o.default_metadata or {},
     v2_routes = o.v2_routes == true,
@@ -230,9 +234,11 @@ sandbox.RETRY = api_call.RETRY
 --- One control-plane request: abx.client.api_call.call on this connection (its doc gives the
 --- retries, the parameters and the errors).
 ---@return table resp, string request
-function Connection:_call(method, path, query, body, retry, headers)
-  return api_call.call(self, method, path, query, body, retry, headers)
+function Connection:_call(method, path, query, body, retry, headers, timeout)
+  return api_call.call(self, method, path, query, body, retry, headers, timeout)
 end
+
+local create_deadline, create_timeout_error = api_call.create_deadline, api_call.create_timeout_error
 
 local function copy(t)
   local c = {}
@@ -264,7 +270,10 @@ function Connection:_create_once(path, body)
   while true do
     body.metadata = body.metadata or {}
     body.metadata.e2e_attempt = core.random_hex(8)
-    local ok, resp = pcall(self._call, self, "POST", path, nil, body, false)
+    local started = core.now()
+    local ok, resp = pcall(self._call, self, "POST", path, nil, body, false, nil,
+      create_deadline(self))
+    if not ok then resp = create_timeout_error(self, resp, started) end
     local request = "POST " .. path
     local unknown = (not ok and core.is_error(resp) and resp.kind == "Transport")
       or (ok and (resp.status == 502 or resp.status == 503 or resp.status == 504))
@@ -367,7 +376,8 @@ local function reattach(conn, id, action, opts, retry)
   local timeout = semantics.check_ttl(conn.ttl, opts.timeout or 300, "conn:" .. action)
   local body = { timeout = timeout }
   if opts.memory ~= nil then body.memory = opts.memory and true or false end
-  local resp, request = conn:_call("POST", path, nil, body, retry)
+  -- a cold resume boots the sandbox again, start_cmd and ready_cmd included: a create's deadline
+  local resp, request = conn:_call("POST", path, nil, body, retry, nil, create_deadline(conn))
   if action == "resume" and resp.status == 204 then
     -- OpenKruise answers the deprecated resume with 204 and no body (e2b-v2-and-peers.md §5):
     -- the sandbox's details (id, envd version and token, domain) come from GET /sandboxes/{id}

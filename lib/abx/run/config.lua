@@ -115,8 +115,8 @@ end
 
 M.DEFAULTS = {
   defaults = { jobs = 4, max_sandboxes = 5, test_timeout = 300, teardown_timeout = 60,
-    sandbox_ttl = 300, template = "base", request_timeout = 60, build_jobs = 2,
-    build_timeout = 1800 },
+    sandbox_ttl = 300, template = "base", request_timeout = 60, create_timeout = 900,
+    build_jobs = 2, build_timeout = 1800 },
   provider = "local",
   providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" },
     -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
@@ -394,7 +394,7 @@ function M.load(path)
     cfg.origin[k] = type(raw.defaults) == "table" and raw.defaults[k] ~= nil and "config" or "builtin"
   end
   for _, key in ipairs({ "jobs", "max_sandboxes", "test_timeout", "teardown_timeout", "sandbox_ttl",
-    "request_timeout", "build_jobs", "build_timeout" }) do
+    "request_timeout", "create_timeout", "build_jobs", "build_timeout" }) do
     check_number("defaults", key, cfg.defaults[key])
   end
   if type(cfg.markers) ~= "table" then

@@ -356,6 +356,7 @@ local function connection(name, p, opts)
     -- E2B-only connection fields (API-key management, the local/remote kind): OpenSandbox's
     -- client refuses unknown options
     opts.v2_routes, opts.kind, opts.access_token, opts.team_id, opts.ca_file = nil, nil, nil, nil, nil
+    opts.create_timeout = nil -- its create polls for the state, up to its create.deadline
     return opensandbox.connection(opts)
   end
   return sandbox.connection(opts)
@@ -377,6 +378,7 @@ end
 function M.open(name, p, run)
   local info = { name = name, kind = p.kind, capabilities = p.capabilities or {} }
   local opts = { request_timeout = run.defaults.request_timeout,
+    create_timeout = run.defaults.create_timeout,
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
     v2_routes = (p.capability_set or {}).v2_routes == true, kind = p.kind }
   if p.kind == "local" then
@@ -493,6 +495,7 @@ function M.attach(name, p, ready, run)
   core.add_secret(ready.api_key)
   if p.tls == true then core.set_ca_file(ready.ca_cert) end
   local opts = { request_timeout = run.defaults.request_timeout,
+    create_timeout = run.defaults.create_timeout,
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
     v2_routes = (p.capability_set or {}).v2_routes == true }
   local_opts(opts, p, ready)

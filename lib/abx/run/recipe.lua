@@ -23,6 +23,11 @@
 --   start_cmd           optional string
 --   ready_cmd           optional: a string, or {port: N} | {url: U, status?: N} | {process: P} |
 --                       {file: F} | {timeout: seconds}: the SDK's waitFor* strings
+--   ready_timeout       optional: seconds the ready_cmd may take at each sandbox start (and at
+--                       the build's finalize), a number in 1..600 (rounded up to whole seconds);
+--                       absent: the parent template's, else the local platform's 180. Sent as
+--                       readyTimeout, an abxlua extension of the build body (E2B has no such
+--                       field; its servers ignore unknown keys)
 -- Every step carries force = false, and so does the build (the SDK without skipCache).
 --   prebuilt: true      instead of all of the above: the provider's own template of the folder's
 --                       name (an official one such as base or code-interpreter-v1); nothing is
@@ -36,7 +41,7 @@ local files = require("abx.client.template_files")
 local M = {}
 
 M.KEYS = { "from", "from_image", "cpu", "memory", "tags", "steps", "start_cmd", "ready_cmd",
-  "prebuilt" }
+  "ready_timeout", "prebuilt" }
 M.STEP_KINDS = { "apt", "pip", "npm", "copy", "run", "env", "workdir", "user" }
 M.COPY_KEYS = { "src", "dest", "user", "mode" }
 M.READY_KINDS = { "port", "url", "process", "file", "timeout" }
@@ -212,6 +217,20 @@ local function ready_cmd(file, v)
     fail(file, "ready_cmd.timeout", "must be a positive number of seconds, got " .. show(x))
   end
   return string.format("sleep %d", math.max(1, math.floor(x)))
+end
+
+-- The largest ready_timeout (seconds): the local platform's ABX_READY_TIMEOUT_MAX_S
+-- (platform/template_start.h); the client's create_timeout default exceeds it (abx.run.config).
+M.READY_TIMEOUT_MAX = 600
+
+-- ready_timeout: a number of seconds in (0, READY_TIMEOUT_MAX], as whole seconds (rounded up).
+local function ready_timeout(file, v)
+  if type(v) ~= "number" or v ~= v or v <= 0 or v > M.READY_TIMEOUT_MAX then
+    fail(file, "ready_timeout", string.format("must be a number of seconds from 1 to %d (how "
+      .. "long ready_cmd may take at each sandbox start), got %s (e.g. ready_timeout: 240)",
+      M.READY_TIMEOUT_MAX, show(v)))
+  end
+  return math.ceil(v)
 end
 
 -- Normalises a relative path lexically; nil when it climbs above its start.
@@ -497,6 +516,7 @@ function M._load(dir, name, file, script, raw)
     build.startCmd = want_string(file, "start_cmd", raw.start_cmd, "\"python3 /opt/app/server.py\"")
   end
   if raw.ready_cmd ~= nil then build.readyCmd = ready_cmd(file, raw.ready_cmd) end
+  if raw.ready_timeout ~= nil then build.readyTimeout = ready_timeout(file, raw.ready_timeout) end
   build.steps = steps
   build.force = false
   r.build = build

@@ -25,7 +25,7 @@ t.test("the page served in the sandbox answers at its port URL", function(ctx)
   t.match(r.body, "<title>abx browser%-automation</title>")
 end)
 
-t.test("headless chromium renders the served page to a PNG with its script run", { timeout = 120 },
+t.test("headless chromium renders the served page to a PNG with its script run", { timeout = 300 },
   function(ctx)
   local sbx = ctx.template_sandbox
   local shot = sbx.commands:run(BIN .. "screenshot.sh " .. URL .. " /tmp/page.png 800 600",
@@ -41,7 +41,7 @@ t.test("headless chromium renders the served page to a PNG with its script run",
   t.eq(r.exit_code, 0)
 end)
 
-t.test("playwright-core drives chromium: title, a click and a screenshot", { timeout = 120 },
+t.test("playwright-core drives chromium: title, a click and a screenshot", { timeout = 300 },
   function(ctx)
   local sbx = ctx.template_sandbox
   local r = sbx.commands:run("NODE_PATH=$(npm root -g) node " .. BIN .. "click.cjs " .. URL

@@ -11,7 +11,7 @@ local VERSION = "0.1.5-rc.2"
 
 local ai_key = require("abx.agent").ai_key
 
-t.test("dsh starts on Node 24 and reports version " .. VERSION, { timeout = 120 }, function(ctx)
+t.test("dsh starts on Node 24 and reports version " .. VERSION, { timeout = 300 }, function(ctx)
   local sbx = ctx.template_sandbox
   t.match(sbx.commands:run("node --version").stdout, "^v24%.")
   local r = sbx.commands:run("dsh --version", { timeout = 90 })
@@ -31,7 +31,7 @@ t.test("dsh web answers on 127.0.0.1:3080 as user", function(ctx)
   t.eq(ps.stdout, "user\n", "dsh web runs as user (runuser, its root parent, keeps the session)")
 end)
 
-t.test("dsh answers one prompt with an AI key", { timeout = 180 }, function(ctx)
+t.test("dsh answers one prompt with an AI key", { timeout = 360 }, function(ctx)
   local key = ai_key(ctx, "DEEPSEEK_API_KEY", "api.deepseek.com")
   local sbx = ctx.template_sandbox
   local r = sbx.commands:run("dsh -p 'Reply with exactly the word pong.'",

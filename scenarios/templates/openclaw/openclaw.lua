@@ -12,7 +12,7 @@ local PORT = 18789
 
 local ai_key = require("abx.agent").ai_key
 
-t.test("openclaw starts on Node 24 and reports version " .. VERSION, { timeout = 120 }, function(ctx)
+t.test("openclaw starts on Node 24 and reports version " .. VERSION, { timeout = 400 }, function(ctx)
   local sbx = ctx.template_sandbox
   t.match(sbx.commands:run("node --version").stdout, "^v24%.")
   local r = sbx.commands:run("openclaw --version", { timeout = 90 })
@@ -20,7 +20,7 @@ t.test("openclaw starts on Node 24 and reports version " .. VERSION, { timeout =
   t.match(r.stdout, "OpenClaw " .. VERSION:gsub("%.", "%%.") .. " %(")
 end)
 
-t.test("openclaw's config has the gateway mode the recipe set", { timeout = 120 }, function(ctx)
+t.test("openclaw's config has the gateway mode the recipe set", { timeout = 400 }, function(ctx)
   local sbx = ctx.template_sandbox
   local conf = cjson.decode(sbx.files:read("/home/user/.openclaw/openclaw.json"))
   t.eq(conf.gateway.mode, "local")
@@ -29,7 +29,7 @@ t.test("openclaw's config has the gateway mode the recipe set", { timeout = 120 
   t.match(r.stdout, "local")
 end)
 
-t.test("the OpenClaw Gateway answers /health at its port URL", function(ctx)
+t.test("the OpenClaw Gateway answers /health at its port URL", { timeout = 400 }, function(ctx)
   local sbx = ctx.template_sandbox
   local r = sbx:http(PORT, { path = "/health" })
   t.eq(r.status, 200, r.body)
@@ -42,7 +42,7 @@ t.test("the OpenClaw Gateway answers /health at its port URL", function(ctx)
   t.eq(#sbx.files:read("/var/lib/openclaw-gateway/token", { user = "root" }), 64, "its token was written")
 end)
 
-t.test("openclaw answers one agent turn with an AI key", { timeout = 240 }, function(ctx)
+t.test("openclaw answers one agent turn with an AI key", { timeout = 540 }, function(ctx)
   local key = ai_key(ctx, "OPENAI_API_KEY", "api.openai.com")
   local sbx = ctx.template_sandbox
   local r = sbx.commands:run("openclaw agent --local --message 'Reply with exactly the word pong.'",

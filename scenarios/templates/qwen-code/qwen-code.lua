@@ -20,7 +20,7 @@ t.test("qwen starts on Node 24 and reports version " .. VERSION, function(ctx)
   t.eq(r.stdout, VERSION .. "\n")
 end)
 
-t.test("qwen-code lists the MCP server the recipe configured", { timeout = 120 }, function(ctx)
+t.test("qwen-code lists the MCP server the recipe configured", { timeout = 300 }, function(ctx)
   local sbx = ctx.template_sandbox
   local settings = cjson.decode(sbx.files:read("/home/user/.qwen/settings.json"))
   t.eq(settings.mcpServers["abx-echo"].command, "/bin/echo")
@@ -43,7 +43,7 @@ t.test("qwen serve answers /health at its port URL with its token and 401 withou
   t.eq(ps.stdout, "user\n", "the daemon runs as user")
 end)
 
-t.test("qwen answers one prompt with an AI key", { timeout = 180 }, function(ctx)
+t.test("qwen answers one prompt with an AI key", { timeout = 360 }, function(ctx)
   local key = ai_key(ctx, "OPENAI_API_KEY", "api.openai.com")
   local sbx = ctx.template_sandbox
   local envs = { OPENAI_API_KEY = key }

@@ -13,7 +13,22 @@ cd /home/user
 set -- openclaw gateway --port 18789 --bind loopback --auth token --token "$OPENCLAW_GATEWAY_TOKEN"
 if [ "$(id -u)" = 0 ]; then
   runuser -u user -- sh -c 'umask 077 && printf %s "$OPENCLAW_GATEWAY_TOKEN" > /var/lib/openclaw-gateway/token'
-  exec runuser -u user -- env HOME=/home/user USER=user "$@"
+  set -- runuser -u user -- env HOME=/home/user USER=user "$@"
+else
+  (umask 077 && printf %s "$OPENCLAW_GATEWAY_TOKEN" > /var/lib/openclaw-gateway/token)
 fi
-(umask 077 && printf %s "$OPENCLAW_GATEWAY_TOKEN" > /var/lib/openclaw-gateway/token)
-exec "$@"
+# The gateway gives its state-lease worker a fixed 5 s to come up (openclaw's
+# LEASE_HEARTBEAT_START_TIMEOUT_MS) and exits when a loaded machine misses it ("Gateway failed to
+# start: state lease heartbeat did not become ready", issue 22): it is started again, at most 5
+# times in all, each restart noted in the start log.
+n=1
+while :; do
+  st=0
+  "$@" || st=$?
+  if [ "$st" -eq 0 ] || [ "$n" -ge 5 ]; then
+    exit "$st"
+  fi
+  n=$((n + 1))
+  echo "gateway.sh: the gateway exited with status $st; starting it again (attempt $n of 5)" >&2
+  sleep 2
+done
