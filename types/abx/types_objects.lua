@@ -222,6 +222,17 @@ function CommandHandle:stderr() end
 ---@return integer
 function CommandHandle:keepalives() end
 
+---held_peak(): bytes: the most the engine held at once for this output (stream queue, partial message, kept output); callbacks' chunks not counted
+---The engine's own accounting of what this call kept, in bytes: the most its stream held at once
+---(queued messages, the envelope being assembled and the decode buffer: core stream:held_peak,
+---docs/ENGINE.md "HTTP") plus the output kept for stdout() and stderr() (0 with keep_output =
+---false). Kept output only grows, so the sum is an upper bound of what was held at any moment.
+---The chunks handed to on_stdout/on_stderr belong to the callback and are not counted. Answers
+---while the process runs and after it ended. This, not the process's RSS, is what a test bounds:
+---RSS measures every test sharing the process (issue 22). Raises: nothing.
+---@return integer
+function CommandHandle:held_peak() end
+
 ---done(): whether the stream has ended
 ---Whether the stream has ended. Raises: nothing.
 ---@return boolean
