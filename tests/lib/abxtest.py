@@ -6,6 +6,7 @@ RSS. A test finds this module the same way everywhere:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
     import abxtest
 """
+import base64
 import json
 import os
 import re
@@ -14,9 +15,20 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 failures = []
+
+
+def secret_forms(s):
+    """{form: text}: the forms of secret s that masking must catch (engine/secrets.c derives the
+    same): raw, base64 (padded and not), URL-encoded, JSON-escaped, HTTP Basic (s + ":")."""
+    b = base64.b64encode(s.encode()).decode()
+    basic = base64.b64encode((s + ":").encode()).decode()
+    return {"raw": s, "base64": b, "base64-unpadded": b.rstrip("="),
+            "url": urllib.parse.quote(s, safe=""), "json": json.dumps(s)[1:-1].replace("/", "\\/"),
+            "basic": basic, "basic-unpadded": basic.rstrip("=")}
 
 
 def check(cond, what):

@@ -13,7 +13,7 @@ import base64, concurrent.futures, glob, json, os, subprocess, sys, tempfile, ur
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import leaky_api
-from abxtest import check, finish, project, remote_config
+from abxtest import secret_forms as forms, check, finish, project, remote_config
 
 abx = os.path.abspath(sys.argv[1])
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 50
@@ -50,12 +50,6 @@ def run(case, reports):
                                                          errors="replace").read()
     return p.returncode, sinks
 
-def forms(s):
-    b = base64.b64encode(s.encode()).decode()
-    basic = base64.b64encode((s + ":").encode()).decode()
-    return {"raw": s, "base64": b, "base64-unpadded": b.rstrip("="),
-            "url": urllib.parse.quote(s, safe=""), "json": json.dumps(s)[1:-1].replace("/", "\\/"),
-            "basic": basic, "basic-unpadded": basic.rstrip("=")}
 
 def leaks(sinks, halves=False):
     """[(secret, form, [sinks])] for every form found; with halves, each raw half counts too."""

@@ -16,7 +16,7 @@ name; a value shorter than 8 characters is not registered. Last, the serve log o
 domain holds a secret (serve names its domain in its log) is masked. Needs root and bubblewrap (exit 77 otherwise). Usage: test_planted.py ABXLUA"""
 import base64, glob, json, os, subprocess, sys, tempfile, urllib.parse
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from abxtest import check, finish, needs_platform, project, start_serve
+from abxtest import secret_forms as forms, check, finish, needs_platform, project, start_serve
 
 abx = os.path.abspath(sys.argv[1])
 here = os.path.dirname(os.path.abspath(__file__))
@@ -40,12 +40,6 @@ scen_dotenv_secrets = {"SCEN_CREDENTIAL_BLOB": value("scenenv")}
 planted = dict(env_secrets, **dotenv_secrets, **scen_dotenv_secrets)
 
 
-def forms(s):
-    b = base64.b64encode(s.encode()).decode()
-    basic = base64.b64encode((s + ":").encode()).decode()
-    return {"raw": s, "base64": b, "base64-unpadded": b.rstrip("="),
-            "url": urllib.parse.quote(s, safe=""), "json": json.dumps(s)[1:-1].replace("/", "\\/"),
-            "basic": basic, "basic-unpadded": basic.rstrip("=")}
 
 
 def leaks(sinks, secrets):
