@@ -39,7 +39,7 @@ run-args:
 	@echo $(RUN_ARGS)
 
 # Every test of the project (unit, envd, platform, runner, scenarios) but the platform load
-# benchmark, which needs the machine to itself (`make test-load`), and the tests labelled slow
+# tests, which need the machine to themselves (`make test-load`), and the tests labelled slow
 # (real image builds from Debian's mirror: `make test-slow`).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 900 -LE "load|slow"
@@ -55,7 +55,8 @@ test-flavors: build
 test-slow: build
 	cd $(BUILD) && ctest --output-on-failure -L slow --timeout 1500
 
-# The platform load benchmark (200 sandboxes, 2,000 concurrent commands), alone on the machine;
+# The platform load tests, alone on the machine: the load benchmark (200 sandboxes, 2,000 concurrent
+# commands) and the ingress's 300 streams at once (platform_ingress_concurrency);
 # --verbose so that its figures (latencies, CPU by side, peaks) are in the log even when it passes.
 test-load: build
 	cd $(BUILD) && ctest --verbose -L load --timeout 1500

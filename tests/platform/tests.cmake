@@ -1,9 +1,13 @@
 # Platform tests: `abxlua serve` over real HTTP (needs root and bubblewrap). Exit 77 = skipped.
 add_test(NAME platform COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_platform.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
-# issue 14: 300 streams at once on at most 64 serve threads, backpressure, client-gone detection
+# issue 14: 300 streams at once on at most 64 serve threads, backpressure, client-gone detection.
+# Labelled load (`make test-load`, alone on the machine, RUN_SERIAL), not in `make test`: it bounds
+# serve's RSS and the time 300 commands take to start, which measure whatever else runs beside it
+# (issue 22: on a busy runner 55 of its 300 streams got no head in 120 s, a false red).
 add_test(NAME platform_ingress_concurrency COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_ingress_concurrency.py $<TARGET_FILE:abxlua>)
-set_tests_properties(platform_ingress_concurrency PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+set_tests_properties(platform_ingress_concurrency PROPERTIES TIMEOUT 600 LABELS load RUN_SERIAL TRUE
+                     SKIP_RETURN_CODE 77)
 add_test(NAME platform_network COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_network.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_network PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 add_test(NAME platform_lifecycle COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_lifecycle.py $<TARGET_FILE:abxlua>)
