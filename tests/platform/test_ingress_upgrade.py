@@ -4,8 +4,8 @@ a WebSocket-style request (Connection: Upgrade, Upgrade: websocket) to a port of
 public traffic is off, answered by a server in the sandbox (python3, the host's), over plain HTTP
 and over `serve --tls`. Checks: the 101 and its headers reach the client; bytes the server sent
 with its head (before the client spoke) arrive first; bytes both ways after it are relayed
-unchanged (a short echo and 1 MiB); a client half-close reaches the server, whose last words
-still arrive; a non-101 answer to an upgrade request is an ordinary response (status, headers,
+unchanged (a short echo and 1 MiB, 256 KiB over TLS); a client half-close reaches the server,
+whose last words still arrive; a non-101 answer to an upgrade request is an ordinary response (status, headers,
 body); a 101 naming another protocol is the edge's 502; without e2b-traffic-access-token, or with
 a wrong one, the upgrade is refused with 403 and never reaches the server. Then serve stops and
 nothing of it is left. Exit 1 when a check failed, 77 when skipped (not root, no bwrap).
@@ -198,18 +198,21 @@ def checks(edge, what):
     s.sendall(b"ping 1\n")
     got = read_until(s, b"ping 1\n")
     check(got == b"ping 1\n", "%s: a short message is echoed: %r" % (what, got))
-    big = os.urandom(1 << 20)
+    # 1 MiB plain; 256 KiB over TLS, whose upgraded side costs libmicrohttpd about 1.6 s of CPU
+    # per MiB (docs/PLATFORM.md): on a busy runner 1 MiB did not get through in 30 s (issue 22).
+    # The property is the bytes, unchanged; the 90 s is only the guard against a hang.
+    big = os.urandom((256 << 10) if edge.tls else (1 << 20))
     t0 = time.time()
     s.sendall(big)
-    back, end = b"", time.time() + 30
-    s.settimeout(30)
+    back, end = b"", time.time() + 90
+    s.settimeout(90)
     while len(back) < len(big) and time.time() < end:
         d = s.recv(1 << 16)
         if not d:
             break
         back += d
-    check(back == big, "%s: 1 MiB relayed both ways unchanged (%d bytes back in %.2f s)"
-          % (what, len(back), time.time() - t0))
+    check(back == big, "%s: %d KiB relayed both ways unchanged (%d bytes back in %.2f s)"
+          % (what, len(big) >> 10, len(back), time.time() - t0))
     if edge.tls:
         s.close()  # TLS has no half-close (a close_notify ends the session): checked plain only
     else:

@@ -90,7 +90,7 @@ set_tests_properties(platform_git_server PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE
 # 101 relayed both ways to a python3 server in the sandbox, a non-101 an ordinary answer, the
 # traffic token required (~10 s)
 add_test(NAME platform_ingress_upgrade COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_ingress_upgrade.py $<TARGET_FILE:abxlua>)
-set_tests_properties(platform_ingress_upgrade PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+set_tests_properties(platform_ingress_upgrade PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 # Serve's log (issue 22 item 4, platform/serve_log.h): a time on every line; failed and slow
 # requests with method, path, status, ms and sandbox; sandbox starts and stops with their reason;
 # a template's readiness wait; no API key or token. ~20 s (a 5.2 s delayed request, a build).
