@@ -5,8 +5,8 @@ public traffic is off, answered by a server in the sandbox (python3, the host's)
 and over `serve --tls`. Checks: the 101 and its headers reach the client; bytes the server sent
 with its head (before the client spoke) arrive first; bytes both ways after it are relayed
 unchanged (a short echo and 1 MiB, 256 KiB over TLS); a client half-close reaches the server,
-whose last words still arrive; a non-101 answer to an upgrade request is an ordinary response (status, headers,
-body); a 101 naming another protocol is the edge's 502; without e2b-traffic-access-token, or with
+whose last words still arrive; a non-101 answer to an upgrade request is an ordinary response
+(status, headers, body); a 101 naming another protocol is the edge's 502; without e2b-traffic-access-token, or with
 a wrong one, the upgrade is refused with 403 and never reaches the server. Then serve stops and
 nothing of it is left. Exit 1 when a check failed, 77 when skipped (not root, no bwrap).
 Usage: test_ingress_upgrade.py ABXLUA"""
