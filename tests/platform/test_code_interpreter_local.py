@@ -224,6 +224,20 @@ def t_start_log(s, ctx):
     check("user" in out.split() or "1000" in out.split(), "the server's kernels run as user: %r" % out)
 
 
+def t_default_kernel_retried(s, ctx):
+    """A default kernel that does not start in time (forced: ABX_KERNEL_READY_S tiny) is logged on
+    one line and tried again, the server staying up for the readiness deadline to decide; it used
+    to exit with a traceback, so a slow kernel start on a busy machine became a sandbox that never
+    got ready (issue 22)."""
+    code, out, err = tp.run_in(s, ctx["sid"], "ABX_CODE_INTERPRETER_PORT=49998 ABX_KERNEL_READY_S=0.001 "
+                               "timeout 15 python3 /opt/abx/code-interpreter/server.py 2>&1; "
+                               "echo exit=$?", user="root", token=ctx.get("token"), timeout=60)
+    check("exit=124" in out, "the server stays up while its kernel does not start: %r %r" % (out, err))
+    check("default python kernel not started (try 2)" in out and "trying again" in out,
+          "each failed start is logged and tried again: %r" % out[-600:])
+    check("Traceback" not in out, "no traceback: %r" % out[-600:])
+
+
 def t_snapshot_starts_server(s, ctx):
     """A snapshot inherits start_cmd/ready_cmd: its sandboxes boot cold, so the server must start."""
     st, _, j = s.json("POST", "/sandboxes/%s/snapshots" % ctx["sid"], {"name": "ci-snap"})
@@ -294,7 +308,7 @@ def t_builtin_not_deletable(s, ctx):
 
 CHECKS = [t_ready_at_create, t_state, t_stdout_stderr, t_error, t_mime, t_png, t_contexts,
           t_isolated, t_env_vars, t_errors, t_keepalive, t_disconnect_interrupts, t_start_log,
-          t_builtin_not_deletable, t_snapshot_starts_server, t_ready_never]
+          t_builtin_not_deletable, t_default_kernel_retried, t_snapshot_starts_server, t_ready_never]
 
 
 def main():
