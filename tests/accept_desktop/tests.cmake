@@ -13,6 +13,8 @@ add_test(NAME accept_desktop:tls
 add_test(NAME accept_desktop:interrupt
   COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/accept_desktop/test_interrupt.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(accept_desktop:local accept_desktop:tls accept_desktop:interrupt PROPERTIES TIMEOUT 120
+# TIMEOUT is only a hang guard: ~10 s quiet, but the TLS run's WebSocket costs libmicrohttpd CPU per
+# byte, and beside the contention harness (issue 22) it passed 120 s and was killed mid-way.
+set_tests_properties(accept_desktop:local accept_desktop:tls accept_desktop:interrupt PROPERTIES TIMEOUT 600
   SKIP_RETURN_CODE 77)
 set_tests_properties(accept_desktop:interrupt PROPERTIES RUN_SERIAL TRUE)
