@@ -18,19 +18,17 @@ else
   (umask 077 && printf %s "$OPENCLAW_GATEWAY_TOKEN" > /var/lib/openclaw-gateway/token)
 fi
 # The gateway gives its state-lease worker a fixed 5 s to come up (openclaw's
-# LEASE_HEARTBEAT_START_TIMEOUT_MS, not configurable) and exits when a loaded machine misses it
-# ("Gateway failed to start: state lease heartbeat did not become ready", issue 22; five tries in
-# a row missed it beside a busy suite). So it is started again after every failed exit, each
-# restart noted in the start log, as a supervisor would: the template's ready_timeout bounds how
-# long a create waits for it, and the sandbox's end ends this loop.
+# LEASE_HEARTBEAT_START_TIMEOUT_MS) and exits when a loaded machine misses it ("Gateway failed to
+# start: state lease heartbeat did not become ready", issue 22): it is started again, at most 5
+# times in all, each restart noted in the start log.
 n=1
 while :; do
   st=0
   "$@" || st=$?
-  if [ "$st" -eq 0 ]; then
-    exit 0
+  if [ "$st" -eq 0 ] || [ "$n" -ge 5 ]; then
+    exit "$st"
   fi
   n=$((n + 1))
-  echo "gateway.sh: the gateway exited with status $st; starting it again (attempt $n)" >&2
+  echo "gateway.sh: the gateway exited with status $st; starting it again (attempt $n of 5)" >&2
   sleep 2
 done
