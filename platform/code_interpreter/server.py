@@ -41,8 +41,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 
 PORT = int(os.environ.get("ABX_CODE_INTERPRETER_PORT", "49999"))
 KEEPALIVE_S = 5.0          # §10: a keepalive line after 5 s of silence
-# bound on a kernel's start (ABX_KERNEL_READY_S: for abxlua's own tests of a start that fails)
-KERNEL_READY_S = float(os.environ.get("ABX_KERNEL_READY_S", "60"))
+KERNEL_READY_S = 60.0      # bound on a kernel's start
 INTERRUPT_DRAIN_S = 10.0   # after an interrupt, wait this long for the kernel to go idle
 USER_UID, USER_HOME = 1000, "/home/user"
 

@@ -225,17 +225,23 @@ def t_start_log(s, ctx):
 
 
 def t_default_kernel_retried(s, ctx):
-    """A default kernel that does not start in time (forced: ABX_KERNEL_READY_S tiny) is logged on
-    one line and tried again, the server staying up for the readiness deadline to decide; it used
-    to exit with a traceback, so a slow kernel start on a busy machine became a sandbox that never
-    got ready (issue 22)."""
-    code, out, err = tp.run_in(s, ctx["sid"], "ABX_CODE_INTERPRETER_PORT=49998 ABX_KERNEL_READY_S=0.001 "
+    """A default kernel that does not start (here a python3 kernelspec, first on JUPYTER_PATH, whose
+    kernel exits at once) is logged on one line and tried again, the server staying up for the
+    readiness deadline to decide; it used to exit with a traceback, so a kernel start that failed
+    once (on a busy machine: slower than its 60 s bound) became a sandbox that never got ready
+    (issue 22)."""
+    code, out, err = tp.run_in(s, ctx["sid"],
+                               "d=$(mktemp -d) && mkdir -p $d/kernels/python3 && chmod -R a+rX $d && "
+                               "echo '{\"argv\": [\"/bin/false\"], \"display_name\": \"dead\", "
+                               "\"language\": \"python\"}' > $d/kernels/python3/kernel.json && "
+                               "JUPYTER_PATH=$d ABX_CODE_INTERPRETER_PORT=49998 "
                                "timeout 15 python3 /opt/abx/code-interpreter/server.py 2>&1; "
                                "echo exit=$?", user="root", token=ctx.get("token"), timeout=60)
     check("exit=124" in out, "the server stays up while its kernel does not start: %r %r" % (out, err))
     check("default python kernel not started (try 2)" in out and "trying again" in out,
           "each failed start is logged and tried again: %r" % out[-600:])
-    check("Traceback" not in out, "no traceback: %r" % out[-600:])
+    check("Traceback" not in out and "listening on 49998" not in out,
+          "no traceback, and no listening before code can run: %r" % out[-600:])
 
 
 def t_snapshot_starts_server(s, ctx):

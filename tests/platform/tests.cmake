@@ -30,7 +30,7 @@ if(ABX_SANITIZE) # it runs scenarios/ over TLS: the quarantine of tests/scenario
   set_tests_properties(platform_tls PROPERTIES ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:quarantine_size_mb=16")
 endif()
 add_test(NAME platform_sudo COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_sudo.py $<TARGET_FILE:abxlua>)
-set_tests_properties(platform_sudo PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+set_tests_properties(platform_sudo PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 # code-interpreter-v1: start_cmd/ready_cmd and the code-interpreter server on real Jupyter kernels
 add_test(NAME platform_code_interpreter COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_code_interpreter_local.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_code_interpreter PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
