@@ -47,6 +47,7 @@ struct abx_sandbox *abx_run_boot(struct abx_run *r, struct abx_template *t, cons
   snprintf(sb->alias, sizeof sb->alias, "%.63s", r->b->tmpl->name);
   sb->metadata = json_object();
   sb->id[0] = 'b'; /* never listed: "b" tells a build sandbox in logs and cgroups */
+  sb->origin = "build";
   json_t *none = json_object(), *env = json_object();
   int rc = abx_rand_alnum(sb->id + 1, 20);
   if (rc == 0)

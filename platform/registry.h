@@ -51,8 +51,8 @@ struct abx_sandbox {
   json_t *volume_mounts;     /* [{name,path,readOnly}], owned; a use of each volume is held */
   char **volume_dirs;        /* host dirs, parallel to volume_mounts, owned */
   int skip_start;            /* a build sandbox (template_build.h): no start_cmd/ready_cmd */
-  const char *origin;        /* static: why it starts, for serve's log ("forked"; NULL: "created",
-                              * or "build" for a build's sandbox, id "b...") */
+  const char *origin;        /* static: why it starts, for serve's log ("forked", "build" for a
+                              * build's sandbox, id "b..."; NULL: "created") */
   int refs;                  /* under the registry lock: the list's ref + abx_registry_get()s */
   int listed;
   pthread_mutex_t op;        /* serializes pause/resume/snapshot/kill of this sandbox */

@@ -615,8 +615,7 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
     snprintf(err, errlen, "out of memory");
     return -1;
   }
-  /* "b": a build's sandbox (template_build.h), never listed */
-  const char *why = sb->origin ? sb->origin : sb->id[0] == 'b' ? "build" : "created";
+  const char *why = sb->origin ? sb->origin : "created";
   int64_t t0 = abx_mono_ns();
   int rc = boot(sb, env_vars, 1, err, errlen);
   long long ms = (long long)((abx_mono_ns() - t0) / 1000000);
