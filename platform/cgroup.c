@@ -6,10 +6,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,6 +152,77 @@ static int set_value(int h, const char *id, const char *file, unsigned long long
   return -1;
 }
 
+/* ---- CPU weights (Weights in cgroup.h) ---------------------------------------------------- */
+
+enum { SHARES_PER_CPU = 1024, SHARES_MIN = 2, SHARES_MAX = 262144 }; /* kernel's default, bounds */
+static pthread_mutex_t g_weight_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t clamp_shares(uint64_t v)
+{
+  return v < SHARES_MIN ? SHARES_MIN : v > SHARES_MAX ? SHARES_MAX : v;
+}
+
+/* Sum of cpu.shares of the child groups of `dir` whose names start with `prefix`. */
+static uint64_t child_shares(const char *dir, const char *prefix)
+{
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  uint64_t sum = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.' || e->d_type != DT_DIR ||
+        strncmp(e->d_name, prefix, strlen(prefix)) != 0)
+      continue;
+    char p[1200];
+    snprintf(p, sizeof p, "%.900s/%.200s/cpu.shares", dir, e->d_name);
+    sum += read_u64(p);
+  }
+  closedir(d);
+  return sum;
+}
+
+static void write_shares(const char *dir, uint64_t shares)
+{
+  char p[1024], v[32];
+  snprintf(p, sizeof p, "%.1000s/cpu.shares", dir);
+  snprintf(v, sizeof v, "%llu", (unsigned long long)clamp_shares(shares));
+  write_str(p, v);
+}
+
+/* Sets serve.<pid>'s weight to the sum of its sandboxes' and abxlua's to the sum of the serves'
+ * (an flock on the abxlua group orders this against other serves' rebalancing). Best effort: a
+ * weight that cannot be written leaves the kernel's default. */
+static void rebalance_weights(void)
+{
+  if (!g_abx[H_CPU][0])
+    return;
+  pthread_mutex_lock(&g_weight_lock);
+  int fd = open(g_abx[H_CPU], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0)
+    flock(fd, LOCK_EX);
+  if (g_base[H_CPU][0] && access(g_base[H_CPU], F_OK) == 0)
+    write_shares(g_base[H_CPU], child_shares(g_base[H_CPU], ""));
+  write_shares(g_abx[H_CPU], child_shares(g_abx[H_CPU], "serve."));
+  if (fd >= 0)
+    close(fd); /* releases the flock */
+  pthread_mutex_unlock(&g_weight_lock);
+}
+
+/* The sandbox's own weight: `millis` thousandths of a CPU, SHARES_PER_CPU per whole CPU. */
+static int set_weight(const char *id, uint64_t millis, char *err, size_t errlen)
+{
+  char p[1024], v[32];
+  file_of(H_CPU, id, "cpu.shares", p, sizeof p);
+  snprintf(v, sizeof v, "%llu", (unsigned long long)clamp_shares(millis * SHARES_PER_CPU / 1000));
+  if (write_str(p, v) != 0) {
+    snprintf(err, errlen, "cannot set cpu.shares to %s: %s", v, strerror(errno));
+    return -1;
+  }
+  rebalance_weights();
+  return 0;
+}
+
 int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *err, size_t errlen)
 {
   if (cpu_count < 1 || memory_mb < 1) {
@@ -178,7 +251,8 @@ int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *er
       if (set_value(H_CPU, id, "cpu.cfs_period_us", period, err, errlen) != 0)
         return -1;
     }
-    if (set_value(H_CPU, id, "cpu.cfs_quota_us", period * (uint64_t)cpu_count, err, errlen) != 0)
+    if (set_value(H_CPU, id, "cpu.cfs_quota_us", period * (uint64_t)cpu_count, err, errlen) != 0 ||
+        set_weight(id, 1000 * (uint64_t)cpu_count, err, errlen) != 0)
       return -1;
   }
   return 0;
@@ -197,7 +271,9 @@ int abx_cgroup_set_cpu_millis(const char *id, int millis, char *err, size_t errl
              "%llu us period)", millis, (unsigned long long)period);
     return -1;
   }
-  return set_value(H_CPU, id, "cpu.cfs_quota_us", quota, err, errlen);
+  if (set_value(H_CPU, id, "cpu.cfs_quota_us", quota, err, errlen) != 0)
+    return -1;
+  return set_weight(id, (uint64_t)(millis > 0 ? millis : 1), err, errlen);
 }
 
 int abx_cgroup_freeze(const char *id, int64_t deadline_mono)
@@ -301,16 +377,18 @@ void abx_cgroup_remove(const char *id)
       nanosleep(&ts, NULL);
     }
   }
+  rebalance_weights();
 }
 
 void abx_cgroup_shutdown(void)
 {
-  for (int h = 0; h < ABX_CGROUP_MAX; h++) {
+  for (int h = 0; h < ABX_CGROUP_MAX; h++)
     if (g_base[h][0])
       rmdir(g_base[h]);
+  rebalance_weights(); /* the serves still running share abxlua's weight without ours */
+  for (int h = 0; h < ABX_CGROUP_MAX; h++)
     if (g_abx[h][0])
       rmdir(g_abx[h]); /* fails while another serve uses it: fine */
-  }
 }
 
 /* ---- crash recovery ----------------------------------------------------------------------- */
@@ -417,5 +495,6 @@ int abx_cgroup_remove_serve(pid_t pid)
     snprintf(base, sizeof base, "%.512s/serve.%d", g_abx[h], (int)pid);
     n += rmdir(base) == 0;
   }
+  rebalance_weights();
   return n;
 }

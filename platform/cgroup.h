@@ -15,6 +15,17 @@
  *          CFS bandwidth, cpu.cfs_quota_us = cpu_count * cpu.cfs_period_us (the period is the
  *          kernel's, 100 ms by default), i.e. at most cpu_count CPUs' worth of time per period
  *          (kernel Documentation/scheduler/sched-bwc.rst).
+ * Weights: cpu.shares of a sandbox's group = 1024 (the kernel's default, one host thread's
+ *          weight) per CPU (millis * 1024 / 1000 for abx_cgroup_set_cpu_millis); serve.<pid>'s =
+ *          the sum of its sandboxes', abxlua's = the sum of the serves' (each clamped to the
+ *          kernel's 2..262144), kept current as sandboxes come and go. Why: sibling groups share
+ *          CPU by weight (kernel Documentation/admin-guide/cgroup-v1/cgroups.rst, scheduler/
+ *          sched-design-CFS.rst "group scheduler extensions"), so with the default 1024 at every
+ *          level all sandboxes of all serves together weighed what ONE host process weighs; on a
+ *          busy machine they got a fraction of the CPU their processes would get uncontained
+ *          (issue 22: a code-interpreter-v1 create took 16-19 s beside a second suite and four
+ *          CPU loops, 3 s with these weights). A sandbox now competes as its vCPUs' worth of busy
+ *          threads, as a Firecracker VM's vCPU threads do on E2B's hosts; its quota still caps it.
  * Units:   bytes, nanoseconds of CPU time; deadlines CLOCK_MONOTONIC ns.
  * Errors:  int functions return 0, or -1 (errno set where it means something).
  * Source:  DESIGN.md "The local platform"; kernel Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst.
@@ -47,8 +58,8 @@ int abx_cgroup_can_limit(int *memory, int *cpu);
  * 0, or -1 when that hierarchy is not usable. */
 int abx_cgroup_dir(const char *hierarchy, const char *id, char *out, size_t n);
 
-/* Apply the sandbox's limits (Limits above) to its groups, after abx_cgroup_create and before
- * any process joins. cpu_count >= 1, memory_mb >= 1 (MiB). Hierarchies that are not usable are
+/* Apply the sandbox's limits (Limits above) and weight (Weights) to its groups, after
+ * abx_cgroup_create and before any process joins. cpu_count >= 1, memory_mb >= 1 (MiB). Hierarchies that are not usable are
  * skipped. 0, or -1 with a message naming the file in err. */
 int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *err, size_t errlen);
 

@@ -216,12 +216,14 @@ def t_create_and_data_plane(o, ctx):
     check(st == 200 and e == {"endpoint": "127.0.0.1:%d/sandboxes/%s/port/8080" % (s.port, sid)},
           "endpoints/8080: no headers (%d %r)" % (st, e))
     hst, code, out = run_in(s, sid, "echo $OS_ENV; cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us "
-                            "/sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null", token=token)
+                            "/sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.shares 2>/dev/null",
+                            token=token)
     lines = out.split()
     check(hst == 200 and code == 0 and lines[:1] == ["from-create"], "env reaches the sandbox; envd takes the access token (%r %r %r)" % (hst, code, out))
-    if len(lines) == 4:
+    if len(lines) == 5:
         check(int(lines[1]) * 2 == int(lines[2]) and int(lines[3]) == 512 << 20,
               "resourceLimits 500m / 512Mi are the cgroup limits (%r)" % lines[1:])
+        check(lines[4] == "512", "500m weighs half a CPU: cpu.shares 512 (cgroup.h Weights), got %r" % lines[4])
     else:
         print("skip resourceLimits in the cgroups: no cpu/memory hierarchy in the sandbox (%r)" % lines)
     hst, _, _ = run_in(s, sid, "true")

@@ -20,6 +20,7 @@ Usage: test_limits.py [path/to/abxlua]
 Each check prints PASS/FAIL; exit 1 when any failed, 77 when
 skipped (not root, no cgroup v1 memory hierarchy, or envd not usable).
 """
+import fcntl
 import glob
 import os
 import sys
@@ -92,6 +93,48 @@ def t_limits_reported(s, ctx):
     st, _, e = s.json("GET", "/metrics", key=False, headers={"E2b-Sandbox-Id": a, "E2b-Sandbox-Port": str(tp.ENVD_PORT)})
     check(st == 200 and e["cpu_count"] == 2 and e["mem_total"] == limit and 0 < e["mem_used"] < limit,
           "envd's /metrics in the sandbox reports its limits, not the host's: %d %r" % (st, e))
+
+
+def weights_locked(abxlua_dir):
+    """cpu.shares of the abxlua group and of each serve.* group under it, read under the flock
+    that serve's rebalancing takes (platform/cgroup.c), so no other serve changes them meanwhile."""
+    fd = os.open(abxlua_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        serves = {d: int(read(d + "/cpu.shares")) for d in glob.glob(abxlua_dir + "/serve.*")}
+        return int(read(abxlua_dir + "/cpu.shares")), serves
+    finally:
+        os.close(fd)
+
+
+def sandbox_weights(serve_dir):
+    return {d: int(read(d + "/cpu.shares")) for d in glob.glob(serve_dir + "/*") if os.path.isdir(d)}
+
+
+def t_cpu_weights(s, ctx):
+    """A sandbox weighs 1024 cpu.shares per CPU, its serve's group the sum of its sandboxes', the
+    abxlua group the sum of the serves' (cgroup.h Weights): with the kernel's default 1024 at each
+    level, every sandbox together weighed one host process and starved beside a busy suite."""
+    a = ctx["a"]
+    cpu = host_group(s, a, "cpu")
+    serve_dir, abxlua_dir = os.path.dirname(cpu), os.path.dirname(os.path.dirname(cpu))
+    check(int(read(cpu + "/cpu.shares")) == 2048, "a 2-CPU sandbox weighs 2048: %s" % read(cpu + "/cpu.shares"))
+    before = sandbox_weights(serve_dir)
+    check(int(read(serve_dir + "/cpu.shares")) == sum(before.values()),
+          "serve's group weighs its sandboxes' sum %d: %s" % (sum(before.values()), read(serve_dir + "/cpu.shares")))
+    b = new(s)
+    grown = int(read(serve_dir + "/cpu.shares"))
+    check(grown == sum(before.values()) + 2048, "one more sandbox adds 2048: %d after %r" % (grown, before))
+    total, serves = weights_locked(abxlua_dir)
+    check(serves.get(serve_dir) == grown and total == min(262144, max(2, sum(serves.values()))),
+          "abxlua weighs the serves' sum: %d for %r" % (total, serves))
+    st, _, _ = s.request("DELETE", "/sandboxes/" + b)
+    check(st == 204, "kill %s: %d" % (b, st))
+    deadline = time.time() + 60
+    while int(read(serve_dir + "/cpu.shares")) != sum(before.values()) and time.time() < deadline:
+        time.sleep(0.1)
+    check(int(read(serve_dir + "/cpu.shares")) == sum(before.values()),
+          "a killed sandbox's weight goes: %s, want %d" % (read(serve_dir + "/cpu.shares"), sum(before.values())))
 
 
 def t_limits_read_only(s, ctx):
@@ -226,7 +269,7 @@ def t_base_tools(s, ctx):
     check(code == 0 and out == "0\n", "sudo -n id -u as user: %r %r %r" % (code, out, err))
 
 
-CHECKS = [t_limits_reported, t_limits_read_only, t_oom_inside, t_snapshot_inherits, t_metrics_series,
+CHECKS = [t_limits_reported, t_cpu_weights, t_limits_read_only, t_oom_inside, t_snapshot_inherits, t_metrics_series,
           t_upload_parents, t_base_tools]
 
 
