@@ -41,6 +41,14 @@ def read_run(json_path, log_path):
     return counts, []
 
 
+def reason(test):
+    """The first 300 characters of a failed test's error, on one line ("" without one)."""
+    err = test.get("error") or {}
+    msg = ("%s: %s" % (err["kind"], err.get("message") or "") if err.get("kind") else
+           err.get("message") or "")
+    return " ".join(msg.split())[:300]
+
+
 def template_of(test_id):
     """The template folder of a test id (scenarios/templates/NAME/...::name), or None."""
     m = re.match(r"^(?:\./)?scenarios/templates/([^/]+)/", test_id)
@@ -81,15 +89,16 @@ def main():
     print("\nfailed tests of the main selection:")
     any_failed = False
     for r in main_runs:
-        names = [t["id"] for t in r["tests"] if t["outcome"] in ("failed", "xpassed") or
-                 (t["error"] is not None and t["outcome"] != "xfailed")]
+        # each with its error's first 300 characters: CI keeps only this output, not the reports
+        names = {t["id"]: reason(t) for t in r["tests"] if t["outcome"] in ("failed", "xpassed") or
+                 (t["error"] is not None and t["outcome"] != "xfailed")}
         if r["counts"] is None:
-            names.append("(no report: see %s)" % r["log"])
+            names["(no report: see %s)" % r["log"]] = ""
         elif r["rc"] != 0 and not names:
-            names.append("(exit %d without a failed test: see %s)" % (r["rc"], r["log"]))
-        for n in sorted(set(names)):
+            names["(exit %d without a failed test: see %s)" % (r["rc"], r["log"])] = ""
+        for n in sorted(names):
             any_failed = True
-            print("  run %s: %s" % (r["n"], n))
+            print("  run %s: %s%s" % (r["n"], n, names[n] and " - " + names[n]))
     if not any_failed:
         print("  none")
     tmpl = [r for r in runs if r["kind"] == "templates"]
@@ -102,8 +111,7 @@ def main():
         for t in allowed:
             print("  allowed: %s" % t["id"])
         for t in other:
-            err = t["error"] or {}
-            print("  FAILED:  %s - %s" % (t["id"], (err.get("message") or "")[:200].replace("\n", " ")))
+            print("  FAILED:  %s - %s" % (t["id"], reason(t)))
         if r["counts"] is None:
             print("  FAILED:  no report (see %s)" % r["log"])
             bad = True
