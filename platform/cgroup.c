@@ -190,9 +190,18 @@ static void write_shares(const char *dir, uint64_t shares)
   write_str(p, v);
 }
 
-/* Sets serve.<pid>'s weight to the sum of its sandboxes' and abxlua's to the sum of the serves'
- * (an flock on the abxlua group orders this against other serves' rebalancing). Best effort: a
- * weight that cannot be written leaves the kernel's default. */
+/* The most a group of sandboxes weighs: the machine's online CPUs, SHARES_PER_CPU each. */
+static uint64_t group_cap(void)
+{
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return SHARES_PER_CPU * (uint64_t)(n > 0 ? n : 1);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+/* Sets serve.<pid>'s weight to the sum of its sandboxes' and abxlua's to the sum of the serves',
+ * each at most group_cap() (an flock on the abxlua group orders this against other serves'
+ * rebalancing). Best effort: a weight that cannot be written leaves the kernel's default. */
 static void rebalance_weights(void)
 {
   if (!g_abx[H_CPU][0])
@@ -201,9 +210,10 @@ static void rebalance_weights(void)
   int fd = open(g_abx[H_CPU], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0)
     flock(fd, LOCK_EX);
+  uint64_t cap = group_cap();
   if (g_base[H_CPU][0] && access(g_base[H_CPU], F_OK) == 0)
-    write_shares(g_base[H_CPU], child_shares(g_base[H_CPU], ""));
-  write_shares(g_abx[H_CPU], child_shares(g_abx[H_CPU], "serve."));
+    write_shares(g_base[H_CPU], min_u64(child_shares(g_base[H_CPU], ""), cap));
+  write_shares(g_abx[H_CPU], min_u64(child_shares(g_abx[H_CPU], "serve."), cap));
   if (fd >= 0)
     close(fd); /* releases the flock */
   pthread_mutex_unlock(&g_weight_lock);

@@ -17,15 +17,19 @@
  *          (kernel Documentation/scheduler/sched-bwc.rst).
  * Weights: cpu.shares of a sandbox's group = 1024 (the kernel's default, one host thread's
  *          weight) per CPU (millis * 1024 / 1000 for abx_cgroup_set_cpu_millis); serve.<pid>'s =
- *          the sum of its sandboxes', abxlua's = the sum of the serves' (each clamped to the
- *          kernel's 2..262144), kept current as sandboxes come and go. Why: sibling groups share
- *          CPU by weight (kernel Documentation/admin-guide/cgroup-v1/cgroups.rst, scheduler/
- *          sched-design-CFS.rst "group scheduler extensions"), so with the default 1024 at every
- *          level all sandboxes of all serves together weighed what ONE host process weighs; on a
- *          busy machine they got a fraction of the CPU their processes would get uncontained
- *          (issue 22: a code-interpreter-v1 create took 16-19 s beside a second suite and four
- *          CPU loops, 3 s with these weights). A sandbox now competes as its vCPUs' worth of busy
- *          threads, as a Firecracker VM's vCPU threads do on E2B's hosts; its quota still caps it.
+ *          the sum of its sandboxes', abxlua's = the sum of the serves', each of the two at most
+ *          1024 per online CPU of the machine (all clamped to the kernel's 2..262144), kept
+ *          current as sandboxes come and go. Why: sibling groups share CPU by weight (kernel
+ *          Documentation/scheduler/sched-design-CFS.rst "group scheduler extensions"), so with
+ *          the default 1024 at every level all sandboxes of all serves together weighed what ONE
+ *          host process weighs, and on a busy machine got a fraction of the CPU their processes
+ *          would get uncontained (issue 22: a code-interpreter-v1 create took 16-19 s beside a
+ *          second suite and four CPU loops). The cap is Kubernetes' model (the kubepods group
+ *          weighs the node's allocatable CPUs, a pod its CPU request: kubernetes/kubernetes
+ *          pkg/kubelet/cm/helpers_linux.go MilliCPUToShares): the sandboxes together weigh as
+ *          much as the machine's CPUs' worth of busy threads, never so much that they starve
+ *          the test engine and serve that drive them (uncapped, 10 sandboxes outweighed the
+ *          engine 20 to 1, and its loopback health check timed out beside a busy suite).
  * Units:   bytes, nanoseconds of CPU time; deadlines CLOCK_MONOTONIC ns.
  * Errors:  int functions return 0, or -1 (errno set where it means something).
  * Source:  DESIGN.md "The local platform"; kernel Documentation/admin-guide/cgroup-v1/freezer-subsystem.rst.
