@@ -3,7 +3,8 @@
 
 Usage: check_html.py ABXLUA unit|chromium OUTDIR
 
-unit      runs tests/html/unit.lua (escaping and rendering of hostile and partial reports).
+unit      runs tests/html/unit.lua (escaping and rendering of hostile and partial reports), and
+          tests/reports/secret.lua with --html: a planted key appears in no form on the page.
 chromium  runs tests/html/fixture.lua (passed, failed, skipped, xfailed) with --html and --json,
           checks the file (self-contained: no external reference, one inline script, hostile names
           as text), renders the run's JSON again with the trace fields (trace, reproducer, started,
@@ -14,8 +15,10 @@ chromium  runs tests/html/fixture.lua (passed, failed, skipped, xfailed) with --
           (paths printed). Exit 77 (skip) only when no chromium is installed.
 Every failed check is listed; exit 0 when all held, 1 otherwise.
 """
+import base64
 import json
 import os
+import secrets
 import re
 import subprocess
 import sys
@@ -245,8 +248,17 @@ def mode_chromium(abxlua, out):
 def mode_unit(abxlua, out):
     r = abx(abxlua, ["run", "tests/html/unit.lua", "-j", "1"])
     check(r.returncode == 0, "unit: exit 0", r.stdout[-2500:] + r.stderr[-800:])
-    check(re.search(r"^5 passed, 0 failed, 1 skipped", r.stdout, re.M) is not None, "unit: 5 passed, 1 skipped",
+    check(re.search(r"^6 passed, 0 failed, 1 skipped", r.stdout, re.M) is not None, "unit: 6 passed, 1 skipped",
           r.stdout[-300:])
+    # a planted secret (in names, messages, output) appears nowhere in the page
+    key = "e2b_" + secrets.token_hex(20)
+    page = os.path.join(out, "secret.html")
+    r = abx(abxlua, ["run", "tests/reports/secret.lua", "-j", "1", "--html", page], {"ABX_LOCAL_API_KEY": key})
+    check(r.returncode == 1 and os.path.exists(page), "secret: the run wrote its page", r.stdout[-800:])
+    text = open(page, encoding="utf-8").read() if os.path.exists(page) else ""
+    b64 = base64.b64encode(key.encode()).decode()
+    check(key not in text and b64 not in text and key[4:] not in text, "secret: the key is in no form on the page")
+    check("prints the key ***" in text, "secret: the masked name is on the page")
     return 0 if not failures else 1
 
 

@@ -1,7 +1,7 @@
 -- HTML report case: the escape function and the rendering of abx.run.report.html on hostile and
 -- on partial reports, with no browser (tests/html/check_html.py runs it; html:unit).
--- Expected: 6 passed (the last one skipped unless ABX_HTML_RENDER=IN.json:OUT.html is set: then
--- it renders that JSON report to OUT.html, as merge-reports would).
+-- Expected: 7 tests, 6 passed and 1 skipped (the last one, unless ABX_HTML_RENDER=IN.json:OUT.html
+-- is set: then it renders that JSON report to OUT.html, as merge-reports would).
 local t = require("abx.test")
 local core = require("abx.core")
 local json = require("abx.json")
@@ -85,6 +85,22 @@ t.test("a report without the new fields renders with notes", function()
   t.ok(page:find("no timeline", 1, true), "no timeline note")
   t.ok(page:find("no sandbox list", 1, true), "no templates note")
   t.eq(page:find("-repro", 1, true), nil, "no reproducer")
+end)
+
+t.test("big texts are bounded: per field, then by the page's budget", function()
+  local r = full_report()
+  local base = r.tests[2]
+  r.tests = {}
+  for i = 1, 100 do
+    local x = {}
+    for k, v in pairs(base) do x[k] = v end
+    x.id, x.output = "f.lua::t" .. i, string.rep("o", 200 * 1024)
+    r.tests[i] = x
+  end
+  local page = html.render(r)
+  t.ok(#page < 2 * 1024 * 1024, "100 tests of 200 KiB output each: " .. #page .. " bytes, under 2 MiB")
+  t.ok(page:find("more bytes not shown", 1, true), "a cut text says so")
+  t.ok(page:find("size budget is spent", 1, true), "late exchanges show no bodies")
 end)
 
 t.test("a table that is not a report is refused", function()

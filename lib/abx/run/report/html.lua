@@ -8,8 +8,8 @@
 -- a timeline per worker (abx.run.report.html_timeline), the templates table, cleanup.
 -- Rendered here, in Lua, through one escape function (M.escape); the inline script
 -- (abx.run.report.html_assets) only filters, opens and copies. Nothing is loaded from anywhere.
--- Limits: a text field shows at most html_util.TEXT_MAX bytes (the rest is counted), a trace at
--- most TRACE_MAX exchanges.
+-- Limits: a text field shows at most html_util.TEXT_MAX bytes (the rest is counted), less once the
+-- page's budget (html_util.PAGE_BUDGET) is spent; a trace shows its last TRACE_MAX exchanges.
 local core = require("abx.core")
 local common = require("abx.run.report.common")
 local util = require("abx.run.report.html_util")
@@ -19,7 +19,7 @@ local trace = require("abx.run.report.html_trace")
 
 local M = {}
 
-local TRACE_MAX = 200
+local TRACE_MAX = 50
 local OUTCOMES = { "failed", "error", "xpassed", "passed", "skipped", "xfailed", "rerun" }
 
 local esc, get, bound, seconds, pre = util.escape, util.get, util.bound, util.seconds, util.pre
@@ -89,7 +89,7 @@ local function summary(report)
   }
   h[#h + 1] = '<p class="meta">'
   for _, m in ipairs(meta) do
-    if get(m[2]) ~= nil then h[#h + 1] = "<b>" .. m[1] .. "</b> " .. esc(m[2]) .. " &nbsp; " end
+    if get(m[2]) ~= nil then h[#h + 1] = "<span><b>" .. m[1] .. "</b> " .. esc(m[2]) .. "</span> " end
   end
   h[#h + 1] = "</p></div>"
   return table.concat(h)
@@ -220,6 +220,7 @@ function M.render(report)
       .. "report's table), got " .. (type(report) == "table" and ("format " .. tostring(report.format))
       or type(report)))
   end
+  util.begin_page()
   local tests_html, anchors = tests_by_file(report)
   return table.concat({
     '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',

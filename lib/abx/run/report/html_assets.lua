@@ -19,7 +19,7 @@ margin:4px 0;font:12px/1.4 ui-monospace,"DejaVu Sans Mono",monospace;white-space
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid var(--line);padding:2px 8px;text-align:left;
 vertical-align:top;font-size:13px}
 th{background:var(--code)}
-.meta{color:var(--muted)}.meta b{color:var(--fg)}
+.meta{color:var(--muted)}.meta b{color:var(--fg)}.summary .meta span{white-space:nowrap;margin-right:14px}
 .counts span{display:inline-block;margin:4px 8px 4px 0;padding:2px 10px;border-radius:12px;color:#fff;font-weight:600}
 .o-passed{background:var(--pass)}.o-failed{background:var(--fail)}.o-skipped{background:var(--skip)}
 .o-xfailed{background:var(--xfail)}.o-xpassed{background:var(--xpass)}.o-error{background:var(--err)}

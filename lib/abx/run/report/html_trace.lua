@@ -11,6 +11,9 @@ local M = {}
 
 local esc, get = util.escape, util.get
 
+---Exchanges a trace shows (its last ones) once the page's size budget is spent (html_util).
+M.SPENT_EXCHANGES = 5
+
 local function headers_table(h)
   h = get(h)
   if not h or next(h) == nil then return '<p class="meta">no headers</p>' end
@@ -51,6 +54,10 @@ local function exchange(x, n, i)
     get(x.sandbox) and (", sandbox " .. esc(x.sandbox)) or "",
     (tonumber(get(x.attempt)) or 1) > 1 and (", attempt " .. esc(x.attempt)) or "",
     get(x.error) and (' <b class="serr">' .. esc(x.error) .. "</b>") or "")
+  if util.spent() then
+    return head .. '<p class="meta">headers and bodies not shown: the page\'s size budget is '
+      .. "spent (the JSON report has them)</p></details>"
+  end
   local req = get(x.request) or {}
   local resp = get(x.response)
   local h = { head, "<h4>request headers</h4>", headers_table(req.headers),
@@ -66,7 +73,8 @@ local function exchange(x, n, i)
 end
 
 ---The "trace" section of test number `n` (anchors t<n>-x<i>), or nil when it has no trace.
----At most `max` exchanges are shown, the last ones (the failing call is near the end).
+---At most `max` exchanges are shown, the last ones (the failing call is near the end); at most
+---SPENT_EXCHANGES once the page's size budget is spent.
 ---@param trace table|nil
 ---@param n integer
 ---@param max integer
@@ -75,6 +83,7 @@ function M.section(trace, n, max)
   if not trace or #trace == 0 then return nil end
   local h = { string.format('<h4>trace (%d exchange%s)</h4><div class="trace">', #trace,
     #trace == 1 and "" or "s") }
+  if util.spent() then max = math.min(max, M.SPENT_EXCHANGES) end
   local first = math.max(1, #trace - max + 1)
   if first > 1 then
     h[#h + 1] = string.format('<p class="meta">%d earlier exchanges not shown</p>', first - 1)

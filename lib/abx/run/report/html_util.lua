@@ -7,8 +7,23 @@ local NULL = require("cjson").null
 
 local M = {}
 
----Bytes of one text field shown on the page; the rest is counted, not shown.
+---Bytes of one text field shown on the page while the page's budget lasts; the rest is counted.
 M.TEXT_MAX = 32 * 1024
+---Bytes of text (messages, tracebacks, output, bodies) a page shows at TEXT_MAX per field; once
+---spent, a field shows SPENT_MAX bytes and an exchange no headers or bodies (the JSON report keeps
+---everything). Captured output alone may be 1 MiB per stream and test (abx.run.capture.LIMIT).
+M.PAGE_BUDGET = 1024 * 1024
+M.SPENT_MAX = 1024
+
+-- Bytes of the budget left on the page being rendered (M.begin_page). Rendering never yields,
+-- so one page is rendered at a time.
+local left = M.PAGE_BUDGET
+
+---Starts a page: the whole budget is left.
+function M.begin_page() left = M.PAGE_BUDGET end
+
+---Whether the page's text budget is spent.
+function M.spent() return left <= 0 end
 
 local ENTITIES = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;", ["'"] = "&#39;" }
 
@@ -34,13 +49,17 @@ function M.get(v)
   return v
 end
 
----`s` cut to TEXT_MAX bytes, the rest counted ("... N more bytes not shown").
+---`s` cut to TEXT_MAX bytes (SPENT_MAX once the page's budget is spent), the rest counted
+---("... N more bytes not shown"); what is shown is taken from the budget.
 ---@param s any
 ---@return string
 function M.bound(s)
   s = tostring(s)
-  if #s <= M.TEXT_MAX then return s end
-  return s:sub(1, M.TEXT_MAX) .. string.format("\n... %d more bytes not shown", #s - M.TEXT_MAX)
+  local cap = left > 0 and M.TEXT_MAX or M.SPENT_MAX
+  left = left - math.min(#s, cap)
+  if #s <= cap then return s end
+  return s:sub(1, cap) .. string.format("\n... %d more bytes not shown (the JSON report has them)",
+    #s - cap)
 end
 
 ---Seconds in words: "850 ms" below one second, else "2.35 s".
