@@ -1,6 +1,6 @@
 -- HTML report case: the escape function and the rendering of abx.run.report.html on hostile and
 -- on partial reports, with no browser (tests/html/check_html.py runs it; html:unit).
--- Expected: 7 tests, 6 passed and 1 skipped (the last one, unless ABX_HTML_RENDER=IN.json:OUT.html
+-- Expected: 8 tests, 7 passed and 1 skipped (the last one, unless ABX_HTML_RENDER=IN.json:OUT.html
 -- is set: then it renders that JSON report to OUT.html, as merge-reports would).
 local t = require("abx.test")
 local core = require("abx.core")
@@ -69,11 +69,19 @@ end)
 t.test("every field of the contract is shown", function()
   local page = html.render(full_report())
   for _, want in ipairs({ 'id="t2"', 'id="t2-x1"', 'id="t2-repro"', "$E2B_API_KEY",
-    "/files?path=&lt;script&gt;", 'class="copy"', 'id="timeline"', "worker 1", "worker 2", "fixtures",
+    "/files?path=&lt;script&gt;", 'class="copy"', 'id="timeline"', "worker 1<", "worker 2<", "fixtures",
     'class="sbx alive"', 'id="templates"', "no answer", "Timeout", "attempt 2", 'id="cleanup"',
     'class="del"', 'class="ins"', "collection errors", "exit status 1" }) do
     t.ok(page:find(want, 1, true), "the page has " .. want)
   end
+end)
+
+t.test("numbers of a decoded JSON report show as integers", function()
+  local text = json.encode(full_report(), { clean = require("abx.run.report.common").utf8_clean })
+  local page = html.render(assert(json.decode(text)))
+  t.ok(page:find(">worker 1<", 1, true), "the timeline's lane label")
+  t.ok(page:find(">worker 2</span>", 1, true), "the test's worker tag")
+  t.eq(page:find("worker 1.0", 1, true), nil)
 end)
 
 t.test("a report without the new fields renders with notes", function()
@@ -115,7 +123,7 @@ t.test("renders a JSON report given by ABX_HTML_RENDER", function()
   if not spec then t.skip("ABX_HTML_RENDER=IN.json:OUT.html not set") end
   local src, dst = spec:match("^(.-):(.+)$")
   local f = assert(io.open(src, "rb"))
-  local doc = json.decode(f:read("a"))
+  local doc = assert(json.decode(f:read("a")))
   f:close()
   html.write(dst, doc)
 end)

@@ -64,7 +64,7 @@ end
 
 local function lane_svg(h, l, w, y, span, anchors)
   h[#h + 1] = string.format('<text class="lane" x="4" y="%d">%s</text>', y + BAR - 3,
-    w == 0 and "fixtures" or ("worker " .. w))
+    w == 0 and "fixtures" or string.format("worker %d", w))
   for _, b in ipairs(l.tests) do
     local x = x_of(b.s, span)
     h[#h + 1] = string.format('<a href="#t%d"><rect class="%s" x="%.1f" y="%d" width="%.1f" '
