@@ -204,6 +204,12 @@ def drive_full(page, label):
     check(bars >= 7, label + ": the timeline draws test and sandbox bars", bars)
     check(page.js("document.querySelectorAll('#templates tr').length") >= 2, label + ": the templates table has a row")
     check(page.js("!!document.getElementById('cleanup')"), label + ": the cleanup table")
+    other = "document.querySelector(%s)" % json.dumps(test_selector("raises a plain error"))
+    anchor = page.js(other + ".id")
+    check(page.js(other + ".open") is False, label + ": the other failure starts closed")
+    page.click("#timeline a[href='#%s'] rect" % anchor)
+    page.js("new Promise(function(r){setTimeout(r,200);})")
+    check(page.js(other + ".open") is True, label + ": a click on its timeline bar opens the test")
     page.js("window.scrollTo(0,0)")
 
 
