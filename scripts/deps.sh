@@ -14,7 +14,9 @@ pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cj
       libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
       libxml2-utils python3-jsonschema clang-format lua-check libnss-myhostname dpkg-dev
       sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib mmdebstrap
-      nettle-dev libpng-dev xvfb x11vnc websockify xterm x11-utils x11-xserver-utils jwm)
+      nettle-dev libpng-dev xvfb x11vnc websockify xterm x11-utils x11-xserver-utils jwm chromium)
+# chromium: the html:chromium test opens the --html report in headless Chromium over the DevTools
+# protocol on --remote-debugging-pipe (tests/html/cdp.py); without it that test skips (77).
 # nettle-dev, libpng-dev: the desktop runner (VNC auth DES, SHA-1, PNG; bindings/core_wire.c, core_png.c);
 # xvfb ... jwm: the desktop template's packages on the host, so a `base` sandbox runs it (quick tests)
 # libarchive-dev: the local platform unpacks and checks template build uploads (layer_cache.h).

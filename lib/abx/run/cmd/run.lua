@@ -45,13 +45,25 @@ function M.configure(parser)
   run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   run:option("--json", "Write a JSON report to FILE."):argname("FILE")
   run:option("--tap", "Write a TAP version 13 report to FILE."):argname("FILE")
+  run:option("--html", "Write one self-contained HTML report to FILE (no network needed: open it "
+    .. "from disk or as a CI artifact; docs/reports/html.md)."):argname("FILE")
   run:option("--evidence", "Write a verification record DIR/<date>-<topic>.md (DIR is created)."):argname("DIR")
   run:option("--evidence-topic", "Topic of the --evidence file name.", "e2e-run"):argname("NAME")
     :target("evidence_topic")
 end
 
--- The reports asked for, in the order they are written: { flag, module, path }.
-local REPORTS = { { "--junit", "junit" }, { "--json", "json" }, { "--tap", "tap" } }
+-- The reports asked for, in the order they are written: { flag, module (and args field) }.
+local REPORTS = { { "--junit", "junit" }, { "--json", "json" }, { "--tap", "tap" }, { "--html", "html" } }
+
+-- Writes report `rep` of `record` to `path`. The HTML report renders the JSON report's table
+-- (abx.run.report.json.document), as merge-reports does from JSON files.
+local function write_report(rep, path, record)
+  if rep[2] == "html" then
+    require("abx.run.report.html").write(path, require("abx.run.report.json").document(record))
+  else
+    require("abx.run.report." .. rep[2]).write(path, record)
+  end
+end
 
 -- A usage error when a report file cannot be created where asked (checked before the run).
 local function check_report_paths(args)
@@ -100,7 +112,7 @@ local function command_line(args)
   if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
-  opt("--evidence", args.evidence)
+  opt("--html", args.html); opt("--evidence", args.evidence)
   if args.evidence and args.evidence_topic ~= "e2e-run" then opt("--evidence-topic", args.evidence_topic) end
   for _, p in ipairs(args.paths) do parts[#parts + 1] = q(p) end
   return table.concat(parts, " ")
@@ -120,7 +132,7 @@ local function write_reports(args, record, code)
   end
   for _, rep in ipairs(REPORTS) do
     local path = args[rep[2]]
-    if path then try(rep[1], function() require("abx.run.report." .. rep[2]).write(path, record) end) end
+    if path then try(rep[1], function() write_report(rep, path, record) end) end
   end
   if args.evidence then
     try("--evidence", function()
