@@ -13,6 +13,8 @@ local M = {}
 
 local HTML_MODULE = "abx.run.report.html"
 
+---Adds the `merge-reports` command to the abxlua argparse parser (abx.run.cli).
+---@param parser table
 function M.configure(parser)
   local cmd = parser:command("merge-reports", "Merge the --json reports of the shards of one run "
     .. "(abxlua run --shard K/N --json FILE) into the reports of one run.")
@@ -99,6 +101,11 @@ local function describe(merged)
   return line
 end
 
+---Runs `abxlua merge-reports` with its parsed arguments.
+---Raises: InvalidArgument (exit 4) naming the files when the inputs are not the shards of one run.
+---@param args table argparse's result
+---@return integer|nil exit code (0 written, 3 a report not written), or nil and a usage error
+---@return string|nil
 function M.execute(args)
   local err = check_outputs(args)
   if err then return nil, err end
