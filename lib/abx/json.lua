@@ -121,4 +121,59 @@ function M.decode(s)
   return v
 end
 
+-- The JSON text `s` with each empty array `[]` (outside strings) written as `["<token>"]`, or
+-- nil when a string is not terminated (cjson then says why).
+local function tag_empty_arrays(s, token)
+  local out, pos, last = {}, 1, 1
+  while true do
+    local i = s:find('["%[]', pos)
+    if not i then break end
+    if s:byte(i) == 34 then -- a string: skip to its closing quote, over escapes
+      local j = i + 1
+      while true do
+        local k = s:find('["\\]', j)
+        if not k then return nil end
+        if s:byte(k) == 92 then j = k + 2 else pos = k + 1; break end
+      end
+    else
+      local close = s:match("^[ \t\r\n]*()%]", i + 1)
+      if close then
+        out[#out + 1] = s:sub(last, i) .. '"' .. token .. '"'
+        last = close
+      end
+      pos = i + 1
+    end
+  end
+  out[#out + 1] = s:sub(last)
+  return table.concat(out)
+end
+
+-- `v` with every one-element array holding `token` replaced by an empty M.array, and every
+-- integral number made a Lua integer (lua-cjson decodes every number as a float).
+local function restore(v, token)
+  if type(v) == "number" then return math.tointeger(v) or v end
+  if type(v) ~= "table" then return v end
+  if v[1] == token and rawlen(v) == 1 then return M.array() end
+  for k, x in pairs(v) do
+    if type(x) == "table" or type(x) == "number" then v[k] = restore(x, token) end
+  end
+  return v
+end
+
+---Decodes JSON text as M.decode does, but an empty array comes back as M.array() (lua-cjson 2.1.0
+---decodes `[]` and `{}` alike as an empty table) and an integral number as a Lua integer (cjson
+---gives floats: 6.0), so that a decoded document reads as the writer's table did and re-encodes
+---with M.encode to the same shape: what reading a report and writing it again needs.
+---@param s string
+---@return any|nil value, string|nil error  -- nil and a message for text that is not UTF-8 JSON
+function M.decode_keep_arrays(s)
+  if not utf8.len(s) then return nil, "the text is not valid UTF-8" end
+  local token, n = "abx.json:empty-array", 0
+  while s:find(token, 1, true) do n = n + 1; token = "abx.json:empty-array:" .. n end
+  local tagged = tag_empty_arrays(s, token) or s
+  local ok, v = pcall(cjson.decode, tagged)
+  if not ok then return nil, (tostring(v):gsub("^.-:%d+: ", "")) end
+  return restore(v, token)
+end
+
 return M

@@ -7,3 +7,11 @@ foreach(mode outputs known_issues secret hostile console shard schema_tools)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(reports:${mode} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endforeach()
+# merge-reports (shards merged into one run), --ctrf and GitHub Actions annotations, checked by
+# tests/reports/check_merge.py on tests/reports/merge/ (JSON schema, junit.xsd, ctrf.schema.json).
+foreach(mode merge merge_refusals ctrf annotations)
+  add_test(NAME reports:${mode}
+    COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/reports/check_merge.py $<TARGET_FILE:abxlua> ${mode}
+    WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(reports:${mode} PROPERTIES TIMEOUT 300)
+endforeach()

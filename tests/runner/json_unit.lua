@@ -1,7 +1,7 @@
 -- Runner case: abx.json, the engine's one JSON encoder (MCP, --json output, reports): empty and
 -- marked arrays, sequences, sorted object keys, numbers, escapes, the clean hook, the refusals,
 -- and decode's UTF-8 check; each output is read back with cjson.
--- Expected: 4 passed, exit 0.
+-- Expected: 5 passed, exit 0.
 -- expect-no-line: ^(FAILED|ERROR)
 local t = require("abx.test")
 local cjson = require("cjson")
@@ -47,4 +47,18 @@ t.test("decode: JSON values, an error for bad JSON and for bytes that are not UT
   v, err = json.decode('"\255"')
   t.eq(v, nil)
   t.eq(err, "the text is not valid UTF-8")
+end)
+
+t.test("decode_keep_arrays: empty arrays stay arrays, integers integers; strings untouched", function()
+  local text = '{"a":[],"b":{},"c":[ ],"d":"x[]y\\"[]","e":[[],{"f":[]}],"g":[1,2.5],"h":6}'
+  local v = assert(json.decode_keep_arrays(text))
+  t.eq(json.encode(v), '{"a":[],"b":{},"c":[],"d":"x[]y\\"[]","e":[[],{"f":[]}],"g":[1,2.5],"h":6}')
+  t.eq(math.type(v.h), "integer")
+  t.eq(math.type(v.g[1]), "integer")
+  -- a document holding the marker string itself keeps it
+  t.eq(json.encode(json.decode_keep_arrays('["abx.json:empty-array",[]]')), '["abx.json:empty-array",[]]')
+  local bad, err = json.decode_keep_arrays('{"a":')
+  t.eq(bad, nil)
+  t.ok(err)
+  t.eq(select(2, json.decode_keep_arrays('"\255"')), "the text is not valid UTF-8")
 end)

@@ -118,6 +118,20 @@ local function check_options(args)
   return nil
 end
 
+-- The identity of a selection before its shard is taken: the sha256 (hex) of its item ids (test
+-- node ids, and the path of each file that failed to collect) sorted and joined by newlines, and
+-- the number of items. Every shard of one selection reports the same pair (abxlua merge-reports
+-- checks it), whatever the split.
+local function identity(files)
+  local ids = {}
+  for _, f in ipairs(files) do
+    if f.error then ids[#ids + 1] = f.path end
+    for _, t in ipairs(f.tests) do ids[#ids + 1] = t.id end
+  end
+  table.sort(ids)
+  return core.sha256(table.concat(ids, "\n")), #ids
+end
+
 -- Whether the selected files hold anything to report: a test or a collection error.
 local function anything(files)
   for _, f in ipairs(files) do
@@ -127,7 +141,8 @@ local function anything(files)
 end
 
 ---Loads config, catalog and files; applies the selection, --lf/--ff and the shard.
----@return table|nil suite { config, catalog, files, selection = {k, m, profile, paths, shard},
+---@return table|nil suite { config, catalog, files, selection = {k, m, profile, paths, shard
+---  ("K/N"), hash (sha256 hex of the sorted item ids before the shard), items (their number)},
 ---  notes = lines for the header ("run-last-failure: ..."), first = { [test] = true } (--ff: run
 ---  these first), empty = { line?, code } | nil (nothing left to run on purpose: an empty shard,
 ---  --lfnf none; exit `code`), root (the project root), collected = { [path] = collected ok } }
@@ -194,6 +209,7 @@ function M.load(args)
     s.first = first
     if args.lf and args.lfnf == "none" and not anything(files) then s.empty = { code = 0 } end
   end
+  sel.hash, sel.items = identity(files)
   if shard_k then
     local total = shard.apply(files, shard_k, shard_n, durations)
     sel.shard = shard_k .. "/" .. shard_n

@@ -3,6 +3,7 @@ local core = require("abx.core")
 local config = require("abx.run.config")
 local suite = require("abx.run.suite")
 local console = require("abx.run.console")
+local annotations = require("abx.run.report.annotations")
 
 local M = {}
 
@@ -47,37 +48,40 @@ function M.configure(parser)
   run:option("--tap", "Write a TAP version 13 report to FILE."):argname("FILE")
   run:option("--html", "Write one self-contained HTML report to FILE (no network needed: open it "
     .. "from disk or as a CI artifact; docs/reports/html.md)."):argname("FILE")
+  run:option("--ctrf", "Write a CTRF JSON report (Common Test Report Format, ctrf.io) to FILE.")
+    :argname("FILE")
   run:option("--evidence", "Write a verification record DIR/<date>-<topic>.md (DIR is created)."):argname("DIR")
   run:option("--evidence-topic", "Topic of the --evidence file name.", "e2e-run"):argname("NAME")
     :target("evidence_topic")
 end
 
--- The reports asked for, in the order they are written: { flag, module (and args field) }.
-local REPORTS = { { "--junit", "junit" }, { "--json", "json" }, { "--tap", "tap" }, { "--html", "html" } }
+-- The reports asked for, in the order they are written: { flag, module }; `doc`: the writer
+-- takes the JSON report's table (abx.run.report.json.document), not the run record (the HTML
+-- report renders that table, as merge-reports does from JSON files).
+local REPORTS = { { "--junit", "junit" }, { "--json", "json" }, { "--tap", "tap" },
+  { "--html", "html", doc = true }, { "--ctrf", "ctrf", doc = true } }
 
--- Writes report `rep` of `record` to `path`. The HTML report renders the JSON report's table
--- (abx.run.report.json.document), as merge-reports does from JSON files.
-local function write_report(rep, path, record)
-  if rep[2] == "html" then
-    require("abx.run.report.html").write(path, require("abx.run.report.json").document(record))
-  else
-    require("abx.run.report." .. rep[2]).write(path, record)
+---A usage error when report file `path` (given to `flag`) cannot be created there, else nil.
+---@param flag string "--junit", ...
+---@param path string
+---@return string|nil
+function M.report_path_error(flag, path)
+  local dir = path:match("^(.*)/[^/]*$")
+  if path:sub(-1) == "/" or core.isdir(path) then
+    return flag .. " " .. path .. ": is a directory; give a file name"
   end
+  if dir and dir ~= "" and not core.isdir(dir) then
+    return flag .. " " .. path .. ": no such directory " .. dir
+  end
+  return nil
 end
 
 -- A usage error when a report file cannot be created where asked (checked before the run).
 local function check_report_paths(args)
   for _, rep in ipairs(REPORTS) do
     local path = args[rep[2]]
-    if path then
-      local dir = path:match("^(.*)/[^/]*$")
-      if path:sub(-1) == "/" or core.isdir(path) then
-        return rep[1] .. " " .. path .. ": is a directory; give a file name"
-      end
-      if dir and dir ~= "" and not core.isdir(dir) then
-        return rep[1] .. " " .. path .. ": no such directory " .. dir
-      end
-    end
+    local err = path and M.report_path_error(rep[1], path)
+    if err then return err end
   end
   if args.evidence_topic and not args.evidence_topic:match("^[%w][%w._-]*$") then
     return "--evidence-topic may only contain letters, digits, '.', '_' and '-'"
@@ -112,7 +116,7 @@ local function command_line(args)
   if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
-  opt("--html", args.html); opt("--evidence", args.evidence)
+  opt("--html", args.html); opt("--ctrf", args.ctrf); opt("--evidence", args.evidence)
   if args.evidence and args.evidence_topic ~= "e2e-run" then opt("--evidence-topic", args.evidence_topic) end
   for _, p in ipairs(args.paths) do parts[#parts + 1] = q(p) end
   return table.concat(parts, " ")
@@ -130,9 +134,15 @@ local function write_reports(args, record, code)
       core.ewrite("abxlua: " .. what .. ": " .. msg .. "\n")
     end
   end
+  local doc
   for _, rep in ipairs(REPORTS) do
     local path = args[rep[2]]
-    if path then try(rep[1], function() write_report(rep, path, record) end) end
+    if path then
+      try(rep[1], function()
+        if rep.doc then doc = doc or require("abx.run.report.json").document(record) end
+        require("abx.run.report." .. rep[2]).write(path, rep.doc and doc or record)
+      end)
+    end
   end
   if args.evidence then
     try("--evidence", function()
@@ -247,6 +257,12 @@ function M.execute(args)
     return 3
   end
   M.last_record = record
+  if record and annotations.enabled(core.getenv) then
+    -- GitHub Actions: each failure as an ::error workflow command (abx.run.report.annotations)
+    for _, line in ipairs(annotations.lines(require("abx.run.report.json").document(record))) do
+      core.write(line .. "\n")
+    end
+  end
   if record then
     require("abx.run.cache").update(s.root, record, s.collected)
     code = write_reports(args, record, code)

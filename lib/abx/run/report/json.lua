@@ -1,7 +1,8 @@
 -- abx.run.report.json: `--json FILE`, the run record as JSON (tests/reports/report.schema.json):
 -- { format = "abxlua-report/1", run_id, provider, endpoint, engine_version, git_commit,
---   started_at, finished_at (ISO-8601 UTC), duration (s), selection {k, m, profile, paths, shard},
---   jobs, total, interrupted, skip_reason, counts {passed, failed, skipped, xfailed, xpassed,
+--   started_at, finished_at (ISO-8601 UTC), duration (s), selection {k, m, profile, paths, shard,
+--   hash, items}, shard {index, total} | null, merged {...} | null (abx.run.merge), jobs, total,
+--   interrupted, skip_reason, counts {passed, failed, skipped, xfailed, xpassed,
 --   errors}, cleanup {created, tracked, swept, errors[]} | null, collection_errors [{path, error}],
 --   tests [{id, file, name, line, markers[], known_issue, raises, outcome, duration, reason,
 --           error {kind, status, message, traceback} | null, teardown_errors [{phase, message}],
@@ -9,6 +10,10 @@
 -- `reruns` (--reruns N): the earlier attempts of a flaky test that failed, oldest first; the
 -- test's own fields are its last attempt's (duration: of every attempt); counts.rerun sums them.
 -- `failed` counts xpassed tests too (an XPASS fails the run), as on the console.
+-- selection.hash / selection.items: the identity of the selection before --shard (sha256 hex of
+-- its sorted item ids, and their number: abx.run.suite), the same in every shard of one run;
+-- `shard`: this run's --shard K/N as numbers, null without --shard; `merged`: null in a run's own
+-- report, set by `abxlua merge-reports` (abx.run.merge).
 local cjson = require("cjson")
 local common = require("abx.run.report.common")
 
@@ -69,6 +74,13 @@ local function test_entry(r)
   }
 end
 
+-- {index = K, total = N} of a selection's shard "K/N" (abx.run.suite), or null.
+local function shard_of(sel)
+  local k, n = tostring(sel.shard or ""):match("^(%d+)/(%d+)$")
+  if not k then return NULL end
+  return { index = math.tointeger(tonumber(k)), total = math.tointeger(tonumber(n)) }
+end
+
 ---The JSON document (a Lua table for M.encode) of a run record.
 function M.document(record)
   local sel = record.selection or {}
@@ -96,7 +108,8 @@ function M.document(record)
     started_at = common.iso_utc(record.started_at), finished_at = common.iso_utc(record.finished_at),
     duration = record.duration or 0,
     selection = { k = opt(mask(sel.k)), m = opt(mask(sel.m)), profile = opt(mask(sel.profile)),
-      shard = opt(sel.shard), paths = paths },
+      shard = opt(sel.shard), paths = paths, hash = opt(sel.hash), items = opt(sel.items) },
+    shard = shard_of(sel), merged = NULL,
     jobs = opt(record.jobs), total = record.total or #tests,
     interrupted = record.interrupted and true or false, skip_reason = opt(mask(record.skip_reason)),
     counts = { passed = c.passed or 0, failed = c.failed or 0, skipped = c.skipped or 0,
