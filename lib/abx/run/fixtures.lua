@@ -378,8 +378,15 @@ function M.teardown(state, run)
     if not ok then errors[#errors + 1] = { phase = "finally", message = tostring(err) } end
   end
   -- every sandbox the test created and that is still alive, through a fixture or ctx.conn
-  -- (a sandbox it killed itself is not killed again)
+  -- (a sandbox it killed itself is not killed again); a failed test's under --keep-failed are
+  -- kept instead (abx.run.keep; state.keep is its node id, set by the runner)
   local owned = state.owner and run.tracker:owned(state.owner) or state.sandboxes
+  if state.keep and #owned > 0 then
+    for _, e in ipairs(require("abx.run.keep").keep(run, owned, state.keep)) do
+      errors[#errors + 1] = e
+    end
+    return errors
+  end
   for i = #owned, 1, -1 do
     local ok, err = pcall(run.tracker.kill, run.tracker, owned[i])
     if not ok then
