@@ -238,7 +238,7 @@ local ALIASES = {
   it = "test", describe = "test", case = "test", test_case = "test",
   setup = "before_each", before = "before_each", beforeEach = "before_each", setUp = "before_each",
   teardown = "after_each", after = "after_each", afterEach = "after_each", tearDown = "after_each",
-  pending = "skip", skip_test = "skip", xfail = "test", retry = "eventually", wait_for = "eventually",
+  pending = "skip", skip_test = "skip", retry = "eventually", wait_for = "eventually",
   waitFor = "eventually", env = "secret", getenv = "secret",
 }
 

@@ -81,6 +81,9 @@ check grep -q "defaults.keep_failed_ttl must be a whole number of seconds from 6
 printf 'defaults:\n  keep_failed_sandboxes: "yes"\n' >"$tmp/cfg/config/abxlua.yaml"
 "$abxlua" cleanup --kept --config "$tmp/cfg/config/abxlua.yaml" >"$tmp/cfg2" 2>&1
 check grep -q "defaults.keep_failed_sandboxes must be true or false, got yes" "$tmp/cfg2"
+printf 'defaults:\n  keep_failed_tll: 100\n' >"$tmp/cfg/config/abxlua.yaml"
+"$abxlua" cleanup --kept --config "$tmp/cfg/config/abxlua.yaml" >"$tmp/cfg3" 2>&1
+check grep -q "unknown key defaults.keep_failed_tll, did you mean 'keep_failed_ttl'?" "$tmp/cfg3"
 
 if [ ${#problems[@]} -gt 0 ]; then
   printf 'FAILED CHECK: %s\n' "${problems[@]}"

@@ -1,6 +1,7 @@
 -- abx.run.config: loads config/abxlua.yaml over built-in defaults and resolves the provider.
 local core = require("abx.core")
 local secrets = require("abx.run.secrets")
+local suggest = require("abx.suggest")
 
 local M = {}
 
@@ -381,8 +382,8 @@ function M.load(path)
       local names = {}
       for n in pairs(M.DEFAULTS.defaults) do names[#names + 1] = n end
       table.sort(names)
-      core.error("InvalidArgument", 0, string.format("%s: unknown key defaults.%s (known: %s)", path,
-        tostring(k), table.concat(names, ", ")))
+      core.error("InvalidArgument", 0, string.format("%s: unknown key defaults.%s%s (known: %s)",
+        path, tostring(k), suggest.hint(k, names), table.concat(names, ", ")))
     end
   end
   local cfg = merge(M.DEFAULTS, raw)

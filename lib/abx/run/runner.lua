@@ -508,8 +508,8 @@ function M.run(files, opts)
   core.abort_all("Internal", "the run ended")
   local counts = count_all(run, collection_errors)
   local clean = ok and counts.failed == 0 and counts.errors == 0 and #cleanup.errors == 0
-  if run.keep then
-    pinfo.stop(#run.keep.kept)
+  if run.keep and pinfo.stop then
+    pinfo.stop(#run.keep.kept) -- abx.run.keep: a local platform stays up for what was kept
   elseif pinfo.stop then
     pinfo.stop(not clean)
   end
