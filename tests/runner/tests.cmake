@@ -164,3 +164,4 @@ abx_runner_case(slips "^5 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-
 add_test(NAME runner:keep_failed COMMAND bash ${ABX_RUNNER_DIR}/keep_failed.sh $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:keep_failed PROPERTIES TIMEOUT 300)
+abx_runner_case(keep_unit "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)

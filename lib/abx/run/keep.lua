@@ -105,7 +105,8 @@ local function cli_args(run)
   return s
 end
 
----Keeps the live sandboxes of a failed test: TTL set to the keep TTL, out of the tracker.
+---Keeps the live sandboxes of a failed test: TTL set to the keep TTL (at most the provider's
+---ttl.max), out of the tracker.
 ---Returns the errors ({phase, message}) of sandboxes that could not be kept (those are killed).
 ---@param run table the run (run.keep = {ttl, kept = {}}, run.tracker)
 ---@param sandboxes table[] the test's live sandboxes
@@ -114,10 +115,15 @@ end
 function M.keep(run, sandboxes, node)
   local errors = {}
   for _, sbx in ipairs(sandboxes) do
-    local ok, err = pcall(sbx.set_timeout, sbx, run.keep.ttl)
+    -- within the provider's own bound (config providers.<name>.ttl.max), else set_timeout refuses
+    local bounds = type(sbx.conn) == "table" and rawget(sbx.conn, "ttl")
+    local max = type(bounds) == "table" and bounds.max
+    local ttl = (max and max < run.keep.ttl) and math.tointeger(max) or run.keep.ttl
+    local ok, err = pcall(sbx.set_timeout, sbx, ttl)
     if ok then
       run.tracker:keep(sbx.id)
-      run.keep.kept[#run.keep.kept + 1] = { id = sbx.id, test = node }
+      run.keep.kept[#run.keep.kept + 1] = { id = sbx.id, test = node,
+        capped = ttl ~= run.keep.ttl and ttl or nil }
     else
       errors[#errors + 1] = { phase = "keep " .. sbx.id, message = tostring(err) }
       local kok, kerr = pcall(run.tracker.kill, run.tracker, sbx)
@@ -139,7 +145,8 @@ function M.summary(run, pinfo)
   local lines = { string.format("kept %d sandbox(es) of failed tests for %d s (metadata %s=1):",
     #kept, run.keep.ttl, M.KEPT_KEY) }
   for _, k in ipairs(kept) do
-    lines[#lines + 1] = string.format("  %s  %s", k.id, k.test)
+    lines[#lines + 1] = string.format("  %s  %s%s", k.id, k.test, k.capped
+      and string.format("  (TTL %d s: the provider's ttl.max)", k.capped) or "")
     lines[#lines + 1] = string.format("    reach it: abxlua sandbox exec%s %s -- 'ls -la ~'", args, k.id)
   end
   lines[#lines + 1] = "  remove them: abxlua cleanup --kept --yes" .. args
