@@ -10,6 +10,7 @@
 local core = require("abx.core")
 local A = require("abx.run.assert")
 local options = require("abx.client.options")
+local suggest = require("abx.suggest")
 
 local M = {}
 
@@ -69,8 +70,10 @@ function M._register(name, opts, fn, line, level)
   for k, v in pairs(opts) do
     local o = TEST_OPTIONS.by_name[k]
     if not o then
-      error(string.format("t.test(%q): unknown option %q (known: %s)", name, tostring(k),
-        table.concat(TEST_OPTIONS.names, ", ")), level)
+      error(string.format("t.test(%q): unknown option %q%s (known: %s)", name, tostring(k),
+        suggest.hint(k, TEST_OPTIONS.names, { marker = "markers", require = "requires",
+          timeout_s = "timeout", xfail = "known_issue" }), table.concat(TEST_OPTIONS.names, ", ")),
+        level)
     end
     if not options.type_ok(o.type, v) then
       error(string.format("t.test(%q): option %q must be %s", name, k,
@@ -120,8 +123,8 @@ function M.fixture(name, opts, fn)
   end
   for k, v in pairs(opts) do
     if not FIXTURE_KEYS[k] then
-      error(string.format("t.fixture(%q): unknown option %q (known: scope, sandboxes)", name,
-        tostring(k)), 2)
+      error(string.format("t.fixture(%q): unknown option %q%s (known: sandboxes, scope)", name,
+        tostring(k), suggest.hint(k, { "sandboxes", "scope" })), 2)
     end
     if type(v) ~= FIXTURE_KEYS[k] then
       error(string.format("t.fixture(%q): option %q must be a %s", name, k, FIXTURE_KEYS[k]), 2)
@@ -217,5 +220,41 @@ function M.eventually(fn, opts)
     core.sleep(interval)
   end
 end
+
+-- What other test frameworks call abx.test's functions (busted, luaunit, pytest, Jest, node:test,
+-- unittest): `t.equal(1, 1)` names t.eq instead of calling nil.
+local ALIASES = {
+  equal = "eq", equals = "eq", assertEqual = "eq", assertEquals = "eq", assert_equal = "eq",
+  assert_equals = "eq", same = "eq", deep_equal = "eq", deepEqual = "eq", strictEqual = "eq",
+  is = "eq", toBe = "eq", toEqual = "eq", are_equal = "eq",
+  not_equal = "neq", notEqual = "neq", ne = "neq", assertNotEqual = "neq", assert_not_equal = "neq",
+  notStrictEqual = "neq",
+  truthy = "ok", assert = "ok", is_true = "ok", isTrue = "ok", assertTrue = "ok",
+  assert_true = "ok", assert_ok = "ok",
+  matches = "match", like = "match", assertMatch = "match", assert_match = "match",
+  throws = "raises", error = "raises", errors = "raises", assertRaises = "raises",
+  assert_raises = "raises", assert_error = "raises", has_error = "raises", rejects = "raises",
+  expect_error = "raises", toThrow = "raises",
+  it = "test", describe = "test", case = "test", test_case = "test",
+  setup = "before_each", before = "before_each", beforeEach = "before_each", setUp = "before_each",
+  teardown = "after_each", after = "after_each", afterEach = "after_each", tearDown = "after_each",
+  pending = "skip", skip_test = "skip", retry = "eventually", wait_for = "eventually",
+  waitFor = "eventually", env = "secret", getenv = "secret",
+}
+
+-- abx.test fails closed: an unknown name (a typo, another framework's name) raises at the
+-- scenario's line with the function meant, instead of returning nil for the call to fail on.
+-- Private names (`_x`) read as nil.
+setmetatable(M, { __index = function(_, k)
+  if type(k) == "string" and k:sub(1, 1) == "_" then return nil end
+  local names = {}
+  for n in pairs(M) do
+    if n:sub(1, 1) ~= "_" then names[#names + 1] = n end
+  end
+  table.sort(names)
+  local near = suggest.nearest(k, names, ALIASES)
+  error(string.format("abx.test has no '%s'%s (it has: %s)", tostring(k),
+    near and ("; did you mean t." .. near .. "?") or "", table.concat(names, ", ")), 2)
+end })
 
 return M

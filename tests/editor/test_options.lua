@@ -21,8 +21,8 @@ t.test("t.test's options are declared for the reference and the editor types", f
 end)
 
 t.test("an unknown option names the known ones", function()
-  t.match(declare({ timout = 5 }), 't%.test%("x"%): unknown option "timout" %(known: known_issue, '
-    .. 'markers, raises, requires, sandboxes, skip, timeout%)')
+  t.match(declare({ timout = 5 }), 't%.test%("x"%): unknown option "timout", did you mean '
+    .. "'timeout'%? %(known: known_issue, markers, raises, requires, sandboxes, skip, timeout%)")
 end)
 
 t.test("markers and requires must be arrays of strings, sandboxes an integer", function()

@@ -154,3 +154,15 @@ foreach(mode ci tty)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(runner:progress_${mode} PROPERTIES TIMEOUT 120)
 endforeach()
+
+# Issue 23 item 6: a newcomer's slips (a method called with '.', an SDK name, another framework's
+# assertion name, a misspelled option or fixture) fail closed with a pointer, at the scenario line
+abx_runner_case(slips "^5 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+
+# Issue 23 item 5: --keep-failed keeps a failed test's sandbox (tagged abx-kept=1, bounded TTL,
+# reachable with the printed command) on a local platform that outlives the run; cleanup --kept
+# removes it. Its platform lives in a private state dir.
+add_test(NAME runner:keep_failed COMMAND bash ${ABX_RUNNER_DIR}/keep_failed.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runner:keep_failed PROPERTIES TIMEOUT 300)
+abx_runner_case(keep_unit "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)

@@ -26,6 +26,10 @@ function options.check(spec, opts, call) end
 ---InvalidArgument naming the valid ones for anything else. Inherited methods (the class table's
 ---own metatable) are found too. Registered for docs/API.md, which checks that every public
 ---function of the class is declared.
+---A newcomer's slips fail closed with a pointer, at the scenario's line: a declared method
+---called with '.' (`sbx.files.read("/x")`) raises InvalidArgument "files.read called with '.';
+---use sbx.files:read(...)"; an E2B SDK name raises "Sandbox has no 'exec'; use
+---sbx.commands:run(...)" (SDK_NAMES, and camelCase names whose snake_case is declared).
 ---Raises: a Lua error for a malformed declaration.
 ---@param class table the methods table (instances have it as metatable)
 ---@param name string e.g. "Sandbox"

@@ -44,6 +44,11 @@ function tracker.forget_volume(self, id) end
 ---an owner of its own per sandbox).
 function tracker.hooks(self, owner_of) end
 
+---A failed test's sandbox kept alive (abx.run.keep): it leaves the tracker like a killed one
+---(its slot is free, the final cleanup does not kill it) and the sweep by tag skips it.
+---@param id string
+function tracker.keep(self, id) end
+
 ---Kills a tracked sandbox (idempotent: false without a request when it is already gone).
 ---Raises: what sbx:kill raises (the sandbox stays tracked for the final cleanup)
 function tracker.kill(self, sbx) end

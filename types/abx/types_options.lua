@@ -237,7 +237,7 @@
 ---@field envd_url? string the fixed sandbox URL of "headers" routing (default api_url)
 ---@field request_timeout? number seconds per control-plane or envd request (default 60)
 ---@field create_timeout? number seconds a create, connect or resume request may take, when more than request_timeout (a local platform answers once the template's start_cmd and ready_cmd are done, within its ready_timeout; default: request_timeout)
----@field hooks? table {before_create(opts), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id), api_key_created(info), api_key_deleted(id)}
+---@field hooks? table {before_create(opts) (may return metadata to add), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id), api_key_created(info), api_key_deleted(id)}
 ---@field default_metadata? table<string,string> metadata every create adds (e2e: the run tag)
 ---@field v2_routes? boolean create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)
 ---@field kind? string the provider's kind as abx.run.provider opened it: "local" (the embedded platform) or "remote" (default: nil, unknown)

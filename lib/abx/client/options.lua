@@ -25,6 +25,7 @@
 -- Names that start with "_" are private: an object answers nil for one it does not hold.
 
 local errmap = require("abx.client.errmap")
+local suggest = require("abx.suggest")
 
 local options = {}
 
@@ -75,35 +76,9 @@ function options.spec(call)
   return REGISTRY.by_call[call]
 end
 
--- Damerau-Levenshtein distance (optimal string alignment), for "did you mean".
-local function distance(a, b)
-  local la, lb = #a, #b
-  local d = {}
-  for i = 0, la do d[i] = { [0] = i } end
-  for j = 0, lb do d[0][j] = j end
-  for i = 1, la do
-    for j = 1, lb do
-      local cost = a:byte(i) == b:byte(j) and 0 or 1
-      local v = math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
-      if i > 1 and j > 1 and a:byte(i) == b:byte(j - 1) and a:byte(i - 1) == b:byte(j) then
-        v = math.min(v, d[i - 2][j - 2] + 1)
-      end
-      d[i][j] = v
-    end
-  end
-  return d[la][lb]
-end
-
---- The closest of `names` to `key` when it is a likely misspelling (distance <= 2, less than
---- half the key), else nil.
+--- The closest of `names` to `key` when it is a likely misspelling, else nil (abx.suggest).
 local function suggestion(key, names)
-  if type(key) ~= "string" then return nil end
-  local best, bd
-  for _, n in ipairs(names) do
-    local dd = distance(key:lower(), n:lower())
-    if (not bd or dd < bd) and dd <= 2 and dd < math.max(#key, 2) then best, bd = n, dd end
-  end
-  return best
+  return suggest.nearest(key, names)
 end
 
 local function show(v)
@@ -221,12 +196,103 @@ function options.strict(shape, t)
   return setmetatable(t, shape.mt)
 end
 
+-- How a scenario reaches an instance of each class, for the messages below ("sbx.files" for
+-- Files): a method called with '.' names the colon form on it.
+local VAR = {
+  Sandbox = "sbx", OpenSandbox = "sbx", Files = "sbx.files", OpenSandboxFiles = "sbx.files",
+  Commands = "sbx.commands", OpenSandboxCommands = "sbx.commands", Pty = "sbx.pty",
+  CommandHandle = "handle", OpenSandboxCommandHandle = "handle", PtyHandle = "terminal",
+  Connection = "conn", OpenSandboxConnection = "conn", AgentServer = "server",
+  WatchHandle = "watch", Watcher = "watcher",
+}
+
+-- The E2B SDKs' names (JS camelCase, Python, and the v0 SDK's `process`, `filesystem`,
+-- `terminal`, `close`, `keepAlive`) that have another name here, per class: "x" is a field or
+-- method of the class, "field:method" a method of one of its objects. A camelCase name whose
+-- snake_case is declared needs no entry. Source: the E2B SDKs' public API (e2b-dev/E2B,
+-- packages/js-sdk/src/sandbox/index.ts, packages/python-sdk/e2b/sandbox_sync/main.py).
+local SDK_NAMES = {
+  Sandbox = {
+    exec = "commands:run", run = "commands:run", execute = "commands:run",
+    process = "commands", filesystem = "files", fs = "files", terminal = "pty",
+    sandbox_id = "id", sandboxId = "id", sandboxID = "id", templateId = "template_id",
+    sandboxDomain = "domain", sandbox_domain = "domain", close = "kill", keepAlive = "set_timeout",
+    keep_alive = "set_timeout", betaPause = "pause", beta_pause = "pause", notebook = "run_code",
+    read_file = "files:read", readFile = "files:read", write_file = "files:write",
+    writeFile = "files:write",
+  },
+  Files = { mkdir = "make_dir", makedirs = "make_dir", ls = "list", rm = "remove",
+    delete = "remove", mv = "rename", move = "rename", stat = "get_info", info = "get_info",
+    readBytes = "read", writeBytes = "write", watch = "watch_dir" },
+  Commands = { exec = "run", execute = "run", start = "run", spawn = "run", ps = "list" },
+  Connection = { createSandbox = "create", create_sandbox = "create", listSandboxes = "list",
+    list_sandboxes = "list", killSandbox = "kill", kill_sandbox = "kill" },
+}
+SDK_NAMES.OpenSandbox = SDK_NAMES.Sandbox
+SDK_NAMES.OpenSandboxFiles, SDK_NAMES.OpenSandboxCommands = SDK_NAMES.Files, SDK_NAMES.Commands
+SDK_NAMES.OpenSandboxConnection = SDK_NAMES.Connection
+
+-- "use sbx.commands:run(...)" for a name `right` (a field, a method, or "field:method") of an
+-- object reached as `var`.
+local function use(var, right, is_method)
+  local f, m = right:match("^([%w_]+):([%w_]+)$")
+  if f then return "use " .. var .. "." .. f .. ":" .. m .. "(...)" end
+  if is_method then return "use " .. var .. ":" .. right .. "(...)" end
+  return "use " .. var .. "." .. right
+end
+
+-- Whether `v` is an instance of `class` (its metatable, or one its metatable inherits from).
+local function instance_of(v, class)
+  if type(v) ~= "table" then return false end
+  local mt = getmetatable(v)
+  for _ = 1, 8 do
+    if mt == nil then return false end
+    if mt == class then return true end
+    mt = getmetatable(mt)
+  end
+  return false
+end
+
+-- The declared method `m` (named `k`) wrapped once: called with '.' instead of ':' its first
+-- argument is not the object, which would fail inside the library (an index of nil); the
+-- wrapper raises InvalidArgument naming the colon form instead, at the scenario's line.
+local function checked_method(cache, class, var, k, m)
+  local w = cache[m]
+  if w then return w end
+  local short = var:match("([%w_]+)$")
+  w = function(self, ...)
+    if not instance_of(self, class) then
+      errmap.raise("InvalidArgument", 0, string.format("%s.%s called with '.'; use %s:%s(...)",
+        short, k, var, k))
+    end
+    return m(self, ...)
+  end
+  cache[m] = w
+  return w
+end
+
+-- The pointer for a name an instance does not have: an E2B SDK name (SDK_NAMES) or a camelCase
+-- spelling of a declared name ("runCode"), as "use sbx:run_code(...)"; nil otherwise.
+local function sdk_pointer(k, sdk, var, by_name, is_method)
+  if type(k) ~= "string" then return nil end
+  local right = sdk[k]
+  if not right then
+    local s = suggest.snake(k)
+    if s ~= k and (by_name[s] or is_method[s]) then right = s end
+  end
+  return right and use(var, right, is_method[right]) or nil
+end
+
 --- Declares an object class: its fields (as options.shape) and its public methods, each with a
 --- one-line description, and sets `class.__index` so that an instance answers a method, a
 --- declared field (nil when absent) or a private `_name` (nil when absent), and raises
 --- InvalidArgument naming the valid ones for anything else. Inherited methods (the class table's
 --- own metatable) are found too. Registered for docs/API.md, which checks that every public
 --- function of the class is declared.
+--- A newcomer's slips fail closed with a pointer, at the scenario's line: a declared method
+--- called with '.' (`sbx.files.read("/x")`) raises InvalidArgument "files.read called with '.';
+--- use sbx.files:read(...)"; an E2B SDK name raises "Sandbox has no 'exec'; use
+--- sbx.commands:run(...)" (SDK_NAMES, and camelCase names whose snake_case is declared).
 --- Raises: a Lua error for a malformed declaration.
 ---@param class table the methods table (instances have it as metatable)
 ---@param name string e.g. "Sandbox"
@@ -236,23 +302,33 @@ end
 ---@return table class
 function options.class(class, name, summary, fields, methods)
   local by_name, names = index_list(fields, name)
-  local mnames = {}
+  local mnames, is_method = {}, {}
   for i, m in ipairs(methods) do
     local mn = type(m[1]) == "string" and m[1]:match("^([%w_]+)")
     if not mn or type(m[2]) ~= "string" then
       error(name .. ": method " .. i .. " must be { \"name(args)\", description }", 2)
     end
     mnames[#mnames + 1] = mn
+    is_method[mn] = true
   end
   table.sort(mnames)
   local all = {}
   for _, n in ipairs(names) do all[#all + 1] = n end
   for _, n in ipairs(mnames) do all[#all + 1] = n end
+  local var, sdk = VAR[name] or name:lower(), SDK_NAMES[name] or {}
+  local cache = setmetatable({}, { __mode = "k" })
   class.__index = function(_, k)
     local m = class[k]
-    if m ~= nil then return m end
+    if m ~= nil then
+      if is_method[k] and type(m) == "function" then return checked_method(cache, class, var, k, m) end
+      return m
+    end
     if by_name[k] then return nil end
     if type(k) == "string" and k:sub(1, 1) == "_" then return nil end -- private, absent
+    local pointer = sdk_pointer(k, sdk, var, by_name, is_method)
+    if pointer then
+      errmap.raise("InvalidArgument", 0, string.format("%s has no '%s'; %s", name, k, pointer))
+    end
     local near = suggestion(k, all)
     errmap.raise("InvalidArgument", 0, string.format("%s has no field or method '%s'%s (fields: %s; "
       .. "methods: %s)", name, tostring(k), near and (", did you mean '" .. near .. "'?") or "",

@@ -62,9 +62,10 @@ local CONNECTION_FIELDS = {
   { "create_timeout", "number", "seconds a create, connect or resume request may take, when "
     .. "more than request_timeout (a local platform answers once the template's start_cmd and "
     .. "ready_cmd are done, within its ready_timeout; default: request_timeout)" },
-  { "hooks", "table", "{before_create(opts), created(sbx, opts), create_failed(opts), killed(id), "
-    .. "gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), "
-    .. "volume_deleted(id), api_key_created(info), api_key_deleted(id)}" },
+  { "hooks", "table", "{before_create(opts) (may return metadata to add), created(sbx, opts), "
+    .. "create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), "
+    .. "snapshot_deleted(id), volume_created(info), volume_deleted(id), api_key_created(info), "
+    .. "api_key_deleted(id)}" },
   { "default_metadata", "table<string,string>", "metadata every create adds (e2e: the run tag)" },
   { "v2_routes", "boolean", "create and connect through POST /v2/sandboxes and "
     .. "/v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)" },
@@ -331,13 +332,15 @@ function Connection:create(opts)
     errmap.raise("InvalidArgument", 0, "conn:create: secure = false is not available through "
       .. "POST /v2/sandboxes (every v2 sandbox is secured); use a provider without v2_routes")
   end
-  if self.hooks.before_create then self.hooks.before_create(opts) end
+  -- the hook may return metadata to add (the run's --keep-failed tags: abx.run.keep)
+  local extra = self.hooks.before_create and self.hooks.before_create(opts)
   local body = {
     templateID = opts.template or "base",
     -- SDK default 300 s (reference §3.4); the provider's bounds before any request
     timeout = semantics.check_ttl(self.ttl, opts.timeout or 300, "conn:create"),
     metadata = merge_metadata(self.default_metadata, opts.metadata),
   }
+  for k, v in pairs(type(extra) == "table" and extra or {}) do body.metadata[k] = v end
   if not self.v2_routes then body.secure = opts.secure ~= false end -- SDK default true (§3.2)
   if opts.auto_pause_memory ~= nil then body.autoPauseMemory = opts.auto_pause_memory and true or false end
   if opts.auto_resume ~= nil then body.autoResume = { enabled = opts.auto_resume and true or false } end

@@ -2,6 +2,7 @@
 -- A file that does not load (syntax error, error at top level, unknown marker) becomes a
 -- collection error naming the file and line; the other files are still collected.
 local core = require("abx.core")
+local suggest = require("abx.suggest")
 local config = require("abx.run.config")
 local output = require("abx.run.output")
 local test_api = require("abx.test")
@@ -288,8 +289,12 @@ function M.load(path, markers, catalog)
           spec.name, catalog and catalog.path or "config/known_issues.yaml"), 3)
       end
       if not markers[m] then
-        error(string.format("test %q uses unknown marker %q; register it under `markers:` in "
-          .. "config/abxlua.yaml", spec.name, tostring(m)), 3)
+        local known = {}
+        for n in pairs(markers) do known[#known + 1] = n end
+        table.sort(known)
+        error(string.format("test %q uses unknown marker %q%s; register it under `markers:` in "
+          .. "config/abxlua.yaml (registered: %s)", spec.name, tostring(m), suggest.hint(m, known),
+          table.concat(known, ", ")), 3)
       end
     end
     for i, c in ipairs(spec.opts.requires or {}) do

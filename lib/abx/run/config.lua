@@ -1,6 +1,7 @@
 -- abx.run.config: loads config/abxlua.yaml over built-in defaults and resolves the provider.
 local core = require("abx.core")
 local secrets = require("abx.run.secrets")
+local suggest = require("abx.suggest")
 
 local M = {}
 
@@ -116,7 +117,7 @@ end
 M.DEFAULTS = {
   defaults = { jobs = 4, max_sandboxes = 5, test_timeout = 300, teardown_timeout = 60,
     sandbox_ttl = 300, template = "base", request_timeout = 60, create_timeout = 900,
-    build_jobs = 2, build_timeout = 1800 },
+    build_jobs = 2, build_timeout = 1800, keep_failed_sandboxes = false, keep_failed_ttl = 1800 },
   provider = "local",
   providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" },
     -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
@@ -381,8 +382,8 @@ function M.load(path)
       local names = {}
       for n in pairs(M.DEFAULTS.defaults) do names[#names + 1] = n end
       table.sort(names)
-      core.error("InvalidArgument", 0, string.format("%s: unknown key defaults.%s (known: %s)", path,
-        tostring(k), table.concat(names, ", ")))
+      core.error("InvalidArgument", 0, string.format("%s: unknown key defaults.%s%s (known: %s)",
+        path, tostring(k), suggest.hint(k, names), table.concat(names, ", ")))
     end
   end
   local cfg = merge(M.DEFAULTS, raw)
@@ -396,6 +397,17 @@ function M.load(path)
   for _, key in ipairs({ "jobs", "max_sandboxes", "test_timeout", "teardown_timeout", "sandbox_ttl",
     "request_timeout", "create_timeout", "build_jobs", "build_timeout" }) do
     check_number("defaults", key, cfg.defaults[key])
+  end
+  -- abx.run.keep: --keep-failed's config switch and the TTL a kept sandbox gets (bounded, so a
+  -- forgotten sandbox still dies by itself)
+  if type(cfg.defaults.keep_failed_sandboxes) ~= "boolean" then
+    core.error("InvalidArgument", 0, string.format("%s: defaults.keep_failed_sandboxes must be "
+      .. "true or false, got %s", path or "config", tostring(cfg.defaults.keep_failed_sandboxes)))
+  end
+  local kt = cfg.defaults.keep_failed_ttl
+  if type(kt) ~= "number" or kt ~= math.floor(kt) or kt < 60 or kt > 86400 then
+    core.error("InvalidArgument", 0, string.format("%s: defaults.keep_failed_ttl must be a whole "
+      .. "number of seconds from 60 to 86400, got %s", path or "config", tostring(kt)))
   end
   if type(cfg.markers) ~= "table" then
     core.error("InvalidArgument", 0, (path or "config") .. ": markers must be a mapping name: description")

@@ -26,6 +26,7 @@
 -- error, as in pytest; only an error that is the asking test's own deadline or interrupt is not
 -- kept (the next test tries again).
 local core = require("abx.core")
+local suggest = require("abx.suggest")
 local provider = require("abx.run.provider")
 
 local M = {}
@@ -35,6 +36,12 @@ M.BUILTINS = { "base_sandbox", "code_sandbox", "server_sandbox", "template_sandb
   "sandbox_factory", "workdir", "conn", "run_id", "test_name", "scope", "finally", "provider" }
 M.BUILTIN_SET = {}
 for _, n in ipairs(M.BUILTINS) do M.BUILTIN_SET[n] = true end
+-- Other frameworks' names for what ctx has (pytest's tmp_path, an SDK's `sandbox`), for the
+-- "did you mean" of an unknown ctx field.
+local FIXTURE_ALIASES = { sandbox = "base_sandbox", sbx = "base_sandbox", connection = "conn",
+  factory = "sandbox_factory", create_sandbox = "sandbox_factory", code_interpreter = "code_sandbox",
+  name = "test_name", defer = "finally", cleanup = "finally", addCleanup = "finally",
+  tmp_path = "workdir", tmpdir = "workdir" }
 -- Fixture scopes, narrowest first (a fixture may use fixtures of its own scope or a wider one).
 M.SCOPES = { "test", "file", "run" }
 local WIDTH = { test = 1, file = 2, run = 3 }
@@ -310,7 +317,11 @@ make_ctx = function(run, state, opts)
         local user = {}
         for n in pairs(defs) do user[#user + 1] = n end
         table.sort(user)
-        error("ctx has no fixture " .. tostring(k) .. " (fixtures: base_sandbox, code_sandbox, "
+        local all = {}
+        for _, n in ipairs(M.BUILTINS) do all[#all + 1] = n end
+        for _, n in ipairs(user) do all[#all + 1] = n end
+        error("ctx has no fixture " .. tostring(k) .. suggest.hint(k, all, FIXTURE_ALIASES, "ctx.%s")
+          .. " (fixtures: base_sandbox, code_sandbox, "
           .. "server_sandbox, template_sandbox, sandbox_factory, workdir, conn, run_id, test_name, "
           .. "scope, finally, provider" .. (#user > 0 and ("; this file's: " .. table.concat(user, ", "))
           or "") .. ")", 2)
@@ -367,8 +378,15 @@ function M.teardown(state, run)
     if not ok then errors[#errors + 1] = { phase = "finally", message = tostring(err) } end
   end
   -- every sandbox the test created and that is still alive, through a fixture or ctx.conn
-  -- (a sandbox it killed itself is not killed again)
+  -- (a sandbox it killed itself is not killed again); a failed test's under --keep-failed are
+  -- kept instead (abx.run.keep; state.keep is its node id, set by the runner)
   local owned = state.owner and run.tracker:owned(state.owner) or state.sandboxes
+  if state.keep and #owned > 0 then
+    for _, e in ipairs(require("abx.run.keep").keep(run, owned, state.keep)) do
+      errors[#errors + 1] = e
+    end
+    return errors
+  end
   for i = #owned, 1, -1 do
     local ok, err = pcall(run.tracker.kill, run.tracker, owned[i])
     if not ok then

@@ -7,6 +7,7 @@ local core = require("abx.core")
 local fixtures = require("abx.run.fixtures")
 local Tracker = require("abx.run.tracker")
 local provider = require("abx.run.provider")
+local keep = require("abx.run.keep")
 local console = require("abx.run.console")
 local known_issues = require("abx.run.known_issues")
 local templates = require("abx.run.templates")
@@ -168,6 +169,8 @@ local function run_test(test, run)
   local entry = test.opts.known_issue and run.catalog and run.catalog.entries[test.opts.known_issue]
   known_issues.classify(result, entry, run.provider, test.opts.raises)
   local teardown_started = core.now()
+  -- --keep-failed: a failed test's sandboxes outlive it (abx.run.keep)
+  if run.keep and result.outcome == "failed" then state.keep = test.file .. "::" .. test.name end
   -- the teardown runs to its end after an interrupt too; only its own deadline stops it
   local tok, terrs = core.guard(limits.phase_opts("teardown", "teardown_timeout", run, false),
     M.describe, fixtures.teardown, state, run)
@@ -420,7 +423,17 @@ function M.run(files, opts)
   run.provider_info = { name = pname, kind = psettings.kind, flavor = psettings.flavor,
     tls = psettings.tls == true }
   run.capabilities = psettings.capability_set or {}
-  local pok, conn, pinfo = pcall(provider.open, pname, psettings, run)
+  if opts.keep_failed then
+    -- abx.run.keep: the tags every create adds, and the TTL a failed test's sandboxes get
+    run.keep = { ttl = opts.keep_failed.ttl, kept = {}, config_arg = opts.keep_failed.config_arg,
+      provider_arg = opts.keep_failed.provider_arg }
+  end
+  local pok, conn, pinfo
+  if run.keep and psettings.kind == "local" then -- a platform that outlives the run
+    pok, conn, pinfo = pcall(keep.open_local, pname, psettings, run, opts.keep_failed.config_path)
+  else
+    pok, conn, pinfo = pcall(provider.open, pname, psettings, run)
+  end
   if pok and pinfo then
     run.provider_info.base_url, run.provider_info.ca_cert = pinfo.base_url, pinfo.ca_cert
   end
@@ -469,6 +482,7 @@ function M.run(files, opts)
   end
   run.conn = conn
   run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
+  if run.keep then run.tracker.keep_metadata = keep.metadata end
   -- every create, kill and 404 on the run's connection (and its copies: conn:with) goes through
   -- the tracker: slots follow the sandboxes, snapshots and volumes are deleted at the end
   conn.hooks = run.tracker:hooks(function()
@@ -494,8 +508,13 @@ function M.run(files, opts)
   core.abort_all("Internal", "the run ended")
   local counts = count_all(run, collection_errors)
   local clean = ok and counts.failed == 0 and counts.errors == 0 and #cleanup.errors == 0
-  if pinfo.stop then pinfo.stop(not clean) end
+  if run.keep and pinfo.stop then
+    pinfo.stop(#run.keep.kept) -- abx.run.keep: a local platform stays up for what was kept
+  elseif pinfo.stop then
+    pinfo.stop(not clean)
+  end
   out:cleanup(cleanup, run.tracker)
+  for _, l in ipairs(keep.summary(run, pinfo)) do out:line(l) end
   if not clean and pinfo.log then out:line("local platform log: " .. pinfo.log) end
   out:failures(run.results)
   run.templates:table(run.tracker)

@@ -278,6 +278,15 @@ function Tracker:kill(sbx)
   return r
 end
 
+---A failed test's sandbox kept alive (abx.run.keep): it leaves the tracker like a killed one
+---(its slot is free, the final cleanup does not kill it) and the sweep by tag skips it.
+---@param id string
+function Tracker:keep(id)
+  self.kept = self.kept or {}
+  self.kept[id] = true
+  self:forget(id)
+end
+
 ---hooks.snapshot_created / hooks.volume_created: deleted at the end of the run.
 function Tracker:track_snapshot(info) self.snapshots[info.snapshot_id] = info end
 function Tracker:track_volume(info)
@@ -307,11 +316,13 @@ function Tracker:hooks(owner_of)
     return o
   end
   return {
+    -- returns the metadata the create adds (abx.run.keep's tags under --keep-failed) or nil
     before_create = function(opts)
       local o = current_owner()
       self:acquire(o)
       o.create_started = core.now() -- the request starts now: create-to-ready excludes the wait
       pending[opts] = o
+      if self.keep_metadata then return self.keep_metadata(o) end
     end,
     create_failed = function(opts)
       local o = pending[opts]
@@ -365,9 +376,11 @@ function Tracker:cleanup(conn)
     local ok, items = pcall(conn.list, conn, { metadata = { e2e = self.run_id } })
     if ok then
       for _, info in ipairs(items) do
-        local kok, r = pcall(conn.kill, conn, info.sandbox_id)
-        if kok and r then report.swept = report.swept + 1 end
-        if not kok then report.errors[#report.errors + 1] = tostring(r) end
+        if not (self.kept and self.kept[info.sandbox_id]) then -- a kept one is no leak
+          local kok, r = pcall(conn.kill, conn, info.sandbox_id)
+          if kok and r then report.swept = report.swept + 1 end
+          if not kok then report.errors[#report.errors + 1] = tostring(r) end
+        end
       end
     else
       report.errors[#report.errors + 1] = "sweep: " .. tostring(items)

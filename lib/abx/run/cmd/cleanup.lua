@@ -5,6 +5,8 @@
 -- already runs (`abxlua sandbox serve`'s state file, or ABX_LOCAL_URL), else starts one.
 -- Exit 0 when no matching sandbox remains, 1 when some remain (dry run, or a kill failed), 4 for
 -- usage errors.
+-- --kept: the sandboxes `abxlua run --keep-failed` kept for a look (metadata abx-kept=1, any run;
+-- abx.run.keep); with --run-id, only that run's.
 local core = require("abx.core")
 local config = require("abx.run.config")
 local provider = require("abx.run.provider")
@@ -12,11 +14,15 @@ local sandbox = require("abx.client.sandbox")
 
 local M = {}
 
+local KEPT_KEY = require("abx.run.keep").KEPT_KEY
+
 function M.configure(parser)
   local cmd = parser:command("cleanup", "List (and with --yes kill) sandboxes tagged e2e=<run id> "
     .. "that earlier runs left behind.")
   cmd:option("--run-id", "Only sandboxes of this run (metadata e2e=<ID>).")
   cmd:flag("--all-tagged", "Every sandbox that carries an e2e tag, whatever the run.")
+  cmd:flag("--kept", "The sandboxes `abxlua run --keep-failed` kept (metadata abx-kept=1), "
+    .. "whatever the run (with --run-id: that run's).")
   cmd:option("--older-than", "Only sandboxes started more than this many minutes ago.")
     :convert(tonumber)
   cmd:flag("--yes", "Kill what was found (without it, nothing is deleted).")
@@ -31,6 +37,7 @@ function M.select(items, opts, now)
   for _, info in ipairs(items) do
     local tag = type(info.metadata) == "table" and info.metadata.e2e or nil
     local keep = type(tag) == "string" and tag ~= ""
+    if keep and opts.kept then keep = info.metadata[KEPT_KEY] == "1" end
     if keep and opts.run_id then keep = tag == opts.run_id end
     if keep and opts.older_than then
       local started = info.started_at and sandbox.parse_time(info.started_at)
@@ -78,8 +85,9 @@ function M.sweep_resources(conn, caps, found, run_id, yes)
 end
 
 function M.execute(args)
-  if not args.run_id and not args.all_tagged then
-    return nil, "say which sandboxes: --run-id ID or --all-tagged"
+  if not args.run_id and not args.all_tagged and not args.kept then
+    return nil, "say which sandboxes: --run-id ID or --all-tagged (or --kept: what `run "
+      .. "--keep-failed` kept)"
   end
   if args.run_id and not args.run_id:match("^[%w%-_]+$") then
     return nil, "--run-id may only contain letters, digits, '-' and '_'"
@@ -104,8 +112,10 @@ function M.execute(args)
       code = 4
       return
     end
-    local lok, items = pcall(conn.list, conn,
-      args.run_id and { metadata = { e2e = args.run_id } } or {})
+    local filter = {}
+    if args.run_id then filter.e2e = args.run_id end
+    if args.kept then filter[KEPT_KEY] = "1" end
+    local lok, items = pcall(conn.list, conn, next(filter) and { metadata = filter } or {})
     if not lok then
       core.write("cleanup: listing sandboxes on " .. tostring(info.endpoint) .. " failed: "
         .. tostring(items) .. "\n")
@@ -113,13 +123,18 @@ function M.execute(args)
       code = 1
       return
     end
-    local found = M.select(items, { run_id = args.run_id, older_than = args.older_than }, core.time())
+    local found = M.select(items, { run_id = args.run_id, older_than = args.older_than,
+      kept = args.kept }, core.time())
+    local what = {}
+    if args.run_id then what[#what + 1] = "e2e=" .. args.run_id end
+    if args.kept then what[#what + 1] = KEPT_KEY .. "=1" end
     core.write(string.format("cleanup: %d tagged sandbox(es) found on %s (%s)\n", #found,
-      tostring(info.endpoint), args.run_id and ("e2e=" .. args.run_id) or "any e2e tag"))
+      tostring(info.endpoint), #what > 0 and table.concat(what, ", ") or "any e2e tag"))
     local remaining = 0
     for _, s in ipairs(found) do
       local line = string.format("  %s  e2e=%s  state=%s  started=%s", s.sandbox_id,
         tostring(s.metadata.e2e), tostring(s.state), tostring(s.started_at))
+      if args.kept and s.metadata["abx-test"] then line = line .. "  test=" .. s.metadata["abx-test"] end
       if args.yes then
         local kok, r = pcall(conn.kill, conn, s.sandbox_id)
         if kok then
@@ -141,6 +156,11 @@ function M.execute(args)
       core.write("cleanup: dry run, nothing deleted (add --yes to kill them)\n")
     end
     if info.stop then info.stop() end
+    local serve = attached and args.kept and require("abx.run.sandbox_cli.common").read_state(pname)
+    if serve then -- abx.run.keep may have left it running for the kept sandboxes
+      core.write(string.format("cleanup: the local platform (abxlua sandbox serve, pid %d) still "
+        .. "runs: `kill %d` stops it\n", math.tointeger(serve.pid) or 0, math.tointeger(serve.pid) or 0))
+    end
     code = remaining == 0 and 0 or 1
   end)
   if not ok then

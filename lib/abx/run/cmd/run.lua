@@ -42,6 +42,9 @@ function M.configure(parser)
     .. "under its failure and written to the JUnit report)."):target("no_capture")
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
     .. "x xfailed, X xpassed, p passed, R rerun, a all but passed, A all, N none.", "fE"):target("report_chars")
+  run:flag("--keep-failed", "Leave the sandboxes of failed tests alive for a look (TTL: config "
+    .. "defaults.keep_failed_ttl, tagged abx-kept=1); the end of the run says how to reach and "
+    .. "remove them (docs/debugging.md).  Config: defaults.keep_failed_sandboxes."):target("keep_failed")
   suite.add_shard_option(run)
   run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   run:option("--json", "Write a JSON report to FILE."):argname("FILE")
@@ -103,6 +106,7 @@ local function command_line(args)
   opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
   opt("--shard", args.shard); opt("--timeout", args.timeout)
   if args.exitfirst then parts[#parts + 1] = "-x" end
+  if args.keep_failed then parts[#parts + 1] = "--keep-failed" end
   opt("--maxfail", args.maxfail); opt("--reruns", args.reruns); opt("--durations", args.durations)
   opt("--durations-min", args.durations_min)
   if args.lf then parts[#parts + 1] = "--lf" end
@@ -237,6 +241,12 @@ function M.execute(args)
   local ci = core.getenv("CI")
   local require_credentials = args.require_credentials or (not args.no_require_credentials
     and ci ~= nil and ci ~= "" and ci ~= "0" and ci:lower() ~= "false")
+  local keep_failed
+  if args.keep_failed or cfg.defaults.keep_failed_sandboxes then
+    -- abx.run.keep: the printed commands name the provider and config only when not the defaults
+    keep_failed = { ttl = math.tointeger(cfg.defaults.keep_failed_ttl), config_path = cfg.path,
+      config_arg = args.config, provider_arg = provider_name ~= cfg.provider and provider_name or nil }
+  end
   local runner = require("abx.run.runner")
   console.configure({ report_chars = args.report_chars, maxfail = maxfail,
     maxfail_flag = maxfail_flag, durations = args.durations and math.tointeger(args.durations),
@@ -250,7 +260,7 @@ function M.execute(args)
       run_id = run_id, verbose = args.verbose > 0, selection = s.selection,
       report_chars = args.report_chars, reruns = args.reruns and math.tointeger(args.reruns) or 0,
       first = s.first, notes = s.notes, empty = s.empty, require_credentials = require_credentials,
-      capture = not args.no_capture })
+      capture = not args.no_capture, keep_failed = keep_failed })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
