@@ -4,3 +4,8 @@ add_test(NAME layout:boundary
 add_test(NAME layout:boundary-selftest
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/boundary.py --self-test)
 set_tests_properties(layout:boundary layout:boundary-selftest PROPERTIES TIMEOUT 60 LABELS layout)
+# (issue 23) README.md stays a short page (at most 250 lines) and no relative link of README.md or
+# docs/**/*.md dangles; the self-test plants both faults.
+add_test(NAME layout:docs COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/docs_links.py ${CMAKE_SOURCE_DIR})
+add_test(NAME layout:docs-selftest COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/docs_links.py --self-test)
+set_tests_properties(layout:docs layout:docs-selftest PROPERTIES TIMEOUT 60 LABELS layout)
