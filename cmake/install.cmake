@@ -8,6 +8,7 @@
 #   PREFIX/share/abxlua/env.example             .env.example (the variables per provider)
 #   PREFIX/share/abxlua/types/                  the LuaLS meta files, when types/ exists
 #   PREFIX/share/doc/abxlua/                    README.md, THIRD-PARTY.md (embedded code, licences)
+#   PREFIX/share/doc/abxlua/docs/               the docs/ pages README.md links to (docs/*.md, docs/**/*.md)
 include(GNUInstallDirs)
 install(TARGETS abxlua abxlua-envd RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}")
 install(FILES "${CMAKE_SOURCE_DIR}/config/abxlua.yaml" "${CMAKE_SOURCE_DIR}/config/known_issues.yaml"
@@ -20,6 +21,8 @@ install(DIRECTORY "${CMAKE_SOURCE_DIR}/types/" DESTINATION "${CMAKE_INSTALL_DATA
         OPTIONAL)
 install(FILES "${CMAKE_SOURCE_DIR}/README.md" "${CMAKE_SOURCE_DIR}/docs/THIRD-PARTY.md"
         DESTINATION "${CMAKE_INSTALL_DOCDIR}")
+install(DIRECTORY "${CMAKE_SOURCE_DIR}/docs/" DESTINATION "${CMAKE_INSTALL_DOCDIR}/docs"
+        FILES_MATCHING PATTERN "*.md")
 
 # --- the .deb: `cpack -G DEB` in the build directory ----------------------------------------
 # Depends: the shared libraries the binary links, computed by dpkg-shlibdeps (dpkg-dev) from the

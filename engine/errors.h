@@ -3,9 +3,9 @@
  *
  * Shape:   { kind = "NotFound", status = 404, message = "...", code = "not_found"|nil,
  *            request = "GET /sandboxes/x"|nil }   __tostring: "NotFound (404): message"
- * Kinds:   one list, abx_error_kinds below (exported to Lua as core.KINDS; README "Kinds" and
- *          docs/ENGINE.md "Errors" name the same). An error of any other kind cannot be made:
- *          abx_error_push turns it into an Internal error naming the valid kinds, and
+ * Kinds:   one list, abx_error_kinds below (exported to Lua as core.KINDS; docs/scenarios.md
+ *          "Kinds" and docs/ENGINE.md "Errors" name the same). An error of any other kind cannot
+ *          be made: abx_error_push turns it into an Internal error naming the valid kinds, and
  *          abx_error_check_kind (core.error, core.new_error, core.abort) raises InvalidArgument.
  * Masking: the message passes through the secrets registry before it is stored.
  */

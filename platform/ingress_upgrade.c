@@ -5,7 +5,7 @@
  * when the request has both, and on a 101 whose Upgrade names the protocol asked for relays the
  * bytes both ways (net/http/httputil reverseproxy.go handleUpgradeResponse); any other answer is
  * an ordinary response. This is how a VNC client outside reaches a sandbox's RFB server behind
- * websockify (the desktop template, README "Templates"). Contract in ingress_int.h.
+ * websockify (the desktop template, docs/templates.md). Contract in ingress_int.h.
  *
  * Threads: the request is set up on a pool thread (blocking connect and head, bounded below);
  *          once libmicrohttpd has sent the 101, one relay thread per upgraded connection copies

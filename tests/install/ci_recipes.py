@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ci_recipes.py ABXLUA SOURCE_DIR: README's "Running in CI" jobs checked against the CLI.
+"""ci_recipes.py ABXLUA SOURCE_DIR: docs/install.md's "Running in CI" jobs checked against the CLI.
 
 Parses the two YAML blocks of the section (GitHub Actions, GitLab CI) and checks, for each:
   - it runs `abxlua run` with only options `abxlua run --help` lists, sharded (`--shard K/N` over a
@@ -11,7 +11,7 @@ Parses the two YAML blocks of the section (GitHub Actions, GitLab CI) and checks
   - the job's script itself works: run by bash -e from an empty directory with the matrix's first
     values (provider local, shard 1/N) on a one-test scenario, it exits 0 and writes the two
     reports where the artifact steps look for them.
-And that the version in README's .deb file names is the project's. Exit 0 when all hold."""
+And that the version in docs/install.md's .deb file names is the project's. Exit 0 when all hold."""
 import os
 import re
 import shlex
@@ -22,7 +22,7 @@ import tempfile
 import yaml
 
 abxlua, src = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-readme = open(os.path.join(src, "README.md"), encoding="utf-8").read()
+readme = open(os.path.join(src, "docs", "install.md"), encoding="utf-8").read()
 fails = []
 
 
@@ -32,9 +32,9 @@ def check(cond, what):
         fails.append(what)
 
 
-m = re.search(r"^## Running in CI\n(.*?)(?=^## )", readme, re.M | re.S)
+m = re.search(r"^## Running in CI\n(.*?)(?=^## |\Z)", readme, re.M | re.S)
 if not m:
-    sys.exit("FAIL README.md has no '## Running in CI' section")
+    sys.exit("FAIL docs/install.md has no '## Running in CI' section")
 section = m.group(1)
 blocks = re.findall(r"```yaml\n(.*?)```", section, re.S)
 check(len(blocks) == 2, f"two YAML jobs in the section (found {len(blocks)})")
@@ -157,5 +157,5 @@ try_run("gitlab", gl_script, junit, js, state_rel)
 version = re.search(r"project\(abxlua VERSION ([0-9.]+)",
                     open(os.path.join(src, "CMakeLists.txt")).read()).group(1)
 names = set(re.findall(r"abxlua_([0-9.]+)_amd64\.deb", readme))
-check(names == {version}, f"README's .deb file names carry version {version} ({sorted(names)})")
+check(names == {version}, f"docs/install.md's .deb file names carry version {version} ({sorted(names)})")
 sys.exit(1 if fails else 0)

@@ -10,7 +10,7 @@
 #   - in that root (bwrap), `abxlua --version`, and smoke.lua from an empty directory against the
 #     local provider: a sandbox and its network link (ip, nft) work with only what Depends brings;
 #   - `dpkg --root ROOT -r abxlua` removes it, leaving no file of the package;
-#   - README's Install section names every Depends entry.
+#   - docs/install.md's Install section names every Depends entry.
 set -u
 build=$(realpath "$1") src=$(realpath "$2")
 tmp=$(mktemp -d /tmp/abx-deb.XXXXXX)
@@ -62,12 +62,12 @@ for exe in /usr/bin/bwrap /usr/sbin/ip /usr/sbin/nft; do
   else bad "execs $exe (package '${pkg:-none}') but Depends lacks it"; fi
 done
 [[ "$dep_names" != *" lua-argparse "* ]] || bad "Depends names lua-argparse (it is embedded)"
-# README's Install section lists Depends by hand: it must name every entry
-install_section=$(sed -n '/^## Install$/,/^## /p' "$src/README.md")
+# docs/install.md's Install section lists Depends by hand: it must name every entry
+install_section=$(sed -n '/^## Install$/,/^## /p' "$src/docs/install.md")
 for pkg in $dep_names; do
-  # a sanitizer build (make test-asan) links the sanitizers' runtimes: not what the README ships
+  # a sanitizer build (make test-asan) links the sanitizers' runtimes: not what the package ships
   case $pkg in libasan*|libubsan*) continue ;; esac
-  grep -qw -- "$pkg" <<<"$install_section" || bad "README Install does not name the Depends entry $pkg"
+  grep -qw -- "$pkg" <<<"$install_section" || bad "docs/install.md Install does not name the Depends entry $pkg"
 done
 
 # a scratch root with only what Depends brings, the package installed by dpkg

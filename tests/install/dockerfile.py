@@ -16,7 +16,7 @@ Debian 12 packages no hadolint).
       (`mmdebstrap`: what debian:<tag>-slim holds; every package is really installed). COPY takes
       the context minus .dockerignore. Then, in the final stage's root, the ENTRYPOINT runs with
       `--version`, with the default CMD, and (--smoke) runs the scenario from an empty /work the
-      way README's `docker run --privileged --tmpfs /tmp ...` does. Exit 0 when every step held.
+      way docs/install.md's `docker run --privileged --tmpfs /tmp ...` does. Exit 0 when every step held.
       Needs root (mount namespaces, overlayfs); re-executes itself under `unshare --mount`.
 """
 import fnmatch

@@ -20,7 +20,8 @@ if ! cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1; then
   cat "$tmp/install.log"; bad "cmake --install exited non-zero"; exit 1
 fi
 for f in bin/abxlua share/abxlua/config/abxlua.yaml share/abxlua/config/known_issues.yaml \
-         share/abxlua/env.example share/doc/abxlua/README.md share/doc/abxlua/THIRD-PARTY.md; do
+         share/abxlua/env.example share/doc/abxlua/README.md share/doc/abxlua/THIRD-PARTY.md \
+         share/doc/abxlua/docs/scenarios.md; do
   [ -e "$prefix/$f" ] && ok "installed $f" || bad "not installed: $f"
 done
 [ -x "$prefix/bin/abxlua" ] || bad "bin/abxlua is not executable"

@@ -36,7 +36,7 @@ add_test(NAME install:dockerfile_build_host
                  ${CMAKE_SOURCE_DIR} --base host --smoke ${CMAKE_SOURCE_DIR}/tests/install/smoke.lua)
 set_tests_properties(install:dockerfile_build_debian install:dockerfile_build_host PROPERTIES
                      TIMEOUT 900 LABELS "install;slow" RUN_SERIAL TRUE)
-# README's "Running in CI" jobs (GitHub Actions, GitLab CI) parsed and checked against the CLI, and
+# docs/install.md's "Running in CI" jobs (GitHub Actions, GitLab CI) parsed and checked against the CLI, and
 # each job's script run from an empty directory with the local provider (tests/install/ci_recipes.py).
 add_test(NAME install:ci_recipes
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/install/ci_recipes.py $<TARGET_FILE:abxlua> ${CMAKE_SOURCE_DIR})

@@ -1,6 +1,6 @@
 -- Kinds case (run by tests/runner/run_case.sh from the source root): the error kinds are one list
--- in C (engine/errors.c, core.KINDS), an error of any other kind cannot be made, README and
--- docs/ENGINE.md name the same list, and abx.errmap maps 413 and the edge's three answers
+-- in C (engine/errors.c, core.KINDS), an error of any other kind cannot be made, docs/scenarios.md
+-- and docs/ENGINE.md name the same list, and abx.errmap maps 413 and the edge's three answers
 -- (paused, gone, closed port) to their own kinds by status and fields.
 -- Sources: reference/e2b-control-plane.md §6, §7.4; e2b-dev/infra
 -- packages/shared/pkg/proxy/template/{sandbox_paused,sandbox_not_found,port_closed}.go.
@@ -37,9 +37,9 @@ local function doc_kinds(path)
   return out
 end
 
-t.test("README and docs/ENGINE.md list exactly core.KINDS, in order", function()
+t.test("docs/scenarios.md and docs/ENGINE.md list exactly core.KINDS, in order", function()
   local want = table.concat(core.KINDS, ", ")
-  t.eq(table.concat(doc_kinds("README.md"), ", "), want, "README.md")
+  t.eq(table.concat(doc_kinds("docs/scenarios.md"), ", "), want, "docs/scenarios.md")
   t.eq(table.concat(doc_kinds("docs/ENGINE.md"), ", "), want, "docs/ENGINE.md")
 end)
 

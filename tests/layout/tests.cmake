@@ -4,3 +4,16 @@ add_test(NAME layout:boundary
 add_test(NAME layout:boundary-selftest
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/boundary.py --self-test)
 set_tests_properties(layout:boundary layout:boundary-selftest PROPERTIES TIMEOUT 60 LABELS layout)
+# (issue 23) README.md stays a short page (at most 250 lines) and no relative link of README.md or
+# docs/**/*.md dangles; the self-test plants both faults.
+add_test(NAME layout:docs COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/docs_links.py ${CMAKE_SOURCE_DIR})
+add_test(NAME layout:docs-selftest COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/docs_links.py --self-test)
+set_tests_properties(layout:docs layout:docs-selftest PROPERTIES TIMEOUT 60 LABELS layout)
+# (issue 23) docs/cli.md names every command and every long option the binary's help prints.
+add_test(NAME layout:cli_flags
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/cli_flags.py $<TARGET_FILE:abxlua>
+                 ${CMAKE_SOURCE_DIR}/docs/cli.md)
+add_test(NAME layout:cli_flags-selftest
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/cli_flags.py --self-test)
+# about 40 `--help` runs: minutes on a busy machine
+set_tests_properties(layout:cli_flags layout:cli_flags-selftest PROPERTIES TIMEOUT 600 LABELS layout)

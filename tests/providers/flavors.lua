@@ -52,11 +52,13 @@ t.test("the flavours' capabilities are the published differences", function()
   local function caps(name) return sorted(select(2, config.provider(cfg, "local", name)).capabilities) end
   t.eq(caps("acs"), "api_key_check,connect_resume,e2b_api,env_vars,envd,pause,pty,snapshot,watch")
   t.eq(caps("cubesandbox"), "e2b_api,envd,pause,pty,refresh,short_ttl,ttl_shorten,watch")
-  t.eq(caps("alicloud-fc"), "api_key_check,connect_resume,e2b_api,env_vars,envd,metrics,pty,"
-    .. "short_ttl,templates_build,ttl_shorten,watch")
-  -- code_interpreter is e2b's but not the local platform's: not in the flavour
+  t.eq(caps("alicloud-fc"), "api_key_check,code_interpreter,connect_resume,e2b_api,env_vars,envd,"
+    .. "metrics,pty,short_ttl,templates_build,ttl_shorten,watch")
+  -- code_interpreter is both e2b's and the local platform's (issue 23): in the flavour; CubeSandbox
+  -- lacks it, so its flavour does too
   local _, e2b = config.provider(cfg, "local", "e2b")
-  t.eq(e2b.capability_set.code_interpreter, nil)
+  t.eq(e2b.capability_set.code_interpreter, true)
+  t.eq(select(2, config.provider(cfg, "local", "cubesandbox")).capability_set.code_interpreter, nil)
   t.ok(e2b.capability_set.v2_routes)
   t.eq(e2b.route_version, "v2")
   local _, acs = config.provider(cfg, "local", "acs")

@@ -1,10 +1,11 @@
--- Runner case: capabilities. The local provider (config/abxlua.yaml) has pause and
--- templates_build but not code_interpreter: a test requiring one it lacks is skipped with
--- "provider local lacks capability <C>" before any sandbox exists; one whose requirements are all
--- met runs.
+-- Runner case: capabilities. The local platform imitating CubeSandbox (--flavor cubesandbox: the
+-- capabilities both config entries have) has pause but not code_interpreter: a test requiring one
+-- it lacks is skipped with "provider local --flavor cubesandbox lacks capability <C>" before
+-- any sandbox exists; one whose requirements are all met runs.
 -- Expected (-j 1): 1 passed, 2 skipped; no sandbox created; exit code 0.
--- expect-line: ^SKIPPED +tests/runner/cap_skip\.lua::needs the code interpreter .*provider local lacks capability code_interpreter
--- expect-line: ^SKIPPED +tests/runner/cap_skip\.lua::needs pause and the code interpreter .*provider local lacks capability code_interpreter
+-- args: -j 1 --flavor cubesandbox
+-- expect-line: ^SKIPPED +tests/runner/cap_skip\.lua::needs the code interpreter .*provider local --flavor cubesandbox lacks capability code_interpreter
+-- expect-line: ^SKIPPED +tests/runner/cap_skip\.lua::needs pause and the code interpreter .*provider local --flavor cubesandbox lacks capability code_interpreter
 -- expect-line: ^PASSED +tests/runner/cap_skip\.lua::needs only pause
 -- expect-line: ^cleanup: 0 sandboxes created
 -- expect-no-line: must not run
@@ -12,13 +13,13 @@ local t = require("abx.test")
 
 t.test("needs the code interpreter", { requires = { "code_interpreter" } }, function(ctx)
   local _ = ctx.base_sandbox
-  error("must not run: local lacks code_interpreter")
+  error("must not run: the cubesandbox flavour lacks code_interpreter")
 end)
 
 t.test("needs pause and the code interpreter", { requires = { "pause", "code_interpreter" } },
   function(ctx)
     local _ = ctx.base_sandbox
-    error("must not run: local lacks code_interpreter")
+    error("must not run: the cubesandbox flavour lacks code_interpreter")
   end)
 
 t.test("needs only pause", { requires = { "pause" } }, function() end)

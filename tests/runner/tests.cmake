@@ -58,6 +58,8 @@ add_test(NAME known_issues_docs COMMAND $<TARGET_FILE:abxlua> known-issues --che
 # Capabilities: `requires` names checked at collection; a capability the provider lacks skips
 abx_runner_case(cap_unknown "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(cap_skip "^1 passed, 0 failed, 2 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+# (issue 23) local has code_interpreter: such a test runs there
+abx_runner_case(cap_code_interpreter "^1 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 
 # Providers, credentials (.env files, the environment wins, masked), doctor
 add_test(NAME runner:credentials COMMAND bash ${ABX_RUNNER_DIR}/credentials.sh $<TARGET_FILE:abxlua>
@@ -75,7 +77,7 @@ abx_runner_case(scheduler "^2 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\
 # generated docs/API.md matches the declarations it is made from.
 abx_runner_case(options "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
 add_test(NAME api_docs COMMAND $<TARGET_FILE:abxlua> api --check WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-# README's "Providers" table is generated from config/abxlua.yaml: stale = failure
+# docs/providers.md's table is generated from config/abxlua.yaml: stale = failure
 add_test(NAME providers_docs COMMAND $<TARGET_FILE:abxlua> providers --check
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 # Routing in one place (abx.route), no doubled port; sbx:connect() keeps the created lifetime.

@@ -1,6 +1,6 @@
 -- abx.client.server: a client for agent-sandbox-server, the in-sandbox HTTP server of the
 -- python-hello template (scenarios/templates/python-hello/server/server.py documents the API;
--- README.md "Templates" the contract), reached through the sandbox's port routing like any other
+-- docs/templates.md the contract), reached through the sandbox's port routing like any other
 -- port (abx.client.http: "<port>-<id>.<domain>" or the E2b-Sandbox-* headers, plus the traffic
 -- token when the sandbox has one).
 --

@@ -31,9 +31,10 @@ M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_upda
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
--- The embedded local platform's capabilities when the config does not list them.
+-- The embedded local platform's capabilities when the config does not list them: every one, the
+-- code interpreter included (serve builds in code-interpreter-v1, platform/templates.c).
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
+  "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
   "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd", "e2b_api",
   "api_keys" }
 

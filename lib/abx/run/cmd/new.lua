@@ -44,8 +44,8 @@ end
 
 local function recipe_text(name)
   return table.concat({
-    "# " .. name .. ": <what this template is for>. The recipe's keys: abx.run.recipe (README",
-    "# \"Templates\"). Built through the provider's build API by `abxlua run <this folder>` or",
+    "# " .. name .. ": <what this template is for>. The recipe's keys: abx.run.recipe",
+    "# (docs/templates.md). Built through the provider's build API by `abxlua run <this folder>` or",
     "# `abxlua template deploy " .. name .. "`; then " .. name .. ".lua runs on a sandbox of it.",
     "from: base",
     "steps:",

@@ -1,6 +1,6 @@
 -- abx.run.cmd.providers: `abxlua providers`: the configured providers as a Markdown table (how to
 -- point abxlua at each, its wire and what it does not support), generated from the config so the
--- README's "Providers" table cannot go stale. --write puts it between the README's markers,
+-- docs/providers.md's table cannot go stale. --write puts it between that file's markers,
 -- --check exits 1 when they differ (the providers_docs test).
 local core = require("abx.core")
 local config = require("abx.run.config")
@@ -12,9 +12,10 @@ M.END = "<!-- providers:end -->"
 
 function M.configure(parser)
   local cmd = parser:command("providers", "Show the configured providers as a Markdown table "
-    .. "(endpoint, credentials, wire, what each lacks); --write/--check keep README.md's in sync.")
+    .. "(endpoint, credentials, wire, what each lacks); --write/--check keep docs/providers.md's in sync.")
   cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
-  cmd:option("--out", "The file whose marked section --write and --check use.", "README.md")
+  cmd:option("--out", "The file whose marked section --write and --check use.",
+    "docs/providers.md")
     :argname("FILE")
   cmd:flag("--write", "Replace the section between the markers of --out with the table.")
   cmd:flag("--check", "Exit 1 when the section of --out differs from the table.")

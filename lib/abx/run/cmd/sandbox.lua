@@ -54,7 +54,7 @@ function M.configure(parser)
     .. "pause, resume, kill, call; `sandbox serve` keeps a local platform up between calls.")
     :epilog("The provider is --provider (default: ABX_PROVIDER or the config's), local by "
       .. "default: a local platform started by `abxlua sandbox serve`, or the one ABX_LOCAL_URL "
-      .. "and ABX_LOCAL_API_KEY name (README \"Command line\", the `sandbox` entry). --json prints "
+      .. "and ABX_LOCAL_API_KEY name (docs/cli.md, the `sandbox` entry). --json prints "
       .. "one JSON document on stdout.")
   cmd:command_target("sandbox_command")
   for _, name in ipairs(M.names()) do

@@ -1,6 +1,6 @@
 -- abx.run.sandbox_cli.call: `abxlua sandbox call ID NAME --json-args '{...}'`: runs a named
 -- command of the agent-sandbox-server's catalogue in the sandbox (POST /catalogue/<name>
--- {"args": ...}; scenarios/templates/python-hello/server/server.py, README "agent-sandbox-server"),
+-- {"args": ...}; scenarios/templates/python-hello/server/server.py, docs/templates.md "agent-sandbox-server"),
 -- with `abxlua sandbox call ID --list` listing the catalogue (GET /catalogue). --json-args must be
 -- one JSON object; its text is sent as it is (never decoded and re-encoded here), so an array of
 -- strings reaches the server exactly as written and the server passes each element to the

@@ -38,7 +38,7 @@ M.FORMAT = "abxlua-sandbox-serve/1"
 function M.add_options(cmd)
   cmd:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   cmd:option("--config", "Config file (default: ABX_CONFIG or config/abxlua.yaml).")
-  cmd:flag("--json", "Print one JSON document on stdout (its shape: README \"Command line\", "
+  cmd:flag("--json", "Print one JSON document on stdout (its shape: docs/cli.md, "
     .. "the `sandbox` entry).")
 end
 
