@@ -116,7 +116,7 @@ end
 M.DEFAULTS = {
   defaults = { jobs = 4, max_sandboxes = 5, test_timeout = 300, teardown_timeout = 60,
     sandbox_ttl = 300, template = "base", request_timeout = 60, create_timeout = 900,
-    build_jobs = 2, build_timeout = 1800 },
+    build_jobs = 2, build_timeout = 1800, trace = "retain-on-failure" },
   provider = "local",
   providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" },
     -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
@@ -397,6 +397,8 @@ function M.load(path)
     "request_timeout", "create_timeout", "build_jobs", "build_timeout" }) do
     check_number("defaults", key, cfg.defaults[key])
   end
+  -- which tests' HTTP exchanges the reports keep (abx.run.trace; `abxlua run --trace` wins)
+  require("abx.run.trace").check_mode(cfg.defaults.trace, (path or "config") .. ": defaults.trace")
   if type(cfg.markers) ~= "table" then
     core.error("InvalidArgument", 0, (path or "config") .. ": markers must be a mapping name: description")
   end

@@ -42,6 +42,9 @@ function M.configure(parser)
   run:option("-r", "Short test summary of these outcomes: f failed, E error, s skipped, "
     .. "x xfailed, X xpassed, p passed, R rerun, a all but passed, A all, N none.", "fE"):target("report_chars")
   suite.add_shard_option(run)
+  run:option("--trace", "Which tests' HTTP exchanges (and failures' curl reproducers) the reports "
+    .. "keep: off, on (every test) or retain-on-failure (failed and xpassed tests; default: config "
+    .. "defaults.trace). docs/reports/traces.md."):argname("MODE")
   run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   run:option("--json", "Write a JSON report to FILE."):argname("FILE")
   run:option("--tap", "Write a TAP version 13 report to FILE."):argname("FILE")
@@ -99,6 +102,7 @@ local function command_line(args)
   if args.no_capture then parts[#parts + 1] = "-s" end
   if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
+  opt("--trace", args.trace)
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
   opt("--evidence", args.evidence)
   if args.evidence and args.evidence_topic ~= "e2e-run" then opt("--evidence-topic", args.evidence_topic) end
@@ -194,6 +198,11 @@ function M.execute(args)
   -- a provider this build cannot speak to, or a missing ${region}, is a config error (exit 4)
   -- before anything starts, not a failure inside the run
   require("abx.run.provider").preflight(provider_name, psettings)
+  if args.trace then
+    local tok, terr = pcall(require("abx.run.trace").check_mode, args.trace, "--trace")
+    if not tok then return nil, terr.message end
+  end
+  local trace_mode = args.trace or cfg.defaults.trace
   local jobs = args.jobs or cfg.defaults.jobs
   if jobs < 1 or jobs ~= math.floor(jobs) then return nil, "-j must be a positive integer" end
   local lookup = require("abx.run.provider").lookup -- the environment, then .env
@@ -228,7 +237,7 @@ function M.execute(args)
       run_id = run_id, verbose = args.verbose > 0, selection = s.selection,
       report_chars = args.report_chars, reruns = args.reruns and math.tointeger(args.reruns) or 0,
       first = s.first, notes = s.notes, empty = s.empty, require_credentials = require_credentials,
-      capture = not args.no_capture })
+      capture = not args.no_capture, trace = trace_mode })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")

@@ -1,0 +1,24 @@
+-- Trace case (run by tests/trace/test_trace.py): a test that fails on a 404 after a few calls,
+-- one that passes, and one that makes many requests. TRACE_PLANTED_TOKEN (a secret-named
+-- variable the test sets) is sent as a header value and in a request body: no report may show it.
+local t = require("abx.test")
+
+local SECRET = os.getenv("TRACE_PLANTED_TOKEN") or "unset"
+local ENVD = 49983
+
+t.test("fails on a missing file", function(ctx)
+  local sbx = ctx.base_sandbox
+  sbx.files:write("/home/user/trace-note.txt", "note body with " .. SECRET .. " inside\n")
+  local r = sbx:http(ENVD, { path = "/health?probe=1", headers = { ["X-Planted"] = SECRET } })
+  t.ok(r.status < 500)
+  sbx.files:read("/home/user/missing dir/nope.txt") -- 404: NotFound, the test fails here
+end)
+
+t.test("passes after one call", function(ctx)
+  ctx.base_sandbox:http(ENVD, { path = "/health" })
+end)
+
+t.test("makes many requests", function(ctx)
+  local n = tonumber(os.getenv("TRACE_MANY") or "260")
+  for i = 1, n do ctx.base_sandbox:http(ENVD, { path = "/health?i=" .. i }) end
+end)
