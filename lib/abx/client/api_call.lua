@@ -75,7 +75,8 @@ function M.call(self, method, path, query, body, retry, headers, timeout)
     -- connection that died before the answer, libcurl would send it again by itself and make a
     -- second sandbox the attempt tag cannot adopt (tests/faults create_reset)
     local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
-      timeout = timeout or self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
+      timeout = timeout or self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry,
+      attempt = attempt }) -- attempt: for the trace (abx.run.trace); core.request ignores it
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status

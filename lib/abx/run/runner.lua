@@ -200,7 +200,7 @@ end
 local function run_one(test, run)
   local me = core.current()
   capture.begin(me)
-  trace.begin(me)
+  trace.begin(me, test.id)
   local ok, result = pcall(run_test, test, run)
   local captured = capture.finish(me)
   local tr = trace.finish(me)

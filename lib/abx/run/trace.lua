@@ -148,33 +148,46 @@ local function request_body(req)
   return M.body(req.body)
 end
 
--- A wrapper of core.<name> that records the exchange into the running task's trace.
+-- Records one exchange of core.<name> (fn) into tr; returns what fn returned.
+local function record(tr, fn, streaming, req, ...)
+  local t0 = core.now()
+  local ex = { start = t0 - M.origin, method = req.method or "GET", url = url_masked(req.url),
+    sandbox = sandbox_of(req.url, req.headers), attempt = math.tointeger(req.attempt) or 1,
+    request = { headers = masked_headers(req.headers), body = request_body(req) } }
+  push(tr, ex)
+  local ok, resp = pcall(fn, req, ...)
+  ex.duration = core.now() - t0
+  if not ok then
+    ex.error = core.is_error(resp) and resp.kind or "Error"
+    error(resp, 0)
+  end
+  if streaming then
+    local sok, status = pcall(resp.status, resp)
+    ex.status = sok and math.tointeger(status) or nil
+    ex.response = { headers = {}, body = nil, streamed = true }
+  elseif type(resp) == "table" then
+    ex.status = math.tointeger(resp.status)
+    ex.response = { headers = masked_headers(resp.headers), body = M.body(resp.body) }
+    -- a create names its sandbox in the answer (reference/e2b-control-plane.md §3.1)
+    ex.sandbox = ex.sandbox or (type(resp.body) == "string"
+      and resp.body:sub(1, 4096):match('"sandboxID"%s*:%s*"([%w_-]+)"')) or nil
+  end
+  return resp
+end
+
+-- A wrapper of core.<name> that records the exchange into the running task's trace and labels
+-- the request with its test for the -vv lines (the request table's trace_label, read by
+-- bindings/core_trace.c; set for the call only).
 local function wrap(fn, streaming)
   return function(req, ...)
     local tr = traces[core.current() or false]
     if type(req) ~= "table" or type(req.url) ~= "string" or not tr then return fn(req, ...) end
-    local t0 = core.now()
-    local ex = { start = t0 - M.origin, method = req.method or "GET", url = url_masked(req.url),
-      sandbox = sandbox_of(req.url, req.headers), attempt = math.tointeger(req.attempt) or 1,
-      request = { headers = masked_headers(req.headers), body = request_body(req) } }
-    push(tr, ex)
-    local ok, resp = pcall(fn, req, ...)
-    ex.duration = core.now() - t0
-    if not ok then
-      ex.error = core.is_error(resp) and resp.kind or "Error"
-      error(resp, 0)
-    end
-    if streaming then
-      local sok, status = pcall(resp.status, resp)
-      ex.status = sok and math.tointeger(status) or nil
-      ex.response = { headers = {}, body = nil, streamed = true }
-    elseif type(resp) == "table" then
-      ex.status = math.tointeger(resp.status)
-      ex.response = { headers = masked_headers(resp.headers), body = M.body(resp.body) }
-      -- a create names its sandbox in the answer (reference/e2b-control-plane.md §3.1)
-      ex.sandbox = ex.sandbox or (type(resp.body) == "string"
-        and resp.body:sub(1, 4096):match('"sandboxID"%s*:%s*"([%w_-]+)"')) or nil
-    end
+    local had = req.trace_label
+    req.trace_label = tr.label
+    local ok, resp = pcall(tr.record and record or function(_, f, _, r, ...) return f(r, ...) end,
+      tr, fn, streaming, req, ...)
+    req.trace_label = had
+    if not ok then error(resp, 0) end
     return resp
   end
 end
@@ -198,12 +211,13 @@ function M.install()
   end
 end
 
----Starts the trace of the test that `task` runs (the runner, before the test starts); nothing
----with --trace off.
+---Starts the trace of the test that `task` runs (the runner, before the test starts); only
+---its label under --trace off (the -vv lines name the test; nothing is recorded).
 ---@param task userdata
-function M.begin(task)
-  if M.mode == "off" then return end
-  traces[task] = { open = true, head = {}, tail = {}, count = 0, dropped = 0 }
+---@param label string the test's node id
+function M.begin(task, label)
+  traces[task] = { open = true, head = {}, tail = {}, count = 0, dropped = 0, label = label,
+    record = M.mode ~= "off" }
 end
 
 ---Ends the trace of `task`: { exchanges = {...} (oldest first), dropped = n }, or nil when off.
@@ -214,6 +228,7 @@ function M.finish(task)
   if not tr then return nil end
   traces[task] = nil
   tr.open = false
+  if not tr.record then return nil end
   local list = {}
   for _, e in ipairs(tr.head) do list[#list + 1] = e end
   local from = math.max(1, #tr.tail - M.TAIL + 1)
