@@ -8,6 +8,7 @@ local ENVD = 49983
 
 t.test("fails on a missing file", function(ctx)
   local sbx = ctx.base_sandbox
+  print("writing the note of " .. sbx.id)
   sbx.files:write("/home/user/trace-note.txt", "note body with " .. SECRET .. " inside\n")
   local r = sbx:http(ENVD, { path = "/health?probe=1", headers = { ["X-Planted"] = SECRET } })
   t.ok(r.status < 500)
