@@ -192,7 +192,7 @@ local function keep_trace(result, tr)
   local f = result.failure
   local origin = f and result.outcome == "failed" and trace.origin_of(tr.exchanges, f.error)
   if origin then result.reproducer = reproducer.curl(origin) end
-  if trace.kept(result.outcome) then result.trace, result.trace_dropped = tr.exchanges, tr.dropped end
+  if trace.kept(result) then result.trace, result.trace_dropped = tr.exchanges, tr.dropped end
 end
 
 -- Runs one test with its output captured (abx.run.capture) and its HTTP exchanges recorded

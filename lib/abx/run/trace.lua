@@ -42,13 +42,14 @@ function M.check_mode(v, where)
     tostring(v), table.concat(M.MODES, ", ")))
 end
 
----Whether the trace of a test that ended with `outcome` goes into the reports.
----@param outcome string
+---Whether the trace of result `r` (abx.run.runner) goes into the reports: every test's with
+---`on`, none with `off`; with retain-on-failure those failed, xpassed or with a teardown error.
+---@param r {outcome: string, teardown_errors?: table}
 ---@return boolean
-function M.kept(outcome)
+function M.kept(r)
   if M.mode == "on" then return true end
   if M.mode == "off" then return false end
-  return outcome == "failed" or outcome == "xpassed"
+  return r.outcome == "failed" or r.outcome == "xpassed" or r.teardown_errors ~= nil
 end
 
 -- The sandbox an exchange is for: the E2b-Sandbox-Id header (headers routing), the host's
