@@ -141,7 +141,8 @@ void abx_trace_answer(struct abx_loop *loop, const char *what, struct abx_transf
   size_t n = 0;
   char *m = abx_secrets_mask(loop->secrets, t->body.data, t->body.len, &n);
   if (m)
-    trace_line(loop, "< %.*s  body: %.*s%s", ll, what, (int)(n < TRACE_BODY_MAX ? n : TRACE_BODY_MAX), m,
+    trace_line(loop, "< %.*s  body: %.*s%s", ll, what,
+               (int)(n < TRACE_BODY_MAX ? n : TRACE_BODY_MAX), m,
                n > TRACE_BODY_MAX ? "..." : "");
   free(m);
 }

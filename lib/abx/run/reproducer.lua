@@ -73,7 +73,8 @@ function M.curl(ex)
     if b.text and not b.truncated then
       parts[#parts + 1] = "--data-binary " .. M.quote(core.mask(b.text))
     elseif b.file then
-      note = string.format("# the body (%d bytes) was sent from a file: add --data-binary @FILE", b.length)
+      note = string.format("# the body (%d bytes) was sent from a file: add --data-binary @FILE",
+        b.length)
     else
       note = string.format("# the body (%d bytes, sha256 %s) is %s: add --data-binary @FILE",
         b.length, b.sha256 or "?", b.text and "longer than the trace keeps" or "binary")

@@ -43,8 +43,8 @@ function M.configure(parser)
     .. "x xfailed, X xpassed, p passed, R rerun, a all but passed, A all, N none.", "fE"):target("report_chars")
   suite.add_shard_option(run)
   run:option("--trace", "Which tests' HTTP exchanges (and failures' curl reproducers) the reports "
-    .. "keep: off, on (every test) or retain-on-failure (failed, xpassed and teardown-error tests; default: config "
-    .. "defaults.trace). docs/reports/traces.md."):argname("MODE")
+    .. "keep: off, on (every test) or retain-on-failure (failed, xpassed and teardown-error "
+    .. "tests; default: config defaults.trace). docs/reports/traces.md."):argname("MODE")
   run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   run:option("--json", "Write a JSON report to FILE."):argname("FILE")
   run:option("--tap", "Write a TAP version 13 report to FILE."):argname("FILE")

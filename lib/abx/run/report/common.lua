@@ -117,13 +117,15 @@ end
 
 ---The trace of a result (abx.run.trace) in a compact form, one exchange a line:
 ---"  +1.234s GET URL -> 404 NotFound (3 ms, sandbox ID, attempt 2)", after a head line; and the
----reproducer (abx.run.reproducer) last. Masked. nil when the result has neither.
+---reproducer (abx.run.reproducer) last. Masked. nil when the result has neither (a trace
+---without exchanges counts as none).
 ---@param r table a result of abx.run.runner
 ---@return string|nil
 function M.trace_text(r)
-  if not r.trace and not r.reproducer then return nil end
+  local has_trace = r.trace and #r.trace > 0
+  if not has_trace and not r.reproducer then return nil end
   local lines = {}
-  if r.trace then
+  if has_trace then
     lines[1] = string.format("trace: %d HTTP exchanges%s", #r.trace, (r.trace_dropped or 0) > 0
       and string.format(" (%d more between them not kept)", r.trace_dropped) or "")
     for _, e in ipairs(r.trace) do
