@@ -107,6 +107,15 @@ check(subprocess.run(["bash", "-n", "-c", rep]).returncode == 0 and
       any(a.endswith("username=user") for a in shlex.split(rep)), "the reproducer is valid shell")
 check("reproduce: curl " in sinks["stdout"], "the console prints the reproducer under the failure")
 check("writing the note of" in (f.get("output") or ""), "the failed test's captured output is in the JSON")
+AWK = CASE + "::prints a reproducer with awkward quoting"
+line = ((tests.get(AWK) or {}).get("output") or "").strip()
+args = subprocess.run(["bash", "-c", 'curl() { printf "%s\\n" "$@"; }; E2B_ACCESS_TOKEN=tok; ' + line],
+                      capture_output=True, text=True).stdout
+want = ["-sS", "-i", "-X", "POST", "-H", "Authorization: Bearer tok", "-H", "X-Note: it's \"q\" $HOME",
+        "--data-binary", "body 'with' $HOME `x`\n", "http://127.0.0.1:9/x?a=1&b='q'"]
+check(args == "".join(w + "\n" for w in want),
+      "a shell given the reproducer passes curl each header, the body and the URL unchanged, the "
+      "token from $E2B_ACCESS_TOKEN: %r (line %r)" % (args, line))
 ps = tests.get(PASSED, {})
 check(PASSED in tests and ps.get("trace") is None and ps.get("reproducer") is None,
       "a passing test has no trace by default")

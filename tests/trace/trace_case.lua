@@ -23,3 +23,12 @@ t.test("makes many requests", function(ctx)
   local n = tonumber(os.getenv("TRACE_MANY") or "260")
   for i = 1, n do ctx.base_sandbox:http(ENVD, { path = "/health?i=" .. i }) end
 end)
+
+-- The reproducer of an exchange with awkward bytes: test_trace.py runs the printed line in bash
+-- with a `curl` function that prints its arguments, so the quoting is checked by a shell.
+t.test("prints a reproducer with awkward quoting", function()
+  local reproducer = require("abx.run.reproducer")
+  print(reproducer.curl({ method = "POST", url = "http://127.0.0.1:9/x?a=1&b='q'",
+    request = { headers = { Authorization = "Bearer " .. SECRET, ["X-Note"] = "it's \"q\" $HOME" },
+      body = { length = 22, text = "body 'with' $HOME `x`\n", truncated = false } } }))
+end)

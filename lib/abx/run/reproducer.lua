@@ -22,11 +22,17 @@ M.VARS = {
 local SKIP = { ["content-length"] = true, ["host"] = true, ["connection"] = true,
   ["transfer-encoding"] = true }
 
----`s` single-quoted for a POSIX shell.
+---`s` quoted for the shell: single-quoted ('it'\''s'); with control bytes (a body's newlines)
+---in ANSI-C quotes ($'a\nb', bash, zsh, ksh and POSIX.1-2024 sh), so the line stays one line.
 ---@param s string
 ---@return string
 function M.quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
+  if not s:find("[%c]") then return "'" .. s:gsub("'", "'\\''") .. "'" end
+  return "$'" .. s:gsub("[%c\\']", function(c)
+    if c == "\n" then return "\\n" elseif c == "\r" then return "\\r" elseif c == "\t" then return "\\t"
+    elseif c == "\\" or c == "'" then return "\\" .. c end
+    return string.format("\\x%02x", c:byte())
+  end) .. "'"
 end
 
 -- `s` inside double quotes with $, `, " and \ escaped (the variable reference is added after).
