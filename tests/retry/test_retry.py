@@ -44,6 +44,9 @@ except (OSError, ValueError, IndexError, KeyError):
     trace = []
 kills = [(e["status"], e["attempt"]) for e in trace if e["method"] == "DELETE"]
 # (the list answered 503 is the preflight's, before any test: in no test's trace)
+posts_t = [(e["status"], e["error"], e["attempt"], e["response"]) for e in trace if e["method"] == "POST"]
+check(posts_t[:1] == [(None, "Transport", 1, None)],
+      "the trace shows the create whose answer was lost: no status, no response, Transport (%s)" % posts_t)
 check(kills[:2] == [(429, 1), (204, 2)] or (kills[:1] == [(429, 1)] and len(kills) >= 2 and kills[1][1] == 2),
       "the trace numbers the kill's attempts: 429 on 1, then attempt 2 (%s)" % kills)
 check(all(v == "***" for e in trace for k, v in e["request"]["headers"].items() if k.lower() == "x-api-key"),
