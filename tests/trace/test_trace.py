@@ -137,6 +137,10 @@ no_leak(sinks, "default")
 p, sinks, doc = run("on", "--trace", "on")
 tests = by_id(doc)
 check(tests.get(PASSED, {}).get("trace"), "with --trace on a passing test has a trace")
+own = [(t["id"], e["sandbox"]) for t in doc["tests"] for e in (t["trace"] or [])
+       if e["sandbox"] not in t["sandboxes"]]
+check(not own and len(doc["tests"]) == 4,
+      "under -j 3 each test's trace holds only its own sandbox's exchanges (%s)" % own[:3])
 many = tests.get(MANY, {})
 mt = many.get("trace") or []
 total = MANY_N + 2  # the create and the kill
