@@ -92,6 +92,12 @@ void abx_core_fs_register(lua_State *L, struct abx_loop *loop);
  * abx_trace_answer: status, headers and, at level 2, a body excerpt whose credential-named JSON
  * fields are registered as secrets first; or the failure. */
 struct abx_transfer;
+#define ABX_TRACE_WHAT_MAX 1024
+/* "[label] METHOD url" (url whole, query included) into out[n] for the trace lines of the request
+ * table at 'idx': label is its optional string field trace_label (the running test, set by
+ * abx.run.trace), left out when absent. [-0, +0, -] */
+void abx_trace_what(lua_State *L, int idx, const char *method, const char *url, char *out,
+                    size_t n);
 void abx_trace_request(struct abx_loop *loop, const char *what, const char *const *headers,
                        size_t body_len);
 void abx_trace_answer(struct abx_loop *loop, const char *what, struct abx_transfer *t,

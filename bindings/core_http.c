@@ -46,6 +46,7 @@ struct request_op {
   struct abx_task *task;
   struct abx_transfer *t;
   char what[160];             /* "METHOD url" for error messages (masked when raised) */
+  char trace_what[ABX_TRACE_WHAT_MAX]; /* "[test] METHOD url?query" for -vv traces */
   double started_ms;          /* for traces */
 };
 
@@ -62,6 +63,7 @@ struct stream {
   struct stream *prev, *next; /* loop->streams list of open streams */
   lua_KFunction next_k;       /* continuation of stream:next: builds its results */
   char what[160];
+  char trace_what[ABX_TRACE_WHAT_MAX]; /* "[test] METHOD url?query" for -vv traces */
   double started_ms;          /* for traces */
   int traced;                 /* the answer's headers were traced */
   int ready_run;              /* stream:next calls answered from the queue without yielding */
@@ -133,7 +135,7 @@ static void request_done(struct request_op *op, CURLcode rc)
   lua_State *co = op->task->co;
   abx_transfer_finish(t, rc);
   loop_remove(op->loop, t);
-  abx_trace_answer(op->loop, op->what, t, op->started_ms);
+  abx_trace_answer(op->loop, op->trace_what, t, op->started_ms);
   lua_checkstack(co, 4);
   if (t->failure != ABX_HTTP_OK) {
     push_failure(co, op->loop, op->what, t, NULL, NULL);
@@ -248,7 +250,7 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
     if (t->headers_done) {
       if (!s->traced) {
         s->traced = 1;
-        abx_trace_answer(s->loop, s->what, t, s->started_ms);
+        abx_trace_answer(s->loop, s->trace_what, t, s->started_ms);
       }
       lua_pushboolean(co, 1);
       return 1;
@@ -381,7 +383,9 @@ static int core_request(lua_State *L)
   char what[160];
   abx_core_read_request(L, 1, &r, &rs, what, sizeof what);  /* may raise: nothing allocated yet */
   r.body_borrowed = 1; /* the string is anchored on this task's stack below until the end */
-  abx_trace_request(loop, what, r.headers, r.body_len);
+  char trace_what[ABX_TRACE_WHAT_MAX];
+  abx_trace_what(L, 1, r.method, r.url, trace_what, sizeof trace_what);
+  abx_trace_request(loop, trace_what, r.headers, r.body_len);
   struct abx_transfer *t = start_transfer(L, loop, &r, &rs);
   struct request_op *op = calloc(1, sizeof *op);
   if (!op) {
@@ -390,6 +394,7 @@ static int core_request(lua_State *L)
     return luaL_error(L, "out of memory");
   }
   memcpy(op->what, what, sizeof what);
+  memcpy(op->trace_what, trace_what, sizeof trace_what);
   op->started_ms = abx_now_ms();
   op->wait.cancel = request_cancel;
   op->kind = OP_REQUEST;
@@ -483,7 +488,8 @@ int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o)
   snprintf(s->what, sizeof s->what, "%s %s", r.method, r.url);
   if (strchr(s->what, '?'))
     *strchr(s->what, '?') = '\0';
-  abx_trace_request(loop, s->what, r.headers, r.body_len);
+  abx_trace_what(L, 2, r.method, r.url, s->trace_what, sizeof s->trace_what);
+  abx_trace_request(loop, s->trace_what, r.headers, r.body_len);
   s->started_ms = abx_now_ms();
   s->t = start_transfer(L, loop, &r, &rs);
   s->t->owner = s;

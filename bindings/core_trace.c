@@ -44,14 +44,34 @@ static void trace_line(struct abx_loop *loop, const char *fmt, ...)
 }
 
 /* See core.h. */
+void abx_trace_what(lua_State *L, int idx, const char *method, const char *url, char *out, size_t n)
+{
+  const char *label = NULL;
+  if (lua_getfield(L, idx, "trace_label") == LUA_TSTRING)
+    label = lua_tostring(L, -1);
+  snprintf(out, n, "%s%s%s%s %s", label ? "[" : "", label ? label : "", label ? "] " : "", method,
+           url);
+  lua_pop(L, 1);
+}
+
+/* The length of what's "[label] " prefix (0 without one): header lines repeat it, so that lines of
+ * tests running at once (-j) can be told apart. */
+static int label_len(const char *what)
+{
+  const char *end = what[0] == '[' ? strstr(what, "] ") : NULL;
+  return end ? (int)(end - what + 2) : 0;
+}
+
+/* See core.h. */
 void abx_trace_request(struct abx_loop *loop, const char *what, const char *const *headers,
                        size_t body_len)
 {
   if (loop->trace < 1)
     return;
+  int ll = label_len(what);
   trace_line(loop, "> %s (%zu bytes)", what, body_len);
   for (const char *const *h = headers; h && *h; h++)
-    trace_line(loop, ">   %s", *h);
+    trace_line(loop, "> %.*s  %s", ll, what, *h);
 }
 
 /* Registers as secrets the string values of JSON fields whose names say they are credentials
@@ -111,8 +131,9 @@ void abx_trace_answer(struct abx_loop *loop, const char *what, struct abx_transf
   }
   trace_line(loop, "< %s %ld (%zu bytes, %.0f ms)", what, t->status, t->body.len,
              abx_now_ms() - started_ms);
+  int ll = label_len(what);
   for (size_t i = 0; i < t->nheaders; i++)
-    trace_line(loop, "<   %s: %s", t->headers[i].name, t->headers[i].value);
+    trace_line(loop, "< %.*s  %s: %s", ll, what, t->headers[i].name, t->headers[i].value);
   if (loop->trace < 2 || t->body.len == 0)
     return;
   register_body_secrets(loop, t->body.data, t->body.len);
@@ -120,7 +141,8 @@ void abx_trace_answer(struct abx_loop *loop, const char *what, struct abx_transf
   size_t n = 0;
   char *m = abx_secrets_mask(loop->secrets, t->body.data, t->body.len, &n);
   if (m)
-    trace_line(loop, "<   body: %.*s%s", (int)(n < TRACE_BODY_MAX ? n : TRACE_BODY_MAX), m,
+    trace_line(loop, "< %.*s  body: %.*s%s", ll, what,
+               (int)(n < TRACE_BODY_MAX ? n : TRACE_BODY_MAX), m,
                n > TRACE_BODY_MAX ? "..." : "");
   free(m);
 }

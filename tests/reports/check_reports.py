@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """check_reports.py: the reports of `abxlua run` (--junit, --json, --tap, --evidence), the short
-test summary (-r), -x, the live status line, secret masking in every sink, and sharding.
+test summary (-r), -x, the live status line, secret masking in every sink, sharding, and the
+issue-23 fields of the JSON (output, started, worker, trace, reproducer, sandboxes).
 
     check_reports.py ABXLUA MODE        (run from the source root; MODE below)
 
@@ -223,6 +224,15 @@ def mode_outputs(abxlua, tmp):
           "JSON: markers, empty sandbox list ([] not {}), null error", repr(p))
     check(isinstance(doc.get("cleanup"), dict) and doc["cleanup"].get("errors") == [],
           "JSON: cleanup with an empty error list", repr(doc.get("cleanup")))
+    # issue 23: output, started, worker, trace (retain-on-failure: failed tests only), reproducer
+    # (none: no error came from an HTTP answer), the top-level sandboxes (none made here)
+    check(all(t.get("worker") == 1 and isinstance(t.get("started"), (int, float)) and "output" in t
+              and t.get("reproducer") is None for t in tests.values()),
+          "JSON: every test has worker 1 (-j 1), started, output and a null reproducer", repr(p))
+    check(a.get("trace") == [] and p.get("trace") is None,
+          "JSON: a failed test's trace is kept (empty: no HTTP), a passed test's is null",
+          repr((a.get("trace"), p.get("trace"))))
+    check(doc.get("sandboxes") == [], "JSON: top-level sandboxes, empty", repr(doc.get("sandboxes")))
 
     # TAP
     lines, res = tap_lines(read(paths["tap"]))

@@ -56,8 +56,10 @@ M.log_retry = log_retry
 ---  them the API key is still sent when the connection has one
 ---@param timeout? number seconds for this request (default the connection's request_timeout;
 ---  a create gives its create_timeout)
+---@param first_attempt? integer the attempt number of this call's first request, for the trace
+---  (abx.run.trace): a caller that retries by itself (a create) counts its own attempts (default 1)
 ---@return table resp, string request
-function M.call(self, method, path, query, body, retry, headers, timeout)
+function M.call(self, method, path, query, body, retry, headers, timeout, first_attempt)
   local h = { ["Accept"] = "application/json" }
   if self.api_key then h[self.auth_header or "X-API-Key"] = self.api_key end -- reference §1.2
   for k, v in pairs(headers or {}) do h[k] = v end
@@ -75,7 +77,8 @@ function M.call(self, method, path, query, body, retry, headers, timeout)
     -- connection that died before the answer, libcurl would send it again by itself and make a
     -- second sandbox the attempt tag cannot adopt (tests/faults create_reset)
     local ok, resp = pcall(core.request, { method = method, url = url, headers = h, body = payload,
-      timeout = timeout or self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry })
+      timeout = timeout or self.request_timeout, max_body = MAX_API_BODY, fresh_connect = not retry,
+      attempt = (first_attempt or 1) + attempt - 1 }) -- for the trace; core.request ignores it
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status

@@ -235,8 +235,8 @@ sandbox.RETRY = api_call.RETRY
 --- One control-plane request: abx.client.api_call.call on this connection (its doc gives the
 --- retries, the parameters and the errors).
 ---@return table resp, string request
-function Connection:_call(method, path, query, body, retry, headers, timeout)
-  return api_call.call(self, method, path, query, body, retry, headers, timeout)
+function Connection:_call(method, path, query, body, retry, headers, timeout, first_attempt)
+  return api_call.call(self, method, path, query, body, retry, headers, timeout, first_attempt)
 end
 
 local create_deadline, create_timeout_error = api_call.create_deadline, api_call.create_timeout_error
@@ -273,7 +273,7 @@ function Connection:_create_once(path, body)
     body.metadata.e2e_attempt = core.random_hex(8)
     local started = core.now()
     local ok, resp = pcall(self._call, self, "POST", path, nil, body, false, nil,
-      create_deadline(self))
+      create_deadline(self), attempt)
     if not ok then resp = create_timeout_error(self, resp, started) end
     local request = "POST " .. path
     local unknown = (not ok and core.is_error(resp) and resp.kind == "Transport")

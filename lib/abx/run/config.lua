@@ -118,7 +118,8 @@ end
 M.DEFAULTS = {
   defaults = { jobs = 4, max_sandboxes = 5, test_timeout = 300, teardown_timeout = 60,
     sandbox_ttl = 300, template = "base", request_timeout = 60, create_timeout = 900,
-    build_jobs = 2, build_timeout = 1800, keep_failed_sandboxes = false, keep_failed_ttl = 1800 },
+    build_jobs = 2, build_timeout = 1800, keep_failed_sandboxes = false, keep_failed_ttl = 1800,
+    trace = "retain-on-failure" },
   provider = "local",
   providers = { ["local"] = { kind = "local", domain = "localhost", envd_routing = "headers" },
     -- the same platform over HTTPS in E2B's default addressing (`abxlua serve --tls`)
@@ -410,6 +411,8 @@ function M.load(path)
     core.error("InvalidArgument", 0, string.format("%s: defaults.keep_failed_ttl must be a whole "
       .. "number of seconds from 60 to 86400, got %s", path or "config", tostring(kt)))
   end
+  -- which tests' HTTP exchanges the reports keep (abx.run.trace; `abxlua run --trace` wins)
+  require("abx.run.trace").check_mode(cfg.defaults.trace, (path or "config") .. ": defaults.trace")
   if type(cfg.markers) ~= "table" then
     core.error("InvalidArgument", 0, (path or "config") .. ": markers must be a mapping name: description")
   end

@@ -319,6 +319,8 @@ end
 ---The failures section: every failed test and every strict XPASS, in file order, with the
 ---message (its diff), the scenario line it failed at, the scenario traceback (-v; always for a
 ---plain Lua error), the full Lua traceback (-vv) and the test's captured output.
+---A failure whose error came from a recorded HTTP answer (--trace, abx.run.trace) has its curl
+---reproducer on the line after the message.
 function M:failures(results)
   self:end_progress()
   local any = false
@@ -333,6 +335,8 @@ function M:failures(results)
       else
         for l in ((f.message or "?") .. "\n"):gmatch("([^\n]*)\n") do self:line("    " .. l) end
         if f.origin then self:line("    (raised in " .. f.origin .. ")") end
+        -- the curl line of the exchange the error came from (abx.run.reproducer; masked)
+        if r.reproducer then self:line("    reproduce: " .. r.reproducer) end
         if f.traceback and (level >= 1 or f.kind == "LuaError") then
           for l in (f.traceback .. "\n"):gmatch("([^\n]*)\n") do
             if l ~= "" then self:line("    " .. l) end

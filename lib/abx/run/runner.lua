@@ -12,6 +12,8 @@ local console = require("abx.run.console")
 local known_issues = require("abx.run.known_issues")
 local templates = require("abx.run.templates")
 local capture = require("abx.run.capture")
+local trace = require("abx.run.trace")
+local reproducer = require("abx.run.reproducer")
 local limits = require("abx.run.limits")
 
 local M = {}
@@ -151,6 +153,7 @@ local function run_test(test, run)
     result.duration, result.no_rerun = 0, true -- the declaration is wrong: a rerun cannot pass
     return result
   end
+  owner.node_id = test.id -- the node id, for the reports' sandbox timeline
   run.owners[me] = owner
   local ctx, state = fixtures.new(test, run)
   -- core.guard, not xpcall: once the deadline passes (or the run is interrupted) the body cannot
@@ -185,14 +188,28 @@ local function run_test(test, run)
   return result
 end
 
--- Runs one test with its output captured (abx.run.capture): the result's `captured` holds it.
+-- Keeps the trace of `result` when --trace says so (abx.run.trace.kept), and the reproducer of
+-- its failure when the error came from a recorded exchange (abx.run.reproducer).
+local function keep_trace(result, tr)
+  if not tr then return end
+  local f = result.failure
+  local origin = f and result.outcome == "failed" and trace.origin_of(tr.exchanges, f.error)
+  if origin then result.reproducer = reproducer.curl(origin) end
+  if trace.kept(result) then result.trace, result.trace_dropped = tr.exchanges, tr.dropped end
+end
+
+-- Runs one test with its output captured (abx.run.capture) and its HTTP exchanges recorded
+-- (abx.run.trace): the result's `captured`, `trace` and `reproducer` hold them.
 local function run_one(test, run)
   local me = core.current()
   capture.begin(me)
+  trace.begin(me, test.id)
   local ok, result = pcall(run_test, test, run)
   local captured = capture.finish(me)
+  local tr = trace.finish(me)
   if not ok then error(result, 0) end
   result.captured = captured
+  keep_trace(result, tr)
   return result
 end
 
@@ -220,6 +237,7 @@ end
 ---@param out table the console (a RERUN line per earlier attempt)
 ---@param stopped fun(): boolean whether the run is stopping (no more reruns then)
 local function run_with_reruns(test, run, out, stopped)
+  local started = core.now()
   local r = run_one(test, run)
   local reruns = {}
   while #reruns < (run.reruns or 0) and rerunnable(r) and not stopped() do
@@ -240,6 +258,7 @@ local function run_with_reruns(test, run, out, stopped)
     for _, id in ipairs(r.sandboxes or {}) do sbx[#sbx + 1] = id end
     r.sandboxes = sbx
   end
+  r.run_started = started -- the first attempt's start, before a template deploy (the timeline)
   return r
 end
 
@@ -263,6 +282,8 @@ local function finish_record(record, run, counts, cleanup, started)
   record.interrupted = run.interrupted or false
   record.duration = core.now() - started
   record.finished_at = core.time()
+  record.origin = started -- core.now() at the start: the reports' times are relative to it
+  record.timeline = run.tracker and run.tracker.timeline or {}
   return record
 end
 
@@ -305,12 +326,13 @@ local function schedule(run, out, tests, opts)
     local next_i = 1
     local workers, done_workers = math.min(opts.jobs, #tests), 0
     local main = core.current()
-    local function worker()
+    local function worker(slot)
       while not stop and core.interrupted() == 0 and next_i <= #tests do
         local t = tests[next_i]
         next_i = next_i + 1
         out:test_started(t, limits.test_limit(t, run).seconds)
         local r = run_with_reruns(t, run, out, stopped)
+        r.worker = slot
         fixtures.test_done(run, t, r) -- its file's last test: the file's fixtures are torn down
         out:test_finished(t)
         run.results[#run.results + 1] = r
@@ -325,7 +347,7 @@ local function schedule(run, out, tests, opts)
       done_workers = done_workers + 1
       if done_workers == workers then core.unpark(main) end
     end
-    for _ = 1, workers do core.spawn(worker) end
+    for slot = 1, workers do core.spawn(worker, slot) end
     core.park()
   end)
 end
@@ -377,6 +399,9 @@ function M.run(files, opts)
   capture.install()
   capture.enabled = opts.capture ~= false
   local started, started_wall = core.now(), core.time()
+  -- per-test HTTP exchanges (--trace), relative to the run's start
+  trace.install()
+  trace.mode, trace.origin = opts.trace or trace.DEFAULT, started
 
   local tests, collection_errors = {}, {}
   for _, f in ipairs(files) do

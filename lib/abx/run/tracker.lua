@@ -23,8 +23,8 @@ Tracker.__index = Tracker
 ---@param run_id string
 function Tracker.new(max_live, run_id)
   return setmetatable({ max = max_live, live = 0, waiters = {}, alive = {}, run_id = run_id,
-    created = 0, snapshots = {}, volumes = {}, owners = {}, seq = 0, alive_n = 0, peak_alive = 0 },
-    Tracker)
+    created = 0, snapshots = {}, volumes = {}, owners = {}, seq = 0, alive_n = 0, peak_alive = 0,
+    timeline = {}, lives = {} }, Tracker)
 end
 
 ---A new owner of slots (one per test, one per file- or run-scoped fixture, one per template
@@ -214,10 +214,22 @@ function Tracker:track(sbx, owner)
   end
   self.alive[sbx.id] = { sbx = sbx, owner = owner, seq = self.created }
   self.created = self.created + 1
+  -- the sandbox's life for the reports' timeline: { id, template, test (node id, nil outside a
+  -- test), created, killed (core.now(); nil while alive) }
+  local life = { id = sbx.id, template = sbx.template_id, test = owner and owner.node_id,
+    created = core.now() }
+  self.timeline[#self.timeline + 1] = life
+  self.lives[sbx.id] = life
   if owner then
     owner.ids = owner.ids or {}
     owner.ids[#owner.ids + 1] = sbx.id
   end
+end
+
+-- The sandbox `id` no longer exists: its life in the timeline ends now.
+function Tracker:_ended(id)
+  local life = self.lives[id]
+  if life and not life.killed then life.killed = core.now() end
 end
 
 function Tracker:_peak()
@@ -263,6 +275,7 @@ function Tracker:forget(id)
   local a = self.alive[id]
   if not a then return false end
   self.alive[id] = nil
+  self:_ended(id)
   self.alive_n = self.alive_n - 1
   self:release(a.owner)
   if a.owner and a.owner.temporary and a.owner.held == 0 then self.owners[a.owner] = nil end
@@ -368,6 +381,7 @@ function Tracker:cleanup(conn)
     if ok then
       if r then report.tracked = report.tracked + 1 end
       self.alive[id] = nil
+      self:_ended(id)
     else
       report.errors[#report.errors + 1] = tostring(r)
     end

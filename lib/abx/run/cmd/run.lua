@@ -46,6 +46,9 @@ function M.configure(parser)
     .. "defaults.keep_failed_ttl, tagged abx-kept=1); the end of the run says how to reach and "
     .. "remove them (docs/debugging.md).  Config: defaults.keep_failed_sandboxes."):target("keep_failed")
   suite.add_shard_option(run)
+  run:option("--trace", "Which tests' HTTP exchanges (and failures' curl reproducers) the reports "
+    .. "keep: off, on (every test) or retain-on-failure (failed, xpassed and teardown-error "
+    .. "tests; default: config defaults.trace). docs/reports/traces.md."):argname("MODE")
   run:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   run:option("--json", "Write a JSON report to FILE."):argname("FILE")
   run:option("--tap", "Write a TAP version 13 report to FILE."):argname("FILE")
@@ -119,6 +122,7 @@ local function command_line(args)
   if args.no_capture then parts[#parts + 1] = "-s" end
   if args.verbose > 0 then parts[#parts + 1] = "-" .. string.rep("v", args.verbose) end
   if args.report_chars ~= "fE" then opt("-r", args.report_chars) end
+  opt("--trace", args.trace)
   opt("--junit", args.junit); opt("--json", args.json); opt("--tap", args.tap)
   opt("--html", args.html); opt("--ctrf", args.ctrf); opt("--evidence", args.evidence)
   if args.evidence and args.evidence_topic ~= "e2e-run" then opt("--evidence-topic", args.evidence_topic) end
@@ -220,6 +224,11 @@ function M.execute(args)
   -- a provider this build cannot speak to, or a missing ${region}, is a config error (exit 4)
   -- before anything starts, not a failure inside the run
   require("abx.run.provider").preflight(provider_name, psettings)
+  if args.trace then
+    local tok, terr = pcall(require("abx.run.trace").check_mode, args.trace, "--trace")
+    if not tok then return nil, terr.message end
+  end
+  local trace_mode = args.trace or cfg.defaults.trace
   local jobs = args.jobs or cfg.defaults.jobs
   if jobs < 1 or jobs ~= math.floor(jobs) then return nil, "-j must be a positive integer" end
   local lookup = require("abx.run.provider").lookup -- the environment, then .env
@@ -260,7 +269,7 @@ function M.execute(args)
       run_id = run_id, verbose = args.verbose > 0, selection = s.selection,
       report_chars = args.report_chars, reruns = args.reruns and math.tointeger(args.reruns) or 0,
       first = s.first, notes = s.notes, empty = s.empty, require_credentials = require_credentials,
-      capture = not args.no_capture, keep_failed = keep_failed })
+      capture = not args.no_capture, keep_failed = keep_failed, trace = trace_mode })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")

@@ -115,6 +115,33 @@ function M.selection_text(sel)
   return M.mask(table.concat(parts, " "))
 end
 
+---The trace of a result (abx.run.trace) in a compact form, one exchange a line:
+---"  +1.234s GET URL -> 404 NotFound (3 ms, sandbox ID, attempt 2)", after a head line; and the
+---reproducer (abx.run.reproducer) last. Masked. nil when the result has neither (a trace
+---without exchanges counts as none).
+---@param r table a result of abx.run.runner
+---@return string|nil
+function M.trace_text(r)
+  local has_trace = r.trace and #r.trace > 0
+  if not has_trace and not r.reproducer then return nil end
+  local lines = {}
+  if has_trace then
+    lines[1] = string.format("trace: %d HTTP exchanges%s", #r.trace, (r.trace_dropped or 0) > 0
+      and string.format(" (%d more between them not kept)", r.trace_dropped) or "")
+    for _, e in ipairs(r.trace) do
+      local extra = {}
+      extra[#extra + 1] = string.format("%.0f ms", (e.duration or 0) * 1000)
+      if e.sandbox then extra[#extra + 1] = "sandbox " .. e.sandbox end
+      if (e.attempt or 1) > 1 then extra[#extra + 1] = "attempt " .. e.attempt end
+      lines[#lines + 1] = string.format("  +%.3fs %s %s -> %s%s (%s)", e.start or 0, e.method, e.url,
+        e.status and tostring(e.status) or "no answer", e.error and (" " .. e.error) or "",
+        table.concat(extra, ", "))
+    end
+  end
+  if r.reproducer then lines[#lines + 1] = "reproduce: " .. r.reproducer end
+  return M.mask(table.concat(lines, "\n"))
+end
+
 ---The results of a record grouped by file, in collection order: { {file=, results={...}}, ... }.
 function M.by_file(record)
   local groups, index = {}, {}

@@ -123,6 +123,10 @@ function M.render(record, opts)
       any = true
       add(string.format("- `%s` (line %s): %s", cell(r.test.id), tostring(r.test.line or "?"),
         cell(common.failure_line(f))))
+      -- the HTTP exchange the error came from, replayable (--trace, abx.run.reproducer)
+      if r.reproducer then
+        add("  reproduce: `` " .. (mask(r.reproducer):gsub("[\r\n]+", " ")) .. " ``")
+      end
     end
     for _, e in ipairs(r.teardown_errors or {}) do
       any = true

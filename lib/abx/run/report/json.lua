@@ -6,7 +6,14 @@
 --   errors}, cleanup {created, tracked, swept, errors[]} | null, collection_errors [{path, error}],
 --   tests [{id, file, name, line, markers[], known_issue, raises, outcome, duration, reason,
 --           error {kind, status, message, traceback} | null, teardown_errors [{phase, message}],
---           sandboxes[], reruns [{duration, error, teardown_errors}]}] }
+--           sandboxes[], reruns [{duration, error, teardown_errors}], output, started, worker,
+--           trace [exchange] | null, trace_dropped, reproducer}],
+--   sandboxes [{id, template, test, created, killed}] }
+-- output: the captured stdout then stderr (abx.run.capture, bounded as JUnit's system-out);
+-- started: s since the run's start; worker: the -j slot 1..jobs; trace: the test's HTTP exchanges
+-- (abx.run.trace, --trace; trace_dropped: those left out between the first and the last kept);
+-- reproducer: the curl line of the exchange its error came from (abx.run.reproducer). The top
+-- level's sandboxes: every sandbox the tests made, its test and life (s since the run's start).
 -- `reruns` (--reruns N): the earlier attempts of a flaky test that failed, oldest first; the
 -- test's own fields are its last attempt's (duration: of every attempt); counts.rerun sums them.
 -- `failed` counts xpassed tests too (an XPASS fails the run), as on the console.
@@ -16,6 +23,7 @@
 -- report, set by `abxlua merge-reports` (abx.run.merge).
 local cjson = require("cjson")
 local common = require("abx.run.report.common")
+local capture = require("abx.run.capture")
 
 local M = {}
 
@@ -41,7 +49,48 @@ function M.encode(v)
   return json.encode(v, ENCODE_OPTS)
 end
 
-local function test_entry(r)
+local function body_doc(b)
+  if not b then return NULL end
+  return { length = b.length or 0, text = opt(b.text and mask(b.text)), sha256 = opt(b.sha256),
+    truncated = b.truncated and true or false }
+end
+
+local function headers_doc(h)
+  local out = {}
+  for k, v in pairs(h or {}) do out[mask(k)] = mask(v) end
+  return out
+end
+
+-- One exchange of abx.run.trace as the schema has it (times relative to the run's start).
+local function exchange_doc(e)
+  local resp = NULL
+  if e.response then
+    resp = { headers = headers_doc(e.response.headers), body = body_doc(e.response.body) }
+  end
+  return { start = e.start or 0, duration = e.duration or 0, method = mask(e.method),
+    url = mask(e.url), sandbox = opt(mask(e.sandbox)), attempt = e.attempt or 1,
+    request = { headers = headers_doc(e.request and e.request.headers),
+      body = body_doc(e.request and e.request.body) },
+    status = opt(e.status), response = resp, error = opt(mask(e.error)) }
+end
+
+---The JSON list of a result's trace, or null (abx.run.trace left it out).
+---@param r table a result of abx.run.runner
+function M.trace_doc(r)
+  if not r.trace then return NULL end
+  local list = array()
+  for _, e in ipairs(r.trace) do list[#list + 1] = exchange_doc(e) end
+  return list
+end
+
+-- The captured output of a result: stdout, then stderr (masked), or null.
+local function output_doc(r)
+  local out, err = capture.text(r.captured, "stdout"), capture.text(r.captured, "stderr")
+  if not out and not err then return NULL end
+  return mask((out or "") .. (err or ""))
+end
+
+local function test_entry(r, origin)
   local t = r.test
   local markers = array()
   for _, m in ipairs(t.markers or {}) do markers[#markers + 1] = mask(m) end
@@ -71,6 +120,9 @@ local function test_entry(r)
     error = f and { kind = f.kind, status = opt(f.status), message = f.message,
       traceback = opt(f.traceback) } or NULL,
     teardown_errors = tds, sandboxes = sbx, reruns = reruns,
+    output = output_doc(r), started = math.max(0, (r.run_started or r.started or origin) - origin),
+    worker = opt(r.worker), trace = M.trace_doc(r), trace_dropped = r.trace_dropped or 0,
+    reproducer = opt(mask(r.reproducer)),
   }
 end
 
@@ -81,13 +133,24 @@ local function shard_of(sel)
   return { index = math.tointeger(tonumber(k)), total = math.tointeger(tonumber(n)) }
 end
 
+-- The top level's sandboxes: the tracker's timeline (abx.run.tracker), times relative to origin.
+local function sandboxes_doc(record, origin)
+  local list = array()
+  for _, l in ipairs(record.timeline or {}) do
+    list[#list + 1] = { id = mask(l.id), template = opt(mask(l.template)), test = opt(mask(l.test)),
+      created = l.created - origin, killed = l.killed and (l.killed - origin) or NULL }
+  end
+  return list
+end
+
 ---The JSON document (a Lua table for M.encode) of a run record.
 function M.document(record)
   local sel = record.selection or {}
   local paths = array()
   for _, p in ipairs(sel.paths or {}) do paths[#paths + 1] = mask(p) end
   local tests = array()
-  for _, r in ipairs(record.results or {}) do tests[#tests + 1] = test_entry(r) end
+  local origin = record.origin or 0
+  for _, r in ipairs(record.results or {}) do tests[#tests + 1] = test_entry(r, origin) end
   local ces = array()
   for _, ce in ipairs(record.collection_errors or {}) do
     ces[#ces + 1] = { path = mask(ce.path), error = mask(ce.error) }
@@ -116,6 +179,7 @@ function M.document(record)
       xfailed = c.xfailed or 0, xpassed = c.xpassed or 0, errors = c.errors or 0,
       rerun = c.rerun or 0 },
     cleanup = cleanup, collection_errors = ces, tests = tests,
+    sandboxes = sandboxes_doc(record, origin),
   }
 end
 

@@ -15,7 +15,8 @@
 --                                                                    then passed (Maven Surefire's
 --                                                                    rerun elements)
 --         <error message type="teardown">...</error>               a teardown error
---         <system-out>captured stdout, then "sandboxes: id ..."</system-out>
+--         <system-out>captured stdout, then "sandboxes: id ...", then the trace and reproducer
+--                     (common.trace_text: --trace, abx.run.trace)</system-out>
 --         <system-err>captured stderr</system-err>              (abx.run.capture; masked)
 --       </testcase>
 --     A file that failed to collect is a suite with one testcase named after the file, holding an
@@ -125,6 +126,9 @@ local function testcase(r, out)
   if r.sandboxes and #r.sandboxes > 0 then
     sysout = sysout .. "sandboxes: " .. table.concat(r.sandboxes, " ")
   end
+  -- the test's HTTP exchanges and its failure's reproducer (--trace, abx.run.trace), compact
+  local tr = common.trace_text(r)
+  if tr then sysout = sysout .. (sysout ~= "" and "\n" or "") .. tr end
   if sysout ~= "" then body[#body + 1] = "<system-out>" .. M.text(sysout) .. "</system-out>" end
   local syserr = capture.text(r.captured, "stderr")
   if syserr then body[#body + 1] = "<system-err>" .. M.text(syserr) .. "</system-err>" end
