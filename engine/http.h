@@ -23,7 +23,7 @@
  *          consumer applies backpressure instead of growing memory). Over a limit the transfer
  *          fails with ABX_HTTP_EOVERFLOW or ABX_HTTP_EPROTO (error kind Protocol).
  * Errors:  'result' holds the CURLcode; 'failure' classifies it (see enum abx_http_failure).
- * Source:  curl docs/examples/multi-app.c and ephiperfifo.c (CURLOPT_PRIVATE back-pointer).
+ * Source:  curl/curl docs/examples/multi-app.c and ephiperfifo.c (CURLOPT_PRIVATE back-pointer).
  */
 #ifndef ABX_HTTP_H
 #define ABX_HTTP_H

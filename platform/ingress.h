@@ -22,7 +22,8 @@
  *          "Auto-resume": TTL now + max(create timeout, 300 s)); concurrent requests resume it
  *          once. The resume needs the credentials of the port: e2b-traffic-access-token when
  *          public traffic is off (other ports), X-Access-Token on envd's port of a secure sandbox.
- * Errors:  the edge's own answers, told apart by status and fields (lib/abx/errmap.lua edge_kind):
+ * Errors:  the edge's own answers, told apart by status and fields (edge_kind in
+ *          lib/abx/client/errmap.lua):
  *          unknown or killed sandbox: 502 {"sandboxId","message":"The sandbox was not found",
  *            "code":502} (reference/e2b-control-plane.md §7.4);
  *          paused sandbox, no auto-resume (not enabled, or paused filesystem only): 502

@@ -172,8 +172,8 @@ json_t *envd_entry_info(const char *path, const char *shown);
 /* libmicrohttpd's memory per connection (MHD_OPTION_CONNECTION_MEMORY_LIMIT), which bounds the
  * request head: the head's bytes and a table entry (about 50 bytes) per header field share it.
  * MHD's default of 32 KiB answers its own 431 "Request too big" page to an upload with a few
- * hundred X-Metadata-* fields (7 KB of head, found by tests/fuzz/fuzz_multipart); E2B's envd is a
- * Go net/http server, whose default head limit (http.DefaultMaxHeaderBytes) is 1 MiB. 256 KiB
+ * hundred X-Metadata-* fields (7 KB of head, found by tests/fuzz/fuzz_multipart.c); E2B's envd
+ * is a Go net/http server, whose default head limit (http.DefaultMaxHeaderBytes) is 1 MiB. 256 KiB
  * takes heads of several thousand fields; past that MHD's 431 stands. envd.c and the fuzz jail. */
 #define ENVD_CONNECTION_MEMORY (256u * 1024u)
 

@@ -23,7 +23,7 @@ def line(obj):
     return (json.dumps(obj) + "\n").encode()
 
 def normal_lines(count=3):
-    """The stream of a well-formed execution, as lib/abx/code.lua cases expect it."""
+    """The stream of a well-formed execution, as lib/abx/client/code.lua cases expect it."""
     return [
         line({"type": "number_of_executions", "execution_count": count}),
         line({"type": "stdout", "text": "hello\n", "timestamp": TS}),
