@@ -2,7 +2,7 @@
 -- tests/code_interpreter/fake_code_interpreter.py, run by test_code_interpreter.py with both routings
 -- (E2b-Sandbox-* headers and 49999-<id>.<domain> hosts). The code string picks what the fake
 -- /execute streams. Fixtures: code_sandbox, sandbox_factory, conn.
--- Expect: 33 passed. Source: reference/envd-protocol.md §10.
+-- Expect: 33 passed. Source: docs/protocol/envd-protocol.md §10.
 local t = require("abx.test")
 local core = require("abx.core")
 local cjson = require("cjson")

@@ -7,10 +7,10 @@ local M = {}
 -- What a provider can do beyond the core lifecycle, files and commands. A test names the ones it
 -- needs in `requires`; a provider lists the ones it has in `capabilities:`.
 -- v2_routes: create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (E2B
--- SDK ≥ 2.51; e2b-v2-and-peers.md §1.1); without it the client speaks the v1 routes.
--- What platforms differ on beyond routes (issue 12; e2b-v2-and-peers.md §5, e2b-control-plane.md
--- §8.1): api_key_check (a wrong or missing API key is refused; CubeSandbox takes any), env_vars
--- (create's envVars reach commands; CubeSandbox ignores them), secure (secure sandboxes: envd
+-- SDK ≥ 2.51; docs/protocol/e2b-v2-and-peers.md §1.1); without it the client speaks the v1 routes.
+-- What platforms differ on beyond routes (issue 12; docs/protocol/e2b-v2-and-peers.md §5,
+-- docs/protocol/e2b-control-plane.md §8.1): api_key_check (a wrong or missing API key is refused; CubeSandbox takes
+-- any), env_vars (create's envVars reach commands; CubeSandbox ignores them), secure (secure sandboxes: envd
 -- access tokens, signed file URLs, traffic tokens; "access tokens: not compatible" on Alibaba FC
 -- and Flash, ignored by CubeSandbox), connect_resume (connect resumes a paused sandbox and
 -- extends the TTL; CubeSandbox's does neither), ttl_shorten (set_timeout may shorten the TTL;
@@ -18,7 +18,7 @@ local M = {}
 -- refresh (POST /sandboxes/{id}/refreshes; not on OpenKruise), metrics_disk (the metrics' disk
 -- fields are real; FC: placeholders), envd (the data plane is E2B's envd: the default user `user`
 -- with home /home/user, output bytes exactly as written, numeric pids, an envd version;
--- OpenSandbox's execd runs as root and sends output line by line, e2b-v2-and-peers.md §4),
+-- OpenSandbox's execd runs as root and sends output line by line, docs/protocol/e2b-v2-and-peers.md §4),
 -- e2b_api (E2B's control-plane wire itself: route names, 404 for an unknown template, the
 -- sandbox info's CPU and memory, the edge's 502 bodies), api_keys (managed team API keys: E2B's
 -- /api-keys routes under an admin credential, abx.client.apikey; not on Alibaba, OpenKruise,
@@ -46,7 +46,7 @@ for k in pairs(PROVIDER_KEYS) do M.PROVIDER_KEYS[#M.PROVIDER_KEYS + 1] = k end
 table.sort(M.PROVIDER_KEYS)
 
 -- The wire a provider speaks: e2b (the E2B client, with the provider's semantics applied) or
--- opensandbox (its own /v1 lifecycle API and execd, reference §8.2; e2b-v2-and-peers.md §4).
+-- opensandbox (its own /v1 lifecycle API and execd, reference §8.2; docs/protocol/e2b-v2-and-peers.md §4).
 M.PROTOCOLS = { "e2b", "opensandbox" }
 M.ROUTINGS = { "host", "headers", "path" }
 M.ROUTE_VERSIONS = { "v1", "v2" }
