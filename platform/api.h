@@ -22,8 +22,10 @@
 #include <stddef.h>
 
 #define ABX_CLIENT_ID "6532622b"
-#define ABX_MAX_TIMEOUT_S 86400 /* 24 h, E2B Pro's maximum run (docs/protocol/e2b-v2-and-peers.md §6) */
-#define ABX_V2_TIMEOUT_S 300    /* v2 create/connect default TTL (docs/protocol/e2b-v2-and-peers.md §1.2) */
+/* ABX_MAX_TIMEOUT_S: 24 h, E2B Pro's maximum run (docs/protocol/e2b-v2-and-peers.md §6).
+ * ABX_V2_TIMEOUT_S: the v2 create/connect default TTL (docs/protocol/e2b-v2-and-peers.md §1.2). */
+#define ABX_MAX_TIMEOUT_S 86400
+#define ABX_V2_TIMEOUT_S 300
 
 /* Set once at startup (strings borrowed for the life of the process). */
 void abx_api_config(const char *api_key, const char *domain);

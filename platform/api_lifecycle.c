@@ -86,7 +86,8 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
   int was_paused = s->paused;
   abx_registry_unlock();
   if (was_paused && t < fl->resume_min_ttl)
-    t = fl->resume_min_ttl; /* OpenKruise: "min resume timeout 300" (docs/protocol/e2b-v2-and-peers.md §5) */
+    /* OpenKruise: "min resume timeout 300" (docs/protocol/e2b-v2-and-peers.md §5) */
+    t = fl->resume_min_ttl;
   int rc = abx_lifecycle_reattach(s, t, how == RESUME_V1, keep, fl->connect_extends, &resumed);
   json_t *out = NULL;
   if (rc == 0) {

@@ -150,7 +150,8 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   long long timeout = v2 ? ABX_V2_TIMEOUT_S : fl->v1_default;
   int ti = abx_api_get_int(req, "timeout", &timeout);
   if (ti > 0 && timeout == 0 && fl->zero_is_default)
-    timeout = fl->v1_default; /* OpenKruise: timeout 0 → 300 (docs/protocol/e2b-v2-and-peers.md §5) */
+    /* OpenKruise: timeout 0 → 300 (docs/protocol/e2b-v2-and-peers.md §5) */
+    timeout = fl->v1_default;
   if (!json_is_string(tid)) {
     snprintf(msg, sizeof msg, "validation error: field 'templateID' is required and must be a string");
     goto bad;
