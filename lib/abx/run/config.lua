@@ -125,7 +125,52 @@ M.DEFAULTS = {
   markers = { e2e = "every test", known_issue = "a strict expected failure",
     flaky = "may fail for reasons outside the platform under test (rerun by --reruns N)" },
   known_issues = "config/known_issues.yaml",
+  -- the languages every catalog entry needs a title and description in (KNOWN-ISSUES.md is en)
+  known_issue_languages = { "en" },
 }
+
+-- The languages the known-issues catalog can be written in (abx.run.known_issues renders them).
+M.KNOWN_ISSUE_LANGUAGES = { "en", "zh" }
+
+---Checks `known_issues:` of the config: a file path, or a mapping {file, languages}. Returns the
+---path (nil: the default) and the language list (nil: the default, English only).
+---Raises: InvalidArgument naming the file, the key and the valid values
+function M.check_known_issues(path, v)
+  local where = (path or "config") .. ": known_issues"
+  if v == nil or type(v) == "string" then return v, nil end
+  if type(v) ~= "table" then
+    core.error("InvalidArgument", 0, where .. " must be a file path or a mapping {file, languages}")
+  end
+  for k in pairs(v) do
+    if k ~= "file" and k ~= "languages" then
+      core.error("InvalidArgument", 0, string.format("%s: unknown key %q (known: file, languages)",
+        where, tostring(k)))
+    end
+  end
+  if v.file ~= nil and type(v.file) ~= "string" then
+    core.error("InvalidArgument", 0, where .. ".file must be a path")
+  end
+  local langs = v.languages
+  if langs == nil then return v.file, nil end
+  if type(langs) ~= "table" or #langs == 0 then
+    core.error("InvalidArgument", 0, where .. ".languages must be a non-empty list, e.g. [en, zh]")
+  end
+  local known, has_en = table.concat(M.KNOWN_ISSUE_LANGUAGES, ", "), false
+  for i, l in ipairs(langs) do
+    local ok = false
+    for _, k in ipairs(M.KNOWN_ISSUE_LANGUAGES) do ok = ok or l == k end
+    if not ok then
+      core.error("InvalidArgument", 0, string.format("%s.languages[%d]: unknown language %q "
+        .. "(known: %s)", where, i, tostring(l), known))
+    end
+    has_en = has_en or l == "en"
+  end
+  if not has_en then
+    core.error("InvalidArgument", 0, where .. ".languages must include en (reports use the "
+      .. "English title)")
+  end
+  return v.file, langs
+end
 
 local function merge(base, over)
   local out = {}
@@ -385,7 +430,10 @@ function M.load(path)
         tostring(k), table.concat(names, ", ")))
     end
   end
+  local ki_file, ki_langs = M.check_known_issues(path, raw.known_issues)
   local cfg = merge(M.DEFAULTS, raw)
+  cfg.known_issues = ki_file or M.DEFAULTS.known_issues
+  cfg.known_issue_languages = ki_langs or M.DEFAULTS.known_issue_languages
   cfg.defaults = merge(M.DEFAULTS.defaults, raw.defaults)
   -- where each default came from (abx.run.limits names it in a deadline failure); `abxlua run
   -- --timeout` sets origin.test_timeout = "--timeout"
