@@ -179,7 +179,7 @@ function M.execute(args)
   if not s then return nil, err end
   -- a known issue lacking a text of known_issues.languages stops the runs that use it, only
   local kprob = require("abx.run.known_issues").problems_used(s.catalog, s.files)
-  if #kprob > 0 then return nil, table.concat(kprob, "\nabxlua: error: ") end
+  if #kprob > 0 then core.error("InvalidArgument", 0, table.concat(kprob, "\nabxlua: error: ")) end
   local cfg = s.config
   if args.timeout then
     if args.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end
