@@ -63,8 +63,10 @@ def rewrite_text(text, names):
     # "(reference/" ending a line, NAME.md opening the next one (after the comment leader).
     text = re.sub(r"[ \t]*(\(?)reference/[ \t]*\n([ \t]*(?:\*|--+|#+|//)?[ \t]*)(?=(?:%s)\.md)" % alt,
                   lambda m: "\n" + m.group(2) + m.group(1), text)
-    text = re.sub(r"[\w./-]*reference/(?=(?:%s)\.md)" % alt, "", text)
-    return re.sub(r"(?<![\w/.-])(?=(?:%s)\.md)" % alt, PAGES_DIR + "/", text)
+    # an absolute or relative path to the notes (/somewhere/reference/, ../x/reference/), or none
+    text = re.sub(r"(?:(?<![\w/.-])\.{0,2}(?:/[\w.+-]+)*/|(?<![\w/.]))reference/(?=(?:%s)\.md)"
+                  % alt, "", text)
+    return re.sub(r"(?<![\w/.])(?=(?:%s)\.md)" % alt, PAGES_DIR + "/", text)
 
 
 def split_leader(line):

@@ -151,7 +151,7 @@ def cited_faults(root, files):
     upstream = re.compile(r"://|\bupstream\b|" + REPO % "|".join(sorted(tops)))
     token = re.compile(r"(?<![\w/:.@$>~-])((?:%s)/[\w.+/-]*)" % "|".join(sorted(tops)))
     pages = {f[len(PAGES) + 1:] for f in files if f.startswith(PAGES + "/") and f.endswith(".md")}
-    bare = re.compile(r"(?<![\w/.-])(%s)\b" % "|".join(re.escape(p) for p in sorted(pages)
+    bare = re.compile(r"(?<![\w/.])(%s)\b" % "|".join(re.escape(p) for p in sorted(pages)
                                                       if p != "README.md")) if pages else None
     heads = {}
     faults = []

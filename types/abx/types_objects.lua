@@ -655,7 +655,7 @@ function Sandbox:create_snapshot(opts) end
 
 ---run_code(src, opts): runs code in the code interpreter: Execution
 ---The code interpreter on port 49999 (see abx.client.code for shapes, options and errors;
-docs/protocol/envd-protocol.md §10): run_code(src, {language, context, envs, timeout,
+---docs/protocol/envd-protocol.md §10): run_code(src, {language, context, envs, timeout,
 ---request_timeout, on_stdout, on_stderr, on_result, on_error}) -> Execution {logs = {stdout,
 ---stderr}, results, error, execution_count, text}; create_code_context{language, cwd} ->
 ---Context {id, language, cwd}; list_code_contexts() -> Context[]; restart_code_context(ctx);
