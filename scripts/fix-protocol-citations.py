@@ -117,7 +117,9 @@ def wrap(lines, i, lim, is_py, marks_of):
         # A sentence the carried words end stays apart from a next line that starts a new one.
         ends = carry[-1].endswith((".", ":")) and re.match(r"[A-Z]", split_leader(
             lines[i + 1])[1] if i + 1 < len(lines) else "")
-        if not tail and not ends and joinable(lines, i, nleader, is_py, marks_of):
+        # a docstring's closing quotes stay on their line: the text after them is code
+        quotes = '"""' in " ".join(carry) or "'''" in " ".join(carry)
+        if not tail and not ends and not quotes and joinable(lines, i, nleader, is_py, marks_of):
             lines[i + 1] = nleader + " ".join(carry) + " " + split_leader(lines[i + 1])[1]
         else:
             lines.insert(i + 1, nleader + " ".join(carry) + tail)
