@@ -89,8 +89,9 @@ fuzz:
 	./tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 # E2B's own JS SDK suite (e2b-dev/E2B packages/js-sdk, tests/sandbox and tests/api, unmodified,
-# exported from the mirror, not part of this repository) against one `abxlua serve`, file by file;
-# prints the per-file table. E2B_SUITE_MODE=url for a serve without --tls. Not in `make test`.
+# exported from the clone E2B_SDK_DIR names, not part of this repository) against one `abxlua
+# serve`, file by file; prints the per-file table. E2B_SUITE_MODE=url for a serve without --tls.
+# Set E2B_SDK_DIR to a clone of https://github.com/e2b-dev/E2B first. Not in `make test`.
 E2B_SUITE_MODE ?= tls
 e2b-suite: build
 	bash tests/e2b_suite/run.sh $(BUILD)/abxlua $(E2B_SUITE_MODE)

@@ -52,7 +52,7 @@ void abx_core_util_register(lua_State *L, struct abx_loop *loop);
 void abx_core_sink_register(lua_State *L);
 
 /* Whether the Connect message p[0..n) is exactly {"event":{"data":{"<field>":"<text>"}}}, the
- * compact form envd writes a ProcessEvent data event in (reference/envd-protocol.md §3, §4.3):
+ * compact form envd writes a ProcessEvent data event in (docs/protocol/envd-protocol.md §3, §4.3):
  * returns the field ("stdout", "stderr" or "pty", static) and points *b64 at the text, or NULL
  * for any other shape (the caller then decodes the message as JSON). The text is not checked
  * here; a quote or backslash in it fails the base64 decode, which sends the message the slow way.

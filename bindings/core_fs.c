@@ -3,7 +3,7 @@
  * "Template files"): lstat, readdir, realpath, an incremental sha256 (OpenSSL EVP) and a tar.gz
  * writer (libarchive). The E2B build API's files hash and upload archive are made from these in
  * Lua (lib/abx/run/recipe.lua), the way the 2.51 SDK makes them (sdk-src/template/utils.ts
- * calculateFilesHash and spoolTarArchive; reference/e2b-v2-and-peers.md §2 item 2).
+ * calculateFilesHash and spoolTarArchive; docs/protocol/e2b-v2-and-peers.md §2 item 2).
  */
 #include <archive.h>
 #include <archive_entry.h>

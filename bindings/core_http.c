@@ -17,7 +17,7 @@
  * over max_body, headers over 256 KiB, malformed envelopes, truncated stream).
  * NDJSON streams (core.ndjson, bindings/core_ndjson.c) are the same abx.stream, opened through
  * abx_core_stream_open with their own framing and stream:next continuation.
- * Source: reference/envd-protocol.md §2.3 (envelopes), §2.1 (content types).
+ * Source: docs/protocol/envd-protocol.md §2.3 (envelopes), §2.1 (content types).
  */
 #include <errno.h>
 #include <lauxlib.h>

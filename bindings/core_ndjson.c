@@ -18,7 +18,7 @@
  * Raises: Protocol (a line over max_line, naming its number; a line that is not JSON or not an
  *   object or array: "line N: invalid JSON ..."), Timeout (headers_timeout, body_timeout,
  *   timeout or the task's deadline), Transport.
- * Source: reference/envd-protocol.md §10 "/execute stream" (one JSON object per line, "\n") and
+ * Source: docs/protocol/envd-protocol.md §10 "/execute stream" (one JSON object per line, "\n") and
  *   "Client behaviour" (requestTimeoutMs bounds the time to the headers, timeoutMs the body).
  */
 #include <lauxlib.h>

@@ -38,7 +38,7 @@ static int core_b64encode(lua_State *L)
 }
 
 /* core.b64decode(text) -> bytes | nil, message. Accepts the standard and URL-safe alphabets,
- * with or without padding (ProtoJSON parsers accept all four: reference/envd-protocol.md §3),
+ * with or without padding (ProtoJSON parsers accept all four: docs/protocol/envd-protocol.md §3),
  * and skips line breaks and spaces; anything else malformed is nil, "invalid base64". */
 static int core_b64decode(lua_State *L)
 {

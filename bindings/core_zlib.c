@@ -1,6 +1,6 @@
 /*
  * core_zlib.c: core.gzip and core.gunzip (zlib), for gzip on envd's /files
- * (reference/envd-protocol.md §7: Accept-Encoding / Content-Encoding gzip).
+ * (docs/protocol/envd-protocol.md §7: Accept-Encoding / Content-Encoding gzip).
  *
  * core.gzip(bytes [, level]) -> gzip member (level 1..9, default 6)
  * core.gunzip(bytes [, max_bytes]) -> bytes (concatenated members accepted)

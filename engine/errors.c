@@ -11,9 +11,9 @@
 
 #define ERROR_MT "abx.error"
 
-/* Sources of the statuses: reference/e2b-control-plane.md §6 (control plane and envd HTTP), §7.4
- * and e2b-dev/infra packages/shared/pkg/proxy/template/{sandbox_paused,sandbox_not_found,
- * port_closed}.go (the edge's answers), reference/envd-protocol.md §2.4 (Connect codes). */
+/* Sources of the statuses: docs/protocol/e2b-control-plane.md §6 (control plane and envd HTTP),
+ * §7.4 and e2b-dev/infra packages/shared/pkg/proxy/template/{sandbox_paused,sandbox_not_found,
+ * port_closed}.go (the edge's answers), docs/protocol/envd-protocol.md §2.4 (Connect codes). */
 const struct abx_error_kind abx_error_kinds[] = {
   {"Authentication", "401/403: missing or wrong API key, access token or traffic token"},
   {"NotFound", "404: no such file, process, template, snapshot, volume or code context"},

@@ -13,7 +13,7 @@
  *          headers_timeout_ms from the start until the response headers, body_timeout_ms from the
  *          headers until the end of the body (0: none; checked by curl's progress callback, at
  *          least once a second), as the code interpreter's SDK clients bound them
- *          (reference/envd-protocol.md §10 "Client behaviour").
+ *          (docs/protocol/envd-protocol.md §10 "Client behaviour").
  * Limits:  response headers <= ABX_HTTP_MAX_HEADERS bytes in all; plain bodies, non-200 stream
  *          bodies and raw streams <= max_body bytes, checked against the announced
  *          Content-Length as soon as the headers are in (so a 2 GiB announcement fails at once)
@@ -23,7 +23,7 @@
  *          consumer applies backpressure instead of growing memory). Over a limit the transfer
  *          fails with ABX_HTTP_EOVERFLOW or ABX_HTTP_EPROTO (error kind Protocol).
  * Errors:  'result' holds the CURLcode; 'failure' classifies it (see enum abx_http_failure).
- * Source:  curl docs/examples/multi-app.c and ephiperfifo.c (CURLOPT_PRIVATE back-pointer).
+ * Source:  curl/curl docs/examples/multi-app.c and ephiperfifo.c (CURLOPT_PRIVATE back-pointer).
  */
 #ifndef ABX_HTTP_H
 #define ABX_HTTP_H

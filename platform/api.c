@@ -132,8 +132,9 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
     return abx_http_text(c, 200, "text/plain; charset=utf-8", "Health check successful", 23);
   const struct abx_flavor *fl = abx_flavor();
   url = abx_flavor_strip_prefix(url); /* OpenKruise /kruise/api, CubeSandbox /cubeapi/v1 */
-  /* E2B's refusals (e2b-control-plane.md §1.2, §6.1). OpenKruise and Alibaba: the reference gives
-   * no refusal body, so E2B's is kept (flavor.h); CubeSandbox takes any key (check_key 0). */
+  /* E2B's refusals (docs/protocol/e2b-control-plane.md §1.2, §6.1). OpenKruise and Alibaba: the
+   * reference gives no refusal body, so E2B's is kept (flavor.h); CubeSandbox takes any key
+   * (check_key 0). */
   enum MHD_Result sent;
   if (abx_apikeys_path(url) && abx_flavor_serves("GET", "/api-keys")) {
     if (!abx_apikeys_authorized(c, &sent)) /* the admin credential, never an API key */

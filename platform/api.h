@@ -9,7 +9,7 @@
  *          DELETE /templates/{id}, POST|GET /volumes, GET|DELETE /volumes/{id}. X-API-Key is
  *          serve's key or a managed key (apikeys.h). With "Authorization: Bearer <access token>"
  *          instead: GET|POST /api-keys, PATCH|DELETE /api-keys/{apiKeyID} (apikeys.h).
- * Shapes:  reference/e2b-control-plane.md §3.2 (NewSandbox), §3.3 (Sandbox, ListedSandbox,
+ * Shapes:  docs/protocol/e2b-control-plane.md §3.2 (NewSandbox), §3.3 (Sandbox, ListedSandbox,
  *          SandboxDetail), §3.4 (per-endpoint behaviour); errors {"code":<status>,"message"} (§2).
  * Units:   timeouts in seconds (TTL), times RFC3339 UTC.
  * Errors:  400 validation / bad id / bad token, 401 key, 404 unknown, 405 method, 409 wrong state
@@ -22,8 +22,10 @@
 #include <stddef.h>
 
 #define ABX_CLIENT_ID "6532622b"
-#define ABX_MAX_TIMEOUT_S 86400 /* 24 h, E2B Pro's maximum run (e2b-v2-and-peers.md §6) */
-#define ABX_V2_TIMEOUT_S 300    /* v2 create/connect default TTL (e2b-v2-and-peers.md §1.2) */
+/* ABX_MAX_TIMEOUT_S: 24 h, E2B Pro's maximum run (docs/protocol/e2b-v2-and-peers.md §6).
+ * ABX_V2_TIMEOUT_S: the v2 create/connect default TTL (docs/protocol/e2b-v2-and-peers.md §1.2). */
+#define ABX_MAX_TIMEOUT_S 86400
+#define ABX_V2_TIMEOUT_S 300
 
 /* Set once at startup (strings borrowed for the life of the process). */
 void abx_api_config(const char *api_key, const char *domain);

@@ -3,8 +3,8 @@
  *
  * Shapes:  request SandboxForkRequest {timeout (s, default 15), count (default 1)}; answer 201
  *          with one SandboxForkResult per fork, in order: {"sandbox": Sandbox} (the shape of
- *          create's answer) or {"error": {"code", "message"}} (reference/e2b-control-plane.md §3.2,
- *          §3.3; e2b-v2-and-peers.md §1.4).
+ *          create's answer) or {"error": {"code", "message"}} (docs/protocol/e2b-control-plane.md
+ *          §3.2, §3.3; docs/protocol/e2b-v2-and-peers.md §1.4).
  * Errors:  400 bad id, body, timeout ("Timeout must be greater than 0", "Timeout cannot be greater
  *          than 24 hours") or count ("Count must be at least 1", "Count cannot be greater than
  *          100"); 404 unknown or killed sandbox; 409 paused ("Sandbox '<id>' is paused and cannot be

@@ -7,7 +7,7 @@
  *          api_metrics.c (metrics), api_snapshots.c (snapshots, DELETE /templates), api_fork.c
  *          (fork), api_volumes.c (volumes), api_logs.c (logs), api_apikeys.c (managed API
  *          keys). A new route = one row in api.c's table plus a handler.
- * Shapes:  reference/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
+ * Shapes:  docs/protocol/e2b-control-plane.md §3.3 (Sandbox, ListedSandbox, SandboxDetail); errors
  *          {"code":<status>,"message"} (§2).
  * Errors:  helpers that can fail queue the error answer themselves and report it through *sent.
  */
@@ -101,8 +101,8 @@ int abx_api_sandbox_id(struct abx_api_req *r, char out[32], enum MHD_Result *sen
 enum MHD_Result abx_api_not_found(struct MHD_Connection *c, const char *id);
 
 /* 403 {code, message} "<what> needs an allowlist on <flavor>...": Alibaba's pause/resume and
- * Flash's snapshots (e2b-control-plane.md §8.1). The reference gives no status or body for
- * this refusal; the shape is ours (flavor.h). Defined in api_lifecycle.c. */
+ * Flash's snapshots (docs/protocol/e2b-control-plane.md §8.1). The reference gives no status or
+ * body for this refusal; the shape is ours (flavor.h). Defined in api_lifecycle.c. */
 enum MHD_Result abx_api_allowlist_refusal(struct abx_api_req *r, const char *what);
 
 /* Queue a 200 JSON array (stolen) with X-Next-Token when `next` is not NULL (§2 Pagination) and
@@ -117,11 +117,11 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail);
 /* A TTL in seconds as create, connect, resume, timeout and fork take it: 0 when 1..max, else -1
  * with E2B's 400 message in msg ("Timeout must be greater than 0" for ≤ 0, "Timeout cannot be
  * greater than 24 hours" above ABX_MAX_TIMEOUT_S; infra handlers/timeout_helper.go as quoted in
- * reference/e2b-control-plane.md §3.2 and e2b-v2-and-peers.md §1.2-1.3). */
+ * docs/protocol/e2b-control-plane.md §3.2 and docs/protocol/e2b-v2-and-peers.md §1.2-1.3). */
 int abx_api_check_timeout(long long t, char *msg, size_t n);
 
 /* api_sandboxes.c: create is POST /sandboxes (v1: timeout 15 s, `secure` as sent) and
- * POST /v2/sandboxes (timeout 300 s, always secured); e2b-v2-and-peers.md §1.2. */
+ * POST /v2/sandboxes (timeout 300 s, always secured); docs/protocol/e2b-v2-and-peers.md §1.2. */
 enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_create_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_list(struct abx_api_req *r);
@@ -134,7 +134,7 @@ enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r);
 /* POST /v2/sandboxes/{id}/connect (optional body {timeout?=300, memory?}; 200 running, TTL only
- * extended; 201 resumed; timeout 0 → 400; e2b-v2-and-peers.md §1.3). */
+ * extended; 201 resumed; timeout 0 → 400; docs/protocol/e2b-v2-and-peers.md §1.3). */
 enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r);
@@ -151,7 +151,8 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);
 enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r);
 enum MHD_Result abx_api_template_delete(struct abx_api_req *r);
 
-/* api_templates.c: the template build API (template_build.h; e2b-v2-and-peers.md §2) */
+/* api_templates.c: the template build API (template_build.h; docs/protocol/e2b-v2-and-peers.md
+ * §2) */
 enum MHD_Result abx_api_template_request(struct abx_api_req *r);
 enum MHD_Result abx_api_template_files(struct abx_api_req *r);
 enum MHD_Result abx_api_template_build_start(struct abx_api_req *r);

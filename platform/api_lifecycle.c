@@ -1,7 +1,7 @@
 /*
  * api_lifecycle.c: the lifecycle routes of a sandbox: connect, resume (deprecated), pause (with
  * memory or filesystem only) and refreshes (metrics: api_metrics.c). Contract in api.h; behaviour
- * reference/e2b-control-plane.md §3.4.
+ * docs/protocol/e2b-control-plane.md §3.4.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -54,9 +54,9 @@ enum reattach { CONNECT_V1, RESUME_V1, CONNECT_V2 };
 
 /* The three ways back to a sandbox. CONNECT_V1 {timeout (required), memory?}; RESUME_V1
  * {timeout = 15} (a running sandbox: 409); CONNECT_V2, body optional {timeout? = 300 (≥ 1: 0 is a
- * 400), memory?} (e2b-v2-and-peers.md §1.3). A running sandbox's TTL is only extended (200); a
- * paused one is resumed (201): thawed (memory pause, memory true) or cold-booted from its files
- * (filesystem pause, or memory false) (lifecycle.h). */
+ * 400), memory?} (docs/protocol/e2b-v2-and-peers.md §1.3). A running sandbox's TTL is only extended
+ * (200); a paused one is resumed (201): thawed (memory pause, memory true) or cold-booted from its
+ * files (filesystem pause, or memory false) (lifecycle.h). */
 static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
 {
   char id[32], msg[128];
@@ -86,7 +86,8 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
   int was_paused = s->paused;
   abx_registry_unlock();
   if (was_paused && t < fl->resume_min_ttl)
-    t = fl->resume_min_ttl; /* OpenKruise: "min resume timeout 300" (e2b-v2-and-peers.md §5) */
+    /* OpenKruise: "min resume timeout 300" (docs/protocol/e2b-v2-and-peers.md §5) */
+    t = fl->resume_min_ttl;
   int rc = abx_lifecycle_reattach(s, t, how == RESUME_V1, keep, fl->connect_extends, &resumed);
   json_t *out = NULL;
   if (rc == 0) {
@@ -107,18 +108,19 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
   return answer(r, id, rc, ok, out, msg);
 }
 
-/* POST /sandboxes/{id}/connect {timeout, memory?} (reference/e2b-control-plane.md §3.4). */
+/* POST /sandboxes/{id}/connect {timeout, memory?} (docs/protocol/e2b-control-plane.md §3.4). */
 enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r) { return reattach(r, CONNECT_V1); }
 
 /* POST /sandboxes/{id}/resume {timeout=15} (deprecated): paused → 201; running → 409. */
 enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r) { return reattach(r, RESUME_V1); }
 
-/* POST /v2/sandboxes/{id}/connect [{timeout?, memory?}] (e2b-v2-and-peers.md §1.3). */
+/* POST /v2/sandboxes/{id}/connect [{timeout?, memory?}] (docs/protocol/e2b-v2-and-peers.md
+ * §1.3). */
 enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r) { return reattach(r, CONNECT_V2); }
 
 /* POST /sandboxes/{id}/pause [{memory=true}]: 204; 409 when already paused. memory false pauses
  * filesystem only: processes stopped, files kept, the resume is a fresh boot (lifecycle.h;
- * reference/e2b-control-plane.md §3.2 SandboxPauseRequest). */
+ * docs/protocol/e2b-control-plane.md §3.2 SandboxPauseRequest). */
 enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r)
 {
   char id[32], msg[160];

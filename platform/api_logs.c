@@ -3,7 +3,7 @@
  *
  * Routes:  GET /sandboxes/{id}/logs?start&limit (deprecated) -> 200 {logs: [{timestamp, line}],
  *          logEntries: [SandboxLogEntry]}; GET /v2/sandboxes/{id}/logs?cursor&limit&direction&
- *          level&search -> 200 {logs: [SandboxLogEntry]} (reference/e2b-control-plane.md §3.4,
+ *          level&search -> 200 {logs: [SandboxLogEntry]} (docs/protocol/e2b-control-plane.md §3.4,
  *          the two logs rows; SandboxLogEntry {timestamp, level, message, fields} §3.3).
  * Query:   start / cursor: Unix milliseconds, entries at or after it (forward) or at or before it
  *          (backward); limit: 0..1000 (default 1000; the reference gives v2's bound, v1 takes the

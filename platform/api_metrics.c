@@ -6,8 +6,8 @@
  *          start <= its timestampUnix <= end. An absent bound is open, so no query returns every
  *          sample kept, as E2B returns the sandbox's whole lifetime (e2b-dev/infra
  *          packages/clickhouse/pkg/utils/sandbox.go GetSandboxStartEndTime: absent start/end =
- *          the sandbox's own start/end). The SDK sends both as integers (reference/
- *          e2b-control-plane.md §3.4 metrics row).
+ *          the sandbox's own start/end). The SDK sends both as integers
+ *          (docs/protocol/e2b-control-plane.md §3.4 metrics row).
  * Errors:  400 naming the parameter when one is not an integer, 400 when start > end (E2B:
  *          "start time cannot be after end time", infra clickhouse/pkg/utils/validate.go), 404
  *          when the sandbox is unknown. 200 [] before the first sample (never for a started one).

@@ -1,7 +1,8 @@
 /*
  * api_sandboxes.c: the sandbox routes of the control plane: create (template, autoPause,
  * volumeMounts), list (v1 and v2: state, metadata, template, order, pagination), get, kill,
- * timeout. The lifecycle routes are in api_lifecycle.c. Contract in api.h; shapes §3.2-§3.4 of reference/e2b-control-plane.md.
+ * timeout. The lifecycle routes are in api_lifecycle.c. Contract in api.h; shapes §3.2-§3.4 of
+ * docs/protocol/e2b-control-plane.md.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -100,9 +101,10 @@ static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
   return 0;
 }
 
-/* autoPause, autoPauseMemory and autoResume {enabled} (§3.2 NewSandbox; e2b-v2-and-peers.md
- * §1.2 NewSandboxV2: the same fields in both). autoPauseMemory false is only valid with
- * autoPause true and not together with autoResume. 0, or -1 with a 400 message. */
+/* autoPause, autoPauseMemory and autoResume {enabled} (§3.2 NewSandbox;
+ * docs/protocol/e2b-v2-and-peers.md §1.2 NewSandboxV2: the same fields in both). autoPauseMemory
+ * false is only valid with autoPause true and not together with autoResume. 0, or -1 with a 400
+ * message. */
 static int parse_lifecycle(json_t *req, struct abx_sandbox *sb, char *msg, size_t n)
 {
   if (abx_api_check_bool(req, "autoPause", msg, n) ||
@@ -131,10 +133,10 @@ static int parse_lifecycle(json_t *req, struct abx_sandbox *sb, char *msg, size_
   return 0;
 }
 
-/* POST /sandboxes (v1, §3.2) and POST /v2/sandboxes (e2b-v2-and-peers.md §1.2). They differ in
- * the server-side defaults the 2.51 SDK leaves to the server: v1 timeout 15 s and `secure` as
- * sent; v2 timeout 300 s and every sandbox secured (the v2 schema has no `secure`: a key sent
- * anyway is ignored, as E2B ignores unknown keys). */
+/* POST /sandboxes (v1, §3.2) and POST /v2/sandboxes (docs/protocol/e2b-v2-and-peers.md §1.2). They
+ * differ in the server-side defaults the 2.51 SDK leaves to the server: v1 timeout 15 s and
+ * `secure` as sent; v2 timeout 300 s and every sandbox secured (the v2 schema has no `secure`: a
+ * key sent anyway is ignored, as E2B ignores unknown keys). */
 static enum MHD_Result create(struct abx_api_req *r, int v2)
 {
   struct MHD_Connection *c = r->c;
@@ -148,7 +150,8 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   long long timeout = v2 ? ABX_V2_TIMEOUT_S : fl->v1_default;
   int ti = abx_api_get_int(req, "timeout", &timeout);
   if (ti > 0 && timeout == 0 && fl->zero_is_default)
-    timeout = fl->v1_default; /* OpenKruise: timeout 0 → 300 (e2b-v2-and-peers.md §5) */
+    /* OpenKruise: timeout 0 → 300 (docs/protocol/e2b-v2-and-peers.md §5) */
+    timeout = fl->v1_default;
   if (!json_is_string(tid)) {
     snprintf(msg, sizeof msg, "validation error: field 'templateID' is required and must be a string");
     goto bad;
@@ -165,15 +168,15 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   if (abx_api_check_timeout(timeout, msg, sizeof msg) != 0)
     goto bad;
   /* CubeSandbox parses and drops autoPause, envVars, volumeMounts, secure, mcp
-   * (e2b-v2-and-peers.md §5): none of them reaches the sandbox. */
+   * (docs/protocol/e2b-v2-and-peers.md §5): none of them reaches the sandbox. */
   int extras = !fl->create_ignores_extras;
   struct abx_sandbox lc = {.auto_pause_memory = 1};
   if (extras && parse_lifecycle(req, &lc, msg, sizeof msg) != 0)
     goto bad;
   json_t *vmreq = extras ? json_object_get(req, "volumeMounts") : NULL;
   if (fl->no_volumes && vmreq && !json_is_null(vmreq)) {
-    /* Alibaba: volumes "not compatible" (e2b-control-plane.md §8.1); the status and message
-     * are ours, the reference gives none (flavor.h). */
+    /* Alibaba: volumes "not compatible" (docs/protocol/e2b-control-plane.md §8.1); the status and
+     * message are ours, the reference gives none (flavor.h). */
     snprintf(msg, sizeof msg, "validation error: field 'volumeMounts' is not supported by the "
              "%s flavor (volumes are not compatible there)", fl->name);
     goto bad;

@@ -1,8 +1,8 @@
 /*
  * api_snapshots.c: POST /sandboxes/{id}/snapshots, GET /snapshots and DELETE /templates/{id}.
  *
- * Shapes:  SnapshotInfo {snapshotID, names[]} (reference/e2b-control-plane.md §3.3); snapshotID is
- *          the template id: the request's name (^[a-z0-9][a-z0-9_-]{0,62}$, else 400) or
+ * Shapes:  SnapshotInfo {snapshotID, names[]} (docs/protocol/e2b-control-plane.md §3.3); snapshotID
+ *          is the template id: the request's name (^[a-z0-9][a-z0-9_-]{0,62}$, else 400) or
  *          "snap-" + 16 chars [a-z0-9]; names = ["<snapshotID>:default"]. POST /sandboxes with
  *          templateID = snapshotID (or a name) restores it (§3.1 notes).
  * Paging:  GET /snapshots, newest first, limit 1..100 (default 100), X-Next-Token =

@@ -1,7 +1,8 @@
 /*
- * api_templates.c: E2B's template build API routes (reference/e2b-v2-and-peers.md §2,
- * e2b-control-plane.md §4); the store and the runner are template_build.h's, the files cache
- * layer_cache.h's. Template path parameters are one percent-decoded segment ("name:tag").
+ * api_templates.c: E2B's template build API routes (docs/protocol/e2b-v2-and-peers.md §2,
+ * docs/protocol/e2b-control-plane.md §4); the store and the runner are template_build.h's, the
+ * files cache layer_cache.h's. Template path parameters are one percent-decoded segment
+ * ("name:tag").
  */
 #include <stdio.h>
 #include <stdlib.h>

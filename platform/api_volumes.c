@@ -1,5 +1,5 @@
 /*
- * api_volumes.c: the volume routes (reference/e2b-control-plane.md §5): POST /volumes {name} →
+ * api_volumes.c: the volume routes (docs/protocol/e2b-control-plane.md §5): POST /volumes {name} →
  * 201 {volumeID,name,token} (400 bad name, 409 duplicate), GET /volumes → [{volumeID,name}],
  * GET /volumes/{id} → {volumeID,name,token} / 404, DELETE /volumes/{id} → 204 / 404 / 400 while
  * mounted by a live sandbox. Mounting is volumeMounts at create (api_sandboxes.c).

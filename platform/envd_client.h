@@ -3,7 +3,8 @@
  * sockets opened in the sandbox's network namespace (netns.h).
  *
  * Shapes:  GET /health → 204 (any 2xx accepted); POST /init JSON {"envVars":{..},"accessToken"?:..,
- *          "defaultUser":"user"} → 204 (any 2xx accepted). reference/envd-protocol.md §7, §6.1–6.2.
+ *          "defaultUser":"user"} → 204 (any 2xx accepted). docs/protocol/envd-protocol.md §7,
+ *          §6.1–6.2.
  * Units:   deadlines are CLOCK_MONOTONIC nanoseconds (http_util.h abx_mono_ns()).
  * Errors:  0 on success, -1 with a message in err[errlen].
  */
@@ -26,7 +27,7 @@ int abx_envd_wait_health(int netns_fd, pid_t bwrap_pid, int *exited, int64_t dea
 int abx_envd_init(int netns_fd, json_t *body, char *err, size_t errlen);
 
 /* Run `script` with /bin/bash -c as `user` (envd's Basic auth user, e.g. "root") through envd's
- * process.Process/Start, a Connect server stream in the JSON codec (reference/envd-protocol.md
+ * process.Process/Start, a Connect server stream in the JSON codec (docs/protocol/envd-protocol.md
  * §2.1 content types, §2.3 envelopes, §4.1–4.3 StartRequest and the event sequence), and wait for
  * its end event. `envs` (borrowed, may be NULL) are extra environment variables; `token` is the
  * sandbox's envd access token or NULL. `timeout_ms` bounds the whole call. On return 0,
@@ -44,7 +45,7 @@ typedef void (*abx_envd_line_fn)(void *cls, int stream, const char *line);
 
 /* abx_envd_run with the output streamed as it comes, line by line, to `fn` (called on the
  * caller's thread), instead of a tail buffer, and with a working dir: `cwd` NULL or "" leaves it
- * to envd (its default workdir, else the user's home; reference/envd-protocol.md §4.1
+ * to envd (its default workdir, else the user's home; docs/protocol/envd-protocol.md §4.1
  * ProcessConfig.cwd). No output limit. 0 with *exit_code, or -1 with err as abx_envd_run. */
 int abx_envd_run_stream(int netns_fd, const char *token, const char *user, const char *cwd,
                         const char *script, json_t *envs, long timeout_ms, abx_envd_line_fn fn,

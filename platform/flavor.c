@@ -11,15 +11,16 @@
 
 #define END NULL
 
-/* Volumes and the routes every non-E2B flavour lacks: E2B's own volume API (e2b-control-plane.md
- * §5) is "not compatible" on Alibaba (§8.1) and absent from CubeAPI and OpenKruise route lists
- * (e2b-v2-and-peers.md §5; CubeSandbox's CUBEi fork adds /volumes, the base CubeAPI does not). */
+/* Volumes and the routes every non-E2B flavour lacks: E2B's own volume API
+ * (docs/protocol/e2b-control-plane.md §5) is "not compatible" on Alibaba (§8.1) and absent from
+ * CubeAPI and OpenKruise route lists (docs/protocol/e2b-v2-and-peers.md §5; CubeSandbox's CUBEi
+ * fork adds /volumes, the base CubeAPI does not). */
 #define VOLUMES "POST /volumes", "GET /volumes", "GET /volumes/{id}", "DELETE /volumes/{id}"
 
 /* Managed API keys (apikeys.h): E2B's /api-keys routes are absent from the Alibaba tables
- * (e2b-control-plane.md §8.1: "access tokens, teams: not compatible") and the OpenKruise route
- * list (e2b-v2-and-peers.md §5); CubeAPI lists api-keys as optional with no auth scheme given
- * (§5), so the flavour leaves them out. */
+ * (docs/protocol/e2b-control-plane.md §8.1: "access tokens, teams: not compatible") and the
+ * OpenKruise route list (docs/protocol/e2b-v2-and-peers.md §5); CubeAPI lists api-keys as optional
+ * with no auth scheme given (§5), so the flavour leaves them out. */
 #define API_KEYS "GET /api-keys", "POST /api-keys", "PATCH /api-keys/{id}", "DELETE /api-keys/{id}"
 
 static const char *const none[] = {END};
@@ -31,10 +32,10 @@ static const char *const fc_missing[] = {"POST /sandboxes/{id}/snapshots", "GET 
 static const char *const express_missing[] = {"GET /sandboxes/{id}/metrics", VOLUMES, API_KEYS,
                                               END};
 
-/* OpenKruise routes (e2b-v2-and-peers.md §5): POST /sandboxes (v1 only), GET /v2/sandboxes,
- * GET|DELETE /sandboxes/{id}, PUT network, pause, resume, connect, timeout, snapshots,
- * GET /snapshots, GET /templates, GET|DELETE /templates/{id}. Everything else is missing, the
- * sandbox logs routes too (CubeAPI lists "logs v1/v2", OpenKruise does not). */
+/* OpenKruise routes (docs/protocol/e2b-v2-and-peers.md §5): POST /sandboxes (v1 only), GET
+ * /v2/sandboxes, GET|DELETE /sandboxes/{id}, PUT network, pause, resume, connect, timeout,
+ * snapshots, GET /snapshots, GET /templates, GET|DELETE /templates/{id}. Everything else is
+ * missing, the sandbox logs routes too (CubeAPI lists "logs v1/v2", OpenKruise does not). */
 static const char *const acs_missing[] = {
   "POST /v2/sandboxes", "POST /v2/sandboxes/{id}/connect", "GET /sandboxes",
   "POST /sandboxes/{id}/refreshes", "GET /sandboxes/{id}/metrics", "POST /sandboxes/{id}/fork",
@@ -44,10 +45,10 @@ static const char *const acs_missing[] = {
   "GET /templates/{id}/tags", "GET /v2/templates", "GET /sandboxes/{id}/logs",
   "GET /v2/sandboxes/{id}/logs", VOLUMES, API_KEYS, END};
 
-/* CubeAPI (e2b-v2-and-peers.md §5): "Missing in both: POST /v2/sandboxes, /v2/sandboxes/{id}/
- * connect, /v3/templates, /templates/{id}/files/{hash}, /v2/templates/.../builds/..., fork,
- * network PUT"; also absent from its route list: metrics, GET /snapshots, tags, aliases (CUBEi
- * only), GET /v2/templates, volumes (CUBEi only). */
+/* CubeAPI (docs/protocol/e2b-v2-and-peers.md §5): "Missing in both: POST /v2/sandboxes,
+ * /v2/sandboxes/{id}/ connect, /v3/templates, /templates/{id}/files/{hash},
+ * /v2/templates/.../builds/..., fork, network PUT"; also absent from its route list: metrics, GET
+ * /snapshots, tags, aliases (CUBEi only), GET /v2/templates, volumes (CUBEi only). */
 static const char *const cube_missing[] = {
   "POST /v2/sandboxes", "POST /v2/sandboxes/{id}/connect", "GET /sandboxes/{id}/metrics",
   "POST /sandboxes/{id}/fork", "PUT /sandboxes/{id}/network", "GET /snapshots",
@@ -55,7 +56,7 @@ static const char *const cube_missing[] = {
   "POST /templates/tags", "DELETE /templates/tags", "GET /templates/aliases/{alias}",
   "GET /templates/{id}/tags", "GET /v2/templates", VOLUMES, API_KEYS, END};
 
-/* e2b: v1 create default 15 s, 1 s .. 24 h (e2b-control-plane.md §3.4; api.h). */
+/* e2b: v1 create default 15 s, 1 s .. 24 h (docs/protocol/e2b-control-plane.md §3.4; api.h). */
 static const struct abx_flavor flavors[] = {
   {.name = "e2b", .missing = none, .check_key = 1, .ttl_min = 1, .ttl_max = ABX_MAX_TIMEOUT_S,
    .v1_default = 15, .connect_extends = 1, .connect_resumed_status = 201, .resume_status = 201},
@@ -68,14 +69,14 @@ static const struct abx_flavor flavors[] = {
    .connect_resumed_status = 201, .resume_status = 201, .pause_needs_allowlist = 1,
    .snapshot_needs_allowlist = 1, .no_volumes = 1},
   /* OpenKruise TTL: "timeout 0 → 300 default, valid range 30 … 2 592 000 s → 400 otherwise;
-   * min resume timeout 300"; resume 204; connect 200/201 (e2b-v2-and-peers.md §5). */
+   * min resume timeout 300"; resume 204; connect 200/201 (docs/protocol/e2b-v2-and-peers.md §5). */
   {.name = "acs", .missing = acs_missing, .prefix = "/kruise/api", .check_key = 1, .ttl_min = 30,
    .ttl_max = 2592000, .v1_default = 300, .zero_is_default = 1, .timeout_extends_only = 1,
    .resume_min_ttl = 300, .connect_extends = 1, .connect_resumed_status = 201,
    .resume_status = 204, .path_route = 1},
   /* CubeSandbox: "timeout default 15, min 0" (0 is kept as E2B's 400 here: what a 0 s sandbox
    * does there is not in the reference); connect does not extend, 200 even after resume;
-   * resume 201 (e2b-v2-and-peers.md §5). */
+   * resume 201 (docs/protocol/e2b-v2-and-peers.md §5). */
   {.name = "cubesandbox", .missing = cube_missing, .prefix = "/cubeapi/v1", .check_key = 0,
    .ttl_min = 1, .ttl_max = ABX_MAX_TIMEOUT_S, .v1_default = 15, .connect_extends = 0,
    .connect_resumed_status = 200, .resume_status = 201, .create_ignores_extras = 1,

@@ -3,15 +3,19 @@
  * the local platform can reproduce, as one table the route handlers consult.
  *
  * Facts and their sources:
- *   e2b              today's behaviour (reference/e2b-control-plane.md, e2b-v2-and-peers.md §1).
- *   alicloud-fc      Alibaba FC Agent Sandbox: e2b-control-plane.md §8.1 compatibility table.
- *   alicloud-express Alibaba Agent Sandbox Flash edition: e2b-control-plane.md §8.1.
- *   acs              ACS agent sandbox = OpenKruise sandbox-manager: e2b-v2-and-peers.md §5
- *                    "OpenKruise agents", e2b-control-plane.md §8.1 (path route).
- *   cubesandbox      CubeSandbox CubeAPI: e2b-v2-and-peers.md §5 "CubeSandbox".
+ *   e2b              today's behaviour (docs/protocol/e2b-control-plane.md,
+ *                    docs/protocol/e2b-v2-and-peers.md §1).
+ *   alicloud-fc      Alibaba FC Agent Sandbox: docs/protocol/e2b-control-plane.md §8.1
+ *                    compatibility table.
+ *   alicloud-express Alibaba Agent Sandbox Flash edition: docs/protocol/e2b-control-plane.md §8.1.
+ *   acs              ACS agent sandbox = OpenKruise sandbox-manager:
+ *                    docs/protocol/e2b-v2-and-peers.md §5 "OpenKruise agents",
+ *                    docs/protocol/e2b-control-plane.md §8.1 (path route).
+ *   cubesandbox      CubeSandbox CubeAPI: docs/protocol/e2b-v2-and-peers.md §5 "CubeSandbox".
  *   opensandbox      OpenSandbox: not E2B-compatible; its own lifecycle API under /v1
  *                    (os_api.h; opensandbox-group/OpenSandbox specs/sandbox-lifecycle.yml = OpenSandbox
- *                    specs/sandbox-lifecycle.yml @3bb6fad; e2b-v2-and-peers.md §4) and execd.
+ *                    specs/sandbox-lifecycle.yml @3bb6fad; docs/protocol/e2b-v2-and-peers.md §4)
+ *                    and execd.
  * Where the reference gives no status or body (Alibaba's allowlist refusal, every platform's
  * credential refusal except E2B's), the local answer is E2B's {code, message} shape with the
  * status named in the field's comment, and docs/PLATFORM.md "Flavours" says it is ours.
@@ -29,10 +33,10 @@ struct abx_flavor {
   /* "METHOD /pattern" entries of the route table (api.c) this platform does not serve: 404. */
   const char *const *missing;
   /* A second path prefix the control plane is also served under, or NULL
-   * (OpenKruise "/kruise/api", CubeSandbox "/cubeapi/v1"; e2b-v2-and-peers.md §5). */
+   * (OpenKruise "/kruise/api", CubeSandbox "/cubeapi/v1"; docs/protocol/e2b-v2-and-peers.md §5). */
   const char *prefix;
   /* 1: X-API-Key checked (E2B's 401s); 0: any key and none accepted (CubeSandbox quickstart:
-   * "any E2B_API_KEY", e2b-v2-and-peers.md §5). */
+   * "any E2B_API_KEY", docs/protocol/e2b-v2-and-peers.md §5). */
   int check_key;
   /* TTL of create and POST /timeout, seconds: valid min..max, else 400; v1 create default;
    * timeout 0 on create means the default (OpenKruise: 0 → 300). */
@@ -73,8 +77,8 @@ struct abx_flavor {
   int os_api;
   /* Each sandbox's envd also serves OpenSandbox's execd API on 127.0.0.1:44772 (envd started
    * with --execd-port 44772 by sandbox.c; port from OpenSandbox specs/execd-api.yaml and
-   * e2b-v2-and-peers.md §4; auth X-EXECD-ACCESS-TOKEN = the sandbox's envd access token when it
-   * has one). */
+   * docs/protocol/e2b-v2-and-peers.md §4; auth X-EXECD-ACCESS-TOKEN = the sandbox's envd access
+   * token when it has one). */
   int execd;
 };
 
@@ -91,8 +95,8 @@ int abx_flavor_serves(const char *method, const char *pattern);
  * else `url` unchanged. */
 const char *abx_flavor_strip_prefix(const char *url);
 
-/* The OpenKruise path route "/kruise/<id>/<port>[/rest]" (e2b-control-plane.md §8.1, ACS
- * "private protocol" DOMAIN/kruise/<SANDBOX_ID>/<PORT>), only when the flavour has path_route.
+/* The OpenKruise path route "/kruise/<id>/<port>[/rest]" (docs/protocol/e2b-control-plane.md §8.1,
+ * ACS "private protocol" DOMAIN/kruise/<SANDBOX_ID>/<PORT>), only when the flavour has path_route.
  * 1 with id (NUL-terminated), port (1..65535) and *rest_off = offset in raw_uri of the path to
  * forward ("/..." or "" for "/"); 0 when raw_uri is not such a path (e.g. "/kruise/api/...");
  * -1 with msg when it is one but the id or port is malformed. */

@@ -3,7 +3,7 @@
  * error responses on libmicrohttpd, random identifiers, percent-decoding, RFC3339 time, base64url.
  *
  * Shapes:  error body {"code":<status>,"message":"..."} with code == HTTP status
- *          (reference/e2b-control-plane.md §2 "Error body").
+ *          (docs/protocol/e2b-control-plane.md §2 "Error body").
  * Units:   times are int64 nanoseconds since the Unix epoch (CLOCK_REALTIME) unless named _mono.
  * Errors:  functions returning int give 0 on success, -1 on failure; they never abort on bad input.
  */

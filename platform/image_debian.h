@@ -1,7 +1,7 @@
 /*
  * image_debian.h: the root filesystem of a template built `fromImage` (E2B build API, reference
- * e2b-v2-and-peers.md §2: POST /v2/templates/{id}/builds/{buildID} {fromImage}). This machine
- * reaches no container registry: a Debian image is built here from Debian packages with
+ * docs/protocol/e2b-v2-and-peers.md §2: POST /v2/templates/{id}/builds/{buildID} {fromImage}). This
+ * machine reaches no container registry: a Debian image is built here from Debian packages with
  * mmdebstrap; every other image is refused by name.
  *
  * Refs:    accepted: "debian", "debian:<tag>", with an optional "library/", "docker.io/",

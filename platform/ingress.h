@@ -4,7 +4,8 @@
  * Routing: Host `<port>-<id>.<anything>` (port before the first '-', id up to the first '.',
  *          any `:port` of the Host dropped), or Host localhost / 127.0.0.1 / an IP literal /
  *          `sandbox.<domain>` with both `E2b-Sandbox-Id` and `E2b-Sandbox-Port` headers
- *          (reference/e2b-control-plane.md §7.1, §7.4). Anything else goes to the control plane.
+ *          (docs/protocol/e2b-control-plane.md §7.1, §7.4). Anything else goes to the control
+ *          plane.
  * Proxy:   method, path+query and body (≤ ABX_INGRESS_MAX_BODY) are forwarded to 127.0.0.1:<port>
  *          inside the sandbox's network namespace; hop-by-hop headers are dropped and Host becomes
  *          `localhost:<port>`, or the sandbox's network.maskRequestHost with ${PORT} replaced (not
@@ -22,9 +23,10 @@
  *          "Auto-resume": TTL now + max(create timeout, 300 s)); concurrent requests resume it
  *          once. The resume needs the credentials of the port: e2b-traffic-access-token when
  *          public traffic is off (other ports), X-Access-Token on envd's port of a secure sandbox.
- * Errors:  the edge's own answers, told apart by status and fields (lib/abx/errmap.lua edge_kind):
+ * Errors:  the edge's own answers, told apart by status and fields (edge_kind in
+ *          lib/abx/client/errmap.lua):
  *          unknown or killed sandbox: 502 {"sandboxId","message":"The sandbox was not found",
- *            "code":502} (reference/e2b-control-plane.md §7.4);
+ *            "code":502} (docs/protocol/e2b-control-plane.md §7.4);
  *          paused sandbox, no auto-resume (not enabled, or paused filesystem only): 502
  *            {"sandboxId","message":"The sandbox is paused","code":502,"canAutoResume":false}:
  *            the status of E2B's main line (502 "The sandbox was not found"; the official SDK's

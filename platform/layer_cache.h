@@ -3,8 +3,8 @@
  * content-addressed read-only layers of build steps, kept across serve restarts.
  *
  * Layout:  <cache>/files/<hash>.tar   an uploaded COPY archive (tar or tar.gz, as the SDK sends
- *                                     it; reference/e2b-v2-and-peers.md §2 item 2), named by the
- *                                     SDK's files hash (64 lowercase hex, utils.ts
+ *                                     it; docs/protocol/e2b-v2-and-peers.md §2 item 2), named by
+ *                                     the SDK's files hash (64 lowercase hex, utils.ts
  *                                     calculateFilesHash)
  *          <cache>/layers/<key>/      one step's layer: one subdir per rootfs part (rootfs.h),
  *                                     the build sandbox's upper dirs as they were when it stopped

@@ -11,8 +11,8 @@
  *          (memory_paused = 0); its resume is a fresh boot on the same files: new bwrap and envd,
  *          no old process, a new /proc/sys/kernel/random/boot_id. A resume with memory false of a
  *          memory-paused sandbox is such a cold boot too (v2 connect {memory:false},
- *          reference/e2b-v2-and-peers.md §1.3). A paused sandbox has no TTL and its endAt is the
- *          pause time (reference/e2b-control-plane.md §3.3 SandboxDetail, §3.4).
+ *          docs/protocol/e2b-v2-and-peers.md §1.3). A paused sandbox has no TTL and its endAt is
+ *          the pause time (docs/protocol/e2b-control-plane.md §3.3 SandboxDetail, §3.4).
  * Auto-resume: only a memory-paused sandbox created with autoResume {enabled:true} resumes on
  *          traffic; a filesystem-only one must be resumed explicitly (e2b-dev/infra
  *          api/internal/handlers/proxy_grpc.go getAutoResumeSnapshot). Its TTL becomes
@@ -55,7 +55,8 @@ int abx_lifecycle_resume_mem(struct abx_sandbox *sb, int64_t timeout_s, int requ
                              int keep_memory, int *resumed);
 
 /* abx_lifecycle_resume_mem, but a running sandbox's TTL is left alone unless `extend_running`
- * (CubeSandbox: "connect on running does not extend TTL", e2b-v2-and-peers.md §5; flavor.h). */
+ * (CubeSandbox: "connect on running does not extend TTL", docs/protocol/e2b-v2-and-peers.md §5;
+ * flavor.h). */
 int abx_lifecycle_reattach(struct abx_sandbox *sb, int64_t timeout_s, int require_paused,
                            int keep_memory, int extend_running, int *resumed);
 

@@ -9,7 +9,7 @@
  *          [start, end] (e2b-dev/infra packages/clickhouse/pkg/utils/sandbox.go: an absent bound is
  *          the sandbox's own start or end). A single sample made at request time cannot answer a
  *          range in the past.
- * Shape:   one sample = SandboxMetric (reference/e2b-control-plane.md §3.3): cpuCount (the
+ * Shape:   one sample = SandboxMetric (docs/protocol/e2b-control-plane.md §3.3): cpuCount (the
  *          sandbox's limit), cpuUsedPct (share of those CPUs used since the previous sample,
  *          0..100), memUsed / memCache (its memory cgroup), memTotal (its memory limit), diskUsed
  *          (its upper layer), diskTotal (the state dir's file system), bytes.

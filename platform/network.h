@@ -1,6 +1,6 @@
 /*
  * network.h: each sandbox's link, its outbound rules and its traffic access token
- * (reference/e2b-control-plane.md §3.2 SandboxNetworkConfig, §3.4 PUT network, §7.4).
+ * (docs/protocol/e2b-control-plane.md §3.2 SandboxNetworkConfig, §3.4 PUT network, §7.4).
  *
  * Link:    the platform owns one "hub" network namespace, created on first use (unshare on a
  *          thread, kept alive by an fd; forwarding off, an nftables forward chain with policy drop;

@@ -5,7 +5,7 @@
  * @3bb6fad, "spec" below), its server (server/opensandbox_server/: api/lifecycle.py, schema.py,
  * middleware/auth.py and request_id.py, services/validators.py, services/constants.py
  * SandboxErrorCodes, services/docker/docker_service.py: the runtime closest to ours) and its
- * ingress (components/ingress/pkg/proxy/), summarized in e2b-v2-and-peers.md §4.
+ * ingress (components/ingress/pkg/proxy/), summarized in docs/protocol/e2b-v2-and-peers.md §4.
  *
  * Routes:  under /v1 only (the real server also mounts them at /): POST|GET /sandboxes,
  *          GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/{pause,resume,renew-expiration},

@@ -27,7 +27,7 @@
  * Exit:    0 clean stop, 1 startup failure, 2 usage error, 4 bad ABX_LOCAL_API_KEY.
  *
  * `abxlua envd`: the in-sandbox daemon (process and filesystem Connect services, /files).
- * Source: reference/envd-protocol.md.
+ * Source: docs/protocol/envd-protocol.md.
  *
  * `sudo` (the binary run as `sudo` or `sudoedit`, or `abxlua sudo ARGS`): a sandbox's sudo, a
  * client of envd's privilege broker (platform/envd/sudo.h; docs/PLATFORM.md "sudo").

@@ -2,7 +2,7 @@
  * registry.h: the live sandboxes of one `abxlua serve`, guarded by one mutex.
  *
  * Shapes:  struct abx_sandbox below; ids are "i" + 20 chars [a-z0-9]
- *          (reference/e2b-control-plane.md §2 "Sandbox ID").
+ *          (docs/protocol/e2b-control-plane.md §2 "Sandbox ID").
  * Units:   started_ns / end_ns are CLOCK_REALTIME nanoseconds since the epoch.
  * Locking: abx_registry_lock() guards the list, refs and the plain fields of a listed sandbox.
  *          Sandboxes are reference-counted: the list holds one ref, abx_registry_get() another;

@@ -22,8 +22,8 @@
  * Sandbox: <sbdir>/upper/<part>, <sbdir>/work/<part>, merged at <sbdir>/rootfs, which bwrap binds
  *          (recursively) as the sandbox's /.
  * Names:   template ids are ^[a-z0-9][a-z0-9_-]{0,62}$; references accept "<id>", "<id>:default"
- *          and "<id>:latest" (reference/e2b-control-plane.md §3.2 templateID, §3.1 notes: a snapshot
- *          is a template).
+ *          and "<id>:latest" (docs/protocol/e2b-control-plane.md §3.2 templateID, §3.1 notes: a
+ *          snapshot is a template).
  * Locking: one templates mutex inside this file; templates are reference-counted: a sandbox, a
  *          child snapshot and the list each hold one, and a layer dir is removed with its last ref.
  * Errors:  int functions return 0, or -1 with a message in err.
@@ -38,10 +38,11 @@
 #define ABX_TEMPLATE_MAX_DEPTH 32
 
 /* The base template's limits: 2 CPUs and 1024 MiB, the defaults E2B applies to a template build
- * that names none (E2B SDK 2.45 `cpuCount ?? 2`, `memoryMB ?? 1024`, reference/e2b-v2-and-peers.md
- * §1.1; e2b CLI `template create` "The default value is 2" / "1024", packages/cli/src/commands/
- * template/create.ts @ b8029973). E2B's docs quote 2 vCPU / 2 GiB for a default sandbox (same
- * reference §6); the smaller figure is kept because every sandbox of this platform shares one host. */
+ * that names none (E2B SDK 2.45 `cpuCount ?? 2`, `memoryMB ?? 1024`,
+ * docs/protocol/e2b-v2-and-peers.md §1.1; e2b CLI `template create` "The default value is 2" /
+ * "1024", packages/cli/src/commands/ template/create.ts @ b8029973). E2B's docs quote 2 vCPU / 2
+ * GiB for a default sandbox (same reference §6); the smaller figure is kept because every
+ * sandbox of this platform shares one host. */
 #define ABX_BASE_CPU_COUNT 2
 #define ABX_BASE_MEMORY_MB 1024
 

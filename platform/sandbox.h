@@ -11,7 +11,7 @@
  *          dir, host /root, /home, /work and /tmp are never mounted in. Every process is in the
  *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with
  *          loopback and eth0, a veth link into the platform's hub namespace, with outbound rules
- *          (network.h; DESIGN.md "The local platform"; reference/envd-protocol.md §7 /init).
+ *          (network.h; DESIGN.md "The local platform"; docs/protocol/envd-protocol.md §7 /init).
  * Units:   deadlines in CLOCK_MONOTONIC nanoseconds.
  * Errors:  abx_sandbox_start returns 0, or -1 with a message in err (the sandbox is then torn down).
  */

@@ -3,7 +3,7 @@
  * answer (api_logs.c). The platform writes one entry per lifecycle event of the sandbox (started,
  * booted again, paused, resumed) to <state-dir>/<id>/sandbox.log, one JSON object a line:
  * {"timestamp": RFC 3339 UTC with ms, "level": "info"|"warn"|"error", "message", "fields":
- * {"source": "platform", ...}} (SandboxLogEntry, reference/e2b-control-plane.md §3.3). The
+ * {"source": "platform", ...}} (SandboxLogEntry, docs/protocol/e2b-control-plane.md §3.3). The
  * file goes with the sandbox's directory when it is killed.
  * Limits: at most ABX_SANDBOX_LOG_MAX bytes; an entry that would pass it is dropped (the log is
  *          a record of events, never a reason for an operation to fail).

@@ -632,9 +632,9 @@ static int serve_run(int argc, char **argv)
   static char sdk_domain[300]; /* what the API reports as a sandbox's domain (read by api.c) */
   if (tls) {
     /* E2B's SDK: API https://api.<domain>, envd https://49983-<id>.<sandbox's domain>,
-     * getHost(p) = <p>-<id>.<sandbox's domain> (reference/e2b-v2-and-peers.md §1.5): the port must
-     * ride in the domain the API reports, or the SDK would go to 443. Set before the ready line:
-     * no client knows the port before it. */
+     * getHost(p) = <p>-<id>.<sandbox's domain> (docs/protocol/e2b-v2-and-peers.md §1.5): the port
+     * must ride in the domain the API reports, or the SDK would go to 443. Set before the ready
+     * line: no client knows the port before it. */
     snprintf(url, sizeof url, "https://api.%s:%d", domain, bound);
     snprintf(sdk_domain, sizeof sdk_domain, "%s:%d", domain, bound);
     abx_api_config(key, sdk_domain);

@@ -1,7 +1,8 @@
 /*
- * template_build.h: templates built through E2B's template build API (reference/
- * e2b-v2-and-peers.md §2, e2b-control-plane.md §4): the store of templates, builds, names and
- * tags (template_store.c), and the build runner (template_build.c). HTTP in api_templates.c.
+ * template_build.h: templates built through E2B's template build API
+ * (docs/protocol/e2b-v2-and-peers.md §2, docs/protocol/e2b-control-plane.md §4): the store of
+ * templates, builds, names and tags (template_store.c), and the build runner (template_build.c).
+ * HTTP in api_templates.c.
  *
  * Store:   a template has an id (20 of [a-z0-9], as E2B's id.Generate), one name (E2B's
  *          identifier: "alias" or "namespace/alias", ^[a-z0-9-_]+$ each, trimmed and
@@ -28,10 +29,10 @@
  *          default workdir. With startCmd/readyCmd a sandbox of the result is booted once and
  *          must get ready (template_start.h), else the build fails at step "finalize".
  *          readyTimeout (an abxlua extension of TemplateBuildStartV2, which E2B lacks: its
- *          servers ignore unknown keys, e2b-v2-and-peers.md §2 item 3): a whole number of
- *          seconds 1..ABX_READY_TIMEOUT_MAX_S the template's ready_cmd may take, at the build's
- *          finalize and at each sandbox start (template_start.h); absent: the parent's, else
- *          ABX_READY_TIMEOUT_DEFAULT_S.
+ *          servers ignore unknown keys, docs/protocol/e2b-v2-and-peers.md §2 item 3): a whole
+ *          number of seconds 1..ABX_READY_TIMEOUT_MAX_S the template's ready_cmd may take, at the
+ *          build's finalize and at each sandbox start (template_start.h); absent: the parent's,
+ *          else ABX_READY_TIMEOUT_DEFAULT_S.
  * Apt:     a build over a chain without it starts with a layer holding a copy of the host's
  *          /var/lib/dpkg, /var/lib/apt and /var/cache/debconf (the base template's /usr is the
  *          host's, so dpkg must know what is installed): `apt-get install` works in builds. Not

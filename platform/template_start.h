@@ -1,7 +1,7 @@
 /*
  * template_start.h: a template's start and ready commands, run in each of its sandboxes at start.
  *
- * Semantics (E2B's, reference/e2b-v2-and-peers.md §2 item 3 startCmd/readyCmd, §3 template):
+ * Semantics (E2B's, docs/protocol/e2b-v2-and-peers.md §2 item 3 startCmd/readyCmd, §3 template):
  *          once envd is healthy and initialized, start_cmd runs as root (a built template's:
  *          as its USER, in its WORKDIR, template_build.h) through envd
  *          (envd_client.h abx_envd_run: the sandbox's own process spawn path, so it gets the

@@ -3,7 +3,7 @@
  *
  * Layout:  <state>/volumes/<volumeID> (owned 1000:1000, mode 0755); they live as long as the
  *          serve process (its state dir). volumeID is "vol" + 20 chars [a-z0-9]; token is 64 hex
- *          digits (the volume content API is not served: reference/e2b-control-plane.md §5).
+ *          digits (the volume content API is not served: docs/protocol/e2b-control-plane.md §5).
  * Names:   ^[a-zA-Z0-9_-]+$, at most 63 characters, unique.
  * Locking: one mutex inside this file. A sandbox holds a use of each mounted volume from start to
  *          destroy; DELETE answers 400 while uses remain.

@@ -11,7 +11,7 @@
  * Errors:  decode returns -1 on malformed text (nothing is written past the output bound); the
  *          allocating forms return NULL on malformed text or out of memory.
  * Source:  RFC 4648 §4 (standard) and §5 (URL-safe); ProtoJSON accepts both, padded or not
- *          (reference/envd-protocol.md §3).
+ *          (docs/protocol/envd-protocol.md §3).
  */
 #ifndef ABX_BASE64_H
 #define ABX_BASE64_H

@@ -3,7 +3,7 @@
  *
  * The decoder is a two-state machine (header, payload) fed arbitrary slices, as curl hands the body
  * over in whatever pieces the network produced: envelopes may be split across or merged within
- * chunks (reference/envd-protocol.md §2.3).
+ * chunks (docs/protocol/envd-protocol.md §2.3).
  */
 #include "connect.h"
 

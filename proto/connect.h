@@ -10,7 +10,7 @@
  *          keeps returning EPROTO. Bindings map EPROTO to error kind "Protocol".
  * Users:   the engine's response decoder (engine/http.c), envd's request parsing and envelope
  *          writer (platform/envd/rpc.c, http_util.c, process_rpc.c), serve's fault injection.
- * Source:  reference/envd-protocol.md §2.3 "Envelope framing"; connectrpc.com/docs/protocol,
+ * Source:  docs/protocol/envd-protocol.md §2.3 "Envelope framing"; connectrpc.com/docs/protocol,
  *          "Streaming-Response".
  */
 #ifndef ABX_CONNECT_H

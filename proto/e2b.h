@@ -3,10 +3,10 @@
  * port envd listens on inside a sandbox, the envd version the local platform speaks, and the rule
  * for a sandbox id. One place for each, so serve, envd and ingress cannot disagree.
  *
- * Source:  reference/envd-protocol.md §1 (port 49983), §9 (X-Envd-Version; the SDK's version
+ * Source:  docs/protocol/envd-protocol.md §1 (port 49983), §9 (X-Envd-Version; the SDK's version
  *          gates: 0.6.4 is the newest, ENVD_VERSION_WATCH_NETWORK_MOUNTS);
- *          reference/e2b-control-plane.md (the `<sandboxID>-<clientID>` path form: the id is the
- *          segment before the first '-'). The id alphabet is the one the platform mints.
+ *          docs/protocol/e2b-control-plane.md (the `<sandboxID>-<clientID>` path form: the id is
+ *          the segment before the first '-'). The id alphabet is the one the platform mints.
  */
 #ifndef ABX_E2B_H
 #define ABX_E2B_H

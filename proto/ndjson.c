@@ -2,11 +2,11 @@
  * ndjson.c: incremental NDJSON line splitter. See ndjson.h for the contract.
  *
  * The code interpreter writes one JSON object per line, each followed by "\n"
- * (reference/envd-protocol.md §10 "/execute stream"); curl hands the body over in whatever pieces
- * the network and the chunked coding produced, so a line may be split across slices at any byte,
- * the "\r\n" pair included, and one slice may hold many lines. A line that ends inside the slice
- * it started in is handed over in place; only a line split across slices is copied, into a buffer
- * that grows with the bytes that arrive and never past max_line + 1.
+ * (docs/protocol/envd-protocol.md §10 "/execute stream"); curl hands the body over in whatever
+ * pieces the network and the chunked coding produced, so a line may be split across slices at any
+ * byte, the "\r\n" pair included, and one slice may hold many lines. A line that ends inside the
+ * slice it started in is handed over in place; only a line split across slices is copied, into a
+ * buffer that grows with the bytes that arrive and never past max_line + 1.
  */
 #include "ndjson.h"
 

@@ -15,7 +15,7 @@
  * Errors:  functions return ABX_NDJSON_OK or ABX_NDJSON_EPROTO; after EPROTO the splitter is dead
  *          and keeps returning EPROTO; s->error says why and names the line number. Bindings map
  *          EPROTO to error kind "Protocol".
- * Source:  reference/envd-protocol.md §10 "/execute stream" (one JSON object per line, each
+ * Source:  docs/protocol/envd-protocol.md §10 "/execute stream" (one JSON object per line, each
  *          followed by "\n"); ndjson.org spec 1.0 ("\r\n" accepted as a line separator).
  */
 #ifndef ABX_NDJSON_H

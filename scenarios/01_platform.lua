@@ -1,7 +1,7 @@
 -- 01_platform: authentication, sandbox listing and error mapping of the control plane.
 -- Fixtures: ctx.conn (the run's connection), ctx.sandbox_factory (only to keep a mistaken create
 --           tracked). Markers: none.
--- Protocol: reference/e2b-control-plane.md §1.2 (X-API-Key), §2 (error body, pagination),
+-- Protocol: docs/protocol/e2b-control-plane.md §1.2 (X-API-Key), §2 (error body, pagination),
 --           §3.4 (per-route behaviour), §6.1 (HTTP status -> error kind).
 local t = require("abx.test")
 

@@ -3,12 +3,12 @@
 -- listing paused sandboxes, paging with limit 1, kill of a paused sandbox.
 -- Fixtures: ctx.sandbox_factory (own sandbox per test), ctx.conn, ctx.run_id.
 -- Markers: e2e_slow (TTL expiry, auto-pause at the TTL). Requires: pause, metrics (where used).
--- Protocol: reference/e2b-control-plane.md §2 (pagination, X-Next-Token only when more remain),
+-- Protocol: docs/protocol/e2b-control-plane.md §2 (pagination, X-Next-Token only when more remain),
 --           §3.2-3.4 (NewSandbox autoPause, Sandbox, SandboxDetail, list filters state/metadata,
 --           kill 204/404, timeout, refreshes, pause 204/409, connect 200/201, resume 201/409,
 --           metrics), §6.1 (errors), §7 (envd routing);
---           reference/envd-protocol.md §6.1 (X-Access-Token, plain HTTP 401).
--- User complaints covered: anchors.md §C items 8 (connect shortened the TTL), 9 (repeated
+--           docs/protocol/envd-protocol.md §6.1 (X-Access-Token, plain HTTP 401).
+-- User complaints covered: docs/protocol/anchors.md §C items 8 (connect shortened the TTL), 9 (repeated
 -- pause/resume failed), 10 (kill of a paused sandbox), 12 (state=paused alone listed nothing).
 local t = require("abx.test")
 local sandbox = require("abx.sandbox")

@@ -1,7 +1,7 @@
 -- 03_commands: commands through envd's process service: output, exit codes, cwd, envs, users,
 -- timeouts, background processes, stdin, signals, reconnecting, large output, streaming callbacks.
 -- Fixtures: ctx.base_sandbox (one per test). Markers: none.
--- Protocol: reference/envd-protocol.md §4 (process.Process: Start/Connect streams, List,
+-- Protocol: docs/protocol/envd-protocol.md §4 (process.Process: Start/Connect streams, List,
 --           SendInput, CloseStdin, SendSignal; EndEvent exit codes; Connect-Timeout-Ms kills the
 --           process), §2.3-2.4 (streams, errors), §6.2 (users, home /home/user).
 -- Background commands that get signalled use `exec sleep N` so the signalled pid is the sleep itself

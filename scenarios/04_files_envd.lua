@@ -1,7 +1,7 @@
 -- 04_files_envd: files through envd: content round trips (text, binary, empty, 10 MiB), listing,
 -- stat, make_dir, rename, remove, unusual names, parent creation, ownership.
 -- Fixtures: ctx.base_sandbox, ctx.workdir (a fresh directory per test). Markers: none.
--- Protocol: reference/envd-protocol.md §7 (GET/POST /files, octet-stream upload, parents created
+-- Protocol: docs/protocol/envd-protocol.md §7 (GET/POST /files, octet-stream upload, parents created
 --           and chowned to the user, X-Metadata-* headers, gzip both ways), §5 (filesystem.Filesystem:
 --           Stat, ListDir depth, MakeDir already_exists, Move, Remove, EntryInfo.metadata), §3
 --           (EntryInfo in ProtoJSON), §2.4 (not_found), §8 (v1 file URL signatures).

@@ -5,13 +5,13 @@
 -- Fixtures: ctx.sandbox_factory (own sandbox per test), ctx.code_sandbox (template
 -- code-interpreter-v1, or E2E_CODE_TEMPLATE). Markers: none.
 -- Requires: network_update (outbound rules).
--- Protocol: reference/e2b-control-plane.md §3.2 (NewSandbox allow_internet_access, network
+-- Protocol: docs/protocol/e2b-control-plane.md §3.2 (NewSandbox allow_internet_access, network
 --           allowPublicTraffic/allowOut/denyOut; SandboxNetworkUpdateConfig replaces the rules),
 --           §3.3 (trafficAccessToken), §3.4 (PUT /sandboxes/{id}/network 204), §7.1 (host
 --           <port>-<id>.<domain>), §7.4 (E2b-Sandbox-* headers, e2b-traffic-access-token only on
---           non-envd ports, 403 and 502 JSON {sandboxId, message, code}); reference/envd-protocol.md
+--           non-envd ports, 403 and 502 JSON {sandboxId, message, code}); docs/protocol/envd-protocol.md
 --           §10 (the code interpreter on port 49999: /execute NDJSON, /contexts).
--- User complaints covered: anchors.md §C item 14 ("The sandbox is running but port is not open").
+-- User complaints covered: docs/protocol/anchors.md §C item 14 ("The sandbox is running but port is not open").
 -- Outbound reachability: the local platform never routes a sandbox beyond this machine; "outside"
 -- is the host side of the sandbox's own link (GET /sandboxes/{id} abxNetwork.hostAddress, in the
 -- platform's hub namespace, where a scenario cannot start a server). The probe therefore sends UDP

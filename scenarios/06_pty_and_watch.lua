@@ -1,7 +1,7 @@
 -- 06_pty_and_watch: interactive terminals (sbx.pty), directory watching (files:watch_dir and the
 -- polling watcher), and stream keepalives.
 -- Fixtures: ctx.base_sandbox, ctx.workdir (a fresh directory per test). Markers: none.
--- Protocol: reference/envd-protocol.md §4.2-§4.4 (Start with pty, data.pty, SendInput pty, Update
+-- Protocol: docs/protocol/envd-protocol.md §4.2-§4.4 (Start with pty, data.pty, SendInput pty, Update
 --           resize, SendSignal; "SDK call patterns" for pty.create), §5.1-§5.2 (WatchDir,
 --           CreateWatcher, GetWatcherEvents, RemoveWatcher, FilesystemEvent), §9 (keepalive events
 --           every Keepalive-Ping-Interval seconds of silence, Connect-Timeout-Ms deadlines).

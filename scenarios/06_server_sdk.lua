@@ -6,7 +6,7 @@
 -- without it skips, naming the template), ctx.sandbox_factory (a server sandbox created with its
 -- own AGENT_SERVER_TOKEN). Markers: none.
 -- Server API: scenarios/templates/python-hello/server/server.py (its doc comment) and README.md
--- "Templates"; client: lib/abx/client/server.lua. Routing: reference/e2b-control-plane.md §7.1,
+-- "Templates"; client: lib/abx/client/server.lua. Routing: docs/protocol/e2b-control-plane.md §7.1,
 -- §7.4 (<port>-<id>.<domain>, E2b-Sandbox-* headers).
 local t = require("abx.test")
 local fixtures = require("abx.fixtures")

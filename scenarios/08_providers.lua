@@ -4,7 +4,7 @@
 -- each on its own platform started here with that entry's semantics (abx.run.flavor); a cloud
 -- provider runs when its credentials are set and is skipped naming the missing variables.
 -- Fixtures: ctx.finally, ctx.run_id. Markers: none.
--- Protocol: reference/e2b-control-plane.md §1.2 (401 {code, message}), §8; e2b-v2-and-peers.md
+-- Protocol: docs/protocol/e2b-control-plane.md §1.2 (401 {code, message}), §8; docs/protocol/e2b-v2-and-peers.md
 --           §4 (OpenSandbox: OPEN-SANDBOX-API-KEY, 401 {code, message}), §5 (CubeSandbox accepts
 --           any API key; OpenKruise keeps E2B's refusal).
 local t = require("abx.test")
@@ -22,7 +22,7 @@ local REFUSAL = {
   ["alicloud-fc"] = { kind = "Authentication", status = 401 },
   ["alicloud-express"] = { kind = "Authentication", status = 401 },
   ["acs"] = { kind = "Authentication", status = 401 },
-  ["cubesandbox"] = { accepted = true }, -- "any API key is accepted" (e2b-v2-and-peers.md §5)
+  ["cubesandbox"] = { accepted = true }, -- "any API key is accepted" (docs/protocol/e2b-v2-and-peers.md §5)
   ["opensandbox"] = { kind = "Authentication", status = 401 },
 }
 -- what the embedded platform says in its E2B flavours (platform/api.c, E2B's body)

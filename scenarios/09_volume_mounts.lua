@@ -4,7 +4,7 @@
 -- Fixtures: ctx.sandbox_factory, ctx.conn, ctx.run_id, ctx.finally (each test deletes its volumes:
 -- its sandboxes are killed first, as a volume cannot be deleted while mounted).
 -- Requires: volume. Markers: none.
--- Protocol: reference/e2b-control-plane.md §5 (POST/GET/DELETE /volumes, VolumeAndToken,
+-- Protocol: docs/protocol/e2b-control-plane.md §5 (POST/GET/DELETE /volumes, VolumeAndToken,
 --           NewSandbox.volumeMounts [{name, path}]; readOnly is the local platform's extension),
 --           §3.3 (SandboxDetail.volumeMounts).
 -- "Ordinary directories cannot pass": the mount is checked in /proc/self/mountinfo (a line whose

@@ -15,7 +15,7 @@
 -- an opt-in with a missing or malformed prerequisite fails (no arbitrary volume is chosen).
 -- Fixtures: ctx.sandbox_factory, ctx.conn, ctx.run_id, ctx.finally. Helpers: scenarios/lib/mounts.lua.
 -- Requires: volume. Markers: none.
--- Protocol: reference/e2b-control-plane.md §5 (volumes, NewSandbox.volumeMounts [{name, path}];
+-- Protocol: docs/protocol/e2b-control-plane.md §5 (volumes, NewSandbox.volumeMounts [{name, path}];
 --           readOnly is the local platform's extension), §3.4 and §6.1 (GET /sandboxes/{id} of a
 --           killed sandbox: 404, SandboxNotFound); proc(5) mountinfo; open(2) O_EXCL, EROFS, EACCES.
 local t = require("abx.test")

@@ -1,5 +1,5 @@
 -- 10_template_build: the provider's E2B template build API itself, driven as the SDK 2.51 drives
--- it (abx.template; reference/e2b-v2-and-peers.md §2): a failing step fails the build with that
+-- it (abx.template; docs/protocol/e2b-v2-and-peers.md §2): a failing step fails the build with that
 -- step's log; an unchanged rebuild is cached; delete removes the template and its names. Every
 -- template made here is deleted by the test that made it (ctx.finally).
 local t = require("abx.test")

@@ -13,7 +13,7 @@
 -- ABX_SANDBOX_TEAM_ID); without it the test skips naming them. Markers: none.
 -- Protocol: e2b-dev/infra spec/openapi.yml /api-keys (GET, POST NewTeamAPIKey -> 201
 --           CreatedTeamAPIKey), /api-keys/{apiKeyID} (DELETE 204), TeamAPIKey,
---           IdentifierMaskingDetails; reference/e2b-control-plane.md §1.2 (X-API-Key), §6.1
+--           IdentifierMaskingDetails; docs/protocol/e2b-control-plane.md §1.2 (X-API-Key), §6.1
 --           (401 -> Authentication); platform/apikeys.h (the local platform's routes).
 local t = require("abx.test")
 local core = require("abx.core")

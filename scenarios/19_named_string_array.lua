@@ -10,7 +10,7 @@
 -- ctx.run_id. Requires: envd (uploads, sha256sum and the start through envd). Markers: none.
 -- Server API: scenarios/templates/python-hello/server/server.py ("Command catalogue"); client:
 -- lib/abx/client/server.lua; CLI: lib/abx/run/sandbox_cli/call.lua, README "abxlua sandbox".
--- Routing: reference/e2b-control-plane.md §7.1, §7.4.
+-- Routing: docs/protocol/e2b-control-plane.md §7.1, §7.4.
 local t = require("abx.test")
 local core = require("abx.core")
 local cjson = require("cjson")

@@ -4,10 +4,10 @@
 -- Fixtures: ctx.sandbox_factory, ctx.conn, ctx.run_id, ctx.finally (snapshots are deleted at
 -- teardown, after the sandboxes made from them are killed: a snapshot in use cannot be deleted).
 -- Requires: snapshot, pause (where used). Markers: none.
--- Protocol: reference/e2b-control-plane.md §3.1 (restore = POST /sandboxes with templateID = the
+-- Protocol: docs/protocol/e2b-control-plane.md §3.1 (restore = POST /sandboxes with templateID = the
 --           snapshot id; delete = DELETE /templates/{id}), §3.3 SnapshotInfo, §3.4 (pause 204,
 --           connect 201 when resumed), §2 (pagination: limit, nextToken, X-Next-Token only when
---           more remain); reference/envd-protocol.md §4.4 (stdin = true, SendInput, CloseStdin).
+--           more remain); docs/protocol/envd-protocol.md §4.4 (stdin = true, SendInput, CloseStdin).
 local t = require("abx.test")
 local core = require("abx.core")
 

@@ -4,7 +4,8 @@ Written into the template's layer at /opt/abx/code-interpreter/server.py (platfo
 embeds this file at build time) and started by the template's start_cmd as root; it drops to
 `user` (uid 1000, HOME /home/user) before it starts a kernel, so code runs as E2B's template user.
 
-Wire protocol (reference/envd-protocol.md §10, reference/e2b-v2-and-peers.md §3), on port 49999:
+Wire protocol (docs/protocol/envd-protocol.md §10, docs/protocol/e2b-v2-and-peers.md §3), on port
+49999:
   GET  /health                   200 "OK" (JSON string)
   POST /execute                  {code, context_id?, language?, env_vars?} -> 200, chunked NDJSON:
                                  number_of_executions, stdout/stderr, result, error, keepalive

@@ -5,7 +5,7 @@
  *           "symlinkTarget"?,"metadata"?:{key:value}}; zero values left out (ProtoJSON).
  *          metadata: the entry's own xattrs user.e2b.<key> (not followed through symlinks),
  *          prefix removed; left out when there are none or the filesystem has no xattrs.
- * Source:  reference/envd-protocol.md §5.1 (EntryInfo), §3 (int64 as string, timestamps).
+ * Source:  docs/protocol/envd-protocol.md §5.1 (EntryInfo), §3 (int64 as string, timestamps).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

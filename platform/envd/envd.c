@@ -14,7 +14,7 @@
  * Limits:  request messages over ENVD_MAX_MSG are not buffered (resource_exhausted).
  * Signals: SIGTERM/SIGINT stop the daemon; live processes are killed; SIGCHLD goes to the reaper.
  * sudo:    as root, envd first forks its sudo broker (sudo_broker.c, contract in sudo.h).
- * Source:  reference/envd-protocol.md §1, §6.1, §7, §9.
+ * Source:  docs/protocol/envd-protocol.md §1, §6.1, §7, §9.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -7,7 +7,7 @@
  * Units:   sizes in bytes, durations in milliseconds unless a name says otherwise.
  * Limits:  ENVD_MAX_MSG (4 MiB) per request message; ENVD_CHUNK (32 KiB) per output read.
  * Errors:  functions returning int give 0 on success, -1 with a filled struct envd_err.
- * Source:  reference/envd-protocol.md §2 (Connect), §3 (ProtoJSON), §6 (auth, users).
+ * Source:  docs/protocol/envd-protocol.md §2 (Connect), §3 (ProtoJSON), §6 (auth, users).
  */
 #ifndef ABX_ENVD_INT_H
 #define ABX_ENVD_INT_H
@@ -151,9 +151,9 @@ void envd_fs_leave(void);
 /* mkdir -p with mode 0755 under the current fs identity; with `owner`, each directory this call
  * creates (and only those) is then chowned to owner's uid:gid. Called as root with the requesting
  * user as owner, it is E2B envd's EnsureDirs: an upload to /0/file, MakeDir /a/b or a Move into a
- * new directory succeeds for `user` with the new directories the user's (reference/
- * envd-protocol.md §5.2 MakeDir, §7 POST /files "Parent dirs are created and chowned to the
- * user"). Returns 0 or -1 with errno (ENOTDIR when path is not a directory). */
+ * new directory succeeds for `user` with the new directories the user's
+ * (docs/protocol/envd-protocol.md §5.2 MakeDir, §7 POST /files "Parent dirs are created and chowned
+ * to the user"). Returns 0 or -1 with errno (ENOTDIR when path is not a directory). */
 int envd_mkdir_p(const char *path, const struct envd_user *owner);
 
 /* rm -rf of `name` below directory fd `dfd` (AT_FDCWD: a path), never following symlinks
@@ -172,8 +172,8 @@ json_t *envd_entry_info(const char *path, const char *shown);
 /* libmicrohttpd's memory per connection (MHD_OPTION_CONNECTION_MEMORY_LIMIT), which bounds the
  * request head: the head's bytes and a table entry (about 50 bytes) per header field share it.
  * MHD's default of 32 KiB answers its own 431 "Request too big" page to an upload with a few
- * hundred X-Metadata-* fields (7 KB of head, found by tests/fuzz/fuzz_multipart); E2B's envd is a
- * Go net/http server, whose default head limit (http.DefaultMaxHeaderBytes) is 1 MiB. 256 KiB
+ * hundred X-Metadata-* fields (7 KB of head, found by tests/fuzz/fuzz_multipart.c); E2B's envd
+ * is a Go net/http server, whose default head limit (http.DefaultMaxHeaderBytes) is 1 MiB. 256 KiB
  * takes heads of several thousand fields; past that MHD's 431 stands. envd.c and the fuzz jail. */
 #define ENVD_CONNECTION_MEMORY (256u * 1024u)
 

@@ -2,7 +2,7 @@
  * files_upload.c: POST /files (multipart/form-data parts named `file`, or
  * application/octet-stream with a `path` query), gzip bodies, X-Metadata-* headers. The contract
  * (shapes, metadata limits, errors, ownership) is in files.c's header comment.
- * Source:  reference/envd-protocol.md §7 (/files), §6.1.
+ * Source:  docs/protocol/envd-protocol.md §7 (/files), §6.1.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -10,7 +10,7 @@
  * Errors:  not_found (missing), already_exists (MakeDir on a dir), invalid_argument (not a
  *          directory, exists as a file, bad path), permission_denied, failed_precondition
  *          (symlink loop), internal.
- * Source:  reference/envd-protocol.md §5.1, §5.2.
+ * Source:  docs/protocol/envd-protocol.md §5.1, §5.2.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

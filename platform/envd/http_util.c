@@ -1,6 +1,6 @@
 /*
  * http_util.c: response helpers, Connect error and envelope encoding, JSON field access.
- * Source: reference/envd-protocol.md §2.3 (envelopes), §2.4 (error codes), §3 (ProtoJSON), §7.
+ * Source: docs/protocol/envd-protocol.md §2.3 (envelopes), §2.4 (error codes), §3 (ProtoJSON), §7.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

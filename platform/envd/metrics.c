@@ -11,7 +11,7 @@
  *          instead, as E2B's envd reports its VM's: cpu_count = ceil(cfs_quota / cfs_period), busy =
  *          cpuacct.usage over that many CPUs; mem_total = memory.limit_in_bytes (when below
  *          MemTotal), used = usage_in_bytes - total_inactive_file, cache = memory.stat cache.
- * Source:  reference/envd-protocol.md §7 (/metrics).
+ * Source:  docs/protocol/envd-protocol.md §7 (/metrics).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /*
  * process.c: the process table, spawning, subscribers, signals and the reaper. Each process's
  * reader thread is in process_output.c; the records and the locking rules in process_int.h.
- * Source: reference/envd-protocol.md §4.3, §4.4; contract in process.h.
+ * Source: docs/protocol/envd-protocol.md §4.3, §4.4; contract in process.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

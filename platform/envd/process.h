@@ -12,7 +12,7 @@
  *          Ended processes are retained ENVD_RETAIN_MS (30 s) for Connect.
  * Errors:  Connect codes through struct envd_err: invalid_argument (spawn failure),
  *          internal (stdin closed or disabled, write failure), not_found.
- * Source:  reference/envd-protocol.md §4.3 (event sequence), §4.4 (server semantics).
+ * Source:  docs/protocol/envd-protocol.md §4.3 (event sequence), §4.4 (server semantics).
  */
 #ifndef ABX_ENVD_PROCESS_H
 #define ABX_ENVD_PROCESS_H

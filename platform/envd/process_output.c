@@ -4,7 +4,7 @@
  * full: backpressure, no loss), enforces the Start deadline, and queues the end event after
  * the reaper reports the exit. It sleeps in poll until output, the exit (eventfd from the
  * reaper) or the deadline: no periodic wakes while a process is quiet.
- * Source: reference/envd-protocol.md §4.3 (event sequence), §4.4 (server semantics).
+ * Source: docs/protocol/envd-protocol.md §4.3 (event sequence), §4.4 (server semantics).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

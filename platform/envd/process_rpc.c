@@ -14,7 +14,7 @@
  * Deadlines: Connect-Timeout-Ms on Start kills the process group when it elapses and ends the
  *   stream with deadline_exceeded after the end event; on Connect it bounds the stream only.
  *   A client that goes away unsubscribes; the process keeps running.
- * Source: reference/envd-protocol.md §4 (messages, §4.3 sequence, §4.4 semantics), §9.
+ * Source: docs/protocol/envd-protocol.md §4 (messages, §4.3 sequence, §4.4 semantics), §9.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -7,7 +7,7 @@
  *   {"event":{"start":{"pid":N}}}, then {"event":{"data":{"stdout"|"stderr":"<b64>"}}} and
  *   {"event":{"keepalive":{}}} after Keepalive-Ping-Interval seconds of silence (default 90),
  *   then {"event":{"end":{...}}}, then the end-stream envelope {} or {"error":{...}}.
- * Source: reference/envd-protocol.md §4.3 (sequence), §4.4 (semantics), §2.3 (envelopes).
+ * Source: docs/protocol/envd-protocol.md §4.3 (sequence), §4.4 (semantics), §2.3 (envelopes).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /*
  * rpc.c: Connect protocol plumbing for envd (JSON codec only): content types, request message
  * decoding (bare JSON for unary, one envelope for streams), errors, method dispatch.
- * Source: reference/envd-protocol.md §2.1 (content types, 415, empty body), §2.3 (envelopes,
+ * Source: docs/protocol/envd-protocol.md §2.1 (content types, 415, empty body), §2.3 (envelopes,
  * stream errors as 200 + end-stream), §2.4 (codes), §4.4 (authn before the handler).
  */
 #ifndef _GNU_SOURCE

@@ -6,7 +6,7 @@
  * supplementary groups, gid, uid, cwd, execve. Exec failure is reported through a CLOEXEC pipe.
  * PTY: posix_openpt master kept by envd; the slave (chowned to the user) becomes the child's
  * controlling terminal (setsid + TIOCSCTTY) and its fds 0-2; the size is set before fork.
- * Source: reference/envd-protocol.md §4.4 (Start).
+ * Source: docs/protocol/envd-protocol.md §4.4 (Start).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /*
  * users.c: sandbox users (Basic header, default user), path resolution and the per-thread
  * filesystem identity used to run file operations with the user's permissions.
- * Source: reference/envd-protocol.md §4.4 (user, cwd resolution), §5.2, §6.2.
+ * Source: docs/protocol/envd-protocol.md §4.4 (user, cwd resolution), §5.2, §6.2.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -16,7 +16,7 @@
  *   add a watch for each new or moved-in subdirectory and report what is already inside it as
  *   CREATE events; watches of moved-out or removed subdirectories are dropped.
  * WatchDir and the watchers (watch_rpc.c) are built on this file's watch set (watch_int.h).
- * Source: reference/envd-protocol.md §5.1, §5.2, §9.
+ * Source: docs/protocol/envd-protocol.md §5.1, §5.2, §9.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -5,7 +5,7 @@
  * Shapes:  struct envd_wcore is the watched directory (resolved), its options, the requesting
  *          user, and the map inotify wd → directory relative to the watched one ("" for itself).
  * Errors:  int functions return 0, or -1 with err set (Connect codes, see watch.c's header).
- * Source:  reference/envd-protocol.md §5.1, §5.2.
+ * Source:  docs/protocol/envd-protocol.md §5.1, §5.2.
  */
 #ifndef ABX_ENVD_WATCH_INT_H
 #define ABX_ENVD_WATCH_INT_H

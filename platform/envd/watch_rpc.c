@@ -11,7 +11,7 @@
  *   and returns {"events":[...]} (left out when empty), emptying the queue. The queue keeps the
  *   newest ENVD_WATCH_QUEUE_MAX events; older ones are dropped and counted (logged). A failed
  *   watcher returns its sticky error (internal). Unknown id → not_found.
- * Source: reference/envd-protocol.md §5.1, §5.2, §9.
+ * Source: docs/protocol/envd-protocol.md §5.1, §5.2, §9.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

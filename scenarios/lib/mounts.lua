@@ -3,7 +3,7 @@
 -- a test owns and deletes.
 -- Protocol: proc(5) /proc/[pid]/mountinfo (fields: mount id, parent id, major:minor, root, mount
 -- point, mount options, optional fields, "-", fs type, source, super options);
--- reference/e2b-control-plane.md §5 (volumes).
+-- docs/protocol/e2b-control-plane.md §5 (volumes).
 local t = require("abx.test")
 
 local M = {}

@@ -1,8 +1,8 @@
--- The code-interpreter client (lib/abx/code.lua over core.ndjson) against
+-- The code-interpreter client (lib/abx/client/code.lua over core.ndjson) against
 -- tests/code_interpreter/fake_code_interpreter.py, run by test_code_interpreter.py with both routings
 -- (E2b-Sandbox-* headers and 49999-<id>.<domain> hosts). The code string picks what the fake
 -- /execute streams. Fixtures: code_sandbox, sandbox_factory, conn.
--- Expect: 33 passed. Source: reference/envd-protocol.md §10.
+-- Expect: 33 passed. Source: docs/protocol/envd-protocol.md §10.
 local t = require("abx.test")
 local core = require("abx.core")
 local cjson = require("cjson")

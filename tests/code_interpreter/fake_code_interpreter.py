@@ -1,9 +1,9 @@
 """A fake E2B control plane and code interpreter (port 49999) on one port, for
 tests/code_interpreter. The engine reaches it as a remote provider: the control plane at the API URL,
-the code interpreter through the ingress scheme of reference/e2b-control-plane.md §7 (either
+the code interpreter through the ingress scheme of docs/protocol/e2b-control-plane.md §7 (either
 E2b-Sandbox-Id / E2b-Sandbox-Port headers, or Host 49999-<id>.localhost). It speaks the /execute,
-/contexts API of reference/envd-protocol.md §10 the way the real server (FastAPI) does: NDJSON lines
-written with json.dumps and chunked transfer coding, plain-text errors.
+/contexts API of docs/protocol/envd-protocol.md §10 the way the real server (FastAPI) does: NDJSON
+lines written with json.dumps and chunked transfer coding, plain-text errors.
 
 What /execute streams is chosen by the code string (its first word; arguments after ':'), so each
 Lua case asks for one behaviour: well-formed streams written at once, byte by byte or at odd
@@ -23,7 +23,7 @@ def line(obj):
     return (json.dumps(obj) + "\n").encode()
 
 def normal_lines(count=3):
-    """The stream of a well-formed execution, as lib/abx/code.lua cases expect it."""
+    """The stream of a well-formed execution, as lib/abx/client/code.lua cases expect it."""
     return [
         line({"type": "number_of_executions", "execution_count": count}),
         line({"type": "stdout", "text": "hello\n", "timestamp": TS}),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The code-interpreter client (sbx:run_code and the contexts, lib/abx/code.lua over core.ndjson)
+"""The code-interpreter client (sbx:run_code and the contexts, lib/abx/client/code.lua over core.ndjson)
 against fake_code_interpreter.py, reached as a remote provider:
   1. code_case.lua with envd_routing: headers (E2b-Sandbox-Id / E2b-Sandbox-Port: 49999);
   2. code_case.lua with envd_routing: host (Host 49999-<id>.localhost, connected to the fake);

@@ -1,4 +1,4 @@
-# The code-interpreter client (sbx:run_code, code contexts; lib/abx/code.lua over core.ndjson)
+# The code-interpreter client (sbx:run_code, code contexts; lib/abx/client/code.lua over core.ndjson)
 # against a fake control plane and code interpreter: both routings, broken streams, timeouts,
 # backpressure, and the 16 MiB line bound with bounded RSS.
 add_test(NAME code_interpreter

@@ -4,8 +4,8 @@
 // CONFORMANCE_SDK_DIR (the pin), CONFORMANCE_MODE and the SDK's own variables exactly as for
 // conformance.mjs (url: E2B_API_URL + E2B_SANDBOX_URL, the code interpreter reached through the
 // E2b-Sandbox-Id/E2b-Sandbox-Port: 49999 headers the package sends; tls: only E2B_DOMAIN and the
-// CA, https://49999-<id>.<domain>). Wire protocol: reference/envd-protocol.md §10,
-// reference/e2b-v2-and-peers.md §3.
+// CA, https://49999-<id>.<domain>). Wire protocol: docs/protocol/envd-protocol.md §10,
+// docs/protocol/e2b-v2-and-peers.md §3.
 // Prints `ok - name` / `not ok - name: error` per check, then `N passed, N failed`; exit 1 on any
 // failure. Every sandbox is killed at the end.
 import assert from 'node:assert/strict'

@@ -630,8 +630,9 @@ check('kill twice', async () => {
 })
 
 // Signed file URLs (secured sandbox: `signature` from the envdAccessToken, reference
-// envd-protocol.md): the SDK builds them on envd's own host, https://49983-<id>.<domain>, which only
-// the default addressing has; with E2B_SANDBOX_URL the URL carries no sandbox id at all.
+// docs/protocol/envd-protocol.md): the SDK builds them on envd's own host,
+// https://49983-<id>.<domain>, which only the default addressing has; with E2B_SANDBOX_URL the URL
+// carries no sandbox id at all.
 check('signed file URLs: downloadUrl and uploadUrl', async () => {
   if (MODE !== 'tls') skip('url mode: the SDK builds file URLs on E2B_SANDBOX_URL, without the sandbox id')
   const sbx = await create('signed-urls')
@@ -654,11 +655,11 @@ check('signed file URLs: downloadUrl and uploadUrl', async () => {
 })
 
 // ---- issue 10: v2 lifecycle, limits, fork, lifecycle fidelity, base template ------------------
-// Sources: ../shared/reference/e2b-v2-and-peers.md §1 (v2 routes and defaults) and
-// e2b-control-plane.md §3 (schemas, per-endpoint behaviour); the pinned SDK's dist/index.mjs
-// (what each call sends). Each check runs with both pins: where a pin sends a value itself that
-// the check is about (2.50 sends timeout 300 on create and connect), the check also asks the
-// route without it through api(), so it never passes on the SDK's default alone.
+// Sources: docs/protocol/e2b-v2-and-peers.md §1 (v2 routes and defaults) and
+// docs/protocol/e2b-control-plane.md §3 (schemas, per-endpoint behaviour); the pinned SDK's
+// dist/index.mjs (what each call sends). Each check runs with both pins: where a pin sends a value
+// itself that the check is about (2.50 sends timeout 300 on create and connect), the check also
+// asks the route without it through api(), so it never passes on the SDK's default alone.
 
 check('v2 create without timeout: server default 300 s, envdAccessToken', async () => {
   const raw = await apiCreate('v2-create-raw')

@@ -8,8 +8,8 @@
 #   url:           `serve`; E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN (a fallback for a
 #                  serve without --tls; signed URLs and getHost() then cannot work as on E2B)
 # The suite is never copied into this repository: it is exported with `git archive` from the
-# mirror E2B_REPO (default /work/.mirror/e2b-dev+E2B/repo, a bare clone) at E2B_COMMIT into
-# E2B_SUITE_WORK (default $TMPDIR/abxlua-e2b-suite-<commit>), with the monorepo's root manifest,
+# clone of https://github.com/e2b-dev/E2B named by E2B_SDK_DIR (bare or not; required: without it
+# the script says how to get one and exits 77, skipped) at E2B_COMMIT into E2B_SUITE_WORK (default $TMPDIR/abxlua-e2b-suite-<commit>), with the monorepo's root manifest,
 # pnpm-lock.yaml, pnpm-workspace.yaml and .npmrc that the js-sdk workspace package needs, and its
 # dependencies are installed from the npm registry by the pnpm version the monorepo pins
 # (`packageManager`), through npx, from the lockfile (--frozen-lockfile --filter e2b). The export
@@ -18,7 +18,8 @@
 # with a JSON report; report.mjs prints the per-file table (file, passed, failed, skipped,
 # seconds), the totals and every failing test with the first line of its error.
 # Exit status: 0 when every file ran (whatever the tests said: the table is the result), 1 when
-# serve or the setup failed, 77 without root, bwrap, node, npm or git.
+# serve or the setup failed or E2B_SDK_DIR is not a clone with E2B_COMMIT, 77 without
+# E2B_SDK_DIR, root, bwrap, node, npm or git.
 set -u
 ABX=${1:?usage: run.sh path/to/abxlua [tls|url] [file ...]}
 shift
@@ -26,20 +27,24 @@ MODE=tls
 case "${1:-}" in tls|url) MODE=$1; shift;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ABX=$(cd "$(dirname "$ABX")" && pwd)/$(basename "$ABX")
-E2B_REPO=${E2B_REPO:-/work/.mirror/e2b-dev+E2B/repo}
 E2B_COMMIT=${E2B_COMMIT:-b8029973aa7da5f741f7bb1a9f833b38a0885438}
 FILE_TIMEOUT=${E2B_SUITE_FILE_TIMEOUT:-600}
+GET_E2B="git clone --bare https://github.com/e2b-dev/E2B.git e2b.git && export E2B_SDK_DIR=\$PWD/e2b.git"
+
+if [ -z "${E2B_SDK_DIR:-}" ]; then
+  echo "SKIP: E2B_SDK_DIR is not set: set it to a clone of E2B's repository (bare or not) that"
+  echo "      has commit $E2B_COMMIT, e.g.  $GET_E2B"
+  exit 77
+fi
 
 if [ "$(id -u)" != 0 ]; then echo "SKIP: abxlua serve needs root (bubblewrap namespaces)"; exit 77; fi
 for tool in bwrap node npm npx git; do
   command -v "$tool" >/dev/null || { echo "SKIP: $tool not found"; exit 77; }
 done
-if ! git -C "$E2B_REPO" cat-file -e "$E2B_COMMIT^{commit}" 2>/dev/null; then
-  cat <<EOF
-E2B's repository is not at $E2B_REPO (or lacks commit $E2B_COMMIT). Get it with
-  git clone --bare https://github.com/e2b-dev/E2B.git $E2B_REPO
-or point E2B_REPO at any clone that has the commit.
-EOF
+if ! git -C "$E2B_SDK_DIR" cat-file -e "$E2B_COMMIT^{commit}" 2>/dev/null; then
+  echo "E2B_SDK_DIR=$E2B_SDK_DIR is not a clone of E2B's repository with commit $E2B_COMMIT."
+  echo "Get one with  $GET_E2B"
+  echo "(in an older clone: git -C \"\$E2B_SDK_DIR\" fetch origin)"
   exit 1
 fi
 WORK=${E2B_SUITE_WORK:-${TMPDIR:-/tmp}/abxlua-e2b-suite-${E2B_COMMIT:0:8}}
@@ -49,7 +54,7 @@ SDK="$WORK/packages/js-sdk"
 if [ "$(cat "$WORK/.abxlua-stamp" 2>/dev/null)" != "$E2B_COMMIT" ]; then
   echo "# exporting e2b-dev/E2B@${E2B_COMMIT:0:8} packages/js-sdk to $WORK"
   rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
-  git -C "$E2B_REPO" archive "$E2B_COMMIT" package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc packages/js-sdk |
+  git -C "$E2B_SDK_DIR" archive "$E2B_COMMIT" package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc packages/js-sdk |
     tar -x -C "$WORK" || { echo "git archive failed"; exit 1; }
   pnpm_spec=$(node -e 'process.stdout.write(require(process.argv[1]).packageManager || "pnpm@10")' "$WORK/package.json")
   echo "# installing its dependencies with $pnpm_spec (frozen lockfile)"

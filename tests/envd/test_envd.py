@@ -4,7 +4,7 @@
 Usage: test_envd.py <path to abxlua>. Runs envd in a bwrap sandbox (own pid namespace, a
 throwaway /etc/passwd with root and user:1000, /home/user on a temp dir) on a free loopback
 port, then checks the process and filesystem Connect services, /files, /init and auth.
-Protocol source: /work/shared/reference/envd-protocol.md (sections cited per check).
+Protocol source: docs/protocol/envd-protocol.md (sections cited per check).
 Exit code 0 when every check passes; 77 (skip) when bwrap is missing or cannot run.
 """
 import base64

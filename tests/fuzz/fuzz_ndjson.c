@@ -1,6 +1,6 @@
 /*
  * fuzz_ndjson.c: libFuzzer target for the NDJSON line splitter (proto/ndjson.h), which reads the
- * code interpreter's /execute stream (reference/envd-protocol.md §10).
+ * code interpreter's /execute stream (docs/protocol/envd-protocol.md §10).
  *
  * Input: byte 0 = max_line (0: the default ABX_NDJSON_MAX_LINE, 16 MiB; else 1..255 bytes, so
  *        over-long lines are reachable), byte 1 = how many lines the consumer accepts before it

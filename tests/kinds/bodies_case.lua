@@ -1,7 +1,7 @@
 -- Large and refused bodies against tests/hostile/hostile_api.py (run by tests/kinds/test_bodies.py):
 -- a body whose Content-Length announces more than its limit fails at once, before its bytes are
 -- read, plain and streamed; an upload the platform refuses with 413 is PayloadTooLarge.
--- Sources: reference/envd-protocol.md §7 (GET/POST /files), reference/e2b-control-plane.md §6.
+-- Sources: docs/protocol/envd-protocol.md §7 (GET/POST /files), docs/protocol/e2b-control-plane.md §6.
 local t = require("abx.test")
 local core = require("abx.core")
 

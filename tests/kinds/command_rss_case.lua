@@ -4,7 +4,7 @@
 -- scenarios/03_commands.lua's keep_output test, moved here because the suite runs tests side by
 -- side in one process, whose RSS then measures the neighbours (issue 22: 65-70 MiB under -j 8).
 -- Prints `rss_base_kb=N`, `rss_peak_kb=N` (VmRSS before, and the most seen every 8 MiB) and
--- `held_peak=N` (the handle's own accounting). Source: reference/envd-protocol.md §4.3.
+-- `held_peak=N` (the handle's own accounting). Source: docs/protocol/envd-protocol.md §4.3.
 local t = require("abx.test")
 
 local function rss_kb()

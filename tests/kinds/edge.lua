@@ -3,7 +3,7 @@
 -- a live one with nothing listening on the port are three kinds, each with its HTTP status, on the
 -- envd path (files) and on another port's client (the code interpreter's, port 49999, where a
 -- base sandbox listens on nothing).
--- Sources: reference/e2b-control-plane.md §7.4; e2b-dev/infra
+-- Sources: docs/protocol/e2b-control-plane.md §7.4; e2b-dev/infra
 -- packages/shared/pkg/proxy/template/{sandbox_paused,sandbox_not_found,port_closed}.go.
 -- Expected: 3 passed, exit 0.
 -- args: -j 3

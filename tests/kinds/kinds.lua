@@ -2,7 +2,7 @@
 -- in C (engine/errors.c, core.KINDS), an error of any other kind cannot be made, docs/scenarios.md
 -- and docs/ENGINE.md name the same list, and abx.errmap maps 413 and the edge's three answers
 -- (paused, gone, closed port) to their own kinds by status and fields.
--- Sources: reference/e2b-control-plane.md §6, §7.4; e2b-dev/infra
+-- Sources: docs/protocol/e2b-control-plane.md §6, §7.4; e2b-dev/infra
 -- packages/shared/pkg/proxy/template/{sandbox_paused,sandbox_not_found,port_closed}.go.
 -- Expected: 6 passed, exit 0.
 -- expect-line: ^6 passed, 0 failed

@@ -4,7 +4,7 @@
 -- peak RSS (VmHWM of this process, not of the platform child) is printed as `peak_rss_kb=N`.
 -- ABX_STREAM_MODE=string does the same through strings (the SDK-like default), for comparison.
 -- Inputs (environment): ABX_STREAM_SRC (the file), ABX_STREAM_DST (where to read it back),
--- ABX_STREAM_SHA (its sha256). Source: reference/envd-protocol.md §7 (GET/POST /files).
+-- ABX_STREAM_SHA (its sha256). Source: docs/protocol/envd-protocol.md §7 (GET/POST /files).
 local t = require("abx.test")
 local core = require("abx.core")
 

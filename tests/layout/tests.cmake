@@ -17,3 +17,10 @@ add_test(NAME layout:cli_flags-selftest
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/cli_flags.py --self-test)
 # about 40 `--help` runs: minutes on a busy machine
 set_tests_properties(layout:cli_flags layout:cli_flags-selftest PROPERTIES TIMEOUT 600 LABELS layout)
+# Paths (issue 23, item 7): every repository path a comment cites exists (docs/protocol/ pages with
+# the cited section), and no tracked file holds a path of one machine; rules in paths.py.
+add_test(NAME layout:paths
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/paths.py ${CMAKE_SOURCE_DIR})
+add_test(NAME layout:paths-selftest
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/paths.py --self-test)
+set_tests_properties(layout:paths layout:paths-selftest PROPERTIES TIMEOUT 120 LABELS layout)

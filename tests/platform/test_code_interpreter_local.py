@@ -4,10 +4,10 @@ real Jupyter kernels, started by the template's start_cmd and waited for by its 
 
 Usage: test_code_interpreter_local.py [path/to/abxlua]
 
-Wire protocol: reference/envd-protocol.md §10, reference/e2b-v2-and-peers.md §3. Checked through
-the serve's ingress (E2b-Sandbox-Id / E2b-Sandbox-Port: 49999 headers): create answers only once
-the server is ready, /health, state within a context, stdout, an exception's error line with its
-traceback, the MIME mapping (text quotes stripped, a matplotlib figure as png, html), contexts
+Wire protocol: docs/protocol/envd-protocol.md §10, docs/protocol/e2b-v2-and-peers.md §3. Checked
+through the serve's ingress (E2b-Sandbox-Id / E2b-Sandbox-Port: 49999 headers): create answers only
+once the server is ready, /health, state within a context, stdout, an exception's error line with
+its traceback, the MIME mapping (text quotes stripped, a matplotlib figure as png, html), contexts
 create/list/restart/delete, two isolated contexts, env_vars for one execution, the 400/404/422
 answers, a javascript request naming the missing kernel, keepalive lines during a silent 6 s
 execution, a dropped client interrupting the kernel, the start log in the sandbox, that the

@@ -93,8 +93,8 @@ class Edge:
         return r.status, json.loads(data) if data else None
 
     def run_in(self, sid, cmd):
-        """`bash -c cmd` as user through envd's process.Process/Start by host name (reference/
-        envd-protocol.md §2.3); returns (exit code, stdout)."""
+        """`bash -c cmd` as user through envd's process.Process/Start by host name
+        (docs/protocol/envd-protocol.md §2.3); returns (exit code, stdout)."""
         msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
         host = self.host(ENVD, sid)
         s = self.sock(host)

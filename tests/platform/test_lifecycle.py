@@ -3,7 +3,7 @@
 
 Usage: test_lifecycle.py [path/to/abxlua]
 
-Covers reference/e2b-control-plane.md §3 (pause, connect, resume, refreshes, autoPause, metrics,
+Covers docs/protocol/e2b-control-plane.md §3 (pause, connect, resume, refreshes, autoPause, metrics,
 snapshots, DELETE /templates) and §5 (volumes), over real HTTP, with the real envd (commands run
 through the ingress). Each check prints PASS/FAIL; the exit status is 1 when any failed, 77 when
 skipped (not root, or envd not usable).

@@ -5,9 +5,9 @@ filesystem-only pause (a fresh boot with its own boot id), fork and network.mask
 Usage: test_lifecycle_v2.py [path/to/abxlua]
 
 Covers issue 10 parts 2, 3 and the maskRequestHost item of 5, over real HTTP with the real envd
-(docs/PLATFORM.md "Pause and resume", "Fork", "maskRequestHost"; reference/e2b-control-plane.md
-§3.2-§3.4, e2b-v2-and-peers.md §1.3-§1.4). Each check prints PASS/FAIL; the exit status is 1 when
-any failed, 77 when skipped (not root, no cgroup v1 freezer, or envd not usable).
+(docs/PLATFORM.md "Pause and resume", "Fork", "maskRequestHost"; docs/protocol/e2b-control-plane.md
+§3.2-§3.4, docs/protocol/e2b-v2-and-peers.md §1.3-§1.4). Each check prints PASS/FAIL; the exit
+status is 1 when any failed, 77 when skipped (not root, no cgroup v1 freezer, or envd not usable).
 """
 import os
 import sys

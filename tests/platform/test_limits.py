@@ -11,7 +11,7 @@ Usage: test_limits.py [path/to/abxlua]
   sandbox while envd, serve and the host live on. The allocation is a little over the limit (which
   is 1024 MiB for `base`), and is only made once the limit is seen in place, so a missing limit
   never costs the shared host more than that.
-- metrics: reference/e2b-control-plane.md §3.4; samples every 5 s, start/end select
+- metrics: docs/protocol/e2b-control-plane.md §3.4; samples every 5 s, start/end select
   (platform/metrics.h, platform/api_metrics.c).
 - uploads: envd creates an upload's missing parents as root and hands only those to the user
   (E2B envd's EnsureDirs; E2B's own write.test.ts writes /0/...).

@@ -4,8 +4,8 @@
 Usage: test_platform.py [path/to/abxlua]
 
 Starts `abxlua serve --port 0 --ready-fd 3` and checks, over real HTTP, the control plane
-(reference/e2b-control-plane.md §2-§3), the ingress (§7) and sandbox isolation. Checks run in order;
-each prints PASS/FAIL/SKIP; the exit status is 1 when any check failed.
+(docs/protocol/e2b-control-plane.md §2-§3), the ingress (§7) and sandbox isolation. Checks run in
+order; each prints PASS/FAIL/SKIP; the exit status is 1 when any check failed.
 """
 import base64
 import http.client
@@ -97,7 +97,7 @@ def check(cond, msg):
         raise AssertionError(msg)
 
 
-# ---- envd helpers (reference/envd-protocol.md §2.3, §4.3) ------------------------------------
+# ---- envd helpers (docs/protocol/envd-protocol.md §2.3, §4.3) ------------------------------------
 
 def run_in(srv, sid, cmd, user="user", timeout=30, times=None, token=None):
     """Run `bash -c cmd` in sandbox `sid` through process.Process/Start via the ingress (header

@@ -2,7 +2,7 @@
 """GET /sandboxes/{id}/logs and GET /v2/sandboxes/{id}/logs (platform/api_logs.c,
 sandbox_log.h): the lifecycle entries of a sandbox (started, paused, resumed) in E2B's shapes,
 the query parameters and their 400s, 404 for unknown and killed sandboxes.
-Source: reference/e2b-control-plane.md §3.4 (the two logs rows), §3.3 SandboxLogEntry.
+Source: docs/protocol/e2b-control-plane.md §3.4 (the two logs rows), §3.3 SandboxLogEntry.
 Usage: test_sandbox_logs.py ABXLUA"""
 import os, sys, tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -58,7 +58,7 @@ finally:
     proc.wait(timeout=30)
 
 # By flavour: CubeAPI serves logs v1/v2 (its own prefix too), OpenKruise (acs) has no logs route
-# (reference/e2b-v2-and-peers.md §5 route lists)
+# (docs/protocol/e2b-v2-and-peers.md §5 route lists)
 for flavor, want, prefix in (("cubesandbox", 200, "/cubeapi/v1"), ("acs", 404, "/kruise/api")):
     proc, ready = abxtest.start_serve(abx, "--flavor", flavor, env=dict(os.environ, TMPDIR=tmp),
                                       log=os.path.join(tmp, "serve-%s.log" % flavor))

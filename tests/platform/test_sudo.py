@@ -87,7 +87,7 @@ def t_runs_as_root(s, ctx):
 
 def t_env_reset(s, ctx):
     a = ctx["a"]
-    # E2B's own SDK test (tests/sandbox/commands/envVars.test.ts): a later sudo sees no FOO
+    # E2B's own SDK test (e2b-dev/E2B packages/js-sdk/tests/sandbox/commands/envVars.test.ts): a later sudo sees no FOO
     check(ok(s, a, 'echo $FOO', envs={"FOO": "bar"}) == "bar\n", "command-scoped FOO")
     code, out, err = run(s, a, 'sudo echo "$FOO"')
     check(code == 0 and out == "\n", "sudo echo \"$FOO\": %r %r %r" % (code, out, err))

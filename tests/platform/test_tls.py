@@ -163,7 +163,7 @@ def sandbox_checks(ready, ctx):
 
 def run_in(ctx, port, sid, cmd):
     """`bash -c cmd` as user in sandbox sid through envd's process.Process/Start, reached by host
-    name over TLS (reference/envd-protocol.md §2.3). Returns (exit code, stdout)."""
+    name over TLS (docs/protocol/envd-protocol.md §2.3). Returns (exit code, stdout)."""
     msg = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}).encode()
     c = http.client.HTTPSConnection("49983-%s.%s" % (sid, DOMAIN), port, context=ctx, timeout=30)
     c.request("POST", "/process.Process/Start", b"\x00" + struct.pack(">I", len(msg)) + msg,

@@ -7,8 +7,8 @@ POST /v2/sandboxes applies the defaults the e2b 2.51 SDK no longer sends (timeou
 sandbox secured); POST /v2/sandboxes/{id}/connect takes an optional body (200 running with the TTL
 only extended, 201 resumed, timeout 0 → 400); a timeout above 24 h is a 400, never a clamp;
 autoPause/autoPauseMemory/autoResume are validated; GET /v2/sandboxes filters on startedAfter and
-sends X-Total-Running. Sources: ../shared/reference/e2b-v2-and-peers.md §1.2-1.4,
-e2b-control-plane.md §3.2-3.4. Exit 1 when a check failed, 77 when skipped.
+sends X-Total-Running. Sources: docs/protocol/e2b-v2-and-peers.md §1.2-1.4,
+docs/protocol/e2b-control-plane.md §3.2-3.4. Exit 1 when a check failed, 77 when skipped.
 """
 import os
 import sys

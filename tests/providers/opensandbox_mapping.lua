@@ -5,7 +5,7 @@
 -- CommandResult (missing execution_complete -> Protocol), error bodies -> kinds, the endpoint
 -- URL, list pagination, FileInfo -> EntryInfo, the upload body, Skipped for primitives with no
 -- equivalent, and provider.open choosing the adapter for protocol: opensandbox.
--- Sources: /work/os-specs/sandbox-lifecycle.yml, /work/os-specs/execd-api.yaml (OpenSandbox @3bb6fad).
+-- Sources: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml, specs/execd-api.yaml.
 -- Expected: 11 passed, exit 0.
 -- expect-line: ^11 passed, 0 failed
 local t = require("abx.test")

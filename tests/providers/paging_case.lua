@@ -1,5 +1,5 @@
 -- Page pagination case, run by test_wire.py against its recording server (provider `kr`): the
--- client asks page=1,2 with pageSize and follows pagination.hasNextPage (e2b-v2-and-peers.md §4),
+-- client asks page=1,2 with pageSize and follows pagination.hasNextPage (docs/protocol/e2b-v2-and-peers.md §4),
 -- and cursor pagination keeps limit + nextToken (X-Next-Token).
 local t = require("abx.test")
 

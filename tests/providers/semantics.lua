@@ -4,7 +4,7 @@
 -- parameters, and the exact messages of abx.run.config's provider validation. Pure functions and
 -- a connection to a closed port (the TTL bound must fail before any request).
 -- tests/providers/tests.cmake sets ABX_TEST_REGION=eu-test-1 and clears ABX_REGION.
--- Sources: reference/e2b-control-plane.md §3.4, §7, §8; e2b-v2-and-peers.md §4-5.
+-- Sources: docs/protocol/e2b-control-plane.md §3.4, §7, §8; docs/protocol/e2b-v2-and-peers.md §4-5.
 -- Expected: 9 passed, exit 0.
 -- expect-line: ^9 passed, 0 failed
 local t = require("abx.test")

@@ -5,7 +5,7 @@ execd behind the endpoint's URI route (X-EXECD-ACCESS-TOKEN from the endpoint's 
 /command as SSE written in pieces, background status/logs, the files and directories API with
 its multipart upload). opensandbox_case.lua drives it through `abxlua run --provider osb`; this
 script then checks what went over the wire.
-Sources: /work/os-specs/sandbox-lifecycle.yml, /work/os-specs/execd-api.yaml (OpenSandbox @3bb6fad).
+Sources: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml, specs/execd-api.yaml.
 
     test_opensandbox.py ABXLUA
 """

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The client speaks the v2 create/connect routes to a provider with the v2_routes capability and
-the v1 routes to the others (issue 10 part 7; e2b-v2-and-peers.md §1.1-1.3). A fake control plane
-records every request; routes_case.lua runs under both configs. Usage: test_routes.py ABXLUA"""
+the v1 routes to the others (issue 10 part 7; docs/protocol/e2b-v2-and-peers.md §1.1-1.3). A fake
+control plane records every request; routes_case.lua runs under both configs. Usage: test_routes.py
+ABXLUA"""
 import json, os, subprocess, sys, threading, urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))

@@ -1,5 +1,5 @@
 -- Runner case: sbx:connect() without a timeout keeps the lifetime the sandbox was created with
--- (issue 9, item 6; reference/e2b-control-plane.md §3.2 ConnectSandbox, §3.4 connect: TTL now +
+-- (issue 9, item 6; docs/protocol/e2b-control-plane.md §3.2 ConnectSandbox, §3.4 connect: TTL now +
 -- timeout, only extended when running), instead of a fixed 300 s.
 -- Expected (-j 1): every test passes; exit code 0.
 -- expect-line: ^PASSED +tests/runner/connect_ttl\.lua::connect without a timeout keeps the created lifetime

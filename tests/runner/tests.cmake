@@ -51,6 +51,11 @@ abx_runner_case(ki_unknown "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors 
 abx_runner_case(ki_marker "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(ki_script_error "^0 passed, 2 failed, 0 skipped, 3 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 
+# The catalog's languages are a config setting; a missing text stops only what uses the entry
+add_test(NAME runner:ki-languages
+         COMMAND bash ${ABX_RUNNER_DIR}/ki_lang.sh $<TARGET_FILE:abxlua>)
+set_tests_properties(runner:ki-languages PROPERTIES TIMEOUT 180)
+
 # The generated KNOWN-ISSUES files match config/known_issues.yaml
 add_test(NAME known_issues_docs COMMAND $<TARGET_FILE:abxlua> known-issues --check
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

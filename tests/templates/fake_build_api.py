@@ -1,11 +1,11 @@
 """A fake E2B template build API on loopback, in front of a real `abxlua serve`, for the tests of
 `abxlua template` and of template folders in a run (tests/templates/test_build_cli.py).
 
-It answers the build API routes the 2.51 SDK calls (reference/e2b-v2-and-peers.md §2) and records
-every request (method, path, query, JSON body; for the upload PUT its headers, size and the tar's
-member names) so a test can assert the exact sequence; every other request is forwarded to serve
-unchanged, except that a sandbox create naming a template this fake "built" is sent to serve as
-template `base` (serve has no build API here). Creates and kills through it are counted, so the
+It answers the build API routes the 2.51 SDK calls (docs/protocol/e2b-v2-and-peers.md §2) and
+records every request (method, path, query, JSON body; for the upload PUT its headers, size and the
+tar's member names) so a test can assert the exact sequence; every other request is forwarded to
+serve unchanged, except that a sandbox create naming a template this fake "built" is sent to serve
+as template `base` (serve has no build API here). Creates and kills through it are counted, so the
 most sandboxes alive at once is known independently of abxlua.
 
 Builds: each step gets a log entry in E2B's orchestrator format "[builder k/n] TYPE args [key]",

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """`abxlua template` and template folders in a run, against a fake build API (fake_build_api.py)
-in front of a real `abxlua serve`: the exact sequence of requests the 2.51 SDK makes (reference/
-e2b-v2-and-peers.md §2), a cached rebuild, deploy's tags, list, logs, delete, a failing build with
-its log tail, a provider without templates_build, and `abxlua run` over template folders: deploys
-before the tests, ctx.template_sandbox, the table, at most max_sandboxes alive at once.
+in front of a real `abxlua serve`: the exact sequence of requests the 2.51 SDK makes
+(docs/protocol/e2b-v2-and-peers.md §2), a cached rebuild, deploy's tags, list, logs, delete, a
+failing build with its log tail, a provider without templates_build, and `abxlua run` over template
+folders: deploys before the tests, ctx.template_sandbox, the table, at most max_sandboxes alive at
+once.
 
     test_build_cli.py ABXLUA
 """

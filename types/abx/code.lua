@@ -57,7 +57,7 @@ function code.remove_context(sbx, ctx, opts) end
 function code.restart_context(sbx, ctx, opts) end
 
 ---Runs code in the code interpreter: POST /execute, reading the NDJSON stream line by line
----(reference/envd-protocol.md §10). With neither `context` nor `language` the server uses its
+---(docs/protocol/envd-protocol.md §10). With neither `context` nor `language` the server uses its
 ---default python context. Callbacks run as lines arrive: on_stdout(text, timestamp),
 ---on_stderr(text, timestamp), on_result(result), on_error(error); an error they raise ends the
 ---call (the stream is closed) and propagates.

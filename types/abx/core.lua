@@ -28,7 +28,7 @@ function core.abort_all(kind, message) end
 function core.add_secret(value) end
 
 ---core.b64decode(text) -> bytes | nil, message. Accepts the standard and URL-safe alphabets,
----with or without padding (ProtoJSON parsers accept all four: reference/envd-protocol.md §3),
+---with or without padding (ProtoJSON parsers accept all four: docs/protocol/envd-protocol.md §3),
 ---and skips line breaks and spaces; anything else malformed is nil, "invalid base64".
 ---@param text any
 function core.b64decode(text) end

@@ -5,7 +5,7 @@
 
 local errmap = {}
 
----Kind for a control-plane status (reference/e2b-control-plane.md §6.1).
+---Kind for a control-plane status (docs/protocol/e2b-control-plane.md §6.1).
 ---@param status integer
 ---@param not_found_kind? string kind for 404 on this route (default "NotFound")
 ---@return string
@@ -20,7 +20,7 @@ function errmap.api_kind(status, not_found_kind) end
 ---@param raise fun(status: integer, body: string, request: string)
 function errmap.check_stream(st, request, raise) end
 
----Kind for a Connect code (reference/envd-protocol.md §2.4).
+---Kind for a Connect code (docs/protocol/envd-protocol.md §2.4).
 ---@param code string
 ---@return string
 function errmap.connect_kind(code) end
@@ -44,7 +44,7 @@ function errmap.decode_ok(resp, request, array) end
 ---                                             platform answers 502 as E2B does, with the field)
 ---  a `port` field                          -> "PortNotOpen"    (it runs; nothing listens)
 ---  status 502 or 404 otherwise             -> "SandboxGone"    (killed, expired or unknown)
----Sources: reference/e2b-control-plane.md §7.4 (502 {sandboxId, message, code}); e2b-dev/infra
+---Sources: docs/protocol/e2b-control-plane.md §7.4 (502 {sandboxId, message, code}); e2b-dev/infra
 ---packages/shared/pkg/proxy/template/sandbox_paused.go (409 {sandboxId, message, code,
 ---canAutoResume}), port_closed.go (502 {sandboxId, message, port}), sandbox_not_found.go (404 or,
 ---in older edges, 502 {sandboxId, message}). envd and the code interpreter never send
@@ -77,7 +77,7 @@ function errmap.raise(kind, status, message, extra) end
 ---@param not_found_kind? string
 function errmap.raise_api(resp, request, not_found_kind) end
 
----Raises the error of a code-interpreter answer whose status is not 200 (reference/envd-protocol.md
+---Raises the error of a code-interpreter answer whose status is not 200 (docs/protocol/envd-protocol.md
 ---§10): the kind from CODE_KIND (any other status: Sandbox), the message from the body (plain
 ---text, or the `message` of a JSON body).
 ---An answer of the edge (errmap.edge_kind) gives SandboxPaused, SandboxGone or PortNotOpen.
@@ -99,7 +99,7 @@ function errmap.raise_connect(err, request) end
 ---Raises the error of a non-200 envd answer (unary RPC, stream refused, or REST).
 ---A JSON body with a string `code` is a Connect error; an integer `code` (envd's own 401, the
 ---ingress' 502, REST errors) is read as an HTTP status through the plain-HTTP table; anything
----else is mapped by the response status. 507 is NotEnoughSpace (reference/e2b-control-plane.md
+---else is mapped by the response status. 507 is NotEnoughSpace (docs/protocol/e2b-control-plane.md
 ---§6.2); 413 (or an integer `code` 413, which the plain-HTTP table turns into resource_exhausted)
 ---is PayloadTooLarge, not RateLimit. An answer of the edge (errmap.edge_kind) is SandboxPaused,
 ---SandboxGone or PortNotOpen with Connect code "unavailable". Raises: the mapped kind.

@@ -571,8 +571,8 @@ function Sandbox:set_timeout(seconds) end
 function Sandbox:get_info() end
 
 ---is_running(): whether envd answers /health
----Whether envd answers GET /health through the routing (reference/envd-protocol.md §9; a 502 from
----the edge means gone, reference/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
+---Whether envd answers GET /health through the routing (docs/protocol/envd-protocol.md §9; a 502 from
+---the edge means gone, docs/protocol/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
 ---knows the sandbox also counts as not running, and so does the edge's answer for a paused
 ---sandbox (502 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused).
 ---Raises: Authentication, Sandbox (another status), Transport, Timeout.
@@ -580,7 +580,7 @@ function Sandbox:get_info() end
 function Sandbox:is_running() end
 
 ---get_host(port): "<port>-<id>.<domain>"
----"<port>-<id>.<domain>" (reference/e2b-control-plane.md §7.1).
+---"<port>-<id>.<domain>" (docs/protocol/e2b-control-plane.md §7.1).
 ---Raises: nothing.
 ---@param port integer
 ---@return string
@@ -615,7 +615,7 @@ function Sandbox:pause(opts) end
 ---Connects to this sandbox again (see Connection:connect): resumes it when paused, extends its TTL
 ---when running. Without `timeout` the sandbox keeps its configured lifetime: the timeout this
 ---handle was created or last connected with (`self.timeout`) is sent again, not a fixed 300 s
----(reference/e2b-control-plane.md §3.2 ConnectSandbox: TTL = now + timeout; §3.4: only extended
+---(docs/protocol/e2b-control-plane.md §3.2 ConnectSandbox: TTL = now + timeout; §3.4: only extended
 ---when running). This handle takes the answer's tokens and domain; `self.resumed` tells whether
 ---it was resumed (201). Returns self.
 ---Raises: InvalidArgument (unknown option), and as Connection:connect.
@@ -655,7 +655,7 @@ function Sandbox:create_snapshot(opts) end
 
 ---run_code(src, opts): runs code in the code interpreter: Execution
 ---The code interpreter on port 49999 (see abx.client.code for shapes, options and errors;
----reference/envd-protocol.md §10): run_code(src, {language, context, envs, timeout,
+---docs/protocol/envd-protocol.md §10): run_code(src, {language, context, envs, timeout,
 ---request_timeout, on_stdout, on_stderr, on_result, on_error}) -> Execution {logs = {stdout,
 ---stderr}, results, error, execution_count, text}; create_code_context{language, cwd} ->
 ---Context {id, language, cwd}; list_code_contexts() -> Context[]; restart_code_context(ctx);
@@ -733,7 +733,7 @@ function Connection:with(overrides) end
 
 ---create(opts): creates a sandbox (options: conn:create): Sandbox
 ---Creates a sandbox: POST /sandboxes (reference §3.1, §3.2 NewSandbox), or POST /v2/sandboxes
----when the connection has v2_routes (e2b-v2-and-peers.md §1.2 NewSandboxV2: no `secure` field,
+---when the connection has v2_routes (docs/protocol/e2b-v2-and-peers.md §1.2 NewSandboxV2: no `secure` field,
 ---every sandbox is secured, so `secure = false` raises InvalidArgument there); 201 -> Sandbox.
 ---`auto_pause_memory = false` (with auto_pause) makes the TTL's pause keep only the filesystem;
 ---`auto_resume` lets traffic resume a paused sandbox (autoResume {enabled}, both route versions).
@@ -763,7 +763,7 @@ function Connection:connect(id, opts) end
 ---resume(id, opts): resumes through the deprecated route: Sandbox
 ---Resumes a paused sandbox through the deprecated route: POST /sandboxes/{id}/resume
 ---{timeout} (reference §3.1, §3.4; SDKs before Oct 2025). 201 -> Sandbox with `resumed = true`;
----204 (OpenKruise, e2b-v2-and-peers.md §5) -> the same, its details from GET /sandboxes/{id}.
+---204 (OpenKruise, docs/protocol/e2b-v2-and-peers.md §5) -> the same, its details from GET /sandboxes/{id}.
 ---`timeout` defaults to 300 s (the route's own default is 15 s).
 ---Raises: Conflict (409: it is already running), SandboxNotFound (404), Authentication, Sandbox,
 ---Protocol, Transport, Timeout.

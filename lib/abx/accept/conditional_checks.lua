@@ -9,7 +9,7 @@
 -- One source sandbox serves every check: it runs a counter process (its memory is the counter's
 -- seed, pid and value) and holds a file; the CLI and the Lua client take turns pausing and
 -- resuming it, then snapshot it, restore clones and delete the snapshots.
--- Protocol: reference/e2b-control-plane.md §3.1 (restore = POST /sandboxes with templateID = the
+-- Protocol: docs/protocol/e2b-control-plane.md §3.1 (restore = POST /sandboxes with templateID = the
 -- snapshot id, delete = DELETE /templates/{id}), §3.3 SnapshotInfo, §3.4 (pause 204, connect 201
 -- when it resumed, GET /sandboxes/{id} state).
 local core = require("abx.core")

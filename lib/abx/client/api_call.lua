@@ -1,7 +1,7 @@
 -- abx.client.api_call: one E2B control-plane request with its retries, for every Connection call
 -- (abx.client.sandbox's Connection:_call, and through it snapshot, volume and apikey). The API key
 -- goes in X-API-Key (or the connection's auth_header); a JSON body is encoded with cjson.
--- Source: reference/e2b-control-plane.md §1.2 (X-API-Key), §2 (errors: the caller maps them).
+-- Source: docs/protocol/e2b-control-plane.md §1.2 (X-API-Key), §2 (errors: the caller maps them).
 local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.client.errmap")

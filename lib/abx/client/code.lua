@@ -9,7 +9,7 @@
 -- Routing: as for any port (abx.client.http): "<scheme>://49999-<id>.<domain>" or the fixed sandbox URL
 -- with E2b-Sandbox-Id / E2b-Sandbox-Port: 49999; plus X-Access-Token (the sandbox's
 -- envdAccessToken, when secure) and e2b-traffic-access-token (when traffic is restricted), the
--- headers the SDKs send (reference/envd-protocol.md §10; reference/e2b-control-plane.md §7).
+-- headers the SDKs send (docs/protocol/envd-protocol.md §10; docs/protocol/e2b-control-plane.md §7).
 -- Shapes:
 --   Execution = { logs = { stdout = {string...}, stderr = {string...} },
 --                 results = {Result...}, error = {name, value, traceback} | nil,
@@ -30,7 +30,7 @@
 -- Errors: abx.error tables through abx.client.errmap.raise_code (400/422 InvalidArgument, 404 NotFound,
 -- 401/403 Authentication, 502/503 SandboxGone, other statuses Sandbox), Protocol (malformed
 -- stream), Timeout, Transport.
--- Source: reference/envd-protocol.md §10 "Code interpreter HTTP API (port 49999)".
+-- Source: docs/protocol/envd-protocol.md §10 "Code interpreter HTTP API (port 49999)".
 
 local core = require("abx.core")
 local cjson = require("cjson")
@@ -91,7 +91,7 @@ local CONTEXT = options.shape("Context", "A code context.", {
     { "cwd", "string?", "its working directory" },
   })
 
---- The code interpreter's port inside a sandbox (reference/envd-protocol.md §10).
+--- The code interpreter's port inside a sandbox (docs/protocol/envd-protocol.md §10).
 code.PORT = 49999
 
 --- Default bound on reading an /execute body, seconds (the JS SDK's timeoutMs, §10).
@@ -207,7 +207,7 @@ local function apply_line(ex, line, number, opts, request)
 end
 
 --- Runs code in the code interpreter: POST /execute, reading the NDJSON stream line by line
---- (reference/envd-protocol.md §10). With neither `context` nor `language` the server uses its
+--- (docs/protocol/envd-protocol.md §10). With neither `context` nor `language` the server uses its
 --- default python context. Callbacks run as lines arrive: on_stdout(text, timestamp),
 --- on_stderr(text, timestamp), on_result(result), on_error(error); an error they raise ends the
 --- call (the stream is closed) and propagates.

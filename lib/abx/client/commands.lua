@@ -6,14 +6,14 @@
 --
 -- Idiom: run() does NOT raise on a non-zero exit code; it returns exit_code and envd's error text.
 -- A process killed by a signal has exit_code -1 (as envd reports it) and `error` like
--- "signal: killed" (reference/envd-protocol.md §4.3). It raises only when the call itself failed:
+-- "signal: killed" (docs/protocol/envd-protocol.md §4.3). It raises only when the call itself failed:
 -- Timeout when its `timeout` elapsed (envd kills the process and ends the stream with
 -- deadline_exceeded, §4.4), and the mapped kind of any other Connect or HTTP error.
 -- Units: seconds; `timeout` 0 means none.
 -- Fail closed: options are checked against the specs below (abx.client.options); results and handles
 -- answer an unknown field with InvalidArgument; an output chunk that is not base64 or an event of
 -- the wrong shape ends the call with Protocol naming it (abx.client.decode): nothing is dropped.
--- Source: reference/envd-protocol.md §2 (Connect), §3 (ProtoJSON shapes), §4 (process.Process).
+-- Source: docs/protocol/envd-protocol.md §2 (Connect), §3 (ProtoJSON shapes), §4 (process.Process).
 
 local core = require("abx.core")
 local errmap = require("abx.client.errmap")

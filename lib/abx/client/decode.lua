@@ -8,7 +8,7 @@
 --   local bytes = decode.b64(data.stdout, "commands:run", "stdout of message 3", request)
 --   local name  = decode.text(e.name, "files:watch_dir", "name of message 2", request)
 --
--- Source: reference/envd-protocol.md §3 (ProtoJSON: bytes are base64, strings are UTF-8), §10
+-- Source: docs/protocol/envd-protocol.md §3 (ProtoJSON: bytes are base64, strings are UTF-8), §10
 -- (the /execute stream's `text` is a JSON string).
 
 local core = require("abx.core")

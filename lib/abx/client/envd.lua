@@ -9,8 +9,8 @@
 --   holds (after sbx:connect, or set by a test) is what envd, sbx:http and run_code all use.
 -- Units:  seconds everywhere; Connect-Timeout-Ms is derived once here.
 -- Errors: every non-success answer is raised through abx.client.errmap (Connect and plain-HTTP tables).
--- Source: reference/envd-protocol.md §2 (Connect over HTTP/1.1 in JSON), §6 (auth, users, headers),
---         §7 (REST); reference/e2b-control-plane.md §7 (routing by host or by E2b-Sandbox-* headers).
+-- Source: docs/protocol/envd-protocol.md §2 (Connect over HTTP/1.1 in JSON), §6 (auth, users, headers),
+--         §7 (REST); docs/protocol/e2b-control-plane.md §7 (routing by host or by E2b-Sandbox-* headers).
 
 local core = require("abx.core")
 local cjson = require("cjson")
@@ -19,11 +19,11 @@ local route = require("abx.client.route")
 
 local envd = {}
 
---- envd's port inside every sandbox (reference/e2b-control-plane.md §7.2).
-envd.PORT = core.E2B.envd_port -- proto/e2b.h (reference/envd-protocol.md §1)
+--- envd's port inside every sandbox (docs/protocol/e2b-control-plane.md §7.2).
+envd.PORT = core.E2B.envd_port -- proto/e2b.h (docs/protocol/envd-protocol.md §1)
 
 --- Interval the server is asked to send keepalives at on streams, seconds
---- (reference/envd-protocol.md §4.4, the SDKs' KEEPALIVE_PING_INTERVAL_SEC).
+--- (docs/protocol/envd-protocol.md §4.4, the SDKs' KEEPALIVE_PING_INTERVAL_SEC).
 envd.KEEPALIVE_S = 50
 
 --- Percent-encodes every byte but RFC 3986 unreserved characters (as `encodeURIComponent`).
@@ -80,7 +80,7 @@ function Client:request_timeout()
 end
 
 --- URL for `path` on envd's port and the connect_to override of the routing: abx.client.route.target
---- (reference/e2b-control-plane.md §7.1, §7.3, §7.4).
+--- (docs/protocol/e2b-control-plane.md §7.1, §7.3, §7.4).
 --- Raises: InvalidArgument (bad path or URL).
 ---@param path string starts with "/"
 ---@return string url, string|nil connect_to
@@ -90,8 +90,8 @@ function Client:url(path)
 end
 
 --- Headers for an envd call: the routing headers (abx.client.route: E2b-Sandbox-* in "headers" routing,
---- reference/e2b-control-plane.md §7.4), the access token in `X-Access-Token`
---- (reference/envd-protocol.md §6.1), and for `user` `Authorization: Basic base64("<user>:")`
+--- docs/protocol/e2b-control-plane.md §7.4), the access token in `X-Access-Token`
+--- (docs/protocol/envd-protocol.md §6.1), and for `user` `Authorization: Basic base64("<user>:")`
 --- (§6.2).
 --- Raises: nothing.
 ---@param user string|nil
@@ -155,7 +155,7 @@ local function connect_call(self, rpc, user)
 end
 
 --- A unary Connect call in JSON: POST /<service>/<Method>, `application/json`, bare message
---- (reference/envd-protocol.md §2.1). An empty message is still sent as `{}` (§2.1).
+--- (docs/protocol/envd-protocol.md §2.1). An empty message is still sent as `{}` (§2.1).
 --- Raises: the kind mapped from the Connect or HTTP error (abx.client.errmap), Protocol on a 200 that is
 --- not a JSON object, Transport, Timeout.
 ---@param rpc string e.g. "process.Process/List"
@@ -180,7 +180,7 @@ function Client:unary(rpc, msg, opts)
 end
 
 --- Starts a server-streaming Connect call (`application/connect+json`, one request envelope,
---- reference/envd-protocol.md §2.3) and returns the open stream once its headers arrived.
+--- docs/protocol/envd-protocol.md §2.3) and returns the open stream once its headers arrived.
 --- `timeout` (seconds, 0 = none) becomes `Connect-Timeout-Ms` (§2.2); on Start envd then kills the
 --- process when it elapses (§4.4). The transfer itself is allowed `timeout` + request_timeout
 --- (no limit when `timeout` is 0). `keepalive` (whole seconds >= 1, default envd.KEEPALIVE_S) is
@@ -234,7 +234,7 @@ local function settle(st, request, what, payload)
 end
 
 --- Reads the next message of a Connect stream. Returns the decoded message, or nil at a clean
---- end of stream (`{}` end envelope, reference/envd-protocol.md §2.3).
+--- end of stream (`{}` end envelope, docs/protocol/envd-protocol.md §2.3).
 --- Raises: the kind of the end envelope's error (abx.client.errmap), the kind of a non-200 answer,
 --- Protocol (bad envelope or JSON), Transport, Timeout.
 ---@param st table core stream
@@ -245,7 +245,7 @@ function envd.next_message(st, request)
 end
 
 --- Reads the next message of a process event stream (process.Process Start and Connect,
---- reference/envd-protocol.md §4.3) with output events decoded in C (stream:next_data): returns
+--- docs/protocol/envd-protocol.md §4.3) with output events decoded in C (stream:next_data): returns
 --- "data", field, bytes for an output event {"event":{"data":{field: base64}}} in envd's compact
 --- form (field "stdout", "stderr" or "pty"); "message", the decoded message for any other
 --- message (and for an output event the fast path did not take: other spacing, or text that is

@@ -5,17 +5,17 @@
 -- masks secrets; the `request` field is "METHOD path" only (never headers, query keys or bodies).
 --
 -- Sources:
---   control plane  reference/e2b-control-plane.md §2 (error body {code:int, message}), §3.4, §6.1
---   envd Connect   reference/envd-protocol.md §2.4 (codes, HTTP equivalents, plain-HTTP table)
---   envd REST      reference/envd-protocol.md §7 and reference/e2b-control-plane.md §6.2
---   code interp.   reference/envd-protocol.md §10 (port 49999)
+--   control plane  docs/protocol/e2b-control-plane.md §2 (error body {code:int, message}), §3.4, §6.1
+--   envd Connect   docs/protocol/envd-protocol.md §2.4 (codes, HTTP equivalents, plain-HTTP table)
+--   envd REST      docs/protocol/envd-protocol.md §7 and docs/protocol/e2b-control-plane.md §6.2
+--   code interp.   docs/protocol/envd-protocol.md §10 (port 49999)
 
 local core = require("abx.core")
 local cjson = require("cjson")
 
 local errmap = {}
 
--- Control plane, reference/e2b-control-plane.md §6.1 (route-specific 404s are chosen by the caller;
+-- Control plane, docs/protocol/e2b-control-plane.md §6.1 (route-specific 404s are chosen by the caller;
 -- 400 -> InvalidArgument, 413 -> PayloadTooLarge, 502/503 -> SandboxGone and 507 -> NotEnoughSpace
 -- are abxlua's finer kinds, DESIGN.md "Protocol"; 413 is not RateLimit: repeating it cannot help).
 local API_KIND = {
@@ -30,10 +30,10 @@ local API_KIND = {
   [507] = "NotEnoughSpace",
 }
 
--- Code interpreter (port 49999), reference/envd-protocol.md §10: plain-text errors (400 when both
+-- Code interpreter (port 49999), docs/protocol/envd-protocol.md §10: plain-text errors (400 when both
 -- context_id and language are given, 404 "Context <id> not found", 500 when a context cannot be
 -- created), FastAPI's 422 for a malformed request body; 502/503 come from the edge when the port
--- is closed or the sandbox is gone (reference/e2b-control-plane.md §6.2), 401/403 from an edge
+-- is closed or the sandbox is gone (docs/protocol/e2b-control-plane.md §6.2), 401/403 from an edge
 -- that wants an access or traffic token.
 local CODE_KIND = {
   [400] = "InvalidArgument",
@@ -68,7 +68,7 @@ local SERVER_KIND = {
   [504] = "Timeout",
 }
 
--- Connect code -> kind, reference/envd-protocol.md §2.4 "SDK mapping of codes to exceptions"
+-- Connect code -> kind, docs/protocol/envd-protocol.md §2.4 "SDK mapping of codes to exceptions"
 -- (unavailable is the SDK's "sandbox timeout error": our SandboxGone).
 local CONNECT_KIND = {
   invalid_argument = "InvalidArgument",
@@ -80,7 +80,7 @@ local CONNECT_KIND = {
   canceled = "Timeout",
 }
 
--- Connect code -> HTTP status of a unary error, reference/envd-protocol.md §2.4 (CGO
+-- Connect code -> HTTP status of a unary error, docs/protocol/envd-protocol.md §2.4 (CGO
 -- connectCodeToHTTP). Used as `status` of errors that arrive in an end-of-stream envelope.
 local CONNECT_STATUS = {
   canceled = 499, unknown = 500, invalid_argument = 400, deadline_exceeded = 504,
@@ -90,7 +90,7 @@ local CONNECT_STATUS = {
 }
 
 -- Plain HTTP status (or an integer `code` in a JSON body) -> Connect code: the E2B Python SDK's
--- PLAIN_HTTP_ERROR_CODES, reference/envd-protocol.md §2.4.
+-- PLAIN_HTTP_ERROR_CODES, docs/protocol/envd-protocol.md §2.4.
 local PLAIN_HTTP_CODE = {
   [400] = "invalid_argument", [401] = "unauthenticated", [403] = "permission_denied",
   [404] = "not_found", [409] = "already_exists", [413] = "resource_exhausted",
@@ -138,7 +138,7 @@ function errmap.decode_object(body)
 end
 
 --- The message of an error body: its `message` field, else the raw text (as both SDKs do,
---- reference/e2b-control-plane.md §6.1), else a placeholder.
+--- docs/protocol/e2b-control-plane.md §6.1), else a placeholder.
 ---@param obj table|nil decoded body
 ---@param body string|nil raw body
 ---@return string
@@ -154,7 +154,7 @@ end
 ---                                              platform answers 502 as E2B does, with the field)
 ---   a `port` field                          -> "PortNotOpen"    (it runs; nothing listens)
 ---   status 502 or 404 otherwise             -> "SandboxGone"    (killed, expired or unknown)
---- Sources: reference/e2b-control-plane.md §7.4 (502 {sandboxId, message, code}); e2b-dev/infra
+--- Sources: docs/protocol/e2b-control-plane.md §7.4 (502 {sandboxId, message, code}); e2b-dev/infra
 --- packages/shared/pkg/proxy/template/sandbox_paused.go (409 {sandboxId, message, code,
 --- canAutoResume}), port_closed.go (502 {sandboxId, message, port}), sandbox_not_found.go (404 or,
 --- in older edges, 502 {sandboxId, message}). envd and the code interpreter never send
@@ -170,7 +170,7 @@ function errmap.edge_kind(status, obj)
   return nil
 end
 
---- Kind for a control-plane status (reference/e2b-control-plane.md §6.1).
+--- Kind for a control-plane status (docs/protocol/e2b-control-plane.md §6.1).
 ---@param status integer
 ---@param not_found_kind? string kind for 404 on this route (default "NotFound")
 ---@return string
@@ -216,7 +216,7 @@ function errmap.decode_ok(resp, request, array)
   return v
 end
 
---- Kind for a Connect code (reference/envd-protocol.md §2.4).
+--- Kind for a Connect code (docs/protocol/envd-protocol.md §2.4).
 ---@param code string
 ---@return string
 function errmap.connect_kind(code)
@@ -238,7 +238,7 @@ end
 --- Raises the error of a non-200 envd answer (unary RPC, stream refused, or REST).
 --- A JSON body with a string `code` is a Connect error; an integer `code` (envd's own 401, the
 --- ingress' 502, REST errors) is read as an HTTP status through the plain-HTTP table; anything
---- else is mapped by the response status. 507 is NotEnoughSpace (reference/e2b-control-plane.md
+--- else is mapped by the response status. 507 is NotEnoughSpace (docs/protocol/e2b-control-plane.md
 --- §6.2); 413 (or an integer `code` 413, which the plain-HTTP table turns into resource_exhausted)
 --- is PayloadTooLarge, not RateLimit. An answer of the edge (errmap.edge_kind) is SandboxPaused,
 --- SandboxGone or PortNotOpen with Connect code "unavailable". Raises: the mapped kind.
@@ -263,7 +263,7 @@ function errmap.raise_envd_http(status, body, request)
   errmap.raise(kind, status, body_message(obj, body), { request = request, code = code })
 end
 
---- Raises the error of a code-interpreter answer whose status is not 200 (reference/envd-protocol.md
+--- Raises the error of a code-interpreter answer whose status is not 200 (docs/protocol/envd-protocol.md
 --- §10): the kind from CODE_KIND (any other status: Sandbox), the message from the body (plain
 --- text, or the `message` of a JSON body).
 --- An answer of the edge (errmap.edge_kind) gives SandboxPaused, SandboxGone or PortNotOpen.

@@ -12,10 +12,10 @@
 --           symlink_target?}. For a symlink envd reports the target's type and sets symlink_target.
 --           metadata? (table of the user.e2b.* xattrs, envd >= 0.6.2)}.
 -- Users: every call acts as `opts.user` (default "user"): the `username` query on REST, the Basic
---        header on RPCs (reference/envd-protocol.md §6.2).
+--        header on RPCs (docs/protocol/envd-protocol.md §6.2).
 -- Also:  watch_dir / create_watcher (abx.client.watch), signed URLs (download_url, upload_url, read_url,
 --        write_url; §8), metadata on write (X-Metadata-*), gzip on write and read (§7).
--- Source: reference/envd-protocol.md §5 (filesystem.Filesystem), §7 (GET/POST /files), §8 (file URL
+-- Source: docs/protocol/envd-protocol.md §5 (filesystem.Filesystem), §7 (GET/POST /files), §8 (file URL
 --         signatures), §2.4 (errors).
 
 -- Fail closed: every options table is checked against the specs below (abx.client.options); entries

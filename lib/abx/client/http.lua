@@ -7,7 +7,7 @@
 --   http.request(sbx, 8080, { method = "POST", path = "/x", body = "...",
 --     headers = { ["Content-Type"] = "text/plain" }, traffic_token = false })
 --
--- Routing (reference/e2b-control-plane.md §7.1, §7.4), computed by abx.client.route as for envd: "host"
+-- Routing (docs/protocol/e2b-control-plane.md §7.1, §7.4), computed by abx.client.route as for envd: "host"
 -- routing sends to <scheme>://<port>-<id>.<domain> (to the API URL's address when that is
 -- loopback or an IP literal; a domain's own port is kept, never doubled); "headers" routing
 -- sends to the fixed sandbox URL with E2b-Sandbox-Id and E2b-Sandbox-Port: <port>.

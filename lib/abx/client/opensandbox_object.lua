@@ -6,7 +6,7 @@
 -- A method with no OpenSandbox equivalent (metrics, network update, refresh, the code
 -- interpreter, the agent server, host names, pty) raises Skipped "provider <name> (opensandbox)
 -- has no equivalent of <primitive>: missing capability".
--- Source: /work/os-specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
+-- Source: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
 
 local core = require("abx.core")
 local cjson = require("cjson")

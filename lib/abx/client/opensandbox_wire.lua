@@ -4,9 +4,9 @@
 -- URL, error bodies {code, message} -> abx error kinds, the SSE framing of execd's streams and a
 -- command's events -> CommandResult.
 --
--- Sources: /work/os-specs/sandbox-lifecycle.yml (OpenSandbox @3bb6fad: CreateSandboxRequest,
+-- Sources: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml (CreateSandboxRequest,
 --   Sandbox, SandboxStatus/SandboxState, Endpoint, ErrorResponse, ListSandboxesResponse);
---   /work/os-specs/execd-api.yaml (ServerStreamEvent, RunCommandRequest, ErrorResponse);
+--   specs/execd-api.yaml (ServerStreamEvent, RunCommandRequest, ErrorResponse);
 --   execd's framing (components/execd/pkg/web/controller/sse.go): each event is its JSON object
 --   followed by "\n\n", without a `data:` field name; standard SSE `data:` lines are read too, as
 --   the official SDKs do (sdks/sandbox/python .../command_adapter.py _decode_sse_event_line).

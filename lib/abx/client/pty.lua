@@ -5,7 +5,7 @@
 --   h:send_input("stty size\n"); h:resize(132, 43); h:send_input("exit\n"); local r = h:wait()
 --
 -- The terminal runs `/bin/bash -i -l` with TERM=xterm-256color, LANG=C.UTF-8, LC_ALL=C.UTF-8 unless
--- `envs` overrides them, as the SDKs' pty.create (reference/envd-protocol.md §4.4 "SDK call
+-- `envs` overrides them, as the SDKs' pty.create (docs/protocol/envd-protocol.md §4.4 "SDK call
 -- patterns"). Output arrives only as `data.pty` bytes (§4.4): the terminal's echo, prompts and the
 -- programs' output, in one byte stream with CR LF line ends. Input goes through SendInput `pty`;
 -- EOF is the byte "\4" (there is no CloseStdin for a PTY, §4.1).
@@ -14,7 +14,7 @@
 -- a killed terminal ends with exit_code -1 and error "signal: killed" (§4.3).
 -- Units: seconds; `timeout` 0 means none (default 60, as the SDKs; envd kills the terminal when it
 -- elapses, §4.4).
--- Source: reference/envd-protocol.md §4.1-§4.4 (Start with pty, SendInput pty, Update, SendSignal),
+-- Source: docs/protocol/envd-protocol.md §4.1-§4.4 (Start with pty, SendInput pty, Update, SendSignal),
 --         §3 (bytes are base64 in JSON), §9 (keepalive, deadlines).
 
 local core = require("abx.core")

@@ -6,7 +6,7 @@
 --   r = { routing = "host"|"headers", api_url = "http://127.0.0.1:PORT", envd_url = nil|URL,
 --         sandbox_id = "i...", domain = "localhost" | "localhost:3000" | "e2b.app" }
 --
--- "host" routing (reference/e2b-control-plane.md §7.1, §7.3): <scheme>://<port>-<id>.<domain>
+-- "host" routing (docs/protocol/e2b-control-plane.md §7.1, §7.3): <scheme>://<port>-<id>.<domain>
 --   with the api_url's scheme. When the api_url's host is loopback or an IP literal (the local
 --   platform serves its ingress on the API port, and *.localhost need not resolve), the
 --   connection goes to the api_url's address (`connect_to`) and, unless the domain already

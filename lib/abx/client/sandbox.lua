@@ -24,7 +24,7 @@
 -- Units:  seconds (numbers) for every timeout; times from the API (started_at, end_at) are the RFC 3339
 --         strings it sent; sandbox.parse_time turns one into Unix seconds.
 -- Errors: abx.error tables via abx.client.errmap; `request` is "METHOD path", never headers or keys.
--- Source: reference/e2b-control-plane.md §1.2 (X-API-Key), §2 (errors, pagination), §3 (sandbox
+-- Source: docs/protocol/e2b-control-plane.md §1.2 (X-API-Key), §2 (errors, pagination), §3 (sandbox
 --         routes and schemas), §6.1 (error mapping), §7 (reaching envd).
 
 local core = require("abx.core")
@@ -306,7 +306,7 @@ function Connection:_create_once(path, body)
 end
 
 --- Creates a sandbox: POST /sandboxes (reference §3.1, §3.2 NewSandbox), or POST /v2/sandboxes
---- when the connection has v2_routes (e2b-v2-and-peers.md §1.2 NewSandboxV2: no `secure` field,
+--- when the connection has v2_routes (docs/protocol/e2b-v2-and-peers.md §1.2 NewSandboxV2: no `secure` field,
 --- every sandbox is secured, so `secure = false` raises InvalidArgument there); 201 -> Sandbox.
 --- `auto_pause_memory = false` (with auto_pause) makes the TTL's pause keep only the filesystem;
 --- `auto_resume` lets traffic resume a paused sandbox (autoResume {enabled}, both route versions).
@@ -365,7 +365,7 @@ function Connection:create(opts)
 end
 
 --- POST /sandboxes/{id}/<action> {timeout} (connect or resume), or for connect on a v2_routes
---- connection POST /v2/sandboxes/{id}/connect {timeout, memory?} (e2b-v2-and-peers.md §1.3):
+--- connection POST /v2/sandboxes/{id}/connect {timeout, memory?} (docs/protocol/e2b-v2-and-peers.md §1.3):
 --- 200 or 201 -> Sandbox and status. `memory` is v2 only (InvalidArgument on v1).
 --- Raises: SandboxNotFound (404) and the other kinds of errmap.raise_api, Protocol.
 local function reattach(conn, id, action, opts, retry)
@@ -382,7 +382,7 @@ local function reattach(conn, id, action, opts, retry)
   -- a cold resume boots the sandbox again, start_cmd and ready_cmd included: a create's deadline
   local resp, request = conn:_call("POST", path, nil, body, retry, nil, create_deadline(conn))
   if action == "resume" and resp.status == 204 then
-    -- OpenKruise answers the deprecated resume with 204 and no body (e2b-v2-and-peers.md §5):
+    -- OpenKruise answers the deprecated resume with 204 and no body (docs/protocol/e2b-v2-and-peers.md §5):
     -- the sandbox's details (id, envd version and token, domain) come from GET /sandboxes/{id}
     local got, greq = conn:_call("GET", "/sandboxes/" .. envd.quote(id), nil, nil, true)
     if got.status ~= 200 then
@@ -414,7 +414,7 @@ end
 
 --- Resumes a paused sandbox through the deprecated route: POST /sandboxes/{id}/resume
 --- {timeout} (reference §3.1, §3.4; SDKs before Oct 2025). 201 -> Sandbox with `resumed = true`;
---- 204 (OpenKruise, e2b-v2-and-peers.md §5) -> the same, its details from GET /sandboxes/{id}.
+--- 204 (OpenKruise, docs/protocol/e2b-v2-and-peers.md §5) -> the same, its details from GET /sandboxes/{id}.
 --- `timeout` defaults to 300 s (the route's own default is 15 s).
 --- Raises: Conflict (409: it is already running), SandboxNotFound (404), Authentication, Sandbox,
 --- Protocol, Transport, Timeout.
@@ -484,7 +484,7 @@ function Connection:list_page(opts)
   local resp, request = self:_call("GET", "/v2/sandboxes", envd.query(q), nil, true)
   if resp.status ~= 200 then errmap.raise_api(resp, request) end
   local body = errmap.decode_ok(resp, request, self.pagination == "cursor")
-  -- page pagination answers {items, pagination} (e2b-v2-and-peers.md §4); cursor a bare array
+  -- page pagination answers {items, pagination} (docs/protocol/e2b-v2-and-peers.md §4); cursor a bare array
   local list = body
   if self.pagination == "page" then
     if type(body) ~= "table" or type(body.items) ~= "table" then

@@ -16,7 +16,7 @@
 -- Fail closed: an unknown field or method of a Sandbox raises InvalidArgument naming the valid
 -- ones; every options table is checked (abx.client.options).
 -- Units: seconds. Errors: abx.error tables via abx.client.errmap.
--- Source: reference/e2b-control-plane.md §3.2-§3.4 (routes, bodies), §7 (reaching ports).
+-- Source: docs/protocol/e2b-control-plane.md §3.2-§3.4 (routes, bodies), §7 (reaching ports).
 
 local core = require("abx.core")
 local cjson = require("cjson")
@@ -177,8 +177,8 @@ function Sandbox:get_info()
   return self.conn:get_info(self.id)
 end
 
---- Whether envd answers GET /health through the routing (reference/envd-protocol.md §9; a 502 from
---- the edge means gone, reference/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
+--- Whether envd answers GET /health through the routing (docs/protocol/envd-protocol.md §9; a 502 from
+--- the edge means gone, docs/protocol/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
 --- knows the sandbox also counts as not running, and so does the edge's answer for a paused
 --- sandbox (502 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused).
 --- Raises: Authentication, Sandbox (another status), Transport, Timeout.
@@ -191,7 +191,7 @@ function Sandbox:is_running()
   errmap.raise_envd_http(resp.status, resp.body, "GET /health")
 end
 
---- "<port>-<id>.<domain>" (reference/e2b-control-plane.md §7.1).
+--- "<port>-<id>.<domain>" (docs/protocol/e2b-control-plane.md §7.1).
 --- Raises: nothing.
 ---@param port integer
 ---@return string
@@ -231,7 +231,7 @@ end
 --- Connects to this sandbox again (see Connection:connect): resumes it when paused, extends its TTL
 --- when running. Without `timeout` the sandbox keeps its configured lifetime: the timeout this
 --- handle was created or last connected with (`self.timeout`) is sent again, not a fixed 300 s
---- (reference/e2b-control-plane.md §3.2 ConnectSandbox: TTL = now + timeout; §3.4: only extended
+--- (docs/protocol/e2b-control-plane.md §3.2 ConnectSandbox: TTL = now + timeout; §3.4: only extended
 --- when running). This handle takes the answer's tokens and domain; `self.resumed` tells whether
 --- it was resumed (201). Returns self.
 --- Raises: InvalidArgument (unknown option), and as Connection:connect.
@@ -318,7 +318,7 @@ function Sandbox:create_snapshot(opts)
 end
 
 --- The code interpreter on port 49999 (see abx.client.code for shapes, options and errors;
---- reference/envd-protocol.md §10): run_code(src, {language, context, envs, timeout,
+--- docs/protocol/envd-protocol.md §10): run_code(src, {language, context, envs, timeout,
 --- request_timeout, on_stdout, on_stderr, on_result, on_error}) -> Execution {logs = {stdout,
 --- stderr}, results, error, execution_count, text}; create_code_context{language, cwd} ->
 --- Context {id, language, cwd}; list_code_contexts() -> Context[]; restart_code_context(ctx);

@@ -3,7 +3,7 @@
 -- into snake_case info tables. No I/O.
 --
 -- Errors: InvalidArgument (abx.client.errmap) for options of the wrong shape.
--- Source: reference/e2b-control-plane.md §3.2 (NewSandbox, SandboxNetworkConfig), §3.3 (Sandbox,
+-- Source: docs/protocol/e2b-control-plane.md §3.2 (NewSandbox, SandboxNetworkConfig), §3.3 (Sandbox,
 --         SandboxDetail, ListedSandbox), §3.4 (GET /v2/sandboxes metadata query), §5 (volumes).
 
 local cjson = require("cjson")

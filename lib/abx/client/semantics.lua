@@ -3,8 +3,8 @@
 -- with the provider's bounds), `${region}` substitution in URLs and domains, and the list
 -- pagination (cursor or page number).
 --
--- Sources: reference/e2b-control-plane.md §3.4 (E2B: `timeout` = seconds from now, min 1;
--- GET /v2/sandboxes `limit` + `nextToken`, X-Next-Token), §8.2 and e2b-v2-and-peers.md §4
+-- Sources: docs/protocol/e2b-control-plane.md §3.4 (E2B: `timeout` = seconds from now, min 1;
+-- GET /v2/sandboxes `limit` + `nextToken`, X-Next-Token), §8.2 and docs/protocol/e2b-v2-and-peers.md §4
 -- (OpenSandbox: `renew-expiration {expiresAt: RFC 3339}`, `page`/`pageSize`, body
 -- `pagination{page,pageSize,totalItems,totalPages,hasNextPage}`), §5 (OpenKruise: 30 s .. 2 592 000 s,
 -- 400 otherwise; CubeSandbox: default 15 s, min 0).

@@ -1,4 +1,4 @@
--- abx.client.snapshot: sandbox snapshots on the control plane (reference/e2b-control-plane.md §3.1, §3.3
+-- abx.client.snapshot: sandbox snapshots on the control plane (docs/protocol/e2b-control-plane.md §3.1, §3.3
 -- SnapshotInfo, §3.4, §6.1). A snapshot is a template: restore it with
 -- conn:create{ template = snapshot_id }.
 --

@@ -1,6 +1,6 @@
 -- abx.client.template: the E2B template build API, driven as the 2.51 SDK drives it
--- (sdk-src/template/buildApi.ts and index.ts; reference/e2b-v2-and-peers.md §2,
--- e2b-control-plane.md §4). Knows the wire; recipes are abx.run.recipe.
+-- (sdk-src/template/buildApi.ts and index.ts; docs/protocol/e2b-v2-and-peers.md §2,
+-- docs/protocol/e2b-control-plane.md §4). Knows the wire; recipes are abx.run.recipe.
 --
 --   local template = require("abx.client.template")
 --   local b = template.request_build(conn, { name = "hello:abx-0123456789ab", cpuCount = 2 })

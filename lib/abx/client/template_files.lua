@@ -1,6 +1,6 @@
 -- abx.client.template_files: the files of a template COPY step, as the E2B SDK 2.51 sees them:
 -- the list of paths (getAllFilesInPath), their hash (calculateFilesHash) and the upload archive
--- (spoolTarArchive). Sources: sdk-src/template/utils.ts; reference/e2b-v2-and-peers.md §2 item 2.
+-- (spoolTarArchive). Sources: sdk-src/template/utils.ts; docs/protocol/e2b-v2-and-peers.md §2 item 2.
 --
 --   local tf = require("abx.client.template_files")
 --   local paths = tf.paths(ctx_dir, "server/")            -- {"server", "server/app.py", ...}

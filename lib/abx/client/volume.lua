@@ -1,4 +1,4 @@
--- abx.client.volume: team volumes on the control plane (reference/e2b-control-plane.md §5). Mount one with
+-- abx.client.volume: team volumes on the control plane (docs/protocol/e2b-control-plane.md §5). Mount one with
 -- conn:create{ volume_mounts = {{ name = v.name, path = "/mnt/data", read_only = false }} }.
 --
 --   local v = conn:create_volume("data-" .. ctx.run_id)   -- {volume_id, name, token, domain?}

@@ -14,7 +14,7 @@
 --           is "rename" of the old name and "create" of the new one.
 -- Units: seconds; `timeout` 0 means none. watch_dir defaults to 60 s as the SDKs (§5.2 "SDK use"):
 --        envd ends the stream with deadline_exceeded then, and the handle keeps its events.
--- Source: reference/envd-protocol.md §5.1 (WatchDir, CreateWatcher, GetWatcherEvents,
+-- Source: docs/protocol/envd-protocol.md §5.1 (WatchDir, CreateWatcher, GetWatcherEvents,
 --         RemoveWatcher, FilesystemEvent, EventType), §5.2 (server semantics), §9 (keepalive).
 
 -- Fail closed: options are checked (abx.client.options); an event whose name is not UTF-8 text, whose

@@ -8,10 +8,10 @@ local M = {}
 -- What a provider can do beyond the core lifecycle, files and commands. A test names the ones it
 -- needs in `requires`; a provider lists the ones it has in `capabilities:`.
 -- v2_routes: create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (E2B
--- SDK ≥ 2.51; e2b-v2-and-peers.md §1.1); without it the client speaks the v1 routes.
--- What platforms differ on beyond routes (issue 12; e2b-v2-and-peers.md §5, e2b-control-plane.md
--- §8.1): api_key_check (a wrong or missing API key is refused; CubeSandbox takes any), env_vars
--- (create's envVars reach commands; CubeSandbox ignores them), secure (secure sandboxes: envd
+-- SDK ≥ 2.51; docs/protocol/e2b-v2-and-peers.md §1.1); without it the client speaks the v1 routes.
+-- What platforms differ on beyond routes (issue 12; docs/protocol/e2b-v2-and-peers.md §5,
+-- docs/protocol/e2b-control-plane.md §8.1): api_key_check (a wrong or missing API key is refused; CubeSandbox takes
+-- any), env_vars (create's envVars reach commands; CubeSandbox ignores them), secure (secure sandboxes: envd
 -- access tokens, signed file URLs, traffic tokens; "access tokens: not compatible" on Alibaba FC
 -- and Flash, ignored by CubeSandbox), connect_resume (connect resumes a paused sandbox and
 -- extends the TTL; CubeSandbox's does neither), ttl_shorten (set_timeout may shorten the TTL;
@@ -19,7 +19,7 @@ local M = {}
 -- refresh (POST /sandboxes/{id}/refreshes; not on OpenKruise), metrics_disk (the metrics' disk
 -- fields are real; FC: placeholders), envd (the data plane is E2B's envd: the default user `user`
 -- with home /home/user, output bytes exactly as written, numeric pids, an envd version;
--- OpenSandbox's execd runs as root and sends output line by line, e2b-v2-and-peers.md §4),
+-- OpenSandbox's execd runs as root and sends output line by line, docs/protocol/e2b-v2-and-peers.md §4),
 -- e2b_api (E2B's control-plane wire itself: route names, 404 for an unknown template, the
 -- sandbox info's CPU and memory, the edge's 502 bodies), api_keys (managed team API keys: E2B's
 -- /api-keys routes under an admin credential, abx.client.apikey; not on Alibaba, OpenKruise,
@@ -48,7 +48,7 @@ for k in pairs(PROVIDER_KEYS) do M.PROVIDER_KEYS[#M.PROVIDER_KEYS + 1] = k end
 table.sort(M.PROVIDER_KEYS)
 
 -- The wire a provider speaks: e2b (the E2B client, with the provider's semantics applied) or
--- opensandbox (its own /v1 lifecycle API and execd, reference §8.2; e2b-v2-and-peers.md §4).
+-- opensandbox (its own /v1 lifecycle API and execd, reference §8.2; docs/protocol/e2b-v2-and-peers.md §4).
 M.PROTOCOLS = { "e2b", "opensandbox" }
 M.ROUTINGS = { "host", "headers", "path" }
 M.ROUTE_VERSIONS = { "v1", "v2" }
@@ -128,7 +128,52 @@ M.DEFAULTS = {
   markers = { e2e = "every test", known_issue = "a strict expected failure",
     flaky = "may fail for reasons outside the platform under test (rerun by --reruns N)" },
   known_issues = "config/known_issues.yaml",
+  -- the languages every catalog entry needs a title and description in (KNOWN-ISSUES.md is en)
+  known_issue_languages = { "en" },
 }
+
+-- The languages the known-issues catalog can be written in (abx.run.known_issues renders them).
+M.KNOWN_ISSUE_LANGUAGES = { "en", "zh" }
+
+---Checks `known_issues:` of the config: a file path, or a mapping {file, languages}. Returns the
+---path (nil: the default) and the language list (nil: the default, English only).
+---Raises: InvalidArgument naming the file, the key and the valid values
+function M.check_known_issues(path, v)
+  local where = (path or "config") .. ": known_issues"
+  if v == nil or type(v) == "string" then return v, nil end
+  if type(v) ~= "table" then
+    core.error("InvalidArgument", 0, where .. " must be a file path or a mapping {file, languages}")
+  end
+  for k in pairs(v) do
+    if k ~= "file" and k ~= "languages" then
+      core.error("InvalidArgument", 0, string.format("%s: unknown key %q (known: file, languages)",
+        where, tostring(k)))
+    end
+  end
+  if v.file ~= nil and type(v.file) ~= "string" then
+    core.error("InvalidArgument", 0, where .. ".file must be a path")
+  end
+  local langs = v.languages
+  if langs == nil then return v.file, nil end
+  if type(langs) ~= "table" or #langs == 0 then
+    core.error("InvalidArgument", 0, where .. ".languages must be a non-empty list, e.g. [en, zh]")
+  end
+  local known, has_en = table.concat(M.KNOWN_ISSUE_LANGUAGES, ", "), false
+  for i, l in ipairs(langs) do
+    local ok = false
+    for _, k in ipairs(M.KNOWN_ISSUE_LANGUAGES) do ok = ok or l == k end
+    if not ok then
+      core.error("InvalidArgument", 0, string.format("%s.languages[%d]: unknown language %q "
+        .. "(known: %s)", where, i, tostring(l), known))
+    end
+    has_en = has_en or l == "en"
+  end
+  if not has_en then
+    core.error("InvalidArgument", 0, where .. ".languages must include en (reports use the "
+      .. "English title)")
+  end
+  return v.file, langs
+end
 
 local function merge(base, over)
   local out = {}
@@ -388,7 +433,10 @@ function M.load(path)
         path, tostring(k), suggest.hint(k, names), table.concat(names, ", ")))
     end
   end
+  local ki_file, ki_langs = M.check_known_issues(path, raw.known_issues)
   local cfg = merge(M.DEFAULTS, raw)
+  cfg.known_issues = ki_file or M.DEFAULTS.known_issues
+  cfg.known_issue_languages = ki_langs or M.DEFAULTS.known_issue_languages
   cfg.defaults = merge(M.DEFAULTS.defaults, raw.defaults)
   -- where each default came from (abx.run.limits names it in a deadline failure); `abxlua run
   -- --timeout` sets origin.test_timeout = "--timeout"

@@ -6,8 +6,8 @@
 -- against real sandboxes (issue 12 part 5).
 --
 -- The capabilities of a flavoured run are the cloud entry's that the local platform also has
--- (both lists are published tables: config/abxlua.yaml's sources, reference/e2b-control-plane.md
--- §8 and e2b-v2-and-peers.md §4-5); the semantics (protocol, route_version, ttl, create,
+-- (both lists are published tables: config/abxlua.yaml's sources, docs/protocol/e2b-control-plane.md
+-- §8 and docs/protocol/e2b-v2-and-peers.md §4-5); the semantics (protocol, route_version, ttl, create,
 -- pagination, auth_header, envd_routing) are the cloud entry's.
 local core = require("abx.core")
 
@@ -18,7 +18,7 @@ local M = {}
 M.NAMES = { "e2b", "alicloud-fc", "alicloud-express", "acs", "cubesandbox", "opensandbox" }
 
 -- The control plane's base path under serve's URL per flavour: OpenKruise's sandbox-manager
--- under /kruise/api, CubeAPI under /cubeapi/v1 (e2b-v2-and-peers.md §5; platform/flavor.c
+-- under /kruise/api, CubeAPI under /cubeapi/v1 (docs/protocol/e2b-v2-and-peers.md §5; platform/flavor.c
 -- `prefix`), OpenSandbox's lifecycle API under /v1 (§4, specs/sandbox-lifecycle.yml servers).
 M.API_PATH = { acs = "/kruise/api", cubesandbox = "/cubeapi/v1", opensandbox = "/v1" }
 

@@ -1,5 +1,8 @@
 -- abx.run.known_issues: the known-issues catalog (config/known_issues.yaml), strict expected failures,
--- and the generated KNOWN-ISSUES.md / KNOWN-ISSUES.zh-CN.md.
+-- and the generated KNOWN-ISSUES.md / KNOWN-ISSUES.zh-CN.md. The languages every entry needs texts
+-- in are the config's known_issues.languages (the shipped config: en, zh); an entry lacking one
+-- stops `known-issues --check`/`--write` and the runs whose selected tests use it (M.problem), and
+-- nothing else.
 local core = require("abx.core")
 
 local M = {}
@@ -10,20 +13,51 @@ local function bad(path, msg)
   core.error("InvalidArgument", 0, path .. ": " .. msg)
 end
 
-local function check_text(path, id, field, v)
-  if type(v) ~= "table" or type(v.en) ~= "string" or type(v.zh) ~= "string"
-      or v.en == "" or v.zh == "" then
-    bad(path, string.format("%s.%s needs `en` and `zh` texts", id, field))
+-- The languages a text may be given in (config.KNOWN_ISSUE_LANGUAGES; HEAD below renders each).
+local LANGS = { en = true, zh = true }
+
+-- Checks a title or description: a mapping language -> text. A language of `langs` without a text
+-- is not an error here: it is recorded in e.missing, which stops only what uses the entry
+-- (M.problem). A text in a language nobody renders is an error.
+local function check_text(path, e, id, field, langs)
+  local v = e[field]
+  if type(v) ~= "table" then
+    bad(path, string.format("%s.%s must be a mapping of language to text (%s)", id, field,
+      table.concat(langs, ", ")))
+  end
+  for k in pairs(v) do
+    if not LANGS[k] then
+      bad(path, string.format("%s.%s: unknown language %q (known: en, zh)", id, field, tostring(k)))
+    end
+  end
+  for _, l in ipairs(langs) do
+    if type(v[l]) ~= "string" or v[l] == "" then
+      e.missing[#e.missing + 1] = field .. "." .. l
+    end
+  end
+end
+
+-- The line of `id:` in the catalog's text, or nil.
+local function line_of(text, id)
+  local n = 0
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    n = n + 1
+    if line:match("^%s+" .. id:gsub("%-", "%%-") .. "%s*:") then return n end
   end
 end
 
 ---Loads and validates the catalog. A missing file is an empty catalog.
 ---@param path string
----@return table catalog { path =, entries = { [id] = entry }, ids = { sorted ids } }
----Raises: InvalidArgument naming the file, the entry and the field
-function M.load(path)
-  local cat = { path = path, entries = {}, ids = {} }
+---@param langs string[]|nil the languages every entry needs texts in (config
+---  known_issues.languages; default {"en"})
+---@return table catalog { path =, langs =, entries = { [id] = entry }, ids = { sorted ids } }; an
+---  entry lacking a text of `langs` has `missing` = {"title.zh", ...} and `line` (see M.problem)
+---Raises: InvalidArgument naming the file, the entry and the field (a malformed catalog)
+function M.load(path, langs)
+  langs = langs or { "en" }
+  local cat = { path = path, langs = langs, entries = {}, ids = {} }
   if not core.exists(path) then return cat end
+  local text = core.read_file(path) or ""
   local raw = core.yaml_load(path) or {}
   if type(raw) ~= "table" or (raw.issues ~= nil and type(raw.issues) ~= "table") then
     bad(path, "the top level must be a mapping with `issues:`")
@@ -36,8 +70,9 @@ function M.load(path)
       bad(path, string.format("known issue id %q must look like KI-001", tostring(id)))
     end
     if type(e) ~= "table" then bad(path, id .. " must be a mapping") end
-    check_text(path, id, "title", e.title)
-    check_text(path, id, "description", e.description)
+    e.missing, e.line = {}, line_of(text, id)
+    check_text(path, e, id, "title", langs)
+    check_text(path, e, id, "description", langs)
     if e.providers ~= nil then
       if type(e.providers) ~= "table" or #e.providers == 0 then
         bad(path, id .. ".providers must be a non-empty list of provider names (or be left out)")
@@ -57,6 +92,34 @@ function M.load(path)
   end
   table.sort(cat.ids)
   return cat
+end
+
+---Why the entry cannot be used, or nil: the texts it lacks, with the file and line of the entry.
+---@return string|nil e.g. `config/known_issues.yaml:17: KI-002 has no text for title.zh,
+---  description.zh (known_issues.languages: en, zh)`
+function M.problem(cat, entry)
+  if not entry or #entry.missing == 0 then return nil end
+  return string.format("%s:%s: %s has no text for %s (known_issues.languages: %s); add them, or "
+    .. "drop the language from known_issues.languages in the config", cat.path,
+    tostring(entry.line or "?"), entry.id, table.concat(entry.missing, ", "),
+    table.concat(cat.langs, ", "))
+end
+
+---The problems (M.problem) of the entries the given tests reference, one per entry, sorted.
+---@param files table[] collected files ({ tests = { {opts = {known_issue}, id} } })
+---@return string[]
+function M.problems_used(cat, files)
+  local seen, out = {}, {}
+  for _, f in ipairs(files) do
+    for _, t in ipairs(f.tests or {}) do
+      local id = t.opts and t.opts.known_issue
+      local p = id and not seen[id] and M.problem(cat, cat.entries[id])
+      if p then out[#out + 1] = p .. " (used by " .. t.id .. ")" end
+      if id then seen[id] = true end
+    end
+  end
+  table.sort(out)
+  return out
 end
 
 ---True when the entry applies on `provider` (no providers list: everywhere).
@@ -136,17 +199,26 @@ local HEAD = {
   },
 }
 
----Renders the catalog as Markdown in `lang` ("en" or "zh").
+-- An entry's text in `lang`, or a placeholder naming where it is missing.
+local function text_of(cat, e, field, lang)
+  local v = e[field][lang]
+  if type(v) == "string" and v ~= "" then return v end
+  return string.format("(no %s text: %s:%s)", lang, cat.path, tostring(e.line or "?"))
+end
+
+---Renders the catalog as Markdown in `lang` ("en" or "zh"); a missing text shows as
+---"(no zh text: FILE:LINE)". The other language's file is linked when the catalog has both.
 ---@param refs table { [id] = { "file::test name", ... } }
 ---@return string
 function M.render(cat, refs, lang)
   local h = HEAD[lang]
-  local out = { h.title, "", h.intro, "", h.other, "" }
+  local out = { h.title, "", h.intro, "" }
+  if #(cat.langs or {}) > 1 then out[#out + 1] = h.other; out[#out + 1] = "" end
   for _, id in ipairs(cat.ids) do
     local e = cat.entries[id]
-    out[#out + 1] = string.format("## %s: %s", id, e.title[lang])
+    out[#out + 1] = string.format("## %s: %s", id, text_of(cat, e, "title", lang))
     out[#out + 1] = ""
-    out[#out + 1] = e.description[lang]
+    out[#out + 1] = text_of(cat, e, "description", lang)
     out[#out + 1] = ""
     out[#out + 1] = string.format("- %s: %s", h.providers,
       e.providers and table.concat(e.providers, ", ") or h.all)

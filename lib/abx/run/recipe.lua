@@ -1,6 +1,6 @@
 -- abx.run.recipe: template folders (scenarios/templates/<name>/): loading and checking
 -- template.yaml, and turning it into the E2B build API requests the 2.51 SDK makes for the same
--- builder calls (sdk-src/template/index.ts, readycmd.ts; reference/e2b-v2-and-peers.md §2).
+-- builder calls (sdk-src/template/index.ts, readycmd.ts; docs/protocol/e2b-v2-and-peers.md §2).
 --
 --   local recipe = require("abx.run.recipe")
 --   local r = recipe.load("scenarios/templates/python-hello")   -- raises InvalidArgument

@@ -170,7 +170,7 @@ function M.load(args)
   if root ~= "." and type(cfg.known_issues) == "string" and cfg.known_issues:sub(1, 1) ~= "/" then
     cfg.known_issues = root .. "/" .. cfg.known_issues
   end
-  local catalog = known_issues.load(cfg.known_issues)
+  local catalog = known_issues.load(cfg.known_issues, cfg.known_issue_languages)
   local pred, sel = selection(args, cfg)
   local paths = args.paths
   if #paths == 0 then paths = { M.default_path(root) } end

@@ -4,7 +4,7 @@
 -- its script ran: size 800x600, the scripted box orange (#e04010, grey without JavaScript), the
 -- background blue (#2050a0). playwright-core drives the same browser: title set by the script,
 -- a click that changes the page, a screenshot. The page is reached at the sandbox's port URL too.
--- Flags: /work/.library/env/machines/c.md (headless, no sandbox, no GPU, no background
+-- Flags: the headless-Chromium set of the machine notes (headless, no sandbox, no GPU, no background
 -- networking, component updates, sync or first run; a new --user-data-dir), in bin/screenshot.sh.
 local t = require("abx.test")
 local cjson = require("cjson")

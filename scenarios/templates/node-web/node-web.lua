@@ -2,7 +2,7 @@
 -- is built. Fixture: ctx.template_sandbox (a sandbox of this folder's template). Markers: none.
 -- The app (app/server.js) is reached through the sandbox's port URL as a client outside reaches
 -- it: sbx:http(3000, ...) routes by <port>-<id>.<domain> or the E2b-Sandbox-* headers
--- (reference/e2b-control-plane.md §7.1, §7.4).
+-- (docs/protocol/e2b-control-plane.md §7.1, §7.4).
 local t = require("abx.test")
 local cjson = require("cjson")
 

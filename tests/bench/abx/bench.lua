@@ -6,7 +6,7 @@
 -- Sizes come from the environment (BENCH_N, BENCH_BYTES, BENCH_SANDBOXES, BENCH_CMDS,
 -- BENCH_FILEOPS, BENCH_PER, BENCH_IDLE_S, BENCH_PHASE); tests/bench/node/bench.mjs and
 -- tests/bench/floor/ do the same exchanges with the e2b SDK and with bare libcurl.
--- Fixtures: conn. Source: reference/envd-protocol.md §4 (Start), §5 (ListDir), §7 (/files).
+-- Fixtures: conn. Source: docs/protocol/envd-protocol.md §4 (Start), §5 (ListDir), §7 (/files).
 local t = require("abx.test")
 local core = require("abx.core")
 

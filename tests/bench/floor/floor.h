@@ -2,8 +2,8 @@
  * floor.h: the libcurl floor of `make bench` (tests/bench/bench.py, way C): the same HTTP
  * exchanges as the abxlua scenario (tests/bench/abx/bench.lua) and the e2b SDK script, with no
  * SDK and no engine: one CURL easy handle per thread (keep-alive reuse), jansson for JSON.
- * Wire facts: reference/e2b-control-plane.md §3 (POST /sandboxes, DELETE /sandboxes/{id}),
- * §7.4 (E2b-Sandbox-Id / E2b-Sandbox-Port routing headers); reference/envd-protocol.md §2.3
+ * Wire facts: docs/protocol/e2b-control-plane.md §3 (POST /sandboxes, DELETE /sandboxes/{id}),
+ * §7.4 (E2b-Sandbox-Id / E2b-Sandbox-Port routing headers); docs/protocol/envd-protocol.md §2.3
  * (Connect envelopes: flags byte, 4-byte big-endian length, JSON), §4 (process.Process/Start
  * events start/data/end; exitCode omitted when 0), §5 (filesystem.Filesystem/ListDir, Stat,
  * Remove), §6 (X-Access-Token, Authorization: Basic "user:"), §7 (POST/GET /files with

@@ -2,7 +2,7 @@
 // the process gets only E2B_API_KEY, E2B_DOMAIN=<domain>:<port> and NODE_EXTRA_CA_CERTS, so the
 // SDK derives https://api.<domain>:<port> (control plane), https://49983-<id>.<domain>:<port>
 // (envd), signed file URLs on that host and getHost(p) = <p>-<id>.<domain>:<port>
-// (reference/e2b-v2-and-peers.md §1.5). Run by tests/platform/test_tls.py; prints one
+// (docs/protocol/e2b-v2-and-peers.md §1.5). Run by tests/platform/test_tls.py; prints one
 // "ok <step>" line per step and exits 1 at the first failure.
 import assert from 'node:assert/strict'
 import { Sandbox } from 'e2b'

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A fake E2B control plane for tests/runner/credentials.sh: GET /v2/sandboxes answers 200 [] to
-the right X-API-Key and E2B's 401 {code, message} to any other (reference/e2b-control-plane.md
+the right X-API-Key and E2B's 401 {code, message} to any other (docs/protocol/e2b-control-plane.md
 §1.2); every other route is a 404. Usage: fake_api.py PORT_FILE KEY (writes its port, then serves
 until killed). Each request is logged on stdout as "METHOD PATH KEY-OK|KEY-BAD"."""
 import http.server

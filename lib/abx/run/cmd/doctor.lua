@@ -76,7 +76,7 @@ local function list_one(conn)
 end
 
 -- The list call's label and the health URL: OpenSandbox lists with GET /sandboxes (page +
--- pageSize) and serves /health at its root, not under /v1 (e2b-v2-and-peers.md §4).
+-- pageSize) and serves /health at its root, not under /v1 (docs/protocol/e2b-v2-and-peers.md §4).
 local function list_label(p)
   if p.protocol == "opensandbox" then return "GET /sandboxes?pageSize=1 (authenticated)" end
   return "GET /v2/sandboxes?limit=1 (authenticated)"

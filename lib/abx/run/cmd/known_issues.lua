@@ -1,6 +1,8 @@
 -- abx.run.cmd.known_issues: `abxlua known-issues`: the catalog with the tests that reference each
--- entry; --write regenerates scenarios/KNOWN-ISSUES.md and KNOWN-ISSUES.zh-CN.md, --check fails
--- (exit 1) when they are stale.
+-- entry; --write regenerates scenarios/KNOWN-ISSUES.md and KNOWN-ISSUES.zh-CN.md (one file per
+-- language of the config's known_issues.languages), --check fails (exit 1) when they are stale.
+-- An entry lacking a text of those languages fails --write and --check (naming the entry and its
+-- line); the printed catalog shows "(no zh text: FILE:LINE)" in its place.
 local core = require("abx.core")
 local suite = require("abx.run.suite")
 local known_issues = require("abx.run.known_issues")
@@ -47,10 +49,25 @@ function M.execute(args)
   end
   for _, list in pairs(refs) do table.sort(list) end
   if bad > 0 then return 1 end
-  local texts = { en = known_issues.render(s.catalog, refs, "en") .. "\n",
-    zh = known_issues.render(s.catalog, refs, "zh") .. "\n" }
+  if args.write or args.check then
+    local probs = {}
+    for _, id in ipairs(s.catalog.ids) do
+      probs[#probs + 1] = known_issues.problem(s.catalog, s.catalog.entries[id])
+    end
+    for _, p in ipairs(probs) do core.ewrite("abxlua: " .. p .. "\n") end
+    if #probs > 0 then return 1 end
+  end
+  local out, texts = {}, {}
+  for _, lang in ipairs(s.catalog.langs) do
+    out[lang] = OUT[lang]
+    texts[lang] = known_issues.render(s.catalog, refs, lang) .. "\n"
+  end
+  if not args.write and not args.check then
+    core.write(texts[args.lang] or (known_issues.render(s.catalog, refs, args.lang) .. "\n"))
+    return 0
+  end
   if args.write then
-    for lang, name in pairs(OUT) do
+    for lang, name in pairs(out) do
       local ok, werr = write_file(args.dir .. "/" .. name, texts[lang])
       if not ok then core.ewrite("abxlua: cannot write " .. tostring(werr) .. "\n"); return 1 end
       core.write("wrote " .. args.dir .. "/" .. name .. "\n")
@@ -59,7 +76,7 @@ function M.execute(args)
   end
   if args.check then
     local stale = {}
-    for lang, name in pairs(OUT) do
+    for lang, name in pairs(out) do
       local have = core.read_file(args.dir .. "/" .. name)
       if have ~= texts[lang] then stale[#stale + 1] = args.dir .. "/" .. name end
     end
@@ -72,8 +89,6 @@ function M.execute(args)
     core.write("known-issues files are up to date\n")
     return 0
   end
-  core.write(texts[args.lang])
-  return 0
 end
 
 return M

@@ -207,6 +207,9 @@ function M.execute(args)
   if not pok then return nil, core.is_error(perr2) and perr2.message or tostring(perr2) end
   local s, err = suite.load(args)
   if not s then return nil, err end
+  -- a known issue lacking a text of known_issues.languages stops the runs that use it, only
+  local kprob = require("abx.run.known_issues").problems_used(s.catalog, s.files)
+  if #kprob > 0 then core.error("InvalidArgument", 0, table.concat(kprob, "\nabxlua: error: ")) end
   local cfg = s.config
   if args.timeout then
     if args.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end

@@ -1,7 +1,7 @@
 -- abx.run.sandbox_cli.logs: `abxlua sandbox logs ID`: the platform's sandbox logs. With the
 -- v2_routes capability GET /v2/sandboxes/{id}/logs?cursor&limit&direction&level&search ->
 -- {logs: [SandboxLogEntry]}; otherwise the deprecated GET /sandboxes/{id}/logs?start&limit ->
--- {logs: [{timestamp, line}], logEntries: [SandboxLogEntry]} (reference/e2b-control-plane.md §3
+-- {logs: [{timestamp, line}], logEntries: [SandboxLogEntry]} (docs/protocol/e2b-control-plane.md §3
 -- "logs", SandboxLogEntry {timestamp, level, message, fields}). --level, --search and
 -- --direction need the v2 route. JSON: {sandbox_id, route, logs: [{timestamp, level, message,
 -- fields}]}; human: one "timestamp level message" line each, oldest first.

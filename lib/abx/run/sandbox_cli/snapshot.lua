@@ -1,6 +1,6 @@
 -- abx.run.sandbox_cli.snapshot: `abxlua sandbox snapshot create ID | list [ID] | restore SNAPSHOT
--- | delete SNAPSHOT`, a sandbox's snapshots by hand (abx.client.snapshot; reference/
--- e2b-control-plane.md §3.1, §3.3 SnapshotInfo, §6.1). A snapshot is a template: restoring it is
+-- | delete SNAPSHOT`, a sandbox's snapshots by hand (abx.client.snapshot;
+-- docs/protocol/e2b-control-plane.md §3.1, §3.3 SnapshotInfo, §6.1). A snapshot is a template: restoring it is
 -- creating a sandbox from it.
 --   create ID [--name N]:  POST /sandboxes/{id}/snapshots. JSON {sandbox_id, snapshot_id, names}.
 --   list [ID] [--name N]:  GET /snapshots (every page; ID: only that sandbox's). JSON {snapshots:
