@@ -53,7 +53,7 @@ function M.kept(r)
 end
 
 -- The sandbox an exchange is for: the E2b-Sandbox-Id header (headers routing), the host's
--- "<port>-<id>." (host routing, reference/e2b-control-plane.md §7.1) or the control plane's
+-- "<port>-<id>." (host routing, docs/protocol/e2b-control-plane.md §7.1) or the control plane's
 -- /sandboxes/<id> path; nil when none says.
 local function sandbox_of(url, headers)
   for k, v in pairs(headers or {}) do
@@ -66,7 +66,7 @@ local function sandbox_of(url, headers)
 end
 
 -- Query parameters whose names say they are credentials (envd's signed file URLs carry
--- `signature`, reference/envd-protocol.md §7): their values are kept as "***".
+-- `signature`, docs/protocol/envd-protocol.md §7): their values are kept as "***".
 local CREDENTIAL_PARAMS = { "signature", "token", "key", "secret", "password" }
 
 -- url with the values of credential-like query parameters replaced by "***".
@@ -169,7 +169,7 @@ local function record(tr, fn, streaming, req, ...)
   elseif type(resp) == "table" then
     ex.status = math.tointeger(resp.status)
     ex.response = { headers = masked_headers(resp.headers), body = M.body(resp.body) }
-    -- a create names its sandbox in the answer (reference/e2b-control-plane.md §3.1)
+    -- a create names its sandbox in the answer (docs/protocol/e2b-control-plane.md §3.1)
     ex.sandbox = ex.sandbox or (type(resp.body) == "string"
       and resp.body:sub(1, 4096):match('"sandboxID"%s*:%s*"([%w_-]+)"')) or nil
   end
