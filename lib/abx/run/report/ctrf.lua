@@ -22,9 +22,9 @@
 --   a test with a teardown error -> failed (the run fails: counts.errors), rawStatus keeps its
 --     outcome and extra.teardown_errors the errors;
 --   a file that failed to collect -> a test named after the file, failed, rawStatus "error".
--- `specVersion` 0.0.0: the version CTRF's root object documents (ctrf-io/ctrf,
--- docs/specification/root.md). Every string was masked by the JSON report's writer; the file is
--- masked whole once more when written.
+-- `specVersion` 0.0.0: the version CTRF's root object documents
+-- (ctrf-io/ctrf:docs/specification/root.md). Every string was masked by the JSON report's
+-- writer; the file is masked whole once more when written.
 local common = require("abx.run.report.common")
 local json = require("abx.json")
 
