@@ -3,7 +3,7 @@
 
 The protocol facts the code relies on used to live in notes outside the repository, cited as
 `reference/e2b-control-plane.md §7.1`, sometimes with a machine path in front
-(`/work/shared/reference/envd-protocol.md`) or with no directory at all (`envd-protocol.md §4`).
+(`<some dir>/reference/envd-protocol.md`) or with no directory at all (`envd-protocol.md §4`).
 They now live in docs/protocol/<same name>.md with the same section numbers, so a citation only
 needs its directory changed. This script does that, for every file git tracks:
 
