@@ -35,10 +35,11 @@ def run(name, *args, extra_env=None):
     env.update(extra_env or {})
     base = os.path.join(tmp, name)
     p = subprocess.run([abx, "run", "-j", "3", "--json", base + ".json", "--junit", base + ".xml",
-                        "--tap", base + ".tap", "--evidence", base + "-ev"] + list(args) + [CASE],
+                        "--tap", base + ".tap", "--html", base + ".html", "--evidence", base + "-ev"]
+                       + list(args) + [CASE],
                        cwd=ROOT, env=env, capture_output=True, timeout=240)
     sinks = {"stdout": p.stdout.decode("utf-8", "replace"), "stderr": p.stderr.decode("utf-8", "replace")}
-    for path in [base + ".json", base + ".xml", base + ".tap"] + glob.glob(base + "-ev/*"):
+    for path in [base + ".json", base + ".xml", base + ".tap", base + ".html"] + glob.glob(base + "-ev/*"):
         if os.path.exists(path):
             sinks[os.path.basename(path)] = open(path, encoding="utf-8", errors="replace").read()
     doc = json.loads(sinks[name + ".json"]) if name + ".json" in sinks else {"tests": []}
@@ -106,6 +107,11 @@ check(rep.startswith("curl ") and "$ENVD_ACCESS_TOKEN" in rep and "missing%20dir
 check(subprocess.run(["bash", "-n", "-c", rep]).returncode == 0 and
       any(a.endswith("username=user") for a in shlex.split(rep)), "the reproducer is valid shell")
 check("reproduce: curl " in sinks["stdout"], "the console prints the reproducer under the failure")
+page = sinks.get("default.html", "")
+check("?path=%2Fhome%2Fuser%2Fmissing%20dir%2Fnope.txt&amp;username=user" in page
+      and "does not exist" in page and "note body with" in page,
+      "the HTML page shows the failed test's exchanges: full URL with query, both bodies")
+check("curl " in page and "$ENVD_ACCESS_TOKEN" in page, "the HTML page shows the reproducer")
 check("writing the note of" in (f.get("output") or ""), "the failed test's captured output is in the JSON")
 AWK = CASE + "::prints a reproducer with awkward quoting"
 line = ((tests.get(AWK) or {}).get("output") or "").strip()
