@@ -490,11 +490,20 @@ function M:summary(c, seconds, note)
     end
   end
   if note then self:line(note) end
+  self:line(M.counts_line(c, seconds))
+end
+
+---The counts line that ends a run ("3 passed, 1 failed, 0 skipped, 0 xfailed in 2.50s", with
+---", N errors" and ", N rerun" when there are any); `abxlua merge-reports` prints it too.
+---@param c table counts {passed, failed, skipped, xfailed, errors?, rerun?}
+---@param seconds number|nil wall time
+---@return string
+function M.counts_line(c, seconds)
   local s = string.format("%d passed, %d failed, %d skipped, %d xfailed", c.passed or 0,
     c.failed or 0, c.skipped or 0, c.xfailed or 0)
   if (c.errors or 0) > 0 then s = s .. string.format(", %d errors", c.errors) end
   if (c.rerun or 0) > 0 then s = s .. string.format(", %d rerun", c.rerun) end
-  self:line(s .. string.format(" in %.2fs", seconds))
+  return s .. string.format(" in %.2fs", seconds or 0)
 end
 
 return M

@@ -51,10 +51,6 @@ local function check_outputs(args)
     local err = args[o[2]] and path_error(o[1], args[o[2]])
     if err then return err end
   end
-  if args.html and not package.preload[HTML_MODULE] then
-    return "--html: this abxlua has no HTML writer (module " .. HTML_MODULE
-      .. ", lib/abx/run/report/html.lua); use a build that has it, or leave --html out"
-  end
   if not args.evidence_topic:match("^[%w][%w._-]*$") then
     return "--evidence-topic may only contain letters, digits, '.', '_' and '-'"
   end
@@ -63,10 +59,7 @@ end
 
 -- The command line as it could be typed again (for the evidence record).
 local function command_line(args)
-  local function q(s)
-    if s:match("^[%w@%%+=:,./_-]+$") then return s end
-    return "'" .. s:gsub("'", "'\\''") .. "'"
-  end
+  local q = require("abx.run.cmd.run").shell_word
   local parts = { "abxlua", "merge-reports" }
   if args.allow_partial then parts[#parts + 1] = "--allow-partial" end
   for _, o in ipairs(OUTPUTS) do
@@ -75,15 +68,6 @@ local function command_line(args)
   if args.evidence then parts[#parts + 1] = "--evidence " .. q(args.evidence) end
   for _, p in ipairs(args.inputs) do parts[#parts + 1] = q(p) end
   return table.concat(parts, " ")
-end
-
--- The counts line of `abxlua run` (abx.run.console's summary) for the merged counts.
-local function counts_line(c, seconds)
-  local s = string.format("%d passed, %d failed, %d skipped, %d xfailed", c.passed or 0,
-    c.failed or 0, c.skipped or 0, c.xfailed or 0)
-  if (c.errors or 0) > 0 then s = s .. string.format(", %d errors", c.errors) end
-  if (c.rerun or 0) > 0 then s = s .. string.format(", %d rerun", c.rerun) end
-  return s .. string.format(" in %.2fs", seconds or 0)
 end
 
 local function describe(merged)
@@ -131,7 +115,7 @@ function M.execute(args)
       core.ewrite("abxlua: evidence record written to " .. path .. "\n")
     end)
   end
-  core.write(counts_line(merged.counts, merged.duration) .. "\n")
+  core.write(require("abx.run.console").counts_line(merged.counts, merged.duration) .. "\n")
   return code
 end
 

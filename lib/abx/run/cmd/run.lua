@@ -95,13 +95,18 @@ local function check_report_paths(args)
   return nil
 end
 
+---One word of a shell command line: `s` as it is when it needs no quoting, else single-quoted.
+---@param s any
+---@return string
+function M.shell_word(s)
+  s = tostring(s)
+  if s:match("^[%w@%%+=:,./_-]+$") then return s end
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
 -- The command line as it could be typed again (for the evidence record).
 local function command_line(args)
-  local function q(s)
-    s = tostring(s)
-    if s:match("^[%w@%%+=:,./_-]+$") then return s end
-    return "'" .. s:gsub("'", "'\\''") .. "'"
-  end
+  local q = M.shell_word
   local parts = { "abxlua", "run" }
   local function opt(flag, v) if v ~= nil then parts[#parts + 1] = flag .. " " .. q(v) end end
   opt("--config", args.config); opt("--provider", args.provider)
