@@ -21,11 +21,7 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
-#define ABX_CLIENT_ID "6532622b"
-/* ABX_MAX_TIMEOUT_S: 24 h, E2B Pro's maximum run (docs/protocol/e2b-v2-and-peers.md §6).
- * ABX_V2_TIMEOUT_S: the v2 create/connect default TTL (docs/protocol/e2b-v2-and-peers.md §1.2). */
-#define ABX_MAX_TIMEOUT_S 86400
-#define ABX_V2_TIMEOUT_S 300
+#include "e2b.h" /* ABX_CLIENT_ID, ABX_MAX_TIMEOUT_S, ABX_V2_TIMEOUT_S */
 
 /* Set once at startup (strings borrowed for the life of the process). */
 void abx_api_config(const char *api_key, const char *domain);

@@ -177,7 +177,18 @@ enum MHD_Result abx_api_sandbox_network(struct abx_api_req *r)
   json_decref(req);
   if (rc != 0)
     return abx_http_error(r->c, 400, msg);
-  int status = abx_network_update(id, &rules, msg, sizeof msg);
+  int netns = abx_registry_netns(id);
+  if (netns < 0) { /* no namespace: unknown, or paused filesystem only (rules kept for its boot) */
+    abx_registry_lock();
+    int listed = abx_registry_find(id) != NULL;
+    abx_registry_unlock();
+    if (!listed) {
+      json_decref(rules.allow);
+      json_decref(rules.deny);
+      return abx_api_not_found(r->c, id);
+    }
+  }
+  int status = abx_network_update(id, netns, &rules, msg, sizeof msg);
   if (status == 404)
     return abx_api_not_found(r->c, id);
   if (status != 204)

@@ -19,7 +19,7 @@
 
 #include "api_internal.h"
 #include "flavor.h"
-#include "template_build.h"
+#include "template_store.h"
 #include "base64.h"
 #include "cgroup.h"
 #include "http_util.h"

@@ -19,6 +19,7 @@
 #include "layer_cache.h"
 #include "network.h"
 #include "sandbox.h"
+#include "image_debian.h"
 #include "template_start.h"
 
 void abx_run_log(struct abx_run *r, const char *level, const char *fmt, ...)

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "api.h"
 #include "e2b.h"
 
 #define END NULL

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "image_debian_int.h"
-#include "sandbox.h" /* abx_rmtree */
+#include "fs.h"
 
 #define RECIPE_VERSION "abx image recipe 2"
 

@@ -57,6 +57,8 @@
 
 #include <stddef.h>
 
+struct abx_template;
+
 #define ABX_IMAGE_BUILD_TIMEOUT_S 1200
 #define ABX_IMAGE_MIRROR "http://deb.debian.org/debian"
 #define ABX_IMAGE_SECURITY "http://deb.debian.org/debian-security"
@@ -89,5 +91,16 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
  * -1 with "serve is stopping" and leaves nothing (each program runs in a mount namespace of its
  * own, so mmdebstrap's mounts in the root go with it). */
 void abx_image_stop(void);
+
+/* The parent of a fromImage build (image_root.c): "e2bdev/base" (the SDK's default base image,
+ * which E2B's base template is built from) is the base template; a Debian image is its
+ * image_debian.h root, built (blocking: 40-70 s cold, on the build's thread) or found in
+ * <cache>/images, as a rootfs.h image record; every other image is image_debian.h's refusal
+ * ("image '<ref>': image registry <r> is unreachable from this machine: only Debian images
+ * (debian:<suite>) are built locally, from Debian packages"). Each line of the image build's
+ * output goes to log(ud, line) (may be NULL). A record with one ref (the caller's), or NULL with
+ * err. */
+struct abx_template *abx_tbuild_image_root(const char *image, void (*log)(void *ud, const char *line),
+                                           void *ud, char *err, size_t errlen);
 
 #endif

@@ -10,7 +10,7 @@
 #include "image_debian.h"
 #include "layer_cache.h"
 #include "rootfs.h"
-#include "template_build.h"
+#include "template_store.h"
 
 struct abx_template *abx_template_image(const char *image_dir, const char *id, const char *ref,
                                         char *err, size_t errlen)

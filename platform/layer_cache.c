@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "http_util.h"
-#include "sandbox.h"
 
 static char g_dir[3900];
 static char g_secret[65];

@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "api.h"
+#include "e2b.h" /* ABX_MAX_TIMEOUT_S */
 #include "cgroup.h"
 #include "http_util.h"
 #include "metrics.h"

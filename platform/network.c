@@ -20,7 +20,6 @@
 
 #include "e2b.h"
 #include "http_util.h"
-#include "registry.h"
 #include "nft.h"
 #include "rtnl.h"
 #include "serve_log.h"
@@ -492,18 +491,9 @@ void abx_network_forget(const char *id)
   pthread_mutex_unlock(&g_mu);
 }
 
-int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, size_t msglen)
+int abx_network_update(const char *id, int netns, struct abx_net_rules *rules, char *msg,
+                       size_t msglen)
 {
-  int netns = abx_registry_netns(id);
-  if (netns < 0) { /* no namespace: unknown, or paused filesystem only (rules kept for its boot) */
-    abx_registry_lock();
-    int listed = abx_registry_find(id) != NULL;
-    abx_registry_unlock();
-    if (!listed) {
-      rules_free(rules);
-      return 404;
-    }
-  }
   pthread_mutex_lock(&g_apply);
   pthread_mutex_lock(&g_mu);
   struct net *n = find(id);

@@ -93,11 +93,13 @@ void abx_network_detach(const char *id);
 /* Drop the sandbox's settings (after detach). Unknown ids are ignored. */
 void abx_network_forget(const char *id);
 
-/* Replace the outbound rules of a known sandbox (PUT network): takes ownership of the json in
- * `rules`; maskRequestHost and public traffic are kept. A sandbox paused filesystem only (no
- * namespace) gets them at its next boot. Returns 204, 404 (unknown id) or 500 (msg set; the old
- * rules stay). */
-int abx_network_update(const char *id, struct abx_net_rules *rules, char *msg, size_t msglen);
+/* Replace the outbound rules of a listed sandbox (PUT network): takes ownership of the json in
+ * `rules` and of `netns` (the sandbox's network namespace fd, closed here; -1 when it has none: a
+ * sandbox paused filesystem only gets the rules at its next boot); maskRequestHost and public
+ * traffic are kept. The caller checks the sandbox is listed. Returns 204, 404 (no network
+ * registered for `id`) or 500 (msg set; the old rules stay). */
+int abx_network_update(const char *id, int netns, struct abx_net_rules *rules, char *msg,
+                       size_t msglen);
 
 /* Add the network fields of `id` to a response object. detail=0 (Sandbox): trafficAccessToken
  * (string or null). detail=1 (SandboxDetail): allowInternetAccess, network {allowPublicTraffic,

@@ -20,7 +20,7 @@
 #include "registry.h"
 #include "rootfs.h"
 #include "sandbox.h"
-#include "template_build.h"
+#include "template_store.h"
 
 /* Every field of CreateSandboxRequest (the spec). The spec leaves the object open (no
  * additionalProperties: false) and the real server ignores other keys; here they are refused,

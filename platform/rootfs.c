@@ -17,8 +17,7 @@
 #include <unistd.h>
 
 #include "http_util.h"
-#include "sandbox.h"
-#include "template_build.h"
+#include "template_store.h"
 #include "templates.h"
 
 #define MAX_PARTS 9
@@ -444,22 +443,6 @@ uint64_t abx_rootfs_disk_used(const char *sbdir)
   uint64_t n = g_du_sum;
   pthread_mutex_unlock(&du_mu);
   return n;
-}
-
-int abx_copy_tree(const char *src, const char *dst)
-{
-  char from[4096];
-  snprintf(from, sizeof from, "%.4000s/.", src);
-  char *argv[] = {"cp", "-a", "--", from, (char *)dst, NULL};
-  char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
-  pid_t pid;
-  if (posix_spawn(&pid, "/bin/cp", NULL, NULL, argv, envp) != 0)
-    return -1;
-  int st;
-  while (waitpid(pid, &st, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
 /* A new template record whose layer, <templates>/<name>, is a copy of the sandbox's upper dirs

@@ -164,9 +164,6 @@ json_t *abx_snapshot_list(const char *sandbox_id, const char *name);
 /* Delete a listed template: 0 deleted, 404 unknown, 400 in use or the base template. */
 int abx_template_delete(const char *ref, char *msg, size_t msglen);
 
-/* cp -a src/. dst: modes, owners, xattrs and overlayfs whiteouts kept (posix_spawn of /bin/cp,
- * no shell; src up to 4000 bytes). 0, or -1 when cp cannot start or fails. */
-int abx_copy_tree(const char *src, const char *dst);
 
 /* Drop every template (shutdown, after every sandbox is gone). */
 void abx_rootfs_shutdown(void);

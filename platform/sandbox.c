@@ -61,22 +61,6 @@ void abx_sandbox_config(const char *state_dir, const char *exe_path)
   abx_rmtree(trash);
 }
 
-static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  if (remove(path) != 0 && errno != ENOENT)
-    return 0; /* keep going; the caller sees the top-level failure */
-  return 0;
-}
-
-int abx_rmtree(const char *path)
-{
-  nftw(path, rm_cb, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-  return access(path, F_OK) == 0 ? -1 : 0;
-}
-
 /* A killed sandbox's state dir is renamed into <state>/.trash at once and removed there by one
  * worker thread: removing a tree of files costs tens of ms on a disk mounted with `discard`, and
  * a kill need not wait for it (its path is gone as soon as the rename returns). */

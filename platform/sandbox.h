@@ -64,7 +64,5 @@ void abx_sandbox_destroy(struct abx_sandbox *sb);
  * itself. Called at shutdown (abx_lifecycle_shutdown). */
 void abx_sandbox_drain_trash(void);
 
-/* Remove a directory tree without following symlinks or crossing mounts. Returns 0 or -1. */
-int abx_rmtree(const char *path);
 
 #endif

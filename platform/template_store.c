@@ -1,7 +1,7 @@
 /*
  * template_store.c: built templates, their builds, names and tags. Contract in template_build.h.
  */
-#include "template_build.h"
+#include "template_store.h"
 
 #include <ctype.h>
 #include <pthread.h>

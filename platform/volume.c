@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "http_util.h"
-#include "sandbox.h"
 
 struct vol {
   char id[32];

@@ -28,4 +28,12 @@
  * else 0. s need not be NUL-terminated. */
 int abx_e2b_sandbox_id_valid(const char *s, size_t n);
 
+/* ABX_CLIENT_ID: the deprecated but required `clientID` of every Sandbox answer, always
+ * "6532622b" (docs/protocol/e2b-control-plane.md §2 "Sandbox ids"). */
+#define ABX_CLIENT_ID "6532622b"
+/* ABX_MAX_TIMEOUT_S: 24 h, E2B Pro's maximum run (docs/protocol/e2b-v2-and-peers.md §6).
+ * ABX_V2_TIMEOUT_S: the v2 create/connect default TTL (docs/protocol/e2b-v2-and-peers.md §1.2). */
+#define ABX_MAX_TIMEOUT_S 86400
+#define ABX_V2_TIMEOUT_S 300
+
 #endif

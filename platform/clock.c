@@ -1,0 +1,20 @@
+/*
+ * clock.c: wall and monotonic clocks in nanoseconds. Contract in clock.h.
+ */
+#include "clock.h"
+
+#include <time.h>
+
+int64_t abx_now_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t abx_mono_ns(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
