@@ -26,12 +26,12 @@ install(DIRECTORY "${CMAKE_SOURCE_DIR}/docs/" DESTINATION "${CMAKE_INSTALL_DOCDI
 
 # --- the .deb: `cpack -G DEB` in the build directory ----------------------------------------
 # Depends: the shared libraries the binary links, computed by dpkg-shlibdeps (dpkg-dev) from the
-# binary itself, plus the programs the local platform execs at run time: bwrap (platform/sandbox.c,
-# serve.c), ip and nft (platform/network.c find_exe). cp, chroot, ldd and dpkg (rootfs.c,
+# binary itself, plus the programs the local platform execs at run time: bwrap (platform/sandbox/sandbox.c,
+# serve.c), ip and nft (platform/net/network.c find_exe). cp, chroot, ldd and dpkg (rootfs.c,
 # image_debian.c) and bash (envd_client.c) are Essential in Debian and need no entry.
 # Recommends: ca-certificates (HTTPS to the cloud providers: libcurl verifies against it), what
 # E2B's base template offers in a sandbox, whose /usr is the host's
-# (platform/rootfs.h: sudo, git, curl, python3, python-is-python3), and libnss-myhostname for the
+# (platform/template/rootfs.h: sudo, git, curl, python3, python-is-python3), and libnss-myhostname for the
 # *.localhost names of `serve --tls`. Suggests: mmdebstrap (fromImage: debian templates,
 # image_debian.h) and the code-interpreter-v1 server's Python packages (platform/code_interpreter).
 # tests/install/deb.sh checks Depends against the binary and installs the package in a scratch root.

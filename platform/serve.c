@@ -21,29 +21,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api.h"
-#include "build_proxy.h"
-#include "git_server.h"
-#include "http_util.h"
-#include "cgroup.h"
-#include "faults.h"
-#include "flavor.h"
-#include "ingress.h"
-#include "layer_cache.h"
-#include "lifecycle.h"
-#include "network.h"
-#include "os_api.h"
-#include "recover.h"
-#include "apikeys.h"
-#include "registry.h"
-#include "rootfs.h"
-#include "sandbox.h"
-#include "serve_log.h"
-#include "serve_pool.h"
-#include "spawner.h"
-#include "template_build.h"
-#include "tls.h"
-#include "volume.h"
+#include "api/api.h"
+#include "net/net.h"
+#include "util/util.h"
+#include "sandbox/sandbox.h"
+#include "ingress/ingress.h"
+#include "template/template.h"
+#include "opensandbox/opensandbox.h"
+#include "build/build.h"
 
 #define API_MAX_BODY (1024u * 1024)
 /* libmicrohttpd's event threads: two, so that TLS or a large copy on one connection leaves the
@@ -330,10 +315,10 @@ static void usage(FILE *f)
         "  across restarts (default <state dir>/build-cache with --state-dir, else\n"
         "  $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache). Nothing in it is\n"
         "  removed automatically; remove the dir while no serve uses it to reclaim the space.\n"
-        "--faults FILE: YAML fault-injection rules (platform/faults.h); for tests only.\n"
+        "--faults FILE: YAML fault-injection rules (platform/util/faults.h); for tests only.\n"
         "--git-root DIR: serve the bare repositories under DIR read-only to sandboxes, as\n"
         "  git://<hub end of the sandbox's link>:9418/<name> (get_info abxNetwork.hostAddress;\n"
-        "  platform/git_server.h). Serve does not start when it cannot listen there.\n"
+        "  platform/net/git_server.h). Serve does not start when it cannot listen there.\n"
         "--flavor NAME: reproduce another E2B-compatible platform's wire (default e2b):\n"
         "  alicloud-fc, alicloud-express (Alibaba FC Agent Sandbox and its Flash edition: no\n"
         "  volumes, pause behind an allowlist, partial or no metrics), acs (OpenKruise\n"
@@ -344,7 +329,7 @@ static void usage(FILE *f)
         "  port 44772, ingress /sandboxes/<id>/port/<port>/...). Details: docs/PLATFORM.md\n"
         "  \"Flavours\".\n"
         "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
-        "removed (platform/recover.h).\n",
+        "removed (platform/sandbox/recover.h).\n",
         f);
 }
 

@@ -25,7 +25,7 @@ local REFUSAL = {
   ["cubesandbox"] = { accepted = true }, -- "any API key is accepted" (docs/protocol/e2b-v2-and-peers.md §5)
   ["opensandbox"] = { kind = "Authentication", status = 401 },
 }
--- what the embedded platform says in its E2B flavours (platform/api.c, E2B's body)
+-- what the embedded platform says in its E2B flavours (platform/api/api.c, E2B's body)
 local LOCAL_MESSAGE = "Invalid API key"
 
 local WRONG_KEY = "e2b_0000000000000000000000000000000000000000"

@@ -14,7 +14,7 @@
 -- Protocol: e2b-dev/infra spec/openapi.yml /api-keys (GET, POST NewTeamAPIKey -> 201
 --           CreatedTeamAPIKey), /api-keys/{apiKeyID} (DELETE 204), TeamAPIKey,
 --           IdentifierMaskingDetails; docs/protocol/e2b-control-plane.md §1.2 (X-API-Key), §6.1
---           (401 -> Authentication); platform/apikeys.h (the local platform's routes).
+--           (401 -> Authentication); platform/api/apikeys.h (the local platform's routes).
 local t = require("abx.test")
 local core = require("abx.core")
 local cjson = require("cjson")

@@ -3,12 +3,12 @@
 # Idempotent: a second run installs nothing and makes no network request. clang-format (14 on
 # Debian 12) is for the format:check test of `make test`, lua-check (luacheck) for its lint:luacheck
 # test (tests/editor/tests.cmake). sudo, python-is-python3, git and curl
-# are for the sandboxes: the `base` template takes /usr from the host (platform/rootfs.h) and
+# are for the sandboxes: the `base` template takes /usr from the host (platform/template/rootfs.h) and
 # E2B's base template offers them (`python` is Debian's python-is-python3). python3-jupyter-client,
 # python3-ipykernel and python3-matplotlib are for the code-interpreter-v1 template's server
 # (platform/code_interpreter/server.py: real Jupyter kernels; matplotlib for PNG results).
 # mmdebstrap builds the root of a `fromImage: debian:<suite>` template from Debian packages
-# (platform/image_debian.h). dpkg-dev: dpkg-shlibdeps computes the .deb Depends (cpack -G DEB).
+# (platform/template/image_debian.h). dpkg-dev: dpkg-shlibdeps computes the .deb Depends (cpack -G DEB).
 set -euo pipefail
 pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cjson-dev libyaml-dev
       libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl

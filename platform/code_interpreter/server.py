@@ -1,6 +1,6 @@
 """The code-interpreter server of the local platform's code-interpreter-v1 template.
 
-Written into the template's layer at /opt/abx/code-interpreter/server.py (platform/templates.c
+Written into the template's layer at /opt/abx/code-interpreter/server.py (platform/template/templates.c
 embeds this file at build time) and started by the template's start_cmd as root; it drops to
 `user` (uid 1000, HOME /home/user) before it starts a kernel, so code runs as E2B's template user.
 
@@ -435,7 +435,7 @@ def start_default_kernel():
     """Starts the default Python context before the server listens (/health then means code can
     run). A start that fails (on a loaded machine a kernel can take longer than KERNEL_READY_S) is
     logged on one line and tried again: the platform's readiness deadline (the template's
-    ready_timeout, platform/template_start.h) bounds the whole wait and names this log's tail when
+    ready_timeout, platform/sandbox/template_start.h) bounds the whole wait and names this log's tail when
     it passes. Exiting instead would turn one slow kernel start into a sandbox that never gets
     ready (issue 22: 'did not succeed within its ready timeout of 180 s' with a traceback tail)."""
     tries = 0

@@ -1,6 +1,6 @@
 // Conformance of the template build API: the official E2B JS SDK's Template() builder and
 // Template.build (npm e2b, pinned in sdk-<version>/), unmodified, against `abxlua serve`
-// (platform/template_build.h; the SDK's calls: docs/protocol/e2b-v2-and-peers.md §2). run.sh starts
+// (platform/build/template_build.h; the SDK's calls: docs/protocol/e2b-v2-and-peers.md §2). run.sh starts
 // the server and sets CONFORMANCE_SDK_DIR, CONFORMANCE_MODE and the SDK's variables as for
 // conformance.mjs. Prints `ok - name` / `not ok - name: error`, then `N passed, N failed`; exit 1
 // on any failure. Every sandbox is killed at the end.

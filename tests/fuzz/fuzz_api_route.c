@@ -1,6 +1,6 @@
 /*
  * fuzz_api_route.c: libFuzzer target for the control plane's request routing and its
- * metadata-filter parser (platform/api_internal.h):
+ * metadata-filter parser (platform/api/api_internal.h):
  *   - abx_api_lookup: api.c's route table walk (found / 400 / 404 / 405);
  *   - abx_api_match: the segment matcher, on the table's patterns and on a pattern of the input;
  *   - abx_api_parse_metadata_filter: GET /sandboxes?metadata=... (two layers of %XX, '+').
@@ -25,8 +25,8 @@
 #include <string.h>
 
 #include "fuzz_fields.h"
-#include "api_internal.h"
-#include "http_util.h"
+#include "api/api_internal.h"
+#include "util/util.h"
 
 #define FAIL(...)                                                                                  \
   do {                                                                                             \

@@ -1,12 +1,12 @@
 /*
  * fuzz_route.c: libFuzzer target for the local platform's routing parsers, through their extern
  * entry points only (platform is not refactored for this):
- *   - abx_ingress_route (platform/ingress.h): the Host `<port>-<id>.<domain>` form and the
+ *   - abx_ingress_route (platform/ingress/ingress.h): the Host `<port>-<id>.<domain>` form and the
  *     E2b-Sandbox-Id / E2b-Sandbox-Port header form. It reads headers with
  *     MHD_lookup_connection_value, which this file defines: the executable's definition takes
  *     precedence over libmicrohttpd's, so the fuzzer chooses the headers of a fake connection;
- *   - abx_api_parse_id (platform/api_internal.h): the control plane's sandbox id segment;
- *   - abx_percent_decode (platform/http_util.h): path and query decoding, both modes;
+ *   - abx_api_parse_id (platform/api/api_internal.h): the control plane's sandbox id segment;
+ *   - abx_percent_decode (platform/util/http_answer.h): path and query decoding, both modes;
  *   - abx_b64_decode_alloc with ABX_B64_URL_ONLY (proto/base64.h).
  * The control plane's own route matcher and metadata-filter parser have their target,
  * fuzz_api_route.c.
@@ -26,10 +26,10 @@
 #include <strings.h>
 
 #include "fuzz_fields.h"
-#include "api_internal.h"
+#include "api/api_internal.h"
 #include "base64.h"
-#include "http_util.h"
-#include "ingress.h"
+#include "util/util.h"
+#include "ingress/ingress.h"
 
 static const char *hdr_host, *hdr_id, *hdr_port;
 

@@ -282,7 +282,7 @@ class Stage:
                 "--bind", "/sys", "/sys", "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf",
                 "--cap-add", "ALL", "--unshare-ipc", "--unshare-uts",
                 "--die-with-parent", "--clearenv", "--chdir", self.workdir]
-        # no --unshare-pid: serve's start-up recovery (platform/recover.h) reads the owner pids of
+        # no --unshare-pid: serve's start-up recovery (platform/sandbox/recover.h) reads the owner pids of
         # other serves' state from /tmp and the shared cgroup tree; in a pid namespace of its own
         # the host's live serves look crashed and it would clean up after them.
         for k, v in self.env.items():

@@ -1,7 +1,7 @@
 -- The scenario of the install checks (prefix.sh, deb.sh, dockerfile.sh): copied into an empty
 -- directory and run there with the installed binary against the local provider. The second test
 -- needs the programs the .deb Depends on beyond bwrap: a sandbox link is made with `ip` and its
--- rules loaded with `nft` (platform/network.c; without them serve runs sandboxes loopback only).
+-- rules loaded with `nft` (platform/net/network.c; without them serve runs sandboxes loopback only).
 local t = require("abx.test")
 
 t.test("an installed abxlua runs a command in a local sandbox", function(ctx)

@@ -24,3 +24,9 @@ add_test(NAME layout:paths
 add_test(NAME layout:paths-selftest
          COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/paths.py --self-test)
 set_tests_properties(layout:paths layout:paths-selftest PROPERTIES TIMEOUT 120 LABELS layout)
+# Wings (issue 24): platform/ is one folder per subsystem; a wing reaches another through its door
+# header along an allowed arrow, no circle between wings, and no Connect envelope or base64 framed
+# outside proto/. Rules in wings.py; the self-test plants each fault.
+add_test(NAME layout:wings COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/wings.py ${CMAKE_SOURCE_DIR})
+add_test(NAME layout:wings-selftest COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/layout/wings.py --self-test)
+set_tests_properties(layout:wings layout:wings-selftest PROPERTIES TIMEOUT 60 LABELS layout)

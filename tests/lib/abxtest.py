@@ -172,7 +172,7 @@ def mounts_below(path):
 
 def stale_cgroups():
     """abxlua/serve.PID cgroups below this process's own cgroups whose PID is gone
-    (platform/cgroup.c makes them there; other serves of the host are not ours to judge)."""
+    (platform/sandbox/cgroup.c makes them there; other serves of the host are not ours to judge)."""
     stale = []
     with open("/proc/self/cgroup") as f:
         for line in f:

@@ -1,6 +1,6 @@
 /*
- * build_proxy_harness.c: drives platform/build_proxy.c and the real sandbox links of
- * platform/network.c for tests/platform/test_build_proxy.py, without serve: the test makes network
+ * build_proxy_harness.c: drives platform/net/build_proxy.c and the real sandbox links of
+ * platform/net/network.c for tests/platform/test_build_proxy.py, without serve: the test makes network
  * namespaces of its own (ip netns add) and this program links each into its hub namespace
  * exactly as a sandbox is linked (veth, addresses, the sandbox's nftables rules), then allows
  * some of them on the proxy. A test binary, never part of abxlua: the only way to allow a
@@ -28,8 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "build_proxy.h"
-#include "network.h"
+#include "net/build_proxy.h"
+#include "net/network.h"
 
 static void hex_out(const char *s, size_t n)
 {

@@ -1,5 +1,5 @@
 /*
- * image_debian_harness.c: drives platform/image_debian.c for tests/platform/test_image_debian.py.
+ * image_debian_harness.c: drives platform/template/image_debian.c for tests/platform/test_image_debian.py.
  *   image_debian_harness parse REF...           one line per REF: "ok SUITE SLIM" or "err MESSAGE"
  *   image_debian_harness build REF CACHE ABXLUA abx_image_root with ABXLUA's libraries: every log
  *                                               line as "log LINE", then "ok ROOT" or "err MESSAGE"
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "image_debian.h"
+#include "template/image_debian.h"
 
 static void log_line(void *ud, const char *line)
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Managed team API keys of `abxlua serve` (platform/apikeys.h): E2B's /api-keys routes under the
+"""Managed team API keys of `abxlua serve` (platform/api/apikeys.h): E2B's /api-keys routes under the
 access token, each created key working as X-API-Key on the sandbox routes until deleted, the key
 file in the state dir and its refusals, and the flavours without the routes.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The build sandboxes' egress proxy (platform/build_proxy.h).
+"""The build sandboxes' egress proxy (platform/net/build_proxy.h).
 
 Usage: test_build_proxy.py path/to/abxlua path/to/build_proxy_harness
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Crash recovery of `abxlua serve` (issue 5, item 1; platform/recover.h): after kill -9 of a
+"""Crash recovery of `abxlua serve` (issue 5, item 1; platform/sandbox/recover.h): after kill -9 of a
 serve holding 3 sandboxes (one with a volume, one paused, and a snapshot), its overlay mounts,
 cgroups, frozen processes and state dir remain; the next serve removes them all and logs it, while
 a second live serve's state stays untouched. Exit 77 = skipped (not root or no bubblewrap).

@@ -3,13 +3,13 @@
 
 Usage: test_flavor_opensandbox.py [path/to/abxlua]
 
-Every route and status of platform/os_api.h on real sandboxes: the credential refusal, X-Request-ID,
+Every route and status of platform/opensandbox/opensandbox.h on real sandboxes: the credential refusal, X-Request-ID,
 E2B's routes 404, bad bodies 400 naming the field, create 202 Pending -> Running, the entrypoint
 and resourceLimits honoured, the data plane through the ingress (URI mode and the
 OpenSandbox-Ingress-To header, envd's own port; unknown port, sandbox and route), endpoints with
 and without secureAccess, list filters and pagination, renew-expiration, pause/resume states,
 delete, and the expiry of a running and of a paused sandbox. Sources: opensandbox-group/OpenSandbox specs/
-sandbox-lifecycle.yml and the OpenSandbox server and ingress named in platform/os_api.h.
+sandbox-lifecycle.yml and the OpenSandbox server and ingress named in platform/opensandbox/opensandbox.h.
 Exit 1 when a check failed, 77 when skipped.
 """
 import base64

@@ -6,7 +6,7 @@ Usage: test_flavors.py [path/to/abxlua]
 Per flavour: routes served and missing (a missing route is 404 "not found", a served one with an
 unknown sandbox is 404 "Sandbox ... doesn't exist"), status codes, TTL bounds, the credential
 refusal, and one create -> command through envd -> kill round trip. Sources per rule:
-platform/flavor.h, docs/PLATFORM.md "Flavours" (docs/protocol/e2b-v2-and-peers.md §5,
+platform/util/flavor.h, docs/PLATFORM.md "Flavours" (docs/protocol/e2b-v2-and-peers.md §5,
 docs/protocol/e2b-control-plane.md §8.1).
 Exit 1 when a check failed, 77 when skipped.
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`abxlua serve --git-root DIR` (platform/git_server.h, issue 15 part 7): a bare repository under
+"""`abxlua serve --git-root DIR` (platform/net/git_server.h, issue 15 part 7): a bare repository under
 DIR is listed and cloned from inside a sandbox at git://<hub end of its link>:9418/<name>; a push
 and `git archive --remote` are refused and leave the repository as it was; a path outside DIR
 (".." components) and a repository that is not there are refused; a --git-root that is not a

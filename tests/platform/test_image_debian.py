@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""fromImage of a Debian image (platform/image_debian.h), through tests/platform/image_debian_harness.c.
+"""fromImage of a Debian image (platform/template/image_debian.h), through tests/platform/image_debian_harness.c.
 
 Usage: test_image_debian.py refs|build path/to/abxlua path/to/image_debian_harness
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Protocol upgrades through the ingress (platform/ingress_upgrade.c, docs/PLATFORM.md "Edge"):
+"""Protocol upgrades through the ingress (platform/ingress/ingress_upgrade.c, docs/PLATFORM.md "Edge"):
 a WebSocket-style request (Connection: Upgrade, Upgrade: websocket) to a port of a sandbox whose
 public traffic is off, answered by a server in the sandbox (python3, the host's), over plain HTTP
 and over `serve --tls`. Checks: the 101 and its headers reach the client; bytes the server sent

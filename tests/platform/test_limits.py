@@ -5,14 +5,14 @@
 Usage: test_limits.py [path/to/abxlua]
 
 - limits: every sandbox gets its template's CPU count and memory as cgroup v1 limits
-  (platform/cgroup.h "Limits"); get_info (cpuCount, memoryMB), metrics (cpuCount, memTotal), the
+  (platform/sandbox/cgroup.h "Limits"); get_info (cpuCount, memoryMB), metrics (cpuCount, memTotal), the
   sandbox's own read-only view of its groups (/sys/fs/cgroup/<h>) and the host's view of the groups
   its processes are in all agree; a process allocating past the limit is OOM-killed inside the
   sandbox while envd, serve and the host live on. The allocation is a little over the limit (which
   is 1024 MiB for `base`), and is only made once the limit is seen in place, so a missing limit
   never costs the shared host more than that.
 - metrics: docs/protocol/e2b-control-plane.md §3.4; samples every 5 s, start/end select
-  (platform/metrics.h, platform/api_metrics.c).
+  (platform/sandbox/metrics.h, platform/api/api_metrics.c).
 - uploads: envd creates an upload's missing parents as root and hands only those to the user
   (E2B envd's EnsureDirs; E2B's own write.test.ts writes /0/...).
 - base tools: python, git, curl, and sudo for `user` (envd's broker: tests/platform/test_sudo.py).
@@ -97,7 +97,7 @@ def t_limits_reported(s, ctx):
 
 def weights_locked(abxlua_dir):
     """cpu.shares of the abxlua group and of each serve.* group under it, read under the flock
-    that serve's rebalancing takes (platform/cgroup.c), so no other serve changes them meanwhile."""
+    that serve's rebalancing takes (platform/sandbox/cgroup.c), so no other serve changes them meanwhile."""
     fd = os.open(abxlua_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -404,7 +404,7 @@ def t_isolation_network(s, ctx):
 
 def t_sandbox_binary(s, ctx):
     """/opt/abx/abxlua in a sandbox is abxlua-envd when it sits beside abxlua (envd and sudo only,
-    without the engine's libraries), the full abxlua otherwise (platform/sandbox.c)."""
+    without the engine's libraries), the full abxlua otherwise (platform/sandbox/sandbox.c)."""
     small = os.path.join(os.path.dirname(os.path.abspath(BIN)), "abxlua-envd")
     want = small if os.access(small, os.X_OK) else os.path.abspath(BIN)
     code, out, err = run_in(s, ctx["a"], "stat -c %s /opt/abx/abxlua; /opt/abx/abxlua run x; echo rc=$?",

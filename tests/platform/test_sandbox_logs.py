@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GET /sandboxes/{id}/logs and GET /v2/sandboxes/{id}/logs (platform/api_logs.c,
+"""GET /sandboxes/{id}/logs and GET /v2/sandboxes/{id}/logs (platform/api/api_logs.c,
 sandbox_log.h): the lifecycle entries of a sandbox (started, paused, resumed) in E2B's shapes,
 the query parameters and their 400s, 404 for unknown and killed sandboxes.
 Source: docs/protocol/e2b-control-plane.md §3.4 (the two logs rows), §3.3 SandboxLogEntry.

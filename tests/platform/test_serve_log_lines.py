@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Serve's log (issue 22 item 4, platform/serve_log.h): every line starts with its UTC time; a
+"""Serve's log (issue 22 item 4, platform/util/log.h): every line starts with its UTC time; a
 failed, unanswered or slow request is one line with method, path (never the query string),
 status, time in ms and sandbox id; a sandbox's start and stop are lines with their reason; a
 template's readiness wait is a line with its outcome and the time waited; no API key, access

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The template build API of `abxlua serve` (platform/template_build.h, api_templates.c), driven
+"""The template build API of `abxlua serve` (platform/build/template_build.h, api_templates.c), driven
 by hand as E2B's SDK 2.51 drives it (docs/protocol/e2b-v2-and-peers.md §2): request, files upload,
 build start, status polling, tags, aliases, lists, delete; sandboxes created by name.
 

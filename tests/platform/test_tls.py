@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`abxlua serve --tls`: E2B's default addressing over HTTPS (issue 10 part 6; platform/tls.h).
+"""`abxlua serve --tls`: E2B's default addressing over HTTPS (issue 10 part 6; platform/util/tls.h).
 
 Usage: test_tls.py [path/to/abxlua]
 
@@ -202,7 +202,7 @@ while True:
 def hangup_checks(ready, ctx, sid):
     """A client that leaves while the sandbox has not answered ends the upstream connection, also
     when it closes TLS properly (close_notify, then FIN): the alert stays unread in serve's socket,
-    which a peek for EOF never sees (platform/ingress.c client_gone)."""
+    which a peek for EOF never sees (platform/ingress/ingress.c client_gone)."""
     port = ready["port"]
     code, _ = run_in(ctx, port, sid, "cat > /tmp/srv.py <<'EOF'\n%s\nEOF\n"
                      "setsid nohup python3 /tmp/srv.py >/dev/null 2>&1 & sleep 0.5" % SILENT_SERVER)

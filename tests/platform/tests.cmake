@@ -34,7 +34,7 @@ set_tests_properties(platform_sudo PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 # code-interpreter-v1: start_cmd/ready_cmd and the code-interpreter server on real Jupyter kernels
 add_test(NAME platform_code_interpreter COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_code_interpreter_local.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_code_interpreter PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
-# The build sandboxes' egress proxy (platform/build_proxy.h): a harness linking the platform
+# The build sandboxes' egress proxy (platform/net/build_proxy.h): a harness linking the platform
 # library links namespaces the test makes as sandboxes are linked and allows them on the proxy;
 # the test adds an "outside" server on a TEST-NET address, serve for a running sandbox's 403, and
 # a real fetch from deb.debian.org and the npm registry (skipped with its reason when unreachable).
@@ -45,7 +45,7 @@ target_link_libraries(build_proxy_harness PRIVATE abx_platform)
 add_test(NAME platform_build_proxy COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_build_proxy.py
          $<TARGET_FILE:abxlua> $<TARGET_FILE:build_proxy_harness>)
 set_tests_properties(platform_build_proxy PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
-# fromImage (platform/image_debian.h): the reference rules and refusals, fast; one real mmdebstrap
+# fromImage (platform/template/image_debian.h): the reference rules and refusals, fast; one real mmdebstrap
 # build of debian:bookworm-slim is labelled slow and left out of `make test` (`make test-slow`).
 add_executable(image_debian_harness ${CMAKE_SOURCE_DIR}/tests/platform/image_debian_harness.c)
 target_compile_options(image_debian_harness PRIVATE -Wall -Wextra -Werror)
@@ -59,7 +59,7 @@ add_test(NAME platform_image_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/pla
 set_tests_properties(platform_image_build PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
 add_test(NAME platform_template_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_template_build.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_template_build PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
-# fromImage through the build API (platform/image_root.c): the refusal of a non-Debian image is
+# fromImage through the build API (platform/template/image_root.c): the refusal of a non-Debian image is
 # fast; a real debian:bookworm-slim build with apt through the proxy, then a sandbox of it, is slow.
 add_test(NAME platform_from_image COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_from_image.py
          refuse $<TARGET_FILE:abxlua>)
@@ -68,30 +68,30 @@ add_test(NAME platform_from_image_build COMMAND python3 ${CMAKE_SOURCE_DIR}/test
          build $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_from_image_build PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
 # serve --flavor: each E2B-compatible platform's routes, status codes, TTL rules and credential
-# refusal, with a create -> envd command -> kill round trip per flavour (platform/flavor.h)
+# refusal, with a create -> envd command -> kill round trip per flavour (platform/util/flavor.h)
 add_test(NAME platform_flavors COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_flavors.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_flavors PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
-# --flavor opensandbox: OpenSandbox's lifecycle API and ingress (platform/os_api.h); ~75 s, most
+# --flavor opensandbox: OpenSandbox's lifecycle API and ingress (platform/opensandbox/opensandbox.h); ~75 s, most
 # of it waiting for two 60 s sandboxes (the spec's shortest timeout) to expire
 add_test(NAME platform_flavor_opensandbox COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_flavor_opensandbox.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_flavor_opensandbox PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # issue 15 part 5: the sandbox logs routes (v1 and v2) from the per-sandbox lifecycle log
 add_test(NAME platform_sandbox_logs COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_sandbox_logs.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_sandbox_logs PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
-# managed API keys (platform/apikeys.h): /api-keys under the access token, keys on the sandbox
+# managed API keys (platform/api/apikeys.h): /api-keys under the access token, keys on the sandbox
 # routes until deleted, the 0600 key file across a restart and its refusals; ~1 s
 add_test(NAME platform_api_keys COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_api_keys.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_api_keys PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
-# serve --git-root (platform/git_server.h, issue 15 part 7): a bare repository listed and cloned
+# serve --git-root (platform/net/git_server.h, issue 15 part 7): a bare repository listed and cloned
 # from inside a sandbox, push / upload-archive / paths outside the root refused; ~1 s
 add_test(NAME platform_git_server COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_git_server.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_git_server PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
-# protocol upgrades through the ingress (platform/ingress_upgrade.c), plain and `serve --tls`: a
+# protocol upgrades through the ingress (platform/ingress/ingress_upgrade.c), plain and `serve --tls`: a
 # 101 relayed both ways to a python3 server in the sandbox, a non-101 an ordinary answer, the
 # traffic token required (~10 s)
 add_test(NAME platform_ingress_upgrade COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_ingress_upgrade.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_ingress_upgrade PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
-# Serve's log (issue 22 item 4, platform/serve_log.h): a time on every line; failed and slow
+# Serve's log (issue 22 item 4, platform/util/log.h): a time on every line; failed and slow
 # requests with method, path, status, ms and sandbox; sandbox starts and stops with their reason;
 # a template's readiness wait; no API key or token. ~20 s (a 5.2 s delayed request, a build).
 add_test(NAME platform_serve_log COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_serve_log_lines.py $<TARGET_FILE:abxlua>)

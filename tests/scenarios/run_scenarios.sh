@@ -41,7 +41,7 @@ done
 mounts=$(grep -F "$run_tmp" /proc/self/mountinfo || true)
 [ -z "$mounts" ] || fail "mounts of the run survived: $mounts"
 # Only below this process's own cgroups (/proc/self/cgroup), where the platform makes its groups
-# (platform/cgroup.c): the hierarchy is shared with other containers of the host, whose serves'
+# (platform/sandbox/cgroup.c): the hierarchy is shared with other containers of the host, whose serves'
 # pids mean nothing in our pid namespace.
 own_abx_dirs() {
   while IFS=: read -r _ ctl path; do

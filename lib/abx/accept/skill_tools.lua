@@ -6,7 +6,7 @@
 --      60 s each). Locally the repository is the project's tests/accept/skill-app, committed with a
 --      fixed identity and date (abx.accept.skill_host.build_repo: the hash is M.PINNED_COMMIT,
 --      checked) and served by the platform's own git server (`abxlua serve --git-root`,
---      platform/git_server.h) at git://<hub end of the sandbox's link>:9418/skill-app.git; a push
+--      platform/net/git_server.h) at git://<hub end of the sandbox's link>:9418/skill-app.git; a push
 --      to it must be refused. Against a cloud: --repo-url and --commit.
 --   2. its Node application (server.js) starts with a fresh preview secret; through the
 --      platform's port routing the runner checks a signed preview link (HMAC-SHA256 recomputed

@@ -103,7 +103,7 @@ end
 
 --- The HTTP deadline of one create request (seconds): max(request_timeout, create_timeout).
 --- A create on the local platform waits for the template's start_cmd and ready_cmd (up to its
---- ready_timeout, platform/template_start.h), so request_timeout alone would cut off a create the
+--- ready_timeout, platform/sandbox/template_start.h), so request_timeout alone would cut off a create the
 --- platform is still honestly working on (issue 22); create_timeout is still finite, so a hung
 --- platform does not hang the client.
 ---@param conn abx.Connection

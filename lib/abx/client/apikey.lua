@@ -1,7 +1,7 @@
 -- abx.client.apikey: managed team API keys on the control plane (E2B's /api-keys routes). They
 -- take the connection's admin credential, conn.access_token, as `Authorization: Bearer <token>`
 -- (with X-Team-ID when conn.team_id is set), never the API key: on the local platform the token
--- is serve's access token (its ready line; platform/apikeys.h), on E2B's cloud a dashboard token
+-- is serve's access token (its ready line; platform/api/apikeys.h), on E2B's cloud a dashboard token
 -- and its team (spec security AuthProviderBearerAuth + AuthProviderTeamAuth).
 --
 --   local k = conn:create_api_key{ name = "ci-" .. ctx.run_id }  -- {id, key, name, mask, ...}

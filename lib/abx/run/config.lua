@@ -32,7 +32,7 @@ M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
 -- The embedded local platform's capabilities when the config does not list them: every one, the
--- code interpreter included (serve builds in code-interpreter-v1, platform/templates.c).
+-- code interpreter included (serve builds in code-interpreter-v1, platform/template/templates.c).
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
   "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd", "e2b_api",
@@ -98,11 +98,11 @@ local function check_enum(where, key, v, list)
 end
 
 -- The domain of a `kind: local, tls: true` provider that names none: a wildcard certificate needs
--- two labels under it (Node's tls.checkServerIdentity refuses *.localhost; platform/tls.h).
+-- two labels under it (Node's tls.checkServerIdentity refuses *.localhost; platform/util/tls.h).
 M.LOCAL_TLS_DOMAIN = "e2b.localhost"
 
 ---True when `domain` has two or more non-empty labels of letters, digits and '-' (what
----`abxlua serve --tls` accepts, platform/tls.h abx_tls_domain_ok).
+---`abxlua serve --tls` accepts, platform/util/tls.h abx_tls_domain_ok).
 ---@param domain string
 ---@return boolean
 function M.tls_domain_ok(domain)

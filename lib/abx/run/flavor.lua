@@ -1,5 +1,5 @@
 -- abx.run.flavor: `--flavor NAME` on a `kind: local` provider: the run starts `abxlua serve
--- --flavor NAME` (platform/flavor.h: the routes, status codes, TTL rules and credential refusal of
+-- --flavor NAME` (platform/util/flavor.h: the routes, status codes, TTL rules and credential refusal of
 -- that platform) and speaks to it with the wire semantics and capabilities of the configured cloud
 -- provider that names the flavour (`flavor: NAME` on a remote entry of config/abxlua.yaml). So a
 -- user learns from a local run which tests a platform would skip, and every adapter runs in CI
@@ -13,12 +13,12 @@ local core = require("abx.core")
 
 local M = {}
 
--- The flavours `abxlua serve --flavor` knows (platform/flavor.c abx_flavor_names; the test
+-- The flavours `abxlua serve --flavor` knows (platform/util/flavor.c abx_flavor_names; the test
 -- providers:flavors checks that both lists agree).
 M.NAMES = { "e2b", "alicloud-fc", "alicloud-express", "acs", "cubesandbox", "opensandbox" }
 
 -- The control plane's base path under serve's URL per flavour: OpenKruise's sandbox-manager
--- under /kruise/api, CubeAPI under /cubeapi/v1 (docs/protocol/e2b-v2-and-peers.md §5; platform/flavor.c
+-- under /kruise/api, CubeAPI under /cubeapi/v1 (docs/protocol/e2b-v2-and-peers.md §5; platform/util/flavor.c
 -- `prefix`), OpenSandbox's lifecycle API under /v1 (§4, specs/sandbox-lifecycle.yml servers).
 M.API_PATH = { acs = "/kruise/api", cubesandbox = "/cubeapi/v1", opensandbox = "/v1" }
 

@@ -296,7 +296,7 @@ function M.start_failure(err, log)
   local cause
   local text = log and core.read_file(log)
   for line in (text or ""):gmatch("[^\n]+") do
-    -- serve's lines: "<ISO 8601 UTC time> abxlua serve: <message>" (platform/serve_log.h)
+    -- serve's lines: "<ISO 8601 UTC time> abxlua serve: <message>" (platform/util/log.h)
     local msg = line:match("^%d%d%d%d%-%d%d%-%d%dT[%d:.]+Z abxlua serve: (.*)$")
       or line:match("^abxlua serve: (.*)$")
     if msg and not msg:match("^warning:") then cause = msg end
@@ -334,7 +334,7 @@ local function local_opts(opts, p, ready)
   opts.envd_url = ready.url
   if tls then
     -- the domain a sandbox answer names (with the port: E2B's SDK derives every URL from it),
-    -- and the shared host the ingress takes E2b-Sandbox-* headers on (platform/ingress.h);
+    -- and the shared host the ingress takes E2b-Sandbox-* headers on (platform/ingress/ingress.h);
     -- the certificate covers *.<domain>
     opts.domain = ready.domain .. ":" .. math.tointeger(ready.port)
     opts.envd_url = "https://sandbox." .. ready.domain .. ":" .. math.tointeger(ready.port)
@@ -416,7 +416,7 @@ function M.open(name, p, run)
       core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
     end
     core.add_secret(ready.api_key)
-    -- the admin credential of serve's API-key routes (platform/apikeys.h); absent from a serve
+    -- the admin credential of serve's API-key routes (platform/api/apikeys.h); absent from a serve
     -- that has none (then the connection has none either)
     if type(ready.access_token) == "string" then
       core.add_secret(ready.access_token)

@@ -220,7 +220,7 @@ local function ready_cmd(file, v)
 end
 
 -- The largest ready_timeout (seconds): the local platform's ABX_READY_TIMEOUT_MAX_S
--- (platform/template_start.h); the client's create_timeout default exceeds it (abx.run.config).
+-- (platform/sandbox/template_start.h); the client's create_timeout default exceeds it (abx.run.config).
 M.READY_TIMEOUT_MAX = 600
 
 -- ready_timeout: a number of seconds in (0, READY_TIMEOUT_MAX], as whole seconds (rounded up).

@@ -1,0 +1,492 @@
+/*
+ * api_sandboxes.c: the sandbox routes of the control plane: create (template, autoPause,
+ * volumeMounts), list (v1 and v2: state, metadata, template, order, pagination), get, kill,
+ * timeout. The lifecycle routes are in api_lifecycle.c. Contract in api.h; shapes §3.2-§3.4 of
+ * docs/protocol/e2b-control-plane.md.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_internal.h"
+#include "base64.h"
+#include "util/util.h"
+#include "sandbox/sandbox.h"
+#include "net/net.h"
+#include "template/template.h"
+
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+/* A volume mount path: absolute, not "/", no "." or ".." component, no empty component, not
+ * under /proc, /dev or /opt/abx (the sandbox's own mounts). */
+static int mount_path_ok(const char *p)
+{
+  size_t n = strlen(p);
+  if (n < 2 || n > 255 || p[0] != '/' || p[n - 1] == '/')
+    return 0;
+  for (const char *s = p; *s;) {
+    s++;
+    size_t k = strcspn(s, "/");
+    if (k == 0 || (k == 1 && s[0] == '.') || (k == 2 && s[0] == '.' && s[1] == '.'))
+      return 0;
+    s += k;
+  }
+  static const char *const reserved[] = {"/proc", "/dev", "/opt/abx"};
+  for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+    size_t k = strlen(reserved[i]);
+    if (strncmp(p, reserved[i], k) == 0 && (p[k] == 0 || p[k] == '/'))
+      return 0;
+  }
+  return 1;
+}
+
+/* volumeMounts [{name, path, readOnly?}] (§3.2, §5): validate, take a use of each volume. 0 or an
+ * HTTP status with msg. */
+static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
+{
+  if (!vm || json_is_null(vm))
+    return 0;
+  if (!json_is_array(vm) || json_array_size(vm) > 16) {
+    snprintf(msg, n, "validation error: field 'volumeMounts' must be an array of at most 16 mounts");
+    return 400;
+  }
+  size_t i, count = json_array_size(vm);
+  json_t *m;
+  json_array_foreach(vm, i, m) {
+    json_t *name = json_object_get(m, "name"), *path = json_object_get(m, "path");
+    json_t *ro = json_object_get(m, "readOnly");
+    if (!json_is_object(m) || !json_is_string(name) || !json_is_string(path) ||
+        (ro && !json_is_boolean(ro) && !json_is_null(ro))) {
+      snprintf(msg, n, "validation error: volumeMounts[%zu] must be {name: string, path: string, "
+               "readOnly?: boolean}", i);
+      return 400;
+    }
+    if (!mount_path_ok(json_string_value(path))) {
+      snprintf(msg, n, "invalid volume mount path '%.100s': it must be absolute, not '/', without "
+               "'.' or '..' components, and not under /proc, /dev or /opt/abx",
+               json_string_value(path));
+      return 400;
+    }
+    for (size_t k = 0; k < i; k++)
+      if (strcmp(json_string_value(json_object_get(json_array_get(vm, k), "path")),
+                 json_string_value(path)) == 0) {
+        snprintf(msg, n, "volume mount path '%.100s' is used twice", json_string_value(path));
+        return 400;
+      }
+  }
+  sb->volume_mounts = json_array();
+  sb->volume_dirs = calloc(count ? count : 1, sizeof *sb->volume_dirs);
+  if (!sb->volume_mounts || !sb->volume_dirs) {
+    snprintf(msg, n, "out of memory");
+    return 500;
+  }
+  json_array_foreach(vm, i, m) {
+    const char *name = json_string_value(json_object_get(m, "name"));
+    int st = abx_volume_use(name, &sb->volume_dirs[i], msg, n);
+    json_array_append_new(sb->volume_mounts,
+                          json_pack("{s:s,s:s,s:b}", "name", name, "path",
+                                    json_string_value(json_object_get(m, "path")), "readOnly",
+                                    json_is_true(json_object_get(m, "readOnly"))));
+    if (st != 0)
+      return st == 404 ? 400 : st; /* the request is what is wrong: 400 naming the volume */
+  }
+  return 0;
+}
+
+/* autoPause, autoPauseMemory and autoResume {enabled} (§3.2 NewSandbox;
+ * docs/protocol/e2b-v2-and-peers.md §1.2 NewSandboxV2: the same fields in both). autoPauseMemory
+ * false is only valid with autoPause true and not together with autoResume. 0, or -1 with a 400
+ * message. */
+static int parse_lifecycle(json_t *req, struct abx_sandbox *sb, char *msg, size_t n)
+{
+  if (abx_api_check_bool(req, "autoPause", msg, n) ||
+      abx_api_check_bool(req, "autoPauseMemory", msg, n))
+    return -1;
+  json_t *ar = json_object_get(req, "autoResume");
+  json_t *en = json_is_object(ar) ? json_object_get(ar, "enabled") : NULL;
+  if (ar && !json_is_null(ar) &&
+      (!json_is_object(ar) || (en && !json_is_boolean(en) && !json_is_null(en)))) {
+    snprintf(msg, n, "validation error: field 'autoResume' must be an object {enabled: boolean}");
+    return -1;
+  }
+  json_t *apm = json_object_get(req, "autoPauseMemory");
+  sb->auto_pause = json_is_true(json_object_get(req, "autoPause"));
+  sb->auto_pause_memory = !json_is_false(apm);
+  sb->auto_resume = json_is_true(en);
+  if (!sb->auto_pause_memory && !sb->auto_pause) {
+    snprintf(msg, n, "autoPauseMemory can only be set when autoPause is true");
+    return -1;
+  }
+  if (!sb->auto_pause_memory && sb->auto_resume) {
+    snprintf(msg, n, "autoPauseMemory false (a filesystem-only pause) cannot be combined with "
+             "autoResume");
+    return -1;
+  }
+  return 0;
+}
+
+/* POST /sandboxes (v1, §3.2) and POST /v2/sandboxes (docs/protocol/e2b-v2-and-peers.md §1.2). They
+ * differ in the server-side defaults the 2.51 SDK leaves to the server: v1 timeout 15 s and
+ * `secure` as sent; v2 timeout 300 s and every sandbox secured (the v2 schema has no `secure`: a
+ * key sent anyway is ignored, as E2B ignores unknown keys). */
+static enum MHD_Result create(struct abx_api_req *r, int v2)
+{
+  struct MHD_Connection *c = r->c;
+  enum MHD_Result sent = MHD_NO;
+  json_t *req = abx_api_body(r, 1, &sent);
+  if (!req)
+    return sent;
+  char msg[300];
+  json_t *tid = json_object_get(req, "templateID");
+  const struct abx_flavor *fl = abx_flavor();
+  long long timeout = v2 ? ABX_V2_TIMEOUT_S : fl->v1_default;
+  int ti = abx_api_get_int(req, "timeout", &timeout);
+  if (ti > 0 && timeout == 0 && fl->zero_is_default)
+    /* OpenKruise: timeout 0 → 300 (docs/protocol/e2b-v2-and-peers.md §5) */
+    timeout = fl->v1_default;
+  if (!json_is_string(tid)) {
+    snprintf(msg, sizeof msg, "validation error: field 'templateID' is required and must be a string");
+    goto bad;
+  }
+  if (ti < 0) {
+    snprintf(msg, sizeof msg, "validation error: field 'timeout' must be an integer");
+    goto bad;
+  }
+  if (abx_api_check_str_map(req, "metadata", msg, sizeof msg) ||
+      abx_api_check_str_map(req, "envVars", msg, sizeof msg) || abx_api_check_bool(req, "secure", msg, sizeof msg) ||
+      abx_api_check_bool(req, "allow_internet_access", msg, sizeof msg) ||
+      abx_api_check_bool(req, "allowInternetAccess", msg, sizeof msg))
+    goto bad;
+  if (abx_api_check_timeout(timeout, msg, sizeof msg) != 0)
+    goto bad;
+  /* CubeSandbox parses and drops autoPause, envVars, volumeMounts, secure, mcp
+   * (docs/protocol/e2b-v2-and-peers.md §5): none of them reaches the sandbox. */
+  int extras = !fl->create_ignores_extras;
+  struct abx_sandbox lc = {.auto_pause_memory = 1};
+  if (extras && parse_lifecycle(req, &lc, msg, sizeof msg) != 0)
+    goto bad;
+  json_t *vmreq = extras ? json_object_get(req, "volumeMounts") : NULL;
+  if (fl->no_volumes && vmreq && !json_is_null(vmreq)) {
+    /* Alibaba: volumes "not compatible" (docs/protocol/e2b-control-plane.md §8.1); the status and
+     * message are ours, the reference gives none (flavor.h). */
+    snprintf(msg, sizeof msg, "validation error: field 'volumeMounts' is not supported by the "
+             "%s flavor (volumes are not compatible there)", fl->name);
+    goto bad;
+  }
+  struct abx_template *t = abx_template_get(json_string_value(tid), 1);
+  if (!t) {
+    snprintf(msg, sizeof msg, "template '%.200s' not found", json_string_value(tid));
+    json_decref(req);
+    return abx_http_error(c, 404, msg);
+  }
+  struct abx_sandbox *sb = calloc(1, sizeof *sb);
+  if (!sb) {
+    abx_template_put(t, 1);
+    json_decref(req);
+    return abx_http_error(c, 500, "out of memory");
+  }
+  pthread_mutex_init(&sb->op, NULL);
+  sb->netns_fd = -1;
+  sb->tmpl = t;
+  sb->auto_pause = lc.auto_pause;
+  sb->auto_pause_memory = lc.auto_pause_memory;
+  sb->auto_resume = lc.auto_resume;
+  snprintf(sb->template_id, sizeof sb->template_id, "%s", t->id);
+  snprintf(sb->alias, sizeof sb->alias, "%s", t->alias);
+  int vst = take_volumes(sb, vmreq, msg, sizeof msg);
+  if (vst != 0) {
+    json_decref(req);
+    abx_sandbox_destroy(sb);
+    return abx_http_error(c, (unsigned)vst, msg);
+  }
+  json_t *md = json_object_get(req, "metadata");
+  sb->metadata = json_is_object(md) ? json_deep_copy(md) : json_object();
+  sb->secure = extras && (v2 || json_is_true(json_object_get(req, "secure")));
+  sb->id[0] = 'i';
+  int rnd = abx_rand_alnum(sb->id + 1, 20);
+  if (rnd == 0 && sb->secure)
+    rnd = abx_rand_hex(sb->token, 32);
+  if (rnd != 0) {
+    json_decref(req);
+    abx_sandbox_destroy(sb);
+    return abx_http_error(c, 500, "no randomness available");
+  }
+  int nst = abx_api_network_create(sb->id, req, sb->secure, msg, sizeof msg);
+  if (nst != 0) {
+    json_decref(req);
+    abx_sandbox_destroy(sb);
+    return abx_http_error(c, (unsigned)nst, msg);
+  }
+  json_t *env = extras ? json_object_get(req, "envVars") : NULL;
+  json_t *env_obj = json_is_object(env) ? json_incref(env) : json_object();
+  char err[ABX_START_ERR_MAX];
+  int rc = abx_sandbox_start(sb, env_obj, err, sizeof err);
+  json_decref(env_obj);
+  json_decref(req);
+  if (rc != 0) {
+    char m[ABX_START_ERR_MAX + 64];
+    snprintf(m, sizeof m, "failed to start sandbox: %s", err); /* logged by sandbox.c */
+    abx_sandbox_destroy(sb);
+    return abx_http_error(c, 500, m);
+  }
+  sb->started_ns = abx_now_ns();
+  sb->end_ns = sb->started_ns + (int64_t)timeout * 1000000000LL;
+  sb->timeout_s = timeout; /* an auto-resume's TTL is max(this, 300 s): lifecycle.h */
+  json_t *out = abx_api_sandbox_json(sb);
+  abx_registry_add(sb);
+  return abx_http_json(c, 201, out);
+bad:
+  json_decref(req);
+  return abx_http_error(c, 400, msg);
+}
+
+enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r) { return create(r, 0); }
+enum MHD_Result abx_api_sandbox_create_v2(struct abx_api_req *r) { return create(r, 1); }
+
+json_t *abx_api_parse_metadata_filter(const char *q)
+{
+  json_t *o = json_object();
+  char *dup = strdup(q ? q : ""), *save = NULL;
+  if (!o || !dup) {
+    json_decref(o);
+    free(dup);
+    return NULL;
+  }
+  for (char *pair = strtok_r(dup, "&", &save); pair; pair = strtok_r(NULL, "&", &save)) {
+    char *eq = strchr(pair, '=');
+    if (!eq)
+      goto bad;
+    *eq = 0;
+    char *k = pair, *v = eq + 1;
+    if (abx_percent_decode(k, 1) || abx_percent_decode(v, 1) || !*k)
+      goto bad;
+    /* The SDKs quote() keys and values before urlencode(); undo that layer when it parses. */
+    char *k2 = strdup(k), *v2 = strdup(v);
+    if (k2 && v2 && abx_percent_decode(k2, 0) == 0 && abx_percent_decode(v2, 0) == 0)
+      json_object_set_new(o, k2, json_string(v2));
+    else
+      json_object_set_new(o, k, json_string(v));
+    free(k2);
+    free(v2);
+  }
+  free(dup);
+  return o;
+bad:
+  free(dup);
+  json_decref(o);
+  return NULL;
+}
+
+static int metadata_matches(json_t *have, json_t *want)
+{
+  const char *k;
+  json_t *v;
+  json_object_foreach(want, k, v)
+  {
+    json_t *h = json_object_get(have, k);
+    if (!json_is_string(h) || strcmp(json_string_value(h), json_string_value(v)) != 0)
+      return 0;
+  }
+  return 1;
+}
+
+struct row {
+  int64_t started;
+  char id[32];
+  json_t *obj;
+};
+
+static int row_cmp(const void *a, const void *b)
+{
+  const struct row *x = a, *y = b;
+  if (x->started != y->started)
+    return x->started > y->started ? -1 : 1; /* newest first */
+  return strcmp(x->id, y->id);
+}
+
+static enum MHD_Result list(struct MHD_Connection *c, int v2)
+{
+  const char *mq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "metadata");
+  const char *sq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
+  const char *lq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+  const char *tq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "nextToken");
+  const char *oq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
+  const char *tpq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "template");
+  const char *saq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "startedAfter");
+  int64_t started_after = INT64_MIN; /* §3.4 GET /v2/sandboxes: RFC3339 */
+  if (v2 && saq && abx_rfc3339_parse(saq, &started_after) != 0)
+    return abx_http_error(c, 400, "validation error: startedAfter must be an RFC3339 date-time");
+  int dir = 1; /* 1: newest first (desc, the default), -1: oldest first */
+  if (v2 && oq && strcmp(oq, "desc") != 0) {
+    if (strcmp(oq, "asc") != 0)
+      return abx_http_error(c, 400, "validation error: order must be 'asc' or 'desc'");
+    dir = -1;
+  }
+  char tpl[64] = "";
+  if (v2 && tpq && *tpq)
+    snprintf(tpl, sizeof tpl, "%.*s", (int)strcspn(tpq, ":"), tpq);
+  json_t *want = abx_api_parse_metadata_filter(mq);
+  if (!want)
+    return abx_http_error(c, 400, "Invalid metadata");
+  int want_running = 1, want_paused = v2;
+  long limit = 100;
+  int64_t cur_started = 0;
+  char cur_id[32] = "";
+  int have_cursor = 0;
+  if (v2 && sq && *sq) {
+    want_running = want_paused = 0;
+    char *dup = strdup(sq), *save = NULL;
+    for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s; s = strtok_r(NULL, ",", &save)) {
+      if (strcmp(s, "running") == 0)
+        want_running = 1;
+      else if (strcmp(s, "paused") == 0)
+        want_paused = 1;
+      else {
+        free(dup);
+        json_decref(want);
+        return abx_http_error(c, 400, "validation error: invalid state value");
+      }
+    }
+    free(dup);
+  }
+  if (v2 && lq) {
+    char *end = NULL;
+    limit = strtol(lq, &end, 10);
+    if (!*lq || *end || limit < 1 || limit > 100) {
+      json_decref(want);
+      return abx_http_error(c, 400, "validation error: limit must be between 1 and 100");
+    }
+  }
+  if (v2 && tq && *tq) {
+    size_t n = 0;
+    unsigned char *raw = abx_b64_decode_alloc(tq, ABX_B64_URL_ONLY, &n);
+    char *sep = raw ? strstr((char *)raw, "__") : NULL;
+    char *end = NULL;
+    size_t rl = raw ? strlen((char *)raw) : 0;
+    if (rl > 5 && strcmp((char *)raw + rl - 5, "__asc") == 0)
+      raw[rl - 5] = 0;
+    if (sep) {
+      *sep = 0;
+      cur_started = strtoll((char *)raw, &end, 10);
+    }
+    if (!sep || !end || *end || end == (char *)raw || abx_api_parse_id(sep + 2, cur_id) != 0 ||
+        strlen(sep + 2) != strlen(cur_id)) {
+      free(raw);
+      json_decref(want);
+      return abx_http_error(c, 400, "Invalid next token");
+    }
+    free(raw);
+    have_cursor = 1;
+  }
+  size_t nrows = 0, cap = 16;
+  long running = 0; /* matches before pagination, for X-Total-Running */
+  struct row *rows = malloc(cap * sizeof *rows);
+  abx_registry_lock();
+  for (struct abx_sandbox *s = abx_registry_head(); s && rows; s = s->next) {
+    if (!(s->paused ? want_paused : want_running) || !metadata_matches(s->metadata, want) ||
+        s->started_ns <= started_after ||
+        (tpl[0] && strcmp(s->template_id, tpl) != 0 && strcmp(s->alias, tpl) != 0))
+      continue;
+    if (nrows == cap) {
+      struct row *nr = realloc(rows, (cap *= 2) * sizeof *rows);
+      if (!nr)
+        break;
+      rows = nr;
+    }
+    running += !s->paused;
+    rows[nrows].started = s->started_ns;
+    memcpy(rows[nrows].id, s->id, sizeof s->id);
+    rows[nrows].obj = abx_api_listed_json(s, 0);
+    nrows++;
+  }
+  abx_registry_unlock();
+  json_decref(want);
+  if (!rows)
+    return abx_http_error(c, 500, "out of memory");
+  qsort(rows, nrows, sizeof *rows, row_cmp);
+  for (size_t k = 0; dir < 0 && k < nrows / 2; k++) {
+    struct row tmp = rows[k];
+    rows[k] = rows[nrows - 1 - k];
+    rows[nrows - 1 - k] = tmp;
+  }
+  json_t *arr = json_array();
+  size_t i = 0, taken = 0;
+  if (have_cursor) {
+    struct row key = {cur_started, "", NULL};
+    memcpy(key.id, cur_id, sizeof key.id);
+    while (i < nrows && dir * row_cmp(&rows[i], &key) <= 0)
+      i++;
+  }
+  char *next = NULL;
+  for (; i < nrows; i++) {
+    if (v2 && taken == (size_t)limit) {
+      char buf[64];
+      snprintf(buf, sizeof buf, "%" PRId64 "__%s%s", rows[i - 1].started, rows[i - 1].id,
+               dir < 0 ? "__asc" : "");
+      next = abx_b64_encode_alloc(buf, strlen(buf), ABX_B64_URL);
+      break;
+    }
+    json_array_append(arr, rows[i].obj);
+    taken++;
+  }
+  for (size_t k = 0; k < nrows; k++)
+    json_decref(rows[k].obj);
+  free(rows);
+  enum MHD_Result ret = abx_api_page(c, arr, next, v2 && want_running ? running : -1);
+  free(next);
+  return ret;
+}
+
+enum MHD_Result abx_api_sandbox_list(struct abx_api_req *r) { return list(r->c, 0); }
+enum MHD_Result abx_api_sandbox_list_v2(struct abx_api_req *r) { return list(r->c, 1); }
+
+enum MHD_Result abx_api_sandbox_get(struct abx_api_req *r)
+{
+  struct MHD_Connection *c = r->c;
+  char id[32];
+  enum MHD_Result sent = MHD_NO;
+  if (abx_api_sandbox_id(r, id, &sent) != 0)
+    return sent;
+  abx_registry_lock();
+  struct abx_sandbox *s = abx_registry_find(id);
+  json_t *o = s ? abx_api_listed_json(s, 1) : NULL;
+  abx_registry_unlock();
+  return o ? abx_http_json(c, 200, o) : abx_api_not_found(c, id);
+}
+
+enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r)
+{
+  char id[32];
+  enum MHD_Result sent = MHD_NO;
+  if (abx_api_sandbox_id(r, id, &sent) != 0)
+    return sent;
+  struct abx_sandbox *s = abx_registry_get(id);
+  /* a paused sandbox is thawed and killed */
+  int rc = s ? abx_lifecycle_kill(s, "killed by API") : 404;
+  if (s)
+    abx_registry_put(s);
+  return rc == 0 ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);
+}
+
+/* POST /sandboxes/{id}/timeout {timeout}: TTL = now + timeout, may shorten; 404 unless running
+ * (§3.4). OpenKruise never shortens (flavor.h timeout_extends_only). */
+enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r)
+{
+  char id[32];
+  enum MHD_Result sent = MHD_NO;
+  long long t = 0;
+  if (abx_api_sandbox_id(r, id, &sent) != 0 || abx_api_timeout_body(r, 1, &t, &sent) != 0)
+    return sent;
+  int64_t end = abx_now_ns() + (int64_t)t * 1000000000LL;
+  abx_registry_lock();
+  struct abx_sandbox *s = abx_registry_find(id);
+  int ok = s && !s->paused;
+  if (ok && (!abx_flavor()->timeout_extends_only || end > s->end_ns))
+    s->end_ns = end;
+  abx_registry_unlock();
+  return ok ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);
+}
