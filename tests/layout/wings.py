@@ -18,6 +18,9 @@ this check names with the file, the line and the fix:
            bindings/.
   envelope a Connect envelope is framed by proto/connect.h alone: no code outside proto/ writes
            the end-of-stream flag 0x02 into a byte or shifts a length by 24 next to one.
+  map      README.md's "## Layout" names every top-level folder ("engine/") and every wing
+           ("platform/sandbox/"); docs/PLATFORM.md's "## Wings" names every wing and every file
+           under platform/ by its path there ("sandbox/registry.c"), so the map is the tree.
 
 Usage: wings.py ROOT       check the tree at ROOT; exit 1 with one line a fault
        wings.py --self-test  plant each fault in a copy of a small tree and check it is named
@@ -25,6 +28,7 @@ Usage: wings.py ROOT       check the tree at ROOT; exit 1 with one line a fault
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -166,6 +170,59 @@ def check(root):
     return faults
 
 
+def section(path, title):
+    """The text of the Markdown section `title` ("## Layout") of `path`, or None."""
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError:
+        return None
+    m = re.search(r"^" + re.escape(title) + r"\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    return m.group(1) if m else None
+
+
+def top_folders(root):
+    """The top-level folders the repository tracks (every folder when `root` is no checkout)."""
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True,
+                             check=True).stdout
+        if out:
+            return sorted({p.split("/")[0] for p in out.splitlines() if "/" in p})
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))
+                  and not d.startswith(("build", ".git")))
+
+
+def check_map(root):
+    faults = []
+    wings = [w for w in WINGS if os.path.isdir(os.path.join(root, "platform", w))]
+    layout = section(os.path.join(root, "README.md"), "## Layout")
+    if layout is None:
+        faults.append('README.md: map: no "## Layout" section; add one naming every top-level '
+                      "folder and every wing")
+    else:
+        for d in top_folders(root) + [f"platform/{w}" for w in wings]:
+            if not re.search(r"(^|[\s`(])" + re.escape(d) + "/", layout):
+                faults.append(f'README.md: map: "## Layout" does not name {d}/; add a line for it')
+    wmap = section(os.path.join(root, "docs", "PLATFORM.md"), "## Wings")
+    if wmap is None:
+        faults.append('docs/PLATFORM.md: map: no "## Wings" section; add one naming every wing '
+                      "and every file of platform/")
+        return faults
+    for w in wings:
+        if f"{w}/" not in wmap:
+            faults.append(f'docs/PLATFORM.md: map: "## Wings" does not name the wing {w}/')
+    for d, _, files in os.walk(os.path.join(root, "platform")):
+        for f in sorted(files):
+            if f.endswith((".c", ".h", ".py")):
+                rel = os.path.relpath(os.path.join(d, f), os.path.join(root, "platform"))
+                rel = rel.replace(os.sep, "/")
+                if not re.search(r"(^|[\s`(/])" + re.escape(rel) + r"\b", wmap):
+                    faults.append(f'docs/PLATFORM.md: map: "## Wings" does not name {rel}; add a '
+                                  "line saying what it holds")
+    return faults
+
+
 def self_test():
     tmp = tempfile.mkdtemp(prefix="wings-selftest-")
     try:
@@ -216,9 +273,19 @@ def self_test():
             if not any(f": {kind}:" in f or f.startswith(kind + ":") for f in got):
                 print(f"self-test: planted {kind} in {rel} was not named; got {got}")
                 bad += 1
+        reset()
+        write("README.md", "## Layout\n\nengine/ proto/ platform/ platform/api/\n## Next\n")
+        write("docs/PLATFORM.md", "## Wings\n\n`serve.c` `api/api.c` `api/api.h`\n")
+        write("engine/x.c", "\n")
+        got = check_map(tmp)
+        for want in ("does not name platform/sandbox/", "does not name sandbox/sandbox.c",
+                     "does not name the wing sandbox/", "does not name docs/"):
+            if not any(want in f for f in got):
+                print(f"self-test: planted map fault ({want}) was not named; got {got}")
+                bad += 1
         if bad:
             return 1
-        print(f"wings self-test: all {len(cases)} planted faults named")
+        print(f"wings self-test: all {len(cases) + 4} planted faults named")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -230,7 +297,7 @@ def main(argv):
     if len(argv) != 2:
         print(__doc__.split("\n\n")[-1], file=sys.stderr)
         return 2
-    faults = check(argv[1])
+    faults = check(argv[1]) + check_map(argv[1])
     for f in faults:
         print(f)
     if faults:
