@@ -142,7 +142,7 @@ static int core_read_file(lua_State *L)
 
 /* core.yaml_load(path [, with_lines]) -> value [, lines]. Raises InvalidArgument
  * "file:line:col: problem". With 'with_lines' true also returns lines: {[table] = {[key or
- * index] = line}} for every mapping and sequence of the value (engine/yaml_lua.h). */
+ * index] = line}} for every mapping and sequence of the value (bindings/yaml_lua.h). */
 static int core_yaml_load(lua_State *L)
 {
   struct abx_loop *loop = abx_core_loop(L);
