@@ -411,7 +411,12 @@ int abx_core_open(lua_State *L, struct abx_loop *loop)
   lua_setfield(L, -2, "KINDS");
   abx_core_http_register(L, loop);
   abx_core_ndjson_register(L, loop);
-  abx_core_util_register(L, loop);
+  abx_core_encode_register(L, loop);
+  abx_core_files_register(L, loop);
+  abx_core_config_register(L, loop);
+  abx_core_env_register(L, loop);
+  abx_core_console_register(L, loop);
+  abx_core_platform_register(L, loop);
   abx_core_zlib_register(L, loop);
   abx_core_sink_register(L);
   abx_core_fs_register(L, loop);
