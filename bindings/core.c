@@ -16,7 +16,7 @@
 #include "e2b.h"
 #include "errors.h"
 #include "loop.h"
-#include "secrets.h"
+#include "secrets_lua.h"
 
 struct abx_loop *abx_core_loop(lua_State *L)
 {
@@ -396,6 +396,7 @@ static const luaL_Reg core_funcs[] = {
 int abx_core_open(lua_State *L, struct abx_loop *loop)
 {
   abx_error_init(L);
+  loop->push_error = abx_error_push; /* the loop's errors are abx.error values from now on */
   luaL_newlibtable(L, core_funcs);
   lua_pushlightuserdata(L, loop);
   luaL_setfuncs(L, core_funcs, 1);
@@ -406,11 +407,16 @@ int abx_core_open(lua_State *L, struct abx_loop *loop)
   lua_pushliteral(L, ABX_E2B_ENVD_VERSION);
   lua_setfield(L, -2, "envd_version");
   lua_setfield(L, -2, "E2B");
-  abx_error_push_kinds(L); /* core.KINDS: engine/errors.c abx_error_kinds */
+  abx_error_push_kinds(L); /* core.KINDS: bindings/errors.c abx_error_kinds */
   lua_setfield(L, -2, "KINDS");
   abx_core_http_register(L, loop);
   abx_core_ndjson_register(L, loop);
-  abx_core_util_register(L, loop);
+  abx_core_encode_register(L, loop);
+  abx_core_files_register(L, loop);
+  abx_core_config_register(L, loop);
+  abx_core_env_register(L, loop);
+  abx_core_console_register(L, loop);
+  abx_core_platform_register(L, loop);
   abx_core_zlib_register(L, loop);
   abx_core_sink_register(L);
   abx_core_fs_register(L, loop);

@@ -43,9 +43,23 @@ int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o);
  * [-0, +0, v] */
 struct abx_loop *abx_core_stream_info(lua_State *L, int idx, const char **what);
 
-/* Adds the utilities (encodings, files, environment, platform child) to the module at the top.
- * [-0, +0, m] */
-void abx_core_util_register(lua_State *L, struct abx_loop *loop);
+/* The utilities, each adding its functions to the module at the top. [-0, +0, m]
+ * encode (core_encode.c): b64encode, b64decode, sha256, random_hex;
+ * files (core_files.c): read_file, isdir, exists, list_files, state_dir, write_private;
+ * config (core_config.c): yaml_load, dotenv_parse;
+ * env (core_env.c): getenv, environ, version;
+ * console (core_console.c): write, ewrite, isatty, term_width;
+ * platform (core_platform.c): platform_start, platform_stop. */
+void abx_core_encode_register(lua_State *L, struct abx_loop *loop);
+void abx_core_files_register(lua_State *L, struct abx_loop *loop);
+void abx_core_config_register(lua_State *L, struct abx_loop *loop);
+void abx_core_env_register(lua_State *L, struct abx_loop *loop);
+void abx_core_console_register(lua_State *L, struct abx_loop *loop);
+void abx_core_platform_register(lua_State *L, struct abx_loop *loop);
+
+/* Reads the whole file at 'path' (at most 'max' bytes) into a malloc'd buffer; *len gets its
+ * length. NULL with errno set on failure (EFBIG: over 'max'). */
+char *abx_core_slurp(const char *path, size_t *len, size_t max);
 
 /* Adds core.sink (core_sink.c: a byte accumulator outside the Lua heap) to the module at the top.
  * [-0, +0, m] */

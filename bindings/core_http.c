@@ -601,6 +601,11 @@ static int stream_close(lua_State *L)
 static const luaL_Reg stream_methods[] = {
   {"next", stream_next}, {"next_data", stream_next_data}, {"status", stream_status},
   {"held_peak", stream_held_peak}, {"close", stream_close}, {NULL, NULL}};
+/* The metamethods live on the metatable alone: a stream's fields are its methods, so s.__gc is
+ * nil (a finalizer is not a method a scenario may call). */
+static const luaL_Reg stream_meta[] = {
+  {"__index", NULL}, /* placeholder: becomes the methods table */
+  {"__gc", stream_close}, {"__close", stream_close}, {NULL, NULL}};
 
 /* core.set_trace(level): 0 off, 1 request/answer lines with headers, 2 also body excerpts.
  * Everything goes through the secrets registry. */
@@ -635,15 +640,13 @@ void abx_core_http_register(lua_State *L, struct abx_loop *loop)
 {
   loop->on_done_msg = on_done;
   loop->after_perform = deliver_streams;
-  if (luaL_newmetatable(L, STREAM_MT)) {
+  if (luaL_newmetatable(L, STREAM_MT)) { /* mt */
+    lua_pushlightuserdata(L, loop);
+    luaL_setfuncs(L, stream_meta, 1);
+    luaL_newlibtable(L, stream_methods); /* mt methods */
     lua_pushlightuserdata(L, loop);
     luaL_setfuncs(L, stream_methods, 1);
-    lua_pushcfunction(L, stream_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, stream_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -2, "__index");
+    lua_setfield(L, -2, "__index"); /* mt */
   }
   lua_pop(L, 1);
   lua_pushlightuserdata(L, loop);

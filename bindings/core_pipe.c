@@ -397,65 +397,88 @@ static int env_overridden(lua_State *L, int envt, const char *e)
   return t != LUA_TNIL;
 }
 
-/* core.process_start(opts) -> process; opts {argv, env, env_clear, cwd, stderr, die_with_parent} (see
- * the file header). */
-static int core_process_start(lua_State *L)
+/* One core.process_start call: its options as read and checked, and what the child gets. The
+ * strings stay owned by Lua: the opts table and the table of env strings stay on the stack
+ * through the fork. */
+struct spawn {
+  int envt;                  /* stack index of opts.env, 0: none */
+  int stderr_null, stderr_pipe;
+  const char *stderr_path;   /* stderr appended to this file; NULL: inherited, null or piped */
+  int pdeath;                /* die_with_parent: SIGTERM when the engine dies */
+  int clear;                 /* env_clear: none of the engine's environment */
+  const char *cwd;           /* NULL: the engine's */
+  char **argv;               /* malloc'd (spawn_free) */
+  char prog[4096];           /* argv[0] resolved through PATH */
+  char **envs;               /* malloc'd (spawn_free); NULL until spawn_env */
+  int in[2], out[2], errp[2];/* the child's stdin, stdout, and stderr when piped */
+};
+
+static void spawn_free(struct spawn *sp)
 {
-  struct abx_loop *loop = abx_core_loop(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
+  free(sp->argv);
+  free(sp->envs);
+  sp->argv = sp->envs = NULL;
+}
+
+/* Reads and checks the options at index 1 into 'sp' (stack afterwards: [2] argv, [3] env,
+ * [4] stderr, [5] die_with_parent, [6] cwd) and resolves the program. Raises InvalidArgument or
+ * NotFound as core.process_start documents. [-0, +5, v] */
+static void spawn_read_opts(lua_State *L, struct abx_loop *loop, struct spawn *sp)
+{
   if (lua_getfield(L, 1, "argv") != LUA_TTABLE || luaL_len(L, 2) < 1)
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: argv must be a non-empty "
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: argv must be a non-empty "
                      "array of strings");
-  int envt = lua_getfield(L, 1, "env") == LUA_TTABLE ? 3 : 0; /* [3] env or nil */
-  int stderr_null = 0, stderr_pipe = 0;
-  const char *stderr_path = NULL;
+  sp->envt = lua_getfield(L, 1, "env") == LUA_TTABLE ? 3 : 0; /* [3] env or nil */
   if (lua_getfield(L, 1, "stderr") == LUA_TSTRING) { /* [4] */
     const char *s = lua_tostring(L, 4);
     if (strcmp(s, "null") == 0)
-      stderr_null = 1;
+      sp->stderr_null = 1;
     else if (strcmp(s, "pipe") == 0)
-      stderr_pipe = 1;
+      sp->stderr_pipe = 1;
     else if (strcmp(s, "inherit") != 0)
-      stderr_path = s;
+      sp->stderr_path = s;
   } else if (!lua_isnil(L, 4)) {
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: stderr must be \"inherit\", "
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: stderr must be \"inherit\", "
                      "\"null\", \"pipe\" or a file path");
   }
   lua_getfield(L, 1, "die_with_parent"); /* [5] */
-  int pdeath = lua_isnil(L, 5) || lua_toboolean(L, 5);
+  sp->pdeath = lua_isnil(L, 5) || lua_toboolean(L, 5);
   int cwd_t = lua_getfield(L, 1, "cwd"); /* [6]: keeps the string alive through the fork */
-  int clear_t = lua_getfield(L, 1, "env_clear"), clear = lua_toboolean(L, -1);
+  int clear_t = lua_getfield(L, 1, "env_clear");
+  sp->clear = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  const char *cwd = cwd_t == LUA_TSTRING ? lua_tostring(L, 6) : NULL;
-  if ((clear_t != LUA_TNIL && clear_t != LUA_TBOOLEAN) || (cwd_t != LUA_TNIL && !cwd))
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env_clear "
-                           "must be a boolean and cwd a path string");
+  sp->cwd = cwd_t == LUA_TSTRING ? lua_tostring(L, 6) : NULL;
+  if ((clear_t != LUA_TNIL && clear_t != LUA_TBOOLEAN) || (cwd_t != LUA_TNIL && !sp->cwd))
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env_clear "
+                    "must be a boolean and cwd a path string");
   struct stat cst;
-  if (cwd && (stat(cwd, &cst) != 0 || !S_ISDIR(cst.st_mode)))
-    return abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: cwd %s is no "
-                           "directory", cwd);
-  char **argv = string_array(L, 2, "argv");
-  char prog[4096];
-  if (find_program(argv[0], prog, sizeof prog) != 0) {
-    const char *name = argv[0];
-    free(argv);
-    return abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: no program %s "
-                           "(not executable, or not in PATH)", name);
+  if (sp->cwd && (stat(sp->cwd, &cst) != 0 || !S_ISDIR(cst.st_mode)))
+    abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: cwd %s is no "
+                    "directory", sp->cwd);
+  sp->argv = string_array(L, 2, "argv");
+  if (find_program(sp->argv[0], sp->prog, sizeof sp->prog) != 0) {
+    const char *name = sp->argv[0]; /* owned by opts.argv */
+    spawn_free(sp);
+    abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: no program %s "
+                    "(not executable, or not in PATH)", name);
   }
-  /* the child's environment, made before the fork (the child only execs): ours without the
-   * names env sets or removes (all of it with env_clear), then env's NAME=value strings, kept
-   * alive by a table at [7] */
+}
+
+/* The child's environment, made before the fork (the child only execs): ours without the names
+ * env sets or removes (all of it with env_clear), then env's NAME=value strings, kept alive by a
+ * table pushed at [7]. Raises InvalidArgument for a bad env table (freeing sp). [-0, +1, v] */
+static void spawn_env(lua_State *L, struct abx_loop *loop, struct spawn *sp)
+{
   lua_newtable(L); /* [7] */
   int extra = 0;
-  if (envt) {
+  if (sp->envt) {
     lua_pushnil(L);
-    while (lua_next(L, envt)) {
+    while (lua_next(L, sp->envt)) {
       int vt = lua_type(L, -1);
       if (lua_type(L, -2) != LUA_TSTRING ||
           (vt != LUA_TSTRING && !(vt == LUA_TBOOLEAN && !lua_toboolean(L, -1)))) {
-        free(argv);
-        return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env must map names to "
+        spawn_free(sp);
+        abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env must map names to "
                          "strings (or false to remove one)");
       }
       if (vt == LUA_TSTRING) {
@@ -466,42 +489,130 @@ static int core_process_start(lua_State *L)
     }
   }
   size_t nenv = 0;
-  while (!clear && environ[nenv])
+  while (!sp->clear && environ[nenv])
     nenv++;
-  char **envs = calloc(nenv + (size_t)extra + 1, sizeof *envs);
-  if (!envs) {
-    free(argv);
-    return luaL_error(L, "out of memory");
+  sp->envs = calloc(nenv + (size_t)extra + 1, sizeof *sp->envs);
+  if (!sp->envs) {
+    spawn_free(sp);
+    luaL_error(L, "out of memory");
   }
   size_t ne = 0;
   for (size_t i = 0; i < nenv; i++)
-    if (!env_overridden(L, envt, environ[i]))
-      envs[ne++] = environ[i];
+    if (!env_overridden(L, sp->envt, environ[i]))
+      sp->envs[ne++] = environ[i];
   for (int i = 1; i <= extra; i++) {
     lua_rawgeti(L, 7, i);
-    envs[ne++] = (char *)lua_tostring(L, -1);
+    sp->envs[ne++] = (char *)lua_tostring(L, -1);
     lua_pop(L, 1);
   }
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) != 0) {
-    free(argv);
-    free(envs);
-    return abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(errno));
+}
+
+/* The child's stdin and stdout pipes, and its stderr pipe when asked (all close-on-exec). Raises
+ * Internal when one cannot be made (freeing sp, closing what was made). [-0, +0, v] */
+static void spawn_pipes(lua_State *L, struct abx_loop *loop, struct spawn *sp)
+{
+  sp->errp[0] = sp->errp[1] = -1;
+  if (pipe2(sp->in, O_CLOEXEC) != 0) {
+    spawn_free(sp);
+    abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(errno));
   }
-  int errp[2] = {-1, -1};
-  int perr = pipe2(out, O_CLOEXEC) != 0 ? errno : 0;
-  if (!perr && stderr_pipe && pipe2(errp, O_CLOEXEC) != 0) {
+  int perr = pipe2(sp->out, O_CLOEXEC) != 0 ? errno : 0;
+  if (!perr && sp->stderr_pipe && pipe2(sp->errp, O_CLOEXEC) != 0) {
     perr = errno;
-    close(out[0]);
-    close(out[1]);
+    close(sp->out[0]);
+    close(sp->out[1]);
   }
   if (perr) {
-    close(in[0]);
-    close(in[1]);
-    free(argv);
-    free(envs);
-    return abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(perr));
+    close(sp->in[0]);
+    close(sp->in[1]);
+    spawn_free(sp);
+    abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(perr));
   }
+}
+
+/* In the forked child: its own process group, signals and mask reset, the pipes as stdin, stdout
+ * (and stderr), then exec. Never returns; exits 127 when the exec fails. */
+static _Noreturn void spawn_child(const struct spawn *sp, pid_t parent)
+{
+  if (sp->pdeath) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+      _exit(1);
+  }
+  setpgid(0, 0); /* the engine decides when we stop, not the terminal's Ctrl-C */
+  if (sp->cwd && chdir(sp->cwd) != 0)
+    _exit(127);
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  dup2(sp->in[0], 0);
+  dup2(sp->out[1], 1);
+  if (sp->stderr_pipe) {
+    dup2(sp->errp[1], 2);
+  } else if (sp->stderr_null || sp->stderr_path) {
+    int fd = sp->stderr_null
+                 ? open("/dev/null", O_WRONLY)
+                 : open(sp->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+      dup2(fd, 2);
+  }
+  execve(sp->prog, sp->argv, sp->envs);
+  _exit(127);
+}
+
+/* In the parent after fork() returned 'pid' (errno 'err' when it is negative): closes the
+ * child's ends and frees sp; raises Internal when the fork failed, else records the pid in the
+ * process userdata at 'proc' and pushes the process table {stdin, stdout[, stderr], handle}.
+ * [-0, +1, v] */
+static void spawn_parent(lua_State *L, struct abx_loop *loop, struct spawn *sp, pid_t pid,
+                         int err, int proc)
+{
+  spawn_free(sp);
+  close(sp->in[0]);
+  close(sp->out[1]);
+  if (sp->stderr_pipe)
+    close(sp->errp[1]);
+  if (pid < 0) {
+    close(sp->in[1]);
+    close(sp->out[0]);
+    if (sp->stderr_pipe)
+      close(sp->errp[0]);
+    abx_error_raise(L, loop->secrets, "Internal", 0, "fork: %s", strerror(err));
+  }
+  struct proc *pr = lua_touserdata(L, proc);
+  pr->pid = pid;
+  lua_pushinteger(L, pid);
+  lua_setiuservalue(L, proc, 1);
+  fcntl(sp->in[1], F_SETFL, O_NONBLOCK);
+  fcntl(sp->out[0], F_SETFL, O_NONBLOCK);
+  lua_createtable(L, 0, 2); /* the process table: {stdin, stdout, handle} */
+  pipe_push(L, loop, sp->in[1], 1, 0);
+  lua_setfield(L, -2, "stdin");
+  pipe_push(L, loop, sp->out[0], 0, 0);
+  lua_setfield(L, -2, "stdout");
+  if (sp->stderr_pipe) {
+    fcntl(sp->errp[0], F_SETFL, O_NONBLOCK);
+    pipe_push(L, loop, sp->errp[0], 0, 0);
+    lua_setfield(L, -2, "stderr");
+  }
+  lua_pushvalue(L, proc);
+  lua_setfield(L, -2, "handle");
+}
+
+/* core.process_start(opts) -> process; opts {argv, env, env_clear, cwd, stderr, die_with_parent} (see
+ * the file header). */
+static int core_process_start(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  struct spawn sp = {0};
+  spawn_read_opts(L, loop, &sp); /* [2..6] */
+  spawn_env(L, loop, &sp);       /* [7] */
+  spawn_pipes(L, loop, &sp);
   ignore_sigpipe();
   struct proc *pr = lua_newuserdatauv(L, sizeof *pr, 1);
   memset(pr, 0, sizeof *pr);
@@ -509,65 +620,9 @@ static int core_process_start(lua_State *L)
   int top = lua_gettop(L);
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) {
-    if (pdeath) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent)
-        _exit(1);
-    }
-    setpgid(0, 0); /* the engine decides when we stop, not the terminal's Ctrl-C */
-    if (cwd && chdir(cwd) != 0)
-      _exit(127);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    if (stderr_pipe) {
-      dup2(errp[1], 2);
-    } else if (stderr_null || stderr_path) {
-      int fd = stderr_null ? open("/dev/null", O_WRONLY)
-                           : open(stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-      if (fd >= 0)
-        dup2(fd, 2);
-    }
-    execve(prog, argv, envs);
-    _exit(127);
-  }
-  int err = errno;
-  free(argv);
-  free(envs);
-  close(in[0]);
-  close(out[1]);
-  if (stderr_pipe)
-    close(errp[1]);
-  if (pid < 0) {
-    close(in[1]);
-    close(out[0]);
-    if (stderr_pipe)
-      close(errp[0]);
-    return abx_error_raise(L, loop->secrets, "Internal", 0, "fork: %s", strerror(err));
-  }
-  pr->pid = pid;
-  lua_pushinteger(L, pid);
-  lua_setiuservalue(L, -2, 1);
-  fcntl(in[1], F_SETFL, O_NONBLOCK);
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  lua_createtable(L, 0, 2); /* the process table: {stdin, stdout, handle} */
-  pipe_push(L, loop, in[1], 1, 0);
-  lua_setfield(L, -2, "stdin");
-  pipe_push(L, loop, out[0], 0, 0);
-  lua_setfield(L, -2, "stdout");
-  if (stderr_pipe) {
-    fcntl(errp[0], F_SETFL, O_NONBLOCK);
-    pipe_push(L, loop, errp[0], 0, 0);
-    lua_setfield(L, -2, "stderr");
-  }
-  lua_pushvalue(L, top);
-  lua_setfield(L, -2, "handle");
+  if (pid == 0)
+    spawn_child(&sp, parent);
+  spawn_parent(L, loop, &sp, pid, errno, top);
   return 1;
 }
 

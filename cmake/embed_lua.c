@@ -1,6 +1,6 @@
 /*
  * embed_lua.c: the build-time tool that turns the lib/abx modules (and lua-argparse) into the C table of
- * engine/embedded.h: each module's source text and its Lua 5.4 bytecode, compiled here by the
+ * bindings/embedded.h: each module's source text and its Lua 5.4 bytecode, compiled here by the
  * same liblua the binary links (lua_dump with debug information kept: chunk names and line
  * numbers, so tracebacks are those of the source). Loading bytecode skips the parser, which was
  * most of abxlua's start-up (issue 14: `abxlua list` of 200 files). The source stays beside it:

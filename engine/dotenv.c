@@ -183,6 +183,65 @@ static long parse_value(struct parser *p, char *val, const char **msg)
   return (long)n;
 }
 
+/* One binding, from its first character (not a blank, not a line end) through its line end:
+ * a comment line, or [export] KEY[=VALUE] [# comment]; a pair goes to on_pair, a malformed line
+ * to the parser's on_error (and is skipped). 'key' and 'val' are scratch buffers of the input's
+ * length + 1. */
+static void parse_binding(struct parser *p, char *key, char *val, abx_dotenv_pair_fn on_pair)
+{
+  const char *s = p->s;
+  int line = p->line;
+  if (s[p->pos] == '#') {
+    skip_line(p);
+    return;
+  }
+  /* export prefix: the word, then at least one blank (else "export" is the key itself) */
+  if (p->len - p->pos > 6 && memcmp(s + p->pos, "export", 6) == 0 && is_blank(s[p->pos + 6])) {
+    p->pos += 6;
+    skip_blanks(p);
+  }
+  if (p->pos == p->len || is_eol(s[p->pos])) {
+    malformed(p, line, "`export` without a key");
+    return;
+  }
+  if (!key_first(s[p->pos])) {
+    malformed(p, line, "invalid key: a key starts with a letter or '_' ([A-Za-z_][A-Za-z0-9_.-]*)");
+    return;
+  }
+  size_t kstart = p->pos;
+  while (p->pos < p->len && key_char(s[p->pos]))
+    p->pos++;
+  size_t klen = p->pos - kstart;
+  if (p->pos < p->len && !is_blank(s[p->pos]) && !is_eol(s[p->pos]) && s[p->pos] != '=' &&
+      s[p->pos] != '#') {
+    malformed(p, line, "invalid character in key (keys match [A-Za-z_][A-Za-z0-9_.-]*)");
+    return;
+  }
+  memcpy(key, s + kstart, klen);
+  key[klen] = '\0';
+  skip_blanks(p);
+  if (p->pos == p->len || s[p->pos] != '=') {
+    /* a key alone sets nothing; anything but a comment after it is malformed */
+    if (end_of_binding(p) != 0)
+      malformed(p, line, "expected '=' after the key");
+    return;
+  }
+  p->pos++;
+  skip_blanks(p);
+  const char *msg = NULL;
+  long vlen = parse_value(p, val, &msg);
+  if (vlen < 0) {
+    malformed(p, line, msg);
+    return;
+  }
+  if (end_of_binding(p) != 0) {
+    malformed(p, line, "unexpected text after the closing quote (only a # comment may follow)");
+    return;
+  }
+  if (on_pair)
+    on_pair(p->ud, key, val, (size_t)vlen);
+}
+
 int abx_dotenv_parse(const char *text, size_t len, abx_dotenv_pair_fn on_pair,
                      abx_dotenv_error_fn on_error, void *ud)
 {
@@ -211,56 +270,7 @@ int abx_dotenv_parse(const char *text, size_t len, abx_dotenv_pair_fn on_pair,
     }
     if (p.pos == p.len)
       break;
-    int line = p.line;
-    if (s[p.pos] == '#') {
-      skip_line(&p);
-      continue;
-    }
-    /* export prefix: the word, then at least one blank (else "export" is the key itself) */
-    if (p.len - p.pos > 6 && memcmp(s + p.pos, "export", 6) == 0 && is_blank(s[p.pos + 6])) {
-      p.pos += 6;
-      skip_blanks(&p);
-    }
-    if (p.pos == p.len || is_eol(s[p.pos])) {
-      malformed(&p, line, "`export` without a key");
-      continue;
-    }
-    if (!key_first(s[p.pos])) {
-      malformed(&p, line, "invalid key: a key starts with a letter or '_' ([A-Za-z_][A-Za-z0-9_.-]*)");
-      continue;
-    }
-    size_t kstart = p.pos;
-    while (p.pos < p.len && key_char(s[p.pos]))
-      p.pos++;
-    size_t klen = p.pos - kstart;
-    if (p.pos < p.len && !is_blank(s[p.pos]) && !is_eol(s[p.pos]) && s[p.pos] != '=' &&
-        s[p.pos] != '#') {
-      malformed(&p, line, "invalid character in key (keys match [A-Za-z_][A-Za-z0-9_.-]*)");
-      continue;
-    }
-    memcpy(key, s + kstart, klen);
-    key[klen] = '\0';
-    skip_blanks(&p);
-    if (p.pos == p.len || s[p.pos] != '=') {
-      /* a key alone sets nothing; anything but a comment after it is malformed */
-      if (end_of_binding(&p) != 0)
-        malformed(&p, line, "expected '=' after the key");
-      continue;
-    }
-    p.pos++;
-    skip_blanks(&p);
-    const char *msg = NULL;
-    long vlen = parse_value(&p, val, &msg);
-    if (vlen < 0) {
-      malformed(&p, line, msg);
-      continue;
-    }
-    if (end_of_binding(&p) != 0) {
-      malformed(&p, line, "unexpected text after the closing quote (only a # comment may follow)");
-      continue;
-    }
-    if (on_pair)
-      on_pair(ud, key, val, (size_t)vlen);
+    parse_binding(&p, key, val, on_pair);
   }
   free(key);
   free(val);

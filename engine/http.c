@@ -346,6 +346,80 @@ static size_t on_read(char *buf, size_t size, size_t nitems, void *ud)
   return n;
 }
 
+/* The request's headers (each "Name: value", plus "Expect:" against curl's 100-continue round
+ * trip) and its connect_to override, kept in t for abx_transfer_free. Returns 0, or -1 when out
+ * of memory. */
+static int set_headers(struct abx_transfer *t, const struct abx_http_request *req)
+{
+  CURL *e = t->easy;
+  if (req->connect_to) { /* "::HOST:PORT": any host and port of the URL connect there */
+    char entry[512];
+    snprintf(entry, sizeof entry, "::%s", req->connect_to);
+    t->connect_to = curl_slist_append(NULL, entry);
+    if (!t->connect_to)
+      return -1;
+    curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to);
+  }
+  struct curl_slist *h = NULL;
+  for (const char *const *p = req->headers; p && *p; p++) {
+    struct curl_slist *n = curl_slist_append(h, *p);
+    if (!n)
+      return -1;
+    h = n;
+  }
+  struct curl_slist *n = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+  if (!n)
+    return -1;
+  t->req_headers = n;
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->req_headers);
+  return 0;
+}
+
+/* The request's body: read as it goes (body_read), borrowed, or copied into t. Returns 0, or -1
+ * when out of memory. */
+static int set_body(struct abx_transfer *t, const struct abx_http_request *req)
+{
+  CURL *e = t->easy;
+  if (req->body_read) {
+    t->body_read = req->body_read;
+    t->body_cookie = req->body_cookie;
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(e, CURLOPT_READDATA, t);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_size);
+  } else if (req->body && req->body_borrowed) {
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+  } else if (req->body) {
+    t->req_body = malloc(req->body_len ? req->body_len : 1);
+    if (!t->req_body)
+      return -1;
+    memcpy(t->req_body, req->body, req->body_len);
+    t->req_body_len = req->body_len;
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req_body);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->req_body_len);
+  }
+  return 0;
+}
+
+/* The buffer size for the kind of transfer, and the method. */
+static void set_method(struct abx_transfer *t, const struct abx_http_request *req)
+{
+  CURL *e = t->easy;
+  /* Fewer, larger reads for bodies collected whole or read in pieces: a 100 MiB files:read took
+   * a fifth less engine CPU (task-clock, 6 runs A/B, issue 14). Not for Connect and NDJSON
+   * streams: curl 7.88 keeps the buffer per handle, and a run may hold thousands of streams. */
+  if (req->streaming == ABX_HTTP_RAW || req->streaming == ABX_HTTP_PLAIN)
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
+  if (strcmp(req->method, "GET") == 0 && !req->body && !req->body_read)
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  else if (strcmp(req->method, "HEAD") == 0) {
+    t->nobody = 1;
+    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+  } else
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+}
+
 struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
 {
   struct abx_transfer *t = calloc(1, sizeof *t);
@@ -383,57 +457,9 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
   }
   if (req->fresh_connect)
     curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-  if (req->connect_to) { /* "::HOST:PORT": any host and port of the URL connect there */
-    char entry[512];
-    snprintf(entry, sizeof entry, "::%s", req->connect_to);
-    t->connect_to = curl_slist_append(NULL, entry);
-    if (!t->connect_to)
-      goto fail;
-    curl_easy_setopt(e, CURLOPT_CONNECT_TO, t->connect_to);
-  }
-  struct curl_slist *h = NULL;
-  for (const char *const *p = req->headers; p && *p; p++) {
-    struct curl_slist *n = curl_slist_append(h, *p);
-    if (!n)
-      goto fail;
-    h = n;
-  }
-  struct curl_slist *n = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
-  if (!n)
+  if (set_headers(t, req) != 0 || set_body(t, req) != 0)
     goto fail;
-  t->req_headers = n;
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->req_headers);
-  if (req->body_read) {
-    t->body_read = req->body_read;
-    t->body_cookie = req->body_cookie;
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(e, CURLOPT_READDATA, t);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_size);
-  } else if (req->body && req->body_borrowed) {
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-  } else if (req->body) {
-    t->req_body = malloc(req->body_len ? req->body_len : 1);
-    if (!t->req_body)
-      goto fail;
-    memcpy(t->req_body, req->body, req->body_len);
-    t->req_body_len = req->body_len;
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req_body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->req_body_len);
-  }
-  /* Fewer, larger reads for bodies collected whole or read in pieces: a 100 MiB files:read took
-   * a fifth less engine CPU (task-clock, 6 runs A/B, issue 14). Not for Connect and NDJSON
-   * streams: curl 7.88 keeps the buffer per handle, and a run may hold thousands of streams. */
-  if (req->streaming == ABX_HTTP_RAW || req->streaming == ABX_HTTP_PLAIN)
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L * 1024L);
-  if (strcmp(req->method, "GET") == 0 && !req->body && !req->body_read)
-    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
-  else if (strcmp(req->method, "HEAD") == 0) {
-    t->nobody = 1;
-    curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-  } else
-    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, req->method);
+  set_method(t, req);
   return t;
 fail:
   abx_transfer_free(t);

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "errors.h"
 #include "secrets.h"
 
 #define TASK_MT "abx.task"
@@ -88,6 +87,20 @@ static void *lua_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
   return p;
 }
 
+/* The loop's error value until the bindings install theirs (struct abx_loop, push_error): the
+ * string "Kind: message", the message masked. [-0, +1, m] */
+static void push_plain_error(lua_State *L, struct abx_secrets *secrets, const char *kind,
+                             int status, const char *message)
+{
+  (void)status;
+  size_t n;
+  char *masked = secrets ? abx_secrets_mask(secrets, message, strlen(message), &n) : NULL;
+  if (secrets && !masked)
+    message = "(message dropped: out of memory while masking)";
+  lua_pushfstring(L, "%s: %s", kind, masked ? masked : message);
+  free(masked);
+}
+
 struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets)
 {
   struct abx_loop *loop = calloc(1, sizeof *loop);
@@ -95,6 +108,7 @@ struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets)
     return NULL;
   loop->L = L;
   loop->secrets = secrets;
+  loop->push_error = push_plain_error;
   lua_setallocf(L, lua_alloc, NULL);
   /* every thread copies the main thread's extra space when it is created: coroutines a test
    * creates with coroutine.create/wrap reach the loop from the count hook too */
@@ -171,7 +185,7 @@ void abx_task_expire(struct abx_task *t, const char *kind, const char *message)
 
 void abx_task_push_expired(lua_State *L, struct abx_task *t)
 {
-  abx_error_push(L, t->loop->secrets, t->expired_kind, 0, t->expired_msg);
+  t->loop->push_error(L, t->loop->secrets, t->expired_kind, 0, t->expired_msg);
   if (t->expired_where[0]) {
     lua_pushstring(L, t->expired_where);
     lua_setfield(L, -2, "where");
@@ -216,8 +230,8 @@ static void deadline_hook(lua_State *L, lua_Debug *ar)
     } else if (t->deadline_ms != 0 && abx_now_ms() >= t->deadline_ms) {
       if (!t->guarded) { /* a task without a guard: one Timeout, as a wait would raise */
         t->deadline_ms = 0;
-        abx_error_push(L, loop->secrets, "Timeout", 0,
-                       "the task's deadline passed while it was running Lua code (busy loop?)");
+        loop->push_error(L, loop->secrets, "Timeout", 0,
+                         "the task's deadline passed while it was running Lua code (busy loop?)");
         lua_error(L);
       }
       char msg[sizeof t->expired_msg];
@@ -331,7 +345,7 @@ void abx_task_abort(struct abx_task *t, const char *kind, const char *message)
     w->cancel(w);
   lua_checkstack(t->co, 3);
   lua_pushboolean(t->co, 0);
-  abx_error_push(t->co, t->loop->secrets, kind, 0, message);
+  t->loop->push_error(t->co, t->loop->secrets, kind, 0, message);
   abx_task_ready(t, 2);
 }
 
@@ -341,7 +355,7 @@ static void task_finish(struct abx_loop *loop, struct abx_task *t, int status)
   lua_State *L = loop->L;
   if (status != LUA_OK && status != LUA_YIELD) {
     const char *msg = NULL;
-    if (abx_error_is(t->co, -1) || !lua_isstring(t->co, -1))
+    if (!lua_isstring(t->co, -1)) /* an abx.error (a table) through its __tostring */
       msg = luaL_tolstring(t->co, -1, NULL);
     else
       msg = lua_tostring(t->co, -1);

@@ -79,6 +79,12 @@ struct abx_loop {
   int transfers;               /* curl easy handles in 'multi' */
   int trace;                   /* HTTP traces on stderr: 0 off, 1 requests and answers (-vv),
                                   2 also body excerpts (-vvv); always masked */
+  /* Pushes the error value a task resumes with or raises: {kind, status, message}, message masked
+   * with 'secrets'. The bindings set it to abx_error_push (the typed abx.error, bindings/errors.h)
+   * when abx.core opens, so the loop needs no Lua-facing header; until then a plain string
+   * "Kind: message". [-0, +1, m] */
+  void (*push_error)(lua_State *L, struct abx_secrets *secrets, const char *kind, int status,
+                     const char *message);
   void (*after_perform)(struct abx_loop *loop); /* bindings: deliver stream events */
   void (*on_done_msg)(struct abx_loop *loop, CURLMsg *msg); /* bindings: a transfer ended */
   void *streams;               /* bindings/core_http.c: live Connect streams */

@@ -143,6 +143,99 @@ static void wait_writer(pid_t serve, int timeout_ms)
   }
 }
 
+/* Where serve's output goes: its log through a log writer that masks it when there are secrets
+ * and a log path (*writer gets the writer's pid, else 0), the log itself, or /dev/null (open_log).
+ * Returns the descriptor (O_CLOEXEC), or -1 when not even /dev/null opens. */
+static int serve_output(const char *log_path, struct abx_secrets *secrets, pid_t *writer)
+{
+  int log = open_log(log_path);
+  *writer = 0;
+  if (log >= 0 && secrets && log_path) {
+    int w = start_log_writer(secrets, log, writer);
+    if (w < 0) { /* fail closed: no unmasked log; the log says why it is empty */
+      dprintf(log, "abxlua: serve's output is dropped: no log writer to mask it (%s)\n",
+              strerror(errno));
+      w = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    }
+    close(log);
+    log = w;
+  }
+  return log;
+}
+
+/* In the forked child: dies with the engine 'parent', writes the ready line to fd 3 ('ready_fd'),
+ * its output to 'log', and execs '<the engine> serve --port 0 --ready-fd 3 <extra...>'. Never
+ * returns. */
+static _Noreturn void exec_serve(int ready_fd, int log, const char *const *extra, pid_t parent)
+{
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) /* the engine died before prctl took effect */
+    _exit(1);
+  setpgid(0, 0); /* a terminal's Ctrl-C reaches the engine, which stops us in order */
+  if (dup2(ready_fd, 3) < 0)
+    _exit(127);
+  if (log >= 0) {
+    dup2(log, 1);
+    dup2(log, 2);
+  }
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0)
+    dup2(devnull, 0);
+  const char *argv[64];
+  int n = 0;
+  argv[n++] = "abxlua";
+  argv[n++] = "serve";
+  argv[n++] = "--port";
+  argv[n++] = "0";
+  argv[n++] = "--ready-fd";
+  argv[n++] = "3";
+  for (const char *const *e = extra; e && *e && n < 62; e++)
+    argv[n++] = *e;
+  argv[n] = NULL;
+  execv(self_exe, (char *const *)argv);
+  _exit(127);
+}
+
+/* Reads serve's ready line from 'fd' into p->ready (its newline removed) within 'timeout_ms'.
+ * Returns 0, or -1 with a message in err (no line in time, or serve exited first; both name
+ * 'log_path'). */
+static int read_ready(struct abx_platform *p, int fd, int timeout_ms, const char *log_path,
+                      char *err, size_t errlen)
+{
+  size_t have = 0;
+  double deadline = abx_now_ms() + timeout_ms;
+  while (have < sizeof p->ready - 1) {
+    int left = (int)(deadline - abx_now_ms());
+    if (left <= 0) {
+      snprintf(err, errlen, "the local platform did not report ready within %d ms (log: %s)",
+               timeout_ms, log_path ? log_path : "none");
+      return -1;
+    }
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int r = poll(&pfd, 1, left);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      continue;
+    ssize_t got = read(fd, p->ready + have, sizeof p->ready - 1 - have);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      snprintf(err, errlen, "the local platform exited before it was ready (log: %s)",
+               log_path ? log_path : "none");
+      return -1;
+    }
+    have += (size_t)got;
+    p->ready[have] = '\0';
+    if (strchr(p->ready, '\n'))
+      break;
+  }
+  char *nl = strchr(p->ready, '\n');
+  if (nl)
+    *nl = '\0';
+  return 0;
+}
+
 int abx_platform_start(struct abx_platform *p, const char *const *extra, const char *log_path,
                        struct abx_secrets *secrets, int timeout_ms, char *err, size_t errlen)
 {
@@ -152,18 +245,8 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
     snprintf(err, errlen, "pipe: %s", strerror(errno));
     return -1;
   }
-  int log = open_log(log_path);
-  pid_t writer = 0;
-  if (log >= 0 && secrets && log_path) {
-    int w = start_log_writer(secrets, log, &writer);
-    if (w < 0) { /* fail closed: no unmasked log; the log says why it is empty */
-      dprintf(log, "abxlua: serve's output is dropped: no log writer to mask it (%s)\n",
-              strerror(errno));
-      w = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    }
-    close(log);
-    log = w;
-  }
+  pid_t writer;
+  int log = serve_output(log_path, secrets, &writer);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
@@ -176,78 +259,21 @@ int abx_platform_start(struct abx_platform *p, const char *const *extra, const c
       waitpid(writer, NULL, 0); /* its pipe's last write end is closed: it ends now */
     return -1;
   }
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) /* the engine died before prctl took effect */
-      _exit(1);
-    setpgid(0, 0); /* a terminal's Ctrl-C reaches the engine, which stops us in order */
-    if (dup2(fds[1], 3) < 0)
-      _exit(127);
-    if (log >= 0) {
-      dup2(log, 1);
-      dup2(log, 2);
-    }
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0)
-      dup2(devnull, 0);
-    const char *argv[64];
-    int n = 0;
-    argv[n++] = "abxlua";
-    argv[n++] = "serve";
-    argv[n++] = "--port";
-    argv[n++] = "0";
-    argv[n++] = "--ready-fd";
-    argv[n++] = "3";
-    for (const char *const *e = extra; e && *e && n < 62; e++)
-      argv[n++] = *e;
-    argv[n] = NULL;
-    execv(self_exe, (char *const *)argv);
-    _exit(127);
-  }
+  if (pid == 0)
+    exec_serve(fds[1], log, extra, parent);
   close(fds[1]);
   if (log >= 0)
     close(log);
   p->pid = pid;
   if (writer > 0)
     remember_writer(pid, writer);
-  size_t have = 0;
-  double deadline = abx_now_ms() + timeout_ms;
-  while (have < sizeof p->ready - 1) {
-    int left = (int)(deadline - abx_now_ms());
-    if (left <= 0) {
-      snprintf(err, errlen, "the local platform did not report ready within %d ms (log: %s)",
-               timeout_ms, log_path ? log_path : "none");
-      goto fail;
-    }
-    struct pollfd pfd = {.fd = fds[0], .events = POLLIN};
-    int r = poll(&pfd, 1, left);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      continue;
-    ssize_t got = read(fds[0], p->ready + have, sizeof p->ready - 1 - have);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0) {
-      snprintf(err, errlen, "the local platform exited before it was ready (log: %s)",
-               log_path ? log_path : "none");
-      goto fail;
-    }
-    have += (size_t)got;
-    p->ready[have] = '\0';
-    if (strchr(p->ready, '\n'))
-      break;
+  int rc = read_ready(p, fds[0], timeout_ms, log_path, err, errlen);
+  close(fds[0]);
+  if (rc != 0) {
+    abx_platform_stop(pid, 2000);
+    p->pid = 0;
   }
-  close(fds[0]);
-  char *nl = strchr(p->ready, '\n');
-  if (nl)
-    *nl = '\0';
-  return 0;
-fail:
-  close(fds[0]);
-  abx_platform_stop(pid, 2000);
-  p->pid = 0;
-  return -1;
+  return rc;
 }
 
 int abx_platform_stop(pid_t pid, int timeout_ms)

@@ -8,7 +8,6 @@
 #include "secrets.h"
 
 #include <curl/curl.h>
-#include <lauxlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,16 +337,4 @@ void abx_secrets_flush(struct abx_secrets *s, FILE *f)
     free(k->buf); /* the slot is free again; the next write to the stream takes one anew */
     memset(k, 0, sizeof *k);
   }
-}
-
-void abx_secrets_push_masked(lua_State *L, const struct abx_secrets *s, const char *text)
-{
-  size_t n;
-  char *m = abx_secrets_mask(s, text, strlen(text), &n);
-  if (!m) {
-    lua_pushliteral(L, "(message dropped: out of memory while masking)");
-    return;
-  }
-  lua_pushlstring(L, m, n);
-  free(m);
 }

@@ -27,7 +27,6 @@
 #ifndef ABX_SECRETS_H
 #define ABX_SECRETS_H
 
-#include <lua.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -57,8 +56,5 @@ int abx_secrets_write(struct abx_secrets *s, FILE *f, const char *text, size_t l
 /* Writes the held-back tail of f (NULL: of every stream) masked and forgets the stream (call it
  * before closing a stream written through abx_secrets_write). */
 void abx_secrets_flush(struct abx_secrets *s, FILE *f);
-
-/* Pushes the masked form of the NUL-terminated 'text'. [-0, +1, m] */
-void abx_secrets_push_masked(lua_State *L, const struct abx_secrets *s, const char *text);
 
 #endif

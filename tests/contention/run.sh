@@ -8,7 +8,7 @@
 # The load: 2 x nproc CPU-bound loops AND a second, independent run of the same selection in a loop
 # beside it, from a copy of config/ and the selection's paths (its own .abxlua_cache), with its own
 # XDG_STATE_HOME (its own platform logs and template build cache: core.state_dir(),
-# bindings/core_util.c; CONTENTION_LOAD_STATE, default build/contention/load-state, kept between
+# bindings/core_files.c; CONTENTION_LOAD_STATE, default build/contention/load-state, kept between
 # harness runs so that its builds are cached too) and its own TMPDIR (its platform's sandboxes). CPU loops alone did not
 # reproduce the false reds of issue 22; concurrent sandbox-heavy work does. --quiet runs without
 # any load: the baseline whose wall times go beside the loaded ones.

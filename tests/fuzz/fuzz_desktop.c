@@ -4,7 +4,7 @@
  * from ProtocolVersion to a Raw FramebufferUpdate, RFC 6143).
  *
  * The engine's own modules (the embedded lib/abx, abx.core on a loop, cjson) are preloaded as
- * engine/cli.c does, into one lua_State per process; the Lua driver below feeds the input to the
+ * bindings/cli.c does, into one lua_State per process; the Lua driver below feeds the input to the
  * parsers as the network would, in pieces of 1 to 4096 bytes. The first byte picks the parser:
  *   0: the upgrade answer's head (desktop_ws._parse_head)
  *   1: WebSocket frames, read as a byte stream in reads of varying size (desktop_ws._over)
@@ -116,7 +116,7 @@ static void setup(void)
   if (!loop)
     abort();
   luaL_openlibs(L);
-  abx_cli_preload(L, loop); /* the engine's own modules, as engine/cli.c loads them */
+  abx_cli_preload(L, loop); /* the engine's own modules, as bindings/cli.c loads them */
   if (luaL_loadbuffer(L, driver, sizeof driver - 1, "=fuzz_desktop") != LUA_OK ||
       lua_pcall(L, 0, 1, 0) != LUA_OK || !lua_isfunction(L, -1)) {
     fprintf(stderr, "fuzz_desktop: loading the driver: %s\n", lua_tostring(L, -1));

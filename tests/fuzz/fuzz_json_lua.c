@@ -1,6 +1,6 @@
 /*
  * fuzz_json_lua.c: libFuzzer target for the JSON -> Lua conversion abxlua uses: lua-cjson's
- * cjson.decode (default settings, as the lib/abx modules call it), preloaded the way engine/cli.c does.
+ * cjson.decode (default settings, as the lib/abx modules call it), preloaded the way bindings/cli.c does.
  *
  * One lua_State per process (luaL_openlibs, package.preload.cjson = luaopen_cjson). Each input is
  * decoded under pcall; when it decodes, the value is encoded again under pcall (errors such as an

@@ -1,7 +1,7 @@
 /*
  * fuzz_select.c: libFuzzer target for the -k/-m selection-expression parser (lib/abx/run/select.lua).
  *
- * The module is loaded from the table the engine embeds (engine/embedded.h, "abx.run.select") into
+ * The module is loaded from the table the engine embeds (bindings/embedded.h, "abx.run.select") into
  * one lua_State per process. Each input is compiled twice under pcall, as
  * select.compile(input, "k", {e2e=true}) and select.compile(input, "m", {e2e=true}); a compiled
  * predicate is then evaluated on two sample tests. Errors are expected and fine; a crash, a

@@ -1,5 +1,5 @@
 /*
- * fuzz_yaml.c: libFuzzer target for the YAML config loader (engine/yaml_lua.h, abx_yaml_push).
+ * fuzz_yaml.c: libFuzzer target for the YAML config loader (bindings/yaml_lua.h, abx_yaml_push).
  *
  * One lua_State per process; each input is parsed by abx_yaml_push called from a C function under
  * lua_pcall (the way core.yaml_load runs it), then the stack is reset with lua_settop.

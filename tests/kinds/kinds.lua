@@ -1,5 +1,5 @@
 -- Kinds case (run by tests/runner/run_case.sh from the source root): the error kinds are one list
--- in C (engine/errors.c, core.KINDS), an error of any other kind cannot be made, docs/scenarios.md
+-- in C (bindings/errors.c, core.KINDS), an error of any other kind cannot be made, docs/scenarios.md
 -- and docs/ENGINE.md name the same list, and abx.errmap maps 413 and the edge's three answers
 -- (paused, gone, closed port) to their own kinds by status and fields.
 -- Sources: docs/protocol/e2b-control-plane.md §6, §7.4; e2b-dev/infra

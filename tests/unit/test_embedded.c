@@ -1,5 +1,5 @@
 /*
- * test_embedded.c: unit tests of engine/embedded.h, the lib/abx modules compiled into the binary.
+ * test_embedded.c: unit tests of bindings/embedded.h, the lib/abx modules compiled into the binary.
  *
  * Each module's embedded bytecode must be exactly what its embedded source compiles to on the
  * liblua this test runs with (lua_dump with debug information: chunk name and line numbers kept,

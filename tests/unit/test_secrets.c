@@ -1,5 +1,6 @@
 /*
- * test_secrets.c: unit tests of engine/secrets.h (the secret registry and masking).
+ * test_secrets.c: unit tests of engine/secrets.h (the secret registry and masking) and of
+ * bindings/secrets_lua.h (a masked string pushed onto a Lua stack).
  *
  * The derived forms are written out literally (computed with Python's base64 and
  * urllib.parse.quote(v, safe="")), so a wrong encoder in the engine cannot agree with itself.
@@ -12,6 +13,7 @@
 
 #include "check.h"
 #include "secrets.h"
+#include "secrets_lua.h"
 
 /* Masks a NUL-terminated string; returns a malloc'd copy (caller frees). */
 static char *mask(const struct abx_secrets *s, const char *text)

@@ -1,5 +1,5 @@
 /*
- * test_yaml_lua.c: unit tests of engine/yaml_lua.h (YAML text → Lua value).
+ * test_yaml_lua.c: unit tests of bindings/yaml_lua.h (YAML text → Lua value).
  */
 #include <lauxlib.h>
 #include <lualib.h>

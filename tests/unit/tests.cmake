@@ -2,7 +2,7 @@
 foreach(name connect secrets yaml_lua dotenv ndjson proto embedded)
   add_executable(test_${name} ${CMAKE_SOURCE_DIR}/tests/unit/test_${name}.c)
   target_compile_options(test_${name} PRIVATE -Wall -Wextra -Werror)
-  target_link_libraries(test_${name} PRIVATE abx_engine)
+  target_link_libraries(test_${name} PRIVATE abx_bindings)
   add_test(NAME unit:${name} COMMAND test_${name})
   set_tests_properties(unit:${name} PROPERTIES TIMEOUT 60)
 endforeach()

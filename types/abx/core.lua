@@ -330,7 +330,7 @@ function core.write_private(path, data) end
 
 ---core.yaml_load(path [, with_lines]) -> value [, lines]. Raises InvalidArgument
 ---"file:line:col: problem". With 'with_lines' true also returns lines: {[table] = {[key or
----index] = line}} for every mapping and sequence of the value (engine/yaml_lua.h).
+---index] = line}} for every mapping and sequence of the value (bindings/yaml_lua.h).
 ---@param path any
 ---@param with_lines? any
 function core.yaml_load(path, with_lines) end

@@ -227,7 +227,7 @@ local function seal()
   end
 end
 
--- The error kinds a known issue's `raises` may name: the engine's one list (engine/errors.c),
+-- The error kinds a known issue's `raises` may name: the engine's one list (bindings/errors.c),
 -- an array of names that also maps each name to its description.
 local KINDS = core.KINDS
 

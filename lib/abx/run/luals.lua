@@ -394,7 +394,7 @@ function M.render()
   files["types_objects.lua"] = out
 
   -- error kinds and the error object
-  out = header("The error kinds (core.KINDS, engine/errors.c) and the error object.")
+  out = header("The error kinds (core.KINDS, bindings/errors.c) and the error object.")
   out[#out + 1] = "---@alias abx.ErrorKind"
   for _, k in ipairs(core.KINDS) do
     out[#out + 1] = string.format("---| %q # %s", k, (tostring(core.KINDS[k]):gsub("\n", " ")))

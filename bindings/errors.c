@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "secrets.h"
+#include "secrets_lua.h"
 
 #define ERROR_MT "abx.error"
 
