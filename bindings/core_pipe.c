@@ -399,64 +399,74 @@ static int env_overridden(lua_State *L, int envt, const char *e)
 
 /* core.process_start(opts) -> process; opts {argv, env, env_clear, cwd, stderr, die_with_parent} (see
  * the file header). */
-static int core_process_start(lua_State *L)
+/* core.process_start's options other than argv, read from the table at 1 (left on the stack at
+ * 3 env, 4 stderr, 5 die_with_parent, 6 cwd: the strings stay alive through the fork). */
+struct start_opts {
+  int envt; /* 3 when env is a table, else 0 */
+  int stderr_null, stderr_pipe;
+  const char *stderr_path; /* NULL: inherit, null or pipe */
+  int pdeath;              /* die with the parent (SIGTERM) */
+  const char *cwd;         /* NULL: ours */
+  int clear;               /* env_clear */
+};
+
+/* Read the options of the table at 1 into o (argv is already at 2), pushing them at 3..6.
+ * Raises InvalidArgument for a wrong type, NotFound for a cwd that is no directory. */
+static void read_start_opts(lua_State *L, struct abx_loop *loop, struct start_opts *o)
 {
-  struct abx_loop *loop = abx_core_loop(L);
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 1);
-  if (lua_getfield(L, 1, "argv") != LUA_TTABLE || luaL_len(L, 2) < 1)
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: argv must be a non-empty "
-                     "array of strings");
-  int envt = lua_getfield(L, 1, "env") == LUA_TTABLE ? 3 : 0; /* [3] env or nil */
-  int stderr_null = 0, stderr_pipe = 0;
-  const char *stderr_path = NULL;
-  if (lua_getfield(L, 1, "stderr") == LUA_TSTRING) { /* [4] */
+  memset(o, 0, sizeof *o);
+  o->envt = lua_getfield(L, 1, "env") == LUA_TTABLE ? 3 : 0; /* [3] env or nil */
+  if (lua_getfield(L, 1, "stderr") == LUA_TSTRING) {         /* [4] */
     const char *s = lua_tostring(L, 4);
     if (strcmp(s, "null") == 0)
-      stderr_null = 1;
+      o->stderr_null = 1;
     else if (strcmp(s, "pipe") == 0)
-      stderr_pipe = 1;
+      o->stderr_pipe = 1;
     else if (strcmp(s, "inherit") != 0)
-      stderr_path = s;
+      o->stderr_path = s;
   } else if (!lua_isnil(L, 4)) {
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: stderr must be \"inherit\", "
-                     "\"null\", \"pipe\" or a file path");
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                    "core.process_start: stderr must be \"inherit\", "
+                    "\"null\", \"pipe\" or a file path");
   }
   lua_getfield(L, 1, "die_with_parent"); /* [5] */
-  int pdeath = lua_isnil(L, 5) || lua_toboolean(L, 5);
+  o->pdeath = lua_isnil(L, 5) || lua_toboolean(L, 5);
   int cwd_t = lua_getfield(L, 1, "cwd"); /* [6]: keeps the string alive through the fork */
-  int clear_t = lua_getfield(L, 1, "env_clear"), clear = lua_toboolean(L, -1);
+  int clear_t = lua_getfield(L, 1, "env_clear");
+  o->clear = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  const char *cwd = cwd_t == LUA_TSTRING ? lua_tostring(L, 6) : NULL;
-  if ((clear_t != LUA_TNIL && clear_t != LUA_TBOOLEAN) || (cwd_t != LUA_TNIL && !cwd))
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env_clear "
-                           "must be a boolean and cwd a path string");
+  o->cwd = cwd_t == LUA_TSTRING ? lua_tostring(L, 6) : NULL;
+  if ((clear_t != LUA_TNIL && clear_t != LUA_TBOOLEAN) || (cwd_t != LUA_TNIL && !o->cwd))
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                    "core.process_start: env_clear "
+                    "must be a boolean and cwd a path string");
   struct stat cst;
-  if (cwd && (stat(cwd, &cst) != 0 || !S_ISDIR(cst.st_mode)))
-    return abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: cwd %s is no "
-                           "directory", cwd);
-  char **argv = string_array(L, 2, "argv");
-  char prog[4096];
-  if (find_program(argv[0], prog, sizeof prog) != 0) {
-    const char *name = argv[0];
-    free(argv);
-    return abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: no program %s "
-                           "(not executable, or not in PATH)", name);
-  }
-  /* the child's environment, made before the fork (the child only execs): ours without the
-   * names env sets or removes (all of it with env_clear), then env's NAME=value strings, kept
-   * alive by a table at [7] */
+  if (o->cwd && (stat(o->cwd, &cst) != 0 || !S_ISDIR(cst.st_mode)))
+    abx_error_raise(L, loop->secrets, "NotFound", 0,
+                    "core.process_start: cwd %s is no "
+                    "directory",
+                    o->cwd);
+}
+
+/* The child's environment, made before the fork (the child only execs): ours without the names
+ * env sets or removes (all of it with env_clear), then env's NAME=value strings, kept alive by
+ * a table pushed at 7. A malloc'd array (strings borrowed); frees argv and raises on a bad env
+ * or out of memory. */
+static char **child_env(lua_State *L, struct abx_loop *loop, const struct start_opts *o,
+                        char **argv)
+{
   lua_newtable(L); /* [7] */
   int extra = 0;
-  if (envt) {
+  if (o->envt) {
     lua_pushnil(L);
-    while (lua_next(L, envt)) {
+    while (lua_next(L, o->envt)) {
       int vt = lua_type(L, -1);
       if (lua_type(L, -2) != LUA_TSTRING ||
           (vt != LUA_TSTRING && !(vt == LUA_TBOOLEAN && !lua_toboolean(L, -1)))) {
         free(argv);
-        return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env must map names to "
-                         "strings (or false to remove one)");
+        abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                        "core.process_start: env must map names to "
+                        "strings (or false to remove one)");
       }
       if (vt == LUA_TSTRING) {
         lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
@@ -466,31 +476,37 @@ static int core_process_start(lua_State *L)
     }
   }
   size_t nenv = 0;
-  while (!clear && environ[nenv])
+  while (!o->clear && environ[nenv])
     nenv++;
   char **envs = calloc(nenv + (size_t)extra + 1, sizeof *envs);
   if (!envs) {
     free(argv);
-    return luaL_error(L, "out of memory");
+    luaL_error(L, "out of memory");
   }
   size_t ne = 0;
   for (size_t i = 0; i < nenv; i++)
-    if (!env_overridden(L, envt, environ[i]))
+    if (!env_overridden(L, o->envt, environ[i]))
       envs[ne++] = environ[i];
   for (int i = 1; i <= extra; i++) {
     lua_rawgeti(L, 7, i);
     envs[ne++] = (char *)lua_tostring(L, -1);
     lua_pop(L, 1);
   }
-  int in[2], out[2];
+  return envs;
+}
+
+/* The child's stdin (in), stdout (out) and, with stderr = "pipe", stderr (errp) pipes; errp
+ * stays {-1, -1} otherwise. Frees argv and envs and raises Internal when one cannot be made. */
+static void open_pipes(lua_State *L, struct abx_loop *loop, const struct start_opts *o,
+                       int in[2], int out[2], int errp[2], char **argv, char **envs)
+{
   if (pipe2(in, O_CLOEXEC) != 0) {
     free(argv);
     free(envs);
-    return abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(errno));
+    abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(errno));
   }
-  int errp[2] = {-1, -1};
   int perr = pipe2(out, O_CLOEXEC) != 0 ? errno : 0;
-  if (!perr && stderr_pipe && pipe2(errp, O_CLOEXEC) != 0) {
+  if (!perr && o->stderr_pipe && pipe2(errp, O_CLOEXEC) != 0) {
     perr = errno;
     close(out[0]);
     close(out[1]);
@@ -500,8 +516,92 @@ static int core_process_start(lua_State *L)
     close(in[1]);
     free(argv);
     free(envs);
-    return abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(perr));
+    abx_error_raise(L, loop->secrets, "Internal", 0, "pipe: %s", strerror(perr));
   }
+}
+
+/* In the forked child: its own process group, dying with parent when asked, in o's cwd, default
+ * signals, the pipes as fds 0-2 (stderr as o says), then exec prog. Never returns. */
+static void exec_child(const struct start_opts *o, pid_t parent, const char *prog, char **argv,
+                       char **envs, const int in[2], const int out[2], const int errp[2])
+{
+  if (o->pdeath) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+      _exit(1);
+  }
+  setpgid(0, 0); /* the engine decides when we stop, not the terminal's Ctrl-C */
+  if (o->cwd && chdir(o->cwd) != 0)
+    _exit(127);
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  dup2(in[0], 0);
+  dup2(out[1], 1);
+  if (o->stderr_pipe) {
+    dup2(errp[1], 2);
+  } else if (o->stderr_null || o->stderr_path) {
+    int fd = o->stderr_null ? open("/dev/null", O_WRONLY)
+                            : open(o->stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+    if (fd >= 0)
+      dup2(fd, 2);
+  }
+  execve(prog, argv, envs);
+  _exit(127);
+}
+
+/* Push the process table {stdin, stdout, stderr?, handle} of child pid: our pipe ends, made
+ * non-blocking, and the handle (the userdata at top, given the pid). [-0, +1] */
+static void push_process(lua_State *L, struct abx_loop *loop, int top, pid_t pid, int in_w,
+                         int out_r, int err_r)
+{
+  struct proc *pr = lua_touserdata(L, top);
+  pr->pid = pid;
+  lua_pushinteger(L, pid);
+  lua_setiuservalue(L, top, 1);
+  fcntl(in_w, F_SETFL, O_NONBLOCK);
+  fcntl(out_r, F_SETFL, O_NONBLOCK);
+  lua_createtable(L, 0, 2);
+  pipe_push(L, loop, in_w, 1, 0);
+  lua_setfield(L, -2, "stdin");
+  pipe_push(L, loop, out_r, 0, 0);
+  lua_setfield(L, -2, "stdout");
+  if (err_r >= 0) {
+    fcntl(err_r, F_SETFL, O_NONBLOCK);
+    pipe_push(L, loop, err_r, 0, 0);
+    lua_setfield(L, -2, "stderr");
+  }
+  lua_pushvalue(L, top);
+  lua_setfield(L, -2, "handle");
+}
+
+static int core_process_start(lua_State *L)
+{
+  struct abx_loop *loop = abx_core_loop(L);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  if (lua_getfield(L, 1, "argv") != LUA_TTABLE || luaL_len(L, 2) < 1)
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                           "core.process_start: argv must be a non-empty "
+                           "array of strings");
+  struct start_opts o;
+  read_start_opts(L, loop, &o);
+  char **argv = string_array(L, 2, "argv");
+  char prog[4096];
+  if (find_program(argv[0], prog, sizeof prog) != 0) {
+    const char *name = argv[0];
+    free(argv);
+    return abx_error_raise(L, loop->secrets, "NotFound", 0,
+                           "core.process_start: no program %s "
+                           "(not executable, or not in PATH)",
+                           name);
+  }
+  char **envs = child_env(L, loop, &o, argv);
+  int in[2], out[2], errp[2] = {-1, -1};
+  open_pipes(L, loop, &o, in, out, errp, argv, envs);
   ignore_sigpipe();
   struct proc *pr = lua_newuserdatauv(L, sizeof *pr, 1);
   memset(pr, 0, sizeof *pr);
@@ -509,65 +609,23 @@ static int core_process_start(lua_State *L)
   int top = lua_gettop(L);
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) {
-    if (pdeath) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent)
-        _exit(1);
-    }
-    setpgid(0, 0); /* the engine decides when we stop, not the terminal's Ctrl-C */
-    if (cwd && chdir(cwd) != 0)
-      _exit(127);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    if (stderr_pipe) {
-      dup2(errp[1], 2);
-    } else if (stderr_null || stderr_path) {
-      int fd = stderr_null ? open("/dev/null", O_WRONLY)
-                           : open(stderr_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-      if (fd >= 0)
-        dup2(fd, 2);
-    }
-    execve(prog, argv, envs);
-    _exit(127);
-  }
+  if (pid == 0)
+    exec_child(&o, parent, prog, argv, envs, in, out, errp);
   int err = errno;
   free(argv);
   free(envs);
   close(in[0]);
   close(out[1]);
-  if (stderr_pipe)
+  if (o.stderr_pipe)
     close(errp[1]);
   if (pid < 0) {
     close(in[1]);
     close(out[0]);
-    if (stderr_pipe)
+    if (o.stderr_pipe)
       close(errp[0]);
     return abx_error_raise(L, loop->secrets, "Internal", 0, "fork: %s", strerror(err));
   }
-  pr->pid = pid;
-  lua_pushinteger(L, pid);
-  lua_setiuservalue(L, -2, 1);
-  fcntl(in[1], F_SETFL, O_NONBLOCK);
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
-  lua_createtable(L, 0, 2); /* the process table: {stdin, stdout, handle} */
-  pipe_push(L, loop, in[1], 1, 0);
-  lua_setfield(L, -2, "stdin");
-  pipe_push(L, loop, out[0], 0, 0);
-  lua_setfield(L, -2, "stdout");
-  if (stderr_pipe) {
-    fcntl(errp[0], F_SETFL, O_NONBLOCK);
-    pipe_push(L, loop, errp[0], 0, 0);
-    lua_setfield(L, -2, "stderr");
-  }
-  lua_pushvalue(L, top);
-  lua_setfield(L, -2, "handle");
+  push_process(L, loop, top, pid, in[1], out[0], o.stderr_pipe ? errp[0] : -1);
   return 1;
 }
 
