@@ -333,14 +333,14 @@ static int parse_args(int argc, char **argv, struct envd_args *a)
 static int start_listeners(struct envd *e, struct envd_args *a, struct MHD_Daemon **d,
                            struct MHD_Daemon **xd)
 {
-  *d = MHD_start_daemon(
-      MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-          MHD_USE_ERROR_LOG,
-      (uint16_t)a->port, NULL, NULL, envd_on_request, e, MHD_OPTION_SOCK_ADDR,
-      (struct sockaddr *)&a->sa, MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed, NULL,
-      MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-      (unsigned)640, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY,
-      MHD_OPTION_END);
+  *d = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD |
+                            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+                        (uint16_t)a->port, NULL, NULL, envd_on_request, e, MHD_OPTION_SOCK_ADDR,
+                        (struct sockaddr *)&a->sa, MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed,
+                        NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
+                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY,
+                        MHD_OPTION_END);
   int rc = 0;
   *xd = NULL;
   if (*d && a->execd_port) {

@@ -420,12 +420,13 @@ static bool parse_pos(const char *s, long long *out)
 /* Lines offset.. (1-based; default 1) of the file on fd, at most limit of them (default all),
  * from the query's ro / rl, as text/plain. Takes fd over. */
 static enum MHD_Result answer_lines(struct MHD_Connection *c, int fd, const char *ro,
-                                   const char *rl)
+                                    const char *rl)
 {
   enum MHD_Result res;
   long long off = 1, lim = -1;
   if (ro && *ro && !parse_pos(ro, &off))
-    res = execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'offset': %s", ro);
+    res =
+        execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'offset': %s", ro);
   else if (rl && *rl && !parse_pos(rl, &lim))
     res = execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'limit': %s", rl);
   else {

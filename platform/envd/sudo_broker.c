@@ -297,12 +297,10 @@ static int authorize(int errfd, const struct ucred *cr, struct passwd **caller,
 /* The user (-u; the caller with -g alone; else root) and group (-g; else the user's) to run
  * as, into *target and *gid. 0, or 1 after telling errfd which is unknown or not allowed. */
 static int resolve_target(int errfd, const struct sudo_req *r, struct passwd *caller,
-                          const struct sudo_policy *pol, const char *host,
-                          struct passwd **target, gid_t *gid)
+                          const struct sudo_policy *pol, const char *host, struct passwd **target,
+                          gid_t *gid)
 {
-  *target = r->user    ? pw_copy(user_by(r->user))
-            : r->group ? caller
-                       : pw_copy(getpwuid(0));
+  *target = r->user ? pw_copy(user_by(r->user)) : r->group ? caller : pw_copy(getpwuid(0));
   if (!*target) {
     sudo_say(errfd, "sudo: unknown user %s", r->user ? r->user : "root");
     return 1;
@@ -340,8 +338,8 @@ static uint32_t list_privileges(int out, const struct sudo_req *r, const struct 
     free(p);
     return 0;
   }
-  dprintf(out, "User %s may run the following commands on %s:\n    %s ALL\n", caller->pw_name,
-          host, pol->runas_group ? "(ALL : ALL) NOPASSWD:" : "(ALL) NOPASSWD:");
+  dprintf(out, "User %s may run the following commands on %s:\n    %s ALL\n", caller->pw_name, host,
+          pol->runas_group ? "(ALL : ALL) NOPASSWD:" : "(ALL) NOPASSWD:");
   return 0;
 }
 
