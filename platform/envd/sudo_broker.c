@@ -117,6 +117,44 @@ fail:;
   _exit(1);
 }
 
+/* Until command pid ends (SIGCHLD on sfd): relay its pty, forward the signals the client on c
+ * sends (SIGWINCH resizes the pty), and SIGKILL its group when the client goes away. Its wait
+ * status (0 when poll fails). */
+static int supervise(int c, pid_t pid, int sfd, struct sudo_pty *pty)
+{
+  int gone = 0, st = 0;
+  for (;;) {
+    struct pollfd p[4] = {{sfd, POLLIN, 0}, {gone ? -1 : c, POLLIN, 0}};
+    int np = 2 + sudo_pty_pollfds(pty, p + 2);
+    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
+      break;
+    sudo_pty_events(pty, p + 2, np - 2);
+    if (p[0].revents) {
+      struct signalfd_siginfo si;
+      if (read(sfd, &si, sizeof si) < 0) {
+      }
+      pid_t w = waitpid(pid, &st, WNOHANG);
+      if (w == pid)
+        break;
+    }
+    if (p[1].revents) {
+      uint32_t sig = 0;
+      ssize_t n = recv(c, &sig, sizeof sig, MSG_WAITALL);
+      if (n == (ssize_t)sizeof sig) {
+        if (sig == SIGWINCH && pty->master >= 0)
+          sudo_pty_winch(pty); /* the pty tells the command's foreground group itself */
+        else if (forwardable(sig))
+          kill(pid, (int)sig);
+      } else if (n == 0 || (n < 0 && errno != EINTR)) {
+        kill(-pid, SIGKILL); /* the client was killed outright: so is its command */
+        kill(pid, SIGKILL);
+        gone = 1;
+      }
+    }
+  }
+  return st;
+}
+
 /* Run the plan and relay until the command ends; returns the status word for the client. */
 static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
                     const struct passwd *t, gid_t gid, mode_t um, int foreground)
@@ -165,36 +203,7 @@ static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
     sudo_say(fds[2], "sudo: unable to execute %s: %s", pl->path, strerror(er));
   for (int i = 0; i < 3; i++) /* the command has them; the client's pipes end with it */
     close(fds[i]);
-  int gone = 0, st = 0;
-  for (;;) {
-    struct pollfd p[4] = {{sfd, POLLIN, 0}, {gone ? -1 : c, POLLIN, 0}};
-    int np = 2 + sudo_pty_pollfds(&pty, p + 2);
-    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
-      break;
-    sudo_pty_events(&pty, p + 2, np - 2);
-    if (p[0].revents) {
-      struct signalfd_siginfo si;
-      if (read(sfd, &si, sizeof si) < 0) {
-      }
-      pid_t w = waitpid(pid, &st, WNOHANG);
-      if (w == pid)
-        break;
-    }
-    if (p[1].revents) {
-      uint32_t sig = 0;
-      ssize_t n = recv(c, &sig, sizeof sig, MSG_WAITALL);
-      if (n == (ssize_t)sizeof sig) {
-        if (sig == SIGWINCH && pty.master >= 0)
-          sudo_pty_winch(&pty); /* the pty tells the command's foreground group itself */
-        else if (forwardable(sig))
-          kill(pid, (int)sig);
-      } else if (n == 0 || (n < 0 && errno != EINTR)) {
-        kill(-pid, SIGKILL); /* the client was killed outright: so is its command */
-        kill(pid, SIGKILL);
-        gone = 1;
-      }
-    }
-  }
+  int st = supervise(c, pid, sfd, &pty);
   sudo_pty_close(&pty);
   if (k == (ssize_t)sizeof er)
     return 1;
