@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""layout:functions: no function over LIMIT lines in platform/, engine/, bindings/, lib/ (issue 24, item 7).
+"""layout:functions: no function over LIMIT lines in platform/, engine/, bindings/, lib/.
 
-A long function is one a reader cannot hold in their head; it is split at its seams (named steps:
-parse, validate, act, answer), not cut by line count. Functions already over the limit are listed in
-tests/layout/functions_allowlist.txt, one `path:name lines` a line, each at its exact current length.
+Issue 24, item 7. A long function is one a reader cannot hold in their head; it is split at its
+seams (named steps: parse, validate, act, answer), not cut by line count. Functions already over
+the limit are listed in tests/layout/functions_allowlist.txt, one `path:name lines` a line, each
+at its exact current length.
 The list may only shrink: the check fails when
   - a function not in the list is over LIMIT lines;
   - a listed function grew beyond its listed length;
@@ -11,8 +12,8 @@ The list may only shrink: the check fails when
     than listed (lower the entry to the new length).
 
 What counts as a function:
-  - C (*.c): a top-level definition, whose body opens with `{` at column 0 and closes at the next `}`
-    at column 0 (the house style, .clang-format `AfterFunction: true`); its length runs from the
+  - C (*.c): a top-level definition, whose body opens with `{` at column 0 and closes at the next
+    `}` at column 0 (the house style, .clang-format `AfterFunction: true`); its length runs from the
     first line of its signature (the lines just above the `{`, up to a blank line, a comment, a
     preprocessor line or the end of a previous declaration) to the closing brace.
   - Lua (*.lua): every function `luac5.4 -p -l` lists as `function <FILE:first,last>` (main chunks
@@ -97,7 +98,8 @@ def lua_functions(root, rel):
     """(name, first line, last line) of each function of the Lua file ROOT/REL, per luac."""
     out = subprocess.run([LUAC, "-p", "-l", rel], cwd=root, capture_output=True, text=True)
     if out.returncode != 0:
-        raise SystemExit("layout:functions: %s -p -l %s failed: %s" % (LUAC, rel, out.stderr.strip()))
+        raise SystemExit("layout:functions: %s -p -l %s failed: %s"
+                         % (LUAC, rel, out.stderr.strip()))
     with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as fh:
         source = fh.read().split("\n")
     found = []
@@ -217,24 +219,27 @@ def self_test():
               + c_func("short_one", 10) + c_func("long_listed", 99))
         write(root, "lib/abx/m.lua", lua_func("fine", 5) + lua_func("listed", 100)
               + "return { f = function() return 1 end }\n")
-        write(root, ALLOWLIST, HEADER + "platform/sub/a.c:long_listed 105\nlib/abx/m.lua:listed 103\n")
+        listed = "platform/sub/a.c:long_listed 105\nlib/abx/m.lua:listed 103\n"
+        write(root, ALLOWLIST, HEADER + listed)
         got = problems(root)
         if got:
             print("self-test: a clean tree was reported:", got)
             return 1
-        if allowlist_text(root) != HEADER + "lib/abx/m.lua:listed 103\nplatform/sub/a.c:long_listed 105\n":
+        sorted_list = "lib/abx/m.lua:listed 103\nplatform/sub/a.c:long_listed 105\n"
+        if allowlist_text(root) != HEADER + sorted_list:
             print("self-test: --print-allowlist printed:\n" + allowlist_text(root))
             return 1
-        # The faults: a new long C function, a new long Lua function, a listed one that grew, a stale
-        # entry (gone), an entry of a function now short, an entry above the function's length.
+        # The faults: a new long C function, a new long Lua function, a listed one that grew, a
+        # stale entry (gone), an entry of a function now short, an entry above the function's
+        # length.
         write(root, "engine/b.c", c_func("new_long", 95))
         write(root, "bindings/c/d.lua", "local M = {}\nM.run = function()\n" + "  x()\n" * 99
               + "end\nreturn M\n")
         write(root, "platform/sub/a.c", c_func("short_one", 10) + c_func("long_listed", 100))
         write(root, "lib/abx/m.lua", lua_func("fine", 5) + lua_func("listed", 50)
               + lua_func("shrunk", 102))
-        write(root, ALLOWLIST, HEADER + "platform/sub/a.c:long_listed 105\nlib/abx/m.lua:listed 103\n"
-              "lib/abx/gone.lua:old 140\nlib/abx/m.lua:shrunk 110\n")
+        stale = "lib/abx/gone.lua:old 140\nlib/abx/m.lua:shrunk 110\n"
+        write(root, ALLOWLIST, HEADER + listed + stale)
         got = problems(root)
         want = ["bindings/c/d.lua:M.run: 101 lines, limit 100 (not in",
                 "engine/b.c:new_long: 101 lines, limit 100 (not in",
@@ -250,7 +255,8 @@ def self_test():
             print("self-test: a long function's message does not say how to fix it:", got)
             return 1
         rows = report(root, 80)
-        if rows[-1] != "4 function(s) over 80 lines" or not rows[0].endswith("platform/sub/a.c:long_listed"):
+        longest = "platform/sub/a.c:long_listed"
+        if rows[-1] != "4 function(s) over 80 lines" or not rows[0].endswith(longest):
             print("self-test: --report 80 printed:", rows)
             return 1
     print("self-test: a long C and Lua function, a grown entry and stale entries are found")
@@ -273,8 +279,8 @@ def main(argv):
     for line in bad:
         print(line)
     if bad:
-        print("layout:functions: %d problem(s); functions stay at most %d lines, and %s only shrinks"
-              % (len(bad), LIMIT, ALLOWLIST))
+        print("layout:functions: %d problem(s); functions stay at most %d lines, and %s only "
+              "shrinks" % (len(bad), LIMIT, ALLOWLIST))
         return 1
     print("layout:functions: ok (no function over %d lines outside %s)" % (LIMIT, ALLOWLIST))
     return 0
