@@ -9,7 +9,7 @@
  * Errors:  the decoder returns ABX_CONNECT_OK or ABX_CONNECT_EPROTO; after EPROTO it is dead and
  *          keeps returning EPROTO. Bindings map EPROTO to error kind "Protocol".
  * Users:   the engine's response decoder (engine/http.c), envd's request parsing and envelope
- *          writer (platform/envd/rpc.c, http_util.c, process_rpc.c), serve's fault injection.
+ *          writer (platform/envd/rpc.c, wire.c, process_rpc.c), serve's fault injection.
  * Source:  docs/protocol/envd-protocol.md §2.3 "Envelope framing"; connectrpc.com/docs/protocol,
  *          "Streaming-Response".
  */

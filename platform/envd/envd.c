@@ -270,7 +270,24 @@ static void usage(FILE *f)
              "  --version     print the envd version (" ABX_E2B_ENVD_VERSION ") and exit\n");
 }
 
-int abx_envd_main(int argc, char **argv)
+/* envd's command line. */
+struct envd_args {
+  long port, execd_port; /* execd_port 0: no execd listener */
+  const char *host;
+  struct sockaddr_in sa; /* host:port */
+};
+
+/* A port number 1..65535 of text s into *port: true, or false when s is not one. */
+static bool parse_port(const char *s, long *port)
+{
+  char *end = NULL;
+  *port = strtol(s, &end, 10);
+  return *s && !*end && *port > 0 && *port <= 65535;
+}
+
+/* Read envd's options into a. -1 to go on, else the exit code (0 after --version or --help, 4
+ * after a usage error said on stderr). */
+static int parse_args(int argc, char **argv, struct envd_args *a)
 {
   static const struct option opts[] = {{"port", required_argument, NULL, 'p'},
                                        {"host", required_argument, NULL, 'H'},
@@ -278,41 +295,107 @@ int abx_envd_main(int argc, char **argv)
                                        {"version", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
-  long port = ABX_E2B_ENVD_PORT, execd_port = 0;
-  const char *host = "0.0.0.0";
   int o;
+  a->port = ABX_E2B_ENVD_PORT;
+  a->execd_port = 0;
+  a->host = "0.0.0.0";
   optind = 1;
   while ((o = getopt_long_only(argc, argv, "", opts, NULL)) != -1) {
     switch (o) {
-    case 'p': {
-      char *end = NULL;
-      port = strtol(optarg, &end, 10);
-      if (!*optarg || *end || port <= 0 || port > 65535) {
+    case 'p':
+      if (!parse_port(optarg, &a->port)) {
         fprintf(stderr, "envd: invalid port '%s'\n", optarg);
         return 4;
       }
       break;
-    }
-    case 'x': {
-      char *end = NULL;
-      execd_port = strtol(optarg, &end, 10);
-      if (!*optarg || *end || execd_port <= 0 || execd_port > 65535) {
+    case 'x':
+      if (!parse_port(optarg, &a->execd_port)) {
         fprintf(stderr, "envd: invalid --execd-port '%s' (1..65535)\n", optarg);
         return 4;
       }
       break;
-    }
-    case 'H': host = optarg; break;
+    case 'H': a->host = optarg; break;
     case 'v': printf("%s\n", ABX_E2B_ENVD_VERSION); return 0;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 4;
     }
   }
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-    fprintf(stderr, "envd: invalid host '%s' (IPv4 address expected)\n", host);
+  a->sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)a->port)};
+  if (inet_pton(AF_INET, a->host, &a->sa.sin_addr) != 1) {
+    fprintf(stderr, "envd: invalid host '%s' (IPv4 address expected)\n", a->host);
     return 4;
   }
+  return -1;
+}
+
+/* Start envd's listener on a's host:port into *d and, with --execd-port, execd's into *xd.
+ * 0, or the exit code (1: cannot listen; 4: the two ports are one) with nothing left running. */
+static int start_listeners(struct envd *e, struct envd_args *a, struct MHD_Daemon **d,
+                           struct MHD_Daemon **xd)
+{
+  *d = MHD_start_daemon(MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD |
+                            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG,
+                        (uint16_t)a->port, NULL, NULL, envd_on_request, e, MHD_OPTION_SOCK_ADDR,
+                        (struct sockaddr *)&a->sa, MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed,
+                        NULL, MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
+                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
+                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY,
+                        MHD_OPTION_END);
+  int rc = 0;
+  *xd = NULL;
+  if (*d && a->execd_port) {
+    if (a->execd_port == a->port) {
+      fprintf(stderr, "envd: --execd-port must differ from --port (%ld)\n", a->port);
+      rc = 4;
+    } else if (!(*xd = envd_execd_start(e, a->host, a->execd_port))) {
+      rc = 1;
+    }
+  }
+  if (!*d) {
+    fprintf(stderr, "envd: cannot listen on %s:%ld\n", a->host, a->port);
+    rc = 1;
+  } else if (rc) {
+    MHD_stop_daemon(*d);
+  }
+  return rc;
+}
+
+/* Serve until SIGTERM or SIGINT, then stop the listeners (execd's first). */
+static void serve_until_signal(struct envd *e, struct MHD_Daemon *d, struct MHD_Daemon *xd)
+{
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  fprintf(stderr, "envd: signal %d, stopping\n", sig);
+  e->stopping = 1;
+  if (xd)
+    MHD_stop_daemon(xd);
+  MHD_stop_daemon(d);
+}
+
+/* Stop the tables and the sudo broker, and free envd's state. */
+static void envd_teardown(struct envd *e, pid_t broker)
+{
+  execd_cmds_shutdown(e); /* before the process table: its watchers hold processes */
+  envd_watchers_shutdown(e);
+  envd_procs_shutdown(e);
+  envd_sudo_broker_stop(broker);
+  free(e->token);
+  free(e->default_user);
+  free(e->default_workdir);
+  json_decref(e->env_vars);
+  pthread_mutex_destroy(&e->mu);
+}
+
+int abx_envd_main(int argc, char **argv)
+{
+  struct envd_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0)
+    return rc;
   /* Signals are handled synchronously: every thread inherits this mask. */
   sigset_t set;
   sigemptyset(&set);
@@ -333,50 +416,12 @@ int abx_envd_main(int argc, char **argv)
     envd_sudo_broker_stop(broker);
     return 1;
   }
-  struct MHD_Daemon *d = MHD_start_daemon(
-      MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-          MHD_USE_ERROR_LOG,
-      (uint16_t)port, NULL, NULL, envd_on_request, &e, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-      MHD_OPTION_NOTIFY_COMPLETED, envd_on_completed, NULL, MHD_OPTION_NOTIFY_CONNECTION,
-      on_connection, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)ENVD_CONNECTION_MEMORY, MHD_OPTION_END);
-  int rc = 0;
-  struct MHD_Daemon *xd = NULL;
-  if (d && execd_port) {
-    if (execd_port == port) {
-      fprintf(stderr, "envd: --execd-port must differ from --port (%ld)\n", port);
-      rc = 4;
-    } else if (!(xd = envd_execd_start(&e, host, execd_port))) {
-      rc = 1;
-    }
+  struct MHD_Daemon *d, *xd;
+  rc = start_listeners(&e, &a, &d, &xd);
+  if (rc == 0) {
+    fprintf(stderr, "envd %s listening on %s:%ld\n", ABX_E2B_ENVD_VERSION, a.host, a.port);
+    serve_until_signal(&e, d, xd);
   }
-  if (!d) {
-    fprintf(stderr, "envd: cannot listen on %s:%ld\n", host, port);
-    rc = 1;
-  } else if (rc) {
-    MHD_stop_daemon(d);
-  } else {
-    fprintf(stderr, "envd %s listening on %s:%ld\n", ABX_E2B_ENVD_VERSION, host, port);
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    int sig = 0;
-    sigwait(&stop, &sig);
-    fprintf(stderr, "envd: signal %d, stopping\n", sig);
-    e.stopping = 1;
-    if (xd)
-      MHD_stop_daemon(xd);
-    MHD_stop_daemon(d);
-  }
-  execd_cmds_shutdown(&e); /* before the process table: its watchers hold processes */
-  envd_watchers_shutdown(&e);
-  envd_procs_shutdown(&e);
-  envd_sudo_broker_stop(broker);
-  free(e.token);
-  free(e.default_user);
-  free(e.default_workdir);
-  json_decref(e.env_vars);
-  pthread_mutex_destroy(&e.mu);
+  envd_teardown(&e, broker);
   return rc;
 }

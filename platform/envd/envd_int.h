@@ -71,7 +71,7 @@ struct envd_call {
   struct envd_user user;
 };
 
-/* ---- http_util.c ------------------------------------------------------------------------- */
+/* ---- wire.c ------------------------------------------------------------------------------ */
 
 /* Set err to (code, printf-formatted message); returns -1 for `return envd_fail(...)`. */
 int envd_fail(struct envd_err *err, const char *code, const char *fmt, ...)

@@ -146,7 +146,6 @@ static struct execd_cmd *cmd_find(struct execd_cmds *t, const char *id)
   return found;
 }
 
-/* Go's json.Marshal of a string: invalid UTF-8 bytes become U+FFFD. Returns a new JSON string. */
 /* ---- POST /command ----------------------------------------------------------------------- */
 
 static void new_id(char id[33])
@@ -206,202 +205,240 @@ static int opt_u32(json_t *req, const char *k, long long *out, char *msg, size_t
 
 #define BAD_BODY "error parsing request, MAYBE invalid body format. "
 
-enum MHD_Result execd_run_command(struct execd_req *r)
+/* A POST /command body's fields, read once their types are checked. */
+struct run_request {
+  const char *command, *cwd; /* borrowed from the body; NULL when absent */
+  json_t *envs;              /* the body's "envs" as given (an object of strings, null or NULL) */
+  long long timeout_ms;      /* 0: none */
+  long long uid, gid;        /* -1: absent */
+  bool background;
+};
+
+/* The body's field types (execd's decodeJSON): msg "" when they fit and rr is filled, else msg
+ * says which field is wrong. */
+static void check_types(json_t *req, struct run_request *rr, char *msg, size_t n)
 {
-  json_error_t je;
-  json_t *req = json_loadb(r->body ? r->body : "", r->len, JSON_DECODE_ANY, &je);
-  char msg[512];
-  if (!req)
-    return execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "%s", je.text);
-  enum MHD_Result res = MHD_NO;
   json_t *cmd = json_object_get(req, "command"), *cwd = json_object_get(req, "cwd"),
          *bg = json_object_get(req, "background"), *to = json_object_get(req, "timeout"),
          *envs = json_object_get(req, "envs");
-  long long uid = -1, gid = -1;
   const char *k;
   json_t *v;
+  rr->uid = rr->gid = -1;
   msg[0] = 0;
   if (!json_is_object(req))
-    snprintf(msg, sizeof msg, "the body must be a JSON object (RunCommandRequest)");
+    snprintf(msg, n, "the body must be a JSON object (RunCommandRequest)");
   else if (cmd && !json_is_string(cmd) && !json_is_null(cmd))
-    snprintf(msg, sizeof msg, "field 'command' must be a string");
+    snprintf(msg, n, "field 'command' must be a string");
   else if (cwd && !json_is_string(cwd) && !json_is_null(cwd))
-    snprintf(msg, sizeof msg, "field 'cwd' must be a string");
+    snprintf(msg, n, "field 'cwd' must be a string");
   else if (bg && !json_is_boolean(bg) && !json_is_null(bg))
-    snprintf(msg, sizeof msg, "field 'background' must be a boolean");
+    snprintf(msg, n, "field 'background' must be a boolean");
   else if (to && !json_is_integer(to) && !json_is_null(to))
-    snprintf(msg, sizeof msg, "field 'timeout' must be an integer (milliseconds)");
+    snprintf(msg, n, "field 'timeout' must be an integer (milliseconds)");
   else if (envs && !json_is_object(envs) && !json_is_null(envs))
-    snprintf(msg, sizeof msg, "field 'envs' must be an object of strings");
-  else if (opt_u32(req, "uid", &uid, msg, sizeof msg) < 0 ||
-           opt_u32(req, "gid", &gid, msg, sizeof msg) < 0) {
+    snprintf(msg, n, "field 'envs' must be an object of strings");
+  else if (opt_u32(req, "uid", &rr->uid, msg, n) < 0 || opt_u32(req, "gid", &rr->gid, msg, n) < 0) {
   } else if (json_is_object(envs)) {
     json_object_foreach(envs, k, v) if (!json_is_string(v))
     {
-      snprintf(msg, sizeof msg, "envs['%s'] must be a string", k);
+      snprintf(msg, n, "envs['%s'] must be a string", k);
       break;
     }
   }
-  if (msg[0]) {
-    res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "%s", msg);
-    goto out;
-  }
-  const char *command = json_string_value(cmd), *wd = json_string_value(cwd);
-  long long timeout = json_is_integer(to) ? json_integer_value(to) : 0;
-  bool background = json_is_true(bg);
-  /* RunCommandRequest.Validate: required command, timeout gte=1 when set, gid needs uid, cwd */
-  if (!command || !*command)
-    snprintf(msg, sizeof msg,
+  rr->command = json_string_value(cmd);
+  rr->cwd = json_string_value(cwd);
+  rr->envs = envs;
+  rr->timeout_ms = json_is_integer(to) ? json_integer_value(to) : 0;
+  rr->background = json_is_true(bg);
+}
+
+/* The working directory wd (non-empty) expanded, existing and a directory: msg "" when it is. */
+static void check_cwd(const char *wd, char *msg, size_t n)
+{
+  char *why = NULL;
+  char *plain = execd_expand_path(wd, NULL, false, &why);
+  struct stat st;
+  char eb[128];
+  if (!plain)
+    snprintf(msg, n, "cannot resolve working directory \"%s\": %s", wd,
+             why ? why : "out of memory");
+  else if (stat(plain, &st) < 0)
+    snprintf(msg, n,
+             errno == ENOENT ? "working directory does not exist: %s: stat %s: %s"
+                             : "cannot access working directory \"%s\": stat %s: %s",
+             wd, plain, execd_errstr(errno, eb));
+  else if (!S_ISDIR(st.st_mode))
+    snprintf(msg, n, "working directory path is not a directory: %s", wd);
+  free(plain);
+  free(why);
+}
+
+/* RunCommandRequest.Validate: required command, timeout gte=1 when set, gid needs uid, then a
+ * cwd that exists. msg "" when rr is valid, else the validation error. */
+static void check_values(const struct run_request *rr, char *msg, size_t n)
+{
+  msg[0] = 0;
+  if (!rr->command || !*rr->command)
+    snprintf(msg, n,
              "Key: 'RunCommandRequest.Command' Error:Field validation for "
              "'Command' failed on the 'required' tag");
-  else if (timeout > 9223372036854LL) /* Go's time.Duration of that many ms overflows past it */
-    snprintf(msg, sizeof msg, "field 'timeout' must be at most 9223372036854 (milliseconds)");
-  else if (timeout < 0)
-    snprintf(msg, sizeof msg,
+  else if (rr->timeout_ms > 9223372036854LL) /* Go's time.Duration of that many ms overflows */
+    snprintf(msg, n, "field 'timeout' must be at most 9223372036854 (milliseconds)");
+  else if (rr->timeout_ms < 0)
+    snprintf(msg, n,
              "Key: 'RunCommandRequest.TimeoutMs' Error:Field validation for "
              "'TimeoutMs' failed on the 'gte' tag");
-  else if (gid >= 0 && uid < 0)
-    snprintf(msg, sizeof msg, "uid is required when gid is provided");
-  char *dir = NULL, *why = NULL;
-  if (!msg[0] && wd && *wd) {
-    char *plain = execd_expand_path(wd, NULL, false, &why);
-    struct stat st;
-    char eb[128];
-    if (!plain)
-      snprintf(msg, sizeof msg, "cannot resolve working directory \"%s\": %s", wd,
-               why ? why : "out of memory");
-    else if (stat(plain, &st) < 0)
-      snprintf(msg, sizeof msg,
-               errno == ENOENT ? "working directory does not exist: %s: stat %s: %s"
-                               : "cannot access working directory \"%s\": stat %s: %s",
-               wd, plain, execd_errstr(errno, eb));
-    else if (!S_ISDIR(st.st_mode))
-      snprintf(msg, sizeof msg, "working directory path is not a directory: %s", wd);
-    free(plain);
-    free(why);
-    why = NULL;
-  }
-  if (msg[0]) {
-    res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", "invalid request, validation error %s",
-                         msg);
-    goto out;
-  }
-  dir = execd_expand_path(wd ? wd : "", envs, true, &why);
+  else if (rr->gid >= 0 && rr->uid < 0)
+    snprintf(msg, n, "uid is required when gid is provided");
+  if (!msg[0] && rr->cwd && *rr->cwd)
+    check_cwd(rr->cwd, msg, n);
+}
+
+/* The command's working directory, absolute, with the request's envs expanded ("": execd's own
+ * cwd); malloc'd. NULL after queueing the 500 answer (*res set). */
+static char *working_dir(struct execd_req *r, const struct run_request *rr, enum MHD_Result *res)
+{
+  char *why = NULL;
+  char *dir = execd_expand_path(rr->cwd ? rr->cwd : "", rr->envs, true, &why);
   if (dir && !*dir) {
     free(dir);
-    dir = execd_expand_path(".", NULL, true, &why); /* "": execd's own cwd */
+    dir = execd_expand_path(".", NULL, true, &why);
   }
   if (!dir) {
-    res = execd_send_err(r->c, 500, "RUNTIME_ERROR",
-                         "error running commands resolve request cwd "
-                         "%s: %s",
-                         wd ? wd : "", why ? why : "out of memory");
+    *res = execd_send_err(r->c, 500, "RUNTIME_ERROR",
+                          "error running commands resolve request cwd "
+                          "%s: %s",
+                          rr->cwd ? rr->cwd : "", why ? why : "out of memory");
     free(why);
-    goto out;
   }
-  struct envd_user u;
-  user_for(uid, gid, &u);
-  char *shell = envd_path_lookup(ENVD_PATH_ENV, "bash", 1);
-  if (!shell)
-    shell = envd_path_lookup(ENVD_PATH_ENV, "sh", 1);
-  const char *args[2] = {"-c", command};
-  struct envd_spawn sp = {.cmd = shell ? shell : "/bin/sh",
-                          .args = args,
-                          .nargs = 2,
-                          .envs = json_is_object(envs) ? envs : NULL,
-                          .cwd = dir,
-                          .user = &u,
-                          .timeout_ms = timeout};
+  return dir;
+}
+
+/* A new record of command rr, started now, in no table and with no reference counted yet;
+ * NULL when out of memory. */
+static struct execd_cmd *cmd_new(struct execd_cmds *t, const struct run_request *rr)
+{
   struct execd_cmd *c = calloc(1, sizeof *c);
-  if (!c) {
-    free(shell);
-    free(dir);
-    goto out;
-  }
+  if (!c)
+    return NULL;
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&c->cond, &ca);
   pthread_condattr_destroy(&ca);
-  c->tab = r->e->execd;
+  c->tab = t;
   new_id(c->id);
-  c->content = strdup(command);
-  c->background = background;
+  c->content = strdup(rr->command);
+  c->background = rr->background;
   c->log_fd = -1;
   clock_gettime(CLOCK_REALTIME, &c->started);
   c->start_mono = envd_now_ms();
-  struct envd_err err = {0};
-  if (background) {
-    const char *tmp = getenv("TMPDIR");
-    if (asprintf(&c->log_path, "%s/%s.output", tmp && *tmp ? tmp : "/tmp", c->id) < 0)
-      c->log_path = NULL;
-    c->log_fd =
-        c->log_path ? open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    if (c->log_fd < 0) {
-      char eb[128];
-      res = execd_send_err(r->c, 500, "RUNTIME_ERROR",
-                           "error running commands failed to get combined output descriptor: "
-                           "open %s: %s",
-                           c->log_path ? c->log_path : "", execd_errstr(errno, eb));
-      execd_cmd_free(c);
-      free(shell);
-      free(dir);
-      goto out;
-    }
-  }
-  c->p = envd_proc_spawn(r->e, &sp, &c->sub, &err);
+  return c;
+}
+
+/* Open background command c's combined output log, $TMPDIR (or /tmp)/<id>.output, into
+ * c->log_fd: 0, or -1 after queueing the 500 answer (*res set). */
+static int open_log(struct execd_req *r, struct execd_cmd *c, enum MHD_Result *res)
+{
+  const char *tmp = getenv("TMPDIR");
+  if (asprintf(&c->log_path, "%s/%s.output", tmp && *tmp ? tmp : "/tmp", c->id) < 0)
+    c->log_path = NULL;
+  c->log_fd = c->log_path ? open(c->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+  if (c->log_fd >= 0)
+    return 0;
+  char eb[128];
+  *res = execd_send_err(r->c, 500, "RUNTIME_ERROR",
+                        "error running commands failed to get combined output descriptor: "
+                        "open %s: %s",
+                        c->log_path ? c->log_path : "", execd_errstr(errno, eb));
+  return -1;
+}
+
+/* Spawn `bash -c command` (sh without bash) in dir as rr's user (envd's own without a uid) into
+ * c->p and c->sub; c->p NULL and err set when it cannot start. */
+static void spawn_command(struct envd *e, struct execd_cmd *c, const struct run_request *rr,
+                          const char *dir, struct envd_err *err)
+{
+  struct envd_user u;
+  user_for(rr->uid, rr->gid, &u);
+  char *shell = envd_path_lookup(ENVD_PATH_ENV, "bash", 1);
+  if (!shell)
+    shell = envd_path_lookup(ENVD_PATH_ENV, "sh", 1);
+  const char *args[2] = {"-c", rr->command};
+  struct envd_spawn sp = {.cmd = shell ? shell : "/bin/sh",
+                          .args = args,
+                          .nargs = 2,
+                          .envs = json_is_object(rr->envs) ? rr->envs : NULL,
+                          .cwd = dir,
+                          .user = &u,
+                          .timeout_ms = rr->timeout_ms};
+  c->p = envd_proc_spawn(e, &sp, &c->sub, err);
   free(shell);
-  free(dir);
-  if (!c->p) {
-    const char *why2 = err.msg ? err.msg : "cannot start the command";
-    size_t n = 0;
-    char *tail = NULL;
-    if (!background) { /* runCommand: init, then an error event (the command is not kept) */
-      json_t *x = json_pack("{s:{s:s,s:s,s:[s]}}", "error", "ename", "CommandExecError", "evalue",
-                            why2, "traceback", why2);
-      tail = execd_event_bytes("error", NULL, x, &n);
-    } else { /* runBackgroundCommand: init was written, then RespondError's JSON follows */
-      json_t *x = json_pack("{s:s,s:s+}", "code", "RUNTIME_ERROR", "message",
-                            "error running commands failed to start commands: ", why2);
-      tail = json_dumps(x, JSON_COMPACT | JSON_PRESERVE_ORDER);
-      n = tail ? strlen(tail) : 0;
-      json_decref(x);
-      close(c->log_fd);
-      c->log_fd = -1;
-      c->running = false;
-      c->exit_code = 255;
-      c->error = strdup(why2);
-      clock_gettime(CLOCK_REALTIME, &c->finished);
-      c->final_queued = true;
-    }
-    char id[33];
-    memcpy(id, c->id, sizeof id);
-    if (background) {
-      c->refs = 1; /* the table's */
-      pthread_mutex_lock(&c->tab->mu);
-      c->next = c->tab->list;
-      c->tab->list = c;
-      pthread_mutex_unlock(&c->tab->mu);
-    } else {
-      execd_cmd_free(c);
-    }
-    envd_err_clear(&err);
-    res = execd_sse_fixed(r->c, id, tail, n);
-    goto out;
-  }
-  c->running = true;
-  c->refs = background ? 2 : 3; /* the table, the watcher, and a foreground stream */
+}
+
+/* Put c at the head of its table's list (the table's reference is counted by the caller). */
+static void table_add(struct execd_cmd *c, bool watched)
+{
   pthread_mutex_lock(&c->tab->mu);
   c->next = c->tab->list;
   c->tab->list = c;
-  c->tab->watchers++;
+  if (watched)
+    c->tab->watchers++;
   pthread_mutex_unlock(&c->tab->mu);
+}
+
+/* Command c could not start (err says why): init then an error event, the record dropped
+ * (runCommand), or for a background command init then RespondError's JSON, the record kept as
+ * failed with exit code 255 (runBackgroundCommand). Queues the answer; frees or keeps c. */
+static enum MHD_Result answer_not_started(struct execd_req *r, struct execd_cmd *c,
+                                          struct envd_err *err)
+{
+  const char *why = err->msg ? err->msg : "cannot start the command";
+  size_t n = 0;
+  char *tail = NULL;
+  if (!c->background) {
+    json_t *x = json_pack("{s:{s:s,s:s,s:[s]}}", "error", "ename", "CommandExecError", "evalue",
+                          why, "traceback", why);
+    tail = execd_event_bytes("error", NULL, x, &n);
+  } else {
+    json_t *x = json_pack("{s:s,s:s+}", "code", "RUNTIME_ERROR", "message",
+                          "error running commands failed to start commands: ", why);
+    tail = json_dumps(x, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    n = tail ? strlen(tail) : 0;
+    json_decref(x);
+    close(c->log_fd);
+    c->log_fd = -1;
+    c->running = false;
+    c->exit_code = 255;
+    c->error = strdup(why);
+    clock_gettime(CLOCK_REALTIME, &c->finished);
+    c->final_queued = true;
+  }
+  char id[33];
+  memcpy(id, c->id, sizeof id);
+  if (c->background) {
+    c->refs = 1; /* the table's */
+    table_add(c, false);
+  } else {
+    execd_cmd_free(c);
+  }
+  envd_err_clear(err);
+  return execd_sse_fixed(r->c, id, tail, n);
+}
+
+/* Started command c: into the table, and its watcher thread (detached) started. When the thread
+ * cannot start, the command is killed and recorded as killed, which its stream then reports. */
+static void start_watching(struct execd_cmd *c)
+{
+  c->running = true;
+  c->refs = c->background ? 2 : 3; /* the table, the watcher, and a foreground stream */
+  table_add(c, true);
   pthread_t th;
   pthread_attr_t at;
   pthread_attr_init(&at);
   pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
   if (pthread_create(&th, &at, execd_watcher_main, c) != 0) {
-    /* cannot watch it: kill it; the stream reports what the table knows */
+    struct envd_err err = {0};
     envd_proc_signal(c->p, SIGKILL, &err);
     envd_err_clear(&err);
     envd_proc_unsubscribe(c->p, c->sub);
@@ -418,15 +455,57 @@ enum MHD_Result execd_run_command(struct execd_req *r)
     pthread_mutex_unlock(&c->tab->mu);
   }
   pthread_attr_destroy(&at);
-  if (background) {
-    size_t n = 0;
-    int64_t el = envd_now_ms() - c->start_mono;
-    json_t *x = el > 0 ? json_pack("{s:I}", "execution_time", (json_int_t)el) : NULL;
-    char *done = execd_event_bytes("execution_complete", NULL, x, &n); /* sets n: before the call */
-    res = execd_sse_fixed(r->c, c->id, done, n);
+}
+
+/* Background command c started: init then execution_complete at once. */
+static enum MHD_Result answer_started_background(struct execd_req *r, struct execd_cmd *c)
+{
+  size_t n = 0;
+  int64_t el = envd_now_ms() - c->start_mono;
+  json_t *x = el > 0 ? json_pack("{s:I}", "execution_time", (json_int_t)el) : NULL;
+  char *done = execd_event_bytes("execution_complete", NULL, x, &n); /* sets n: before the call */
+  return execd_sse_fixed(r->c, c->id, done, n);
+}
+
+enum MHD_Result execd_run_command(struct execd_req *r)
+{
+  json_error_t je;
+  json_t *req = json_loadb(r->body ? r->body : "", r->len, JSON_DECODE_ANY, &je);
+  if (!req)
+    return execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "%s", je.text);
+  enum MHD_Result res = MHD_NO;
+  struct run_request rr;
+  char msg[512];
+  check_types(req, &rr, msg, sizeof msg);
+  if (msg[0]) {
+    res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", BAD_BODY "%s", msg);
     goto out;
   }
-  res = execd_sse_command(r->c, c);
+  check_values(&rr, msg, sizeof msg);
+  if (msg[0]) {
+    res = execd_send_err(r->c, 400, "INVALID_REQUEST_BODY", "invalid request, validation error %s",
+                         msg);
+    goto out;
+  }
+  char *dir = working_dir(r, &rr, &res);
+  if (!dir)
+    goto out;
+  struct execd_cmd *c = cmd_new(r->e->execd, &rr);
+  if (!c || (rr.background && open_log(r, c, &res) < 0)) {
+    if (c)
+      execd_cmd_free(c);
+    free(dir);
+    goto out; /* out of memory (no answer: MHD_NO) or the log's answer queued */
+  }
+  struct envd_err err = {0};
+  spawn_command(r->e, c, &rr, dir, &err);
+  free(dir);
+  if (!c->p)
+    res = answer_not_started(r, c, &err);
+  else {
+    start_watching(c);
+    res = rr.background ? answer_started_background(r, c) : execd_sse_command(r->c, c);
+  }
 out:
   json_decref(req);
   return res;

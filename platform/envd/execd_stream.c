@@ -163,83 +163,76 @@ static void write_log(int fd, const char *d, size_t n)
 
 /* The watcher: drains the process's subscriber into the stream queue or the log file, then
  * records the exit and queues the final event. */
-void *execd_watcher_main(void *arg)
+/* What a watcher has read of its command so far. */
+struct watch {
+  struct lines out, err; /* partial lines of a foreground command */
+  int exit_code;
+  char status[128]; /* the end event's status, e.g. "exit status 1" */
+  bool ended;       /* the end event arrived */
+};
+
+/* One envelope of the process's stream: output to the log (background) or as line events
+ * (foreground); the end event's code and status into w. */
+static void apply_envelope(struct execd_cmd *c, struct watch *w, const char *buf, size_t len)
 {
-  struct execd_cmd *c = arg;
-  struct lines lo = {0}, le = {0};
-  int exit_code = 0;
-  char status[128] = "";
-  bool ended = false;
-  for (;;) {
-    char *buf = NULL;
-    size_t len = 0;
-    int rc = envd_sub_next(c->p, c->sub, envd_now_ms() + 1000, &buf, &len);
-    if (rc == 2)
-      break;
-    if (rc == 0) {
-      if (ended) /* the end envelope arrived; end_queued follows at once */
-        usleep(10000);
-      continue;
-    }
-    json_t *j = len > 5 ? json_loadb(buf + 5, len - 5, 0, NULL) : NULL;
-    free(buf);
-    json_t *ev = json_object_get(j, "event");
-    json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
-    for (int k = 0; data && k < 2; k++) {
-      const char *b64 = json_string_value(json_object_get(data, k ? "stderr" : "stdout"));
-      size_t n = 0;
-      unsigned char *raw = b64 ? abx_b64_decode_alloc(b64, 0, &n) : NULL;
-      if (raw && c->background)
-        write_log(c->log_fd, (const char *)raw, n);
-      else if (raw)
-        feed_lines(c, k ? &le : &lo, k ? "stderr" : "stdout", (const char *)raw, n);
-      free(raw);
-    }
-    if (end) {
-      ended = true;
-      exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
-      snprintf(status, sizeof status, "%s",
-               json_string_value(json_object_get(end, "status"))
-                   ? json_string_value(json_object_get(end, "status"))
-                   : "");
-    }
-    json_decref(j);
+  json_t *j = len > 5 ? json_loadb(buf + 5, len - 5, 0, NULL) : NULL;
+  json_t *ev = json_object_get(j, "event");
+  json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
+  for (int k = 0; data && k < 2; k++) {
+    const char *b64 = json_string_value(json_object_get(data, k ? "stderr" : "stdout"));
+    size_t n = 0;
+    unsigned char *raw = b64 ? abx_b64_decode_alloc(b64, 0, &n) : NULL;
+    if (raw && c->background)
+      write_log(c->log_fd, (const char *)raw, n);
+    else if (raw)
+      feed_lines(c, k ? &w->err : &w->out, k ? "stderr" : "stdout", (const char *)raw, n);
+    free(raw);
   }
-  if (!c->background) {
-    if (lo.n)
-      emit_line(c, "stdout", lo.b, lo.n);
-    if (le.n)
-      emit_line(c, "stderr", le.b, le.n);
+  if (end) {
+    w->ended = true;
+    w->exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
+    const char *st = json_string_value(json_object_get(end, "status"));
+    snprintf(w->status, sizeof w->status, "%s", st ? st : "");
   }
-  free(lo.b);
-  free(le.b);
-  if (c->log_fd >= 0)
-    close(c->log_fd);
-  c->log_fd = -1;
+  json_decref(j);
+}
+
+/* A foreground command ended: its last unterminated lines, then execution_complete (exit 0) or
+ * the error event (exit code as evalue, the status as traceback). */
+static void queue_final_events(struct execd_cmd *c, struct watch *w)
+{
+  if (w->out.n)
+    emit_line(c, "stdout", w->out.b, w->out.n);
+  if (w->err.n)
+    emit_line(c, "stderr", w->err.b, w->err.n);
   int64_t elapsed = envd_now_ms() - c->start_mono;
-  if (!c->background) {
-    size_t len = 0;
-    char *evb;
-    if (exit_code == 0) {
-      json_t *x = elapsed > 0 ? json_pack("{s:I}", "execution_time", (json_int_t)elapsed) : NULL;
-      evb = execd_event_bytes("execution_complete", NULL, x, &len);
-    } else {
-      char ev[32];
-      snprintf(ev, sizeof ev, "%d", exit_code);
-      json_t *x = json_pack("{s:{s:s,s:s,s:[s]}}", "error", "ename", "CommandExecError", "evalue",
-                            ev, "traceback", status);
-      evb = execd_event_bytes("error", NULL, x, &len);
-    }
-    push_event(c, evb, len);
+  size_t len = 0;
+  char *evb;
+  if (w->exit_code == 0) {
+    json_t *x = elapsed > 0 ? json_pack("{s:I}", "execution_time", (json_int_t)elapsed) : NULL;
+    evb = execd_event_bytes("execution_complete", NULL, x, &len);
+  } else {
+    char ev[32];
+    snprintf(ev, sizeof ev, "%d", w->exit_code);
+    json_t *x = json_pack("{s:{s:s,s:s,s:[s]}}", "error", "ename", "CommandExecError", "evalue", ev,
+                          "traceback", w->status);
+    evb = execd_event_bytes("error", NULL, x, &len);
   }
+  push_event(c, evb, len);
+}
+
+/* Record the end in c (under the table's mutex, waking its waiters), drop the watcher's
+ * references to the process and to c, and leave the table's count of watchers. */
+static void record_end(struct execd_cmd *c, const struct watch *w)
+{
   envd_proc_unsubscribe(c->p, c->sub);
   struct envd_proc *p = c->p;
   pthread_mutex_lock(&c->tab->mu);
   c->p = NULL;
   c->sub = NULL;
   c->running = false;
-  c->exit_code = exit_code;
-  c->error = exit_code ? strdup(status) : NULL;
+  c->exit_code = w->exit_code;
+  c->error = w->exit_code ? strdup(w->status) : NULL;
   clock_gettime(CLOCK_REALTIME, &c->finished);
   c->final_queued = true;
   pthread_cond_broadcast(&c->cond);
@@ -252,6 +245,34 @@ void *execd_watcher_main(void *arg)
   envd_proc_unref(p);
   if (dead)
     execd_cmd_free(dead);
+}
+
+void *execd_watcher_main(void *arg)
+{
+  struct execd_cmd *c = arg;
+  struct watch w = {0};
+  for (;;) {
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = envd_sub_next(c->p, c->sub, envd_now_ms() + 1000, &buf, &len);
+    if (rc == 2)
+      break;
+    if (rc == 0) {
+      if (w.ended) /* the end envelope arrived; end_queued follows at once */
+        usleep(10000);
+      continue;
+    }
+    apply_envelope(c, &w, buf, len);
+    free(buf);
+  }
+  if (!c->background)
+    queue_final_events(c, &w);
+  free(w.out.b);
+  free(w.err.b);
+  if (c->log_fd >= 0)
+    close(c->log_fd);
+  c->log_fd = -1;
+  record_end(c, &w);
   return NULL;
 }
 

@@ -417,6 +417,106 @@ static bool parse_pos(const char *s, long long *out)
   return true;
 }
 
+/* Lines offset.. (1-based; default 1) of the file on fd, at most limit of them (default all),
+ * from the query's ro / rl, as text/plain. Takes fd over. */
+static enum MHD_Result answer_lines(struct MHD_Connection *c, int fd, const char *ro,
+                                    const char *rl)
+{
+  enum MHD_Result res;
+  long long off = 1, lim = -1;
+  if (ro && *ro && !parse_pos(ro, &off))
+    res =
+        execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'offset': %s", ro);
+  else if (rl && *rl && !parse_pos(rl, &lim))
+    res = execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'limit': %s", rl);
+  else {
+    struct lines_rd *l = calloc(1, sizeof *l);
+    FILE *f = l ? fdopen(fd, "r") : NULL;
+    if (!f) {
+      free(l);
+      close(fd);
+      return MHD_NO;
+    }
+    fd = -1;
+    l->f = f;
+    l->offset = off;
+    l->limit = lim;
+    struct MHD_Response *resp =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, lines_cb, l, lines_free);
+    if (!resp) {
+      lines_free(l);
+      return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+    res = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+  }
+  if (fd >= 0)
+    close(fd);
+  return res;
+}
+
+/* 416 for a Range that does not overlap a file of size bytes (net/http ServeContent's text). */
+static enum MHD_Result answer_no_overlap(struct MHD_Connection *c, long long size)
+{
+  static const char m[] = "invalid range: failed to overlap\n";
+  char hb[64];
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
+  if (!resp)
+    return MHD_NO;
+  snprintf(hb, sizeof hb, "bytes */%lld", size);
+  MHD_add_response_header(resp, "Content-Range", hb);
+  MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+  enum MHD_Result res = MHD_queue_response(c, 416, resp);
+  MHD_destroy_response(resp);
+  return res;
+}
+
+/* The file at path, open on fd with stat st, as an attachment: whole (200) or the bytes of the
+ * Range header range (206; 416 when it does not parse or overlap). Takes fd over. */
+static enum MHD_Result answer_bytes(struct MHD_Connection *c, int fd, const struct stat *st,
+                                    const char *path, const char *range)
+{
+  char hb[4200];
+  long long start = 0, len = st->st_size;
+  unsigned status = 200;
+  int pr = range && *range ? parse_range(range, st->st_size, &start, &len) : 0;
+  if (pr < 0) {
+    close(fd);
+    return execd_send_err(c, 416, "UNKNOWN", "%s", "");
+  }
+  if (pr == 0 && range && *range && st->st_size > 0) { /* ServeContent: no overlap */
+    close(fd);
+    return answer_no_overlap(c, (long long)st->st_size);
+  }
+  if (pr == 1)
+    status = 206;
+  struct MHD_Response *resp =
+      MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)start);
+  if (!resp) {
+    close(fd);
+    return MHD_NO;
+  }
+  const char *base = strrchr(path, '/');
+  snprintf(hb, sizeof hb, "attachment; filename=\"%s\"", base ? base + 1 : path);
+  MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
+  MHD_add_response_header(resp, "Content-Disposition", hb);
+  if (status == 200) { /* net/http ServeContent's; the 206 path is execd's own copy */
+    struct tm tm;
+    gmtime_r(&st->st_mtim.tv_sec, &tm);
+    strftime(hb, sizeof hb, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+    MHD_add_response_header(resp, "Last-Modified", hb);
+  } else {
+    snprintf(hb, sizeof hb, "bytes %lld-%lld/%lld", start, start + len - 1, (long long)st->st_size);
+    MHD_add_response_header(resp, "Content-Range", hb);
+  }
+  enum MHD_Result res = MHD_queue_response(c, status, resp);
+  MHD_destroy_response(resp);
+  return res;
+}
+
 enum MHD_Result execd_files_download(struct execd_req *r)
 {
   struct MHD_Connection *c = r->c;
@@ -455,94 +555,11 @@ enum MHD_Result execd_files_download(struct execd_req *r)
     close(fd);
     res = execd_send_err(c, 500, "RUNTIME_ERROR", "error accessing file: read %s: is a directory",
                          path);
-    free(path);
-    return res;
-  }
-  if (lines) {
-    long long off = 1, lim = -1;
-    if (ro && *ro && !parse_pos(ro, &off))
-      res = execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'offset': %s",
-                           ro);
-    else if (rl && *rl && !parse_pos(rl, &lim))
-      res =
-          execd_send_err(c, 400, "INVALID_REQUEST_BODY", "invalid query parameter 'limit': %s", rl);
-    else {
-      struct lines_rd *l = calloc(1, sizeof *l);
-      FILE *f = l ? fdopen(fd, "r") : NULL;
-      if (!f) {
-        free(l);
-        close(fd);
-        free(path);
-        return MHD_NO;
-      }
-      fd = -1;
-      l->f = f;
-      l->offset = off;
-      l->limit = lim;
-      struct MHD_Response *resp =
-          MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, lines_cb, l, lines_free);
-      if (!resp) {
-        lines_free(l);
-        free(path);
-        return MHD_NO;
-      }
-      MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
-      res = MHD_queue_response(c, 200, resp);
-      MHD_destroy_response(resp);
-    }
-    if (fd >= 0)
-      close(fd);
-    free(path);
-    return res;
-  }
-  long long start = 0, len = st.st_size;
-  unsigned status = 200;
-  int pr = range && *range ? parse_range(range, st.st_size, &start, &len) : 0;
-  if (pr < 0) {
-    close(fd);
-    free(path);
-    return execd_send_err(c, 416, "UNKNOWN", "%s", "");
-  }
-  if (pr == 0 && range && *range && st.st_size > 0) { /* ServeContent: no overlap */
-    close(fd);
-    free(path);
-    static const char m[] = "invalid range: failed to overlap\n";
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(sizeof m - 1, (void *)m, MHD_RESPMEM_PERSISTENT);
-    if (!resp)
-      return MHD_NO;
-    snprintf(hb, sizeof hb, "bytes */%lld", (long long)st.st_size);
-    MHD_add_response_header(resp, "Content-Range", hb);
-    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
-    res = MHD_queue_response(c, 416, resp);
-    MHD_destroy_response(resp);
-    return res;
-  }
-  if (pr == 1)
-    status = 206;
-  struct MHD_Response *resp =
-      MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)start);
-  if (!resp) {
-    close(fd);
-    free(path);
-    return MHD_NO;
-  }
-  const char *base = strrchr(path, '/');
-  snprintf(hb, sizeof hb, "attachment; filename=\"%s\"", base ? base + 1 : path);
-  MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
-  MHD_add_response_header(resp, "Content-Disposition", hb);
-  if (status == 200) { /* net/http ServeContent's; the 206 path is execd's own copy */
-    struct tm tm;
-    gmtime_r(&st.st_mtim.tv_sec, &tm);
-    strftime(hb, sizeof hb, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-    MHD_add_response_header(resp, "Last-Modified", hb);
+  } else if (lines) {
+    res = answer_lines(c, fd, ro, rl);
   } else {
-    snprintf(hb, sizeof hb, "bytes %lld-%lld/%lld", start, start + len - 1, (long long)st.st_size);
-    MHD_add_response_header(resp, "Content-Range", hb);
+    res = answer_bytes(c, fd, &st, path, range);
   }
-  res = MHD_queue_response(c, status, resp);
-  MHD_destroy_response(resp);
   free(path);
   return res;
 }

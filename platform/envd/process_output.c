@@ -163,68 +163,62 @@ static json_t *end_event(int st)
   return json_pack("{s:{s:o}}", "event", "end", end);
 }
 
-void *envd_proc_reader_main(void *arg)
+/* A reader thread's descriptors and buffer. */
+struct reader {
+  struct envd_proc *p;
+  int fds[2];           /* stdout (or the pty master), stderr; -1 once closed */
+  const char *names[2]; /* their data fields: "stdout" (or "pty"), "stderr" */
+  size_t chunk;         /* bytes read at once */
+  char *buf;
+};
+
+/* Poll the open fds and the wake fd for up to timeout ms, then read each ready fd once and
+ * publish its bytes; an fd at its end (or failing: a pty master reads EIO once the slave is
+ * gone) is closed. The number of fds that were ready (the wake fd not counted, drained), 0 on
+ * a timeout or EINTR, -1 when poll fails. */
+static int pump_once(struct reader *r, int timeout)
 {
-  struct envd_proc *p = arg;
-  int fds[2] = {p->out_fd, p->err_fd};
-  const char *names[2] = {p->pty ? "pty" : "stdout", "stderr"};
-  size_t chunk = p->pty ? ENVD_PTY_CHUNK : ENVD_CHUNK;
-  char *buf = malloc(chunk);
-  int64_t quiet_since = 0;
-  while (buf && (fds[0] >= 0 || fds[1] >= 0)) {
-    pthread_mutex_lock(&p->mu);
-    check_deadline(p);
-    bool exited = p->exited || p->tab->stop;
-    int timeout = exited ? 50 : reader_timeout_ms(p);
-    pthread_mutex_unlock(&p->mu);
-    struct pollfd pf[3];
-    int np = 0, map[2];
-    for (int i = 0; i < 2; i++)
-      if (fds[i] >= 0) {
-        pf[np].fd = fds[i];
-        pf[np].events = POLLIN;
-        map[np++] = i;
-      }
-    pf[np].fd = p->wake_fd;
-    pf[np].events = POLLIN;
-    pf[np].revents = 0;
-    int rc = poll(pf, (nfds_t)np + 1, timeout);
-    if (rc < 0 && errno != EINTR)
-      break;
-    if (pf[np].revents & POLLIN) {
-      uint64_t v;
-      if (read(p->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: drained already */
-      }
-      rc--;
+  struct pollfd pf[3];
+  int np = 0, map[2];
+  for (int i = 0; i < 2; i++)
+    if (r->fds[i] >= 0) {
+      pf[np].fd = r->fds[i];
+      pf[np].events = POLLIN;
+      map[np++] = i;
     }
-    if (rc <= 0) {
-      /* After exit, stop once the pipes stay quiet: background children may hold them. */
-      if (exited) {
-        if (!quiet_since)
-          quiet_since = envd_now_ms();
-        if (envd_now_ms() - quiet_since >= 100)
-          break;
-      }
+  pf[np].fd = r->p->wake_fd;
+  pf[np].events = POLLIN;
+  pf[np].revents = 0;
+  int rc = poll(pf, (nfds_t)np + 1, timeout);
+  if (rc < 0)
+    return errno == EINTR ? 0 : -1;
+  if (pf[np].revents & POLLIN) {
+    uint64_t v;
+    if (read(r->p->wake_fd, &v, sizeof v) < 0) { /* EAGAIN: drained already */
+    }
+    rc--;
+  }
+  if (rc <= 0)
+    return 0;
+  for (int k = 0; k < np; k++) {
+    if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
       continue;
-    }
-    quiet_since = 0;
-    for (int k = 0; k < np; k++) {
-      if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
-        continue;
-      int i = map[k];
-      ssize_t n = read(fds[i], buf, chunk); /* a PTY master reads EIO once the slave is gone */
-      if (n > 0)
-        publish_data(p, names[i], buf, (size_t)n);
-      else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        close(fds[i]);
-        fds[i] = -1;
-      }
+    int i = map[k];
+    ssize_t n = read(r->fds[i], r->buf, r->chunk);
+    if (n > 0)
+      publish_data(r->p, r->names[i], r->buf, (size_t)n);
+    else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      close(r->fds[i]);
+      r->fds[i] = -1;
     }
   }
-  free(buf);
-  for (int i = 0; i < 2; i++)
-    if (fds[i] >= 0)
-      close(fds[i]);
+  return rc;
+}
+
+/* The output is read to its end: wait for the exit (or shutdown: reported as SIGKILL), queue
+ * the end envelope to every subscriber, mark p ended, and close its stdin. */
+static void publish_end(struct envd_proc *p)
+{
   pthread_mutex_lock(&p->mu);
   while (!p->exited && !p->tab->stop) {
     check_deadline(p);
@@ -251,5 +245,42 @@ void *envd_proc_reader_main(void *arg)
     close(p->in_fd);
   p->in_fd = -1;
   pthread_mutex_unlock(&p->in_mu);
+}
+
+void *envd_proc_reader_main(void *arg)
+{
+  struct envd_proc *p = arg;
+  struct reader r = {.p = p,
+                     .fds = {p->out_fd, p->err_fd},
+                     .names = {p->pty ? "pty" : "stdout", "stderr"},
+                     .chunk = p->pty ? ENVD_PTY_CHUNK : ENVD_CHUNK};
+  r.buf = malloc(r.chunk);
+  int64_t quiet_since = 0;
+  while (r.buf && (r.fds[0] >= 0 || r.fds[1] >= 0)) {
+    pthread_mutex_lock(&p->mu);
+    check_deadline(p);
+    bool exited = p->exited || p->tab->stop;
+    int timeout = exited ? 50 : reader_timeout_ms(p);
+    pthread_mutex_unlock(&p->mu);
+    int rc = pump_once(&r, timeout);
+    if (rc < 0)
+      break;
+    if (rc == 0) {
+      /* After exit, stop once the pipes stay quiet: background children may hold them. */
+      if (exited) {
+        if (!quiet_since)
+          quiet_since = envd_now_ms();
+        if (envd_now_ms() - quiet_since >= 100)
+          break;
+      }
+      continue;
+    }
+    quiet_since = 0;
+  }
+  free(r.buf);
+  for (int i = 0; i < 2; i++)
+    if (r.fds[i] >= 0)
+      close(r.fds[i]);
+  publish_end(p);
   return NULL;
 }

@@ -70,15 +70,74 @@ static int rpc_list(struct envd_call *c, json_t *req, json_t **out, struct envd_
   return 0;
 }
 
+/* A Start request's fields, checked; the JSON values are borrowed from the request. */
+struct start_req {
+  json_t *cmd, *args, *envs, *cwd, *tag, *in, *pty; /* NULL when absent (cmd is never) */
+  uint32_t cols, rows;                              /* the pty's size */
+  const char **argv;                                /* args' strings, malloc'd, NULL-ended */
+  size_t nargs;
+};
+
+/* Read and check a Start request's process config, stdin, tag and pty into sr (sr->argv to
+ * free, also on failure). 0, or -1 with err set (invalid_argument). */
+static int start_req_read(json_t *req, struct start_req *sr, struct envd_err *err)
+{
+  json_t *proc = envd_jget(req, "process", NULL);
+  memset(sr, 0, sizeof *sr);
+  sr->cmd = envd_jget(proc, "cmd", NULL);
+  sr->args = envd_jget(proc, "args", NULL);
+  sr->envs = envd_jget(proc, "envs", NULL);
+  sr->cwd = envd_jget(proc, "cwd", NULL);
+  sr->tag = envd_jget(req, "tag", NULL);
+  sr->in = envd_jget(req, "stdin", NULL);
+  sr->pty = envd_jget(req, "pty", NULL);
+  json_t *size = envd_jget(sr->pty, "size", NULL);
+  if (sr->pty &&
+      (!json_is_object(sr->pty) || envd_jget_u32(size, "cols", NULL, &sr->cols) < 0 ||
+       envd_jget_u32(size, "rows", NULL, &sr->rows) < 0 || sr->cols > 65535 || sr->rows > 65535))
+    return envd_fail(err, "invalid_argument", "invalid pty size");
+  if (!json_is_object(proc) || !json_is_string(sr->cmd) || !*json_string_value(sr->cmd) ||
+      (sr->args && !json_is_array(sr->args)) || (sr->envs && !json_is_object(sr->envs)) ||
+      (sr->cwd && !json_is_string(sr->cwd)) || (sr->tag && !json_is_string(sr->tag)) ||
+      (sr->in && !json_is_boolean(sr->in)))
+    return envd_fail(err, "invalid_argument", "invalid process config");
+  sr->nargs = json_array_size(sr->args);
+  sr->argv = calloc(sr->nargs + 1, sizeof *sr->argv);
+  for (size_t i = 0; sr->argv && i < sr->nargs; i++) {
+    json_t *a = json_array_get(sr->args, i);
+    if (!json_is_string(a))
+      return envd_fail(err, "invalid_argument", "args must be strings");
+    sr->argv[i] = json_string_value(a);
+  }
+  const char *k;
+  json_t *v;
+  json_object_foreach(sr->envs, k, v)
+  {
+    if (!json_is_string(v))
+      return envd_fail(err, "invalid_argument", "envs must map strings to strings");
+  }
+  return 0;
+}
+
+/* The process's config as List and the start event report it: {cmd, args?, envs?, cwd?} as
+ * given (not resolved). */
+static json_t *start_config(const struct start_req *sr)
+{
+  json_t *config = json_pack("{s:O}", "cmd", sr->cmd);
+  if (sr->nargs)
+    json_object_set(config, "args", sr->args);
+  if (json_object_size(sr->envs))
+    json_object_set(config, "envs", sr->envs);
+  if (sr->cwd)
+    json_object_set(config, "cwd", sr->cwd);
+  return config;
+}
+
 static enum MHD_Result rpc_start(struct envd_call *c, json_t *req)
 {
   struct envd_err err = {0};
-  json_t *proc = envd_jget(req, "process", NULL);
-  json_t *cmd = envd_jget(proc, "cmd", NULL), *args = envd_jget(proc, "args", NULL);
-  json_t *envs = envd_jget(proc, "envs", NULL), *cwd = envd_jget(proc, "cwd", NULL);
-  json_t *tag = envd_jget(req, "tag", NULL), *in = envd_jget(req, "stdin", NULL);
+  struct start_req sr = {0};
   json_t *config = NULL;
-  const char **argv = NULL;
   char *rcwd = NULL;
   struct envd_proc *p = NULL;
   struct envd_sub *s = NULL;
@@ -87,75 +146,36 @@ static enum MHD_Result rpc_start(struct envd_call *c, json_t *req)
     envd_fail(&err, "invalid_argument", "invalid Connect-Timeout-Ms header");
     goto fail;
   }
-  json_t *pty = envd_jget(req, "pty", NULL);
-  uint32_t cols = 0, rows = 0;
-  if (pty && (!json_is_object(pty) ||
-              envd_jget_u32(envd_jget(pty, "size", NULL), "cols", NULL, &cols) < 0 ||
-              envd_jget_u32(envd_jget(pty, "size", NULL), "rows", NULL, &rows) < 0 ||
-              cols > 65535 || rows > 65535)) {
-    envd_fail(&err, "invalid_argument", "invalid pty size");
+  if (start_req_read(req, &sr, &err) < 0)
     goto fail;
-  }
-  if (!json_is_object(proc) || !json_is_string(cmd) || !*json_string_value(cmd) ||
-      (args && !json_is_array(args)) || (envs && !json_is_object(envs)) ||
-      (cwd && !json_is_string(cwd)) || (tag && !json_is_string(tag)) ||
-      (in && !json_is_boolean(in))) {
-    envd_fail(&err, "invalid_argument", "invalid process config");
-    goto fail;
-  }
-  size_t nargs = json_array_size(args);
-  argv = calloc(nargs + 1, sizeof *argv);
-  for (size_t i = 0; argv && i < nargs; i++) {
-    json_t *a = json_array_get(args, i);
-    if (!json_is_string(a)) {
-      envd_fail(&err, "invalid_argument", "args must be strings");
-      goto fail;
-    }
-    argv[i] = json_string_value(a);
-  }
-  const char *k;
-  json_t *v;
-  json_object_foreach(envs, k, v)
-  {
-    if (!json_is_string(v)) {
-      envd_fail(&err, "invalid_argument", "envs must map strings to strings");
-      goto fail;
-    }
-  }
-  rcwd = envd_resolve_path(c->e, &c->user, cwd ? json_string_value(cwd) : "", &err);
+  rcwd = envd_resolve_path(c->e, &c->user, sr.cwd ? json_string_value(sr.cwd) : "", &err);
   if (!rcwd)
     goto fail;
-  config = json_pack("{s:O}", "cmd", cmd);
-  if (nargs)
-    json_object_set(config, "args", args);
-  if (json_object_size(envs))
-    json_object_set(config, "envs", envs);
-  if (cwd)
-    json_object_set(config, "cwd", cwd);
-  struct envd_spawn sp = {.cmd = json_string_value(cmd),
-                          .args = argv,
-                          .nargs = nargs,
-                          .envs = envs,
+  config = start_config(&sr);
+  struct envd_spawn sp = {.cmd = json_string_value(sr.cmd),
+                          .args = sr.argv,
+                          .nargs = sr.nargs,
+                          .envs = sr.envs,
                           .cwd = rcwd,
                           .config = config,
-                          .tag = tag ? json_string_value(tag) : NULL,
-                          .stdin_pipe = !in || json_is_true(in),
-                          .pty = pty != NULL,
-                          .cols = (uint16_t)cols,
-                          .rows = (uint16_t)rows,
+                          .tag = sr.tag ? json_string_value(sr.tag) : NULL,
+                          .stdin_pipe = !sr.in || json_is_true(sr.in),
+                          .pty = sr.pty != NULL,
+                          .cols = (uint16_t)sr.cols,
+                          .rows = (uint16_t)sr.rows,
                           .user = &c->user,
                           .timeout_ms = timeout};
   p = envd_proc_spawn(c->e, &sp, &s, &err);
   if (!p)
     goto fail;
   json_decref(config);
-  free(argv);
+  free(sr.argv);
   free(rcwd);
   return envd_proc_send_stream(
       c, p, s, timeout ? envd_now_ms() + timeout + START_DEADLINE_GRACE_MS : 0, timeout > 0);
 fail:
   json_decref(config);
-  free(argv);
+  free(sr.argv);
   free(rcwd);
   enum MHD_Result ok = envd_send_stream_err(c->conn, &err);
   envd_err_clear(&err);

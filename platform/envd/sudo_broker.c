@@ -117,6 +117,44 @@ fail:;
   _exit(1);
 }
 
+/* Until command pid ends (SIGCHLD on sfd): relay its pty, forward the signals the client on c
+ * sends (SIGWINCH resizes the pty), and SIGKILL its group when the client goes away. Its wait
+ * status (0 when poll fails). */
+static int supervise(int c, pid_t pid, int sfd, struct sudo_pty *pty)
+{
+  int gone = 0, st = 0;
+  for (;;) {
+    struct pollfd p[4] = {{sfd, POLLIN, 0}, {gone ? -1 : c, POLLIN, 0}};
+    int np = 2 + sudo_pty_pollfds(pty, p + 2);
+    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
+      break;
+    sudo_pty_events(pty, p + 2, np - 2);
+    if (p[0].revents) {
+      struct signalfd_siginfo si;
+      if (read(sfd, &si, sizeof si) < 0) {
+      }
+      pid_t w = waitpid(pid, &st, WNOHANG);
+      if (w == pid)
+        break;
+    }
+    if (p[1].revents) {
+      uint32_t sig = 0;
+      ssize_t n = recv(c, &sig, sizeof sig, MSG_WAITALL);
+      if (n == (ssize_t)sizeof sig) {
+        if (sig == SIGWINCH && pty->master >= 0)
+          sudo_pty_winch(pty); /* the pty tells the command's foreground group itself */
+        else if (forwardable(sig))
+          kill(pid, (int)sig);
+      } else if (n == 0 || (n < 0 && errno != EINTR)) {
+        kill(-pid, SIGKILL); /* the client was killed outright: so is its command */
+        kill(pid, SIGKILL);
+        gone = 1;
+      }
+    }
+  }
+  return st;
+}
+
 /* Run the plan and relay until the command ends; returns the status word for the client. */
 static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
                     const struct passwd *t, gid_t gid, mode_t um, int foreground)
@@ -165,36 +203,7 @@ static uint32_t run(int c, const struct sudo_plan *pl, char **env, int fds[3],
     sudo_say(fds[2], "sudo: unable to execute %s: %s", pl->path, strerror(er));
   for (int i = 0; i < 3; i++) /* the command has them; the client's pipes end with it */
     close(fds[i]);
-  int gone = 0, st = 0;
-  for (;;) {
-    struct pollfd p[4] = {{sfd, POLLIN, 0}, {gone ? -1 : c, POLLIN, 0}};
-    int np = 2 + sudo_pty_pollfds(&pty, p + 2);
-    if (poll(p, (nfds_t)np, -1) < 0 && errno != EINTR)
-      break;
-    sudo_pty_events(&pty, p + 2, np - 2);
-    if (p[0].revents) {
-      struct signalfd_siginfo si;
-      if (read(sfd, &si, sizeof si) < 0) {
-      }
-      pid_t w = waitpid(pid, &st, WNOHANG);
-      if (w == pid)
-        break;
-    }
-    if (p[1].revents) {
-      uint32_t sig = 0;
-      ssize_t n = recv(c, &sig, sizeof sig, MSG_WAITALL);
-      if (n == (ssize_t)sizeof sig) {
-        if (sig == SIGWINCH && pty.master >= 0)
-          sudo_pty_winch(&pty); /* the pty tells the command's foreground group itself */
-        else if (forwardable(sig))
-          kill(pid, (int)sig);
-      } else if (n == 0 || (n < 0 && errno != EINTR)) {
-        kill(-pid, SIGKILL); /* the client was killed outright: so is its command */
-        kill(pid, SIGKILL);
-        gone = 1;
-      }
-    }
-  }
+  int st = supervise(c, pid, sfd, &pty);
   sudo_pty_close(&pty);
   if (k == (ssize_t)sizeof er)
     return 1;
@@ -264,13 +273,117 @@ static const char *deny_msg(const struct sudo_policy *p, const char *name, char 
   return out;
 }
 
+/* The caller (uid from the kernel: cr) against the sudoers into *pol; root may run anything as
+ * anyone (and could rewrite the sudoers anyway). Its passwd entry (a copy) into *caller. 0 when
+ * allowed, else 1 after telling errfd why. */
+static int authorize(int errfd, const struct ucred *cr, struct passwd **caller,
+                     struct sudo_policy *pol)
+{
+  char msg[1200];
+  *caller = pw_copy(getpwuid(cr->uid));
+  if (!*caller) {
+    sudo_say(errfd, "sudo: you do not exist in the passwd database");
+    return 1;
+  }
+  gid_t groups[256];
+  int ng = 256;
+  if (getgrouplist((*caller)->pw_name, (*caller)->pw_gid, groups, &ng) < 0) {
+    groups[0] = (*caller)->pw_gid;
+    ng = 1;
+  }
+  sudo_policy_eval((*caller)->pw_name, cr->uid, groups, ng, pol);
+  if (cr->uid == 0) {
+    pol->verdict = SUDO_ALLOW;
+    pol->runas_group = 1;
+  }
+  if (pol->verdict != SUDO_ALLOW) {
+    sudo_say(errfd, "%s", deny_msg(pol, (*caller)->pw_name, msg, sizeof msg));
+    return 1;
+  }
+  return 0;
+}
+
+/* The user (-u; the caller with -g alone; else root) and group (-g; else the user's) to run
+ * as, into *target and *gid. 0, or 1 after telling errfd which is unknown or not allowed. */
+static int resolve_target(int errfd, const struct sudo_req *r, struct passwd *caller,
+                          const struct sudo_policy *pol, const char *host, struct passwd **target,
+                          gid_t *gid)
+{
+  *target = r->user ? pw_copy(user_by(r->user)) : r->group ? caller : pw_copy(getpwuid(0));
+  if (!*target) {
+    sudo_say(errfd, "sudo: unknown user %s", r->user ? r->user : "root");
+    return 1;
+  }
+  *gid = (*target)->pw_gid;
+  if (!r->group)
+    return 0;
+  struct group *g = group_by(r->group);
+  if (!g) {
+    sudo_say(errfd, "sudo: unknown group %s", r->group);
+    return 1;
+  }
+  if (!pol->runas_group) {
+    sudo_say(errfd, "sudo: Sorry, user %s is not allowed to execute commands as %s:%s on %s.",
+             caller->pw_name, (*target)->pw_name, g->gr_name, host);
+    return 1;
+  }
+  *gid = g->gr_gid;
+  return 0;
+}
+
+/* sudo -l: with a command, the command as it would run (nothing, status 1, when it would not
+ * run); without, the caller's privileges. Written to out; the status word. */
+static uint32_t list_privileges(int out, const struct sudo_req *r, const struct passwd *caller,
+                                const struct sudo_policy *pol, const char *host)
+{
+  if (r->nargs) {
+    char *p = sudo_find_cmd(r->args[0], r->cwd, pol->secure_path);
+    if (!p)
+      return 1;
+    dprintf(out, "%s", p);
+    for (size_t i = 1; i < r->nargs; i++)
+      dprintf(out, " %s", r->args[i]);
+    dprintf(out, "\n");
+    free(p);
+    return 0;
+  }
+  dprintf(out, "User %s may run the following commands on %s:\n    %s ALL\n", caller->pw_name, host,
+          pol->runas_group ? "(ALL : ALL) NOPASSWD:" : "(ALL) NOPASSWD:");
+  return 0;
+}
+
+/* The command's environment (sudoers' env_reset and the request's -E, -H, -i, VAR=value, per
+ * sudo_build_env); NULL when out of memory. */
+static char **command_env(const struct sudo_req *r, const struct ucred *cr,
+                          const struct passwd *caller, const struct passwd *target,
+                          const struct sudo_policy *pol, const struct sudo_plan *pl)
+{
+  struct sudo_env_in in = {.caller = r->env,
+                           .ncaller = r->nenv,
+                           .keep = r->keep,
+                           .nkeep = r->nkeep,
+                           .sets = r->sets,
+                           .nsets = r->nsets,
+                           .preserve = sudo_req_has(r, 'E') && !sudo_req_has(r, 'i'),
+                           .set_home = sudo_req_has(r, 'H') || sudo_req_has(r, 'i'),
+                           .secure_path = pol->secure_path,
+                           .target_name = target->pw_name,
+                           .target_home = target->pw_dir,
+                           .target_shell = target->pw_shell,
+                           .command = pl->command,
+                           .caller_name = caller->pw_name,
+                           .caller_uid = cr->uid,
+                           .caller_gid = caller->pw_gid};
+  return sudo_build_env(&in);
+}
+
 /* One request, in the handler process. Returns the status word for the client. */
 static uint32_t handle(int c)
 {
   struct ucred cr;
   socklen_t cl = sizeof cr;
   int fds[3] = {-1, -1, -1};
-  char *buf = NULL, msg[1200];
+  char *buf = NULL;
   size_t len = 0;
   struct timeval tv = {10, 0};
   setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -284,90 +397,25 @@ static uint32_t handle(int c)
     sudo_say(errfd, "sudo: malformed request to the sudo broker");
     return 1;
   }
-  struct passwd *caller = pw_copy(getpwuid(cr.uid));
-  if (!caller) {
-    sudo_say(errfd, "sudo: you do not exist in the passwd database");
-    return 1;
-  }
-  gid_t groups[256];
-  int ng = 256;
-  if (getgrouplist(caller->pw_name, caller->pw_gid, groups, &ng) < 0) {
-    groups[0] = caller->pw_gid;
-    ng = 1;
-  }
+  struct passwd *caller, *target;
   struct sudo_policy pol;
-  sudo_policy_eval(caller->pw_name, cr.uid, groups, ng, &pol);
-  if (cr.uid == 0) { /* root may run anything as anyone (and could rewrite the sudoers anyway) */
-    pol.verdict = SUDO_ALLOW;
-    pol.runas_group = 1;
-  }
-  if (pol.verdict != SUDO_ALLOW) {
-    sudo_say(errfd, "%s", deny_msg(&pol, caller->pw_name, msg, sizeof msg));
+  if (authorize(errfd, &cr, &caller, &pol) != 0)
     return 1;
-  }
   if (sudo_req_has(&r, 'v'))
     return 0;
-  struct passwd *target = r.user    ? pw_copy(user_by(r.user))
-                          : r.group ? caller
-                                    : pw_copy(getpwuid(0));
-  if (!target) {
-    sudo_say(errfd, "sudo: unknown user %s", r.user ? r.user : "root");
-    return 1;
-  }
-  gid_t gid = target->pw_gid;
+  gid_t gid;
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
-  if (r.group) {
-    struct group *g = group_by(r.group);
-    if (!g) {
-      sudo_say(errfd, "sudo: unknown group %s", r.group);
-      return 1;
-    }
-    if (!pol.runas_group) {
-      sudo_say(errfd, "sudo: Sorry, user %s is not allowed to execute commands as %s:%s on %s.",
-               caller->pw_name, target->pw_name, g->gr_name, host);
-      return 1;
-    }
-    gid = g->gr_gid;
-  }
-  if (sudo_req_has(&r, 'l')) {
-    if (r.nargs) { /* sudo -l CMD: the command as it would run */
-      char *p = sudo_find_cmd(r.args[0], r.cwd, pol.secure_path);
-      if (!p)
-        return 1; /* sudo -l prints nothing for a command it would not run */
-      dprintf(fds[1], "%s", p);
-      for (size_t i = 1; i < r.nargs; i++)
-        dprintf(fds[1], " %s", r.args[i]);
-      dprintf(fds[1], "\n");
-      free(p);
-      return 0;
-    }
-    dprintf(fds[1], "User %s may run the following commands on %s:\n    %s ALL\n", caller->pw_name,
-            host, pol.runas_group ? "(ALL : ALL) NOPASSWD:" : "(ALL) NOPASSWD:");
-    return 0;
-  }
+  if (resolve_target(errfd, &r, caller, &pol, host, &target, &gid) != 0)
+    return 1;
+  if (sudo_req_has(&r, 'l'))
+    return list_privileges(fds[1], &r, caller, &pol, host);
   struct sudo_plan pl;
   if (sudo_plan_make(&r, caller, target, pol.secure_path, errfd, &pl) != 0) {
     sudo_plan_free(&pl);
     return 1;
   }
-  struct sudo_env_in in = {.caller = r.env,
-                           .ncaller = r.nenv,
-                           .keep = r.keep,
-                           .nkeep = r.nkeep,
-                           .sets = r.sets,
-                           .nsets = r.nsets,
-                           .preserve = sudo_req_has(&r, 'E') && !sudo_req_has(&r, 'i'),
-                           .set_home = sudo_req_has(&r, 'H') || sudo_req_has(&r, 'i'),
-                           .secure_path = pol.secure_path,
-                           .target_name = target->pw_name,
-                           .target_home = target->pw_dir,
-                           .target_shell = target->pw_shell,
-                           .command = pl.command,
-                           .caller_name = caller->pw_name,
-                           .caller_uid = cr.uid,
-                           .caller_gid = caller->pw_gid};
-  char **env = sudo_build_env(&in);
+  char **env = command_env(&r, &cr, caller, target, &pol, &pl);
   if (!env) {
     sudo_say(errfd, "sudo: out of memory");
     return 1;

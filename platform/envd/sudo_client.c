@@ -165,53 +165,64 @@ static int unsupported(int c)
   return 1;
 }
 
-int abx_sudo_main(int argc, char **argv)
+/* sudo's long options; O_HOST and O_PRESERVE are the two with no letter of their own here. */
+enum { O_HOST = 1000, O_PRESERVE };
+static const struct option long_opts[] = {{"askpass", no_argument, NULL, 'A'},
+                                          {"background", no_argument, NULL, 'b'},
+                                          {"bell", no_argument, NULL, 'B'},
+                                          {"close-from", required_argument, NULL, 'C'},
+                                          {"chdir", required_argument, NULL, 'D'},
+                                          {"preserve-env", optional_argument, NULL, O_PRESERVE},
+                                          {"edit", no_argument, NULL, 'e'},
+                                          {"group", required_argument, NULL, 'g'},
+                                          {"set-home", no_argument, NULL, 'H'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"host", required_argument, NULL, O_HOST},
+                                          {"login", no_argument, NULL, 'i'},
+                                          {"remove-timestamp", no_argument, NULL, 'K'},
+                                          {"reset-timestamp", no_argument, NULL, 'k'},
+                                          {"list", no_argument, NULL, 'l'},
+                                          {"non-interactive", no_argument, NULL, 'n'},
+                                          {"preserve-groups", no_argument, NULL, 'P'},
+                                          {"prompt", required_argument, NULL, 'p'},
+                                          {"chroot", required_argument, NULL, 'R'},
+                                          {"role", required_argument, NULL, 'r'},
+                                          {"stdin", no_argument, NULL, 'S'},
+                                          {"shell", no_argument, NULL, 's'},
+                                          {"type", required_argument, NULL, 't'},
+                                          {"command-timeout", required_argument, NULL, 'T'},
+                                          {"other-user", required_argument, NULL, 'U'},
+                                          {"user", required_argument, NULL, 'u'},
+                                          {"version", no_argument, NULL, 'V'},
+                                          {"validate", no_argument, NULL, 'v'},
+                                          {NULL, 0, NULL, 0}};
+
+/* sudo's command line as read so far, and the request records it makes. */
+struct sudo_cli {
+  char flags[16]; /* the 'f' record's letters (sudo.h), each once */
+  const char *user, *group;
+  int remove_ts, reset_ts; /* -K, -k */
+  int nopt;                /* options seen */
+  struct buf b;            /* the request's records */
+};
+
+/* Add flag letter f to cli's flags once. */
+static void add_flag(struct sudo_cli *cli, char f)
 {
-  const char *base = strrchr(argv[0], '/');
-  if (strcmp(base ? base + 1 : argv[0], "sudoedit") == 0) {
-    fprintf(stderr,
-            "sudo: sudoedit is not supported by this sandbox's sudo; run the editor with sudo\n");
-    return 1;
-  }
-  enum { O_HOST = 1000, O_PRESERVE };
-  static const struct option lo[] = {{"askpass", no_argument, NULL, 'A'},
-                                     {"background", no_argument, NULL, 'b'},
-                                     {"bell", no_argument, NULL, 'B'},
-                                     {"close-from", required_argument, NULL, 'C'},
-                                     {"chdir", required_argument, NULL, 'D'},
-                                     {"preserve-env", optional_argument, NULL, O_PRESERVE},
-                                     {"edit", no_argument, NULL, 'e'},
-                                     {"group", required_argument, NULL, 'g'},
-                                     {"set-home", no_argument, NULL, 'H'},
-                                     {"help", no_argument, NULL, 'h'},
-                                     {"host", required_argument, NULL, O_HOST},
-                                     {"login", no_argument, NULL, 'i'},
-                                     {"remove-timestamp", no_argument, NULL, 'K'},
-                                     {"reset-timestamp", no_argument, NULL, 'k'},
-                                     {"list", no_argument, NULL, 'l'},
-                                     {"non-interactive", no_argument, NULL, 'n'},
-                                     {"preserve-groups", no_argument, NULL, 'P'},
-                                     {"prompt", required_argument, NULL, 'p'},
-                                     {"chroot", required_argument, NULL, 'R'},
-                                     {"role", required_argument, NULL, 'r'},
-                                     {"stdin", no_argument, NULL, 'S'},
-                                     {"shell", no_argument, NULL, 's'},
-                                     {"type", required_argument, NULL, 't'},
-                                     {"command-timeout", required_argument, NULL, 'T'},
-                                     {"other-user", required_argument, NULL, 'U'},
-                                     {"user", required_argument, NULL, 'u'},
-                                     {"version", no_argument, NULL, 'V'},
-                                     {"validate", no_argument, NULL, 'v'},
-                                     {NULL, 0, NULL, 0}};
-  char flags[16] = "";
-  const char *user = NULL, *group = NULL;
-  struct buf b = {0};
-  int K = 0, k = 0, o, nopt = 0;
+  if (!strchr(cli->flags, f))
+    cli->flags[strlen(cli->flags)] = f;
+}
+
+/* Read sudo's options (getopt, stopping at the first operand; optind is left at it) into cli.
+ * -1 to go on, else the exit code after -h, -V or a usage error (written to stderr). */
+static int parse_options(int argc, char **argv, struct sudo_cli *cli)
+{
+  int o;
   opterr = 0;
   optind = 1;
-  while ((o = getopt_long(argc, argv, "+:AbBC:D:Eeg:Hh::iKklnPp:R:r:SsT:t:U:u:Vv", lo, NULL)) !=
-         -1) {
-    nopt++;
+  while ((o = getopt_long(argc, argv, "+:AbBC:D:Eeg:Hh::iKklnPp:R:r:SsT:t:U:u:Vv", long_opts,
+                          NULL)) != -1) {
+    cli->nopt++;
     switch (o) {
     case 'E':
     case 'H':
@@ -219,23 +230,19 @@ int abx_sudo_main(int argc, char **argv)
     case 'l':
     case 'n':
     case 's':
-    case 'v':
-      if (!strchr(flags, o))
-        flags[strlen(flags)] = (char)o;
-      break;
+    case 'v': add_flag(cli, (char)o); break;
     case O_PRESERVE:
       if (!optarg) {
-        if (!strchr(flags, 'E'))
-          flags[strlen(flags)] = 'E';
+        add_flag(cli, 'E');
         break;
       }
       for (char *save = NULL, *n = strtok_r(optarg, ",", &save); n; n = strtok_r(NULL, ",", &save))
-        rec(&b, 'p', n);
+        rec(&cli->b, 'p', n);
       break;
-    case 'u': user = optarg; break;
-    case 'g': group = optarg; break;
-    case 'k': k = 1; break;
-    case 'K': K = 1; break;
+    case 'u': cli->user = optarg; break;
+    case 'g': cli->group = optarg; break;
+    case 'k': cli->reset_ts = 1; break;
+    case 'K': cli->remove_ts = 1; break;
     case 'B':
     case 'p':
     case 'S': break; /* only about a password prompt, which never happens */
@@ -262,76 +269,99 @@ int abx_sudo_main(int argc, char **argv)
     default: return unsupported(o);
     }
   }
-  char **args = argv + optind;
-  int nargs = argc - optind;
-  if (strchr(flags, 'i') && strchr(flags, 's')) {
+  return -1;
+}
+
+/* Check the options against the operands *args (*nargs of them) and take the leading
+ * VAR=value ones as records. -1 to go on, else the exit code (a usage error, or -K / -k done:
+ * no password is ever cached, so there is nothing to remove or invalidate). */
+static int take_operands(struct sudo_cli *cli, char ***args, int *nargs)
+{
+  const char *f = cli->flags;
+  if (strchr(f, 'i') && strchr(f, 's')) {
     fprintf(stderr, "sudo: you may not specify both the -i and -s options\n");
     usage(stderr);
     return 1;
   }
-  if (K) { /* -K takes nothing else; there is no timestamp to remove (no password is cached) */
-    if (nopt != 1 || nargs) {
+  if (cli->remove_ts) { /* -K takes nothing else */
+    if (cli->nopt != 1 || *nargs) {
       usage(stderr);
       return 1;
     }
     return 0;
   }
-  while (nargs > 0 && valid_var(args[0]) && !strchr(flags, 'l') && !strchr(flags, 'v')) {
-    rec(&b, 's', args[0]);
-    args++;
-    nargs--;
+  while (*nargs > 0 && valid_var((*args)[0]) && !strchr(f, 'l') && !strchr(f, 'v')) {
+    rec(&cli->b, 's', (*args)[0]);
+    (*args)++;
+    (*nargs)--;
   }
-  int shell = strchr(flags, 'i') || strchr(flags, 's');
-  if (strchr(flags, 'v') && nargs) {
+  int shell = strchr(f, 'i') || strchr(f, 's');
+  if (strchr(f, 'v') && *nargs) {
     usage(stderr);
     return 1;
   }
-  if (!nargs && !shell && !strchr(flags, 'l') && !strchr(flags, 'v')) {
-    if (k)
-      return 0; /* sudo -k: nothing cached to invalidate (no password is ever asked) */
+  if (!*nargs && !shell && !strchr(f, 'l') && !strchr(f, 'v')) {
+    if (cli->reset_ts)
+      return 0;
     usage(stderr);
     return 1;
   }
+  return -1;
+}
+
+/* Add the records of the flags, user, group, cwd, umask, environment and the command's nargs
+ * arguments. 0, or 1 (the exit code) after saying on stderr that they do not fit. */
+static int add_records(struct sudo_cli *cli, char **args, int nargs)
+{
   if (isatty(0) && tcgetpgrp(0) == getpgrp())
-    strcat(flags, "F"); /* the foreground job: the broker may take the terminal's input (use_pty) */
-  rec(&b, 'f', flags);
-  if (user)
-    rec(&b, 'u', user);
-  if (group)
-    rec(&b, 'g', group);
+    add_flag(cli, 'F'); /* the foreground job: the broker may take the terminal's input (use_pty) */
+  rec(&cli->b, 'f', cli->flags);
+  if (cli->user)
+    rec(&cli->b, 'u', cli->user);
+  if (cli->group)
+    rec(&cli->b, 'g', cli->group);
   char cwd[4096], um[8];
-  rec(&b, 'c', getcwd(cwd, sizeof cwd) ? cwd : "/");
+  rec(&cli->b, 'c', getcwd(cwd, sizeof cwd) ? cwd : "/");
   mode_t old = umask(022);
   umask(old);
   snprintf(um, sizeof um, "%o", (unsigned)old);
-  rec(&b, 'm', um);
+  rec(&cli->b, 'm', um);
   for (char **e = environ; e && *e; e++)
-    rec(&b, 'e', *e);
+    rec(&cli->b, 'e', *e);
   for (int i = 0; i < nargs; i++)
-    rec(&b, 'a', args[i]);
-  if (b.oom || b.n > SUDO_MAX_REQ) {
-    fprintf(stderr, "sudo: %s\n", b.oom ? "out of memory" : "argument list too long");
+    rec(&cli->b, 'a', args[i]);
+  if (cli->b.oom || cli->b.n > SUDO_MAX_REQ) {
+    fprintf(stderr, "sudo: %s\n", cli->b.oom ? "out of memory" : "argument list too long");
     return 1;
   }
+  return 0;
+}
+
+/* Block the forwarded signals into *sfd (a signalfd) and connect *s to the broker. 0, or -1
+ * after saying why on stderr. */
+static int connect_broker(int *sfd, int *s)
+{
   sigset_t fwd;
   sigemptyset(&fwd);
   for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
     sigaddset(&fwd, fwd_sigs[i]);
   sigprocmask(SIG_BLOCK, &fwd, NULL);
-  int sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
-  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  *sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+  *s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
   snprintf(sa.sun_path, sizeof sa.sun_path, "%s", SUDO_SOCK);
-  if (sfd < 0 || s < 0 || connect(s, (struct sockaddr *)&sa, sizeof sa) != 0) {
+  if (*sfd < 0 || *s < 0 || connect(*s, (struct sockaddr *)&sa, sizeof sa) != 0) {
     fprintf(stderr, "sudo: cannot reach the sandbox's sudo broker (envd) at %s: %s\n", SUDO_SOCK,
             strerror(errno));
-    return 1;
+    return -1;
   }
-  if (send_req(s, &b) != 0) {
-    fprintf(stderr, "sudo: cannot send the request to the sudo broker: %s\n", strerror(errno));
-    return 1;
-  }
-  free(b.b);
+  return 0;
+}
+
+/* Forward the signals read from sfd to the broker on s until it sends the command's status;
+ * exit as the command did (finish), or 1 when the broker goes away without the status. */
+static int await_status(int s, int sfd)
+{
   for (;;) {
     struct pollfd p[2] = {{s, POLLIN, 0}, {sfd, POLLIN, 0}};
     if (poll(p, 2, -1) < 0) {
@@ -358,4 +388,34 @@ int abx_sudo_main(int argc, char **argv)
   }
   fprintf(stderr, "sudo: the sudo broker closed the connection without the command's status\n");
   return 1;
+}
+
+int abx_sudo_main(int argc, char **argv)
+{
+  const char *base = strrchr(argv[0], '/');
+  if (strcmp(base ? base + 1 : argv[0], "sudoedit") == 0) {
+    fprintf(stderr,
+            "sudo: sudoedit is not supported by this sandbox's sudo; run the editor with sudo\n");
+    return 1;
+  }
+  struct sudo_cli cli = {0};
+  int rc = parse_options(argc, argv, &cli);
+  if (rc >= 0)
+    return rc;
+  char **args = argv + optind;
+  int nargs = argc - optind;
+  rc = take_operands(&cli, &args, &nargs);
+  if (rc >= 0)
+    return rc;
+  if (add_records(&cli, args, nargs) != 0)
+    return 1;
+  int sfd, s;
+  if (connect_broker(&sfd, &s) != 0)
+    return 1;
+  if (send_req(s, &cli.b) != 0) {
+    fprintf(stderr, "sudo: cannot send the request to the sudo broker: %s\n", strerror(errno));
+    return 1;
+  }
+  free(cli.b.b);
+  return await_status(s, sfd);
 }

@@ -1,5 +1,7 @@
 /*
- * http_util.c: response helpers, Connect error and envelope encoding, JSON field access.
+ * wire.c: the wire side of envd's routes: errors and their Connect codes and HTTP statuses, answers
+ * (REST, JSON, Connect errors), Connect envelopes, and request reading (JSON fields, headers, the
+ * body).
  * Source: docs/protocol/envd-protocol.md §2.3 (envelopes), §2.4 (error codes), §3 (ProtoJSON), §7.
  */
 #ifndef _GNU_SOURCE
