@@ -22,6 +22,7 @@ import secrets
 import re
 import subprocess
 import sys
+import time
 from html.parser import HTMLParser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -183,6 +184,20 @@ def drive_fixture(page, label):
     check(page.js(VISIBLE) == 6, label + ": clearing the filters shows all 6 again", page.js(VISIBLE))
 
 
+def wait_js(page, expr, want, seconds=30):
+    """True once `expr` evaluates to `want` in the page. The copy answer and the hash navigation of a
+    timeline link run after the click returns (a clipboard promise, a hashchange event): on a busy
+    machine that can take far longer than any fixed pause, so poll instead (the deadline only bounds
+    a real failure)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if page.js(expr) == want:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def drive_full(page, label):
     sel = test_selector("config file matches")
     page.click(sel + ">summary")
@@ -198,8 +213,8 @@ def drive_full(page, label):
     repro = page.js(scope + ".querySelector('[id$=-repro]').textContent") or ""
     check(repro.startswith("curl ") and "$E2B_ACCESS_TOKEN" in repro, label + ": the reproducer is a curl line", repro)
     page.click(sel + " button.copy")
-    page.js("new Promise(function(r){setTimeout(r,200);})")
-    check(page.js(scope + ".querySelector('button.copy').textContent") == "copied", label + ": copy button answers")
+    check(wait_js(page, scope + ".querySelector('button.copy').textContent", "copied"),
+          label + ": copy button answers")
     bars = page.js("document.querySelectorAll('#timeline rect').length")
     check(bars >= 7, label + ": the timeline draws test and sandbox bars", bars)
     check(page.js("document.querySelectorAll('#templates tr').length") >= 2, label + ": the templates table has a row")
@@ -208,8 +223,7 @@ def drive_full(page, label):
     anchor = page.js(other + ".id")
     check(page.js(other + ".open") is False, label + ": the other failure starts closed")
     page.click("#timeline a[href='#%s'] rect" % anchor)
-    page.js("new Promise(function(r){setTimeout(r,200);})")
-    check(page.js(other + ".open") is True, label + ": a click on its timeline bar opens the test")
+    check(wait_js(page, other + ".open", True), label + ": a click on its timeline bar opens the test")
     page.js("window.scrollTo(0,0)")
 
 
