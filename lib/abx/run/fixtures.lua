@@ -488,8 +488,8 @@ function M.end_run(run, out)
       out:line(out:paint("error", "ERROR") .. "    " .. r.test.file .. "::" .. r.test.name
         .. " (teardown, " .. e.phase .. "): " .. e.message)
     end
-    -- the console counted this result before it had teardown errors
-    if not had and out.c then out.c.errors = out.c.errors + 1 end
+    -- the run counted this result before it had teardown errors (abx.run.tally)
+    if not had and run.counts then run.counts:teardown_error_added() end
   end
   local paths = {}
   for path in pairs(run.scopes.files) do paths[#paths + 1] = path end
