@@ -1,6 +1,7 @@
 -- abx.run.runner: runs collected tests on the event loop, `jobs` at a time, one task (coroutine) per
 -- test, with a deadline per test; classifies outcomes; kills every sandbox at the end (tracked,
--- then swept by tag); reports through abx.run.console.
+-- then swept by tag); keeps the run record, whose counts (abx.run.tally) make the summary, the
+-- reports and the exit code; abx.run.console is a sink of its events.
 -- Outcomes: passed, failed (the test raised: assertion or platform error), error (collection
 -- failed, or a teardown failed: reported beside the test's own outcome), skipped.
 local core = require("abx.core")
