@@ -128,65 +128,153 @@ local function open_ws(sbx, with_token, deadline)
     deadline = deadline })
 end
 
--- The body of the run (inside the guard): fills rep, returns nothing.
-local function body(conn, rep, args, st)
-  local deadline = function(s) return core.now() + s end
-  local tpl = args.template
-  check(rep, "template", function()
-    local template = require("abx.client.template")
-    if template.exists(conn, tpl) then return { source = "provider" } end
-    local dir = "scenarios/templates/" .. tpl
-    local recipe = require("abx.run.recipe")
-    if not recipe.is_template_dir(dir) then
-      st.unknown_template = true
-      core.error("InvalidArgument", 0, string.format("unknown template %q: the provider has none "
-        .. "of that name and there is no %s/template.yaml", tpl, dir))
+-- The deadline `s` seconds from now.
+local function in_seconds(s) return core.now() + s end
+
+-- Check "template": the provider has the template, or it is built from its folder
+-- scenarios/templates/<name> through the provider's build API (st.unknown_template when neither).
+local function provide_template(conn, tpl, st)
+  local template = require("abx.client.template")
+  if template.exists(conn, tpl) then return { source = "provider" } end
+  local dir = "scenarios/templates/" .. tpl
+  local recipe = require("abx.run.recipe")
+  if not recipe.is_template_dir(dir) then
+    st.unknown_template = true
+    core.error("InvalidArgument", 0, string.format("unknown template %q: the provider has none "
+      .. "of that name and there is no %s/template.yaml", tpl, dir))
+  end
+  local r = recipe.load(dir)
+  local tb = require("abx.run.template_build")
+  say("building template " .. tpl .. " through the provider's build API")
+  local res = tb.build(conn, r, { deploy = true, out = say, verbose = false })
+  return { source = "folder", build = res.status, build_seconds = res.seconds }
+end
+
+-- The sandbox: private traffic (a traffic token required), the VNC password in its envs; its id
+-- and token are masked from now on.
+local function create_sandbox(conn, args, st)
+  local sbx = conn:create({ template = args.template, timeout = math.max(120,
+    math.floor(args.timeout) + 60), envs = { VNC_PASSWORD = st.password },
+    network = { allow_public_traffic = false } })
+  if type(sbx.traffic_access_token) ~= "string" or sbx.traffic_access_token == "" then
+    core.error("Protocol", 0, "the sandbox has no traffic access token (network.allowPublicTraffic false)")
+  end
+  core.add_secret(sbx.traffic_access_token)
+  core.add_secret(sbx.id) -- edge answers name it: masked in the console and the report
+  return sbx
+end
+
+-- Starts the desktop script (the template's, or uploaded with --upload-script) and waits up to
+-- 60 s for its ready file.
+local function start_desktop(sbx, args)
+  local script = M.SCRIPT_IN_TEMPLATE
+  if args.upload_script then
+    local text = assert(core.read_file(M.SCRIPT))
+    sbx.files:write(M.UPLOADED, text)
+    local r = sbx.commands:run("chmod 0755 " .. M.UPLOADED)
+    if r.exit_code ~= 0 then core.error("Sandbox", 0, "chmod of the script: " .. r.stderr) end
+    script = M.UPLOADED
+  end
+  local r = sbx.commands:run("test -x " .. script .. " && (setsid " .. script
+    .. " >/tmp/abx-desktop-start.log 2>&1 </dev/null &) && echo started")
+  if r.exit_code ~= 0 then
+    core.error("Sandbox", 0, script .. " is not in the sandbox (use a template built from "
+      .. "scenarios/templates/desktop, or --upload-script)")
+  end
+  local t_end = in_seconds(60)
+  while true do
+    local c = sbx.commands:run("test -f /tmp/desktop/ready")
+    if c.exit_code == 0 then break end
+    if core.now() > t_end then
+      local log = sbx.commands:run("tail -c 600 /tmp/abx-desktop-start.log; tail -c 300 /tmp/desktop/*.log")
+      core.error("Timeout", 0, "the desktop did not start within 60 s: " .. log.stdout)
     end
-    local r = recipe.load(dir)
-    local tb = require("abx.run.template_build")
-    say("building template " .. tpl .. " through the provider's build API")
-    local res = tb.build(conn, r, { deploy = true, out = say, verbose = false })
-    return { source = "folder", build = res.status, build_seconds = res.seconds }
+    core.sleep(0.2)
+  end
+  return { script = args.upload_script and "uploaded" or "template's" }
+end
+
+-- The framebuffer through the ingress with the traffic token: RFB handshake, then one update.
+local function capture_screen(sbx, st)
+  local t = open_ws(sbx, true, in_seconds(60))
+  local shot
+  local okc, err = pcall(function()
+    local s = rfb.handshake(t, st.password)
+    local rgb, stats = rfb.capture(t, s)
+    shot = { width = s.width, height = s.height, rgb = rgb, name = s.name, version = s.version,
+      updates = stats.updates, rects = stats.rects, frames = t.frames, subprotocol = t.protocol }
   end)
+  t:close()
+  if not okc then error(err, 0) end
+  return shot
+end
+
+-- The window's pixels (its client area less 2 pixels each side: no decoration of the window
+-- manager in it) and a patch of the root window have their colours in the screenshot.
+local function check_pixels(win, shot)
+  local inner = { x = win.x + 2, y = win.y + 2, w = win.w - 4, h = win.h - 4 }
+  if inner.w < 1 or inner.h < 1 or win.x + win.w > shot.width or win.y + win.h > shot.height then
+    core.error("Assertion", 0, "the window is not on the screen: " .. cjson.encode(win))
+  end
+  local bad, first = M.mismatches(shot.rgb, shot.width, inner, hex_rgb(M.WINDOW_RGB))
+  local rbad, rfirst = M.mismatches(shot.rgb, shot.width, M.ROOT_PATCH, hex_rgb(M.ROOT_RGB))
+  local d = { window = win, window_colour = M.WINDOW_RGB, window_pixels = inner.w * inner.h,
+    window_mismatches = bad, root_colour = M.ROOT_RGB,
+    root_pixels = M.ROOT_PATCH.w * M.ROOT_PATCH.h, root_mismatches = rbad }
+  if bad > 0 or rbad > 0 then
+    core.error("Assertion", 0, string.format("%d window and %d root pixels differ (first: %s %s)",
+      bad, rbad, tostring(first), tostring(rfirst)))
+  end
+  return d
+end
+
+-- screenshot.png in the output directory, read back equal to the framebuffer.
+local function write_screenshot(dir, shot)
+  local path = dir .. "/screenshot.png"
+  local size = core.png_write(path, shot.width, shot.height, shot.rgb)
+  local w, h, back = core.png_read(path)
+  if w ~= shot.width or h ~= shot.height or back ~= shot.rgb then
+    core.error("Assertion", 0, "the PNG read back is not the framebuffer")
+  end
+  return { file = "screenshot.png", bytes = size, sha256 = core.sha256(core.read_file(path)) }
+end
+
+-- The refusals: a wrong VNC password (RFB's SecurityResult), no traffic token (the edge's 403).
+local function check_refusals(rep, sbx, st)
+  check(rep, "a wrong VNC password is refused", function()
+    local wrong = st.password
+    while wrong == st.password do wrong = core.random_hex(4) end
+    local t = open_ws(sbx, true, in_seconds(30))
+    local okc, err = pcall(rfb.handshake, t, wrong)
+    t:close()
+    if okc then core.error("Assertion", 0, "the server accepted a wrong password") end
+    if not (core.is_error(err) and err.kind == "Authentication") then error(err, 0) end
+    return { refused = "SecurityResult failed", message = err.message }
+  end)
+  check(rep, "no traffic token is refused by the edge", function()
+    local okc, err = pcall(open_ws, sbx, false, in_seconds(30))
+    if okc then
+      err:close()
+      core.error("Assertion", 0, "the upgrade without e2b-traffic-access-token was let through")
+    end
+    if not (core.is_error(err) and err.kind == "Authentication" and err.status == 403) then error(err, 0) end
+    return { status = err.status }
+  end)
+end
+
+-- The body of the run (inside the guard): fills rep, returns nothing. Each check's failure stops
+-- the checks that need what it made.
+local function body(conn, rep, args, st)
+  check(rep, "template", function() return provide_template(conn, args.template, st) end)
   if st.unknown_template or not rep.checks[#rep.checks].ok then return end
   local sbx
   local ok = check(rep, "sandbox created (traffic token required, password in its envs)", function()
-    sbx = conn:create({ template = tpl, timeout = math.max(120, math.floor(args.timeout) + 60),
-      envs = { VNC_PASSWORD = st.password }, network = { allow_public_traffic = false } })
-    if type(sbx.traffic_access_token) ~= "string" or sbx.traffic_access_token == "" then
-      core.error("Protocol", 0, "the sandbox has no traffic access token (network.allowPublicTraffic false)")
-    end
-    core.add_secret(sbx.traffic_access_token)
-    core.add_secret(sbx.id) -- edge answers name it: masked in the console and the report
+    sbx = create_sandbox(conn, args, st)
     return { traffic_token = true }
   end)
   if not ok then return end
   ok = check(rep, "desktop started (Xvfb, jwm, window, x11vnc -rfbauth, websockify)", function()
-    local script = M.SCRIPT_IN_TEMPLATE
-    if args.upload_script then
-      local text = assert(core.read_file(M.SCRIPT))
-      sbx.files:write(M.UPLOADED, text)
-      local r = sbx.commands:run("chmod 0755 " .. M.UPLOADED)
-      if r.exit_code ~= 0 then core.error("Sandbox", 0, "chmod of the script: " .. r.stderr) end
-      script = M.UPLOADED
-    end
-    local r = sbx.commands:run("test -x " .. script .. " && (setsid " .. script
-      .. " >/tmp/abx-desktop-start.log 2>&1 </dev/null &) && echo started")
-    if r.exit_code ~= 0 then
-      core.error("Sandbox", 0, script .. " is not in the sandbox (use a template built from "
-        .. "scenarios/templates/desktop, or --upload-script)")
-    end
-    local t_end = deadline(60)
-    while true do
-      local c = sbx.commands:run("test -f /tmp/desktop/ready")
-      if c.exit_code == 0 then break end
-      if core.now() > t_end then
-        local log = sbx.commands:run("tail -c 600 /tmp/abx-desktop-start.log; tail -c 300 /tmp/desktop/*.log")
-        core.error("Timeout", 0, "the desktop did not start within 60 s: " .. log.stdout)
-      end
-      core.sleep(0.2)
-    end
-    return { script = args.upload_script and "uploaded" or "template's" }
+    return start_desktop(sbx, args)
   end)
   if not ok then return end
   local win
@@ -200,66 +288,20 @@ local function body(conn, rep, args, st)
   if not ok then return end
   local shot
   check(rep, "VNC through the ingress with the traffic token: RFB 3.8, VNC auth, Raw update", function()
-    local t = open_ws(sbx, true, deadline(60))
-    local okc, err = pcall(function()
-      local s = rfb.handshake(t, st.password)
-      local rgb, stats = rfb.capture(t, s)
-      shot = { width = s.width, height = s.height, rgb = rgb, name = s.name, version = s.version,
-        updates = stats.updates, rects = stats.rects, frames = t.frames, subprotocol = t.protocol }
-    end)
-    t:close()
-    if not okc then error(err, 0) end
+    shot = capture_screen(sbx, st)
     return { width = shot.width, height = shot.height, server_version = shot.version,
       desktop_name = shot.name, updates = shot.updates, rects = shot.rects,
       websocket_frames = shot.frames, subprotocol = shot.subprotocol }
   end)
   if shot then
     check(rep, "the window's pixels and the root's in the screenshot", function()
-      -- the client area less 2 pixels each side (no decoration of the window manager in it)
-      local inner = { x = win.x + 2, y = win.y + 2, w = win.w - 4, h = win.h - 4 }
-      if inner.w < 1 or inner.h < 1 or win.x + win.w > shot.width or win.y + win.h > shot.height then
-        core.error("Assertion", 0, "the window is not on the screen: " .. cjson.encode(win))
-      end
-      local bad, first = M.mismatches(shot.rgb, shot.width, inner, hex_rgb(M.WINDOW_RGB))
-      local rbad, rfirst = M.mismatches(shot.rgb, shot.width, M.ROOT_PATCH, hex_rgb(M.ROOT_RGB))
-      local d = { window = win, window_colour = M.WINDOW_RGB, window_pixels = inner.w * inner.h,
-        window_mismatches = bad, root_colour = M.ROOT_RGB,
-        root_pixels = M.ROOT_PATCH.w * M.ROOT_PATCH.h, root_mismatches = rbad }
-      if bad > 0 or rbad > 0 then
-        core.error("Assertion", 0, string.format("%d window and %d root pixels differ (first: %s %s)",
-          bad, rbad, tostring(first), tostring(rfirst)))
-      end
-      return d
+      return check_pixels(win, shot)
     end)
     check(rep, "screenshot.png written and read back", function()
-      local path = args.output_dir .. "/screenshot.png"
-      local size = core.png_write(path, shot.width, shot.height, shot.rgb)
-      local w, h, back = core.png_read(path)
-      if w ~= shot.width or h ~= shot.height or back ~= shot.rgb then
-        core.error("Assertion", 0, "the PNG read back is not the framebuffer")
-      end
-      return { file = "screenshot.png", bytes = size, sha256 = core.sha256(core.read_file(path)) }
+      return write_screenshot(args.output_dir, shot)
     end)
   end
-  check(rep, "a wrong VNC password is refused", function()
-    local wrong = st.password
-    while wrong == st.password do wrong = core.random_hex(4) end
-    local t = open_ws(sbx, true, deadline(30))
-    local okc, err = pcall(rfb.handshake, t, wrong)
-    t:close()
-    if okc then core.error("Assertion", 0, "the server accepted a wrong password") end
-    if not (core.is_error(err) and err.kind == "Authentication") then error(err, 0) end
-    return { refused = "SecurityResult failed", message = err.message }
-  end)
-  check(rep, "no traffic token is refused by the edge", function()
-    local okc, err = pcall(open_ws, sbx, false, deadline(30))
-    if okc then
-      err:close()
-      core.error("Assertion", 0, "the upgrade without e2b-traffic-access-token was let through")
-    end
-    if not (core.is_error(err) and err.kind == "Authentication" and err.status == 403) then error(err, 0) end
-    return { status = err.status }
-  end)
+  check_refusals(rep, sbx, st)
 end
 
 local function write_report(dir, rep)
@@ -271,22 +313,56 @@ local function write_report(dir, rep)
   f:close()
 end
 
-function M.execute(args)
-  if not args.template or args.template == "" then return nil, "accept desktop needs --template T" end
-  if not args.output_dir or args.output_dir == "" then return nil, "accept desktop needs --output-dir NEW" end
-  if not args.timeout or args.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end
+-- The options: a template, a new output dir in an existing parent (its trailing slashes dropped
+-- from args.output_dir), a timeout, the script when it is uploaded. Returns a usage error or nil.
+local function check_args(args)
+  if not args.template or args.template == "" then return "accept desktop needs --template T" end
+  if not args.output_dir or args.output_dir == "" then return "accept desktop needs --output-dir NEW" end
+  if not args.timeout or args.timeout <= 0 then return "--timeout must be a positive number of seconds" end
   local out = args.output_dir:gsub("/+$", "")
   args.output_dir = out
   if core.exists(out) then
-    return nil, "the output dir " .. out .. " exists: give a new one (nothing is overwritten)"
+    return "the output dir " .. out .. " exists: give a new one (nothing is overwritten)"
   end
   local parent = out:match("^(.*)/[^/]+$") or "."
   if parent ~= "" and not core.isdir(parent) then
-    return nil, "the output dir's parent " .. parent .. " is not a directory"
+    return "the output dir's parent " .. parent .. " is not a directory"
   end
   if args.upload_script and not core.exists(M.SCRIPT) then
-    return nil, "--upload-script needs " .. M.SCRIPT .. " (run from the project's root)"
+    return "--upload-script needs " .. M.SCRIPT .. " (run from the project's root)"
   end
+  return nil
+end
+
+-- The cleanup, never interrupted: the sandbox, then a look by tag that nothing is left; the
+-- platform stops. Fills rep.cleanup; returns the tracker's cleanup report.
+local function clean_up(rep, conn, tracker, run_id, info)
+  local c = tracker:cleanup(conn)
+  local left_ok, left = pcall(conn.list, conn, { metadata = { e2e = run_id } })
+  if not left_ok then c.errors[#c.errors + 1] = "list by tag: " .. tostring(left) end
+  rep.cleanup = { sandboxes_killed = c.tracked + c.swept, errors = c.errors,
+    sandboxes_left = left_ok and #left or nil }
+  info.stop(false)
+  return c
+end
+
+-- The verdict in rep: the failed checks, interrupted, passed (every check, a clean cleanup,
+-- nothing left). `gok`, `gerr`: how the checks' guard ended.
+local function verdict(rep, c, gok, gerr, interrupted)
+  local failed = {}
+  for _, ch in ipairs(rep.checks) do
+    if not ch.ok then failed[#failed + 1] = ch.name end
+  end
+  rep.failures = failed
+  rep.interrupted = interrupted or (core.is_error(gerr) and gerr.kind == "Interrupted") or nil
+  rep.passed = gok and #failed == 0 and #c.errors == 0 and rep.cleanup.sandboxes_left == 0
+    and not rep.interrupted
+end
+
+function M.execute(args)
+  local aerr = check_args(args)
+  if aerr then return nil, aerr end
+  local out = args.output_dir
   local cfg = config.load(config.find(args.config))
   local okp, pname, p = pcall(config.provider, cfg, args.provider)
   if not okp then return nil, tostring(pname) end
@@ -329,22 +405,9 @@ function M.execute(args)
       rep.error = core.is_error(gerr) and tostring(gerr) or tostring(gerr)
       say("stopped: " .. rep.error)
     end
-    -- cleanup, never interrupted: the sandbox, then a look by tag that nothing is left
-    local c = tracker:cleanup(conn)
-    local left_ok, left = pcall(conn.list, conn, { metadata = { e2e = run_id } })
-    if not left_ok then c.errors[#c.errors + 1] = "list by tag: " .. tostring(left) end
-    rep.cleanup = { sandboxes_killed = c.tracked + c.swept, errors = c.errors,
-      sandboxes_left = left_ok and #left or nil }
-    info.stop(false)
+    local c = clean_up(rep, conn, tracker, run_id, info)
     rep.duration_s = math.floor((core.now() - t0) * 10) / 10
-    local failed = {}
-    for _, ch in ipairs(rep.checks) do
-      if not ch.ok then failed[#failed + 1] = ch.name end
-    end
-    rep.failures = failed
-    rep.interrupted = interrupted or (core.is_error(gerr) and gerr.kind == "Interrupted") or nil
-    rep.passed = gok and #failed == 0 and #c.errors == 0 and rep.cleanup.sandboxes_left == 0
-      and not rep.interrupted
+    verdict(rep, c, gok, gerr, interrupted)
     if st.unknown_template then
       usage = rep.checks[1].error:gsub("^InvalidArgument[^:]*: ", "")
       os.remove(out .. "/report.json")
@@ -353,7 +416,7 @@ function M.execute(args)
     end
     write_report(out, rep)
     say(string.format("%s: %d checks, %d failed; report %s/report.json", rep.passed and "passed"
-      or "FAILED", #rep.checks, #failed, out))
+      or "FAILED", #rep.checks, #rep.failures, out))
     code = rep.interrupted and 2 or (rep.passed and 0 or 1)
   end)
   if usage then return nil, usage end

@@ -456,14 +456,11 @@ local function usage_checks(args)
   return nil
 end
 
-function M.execute(args)
-  local uerr = usage_checks(args)
-  if uerr then return nil, uerr end
-  local config = require("abx.run.config")
+-- The run's context from the options and the environment (template, run id, purpose, the
+-- fixture repository: served by the local platform, or a pinned public one for a remote
+-- provider). Returns nil and a usage error (no report written) when they do not fit.
+local function new_context(args, pname, psettings)
   local provider = require("abx.run.provider")
-  local cfg = config.load(config.find(args.config))
-  local pname, psettings = config.provider(cfg, args.provider)
-  provider.preflight(pname, psettings)
   local lookup = provider.lookup
   local ctx = { provider = pname, mcp_clients = {},
     template = args.template or lookup("ABX_SKILL_RUNTIME_TEMPLATE") or "base",
@@ -486,83 +483,118 @@ function M.execute(args)
         .. "root, or give the fixture's directory)"
     end
     ctx.app_dir, ctx.commit = args.app_dir, M.PINNED_COMMIT
-  else
-    if not args.repo_url then
-      return nil, "a remote provider needs --repo-url URL and --commit SHA (the pinned public "
-        .. "repository)"
-    end
-    ctx.repo_url, ctx.commit = args.repo_url, args.commit:lower()
-    -- refused here, before any work and with no report: a usage error, like a bad option
-    local r = provider.resolve(pname, psettings)
-    if #r.missing > 0 then
-      return nil, "provider " .. pname .. ": missing credentials [" .. table.concat(r.missing, ", ")
-        .. "] (set them in the environment or .env)"
-    end
+    return ctx
   end
+  if not args.repo_url then
+    return nil, "a remote provider needs --repo-url URL and --commit SHA (the pinned public "
+      .. "repository)"
+  end
+  ctx.repo_url, ctx.commit = args.repo_url, args.commit:lower()
+  -- refused here, before any work and with no report: a usage error, like a bad option
+  local r = provider.resolve(pname, psettings)
+  if #r.missing > 0 then
+    return nil, "provider " .. pname .. ": missing credentials [" .. table.concat(r.missing, ", ")
+      .. "] (set them in the environment or .env)"
+  end
+  return ctx
+end
+
+-- Inside the guard: the host work dir, the fixture repository (local: built and served by the
+-- platform's git server), the provider with a tracker on its connection, then the checks.
+-- `st`: { code, pinfo, inst } (code 4 on missing credentials).
+local function open_and_check(ctx, rec, st, cfg, pname, psettings)
+  ctx.dir = host.workdir(ctx.run_id)
+  local serve_args
+  if ctx.local_repo then
+    ctx.built_commit, ctx.git_root = host.build_repo(ctx.app_dir, ctx.dir)
+    serve_args = { "--git-root", ctx.git_root }
+  end
+  local conn
+  conn, st.pinfo = require("abx.run.provider").open(pname, psettings, { run_id = ctx.run_id,
+    defaults = cfg.defaults, serve_args = serve_args })
+  if not conn then
+    rec.error = "missing credentials [" .. table.concat(st.pinfo.missing, ", ") .. "]"
+    st.code = 4
+    return
+  end
+  ctx.conn = conn
+  ctx.tracker = require("abx.run.tracker").new(2, ctx.run_id)
+  local owner = ctx.tracker:owner("skill-tools", 1, "test")
+  conn.hooks = ctx.tracker:hooks(function() return owner end)
+  body(ctx, rec, st.inst)
+end
+
+-- The checks ended early (open_and_check raised `gerr`): an interrupt, or an error outside any
+-- check (the platform did not start) recorded as the failure "setup".
+local function note_abort(rec, st, gerr, interrupted)
+  local kind = core.is_error(gerr) and gerr.kind
+  if interrupted or kind == "Interrupted" then
+    rec.interrupted = true
+  elseif #rec.failures == 0 then
+    rec.failures[1] = { name = "setup", kind = kind or "Error",
+      error = core.is_error(gerr) and gerr.message or tostring(gerr) }
+    if kind == "InvalidArgument" then st.code = 4 end
+  end
+end
+
+-- The verdict and the exit code (2 interrupted, 1 failures, 4 kept, 3 when the report cannot be
+-- written), the report at args.output, and the closing lines on stderr.
+local function conclude(args, rec, st)
+  rec.ok = #rec.failures == 0 and #rec.cleanup.errors == 0 and not rec.interrupted
+    and st.code ~= 4
+  if st.code ~= 4 then st.code = rec.interrupted and 2 or (rec.ok and 0 or 1) end
+  local wok, werr = write_report(args.output, rec)
+  if not wok then
+    core.ewrite("abxlua: --output " .. args.output .. ": " .. tostring(werr) .. "\n")
+    if st.code == 0 then st.code = 3 end
+  else
+    core.ewrite(string.format("skill-tools: %d checks passed, %d failed; cleanup %s; report %s\n",
+      #rec.checks, #rec.failures, #rec.cleanup.errors == 0 and "clean" or "with errors",
+      args.output))
+  end
+  if rec.error then core.ewrite("abxlua: error: " .. rec.error .. "\n") end
+end
+
+-- The run, as the event loop's main task: the checks under a guard (an interrupt stops them),
+-- then the cleanup (not interruptible, 180 s at most), then the report. Returns the exit code.
+local function run_all(args, ctx, rec, cfg, pname, psettings)
+  local st = { code = 3, inst = {} }
+  local interrupted = false
+  core.on_interrupt(function()
+    interrupted = true
+    core.ewrite("skill-tools: interrupted: stopping, then cleaning up (interrupt again to exit "
+      .. "at once)\n")
+  end)
+  core.interrupt_note("skill-tools: interrupted twice: exiting without cleanup; sandboxes of "
+    .. "this run carry metadata e2e=" .. ctx.run_id)
+  local t0 = core.now()
+  local gok, gerr = core.guard(nil, function(e) return e end, open_and_check, ctx, rec, st, cfg,
+    pname, psettings)
+  if not gok then note_abort(rec, st, gerr, interrupted) end
+  core.ewrite("skill-tools: cleanup\n")
+  core.guard({ timeout = 180, interruptible = false }, function(e) return e end, cleanup, ctx,
+    rec, st.pinfo)
+  rec.duration_s = math.floor((core.now() - t0) * 10 + 0.5) / 10
+  conclude(args, rec, st)
+  return st.code
+end
+
+function M.execute(args)
+  local uerr = usage_checks(args)
+  if uerr then return nil, uerr end
+  local config = require("abx.run.config")
+  local provider = require("abx.run.provider")
+  local cfg = config.load(config.find(args.config))
+  local pname, psettings = config.provider(cfg, args.provider)
+  provider.preflight(pname, psettings)
+  local ctx, cerr = new_context(args, pname, psettings)
+  if not ctx then return nil, cerr end
   ctx.secret = core.random_hex(32)
   core.add_secret(ctx.secret)
   local rec = new_record(ctx)
   local code = 3
   local ok, errs = core.run(function()
-    local interrupted = false
-    core.on_interrupt(function()
-      interrupted = true
-      core.ewrite("skill-tools: interrupted: stopping, then cleaning up (interrupt again to exit "
-        .. "at once)\n")
-    end)
-    core.interrupt_note("skill-tools: interrupted twice: exiting without cleanup; sandboxes of "
-      .. "this run carry metadata e2e=" .. ctx.run_id)
-    local t0 = core.now()
-    local pinfo
-    local inst = {}
-    local gok, gerr = core.guard(nil, function(e) return e end, function()
-      ctx.dir = host.workdir(ctx.run_id)
-      local serve_args
-      if ctx.local_repo then
-        ctx.built_commit, ctx.git_root = host.build_repo(ctx.app_dir, ctx.dir)
-        serve_args = { "--git-root", ctx.git_root }
-      end
-      local conn
-      conn, pinfo = provider.open(pname, psettings, { run_id = ctx.run_id, defaults = cfg.defaults,
-        serve_args = serve_args })
-      if not conn then
-        rec.error = "missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
-        code = 4
-        return
-      end
-      ctx.conn = conn
-      ctx.tracker = require("abx.run.tracker").new(2, ctx.run_id)
-      local owner = ctx.tracker:owner("skill-tools", 1, "test")
-      conn.hooks = ctx.tracker:hooks(function() return owner end)
-      body(ctx, rec, inst)
-    end)
-    if not gok then
-      local kind = core.is_error(gerr) and gerr.kind
-      if interrupted or kind == "Interrupted" then
-        rec.interrupted = true
-      elseif #rec.failures == 0 then -- an error outside any check (the platform did not start)
-        rec.failures[1] = { name = "setup", kind = kind or "Error",
-          error = core.is_error(gerr) and gerr.message or tostring(gerr) }
-        if kind == "InvalidArgument" then code = 4 end
-      end
-    end
-    core.ewrite("skill-tools: cleanup\n")
-    core.guard({ timeout = 180, interruptible = false }, function(e) return e end, cleanup, ctx,
-      rec, pinfo)
-    rec.duration_s = math.floor((core.now() - t0) * 10 + 0.5) / 10
-    rec.ok = #rec.failures == 0 and #rec.cleanup.errors == 0 and not rec.interrupted
-      and code ~= 4
-    if code ~= 4 then code = rec.interrupted and 2 or (rec.ok and 0 or 1) end
-    local wok, werr = write_report(args.output, rec)
-    if not wok then
-      core.ewrite("abxlua: --output " .. args.output .. ": " .. tostring(werr) .. "\n")
-      if code == 0 then code = 3 end
-    else
-      core.ewrite(string.format("skill-tools: %d checks passed, %d failed; cleanup %s; report %s\n",
-        #rec.checks, #rec.failures, #rec.cleanup.errors == 0 and "clean" or "with errors",
-        args.output))
-    end
-    if rec.error then core.ewrite("abxlua: error: " .. rec.error .. "\n") end
+    code = run_all(args, ctx, rec, cfg, pname, psettings)
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")

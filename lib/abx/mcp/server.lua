@@ -170,109 +170,139 @@ local function rpc_body(code, msg, id)
   return encode(protocol.error(id, code, msg))
 end
 
-local function http_request(book, state, req, info, mode)
+-- Answers `req`: a body without Content-Type is JSON.
+local function answer(req, status, headers, body)
+  headers = headers or {}
+  if body and body ~= "" and not headers["Content-Type"] then
+    headers["Content-Type"] = "application/json"
+  end
+  req:respond(status, headers, body or "")
+end
+
+-- Answers `req` with a JSON-RPC error (no id) under HTTP `status`.
+local function refuse(req, status, code, msg, extra)
+  answer(req, status, extra, rpc_body(code, msg))
+end
+
+-- DELETE with Mcp-Session-Id: ends the session and kills the sandboxes it owns.
+local function end_session(book, state, req, sid, session)
+  if not sid then return refuse(req, 400, protocol.INVALID_REQUEST, "DELETE needs Mcp-Session-Id") end
+  if not session then return refuse(req, 404, protocol.INVALID_REQUEST, "unknown session") end
+  state.sessions[sid] = nil
+  state.nsessions = state.nsessions - 1
+  local killed, failed = book:kill_owned(sid)
+  log(string.format("session %s… ended by DELETE: %d sandbox(es) killed", sid:sub(1, 8), killed))
+  for id, why in pairs(failed) do log("kill " .. id .. " failed: " .. why) end
+  return answer(req, 204, {}, "")
+end
+
+-- What a POST's headers must say (size, Content-Type, Accept, a supported protocol version).
+-- Returns nil, or the refusal: HTTP status and message (INVALID_REQUEST).
+local function post_refusal(info)
   local h = info.headers
-  local function answer(status, headers, body)
-    headers = headers or {}
-    if body and body ~= "" and not headers["Content-Type"] then
-      headers["Content-Type"] = "application/json"
-    end
-    req:respond(status, headers, body or "")
-  end
-  local function refuse(status, code, msg, extra)
-    answer(status, extra, rpc_body(code, msg))
-  end
-  if info.path ~= M.PATH then
-    return refuse(404, protocol.INVALID_REQUEST, "no MCP endpoint at " .. info.path .. " (it is "
-      .. M.PATH .. ")")
-  end
-  if h.origin and not loopback_origin(h.origin) then
-    return refuse(403, protocol.INVALID_REQUEST, "Origin " .. h.origin .. " is not allowed "
-      .. "(loopback origins only)")
-  end
-  local sid = h["mcp-session-id"]
-  local session = sid and state.sessions[sid]
-  if info.method == "GET" then
-    return answer(405, { Allow = "POST, DELETE" }, rpc_body(protocol.INVALID_REQUEST,
-      "this server offers no SSE stream at GET (it sends no messages of its own)"))
-  end
-  if info.method == "DELETE" then
-    if not sid then return refuse(400, protocol.INVALID_REQUEST, "DELETE needs Mcp-Session-Id") end
-    if not session then return refuse(404, protocol.INVALID_REQUEST, "unknown session") end
-    state.sessions[sid] = nil
-    state.nsessions = state.nsessions - 1
-    local killed, failed = book:kill_owned(sid)
-    log(string.format("session %s… ended by DELETE: %d sandbox(es) killed", sid:sub(1, 8), killed))
-    for id, why in pairs(failed) do log("kill " .. id .. " failed: " .. why) end
-    return answer(204, {}, "")
-  end
-  if info.method ~= "POST" then
-    return answer(405, { Allow = "POST, GET, DELETE" }, rpc_body(protocol.INVALID_REQUEST,
-      "method " .. info.method .. " is not part of the MCP endpoint"))
-  end
   if info.too_large then
-    return refuse(413, protocol.INVALID_REQUEST, "a message over " .. M.MAX_MESSAGE .. " bytes")
+    return 413, "a message over " .. M.MAX_MESSAGE .. " bytes"
   end
   local ctype = (h["content-type"] or ""):match("^%s*([^;%s]+)")
   if ctype ~= "application/json" then
-    return refuse(415, protocol.INVALID_REQUEST, "Content-Type must be application/json, got "
-      .. tostring(h["content-type"]))
+    return 415, "Content-Type must be application/json, got " .. tostring(h["content-type"])
   end
   if not (accepts(h.accept, "application/json") and accepts(h.accept, "text/event-stream")) then
-    return refuse(406, protocol.INVALID_REQUEST, "Accept must list application/json and "
-      .. "text/event-stream, got " .. tostring(h.accept))
+    return 406, "Accept must list application/json and text/event-stream, got " .. tostring(h.accept)
   end
   local pv = h["mcp-protocol-version"]
   if pv and not protocol.SUPPORTED[pv] then
-    return refuse(400, protocol.INVALID_REQUEST, "unsupported MCP-Protocol-Version " .. pv
-      .. " (supported: " .. table.concat(protocol.VERSIONS, ", ") .. ")")
+    return 400, "unsupported MCP-Protocol-Version " .. pv .. " (supported: "
+      .. table.concat(protocol.VERSIONS, ", ") .. ")"
   end
-  local m, err = json.decode(info.body)
-  if err then return refuse(400, protocol.PARSE_ERROR, "parse error: " .. err) end
-  local headers = {}
-  local is_init = type(m) == "table" and m.method == "initialize"
+  return nil
+end
+
+-- The session a POSTed message goes to: a new one (not yet listed) for initialize, else the
+-- listed one its Mcp-Session-Id names, of the same protocol version. Returns the session and its
+-- id, or nil, nil, the refusal's HTTP status and message (INVALID_REQUEST).
+local function post_session(book, state, is_init, sid, pv)
   if is_init then
     if sid then
-      return refuse(400, protocol.INVALID_REQUEST, "initialize opens a session: send it without "
-        .. "Mcp-Session-Id")
+      return nil, nil, 400, "initialize opens a session: send it without Mcp-Session-Id"
     end
     if state.nsessions >= M.MAX_SESSIONS then
-      return refuse(503, protocol.INVALID_REQUEST, "too many sessions (" .. M.MAX_SESSIONS
-        .. "); end one with DELETE")
+      return nil, nil, 503, "too many sessions (" .. M.MAX_SESSIONS .. "); end one with DELETE"
     end
     sid = core.random_hex(16)
-    session = protocol.session(book, sid, state.session_opts)
-  else
-    if not sid then
-      return refuse(400, protocol.INVALID_REQUEST, "Mcp-Session-Id is required (initialize first)")
-    end
-    if not session then
-      return refuse(404, protocol.INVALID_REQUEST, "unknown or ended session: initialize again")
-    end
-    if pv and session.version and pv ~= session.version then
-      return refuse(400, protocol.INVALID_REQUEST, "MCP-Protocol-Version " .. pv .. " is not "
-        .. "this session's (" .. session.version .. ")")
-    end
+    return protocol.session(book, sid, state.session_opts), sid
   end
-  local ok, reply = pcall(session.handle, session, m)
-  if not ok then reply = protocol.error(type(m) == "table" and m.id or nil, -32603,
-    "internal error: " .. tostring(reply)) end
-  if is_init then
-    if reply and reply.result then
-      state.sessions[sid] = session
-      state.nsessions = state.nsessions + 1
-      headers["Mcp-Session-Id"] = sid
-    end
+  local session = sid and state.sessions[sid]
+  if not sid then
+    return nil, nil, 400, "Mcp-Session-Id is required (initialize first)"
   end
-  if not reply then return answer(202, headers, "") end
+  if not session then
+    return nil, nil, 404, "unknown or ended session: initialize again"
+  end
+  if pv and session.version and pv ~= session.version then
+    return nil, nil, 400, "MCP-Protocol-Version " .. pv .. " is not this session's ("
+      .. session.version .. ")"
+  end
+  return session, sid
+end
+
+-- Answers a POST with the session's reply: 202 for none (a notification), else 200 with the
+-- reply as JSON, or as one SSE event (mode "sse").
+local function send_reply(req, reply, headers, mode)
+  if not reply then return answer(req, 202, headers, "") end
   local body = encode(reply)
   if mode == "sse" then
     headers["Content-Type"] = "text/event-stream"
     headers["Cache-Control"] = "no-cache"
-    return answer(200, headers, "event: message\ndata: " .. body .. "\n\n")
+    return answer(req, 200, headers, "event: message\ndata: " .. body .. "\n\n")
   end
   headers["Content-Type"] = "application/json"
-  return answer(200, headers, body)
+  return answer(req, 200, headers, body)
+end
+
+-- One HTTP request to the MCP endpoint: loopback origins only; POST carries a JSON-RPC message
+-- (initialize opens a session, Mcp-Session-Id names it afterwards), DELETE ends a session, GET
+-- offers no stream.
+local function http_request(book, state, req, info, mode)
+  local h = info.headers
+  if info.path ~= M.PATH then
+    return refuse(req, 404, protocol.INVALID_REQUEST, "no MCP endpoint at " .. info.path
+      .. " (it is " .. M.PATH .. ")")
+  end
+  if h.origin and not loopback_origin(h.origin) then
+    return refuse(req, 403, protocol.INVALID_REQUEST, "Origin " .. h.origin .. " is not allowed "
+      .. "(loopback origins only)")
+  end
+  local sid = h["mcp-session-id"]
+  if info.method == "GET" then
+    return answer(req, 405, { Allow = "POST, DELETE" }, rpc_body(protocol.INVALID_REQUEST,
+      "this server offers no SSE stream at GET (it sends no messages of its own)"))
+  end
+  if info.method == "DELETE" then
+    return end_session(book, state, req, sid, sid and state.sessions[sid])
+  end
+  if info.method ~= "POST" then
+    return answer(req, 405, { Allow = "POST, GET, DELETE" }, rpc_body(protocol.INVALID_REQUEST,
+      "method " .. info.method .. " is not part of the MCP endpoint"))
+  end
+  local status, why = post_refusal(info)
+  if status then return refuse(req, status, protocol.INVALID_REQUEST, why) end
+  local m, err = json.decode(info.body)
+  if err then return refuse(req, 400, protocol.PARSE_ERROR, "parse error: " .. err) end
+  local is_init = type(m) == "table" and m.method == "initialize"
+  local session, sstatus, swhy
+  session, sid, sstatus, swhy = post_session(book, state, is_init, sid, h["mcp-protocol-version"])
+  if not session then return refuse(req, sstatus, protocol.INVALID_REQUEST, swhy) end
+  local ok, reply = pcall(session.handle, session, m)
+  if not ok then reply = protocol.error(type(m) == "table" and m.id or nil, -32603,
+    "internal error: " .. tostring(reply)) end
+  local headers = {}
+  if is_init and reply and reply.result then
+    state.sessions[sid] = session
+    state.nsessions = state.nsessions + 1
+    headers["Mcp-Session-Id"] = sid
+  end
+  return send_reply(req, reply, headers, mode)
 end
 
 local function http(book, state, o)

@@ -231,6 +231,149 @@ end
 -- an array of names that also maps each name to its description.
 local KINDS = core.KINDS
 
+-- The declarations of one file: its fixtures (name -> declaration), its hooks ({ before_each,
+-- after_each } lists of functions), and `declaration(d)`, which adds a fixture or hook declared
+-- by the file or by a helper module it requires (once each).
+local function declarations()
+  local fixtures, hooks = {}, { before_each = {}, after_each = {} }
+  local seen = {}
+  local function declaration(d)
+    if seen[d] then return end
+    seen[d] = true
+    if d.kind == "fixture" then
+      local other = fixtures[d.name]
+      if other then
+        error(string.format("fixture %q is declared twice (%s and %s)", d.name, other.where,
+          d.where), 0)
+      end
+      fixtures[d.name] = d
+    else
+      local list = hooks[d.kind]
+      list[#list + 1] = d.fn
+    end
+  end
+  return fixtures, hooks, declaration
+end
+
+-- The known-issues catalog's path, for messages.
+local function catalog_path(catalog)
+  return catalog and catalog.path or "config/known_issues.yaml"
+end
+
+-- Checks a test's markers: each registered, and not "known_issue" written by hand. Called by the
+-- collector: its errors (level 4) point at the scenario's t.test call.
+local function check_markers(spec, markers, catalog)
+  for _, m in ipairs(spec.opts.markers or {}) do
+    -- the marker is the runner's: written by hand it would select the test under
+    -- -m known_issue while pinning nothing (no catalog entry, no strict XPASS)
+    if m == "known_issue" and not spec.opts.known_issue then
+      error(string.format("test %q uses the marker \"known_issue\" without the option: write "
+        .. "known_issue = \"KI-NNN\" (an entry of %s) instead; the runner adds the marker itself",
+        spec.name, catalog_path(catalog)), 4)
+    end
+    if not markers[m] then
+      local known = {}
+      for n in pairs(markers) do known[#known + 1] = n end
+      table.sort(known)
+      error(string.format("test %q uses unknown marker %q%s; register it under `markers:` in "
+        .. "config/abxlua.yaml (registered: %s)", spec.name, tostring(m), suggest.hint(m, known),
+        table.concat(known, ", ")), 4)
+    end
+  end
+end
+
+-- Checks a test's `requires` (known capabilities), `known_issue` (in the catalog) and `raises`
+-- (an error kind, with a known issue). Called by the collector: errors at the t.test call.
+local function check_options(spec, catalog)
+  for i, c in ipairs(spec.opts.requires or {}) do
+    if type(c) ~= "string" or not config.CAPABILITY_SET[c] then
+      error(string.format("test %q requires unknown capability %s (requires[%d]; known: %s)",
+        spec.name, type(c) == "string" and string.format("%q", c) or tostring(c), i,
+        table.concat(config.CAPABILITIES, ", ")), 4)
+    end
+  end
+  local ki = spec.opts.known_issue
+  if ki and not (catalog and catalog.entries[ki]) then
+    error(string.format("test %q references unknown known issue %q; add it to %s or fix the id",
+      spec.name, ki, catalog_path(catalog)), 4)
+  end
+  if spec.opts.raises and not ki then
+    error(string.format("test %q: `raises` only goes with `known_issue`", spec.name), 4)
+  end
+  if spec.opts.raises and (type(spec.opts.raises) ~= "string" or not KINDS[spec.opts.raises]) then
+    error(string.format("test %q: raises = %q is not an error kind (valid: %s)",
+      spec.name, tostring(spec.opts.raises), table.concat(KINDS, ", ")), 4)
+  end
+end
+
+-- A test's markers: "e2e", its own (but "known_issue"), then "known_issue" when it has one.
+local function markers_of(spec)
+  local list = { "e2e" }
+  for _, m in ipairs(spec.opts.markers or {}) do
+    if m ~= "known_issue" then list[#list + 1] = m end
+  end
+  if spec.opts.known_issue then list[#list + 1] = "known_issue" end
+  return list
+end
+
+-- The collector of one file (abx.test's t.test and t.fixture/hook declarations land here): checks
+-- each test and adds it to file.tests with its node id, markers and template recipe.
+local function collector_for(file, markers, catalog, declaration)
+  local path, names = file.path, {}
+  return function(spec, replayed)
+    if spec.kind then
+      if replayed then return declaration(spec) end
+      return declare(spec)
+    end
+    if names[spec.name] then
+      error(string.format("duplicate test name %q (first at line %d)", spec.name, names[spec.name]), 3)
+    end
+    names[spec.name] = spec.line
+    check_markers(spec, markers, catalog)
+    check_options(spec, catalog)
+    spec.file = path
+    spec.id = path .. "::" .. spec.name
+    spec.recipe = file.recipe
+    spec.markers = markers_of(spec)
+    file.tests[#file.tests + 1] = spec
+  end
+end
+
+-- The chunk that declares a file's tests: a Lua scenario loaded in its own environment, or a YAML
+-- scenario compiled into test functions registered as t.test registers a Lua test's (the same
+-- collector: markers, known issues, capabilities, node ids). Returns nil and the file's
+-- collection error when it cannot load (a YAML file of a template folder is not a scenario).
+local function scenario_chunk(path, tdir)
+  local in_folder = not tdir and M.is_yaml(path) and M.template_folder(path, "")
+  if in_folder then
+    -- template.yaml (or a YAML file it copies) named on the command line: not a scenario
+    return nil, string.format("%s: a YAML file of the template folder %s is not a scenario (its "
+      .. "template.yaml is the recipe); run the folder or its script %s/%s.lua", path, in_folder,
+      in_folder, in_folder:match("([^/]+)$"))
+  end
+  if M.is_yaml(path) and not tdir then
+    return function()
+      local ok, e = pcall(require("abx.run.declarative").compile, path, test_api._register)
+      -- its message names the YAML file and line already (not the compiler's Lua line)
+      if not ok then error(core.is_error(e) and e.message or tostring(e), 0) end
+    end
+  end
+  return loadfile(path, "t", scenario_env())
+end
+
+-- Runs a scenario's chunk with `collector` collecting. Returns ok, or false and the message.
+local function collect_chunk(chunk, collector)
+  test_api._set_collector(collector)
+  current_declare = collector
+  local ok, lerr = xpcall(chunk, function(e)
+    if core.is_error(e) then return (e.where and (e.where .. ": ") or "") .. tostring(e) end
+    return tostring(e)
+  end)
+  current_declare = nil
+  test_api._set_collector(nil)
+  return ok, lerr
+end
+
 ---Loads one scenario file.
 ---@param path string
 
@@ -252,123 +395,24 @@ function M.load(path, markers, catalog)
     end
     file.recipe = r
   end
-  local names = {}
-  local fixtures, hooks = {}, { before_each = {}, after_each = {} }
-  local seen_decl = {}
-  -- a fixture or hook declared by this file or by a helper module it requires (once each)
-  local function declaration(d)
-    if seen_decl[d] then return end
-    seen_decl[d] = true
-    if d.kind == "fixture" then
-      local other = fixtures[d.name]
-      if other then
-        error(string.format("fixture %q is declared twice (%s and %s)", d.name, other.where,
-          d.where), 0)
-      end
-      fixtures[d.name] = d
-    else
-      local list = hooks[d.kind]
-      list[#list + 1] = d.fn
-    end
-  end
-  local function collector(spec, replayed)
-    if spec.kind then
-      if replayed then return declaration(spec) end
-      return declare(spec)
-    end
-    if names[spec.name] then
-      error(string.format("duplicate test name %q (first at line %d)", spec.name, names[spec.name]), 3)
-    end
-    names[spec.name] = spec.line
-    for _, m in ipairs(spec.opts.markers or {}) do
-      -- the marker is the runner's: written by hand it would select the test under
-      -- -m known_issue while pinning nothing (no catalog entry, no strict XPASS)
-      if m == "known_issue" and not spec.opts.known_issue then
-        error(string.format("test %q uses the marker \"known_issue\" without the option: write "
-          .. "known_issue = \"KI-NNN\" (an entry of %s) instead; the runner adds the marker itself",
-          spec.name, catalog and catalog.path or "config/known_issues.yaml"), 3)
-      end
-      if not markers[m] then
-        local known = {}
-        for n in pairs(markers) do known[#known + 1] = n end
-        table.sort(known)
-        error(string.format("test %q uses unknown marker %q%s; register it under `markers:` in "
-          .. "config/abxlua.yaml (registered: %s)", spec.name, tostring(m), suggest.hint(m, known),
-          table.concat(known, ", ")), 3)
-      end
-    end
-    for i, c in ipairs(spec.opts.requires or {}) do
-      if type(c) ~= "string" or not config.CAPABILITY_SET[c] then
-        error(string.format("test %q requires unknown capability %s (requires[%d]; known: %s)",
-          spec.name, type(c) == "string" and string.format("%q", c) or tostring(c), i,
-          table.concat(config.CAPABILITIES, ", ")), 3)
-      end
-    end
-    spec.file = path
-    spec.id = path .. "::" .. spec.name
-    spec.recipe = file.recipe
-    local ki = spec.opts.known_issue
-    if ki and not (catalog and catalog.entries[ki]) then
-      error(string.format("test %q references unknown known issue %q; add it to %s or fix the id",
-        spec.name, ki, catalog and catalog.path or "config/known_issues.yaml"), 3)
-    end
-    if spec.opts.raises and not ki then
-      error(string.format("test %q: `raises` only goes with `known_issue`", spec.name), 3)
-    end
-    if spec.opts.raises and (type(spec.opts.raises) ~= "string" or not KINDS[spec.opts.raises]) then
-      error(string.format("test %q: raises = %q is not an error kind (valid: %s)",
-        spec.name, tostring(spec.opts.raises), table.concat(KINDS, ", ")), 3)
-    end
-    spec.markers = { "e2e" }
-    for _, m in ipairs(spec.opts.markers or {}) do
-      if m ~= "known_issue" then spec.markers[#spec.markers + 1] = m end
-    end
-    if ki then spec.markers[#spec.markers + 1] = "known_issue" end
-    file.tests[#file.tests + 1] = spec
-  end
-  local chunk, err
-  local in_folder = not tdir and M.is_yaml(path) and M.template_folder(path, "")
-  if in_folder then
-    -- template.yaml (or a YAML file it copies) named on the command line: not a scenario
-    file.error = string.format("%s: a YAML file of the template folder %s is not a scenario (its "
-      .. "template.yaml is the recipe); run the folder or its script %s/%s.lua", path, in_folder,
-      in_folder, in_folder:match("([^/]+)$"))
-    return file
-  end
-  if M.is_yaml(path) and not tdir then
-    -- a YAML scenario: compiled into test functions registered as t.test registers a Lua test's
-    -- (the same collector below: markers, known issues, capabilities, node ids)
-    chunk = function()
-      local ok, e = pcall(require("abx.run.declarative").compile, path, test_api._register)
-      -- its message names the YAML file and line already (not the compiler's Lua line)
-      if not ok then error(core.is_error(e) and e.message or tostring(e), 0) end
-    end
-  else
-    chunk, err = loadfile(path, "t", scenario_env())
-  end
+  local fixtures, hooks, declaration = declarations()
+  local chunk, err = scenario_chunk(path, tdir)
   if not chunk then
     file.error = err
     return file
   end
-  test_api._set_collector(collector)
-  current_declare = collector
-  local ok, lerr = xpcall(chunk, function(e)
-    if core.is_error(e) then return (e.where and (e.where .. ": ") or "") .. tostring(e) end
-    return tostring(e)
-  end)
-  current_declare = nil
-  test_api._set_collector(nil)
-  if ok then
-    -- the file's fixtures and hooks apply to all its tests, wherever they are declared
-    for _, spec in ipairs(file.tests) do
-      spec.fixtures, spec.before_each, spec.after_each = fixtures, hooks.before_each,
-        hooks.after_each
-    end
-  end
+  local ok, lerr = collect_chunk(chunk, collector_for(file, markers, catalog, declaration))
   if not ok then
     file.error = lerr
     file.tests = {}
-  elseif #file.tests == 0 then
+    return file
+  end
+  -- the file's fixtures and hooks apply to all its tests, wherever they are declared
+  for _, spec in ipairs(file.tests) do
+    spec.fixtures, spec.before_each, spec.after_each = fixtures, hooks.before_each,
+      hooks.after_each
+  end
+  if #file.tests == 0 then
     file.error = path .. ": no tests (a scenario file calls t.test at least once)"
   end
   return file

@@ -244,9 +244,9 @@ function M.root(path)
   return "."
 end
 
--- Checks providers.<name> and fills in its capabilities (a list) and capability set.
-local function check_provider(path, name, p)
-  local where = string.format("%s: providers.%s", path or "config", tostring(name))
+-- providers.<name>: a mapping of known keys with their types, its kind, and tls (kind local;
+-- its domain, default LOCAL_TLS_DOMAIN, must take a wildcard certificate).
+local function check_provider_shape(where, p)
   if type(p) ~= "table" then core.error("InvalidArgument", 0, where .. " must be a mapping") end
   for k, v in pairs(p) do
     local want = PROVIDER_KEYS[k]
@@ -275,10 +275,11 @@ local function check_provider(path, name, p)
         .. "*.<one label>", where, M.LOCAL_TLS_DOMAIN, p.domain))
     end
   end
-  check_enum(where, "envd_routing", p.envd_routing, M.ROUTINGS)
-  check_enum(where, "protocol", p.protocol, M.PROTOCOLS)
-  check_enum(where, "route_version", p.route_version, M.ROUTE_VERSIONS)
-  check_enum(where, "pagination", p.pagination, M.PAGINATIONS)
+end
+
+-- The keys of a remote provider's wire are refused on kind local (its wire is E2B's); flavor
+-- names the local flavour a remote provider is reproduced by.
+local function check_provider_kind_keys(where, p)
   if p.kind == "local" then
     for _, k in ipairs({ "protocol", "region", "region_env", "auth_header", "credential_env",
       "route_version", "create", "ttl", "pagination", "ca_file" }) do
@@ -296,6 +297,10 @@ local function check_provider(path, name, p)
     end
     check_enum(where, "flavor", p.flavor, flavor.NAMES)
   end
+end
+
+-- region_env and credential_env name environment variables; auth_header an HTTP header.
+local function check_provider_names(where, p)
   if p.region_env and not p.region_env:match("^[%a_][%w_]*$") then
     core.error("InvalidArgument", 0, where .. ".region_env must be an environment variable name, got "
       .. p.region_env)
@@ -315,6 +320,11 @@ local function check_provider(path, name, p)
       end
     end
   end
+end
+
+-- create and ttl: their keys and modes (create.mode poll takes a deadline; ttl.min <= ttl.max);
+-- OpenSandbox's wire (expires_at, page, poll) only with protocol opensandbox.
+local function check_provider_wire(where, p)
   if p.create then
     check_mapping(where, "create", p.create, M.CREATE_KEYS)
     check_enum(where, "create.mode", p.create.mode, M.CREATE_MODES)
@@ -335,13 +345,17 @@ local function check_provider(path, name, p)
         tostring(p.ttl.min), tostring(p.ttl.max)))
     end
   end
-  local proto = p.protocol or "e2b"
-  if proto == "e2b" and ((p.ttl and p.ttl.mode == "expires_at") or p.pagination == "page"
-    or (p.create and p.create.mode == "poll")) then
+  if (p.protocol or "e2b") == "e2b" and ((p.ttl and p.ttl.mode == "expires_at")
+    or p.pagination == "page" or (p.create and p.create.mode == "poll")) then
     -- every E2B route takes a lifetime, answers create with 201 and lists by cursor (reference §3.4)
     core.error("InvalidArgument", 0, where .. ": ttl.mode expires_at, pagination page and "
       .. "create.mode poll are OpenSandbox's wire: set protocol: opensandbox")
   end
+end
+
+-- Fills in p.capabilities (a list without repeats; a local provider's default is
+-- LOCAL_CAPABILITIES) and p.capability_set; route_version must agree with v2_routes.
+local function check_provider_capabilities(where, p)
   local caps = p.capabilities or (p.kind == "local" and M.LOCAL_CAPABILITIES or {})
   local list, set = {}, {}
   for i, c in ipairs(caps) do
@@ -357,17 +371,36 @@ local function check_provider(path, name, p)
     core.error("InvalidArgument", 0, string.format("%s.route_version %s contradicts its "
       .. "capabilities (%s v2_routes)", where, p.route_version, set.v2_routes and "with" or "without"))
   end
-  if p.kind == "remote" then
-    p.protocol = proto
-    p.route_version = p.route_version or (set.v2_routes and "v2" or "v1")
-    p.pagination = p.pagination or (proto == "opensandbox" and "page" or "cursor")
-    p.auth_header = p.auth_header or "X-API-Key"
-    p.credential_env = p.credential_env or M.DEFAULT_CREDENTIAL_ENV
-    p.create = p.create or { mode = "sync" }
-    p.create.mode = p.create.mode or "sync"
-    p.ttl = p.ttl or {}
-    p.ttl.mode = p.ttl.mode or "lifetime"
-  end
+end
+
+-- A remote provider's wire settings left out get E2B's defaults (OpenSandbox's paging for
+-- protocol opensandbox).
+local function fill_remote_defaults(p)
+  local proto = p.protocol or "e2b"
+  p.protocol = proto
+  p.route_version = p.route_version or (p.capability_set.v2_routes and "v2" or "v1")
+  p.pagination = p.pagination or (proto == "opensandbox" and "page" or "cursor")
+  p.auth_header = p.auth_header or "X-API-Key"
+  p.credential_env = p.credential_env or M.DEFAULT_CREDENTIAL_ENV
+  p.create = p.create or { mode = "sync" }
+  p.create.mode = p.create.mode or "sync"
+  p.ttl = p.ttl or {}
+  p.ttl.mode = p.ttl.mode or "lifetime"
+end
+
+-- Checks providers.<name> and fills in its capabilities (a list) and capability set.
+local function check_provider(path, name, p)
+  local where = string.format("%s: providers.%s", path or "config", tostring(name))
+  check_provider_shape(where, p)
+  check_enum(where, "envd_routing", p.envd_routing, M.ROUTINGS)
+  check_enum(where, "protocol", p.protocol, M.PROTOCOLS)
+  check_enum(where, "route_version", p.route_version, M.ROUTE_VERSIONS)
+  check_enum(where, "pagination", p.pagination, M.PAGINATIONS)
+  check_provider_kind_keys(where, p)
+  check_provider_names(where, p)
+  check_provider_wire(where, p)
+  check_provider_capabilities(where, p)
+  if p.kind == "remote" then fill_remote_defaults(p) end
 end
 
 -- The `mcp` section (`abxlua mcp`, abx.run.cmd.mcp): key -> Lua type.
@@ -401,13 +434,9 @@ function M.check_mcp(where, m)
   end
 end
 
----Loads and validates the configuration, then registers the secrets of the environment and the
----.env files under its rules (abx.run.secrets.register).
----@param path string|nil a YAML file, or nil for the defaults
----@return table config { defaults = {...}, origin = { [key of defaults] = "config" | "builtin" },
----  provider = name, providers = {...}, markers = {...}, path = }
----Raises: InvalidArgument naming the file and key (bad YAML, wrong types)
-function M.load(path)
+-- The config file's top level (nil path: empty): a mapping of known keys, with known keys under
+-- `defaults`, and a valid `mcp` section.
+local function load_raw(path)
   local raw = {}
   if path then
     raw = core.yaml_load(path) or {}
@@ -433,10 +462,11 @@ function M.load(path)
         path, tostring(k), suggest.hint(k, names), table.concat(names, ", ")))
     end
   end
-  local ki_file, ki_langs = M.check_known_issues(path, raw.known_issues)
-  local cfg = merge(M.DEFAULTS, raw)
-  cfg.known_issues = ki_file or M.DEFAULTS.known_issues
-  cfg.known_issue_languages = ki_langs or M.DEFAULTS.known_issue_languages
+  return raw
+end
+
+-- cfg.defaults (the built-in ones under the file's), where each came from, and their checks.
+local function load_defaults(path, cfg, raw)
   cfg.defaults = merge(M.DEFAULTS.defaults, raw.defaults)
   -- where each default came from (abx.run.limits names it in a deadline failure); `abxlua run
   -- --timeout` sets origin.test_timeout = "--timeout"
@@ -461,6 +491,10 @@ function M.load(path)
   end
   -- which tests' HTTP exchanges the reports keep (abx.run.trace; `abxlua run --trace` wins)
   require("abx.run.trace").check_mode(cfg.defaults.trace, (path or "config") .. ": defaults.trace")
+end
+
+-- cfg.markers (e2e always) and cfg.profiles (name -> { m?, k? }).
+local function load_selection(path, cfg, raw)
   if type(cfg.markers) ~= "table" then
     core.error("InvalidArgument", 0, (path or "config") .. ": markers must be a mapping name: description")
   end
@@ -481,6 +515,11 @@ function M.load(path)
       end
     end
   end
+end
+
+-- cfg.providers: each a checked copy (check_provider fills defaults in: the tables of the file
+-- and of DEFAULTS stay as they were).
+local function load_providers(path, cfg)
   if type(cfg.providers) ~= "table" then
     core.error("InvalidArgument", 0, (path or "config") .. ": providers must be a mapping")
   end
@@ -492,7 +531,24 @@ function M.load(path)
     check_provider(path, name, providers[name])
   end
   cfg.providers = providers
-  secrets.check(path or "config", raw.secrets, providers)
+end
+
+---Loads and validates the configuration, then registers the secrets of the environment and the
+---.env files under its rules (abx.run.secrets.register).
+---@param path string|nil a YAML file, or nil for the defaults
+---@return table config { defaults = {...}, origin = { [key of defaults] = "config" | "builtin" },
+---  provider = name, providers = {...}, markers = {...}, path = }
+---Raises: InvalidArgument naming the file and key (bad YAML, wrong types)
+function M.load(path)
+  local raw = load_raw(path)
+  local ki_file, ki_langs = M.check_known_issues(path, raw.known_issues)
+  local cfg = merge(M.DEFAULTS, raw)
+  cfg.known_issues = ki_file or M.DEFAULTS.known_issues
+  cfg.known_issue_languages = ki_langs or M.DEFAULTS.known_issue_languages
+  load_defaults(path, cfg, raw)
+  load_selection(path, cfg, raw)
+  load_providers(path, cfg)
+  secrets.check(path or "config", raw.secrets, cfg.providers)
   cfg.secrets = raw.secrets or {}
   cfg.path = path
   -- before anything prints a test's output: every command that reads the config masks them

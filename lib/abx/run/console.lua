@@ -9,6 +9,9 @@
 -- Elsewhere, one plain line per test, and a line for a test still running after every PROGRESS_EVERY
 -- seconds: "abxlua: still running: FILE::NAME (120 s; limit 300 s)". NO_COLOR turns colours off.
 -- Everything goes through core.write, which masks registered secrets.
+-- A sink of the runner's events (abx.run.runner): tests started and finished, results, reruns,
+-- the closing sections; it counts nothing itself: the counts it shows are the run record's
+-- (abx.run.tally), given with each result and with the summary.
 local core = require("abx.core")
 
 local M = {}
@@ -87,6 +90,9 @@ local COLORS = { passed = "\27[32m", failed = "\27[31m", skipped = "\27[33m", er
   xfailed = "\27[33m", xpassed = "\27[31m", rerun = "\27[33m", reset = "\27[0m" }
 local LABELS = { xpassed = "XPASS" }
 
+-- The counts the status line shows before the first result (abx.run.tally's fields).
+local NO_COUNTS = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0, done = 0 }
+
 function M.new(opts)
   local o = {}
   for k, v in pairs(M.defaults) do o[k] = v end
@@ -99,12 +105,12 @@ function M.new(opts)
   for _, ch in ipairs(report) do report_set[ch] = true end
   return setmetatable({ color = color, verbose = o.verbose, verbosity = o.verbosity,
     maxfail = o.maxfail,
-    maxfail_flag = o.maxfail_flag or (o.maxfail and ("--maxfail " .. o.maxfail)), nfailures = 0,
+    maxfail_flag = o.maxfail_flag or (o.maxfail and ("--maxfail " .. o.maxfail)),
     durations = o.durations, durations_min = o.durations_min or 0.005, verbose_level = o.verbose_level,
     report = report, report_set = report_set, live = live, every = M.progress_every(),
     running = {}, -- tests in flight: { test, started, limit (seconds), shown (lines printed) }
-    results = {}, collection_errors = {}, ntests = 0, jobs = 1, started = core.now(),
-    c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 } }, M)
+    collection_errors = {}, ntests = 0, jobs = 1, started = core.now(),
+    counts = NO_COUNTS }, M) -- counts: the run's, as the last result left them (abx.run.tally)
 end
 
 function M:paint(kind, text)
@@ -138,9 +144,9 @@ end
 -- The live status line: "[done/total] N running | counts | elapsed | running: tests", cut to the
 -- terminal width.
 function M:status_text()
-  local done = #self.results
+  local c = self.counts
+  local done = c.done
   local running = self.in_flight or math.max(0, math.min(self.jobs, self.ntests - done))
-  local c = self.c
   local s = string.format("[%d/%d] %d running | %d passed, %d failed, %d skipped, %d xfailed",
     done, self.ntests, running, c.passed, c.failed + c.xpassed, c.skipped, c.xfailed)
   if c.errors > 0 then s = s .. string.format(", %d errors", c.errors) end
@@ -240,14 +246,13 @@ function M:collection_error(f)
   self:line(self:paint("error", "ERROR") .. "   " .. f.path .. " (collection): " .. tostring(f.error))
 end
 
-function M:result(r)
-  self.results[#self.results + 1] = r
-  self.c[r.outcome] = (self.c[r.outcome] or 0) + 1
-  if r.teardown_errors then self.c.errors = self.c.errors + 1 end
-  if r.outcome == "failed" or r.outcome == "xpassed" or r.teardown_errors then
-    self.nfailures = self.nfailures + 1
-    if self.maxfail and self.nfailures >= self.maxfail then self.stopping = true end
-  end
+---A test's result line (on a terminal, a passing test only moves the status line), then its
+---teardown errors.
+---@param r table the result (abx.run.runner)
+---@param counts table the run's counts with this result counted (abx.run.tally): the status line
+---  shows them until the next result
+function M:result(r, counts)
+  self.counts = counts
   if self.live and not self.verbose and r.outcome == "passed" and not r.teardown_errors then
     self:draw_status() -- on a terminal, passing tests only move the status line
     return
@@ -272,7 +277,6 @@ end
 ---One line for an attempt of a flaky test that failed and is run again (--reruns):
 ---"RERUN    file::name (S.SSs) - Kind".
 function M:rerun(r)
-  self.c.rerun = (self.c.rerun or 0) + 1
   local line = string.format("%-8s %s::%s (%.2fs) - %s", "RERUN", r.test.file, r.test.name,
     r.duration or 0, r.failure and r.failure.kind or "error")
   self:line(self:paint("rerun", line))
@@ -370,17 +374,6 @@ function M:internal_error(err)
   self:line("abxlua: internal error: " .. tostring(err))
 end
 
----Counts outcomes.
-function M.count(results)
-  local c = { passed = 0, failed = 0, skipped = 0, xfailed = 0, xpassed = 0, errors = 0 }
-  for _, r in ipairs(results) do
-    c[r.outcome] = (c[r.outcome] or 0) + 1
-    if r.outcome == "xpassed" then c.failed = c.failed + 1 end -- strict: an XPASS fails the run
-    c.rerun = (c.rerun or 0) + #(r.reruns or {})
-  end
-  return c
-end
-
 -- One line of the short test summary for `ch` and a result.
 local function short_line(self, ch, r)
   local id = r.test.file .. "::" .. r.test.name
@@ -420,7 +413,8 @@ local function short_line(self, ch, r)
 end
 
 ---The "short test summary info" section (-r CHARS): one line per reported outcome, with reason.
-function M:short_summary()
+---@param results table[] the run's results
+function M:short_summary(results)
   local lines = {}
   for _, ch in ipairs(self.report) do
     if ch == "E" then
@@ -429,7 +423,7 @@ function M:short_summary()
           .. (tostring(f.error):match("^[^\n]*"))
       end
     end
-    for _, r in ipairs(file_order(self.results)) do
+    for _, r in ipairs(file_order(results)) do
       for _, l in ipairs(short_line(self, ch, r)) do lines[#lines + 1] = l end
     end
   end
@@ -442,14 +436,15 @@ end
 ---test (call: the test function; teardown: its finalizers and sandbox kills; each attempt of a
 ---rerun test), slowest first, "S.SSs when     id"; phases under --durations-min are counted,
 ---not shown (all are shown with -vv, as in pytest).
-function M:durations_section()
+---@param results table[] the run's results, in collection order
+function M:durations_section(results)
   local n = self.durations
-  if not n or #self.results == 0 then return end
+  if not n or #results == 0 then return end
   local rows = {}
   local function add(d, when, r)
     if d then rows[#rows + 1] = { d = d, when = when, id = r.test.file .. "::" .. r.test.name } end
   end
-  for _, r in ipairs(self.results) do
+  for _, r in ipairs(results) do
     for _, a in ipairs(r.reruns or {}) do
       add(a.call_duration, "call", r); add(a.teardown_duration, "teardown", r)
     end
@@ -475,22 +470,29 @@ function M:durations_section()
   self:line("")
 end
 
-function M:summary(c, seconds, note)
+---The closing sections: the slowest durations (--durations), the short test summary (-r), the
+---line of a run stopped by --maxfail, `note`, then the counts line, the very last line.
+---@param s table { counts (the run record's final counts, abx.run.tally.final), seconds (wall
+---  time), note? (a line before the counts), results (the run's results, any order),
+---  maxfail_reached? (the run stopped starting tests at its --maxfail-th failure) }
+function M:summary(s)
   self:end_progress()
-  table.sort(self.results, function(a, b) return (a.test.index or 0) < (b.test.index or 0) end)
-  self:durations_section()
-  self:short_summary()
-  if self.maxfail and self.stopping and #self.results < self.ntests then
+  local results = {}
+  for i, r in ipairs(s.results) do results[i] = r end
+  table.sort(results, function(a, b) return (a.test.index or 0) < (b.test.index or 0) end)
+  self:durations_section(results)
+  self:short_summary(results)
+  if self.maxfail and s.maxfail_reached and #results < self.ntests then
     if self.maxfail == 1 then
       self:line(string.format("stopped at the first failure (%s): %d of %d tests were not started",
-        self.maxfail_flag, self.ntests - #self.results, self.ntests))
+        self.maxfail_flag, self.ntests - #results, self.ntests))
     else
       self:line(string.format("stopped after %d failures (%s): %d of %d tests were not started",
-        self.maxfail, self.maxfail_flag, self.ntests - #self.results, self.ntests))
+        self.maxfail, self.maxfail_flag, self.ntests - #results, self.ntests))
     end
   end
-  if note then self:line(note) end
-  self:line(M.counts_line(c, seconds))
+  if s.note then self:line(s.note) end
+  self:line(M.counts_line(s.counts, s.seconds))
 end
 
 ---The counts line that ends a run ("3 passed, 1 failed, 0 skipped, 0 xfailed in 2.50s", with

@@ -204,26 +204,13 @@ local function test_value(state, def)
   return v
 end
 
--- Builds a ctx. `state` holds its finalizers and sandboxes (a test's, or a scoped fixture
--- instance's); opts: { scope = "test"|"file"|"run", test = the test (the one asking, for a
--- scope context), file = its path, defs = the user fixtures visible there (name -> def) }.
-make_ctx = function(run, state, opts)
-  local test, scope = opts.test, opts.scope
-  state.values, state.creating = {}, {}
-  local ctx = { conn = run.conn, run_id = run.run_id, scope = scope,
-    provider = run.provider_info or { name = run.provider, kind = run.provider_kind, tls = false } }
-  if scope == "test" then ctx.test_name = test.name end
-
-  function ctx.finally(fn)
-    if type(fn) ~= "function" then error("ctx.finally needs a function", 2) end
-    state.finalizers[#state.finalizers + 1] = fn
-  end
-
+-- ctx.sandbox_factory(o): a sandbox of the run's connection with the run's default template and
+-- TTL, owned by `state` (a test's, or a scoped fixture instance's).
+local function sandbox_factory(run, state, scope)
   local function create(o)
     return run.conn:create(o)
   end
-
-  function ctx.sandbox_factory(o0)
+  return function(o0)
     local opts0 = require("abx.client.options").check("conn:create", o0, "ctx.sandbox_factory")
     local o = {}
     for k, v in pairs(opts0) do o[k] = v end
@@ -237,38 +224,42 @@ make_ctx = function(run, state, opts)
     state.sandboxes[#state.sandboxes + 1] = sbx
     return sbx
   end
+end
 
-  -- A sandbox of a template the run may deploy itself: waits for that deploy; a failed one fails
-  -- the test with the build's error. A template the provider lacks (404 on create) skips the
-  -- test with the template's name, unless the run built it (then the 404 is a failure).
-  local function template_sandbox(name)
-    local reg = run.templates
-    local e = reg and reg:await(name)
-    if e and e.state == "failed" then
-      -- the log tail goes with the template's own tests; here the reason is enough
-      core.error(e.error.kind, e.error.status or 0, "template " .. name .. " was not built: "
-        .. tostring(e.error.message))
-    end
-    local t0 = core.now()
-    local ok, sbx = pcall(ctx.sandbox_factory, { template = name })
-    if not ok then
-      if core.is_error(sbx) and sbx.kind == "NotFound" and not (e and e.state == "ready") then
-        core.error("Skipped", 0, string.format("template %s is not on provider %s (%s); deploy it "
-          .. "with `abxlua template deploy %s` or run its folder scenarios/templates/%s",
-          name, tostring(run.provider), sbx.message, name, name))
-      end
-      error(sbx, 0)
-    end
-    -- from the create request (after its slot was granted) to the sandbox handed out ready
-    local owner = run.owners and run.owners[core.current()]
-    if reg then reg:ready_time(name, core.now() - (owner and owner.create_started or t0)) end
-    return sbx
+-- A sandbox of a template the run may deploy itself: waits for that deploy; a failed one fails
+-- the test with the build's error. A template the provider lacks (404 on create) skips the
+-- test with the template's name, unless the run built it (then the 404 is a failure).
+local function template_sandbox(run, ctx, name)
+  local reg = run.templates
+  local e = reg and reg:await(name)
+  if e and e.state == "failed" then
+    -- the log tail goes with the template's own tests; here the reason is enough
+    core.error(e.error.kind, e.error.status or 0, "template " .. name .. " was not built: "
+      .. tostring(e.error.message))
   end
+  local t0 = core.now()
+  local ok, sbx = pcall(ctx.sandbox_factory, { template = name })
+  if not ok then
+    if core.is_error(sbx) and sbx.kind == "NotFound" and not (e and e.state == "ready") then
+      core.error("Skipped", 0, string.format("template %s is not on provider %s (%s); deploy it "
+        .. "with `abxlua template deploy %s` or run its folder scenarios/templates/%s",
+        name, tostring(run.provider), sbx.message, name, name))
+    end
+    error(sbx, 0)
+  end
+  -- from the create request (after its slot was granted) to the sandbox handed out ready
+  local owner = run.owners and run.owners[core.current()]
+  if reg then reg:ready_time(name, core.now() - (owner and owner.create_started or t0)) end
+  return sbx
+end
 
-  local lazy = {
+-- The built-in fixtures made on first access (name -> maker); their misuse errors point at the
+-- access (level 3: the maker, ctx's __index, the access).
+local function lazy_fixtures(run, ctx, test, scope)
+  return {
     base_sandbox = function() return ctx.sandbox_factory({}) end,
-    code_sandbox = function() return template_sandbox(M.template("code_sandbox")) end,
-    server_sandbox = function() return template_sandbox(M.template("server_sandbox")) end,
+    code_sandbox = function() return template_sandbox(run, ctx, M.template("code_sandbox")) end,
+    server_sandbox = function() return template_sandbox(run, ctx, M.template("server_sandbox")) end,
     template_sandbox = function()
       if not test.recipe then
         error("ctx.template_sandbox is a template folder's fixture: only the tests of "
@@ -277,7 +268,7 @@ make_ctx = function(run, state, opts)
       if scope ~= "test" then
         error("ctx.template_sandbox is a test's fixture, not a " .. scope .. "-scoped one's", 3)
       end
-      return template_sandbox(test.recipe.name)
+      return template_sandbox(run, ctx, test.recipe.name)
     end,
     test_name = function()
       error("ctx.test_name is a test's; a " .. scope .. "-scoped fixture serves several tests", 3)
@@ -293,39 +284,67 @@ make_ctx = function(run, state, opts)
       return dir
     end,
   }
+end
+
+-- Raises the error of an access to a fixture ctx does not have, naming the fixtures it has (the
+-- built-in ones and the file's `defs`); level 3 points at the access (through ctx's __index).
+local function unknown_fixture(k, defs)
+  local user = {}
+  for n in pairs(defs) do user[#user + 1] = n end
+  table.sort(user)
+  local all = {}
+  for _, n in ipairs(M.BUILTINS) do all[#all + 1] = n end
+  for _, n in ipairs(user) do all[#all + 1] = n end
+  error("ctx has no fixture " .. tostring(k) .. suggest.hint(k, all, FIXTURE_ALIASES, "ctx.%s")
+    .. " (fixtures: base_sandbox, code_sandbox, "
+    .. "server_sandbox, template_sandbox, sandbox_factory, workdir, conn, run_id, test_name, "
+    .. "scope, finally, provider" .. (#user > 0 and ("; this file's: " .. table.concat(user, ", "))
+    or "") .. ")", 3)
+end
+
+-- The value of user fixture `def` (named k) in a `scope` context, made once per context: a
+-- narrower fixture cannot serve a wider one.
+local function user_fixture(run, state, opts, k, def)
+  local memo = state.values[k]
+  if memo then return memo[1] end
+  local scope = opts.scope
+  if WIDTH[def.scope] < WIDTH[scope] then
+    core.error("InvalidArgument", 0, string.format("fixture %q has scope %s: a %s-scoped "
+      .. "fixture cannot use it (the %s-scoped one outlives one %s; valid scopes, narrowest "
+      .. "first: %s)", k, def.scope, scope, scope, def.scope, table.concat(M.SCOPES, ", ")))
+  end
+  local v
+  if def.scope == "test" then v = test_value(state, def)
+  else v = scoped_value(run, def, opts.file, opts.test) end
+  state.values[k] = { v }
+  return v
+end
+
+-- Builds a ctx. `state` holds its finalizers and sandboxes (a test's, or a scoped fixture
+-- instance's); opts: { scope = "test"|"file"|"run", test = the test (the one asking, for a
+-- scope context), file = its path, defs = the user fixtures visible there (name -> def) }.
+make_ctx = function(run, state, opts)
+  local test, scope = opts.test, opts.scope
+  state.values, state.creating = {}, {}
+  local ctx = { conn = run.conn, run_id = run.run_id, scope = scope,
+    provider = run.provider_info or { name = run.provider, kind = run.provider_kind, tls = false } }
+  if scope == "test" then ctx.test_name = test.name end
+
+  function ctx.finally(fn)
+    if type(fn) ~= "function" then error("ctx.finally needs a function", 2) end
+    state.finalizers[#state.finalizers + 1] = fn
+  end
+  ctx.sandbox_factory = sandbox_factory(run, state, scope)
+
+  local lazy = lazy_fixtures(run, ctx, test, scope)
   state.ctx = ctx
   local defs = opts.defs or {}
   return setmetatable(ctx, {
     __index = function(t, k)
       local def = defs[k]
-      if def then
-        local memo = state.values[k]
-        if memo then return memo[1] end
-        if WIDTH[def.scope] < WIDTH[scope] then
-          core.error("InvalidArgument", 0, string.format("fixture %q has scope %s: a %s-scoped "
-            .. "fixture cannot use it (the %s-scoped one outlives one %s; valid scopes, narrowest "
-            .. "first: %s)", k, def.scope, scope, scope, def.scope, table.concat(M.SCOPES, ", ")))
-        end
-        local v
-        if def.scope == "test" then v = test_value(state, def)
-        else v = scoped_value(run, def, opts.file, test) end
-        state.values[k] = { v }
-        return v
-      end
+      if def then return user_fixture(run, state, opts, k, def) end
       local make = lazy[k]
-      if not make then
-        local user = {}
-        for n in pairs(defs) do user[#user + 1] = n end
-        table.sort(user)
-        local all = {}
-        for _, n in ipairs(M.BUILTINS) do all[#all + 1] = n end
-        for _, n in ipairs(user) do all[#all + 1] = n end
-        error("ctx has no fixture " .. tostring(k) .. suggest.hint(k, all, FIXTURE_ALIASES, "ctx.%s")
-          .. " (fixtures: base_sandbox, code_sandbox, "
-          .. "server_sandbox, template_sandbox, sandbox_factory, workdir, conn, run_id, test_name, "
-          .. "scope, finally, provider" .. (#user > 0 and ("; this file's: " .. table.concat(user, ", "))
-          or "") .. ")", 2)
-      end
+      if not make then unknown_fixture(k, defs) end
       local v = make()
       rawset(t, k, v)
       return v
@@ -488,8 +507,8 @@ function M.end_run(run, out)
       out:line(out:paint("error", "ERROR") .. "    " .. r.test.file .. "::" .. r.test.name
         .. " (teardown, " .. e.phase .. "): " .. e.message)
     end
-    -- the console counted this result before it had teardown errors
-    if not had and out.c then out.c.errors = out.c.errors + 1 end
+    -- the run counted this result before it had teardown errors (abx.run.tally)
+    if not had and run.counts then run.counts:teardown_error_added() end
   end
   local paths = {}
   for path in pairs(run.scopes.files) do paths[#paths + 1] = path end

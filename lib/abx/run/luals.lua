@@ -315,19 +315,8 @@ end
 
 local function ident(name) return (name:gsub("[^%w]", "_")) end
 
---- Renders every meta file. Returns a table file name -> text, in which every declared call,
---- option, shape, field, class, method, fixture, t function and error kind appears, and the
---- problems found (a call no function takes, a declared method that does not exist).
----@return table<string, string> files, string[] problems
-function M.render()
-  for _, m in ipairs(require("abx.run.cmd.api").MODULES) do require(m) end
-  local R = options.REGISTRY
-  local known, problems, used = {}, {}, {}
-  for _, s in ipairs(R.shapes) do known[s.name] = true end
-  for _, c in ipairs(R.classes) do known[c.name] = true end
-  local files = {}
-
-  -- options of every call
+-- types_options.lua: the options of every call. `used` gets the nested options classes named.
+local function options_file(R, known, used)
   local out = header("The options tables of the calls (abx.client.options declarations).")
   for _, spec in ipairs(R.calls) do
     comment(out, spec.summary .. " (" .. spec.module .. ")")
@@ -344,20 +333,51 @@ function M.render()
     end)
     out[#out + 1] = ""
   end
-  files["types_options.lua"] = out
+  return out
+end
 
-  -- result tables
-  out = header("The result tables (abx.client.options shapes): an unknown field raises InvalidArgument.")
+-- types_results.lua: the result tables.
+local function results_file(R, known)
+  local out = header("The result tables (abx.client.options shapes): an unknown field raises InvalidArgument.")
   for _, s in ipairs(R.shapes) do
     comment(out, s.summary .. " (" .. s.module .. ")")
     out[#out + 1] = "---@class abx." .. s.name
     fields(out, s.list, known, s.name, false)
     out[#out + 1] = ""
   end
-  files["types_results.lua"] = out
+  return out
+end
 
-  -- objects: fields and methods
-  out = header("The objects (abx.client.options classes): Sandbox, Connection, Commands, Files, Pty, "
+-- Declares one method `m` ({ signature, description }) of class `c` into `out`; a problem when it
+-- does not exist or names options nobody declared. Returns the options call it is linked to.
+local function object_method(out, R, known, c, m, problems)
+  local mname = m[1]:match("^([%w_]+)")
+  local fn = c.class[mname]
+  if type(fn) ~= "function" then
+    problems[#problems + 1] = c.name .. ": declared method " .. mname .. " does not exist"
+    return nil
+  end
+  local call = m[2]:match("%(options: ([^%)]+)%)")
+  if not call and CLASS_PREFIX[c.name] and R.by_call[CLASS_PREFIX[c.name] .. ":" .. mname] then
+    call = CLASS_PREFIX[c.name] .. ":" .. mname
+  end
+  if call and not R.by_call[call] then
+    problems[#problems + 1] = c.name .. ":" .. mname .. " names options of " .. call
+      .. ", which are not declared"
+    call = nil
+  end
+  -- the first result table or object the declaration names, e.g. "SandboxInfo[]"
+  local result
+  for word, arr in m[2]:gmatch("(%u[%w_]*)(%[?%]?)") do
+    if known[word] and not result then result = word .. arr end
+  end
+  return declare_function(out, ident(c.name), ":", mname, fn, m[1] .. ": " .. m[2], call, true,
+    result)
+end
+
+-- types_objects.lua: the objects, their fields and methods.
+local function objects_file(R, known, used, problems)
+  local out = header("The objects (abx.client.options classes): Sandbox, Connection, Commands, Files, Pty, "
     .. "watches, the agent server.")
   for _, c in ipairs(R.classes) do
     comment(out, c.summary .. " (" .. c.module .. ")")
@@ -366,35 +386,16 @@ function M.render()
     out[#out + 1] = "local " .. ident(c.name) .. " = {}"
     out[#out + 1] = ""
     for _, m in ipairs(c.methods) do
-      local mname = m[1]:match("^([%w_]+)")
-      local fn = c.class[mname]
-      if type(fn) ~= "function" then
-        problems[#problems + 1] = c.name .. ": declared method " .. mname .. " does not exist"
-      else
-        local call = m[2]:match("%(options: ([^%)]+)%)")
-        if not call and CLASS_PREFIX[c.name] and R.by_call[CLASS_PREFIX[c.name] .. ":" .. mname] then
-          call = CLASS_PREFIX[c.name] .. ":" .. mname
-        end
-        if call and not R.by_call[call] then
-          problems[#problems + 1] = c.name .. ":" .. mname .. " names options of " .. call
-            .. ", which are not declared"
-          call = nil
-        end
-        -- the first result table or object the declaration names, e.g. "SandboxInfo[]"
-        local result
-        for word, arr in m[2]:gmatch("(%u[%w_]*)(%[?%]?)") do
-          if known[word] and not result then result = word .. arr end
-        end
-        local linked = declare_function(out, ident(c.name), ":", mname, fn, m[1] .. ": " .. m[2], call,
-          true, result)
-        if linked then used[linked] = true end
-      end
+      local linked = object_method(out, R, known, c, m, problems)
+      if linked then used[linked] = true end
     end
   end
-  files["types_objects.lua"] = out
+  return out
+end
 
-  -- error kinds and the error object
-  out = header("The error kinds (core.KINDS, bindings/errors.c) and the error object.")
+-- types_errors.lua: the error kinds and the error object.
+local function errors_file()
+  local out = header("The error kinds (core.KINDS, bindings/errors.c) and the error object.")
   out[#out + 1] = "---@alias abx.ErrorKind"
   for _, k in ipairs(core.KINDS) do
     out[#out + 1] = string.format("---| %q # %s", k, (tostring(core.KINDS[k]):gsub("\n", " ")))
@@ -411,11 +412,13 @@ function M.render()
   out[#out + 1] = "---@field code? string the server's error code, when it sent one"
   out[#out + 1] = "---@field request? string the request, e.g. \"GET /sandboxes/x\""
   out[#out + 1] = ""
-  files["types_errors.lua"] = out
+  return out
+end
 
-  -- ctx: the fixtures
+-- types_ctx.lua: ctx, its fixtures.
+local function ctx_file()
   local fixtures = require("abx.run.fixtures")
-  out = header("ctx, the argument of every test function (abx.run.fixtures).")
+  local out = header("ctx, the argument of every test function (abx.run.fixtures).")
   out[#out + 1] = "---The per-test context: fixtures created on first access and torn down after the test;"
   out[#out + 1] = "---any other name raises an error naming the fixtures."
   out[#out + 1] = "---@class abx.Ctx"
@@ -423,9 +426,55 @@ function M.render()
     out[#out + 1] = string.format("---@field %s %s %s", f[1], f[2], f[3])
   end
   out[#out + 1] = ""
-  files["types_ctx.lua"] = out
+  return out
+end
 
-  -- the options of t.test live in the registry too ("t.test"); the modules scenarios require
+-- The public names of module `mod` (require(public)) that its meta file declares, sorted.
+local function public_keys(public, mod)
+  local keys = {}
+  for k, v in pairs(mod) do
+    if type(k) == "string" and not k:match("^_") and k:match("^[%a_][%w_]*$") then keys[#keys + 1] = k end
+    if public == "abx.test" and type(v) ~= "function" then keys[#keys] = nil end
+  end
+  table.sort(keys)
+  return keys
+end
+
+-- The meta file of one module scenarios require (`public`, e.g. "abx.core"); the options of
+-- t.test live in the registry too ("t.test"). `used` gets the options calls its functions take.
+local function module_file(R, public, cdocs, used)
+  local mod = require(public)
+  local var = public:match("([%w_]+)$")
+  if var == "test" then var = "t" end
+  local out = header("require(\"" .. public .. "\")" .. (PUBLIC[public] and (" (" .. PUBLIC[public] .. ")") or "")
+    .. ".", public)
+  out[#out + 1] = "local " .. var .. " = {}"
+  out[#out + 1] = ""
+  local prefix = var == "t" and "t" or var
+  for _, k in ipairs(public_keys(public, mod)) do
+    local v = mod[k]
+    if type(v) == "function" then
+      local call = R.by_call[prefix .. "." .. k] and (prefix .. "." .. k) or nil
+      local linked = declare_function(out, var, ".", k, v, nil, call, false, nil,
+        public == "abx.core" and cdocs[k] or nil)
+      if linked then used[linked] = true end
+    else
+      local lt = math.type(v) or type(v)
+      if lt == "float" then lt = "number" end
+      for _, c in ipairs(R.classes) do
+        if c.class == v then lt = "abx." .. c.name .. " the class table" end
+      end
+      out[#out + 1] = "---@type " .. lt
+      out[#out + 1] = var .. "." .. k .. " = nil"
+      out[#out + 1] = ""
+    end
+  end
+  out[#out + 1] = "return " .. var
+  return out
+end
+
+-- Adds the meta file of every module scenarios require (PUBLIC, abx.test, abx.core) to `files`.
+local function module_files(R, files, used)
   local names = {}
   for public in pairs(PUBLIC) do names[#names + 1] = public end
   names[#names + 1] = "abx.test"
@@ -433,51 +482,13 @@ function M.render()
   table.sort(names)
   local cdocs = M.c_docs()
   for _, public in ipairs(names) do
-    local mod = require(public)
-    local file = public:match("^abx%.(.+)$") .. ".lua"
-    local var = public:match("([%w_]+)$")
-    if var == "test" then var = "t" end
-    out = header("require(\"" .. public .. "\")" .. (PUBLIC[public] and (" (" .. PUBLIC[public] .. ")") or "")
-      .. ".", public)
-    out[#out + 1] = "local " .. var .. " = {}"
-    out[#out + 1] = ""
-    local keys = {}
-    for k, v in pairs(mod) do
-      if type(k) == "string" and not k:match("^_") and k:match("^[%a_][%w_]*$") then keys[#keys + 1] = k end
-      if public == "abx.test" and type(v) ~= "function" then keys[#keys] = nil end
-    end
-    table.sort(keys)
-    local prefix = var == "t" and "t" or var
-    for _, k in ipairs(keys) do
-      local v = mod[k]
-      if type(v) == "function" then
-        local call = R.by_call[prefix .. "." .. k] and (prefix .. "." .. k) or nil
-        local linked = declare_function(out, var, ".", k, v, nil, call, false, nil,
-          public == "abx.core" and cdocs[k] or nil)
-        if linked then used[linked] = true end
-      else
-        local lt = math.type(v) or type(v)
-        if lt == "float" then lt = "number" end
-        for _, c in ipairs(R.classes) do
-          if c.class == v then lt = "abx." .. c.name .. " the class table" end
-        end
-        out[#out + 1] = "---@type " .. lt
-        out[#out + 1] = var .. "." .. k .. " = nil"
-        out[#out + 1] = ""
-      end
-    end
-    out[#out + 1] = "return " .. var
-    files[file] = out
+    files[public:match("^abx%.(.+)$") .. ".lua"] = module_file(R, public, cdocs, used)
   end
+end
 
-  for _, spec in ipairs(R.calls) do
-    if not used[spec.call] then
-      problems[#problems + 1] = "options of " .. spec.call .. " are taken by no declared function "
-        .. "(name them in the method's description as \"(options: " .. spec.call .. ")\")"
-    end
-  end
-  -- an abx.* type a doc comment names that no declaration defines (an internal object such as
-  -- abx.EnvdClient) is declared opaque, so that a reference never dangles
+-- An abx.* type a doc comment names that no declaration defines (an internal object such as
+-- abx.EnvdClient) is declared opaque in types_objects.lua, so that a reference never dangles.
+local function declare_opaque(files)
   local defined, missing = {}, {}
   for _, lines in pairs(files) do
     for _, l in ipairs(lines) do
@@ -497,12 +508,38 @@ function M.render()
   local opaque = {}
   for ref in pairs(missing) do opaque[#opaque + 1] = ref end
   table.sort(opaque)
-  out = files["types_objects.lua"]
+  local out = files["types_objects.lua"]
   for _, ref in ipairs(opaque) do
     out[#out + 1] = "---An internal object that doc comments name; it has no declaration in abx.client.options."
     out[#out + 1] = "---@class " .. ref
     out[#out + 1] = ""
   end
+end
+
+--- Renders every meta file. Returns a table file name -> text, in which every declared call,
+--- option, shape, field, class, method, fixture, t function and error kind appears, and the
+--- problems found (a call no function takes, a declared method that does not exist).
+---@return table<string, string> files, string[] problems
+function M.render()
+  for _, m in ipairs(require("abx.run.cmd.api").MODULES) do require(m) end
+  local R = options.REGISTRY
+  local known, problems, used = {}, {}, {}
+  for _, s in ipairs(R.shapes) do known[s.name] = true end
+  for _, c in ipairs(R.classes) do known[c.name] = true end
+  local files = {}
+  files["types_options.lua"] = options_file(R, known, used)
+  files["types_results.lua"] = results_file(R, known)
+  files["types_objects.lua"] = objects_file(R, known, used, problems)
+  files["types_errors.lua"] = errors_file()
+  files["types_ctx.lua"] = ctx_file()
+  module_files(R, files, used)
+  for _, spec in ipairs(R.calls) do
+    if not used[spec.call] then
+      problems[#problems + 1] = "options of " .. spec.call .. " are taken by no declared function "
+        .. "(name them in the method's description as \"(options: " .. spec.call .. ")\")"
+    end
+  end
+  declare_opaque(files)
   local texts = {}
   for name, lines in pairs(files) do texts[name] = table.concat(lines, "\n") .. "\n" end
   return texts, problems

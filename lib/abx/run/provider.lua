@@ -362,6 +362,132 @@ local function connection(name, p, opts)
   return sandbox.connection(opts)
 end
 
+-- serve's command line for provider settings `p` (domain, TLS, flavour, build cache, the
+-- caller's run.serve_args); notes the flavour and the build cache in `info`. `dir`: the state dir.
+local function serve_args(p, run, info, dir)
+  local tls = p.tls == true
+  local args = { "--domain", p.domain or (tls and "e2b.localhost" or "localhost") }
+  if tls then args[#args + 1] = "--tls" end
+  if p.flavor then -- abx.run.flavor: serve reproduces that platform's wire
+    args[#args + 1] = "--flavor"
+    args[#args + 1] = p.flavor
+    info.flavor = p.flavor
+  end
+  -- with the build API, serve keeps its build cache (step layers by content) between runs
+  if (p.capability_set or {}).templates_build and dir then
+    args[#args + 1] = "--build-cache"
+    args[#args + 1] = dir .. "/build-cache"
+    info.build_cache = dir .. "/build-cache"
+  end
+  -- what a caller adds to serve's command line (abx.accept.skill_tools: --git-root DIR)
+  for _, a in ipairs(run.serve_args or {}) do args[#args + 1] = a end
+  return args
+end
+
+-- Starts serve and reads its ready line. Returns the child and the ready line (a table).
+-- Raises: Transport when it does not start, Protocol when the ready line is not the expected JSON.
+local function start_serve(args, log, tls)
+  local sok, child = pcall(core.platform_start, args, 20, log)
+  if not sok then M.start_failure(child, log) end
+  local ok, ready = pcall(cjson.decode, child.ready)
+  if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string"
+    or type(ready.url) ~= "string" or not math.tointeger(ready.port)
+    or type(ready.domain) ~= "string" or (tls and type(ready.ca_cert) ~= "string") then
+    core.platform_stop(child.pid, 5)
+    core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
+  end
+  return child, ready
+end
+
+-- Takes serve's credentials (masked from now on) and, with TLS, its CA into `opts` and `info`,
+-- then checks that serve answers. Stops serve and raises when its CA or health check fails.
+local function adopt_serve(child, ready, info, opts, tls)
+  core.add_secret(ready.api_key)
+  -- the admin credential of serve's API-key routes (platform/api/apikeys.h); absent from a serve
+  -- that has none (then the connection has none either)
+  if type(ready.access_token) == "string" then
+    core.add_secret(ready.access_token)
+    opts.access_token = ready.access_token
+  end
+  if tls then
+    -- before the first request: the health check below is already HTTPS
+    local cok, cerr = pcall(core.set_ca_file, ready.ca_cert)
+    if not cok then
+      core.platform_stop(child.pid, 5)
+      error(cerr, 0)
+    end
+    info.ca_cert = ready.ca_cert
+    opts.ca_file = ready.ca_cert
+  end
+  -- the ready line comes after the listen socket exists; one health check proves it answers
+  local hok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
+  if not hok or health.status ~= 200 then
+    core.platform_stop(child.pid, 5)
+    core.error("Transport", 0, "the local platform started but GET /health failed: "
+      .. (hok and ("status " .. health.status) or tostring(health)) .. " (log: "
+      .. tostring(info.log) .. ")")
+  end
+end
+
+-- Kind local: starts serve (its log in the state dir) and fills `opts` and `info` from it.
+local function open_local(p, run, info, opts)
+  -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
+  local dir, derr = core.state_dir()
+  if dir then
+    info.log = dir .. "/serve-" .. run.run_id .. ".log"
+  else
+    core.ewrite("abxlua: warning: the local platform's log is not kept: " .. derr .. "\n")
+  end
+  local tls = p.tls == true
+  local args = serve_args(p, run, info, dir)
+  if dir then M.prune_serve_logs(dir, M.SERVE_LOG_MAX_AGE_DAYS) end
+  local child, ready = start_serve(args, info.log, tls)
+  adopt_serve(child, ready, info, opts, tls)
+  local_opts(opts, p, ready)
+  info.ready = ready
+  info.endpoint, info.base_url = opts.api_url, ready.url
+  info.stop = function(keep_log)
+    core.platform_stop(child.pid, 15)
+    if tls then core.set_ca_file(nil) end -- the CA went with serve's state dir
+    -- the log only matters when something failed
+    if info.log and not keep_log then os.remove(info.log) end
+  end
+  info.pid = child.pid
+end
+
+-- Kind remote: resolves the endpoint and credentials into `opts` and `info`. Returns false when
+-- credentials are missing (info.missing names them).
+local function open_remote(name, p, info, opts)
+  M.preflight(name, p)
+  local r = M.resolve(name, p)
+  info.resolved = r
+  info.endpoint = r.api_url
+  M.warn_dotenv()
+  if #r.missing > 0 then
+    info.missing = r.missing
+    return false
+  end
+  info.credential_source = r.credentials[1].source .. " (" .. r.credentials[1].via .. ")"
+  opts.api_url, opts.api_key, opts.domain = r.api_url, r.api_key, r.domain
+  opts.envd_url = r.envd_url
+  -- the API-key routes' admin credential, optional (abx.client.apikey): never required to run
+  local token, tsource = lookup_any(M.ACCESS_TOKEN_ENV)
+  if token then
+    core.add_secret(token)
+    opts.access_token, info.access_token_source = token, tsource
+    opts.team_id = M.lookup("ABX_SANDBOX_TEAM_ID")
+  end
+  wire_semantics(opts, p, name)
+  if p.ca_file then
+    opts.ca_file = p.ca_file
+    core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
+    info.stop = function() core.set_ca_file(nil) end
+  else
+    info.stop = function() end
+  end
+  return true
+end
+
 ---Opens the provider.
 ---@param name string provider name
 ---@param p table provider settings from the config
@@ -382,102 +508,9 @@ function M.open(name, p, run)
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
     v2_routes = (p.capability_set or {}).v2_routes == true, kind = p.kind }
   if p.kind == "local" then
-    -- the log is private (0600 in the 0700 state dir, no API key in it); kept only after a failure
-    local dir, derr = core.state_dir()
-    if dir then
-      info.log = dir .. "/serve-" .. run.run_id .. ".log"
-    else
-      core.ewrite("abxlua: warning: the local platform's log is not kept: " .. derr .. "\n")
-    end
-    local tls = p.tls == true
-    local args = { "--domain", p.domain or (tls and "e2b.localhost" or "localhost") }
-    if tls then args[#args + 1] = "--tls" end
-    if p.flavor then -- abx.run.flavor: serve reproduces that platform's wire
-      args[#args + 1] = "--flavor"
-      args[#args + 1] = p.flavor
-      info.flavor = p.flavor
-    end
-    -- with the build API, serve keeps its build cache (step layers by content) between runs
-    if (p.capability_set or {}).templates_build and dir then
-      args[#args + 1] = "--build-cache"
-      args[#args + 1] = dir .. "/build-cache"
-      info.build_cache = dir .. "/build-cache"
-    end
-    -- what a caller adds to serve's command line (abx.accept.skill_tools: --git-root DIR)
-    for _, a in ipairs(run.serve_args or {}) do args[#args + 1] = a end
-    if dir then M.prune_serve_logs(dir, M.SERVE_LOG_MAX_AGE_DAYS) end
-    local sok, child = pcall(core.platform_start, args, 20, info.log)
-    if not sok then M.start_failure(child, info.log) end
-    local ok, ready = pcall(cjson.decode, child.ready)
-    if not ok or type(ready) ~= "table" or type(ready.api_key) ~= "string"
-      or type(ready.url) ~= "string" or not math.tointeger(ready.port)
-      or type(ready.domain) ~= "string" or (tls and type(ready.ca_cert) ~= "string") then
-      core.platform_stop(child.pid, 5)
-      core.error("Protocol", 0, "the local platform's ready line is not the expected JSON")
-    end
-    core.add_secret(ready.api_key)
-    -- the admin credential of serve's API-key routes (platform/api/apikeys.h); absent from a serve
-    -- that has none (then the connection has none either)
-    if type(ready.access_token) == "string" then
-      core.add_secret(ready.access_token)
-      opts.access_token = ready.access_token
-    end
-    if tls then
-      -- before the first request: the health check below is already HTTPS
-      local cok, cerr = pcall(core.set_ca_file, ready.ca_cert)
-      if not cok then
-        core.platform_stop(child.pid, 5)
-        error(cerr, 0)
-      end
-      info.ca_cert = ready.ca_cert
-      opts.ca_file = ready.ca_cert
-    end
-    -- the ready line comes after the listen socket exists; one health check proves it answers
-    local hok, health = pcall(core.request, { url = ready.url .. "/health", timeout = 10 })
-    if not hok or health.status ~= 200 then
-      core.platform_stop(child.pid, 5)
-      core.error("Transport", 0, "the local platform started but GET /health failed: "
-        .. (hok and ("status " .. health.status) or tostring(health)) .. " (log: "
-        .. tostring(info.log) .. ")")
-    end
-    local_opts(opts, p, ready)
-    info.ready = ready
-    info.endpoint, info.base_url = opts.api_url, ready.url
-    info.stop = function(keep_log)
-      core.platform_stop(child.pid, 15)
-      if tls then core.set_ca_file(nil) end -- the CA went with serve's state dir
-      -- the log only matters when something failed
-      if info.log and not keep_log then os.remove(info.log) end
-    end
-    info.pid = child.pid
-  else
-    M.preflight(name, p)
-    local r = M.resolve(name, p)
-    info.resolved = r
-    info.endpoint = r.api_url
-    M.warn_dotenv()
-    if #r.missing > 0 then
-      info.missing = r.missing
-      return nil, info
-    end
-    info.credential_source = r.credentials[1].source .. " (" .. r.credentials[1].via .. ")"
-    opts.api_url, opts.api_key, opts.domain = r.api_url, r.api_key, r.domain
-    opts.envd_url = r.envd_url
-    -- the API-key routes' admin credential, optional (abx.client.apikey): never required to run
-    local token, tsource = lookup_any(M.ACCESS_TOKEN_ENV)
-    if token then
-      core.add_secret(token)
-      opts.access_token, info.access_token_source = token, tsource
-      opts.team_id = M.lookup("ABX_SANDBOX_TEAM_ID")
-    end
-    wire_semantics(opts, p, name)
-    if p.ca_file then
-      opts.ca_file = p.ca_file
-      core.set_ca_file(p.ca_file) -- every HTTPS transfer of the run (engine/http.h)
-      info.stop = function() core.set_ca_file(nil) end
-    else
-      info.stop = function() end
-    end
+    open_local(p, run, info, opts)
+  elseif not open_remote(name, p, info, opts) then
+    return nil, info
   end
   return connection(name, p, opts), info
 end

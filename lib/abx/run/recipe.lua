@@ -309,9 +309,8 @@ local function check_copy_src(file, key, dir, src)
   end
 end
 
--- One step -> one TemplateStep (and for copy, its record).
-local function step_of(file, dir, i, s, copies)
-  local key = string.format("steps[%d]", i)
+-- The kind of step `s` (steps[i]: a one-key mapping, run may add user), or a recipe error.
+local function step_kind(file, key, s)
   if not is_map(s) then
     fail(file, key, string.format("must be a one-key mapping, got %s (e.g. - run: \"make\"; kinds: "
       .. "%s)", show(s), table.concat(M.STEP_KINDS, ", ")))
@@ -332,51 +331,34 @@ local function step_of(file, dir, i, s, copies)
     fail(file, key, string.format("has %s; a step is exactly one of %s (only run may add user)",
       table.concat(kinds, " and "), table.concat(M.STEP_KINDS, ", ")))
   end
-  local kind = kinds[1]
-  local v = s[kind]
-  local k = key .. "." .. kind
-  if kind == "apt" then
-    local pkgs = want_strings(file, k, v, "[python3-flask]")
-    return { type = "RUN", args = { "apt-get update && DEBIAN_FRONTEND=noninteractive "
-      .. "DEBCONF_NOWARNINGS=yes apt-get install -y " .. table.concat(pkgs, " "), "root" },
-      force = false }, kind
-  elseif kind == "pip" then
-    local pkgs = want_strings(file, k, v, "[requests]")
-    return { type = "RUN", args = { "pip install " .. table.concat(pkgs, " "), "root" },
-      force = false }, kind
-  elseif kind == "npm" then
-    local pkgs = want_strings(file, k, v, "[\"@openai/codex@0.1.0\"]")
-    return { type = "RUN", args = { "npm install -g " .. table.concat(pkgs, " "), "root" },
-      force = false }, kind
-  elseif kind == "run" then
-    local cmds = want_strings(file, k, v, "\"make -C /opt/app\"")
-    local args = { table.concat(cmds, " && ") }
-    if s.user ~= nil then args[2] = want_string(file, key .. ".user", s.user, "root") end
-    return { type = "RUN", args = args, force = false }, kind
-  elseif kind == "env" then
-    if not is_map(v) then
-      fail(file, k, "must be a mapping of variable names to strings, got " .. show(v)
-        .. " (e.g. env: {PORT: \"8080\"})")
-    end
-    local args = {}
-    for _, name in ipairs(sorted_keys(v)) do
-      if not name:match("^[A-Za-z_][A-Za-z0-9_]*$") then
-        fail(file, k .. "." .. name, "is not a variable name ([A-Za-z_][A-Za-z0-9_]*)")
-      end
-      if type(v[name]) ~= "string" then
-        fail(file, k .. "." .. name, string.format("must be a string, got %s (quote it: %s: \"%s\")",
-          show(v[name]), name, tostring(v[name])))
-      end
-      args[#args + 1] = name
-      args[#args + 1] = v[name]
-    end
-    return { type = "ENV", args = args, force = false }, kind
-  elseif kind == "workdir" then
-    return { type = "WORKDIR", args = { want_string(file, k, v, "/opt/app") }, force = false }, kind
-  elseif kind == "user" then
-    return { type = "USER", args = { want_string(file, k, v, "user") }, force = false }, kind
+  return kinds[1]
+end
+
+-- An env step's value `v` (at key `k`): a mapping of variable names to strings -> ENV's args
+-- (name, value, ... in name order).
+local function env_args(file, k, v)
+  if not is_map(v) then
+    fail(file, k, "must be a mapping of variable names to strings, got " .. show(v)
+      .. " (e.g. env: {PORT: \"8080\"})")
   end
-  -- copy
+  local args = {}
+  for _, name in ipairs(sorted_keys(v)) do
+    if not name:match("^[A-Za-z_][A-Za-z0-9_]*$") then
+      fail(file, k .. "." .. name, "is not a variable name ([A-Za-z_][A-Za-z0-9_]*)")
+    end
+    if type(v[name]) ~= "string" then
+      fail(file, k .. "." .. name, string.format("must be a string, got %s (quote it: %s: \"%s\")",
+        show(v[name]), name, tostring(v[name])))
+    end
+    args[#args + 1] = name
+    args[#args + 1] = v[name]
+  end
+  return args
+end
+
+-- A copy step (steps[i].copy = `v`, at key `k`) -> its COPY TemplateStep, with its record
+-- { src, dest, hash, step } added to `copies`.
+local function copy_step(file, dir, i, k, v, copies)
   if not is_map(v) then
     fail(file, k, "must be a mapping {src, dest, user?, mode?}, got " .. show(v)
       .. " (e.g. copy: {src: server/, dest: /opt/app/})")
@@ -398,9 +380,42 @@ local function step_of(file, dir, i, s, copies)
     if n ~= 0 then mode = string.format("%04o", n) end
   end
   local hash = files.files_hash(dir, src, dest)
-  local step = { type = "COPY", args = { src, dest, user, mode }, force = false, filesHash = hash }
   copies[#copies + 1] = { src = src, dest = dest, hash = hash, step = i }
-  return step, kind
+  return { type = "COPY", args = { src, dest, user, mode }, force = false, filesHash = hash }
+end
+
+-- One step -> one TemplateStep (and for copy, its record).
+local function step_of(file, dir, i, s, copies)
+  local key = string.format("steps[%d]", i)
+  local kind = step_kind(file, key, s)
+  local v = s[kind]
+  local k = key .. "." .. kind
+  if kind == "apt" then
+    local pkgs = want_strings(file, k, v, "[python3-flask]")
+    return { type = "RUN", args = { "apt-get update && DEBIAN_FRONTEND=noninteractive "
+      .. "DEBCONF_NOWARNINGS=yes apt-get install -y " .. table.concat(pkgs, " "), "root" },
+      force = false }, kind
+  elseif kind == "pip" then
+    local pkgs = want_strings(file, k, v, "[requests]")
+    return { type = "RUN", args = { "pip install " .. table.concat(pkgs, " "), "root" },
+      force = false }, kind
+  elseif kind == "npm" then
+    local pkgs = want_strings(file, k, v, "[\"@openai/codex@0.1.0\"]")
+    return { type = "RUN", args = { "npm install -g " .. table.concat(pkgs, " "), "root" },
+      force = false }, kind
+  elseif kind == "run" then
+    local cmds = want_strings(file, k, v, "\"make -C /opt/app\"")
+    local args = { table.concat(cmds, " && ") }
+    if s.user ~= nil then args[2] = want_string(file, key .. ".user", s.user, "root") end
+    return { type = "RUN", args = args, force = false }, kind
+  elseif kind == "env" then
+    return { type = "ENV", args = env_args(file, k, v), force = false }, kind
+  elseif kind == "workdir" then
+    return { type = "WORKDIR", args = { want_string(file, k, v, "/opt/app") }, force = false }, kind
+  elseif kind == "user" then
+    return { type = "USER", args = { want_string(file, k, v, "user") }, force = false }, kind
+  end
+  return copy_step(file, dir, i, k, v, copies), kind
 end
 
 -- Canonical JSON (sorted keys), the recipe hash's input: the same content gives the same bytes.

@@ -1,6 +1,7 @@
 -- abx.run.runner: runs collected tests on the event loop, `jobs` at a time, one task (coroutine) per
 -- test, with a deadline per test; classifies outcomes; kills every sandbox at the end (tracked,
--- then swept by tag); reports through abx.run.console.
+-- then swept by tag); keeps the run record, whose counts (abx.run.tally) make the summary, the
+-- reports and the exit code; abx.run.console is a sink of its events.
 -- Outcomes: passed, failed (the test raised: assertion or platform error), error (collection
 -- failed, or a teardown failed: reported beside the test's own outcome), skipped.
 local core = require("abx.core")
@@ -9,6 +10,7 @@ local Tracker = require("abx.run.tracker")
 local provider = require("abx.run.provider")
 local keep = require("abx.run.keep")
 local console = require("abx.run.console")
+local tally = require("abx.run.tally")
 local known_issues = require("abx.run.known_issues")
 local templates = require("abx.run.templates")
 local capture = require("abx.run.capture")
@@ -287,13 +289,13 @@ local function finish_record(record, run, counts, cleanup, started)
   return record
 end
 
-local function count_all(run, collection_errors)
-  local counts = console.count(run.results)
-  counts.errors = #collection_errors
-  for _, r in ipairs(run.results) do
-    if r.teardown_errors then counts.errors = counts.errors + 1 end
-  end
-  return counts
+-- A finished test (after its reruns) joins the run's results and counts, then the console shows
+-- it. Returns whether it counts toward --maxfail.
+local function add_result(run, out, r)
+  run.results[#run.results + 1] = r
+  local failure = run.counts:add(r)
+  out:result(r, run.counts)
+  return failure
 end
 
 -- The cleanup of a run that created nothing.
@@ -302,15 +304,14 @@ local NOTHING_CREATED = { created = 0, tracked = 0, swept = 0, errors = {} }
 -- Every test skipped with one reason (no credentials): no sandbox, no cleanup needed.
 local function skip_all(run, out, tests, reason)
   for _, t in ipairs(tests) do
-    local r = { test = t, outcome = "skipped", reason = reason, duration = 0 }
-    run.results[#run.results + 1] = r
-    out:result(r)
+    add_result(run, out, { test = t, outcome = "skipped", reason = reason, duration = 0 })
   end
   out:line("cleanup: nothing to clean (no sandbox was created)")
   return { created = 0, tracked = 0, swept = 0, errors = {} }
 end
 
 -- Runs the tests `jobs` at a time. Returns ok, err (an internal error outside the tests).
+-- Sets run.interrupted on an interrupt, run.maxfail_reached when --maxfail stopped it.
 local function schedule(run, out, tests, opts)
   local stop = false
   core.on_interrupt(function()
@@ -320,7 +321,6 @@ local function schedule(run, out, tests, opts)
     out:line("abxlua: interrupted: stopping the running tests, then cleaning up "
       .. "(interrupt again to exit at once)")
   end)
-  local failures = 0
   local function stopped() return stop or core.interrupted() ~= 0 end
   return pcall(function()
     local next_i = 1
@@ -335,13 +335,10 @@ local function schedule(run, out, tests, opts)
         r.worker = slot
         fixtures.test_done(run, t, r) -- its file's last test: the file's fixtures are torn down
         out:test_finished(t)
-        run.results[#run.results + 1] = r
         if run.templates then run.templates:count(r) end
-        out:result(r)
         -- --maxfail N (-x: 1): a failure is the test's final outcome (after its reruns)
-        if r.outcome == "failed" or r.outcome == "xpassed" or r.teardown_errors then
-          failures = failures + 1
-          if opts.maxfail and failures >= opts.maxfail then stop = true end
+        if add_result(run, out, r) and opts.maxfail and run.counts.failures >= opts.maxfail then
+          stop, run.maxfail_reached = true, true
         end
       end
       done_workers = done_workers + 1
@@ -376,22 +373,17 @@ function M.preflight(conn, pname, pinfo)
   return nil
 end
 
----Runs every test of `files` (from abx.run.collect).
----@param files table[] collected files
----@param opts table { config, catalog, provider_name, provider_settings? (abx.run.config.provider's
----  second value: given, the run does not resolve the provider again), flavor?, jobs, maxfail?
----  (stop starting tests after this many failures; -x is 1), reruns? (--reruns N), run_id,
----  verbose, selection, first? ({ [test] = true }: run these first, --ff), notes? (lines after
----  the header), empty? ({ line?, code }: the selection is empty on purpose; exit `code`),
----  require_credentials? (missing credentials: exit 4, not skips), capture (false: -s, test
----  output goes straight to the console) }
----@return integer exit code, table run record (see new_record)
-function M.run(files, opts)
+-- One call of M.run, shared by its steps: { opts, run (the runner's state, owner of the run
+-- record's counts: run.counts, abx.run.tally), out (the console), tests, collection_errors,
+-- started, started_wall, pname, psettings, pinfo, conn, record }.
+
+-- The run's state and console, with output capture and HTTP tracing installed.
+local function begin(opts)
   local cfg = opts.config
-  local defaults = cfg.defaults
-  local run = { run_id = opts.run_id, defaults = defaults, results = {}, owners = {},
+  local run = { run_id = opts.run_id, defaults = cfg.defaults, results = {}, owners = {},
     catalog = opts.catalog, provider = opts.provider_name, reruns = opts.reruns or 0,
-    origin = cfg.origin, config_path = cfg.path } -- origin, config_path: abx.run.limits
+    origin = cfg.origin, config_path = cfg.path, -- origin, config_path: abx.run.limits
+    counts = tally.new() }
   local out = console.new({ verbose = opts.verbose, report_chars = opts.report_chars,
     maxfail = opts.maxfail })
   run.console = out
@@ -402,15 +394,19 @@ function M.run(files, opts)
   -- per-test HTTP exchanges (--trace), relative to the run's start
   trace.install()
   trace.mode, trace.origin = opts.trace or trace.DEFAULT, started
+  return { opts = opts, run = run, out = out, started = started, started_wall = started_wall,
+    pname = opts.provider_name }
+end
 
+-- The tests of `files` in the order they run, each with its `index`, and the files that failed
+-- to collect. --ff (`first`): the last run's failures first, each part in collection order (the
+-- reports follow the order the tests ran in, as pytest's do).
+local function gather(files, first)
   local tests, collection_errors = {}, {}
   for _, f in ipairs(files) do
     if f.error then collection_errors[#collection_errors + 1] = { path = f.path, error = f.error } end
     for _, t in ipairs(f.tests) do tests[#tests + 1] = t end
   end
-  -- --ff: the last run's failures first, each part in collection order (the reports follow the
-  -- order the tests ran in, as pytest's do)
-  local first = opts.first or {}
   if next(first) then
     local a, b = {}, {}
     for _, t in ipairs(tests) do
@@ -420,24 +416,48 @@ function M.run(files, opts)
     tests = a
   end
   for i, t in ipairs(tests) do t.index = i end
-  for _, f in ipairs(collection_errors) do out:collection_error(f) end
-  if #tests == 0 then
-    local empty = #collection_errors == 0 and opts.empty
-    for _, l in ipairs(opts.notes or {}) do out:line(l) end
-    if empty and empty.line then out:line(empty.line) end
-    out:line("no tests collected" .. (#collection_errors > 0 and " (see the collection errors above)" or ""))
-    local record = new_record(run, opts, opts.provider_name, nil, tests, collection_errors, started_wall)
-    local counts = count_all(run, collection_errors)
-    out:summary(counts, core.now() - started)
-    finish_record(record, run, counts, nil, started)
-    if empty then return empty.code, record end
-    return #collection_errors > 0 and 1 or 5, record
-  end
+  return tests, collection_errors
+end
 
+-- The summary's counts: the run record's (abx.run.tally.final).
+local function final_counts(s)
+  return s.run.counts:final(#s.collection_errors)
+end
+
+-- Prints the summary (the very last line) with the run record's counts.
+local function summary(s, counts, note)
+  s.out:summary({ counts = counts, seconds = core.now() - s.started, note = note,
+    results = s.run.results, maxfail_reached = s.run.maxfail_reached })
+end
+
+-- The steps of a run, in order. Each takes the call's state; it returns nothing to go on, or how
+-- the run ends: { code (the exit code), counts? (printed in the summary already), cleanup?,
+-- error?, skip_reason? }, and the run ends there (finish).
+
+-- Nothing to run (an empty selection, or every file failed to collect).
+local function nothing_collected(s)
+  if #s.tests > 0 then return nil end
+  local out, opts, nerr = s.out, s.opts, #s.collection_errors
+  local empty = nerr == 0 and opts.empty
+  for _, l in ipairs(opts.notes or {}) do out:line(l) end
+  if empty and empty.line then out:line(empty.line) end
+  out:line("no tests collected" .. (nerr > 0 and " (see the collection errors above)" or ""))
+  local counts = final_counts(s)
+  summary(s, counts)
+  local code = nerr > 0 and 1 or 5
+  if empty then code = empty.code end -- the selection is empty on purpose
+  return { code = code, counts = counts }
+end
+
+-- Resolves the provider (unless `abxlua run` did) and notes what the run and ctx.provider say
+-- about it.
+local function resolve_provider(s)
+  local run, opts = s.run, s.opts
   local pname, psettings = opts.provider_name, opts.provider_settings
   if not psettings then
-    pname, psettings = require("abx.run.config").provider(cfg, opts.provider_name, opts.flavor)
+    pname, psettings = require("abx.run.config").provider(opts.config, opts.provider_name, opts.flavor)
   end
+  s.pname, s.psettings = pname, psettings
   run.provider = pname
   -- a flavoured local run names its flavour wherever the provider is named (abx.run.flavor)
   run.provider_label = psettings.flavor and string.format("%s --flavor %s", pname, psettings.flavor)
@@ -453,60 +473,73 @@ function M.run(files, opts)
     run.keep = { ttl = opts.keep_failed.ttl, kept = {}, config_arg = opts.keep_failed.config_arg,
       provider_arg = opts.keep_failed.provider_arg }
   end
+end
+
+-- Opens the provider (a local platform starts here). One that cannot open (a local platform that
+-- did not start, a bad config) is one line, not a traceback: exit 4 for a usage error
+-- (InvalidArgument), else 3.
+local function open_provider(s)
+  local run, psettings = s.run, s.psettings
   local pok, conn, pinfo
   if run.keep and psettings.kind == "local" then -- a platform that outlives the run
-    pok, conn, pinfo = pcall(keep.open_local, pname, psettings, run, opts.keep_failed.config_path)
+    pok, conn, pinfo = pcall(keep.open_local, s.pname, psettings, run, s.opts.keep_failed.config_path)
   else
-    pok, conn, pinfo = pcall(provider.open, pname, psettings, run)
-  end
-  if pok and pinfo then
-    run.provider_info.base_url, run.provider_info.ca_cert = pinfo.base_url, pinfo.ca_cert
+    pok, conn, pinfo = pcall(provider.open, s.pname, psettings, run)
   end
   if not pok then
-    -- a provider that cannot open (a local platform that did not start, a bad config) is one
-    -- line, not a traceback: exit 4 for a usage error (InvalidArgument), else 3
     local e = conn
-    out:line("abxlua: error: " .. (core.is_error(e) and e.message or tostring(e)))
-    local record = new_record(run, opts, pname, nil, tests, collection_errors, started_wall)
-    record.error = core.is_error(e) and e.message or tostring(e)
-    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
-    return (core.is_error(e) and e.kind == "InvalidArgument") and 4 or 3, record
+    local message = core.is_error(e) and e.message or tostring(e)
+    s.out:line("abxlua: error: " .. message)
+    return { code = (core.is_error(e) and e.kind == "InvalidArgument") and 4 or 3,
+      cleanup = NOTHING_CREATED, error = message }
   end
-  local record = new_record(run, opts, pname, pinfo, tests, collection_errors, started_wall)
-  out:header(run.provider_label, pinfo, run.run_id, #tests, opts.jobs)
-  for _, l in ipairs(opts.notes or {}) do out:line(l) end
-  if not conn and opts.require_credentials then
-    -- a CI job that forgot its secret must go red, not green with every test skipped
+  if pinfo then
+    run.provider_info.base_url, run.provider_info.ca_cert = pinfo.base_url, pinfo.ca_cert
+  end
+  s.conn, s.pinfo = conn, pinfo
+  s.record = new_record(run, s.opts, s.pname, pinfo, s.tests, s.collection_errors, s.started_wall)
+  s.out:header(run.provider_label, pinfo, run.run_id, #s.tests, s.opts.jobs)
+  for _, l in ipairs(s.opts.notes or {}) do s.out:line(l) end
+end
+
+-- No credentials: every test is skipped, unless they are required (--require-credentials, on
+-- under CI): a CI job that forgot its secret must go red, not green with every test skipped.
+local function without_credentials(s)
+  if s.conn then return nil end
+  local out, pinfo = s.out, s.pinfo
+  local missing = table.concat(pinfo.missing, ", ")
+  if s.opts.require_credentials then
     out:line(string.format("abxlua: error: provider %s: missing credentials [%s] (--require-"
       .. "credentials, on when CI is set: set them, or pass --no-require-credentials to skip "
-      .. "every test instead)", pname, table.concat(pinfo.missing, ", ")))
+      .. "every test instead)", s.pname, missing))
     if pinfo.stop then pinfo.stop(false) end
     out:end_progress() -- the progress task ends with it
-    record.error = "missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
-    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
-    return 4, record
+    return { code = 4, cleanup = NOTHING_CREATED, error = "missing credentials [" .. missing .. "]" }
   end
-  if not conn then
-    local reason = "E2E skipped: missing credentials [" .. table.concat(pinfo.missing, ", ") .. "]"
-    local cleanup = skip_all(run, out, tests, reason)
-    local counts = count_all(run, collection_errors)
-    out:summary(counts, core.now() - started, reason)
-    record.skip_reason = reason
-    finish_record(record, run, counts, cleanup, started)
-    return #collection_errors > 0 and 1 or 0, record
-  end
-  local refused = M.preflight(conn, pname, pinfo)
-  if refused then
-    out:line("abxlua: error: " .. refused)
-    out:end_progress()
-    if pinfo.stop then pinfo.stop(true) end
-    if pinfo.log then out:line("local platform log: " .. pinfo.log) end
-    record.error = refused
-    finish_record(record, run, count_all(run, collection_errors), NOTHING_CREATED, started)
-    return 4, record
-  end
+  local reason = "E2E skipped: missing credentials [" .. missing .. "]"
+  local cleanup = skip_all(s.run, out, s.tests, reason)
+  local counts = final_counts(s)
+  summary(s, counts, reason)
+  return { code = #s.collection_errors > 0 and 1 or 0, counts = counts, cleanup = cleanup,
+    skip_reason = reason }
+end
+
+-- A refused API key or an unreachable endpoint ends the run before the first test (M.preflight).
+local function check_access(s)
+  local refused = M.preflight(s.conn, s.pname, s.pinfo)
+  if not refused then return nil end
+  s.out:line("abxlua: error: " .. refused)
+  s.out:end_progress()
+  if s.pinfo.stop then s.pinfo.stop(true) end
+  if s.pinfo.log then s.out:line("local platform log: " .. s.pinfo.log) end
+  return { code = 4, cleanup = NOTHING_CREATED, error = refused }
+end
+
+-- The tracker on the connection, the template deploys started, the second interrupt's note.
+local function arm(s)
+  local run, conn = s.run, s.conn
   run.conn = conn
-  run.tracker = Tracker.new(defaults.max_sandboxes, run.run_id)
+  run.tracker = Tracker.new(run.defaults.max_sandboxes, run.run_id)
   if run.keep then run.tracker.keep_metadata = keep.metadata end
   -- every create, kill and 404 on the run's connection (and its copies: conn:with) goes through
   -- the tracker: slots follow the sandboxes, snapshots and volumes are deleted at the end
@@ -515,43 +548,87 @@ function M.run(files, opts)
     return task and run.owners[task]
   end)
   -- template folders: their deploys start now, beside the other tests (abx.run.templates)
-  run.verbose = opts.verbose
-  run.templates = templates.new(run, out, tests)
+  run.verbose = s.opts.verbose
+  run.templates = templates.new(run, s.out, s.tests)
   run.templates:start()
   core.interrupt_note(string.format("abxlua: interrupted twice: exiting now without cleanup; "
-    .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, pinfo.endpoint or "?"))
+    .. "sandboxes of this run carry metadata e2e=%s on %s", run.run_id, s.pinfo.endpoint or "?"))
+end
 
-  fixtures.prepare(run, tests)
-  local ok, err = schedule(run, out, tests, opts)
-  if not ok then out:internal_error(err) end
-  -- file fixtures still up (tests that did not run) and run fixtures, before the sweep
-  fixtures.end_run(run, out)
-
-  -- cleanup: tracked sandboxes, then the sweep by tag; helper tasks still blocked are released
-  local cleanup = run.tracker:cleanup(conn)
-  cleanup.created = run.tracker.created
-  core.abort_all("Internal", "the run ended")
-  local counts = count_all(run, collection_errors)
-  local clean = ok and counts.failed == 0 and counts.errors == 0 and #cleanup.errors == 0
-  if run.keep and pinfo.stop then
-    pinfo.stop(#run.keep.kept) -- abx.run.keep: a local platform stays up for what was kept
-  elseif pinfo.stop then
-    pinfo.stop(not clean)
-  end
+-- The closing sections after the tests and the cleanup, and the summary.
+local function report_end(s, counts, cleanup, clean)
+  local run, out, pinfo = s.run, s.out, s.pinfo
   out:cleanup(cleanup, run.tracker)
   for _, l in ipairs(keep.summary(run, pinfo)) do out:line(l) end
   if not clean and pinfo.log then out:line("local platform log: " .. pinfo.log) end
   out:failures(run.results)
   run.templates:table(run.tracker)
   if run.interrupted then
-    out:line(string.format("interrupted: %d of %d tests did not run", #tests - #run.results, #tests))
+    out:line(string.format("interrupted: %d of %d tests did not run", #s.tests - #run.results,
+      #s.tests))
   end
-  out:summary(counts, core.now() - started)
-  finish_record(record, run, counts, cleanup, started)
-  if run.interrupted then return 2, record end
-  if not ok then return 3, record end
-  if counts.failed > 0 or counts.errors > 0 or #cleanup.errors > 0 then return 1, record end
-  return 0, record
+  summary(s, counts)
+end
+
+-- Runs the tests, tears the fixtures down, cleans up (tracked sandboxes, then the sweep by tag;
+-- helper tasks still blocked are released) and stops a local platform.
+local function run_tests(s)
+  local run, out, pinfo = s.run, s.out, s.pinfo
+  fixtures.prepare(run, s.tests)
+  local ok, err = schedule(run, out, s.tests, s.opts)
+  if not ok then out:internal_error(err) end
+  -- file fixtures still up (tests that did not run) and run fixtures, before the sweep
+  fixtures.end_run(run, out)
+  local cleanup = run.tracker:cleanup(s.conn)
+  cleanup.created = run.tracker.created
+  core.abort_all("Internal", "the run ended")
+  local counts = final_counts(s)
+  local clean = ok and counts.failed == 0 and counts.errors == 0 and #cleanup.errors == 0
+  if run.keep and pinfo.stop then
+    pinfo.stop(#run.keep.kept) -- abx.run.keep: a local platform stays up for what was kept
+  elseif pinfo.stop then
+    pinfo.stop(not clean)
+  end
+  report_end(s, counts, cleanup, clean)
+  local code = 0
+  if run.interrupted then code = 2
+  elseif not ok then code = 3
+  elseif not clean then code = 1 end
+  return { code = code, counts = counts, cleanup = cleanup }
+end
+
+local STEPS = { nothing_collected, resolve_provider, open_provider, without_credentials,
+  check_access, arm, run_tests }
+
+-- Every run ends here: the run record gets the run's counts (the ones the summary showed) and
+-- how it ended.
+local function finish(s, ending)
+  local record = s.record or new_record(s.run, s.opts, s.pname, nil, s.tests,
+    s.collection_errors, s.started_wall)
+  record.error, record.skip_reason = ending.error, ending.skip_reason
+  finish_record(record, s.run, ending.counts or final_counts(s), ending.cleanup, s.started)
+  return ending.code, record
+end
+
+---Runs every test of `files` (from abx.run.collect).
+---@param files table[] collected files
+---@param opts table { config, catalog, provider_name, provider_settings? (abx.run.config.provider's
+---  second value: given, the run does not resolve the provider again), flavor?, jobs, maxfail?
+---  (stop starting tests after this many failures; -x is 1), reruns? (--reruns N), run_id,
+---  verbose, selection, first? ({ [test] = true }: run these first, --ff), notes? (lines after
+---  the header), empty? ({ line?, code }: the selection is empty on purpose; exit `code`),
+---  require_credentials? (missing credentials: exit 4, not skips), capture (false: -s, test
+---  output goes straight to the console) }
+---@return integer exit code, table run record (see new_record)
+function M.run(files, opts)
+  local s = begin(opts)
+  s.tests, s.collection_errors = gather(files, opts.first or {})
+  for _, f in ipairs(s.collection_errors) do s.out:collection_error(f) end
+  for _, step in ipairs(STEPS) do
+    local ending = step(s)
+    if ending then return finish(s, ending) end
+  end
+  error("the run's last step returns how it ended") -- run_tests always does
 end
 
 return M

@@ -84,6 +84,30 @@ function M.sweep_resources(conn, caps, found, run_id, yes)
   return remaining
 end
 
+-- Kills the sandboxes `found` (with --yes; a dry run only lists them), one line each. Returns how
+-- many are left (not killed).
+local function kill_found(conn, found, args)
+  local remaining = 0
+  for _, s in ipairs(found) do
+    local line = string.format("  %s  e2e=%s  state=%s  started=%s", s.sandbox_id,
+      tostring(s.metadata.e2e), tostring(s.state), tostring(s.started_at))
+    if args.kept and s.metadata["abx-test"] then line = line .. "  test=" .. s.metadata["abx-test"] end
+    if args.yes then
+      local kok, r = pcall(conn.kill, conn, s.sandbox_id)
+      if kok then
+        line = line .. (r and "  killed" or "  already gone")
+      else
+        line = line .. "  kill failed: " .. tostring(r)
+        remaining = remaining + 1
+      end
+    else
+      remaining = remaining + 1
+    end
+    core.write(line .. "\n")
+  end
+  return remaining
+end
+
 function M.execute(args)
   if not args.run_id and not args.all_tagged and not args.kept then
     return nil, "say which sandboxes: --run-id ID or --all-tagged (or --kept: what `run "
@@ -130,24 +154,7 @@ function M.execute(args)
     if args.kept then what[#what + 1] = KEPT_KEY .. "=1" end
     core.write(string.format("cleanup: %d tagged sandbox(es) found on %s (%s)\n", #found,
       tostring(info.endpoint), #what > 0 and table.concat(what, ", ") or "any e2e tag"))
-    local remaining = 0
-    for _, s in ipairs(found) do
-      local line = string.format("  %s  e2e=%s  state=%s  started=%s", s.sandbox_id,
-        tostring(s.metadata.e2e), tostring(s.state), tostring(s.started_at))
-      if args.kept and s.metadata["abx-test"] then line = line .. "  test=" .. s.metadata["abx-test"] end
-      if args.yes then
-        local kok, r = pcall(conn.kill, conn, s.sandbox_id)
-        if kok then
-          line = line .. (r and "  killed" or "  already gone")
-        else
-          line = line .. "  kill failed: " .. tostring(r)
-          remaining = remaining + 1
-        end
-      else
-        remaining = remaining + 1
-      end
-      core.write(line .. "\n")
-    end
+    local remaining = kill_found(conn, found, args)
     -- snapshots first: the list by sandbox id needs the sandboxes found (they are killed above,
     -- their snapshots remain listable by id)
     remaining = remaining + M.sweep_resources(conn, psettings.capability_set or {}, found,

@@ -201,6 +201,65 @@ local function limits(args)
   return nil, nil
 end
 
+-- --timeout and --max-sandboxes override the config's defaults. Returns a usage error or nil.
+local function override_defaults(args, cfg)
+  if args.timeout then
+    if args.timeout <= 0 then return "--timeout must be a positive number of seconds" end
+    cfg.defaults.test_timeout = args.timeout
+    cfg.origin.test_timeout = "--timeout" -- named in a deadline failure (abx.run.limits)
+  end
+  if args.max_sandboxes then
+    if args.max_sandboxes < 1 or args.max_sandboxes ~= math.floor(args.max_sandboxes) then
+      return "--max-sandboxes must be a positive integer, got " .. tostring(args.max_sandboxes)
+    end
+    cfg.defaults.max_sandboxes = math.tointeger(args.max_sandboxes)
+  end
+  return nil
+end
+
+-- What the environment (then .env) sets: E2E_SANDBOX_TTL (into the config's defaults),
+-- E2E_RUN_ID, and CI (--require-credentials unless --no-require-credentials). Returns the run id
+-- and whether credentials are required, or nil, nil and a usage error.
+local function from_environment(args, cfg)
+  local lookup = require("abx.run.provider").lookup -- the environment, then .env
+  require("abx.run.provider").warn_unknown_dotenv(cfg)
+  local env_ttl = lookup("E2E_SANDBOX_TTL")
+  if env_ttl then
+    cfg.defaults.sandbox_ttl = tonumber(env_ttl)
+    if not cfg.defaults.sandbox_ttl or cfg.defaults.sandbox_ttl <= 0 then
+      return nil, nil, "E2E_SANDBOX_TTL must be a positive number of seconds, got " .. env_ttl
+    end
+  end
+  local run_id = lookup("E2E_RUN_ID") or core.random_hex(6)
+  if not run_id:match("^[%w%-_]+$") then
+    return nil, nil, "E2E_RUN_ID may only contain letters, digits, '-' and '_'"
+  end
+  if args.require_credentials and args.no_require_credentials then
+    return nil, nil, "--require-credentials and --no-require-credentials contradict each other"
+  end
+  local ci = core.getenv("CI")
+  local require_credentials = args.require_credentials or (not args.no_require_credentials
+    and ci ~= nil and ci ~= "" and ci ~= "0" and ci:lower() ~= "false")
+  return run_id, require_credentials
+end
+
+-- After the run: GitHub Actions annotations, the cache (--lf, --ff) and the report files.
+-- Returns the exit code (write_reports may change it).
+local function after_run(args, s, record, code)
+  M.last_record = record
+  if record and annotations.enabled(core.getenv) then
+    -- GitHub Actions: each failure as an ::error workflow command (abx.run.report.annotations)
+    for _, line in ipairs(annotations.lines(require("abx.run.report.json").document(record))) do
+      core.write(line .. "\n")
+    end
+  end
+  if record then
+    require("abx.run.cache").update(s.root, record, s.collected)
+    code = write_reports(args, record, code)
+  end
+  return code
+end
+
 function M.execute(args)
   local chars_ok, chars_err = console.report_chars(args.report_chars)
   if not chars_ok then return nil, chars_err end
@@ -216,17 +275,8 @@ function M.execute(args)
   local kprob = require("abx.run.known_issues").problems_used(s.catalog, s.files)
   if #kprob > 0 then core.error("InvalidArgument", 0, table.concat(kprob, "\nabxlua: error: ")) end
   local cfg = s.config
-  if args.timeout then
-    if args.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end
-    cfg.defaults.test_timeout = args.timeout
-    cfg.origin.test_timeout = "--timeout" -- named in a deadline failure (abx.run.limits)
-  end
-  if args.max_sandboxes then
-    if args.max_sandboxes < 1 or args.max_sandboxes ~= math.floor(args.max_sandboxes) then
-      return nil, "--max-sandboxes must be a positive integer, got " .. tostring(args.max_sandboxes)
-    end
-    cfg.defaults.max_sandboxes = math.tointeger(args.max_sandboxes)
-  end
+  local derr = override_defaults(args, cfg)
+  if derr then return nil, derr end
   -- resolve the provider now: an unknown name is a usage error, not a failure inside the run
   local provider_name, psettings = config.provider(cfg, args.provider, args.flavor)
   -- a provider this build cannot speak to, or a missing ${region}, is a config error (exit 4)
@@ -239,25 +289,8 @@ function M.execute(args)
   local trace_mode = args.trace or cfg.defaults.trace
   local jobs = args.jobs or cfg.defaults.jobs
   if jobs < 1 or jobs ~= math.floor(jobs) then return nil, "-j must be a positive integer" end
-  local lookup = require("abx.run.provider").lookup -- the environment, then .env
-  require("abx.run.provider").warn_unknown_dotenv(cfg)
-  local env_ttl = lookup("E2E_SANDBOX_TTL")
-  if env_ttl then
-    cfg.defaults.sandbox_ttl = tonumber(env_ttl)
-    if not cfg.defaults.sandbox_ttl or cfg.defaults.sandbox_ttl <= 0 then
-      return nil, "E2E_SANDBOX_TTL must be a positive number of seconds, got " .. env_ttl
-    end
-  end
-  local run_id = lookup("E2E_RUN_ID") or core.random_hex(6)
-  if not run_id:match("^[%w%-_]+$") then
-    return nil, "E2E_RUN_ID may only contain letters, digits, '-' and '_'"
-  end
-  if args.require_credentials and args.no_require_credentials then
-    return nil, "--require-credentials and --no-require-credentials contradict each other"
-  end
-  local ci = core.getenv("CI")
-  local require_credentials = args.require_credentials or (not args.no_require_credentials
-    and ci ~= nil and ci ~= "" and ci ~= "0" and ci:lower() ~= "false")
+  local run_id, require_credentials, eerr = from_environment(args, cfg)
+  if not run_id then return nil, eerr end
   local keep_failed
   if args.keep_failed or cfg.defaults.keep_failed_sandboxes then
     -- abx.run.keep: the printed commands name the provider and config only when not the defaults
@@ -283,18 +316,7 @@ function M.execute(args)
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
     return 3
   end
-  M.last_record = record
-  if record and annotations.enabled(core.getenv) then
-    -- GitHub Actions: each failure as an ::error workflow command (abx.run.report.annotations)
-    for _, line in ipairs(annotations.lines(require("abx.run.report.json").document(record))) do
-      core.write(line .. "\n")
-    end
-  end
-  if record then
-    require("abx.run.cache").update(s.root, record, s.collected)
-    code = write_reports(args, record, code)
-  end
-  return code
+  return after_run(args, s, record, code)
 end
 
 return M

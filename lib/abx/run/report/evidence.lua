@@ -40,14 +40,10 @@ local function counts_text(c)
   return s
 end
 
----Renders the record as Markdown.
----@param record table the run record (abx.run.runner)
----@param opts table|nil { topic, command }
-function M.render(record, opts)
-  opts = opts or {}
-  local c = record.counts or {}
-  local out = {}
-  local function add(s) out[#out + 1] = s or "" end
+-- The sections: each adds its lines to `add` (a line, "" when nil) from the record.
+
+-- The header (date, result, engine, provider, host) and "What was verified".
+local function header_section(add, record, opts, c)
   add("# Verification: " .. mask(opts.topic or "e2e-run"))
   add()
   add("Date: " .. os.date("!%Y-%m-%d %H:%M:%S UTC", math.floor(record.started_at or 0)))
@@ -68,6 +64,10 @@ function M.render(record, opts)
     common.selection_text(record.selection), tostring(record.jobs or 1)))
   if record.skip_reason then add("Every test was skipped: " .. mask(record.skip_reason) .. ".") end
   add()
+end
+
+-- "Command run" and "Results" (the run's counts, then one row per test).
+local function results_section(add, record, opts, c)
   add("## Command run")
   add()
   add("```")
@@ -87,6 +87,10 @@ function M.render(record, opts)
     add(string.format("| `%s` | %s | %s |", cell(r.test.id), r.outcome, duration_text(r.duration)))
   end
   add()
+end
+
+-- "Known issues hit" and "Skipped".
+local function known_issues_skipped_section(add, record)
   add("## Known issues hit")
   add()
   local any = false
@@ -110,9 +114,13 @@ function M.render(record, opts)
   end
   if not any then add("Nothing was skipped.") end
   add()
+end
+
+-- "Failures": collection errors, failed tests (with their reproducer), teardown errors.
+local function failures_section(add, record)
   add("## Failures")
   add()
-  any = false
+  local any = false
   for _, ce in ipairs(record.collection_errors or {}) do
     any = true
     add(string.format("- `%s` (collection error): %s", cell(ce.path), cell(ce.error)))
@@ -136,6 +144,10 @@ function M.render(record, opts)
   end
   if not any then add("None.") end
   add()
+end
+
+-- "Cleanup" and "Not verified" (tests that did not start or were skipped).
+local function cleanup_section(add, record)
   add("## Cleanup")
   add()
   local cl = record.cleanup
@@ -163,6 +175,21 @@ function M.render(record, opts)
     if r.outcome == "skipped" then nv[#nv + 1] = "- `" .. cell(r.test.id) .. "` (skipped, see above)." end
   end
   if #nv == 0 then add("Everything selected ran.") else for _, l in ipairs(nv) do add(l) end end
+end
+
+---Renders the record as Markdown.
+---@param record table the run record (abx.run.runner)
+---@param opts table|nil { topic, command }
+function M.render(record, opts)
+  opts = opts or {}
+  local c = record.counts or {}
+  local out = {}
+  local function add(s) out[#out + 1] = s or "" end
+  header_section(add, record, opts, c)
+  results_section(add, record, opts, c)
+  known_issues_skipped_section(add, record)
+  failures_section(add, record)
+  cleanup_section(add, record)
   return table.concat(out, "\n") .. "\n"
 end
 
