@@ -28,42 +28,20 @@ static void on_line(void *cls, int stream, const char *line)
 struct abx_sandbox *abx_run_boot(struct abx_run *r, struct abx_template *t, const char *bind_dir,
                                  int skip_start, char *err, size_t n)
 {
-  struct abx_sandbox *sb = calloc(1, sizeof *sb);
-  if (!sb) {
-    snprintf(err, n, "out of memory");
-    return NULL;
-  }
-  pthread_mutex_init(&sb->op, NULL);
-  sb->netns_fd = -1;
-  abx_template_ref(t, 1);
-  sb->tmpl = t;
-  sb->skip_start = skip_start;
-  sb->cpu_count = r->b->cpu_count;
-  sb->memory_mb = r->b->memory_mb;
-  snprintf(sb->template_id, sizeof sb->template_id, "%s", r->b->tmpl->id);
-  snprintf(sb->alias, sizeof sb->alias, "%.63s", r->b->tmpl->name);
-  sb->metadata = json_object();
-  sb->id[0] = 'b'; /* never listed: "b" tells a build sandbox in logs and cgroups */
-  sb->origin = "build";
-  json_t *none = json_object(), *env = json_object();
-  int rc = abx_rand_alnum(sb->id + 1, 20);
-  if (rc == 0)
-    rc = abx_api_network_create(sb->id, none, 0, err, n) == 0 ? 0 : -1;
-  if (rc == 0 && bind_dir) {
-    sb->volume_mounts = json_pack("[{s:s,s:s,s:b}]", "name", "", "path", ABX_BUILD_BIND, "readOnly", 1);
-    sb->volume_dirs = calloc(1, sizeof *sb->volume_dirs);
-    if (sb->volume_dirs)
-      sb->volume_dirs[0] = strdup(bind_dir);
-  }
-  if (rc == 0)
-    rc = abx_sandbox_start(sb, env, err, n);
-  json_decref(none);
-  json_decref(env);
-  if (rc != 0) {
-    abx_sandbox_destroy(sb);
-    return NULL;
-  }
-  return sb;
+  struct abx_sandbox_spec spec = {
+      .kind = 'b', /* never listed: "b" tells a build sandbox in logs and cgroups */
+      .origin = "build",
+      .tmpl = t,
+      .template_id = r->b->tmpl->id,
+      .alias = r->b->tmpl->name,
+      .cpu_count = r->b->cpu_count,
+      .memory_mb = r->b->memory_mb,
+      .bind_dir = bind_dir,
+      .bind_path = ABX_BUILD_BIND,
+      .skip_start = skip_start,
+  };
+  int status;
+  return abx_sandbox_new(&spec, &status, err, n);
 }
 
 /* Stop the build sandbox and keep its upper dirs as cache layer `key`. */
@@ -74,7 +52,7 @@ static int finish_layer(struct abx_sandbox *sb, const char *key, char *err, size
   char up[4200];
   snprintf(up, sizeof up, "%s/upper", sb->dir);
   int rc = abx_lcache_layer_store(key, up, err, n);
-  abx_sandbox_destroy(sb);
+  abx_sandbox_put(sb);
   return rc;
 }
 
@@ -313,7 +291,7 @@ int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const cha
   if (rc == 0)
     rc = finish_layer(sb, key, err, n);
   else
-    abx_sandbox_destroy(sb);
+    abx_sandbox_put(sb);
   if (tmp[0])
     abx_rmtree(tmp);
   return rc;

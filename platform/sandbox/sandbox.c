@@ -384,7 +384,7 @@ static void halt(struct abx_sandbox *sb)
   if (pid > 0) {
     /* Wait (1 s) for bwrap to exit without reaping it, so its pid and group stay reserved for
      * the killpg below; then reap. Nobody else reaps it meanwhile: the caller holds sb->op and
-     * abx_registry_due only reaps sandboxes whose op it can take. */
+     * the lifecycle tick (due_sandboxes, lifecycle.c) only reaps sandboxes whose op it can take. */
     int64_t deadline = abx_mono_ns() + 1000000000LL;
     for (int r = wait_exited(pid, 1000); r < 0;) { /* no pidfd: poll every 5 ms */
       siginfo_t si = {0};
@@ -635,27 +635,3 @@ int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen)
 }
 
 void abx_sandbox_stop(struct abx_sandbox *sb) { teardown(sb); }
-
-void abx_sandbox_destroy(struct abx_sandbox *sb)
-{
-  if (!sb)
-    return;
-  if (sb->id[0] == 'b' && sb->dir) /* a build's sandbox that started (listed ones: lifecycle.c) */
-    abx_slog("sandbox %s stopped: its build step ended", sb->id);
-  teardown(sb);
-  abx_network_forget(sb->id);
-  abx_metrics_forget(sb->id);
-  json_decref(sb->metadata);
-  json_decref(sb->env_vars);
-  size_t nv = json_array_size(sb->volume_mounts);
-  for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
-    if (sb->volume_dirs[i])
-      abx_volume_release(json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name")));
-    free(sb->volume_dirs[i]);
-  }
-  free(sb->volume_dirs);
-  json_decref(sb->volume_mounts);
-  abx_template_put(sb->tmpl, 1);
-  pthread_mutex_destroy(&sb->op);
-  free(sb);
-}
