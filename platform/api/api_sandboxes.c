@@ -272,135 +272,189 @@ static int row_cmp(const void *a, const void *b)
   return strcmp(x->id, y->id);
 }
 
-static enum MHD_Result list(struct MHD_Connection *c, int v2)
+/* A list request's query (§3.4; v1 reads only metadata), read and checked. */
+struct list_query {
+  int v2;
+  json_t *want;               /* metadata filter, owned */
+  int want_running, want_paused;
+  int64_t started_after;      /* CLOCK_REALTIME ns; INT64_MIN: none */
+  int dir;                    /* 1: newest first (desc, the default), -1: oldest first */
+  char tpl[64];               /* template id or alias ("" any), its ":tag" cut */
+  long limit;
+  int have_cursor;            /* nextToken: the last row of the previous page */
+  int64_t cur_started;
+  char cur_id[32];
+};
+
+static const char *query_arg(struct MHD_Connection *c, const char *name)
 {
-  const char *mq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "metadata");
-  const char *sq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
-  const char *lq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-  const char *tq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "nextToken");
-  const char *oq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
-  const char *tpq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "template");
-  const char *saq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "startedAfter");
-  int64_t started_after = INT64_MIN; /* §3.4 GET /v2/sandboxes: RFC3339 */
-  if (v2 && saq && abx_rfc3339_parse(saq, &started_after) != 0)
-    return abx_http_error(c, 400, "validation error: startedAfter must be an RFC3339 date-time");
-  int dir = 1; /* 1: newest first (desc, the default), -1: oldest first */
+  return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* state=running,paused. 0, or -1 for an unknown state. */
+static int read_states(const char *sq, struct list_query *q)
+{
+  q->want_running = q->want_paused = 0;
+  int rc = 0;
+  char *dup = strdup(sq), *save = NULL;
+  for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s && rc == 0; s = strtok_r(NULL, ",", &save)) {
+    if (strcmp(s, "running") == 0)
+      q->want_running = 1;
+    else if (strcmp(s, "paused") == 0)
+      q->want_paused = 1;
+    else
+      rc = -1;
+  }
+  free(dup);
+  return rc;
+}
+
+/* limit: 1 to 100. 0, or -1. */
+static int read_limit(const char *lq, long *limit)
+{
+  char *end = NULL;
+  *limit = strtol(lq, &end, 10);
+  return !*lq || *end || *limit < 1 || *limit > 100 ? -1 : 0;
+}
+
+/* nextToken: base64url of "<startedNs>__<id>" (+ "__asc" for an ascending list). 0, or -1. */
+static int read_cursor(const char *tq, struct list_query *q)
+{
+  size_t n = 0;
+  unsigned char *raw = abx_b64_decode_alloc(tq, ABX_B64_URL_ONLY, &n);
+  char *sep = raw ? strstr((char *)raw, "__") : NULL;
+  char *end = NULL;
+  size_t rl = raw ? strlen((char *)raw) : 0;
+  if (rl > 5 && strcmp((char *)raw + rl - 5, "__asc") == 0)
+    raw[rl - 5] = 0;
+  if (sep) {
+    *sep = 0;
+    q->cur_started = strtoll((char *)raw, &end, 10);
+  }
+  int ok = sep && end && !*end && end != (char *)raw && abx_api_parse_id(sep + 2, q->cur_id) == 0 &&
+           strlen(sep + 2) == strlen(q->cur_id);
+  free(raw);
+  q->have_cursor = ok;
+  return ok ? 0 : -1;
+}
+
+/* The query of GET /sandboxes (v1) or GET /v2/sandboxes into q. NULL, or the 400 message (q->want
+ * is then freed). */
+static const char *read_list_query(struct MHD_Connection *c, int v2, struct list_query *q)
+{
+  const char *sq = query_arg(c, "state"), *lq = query_arg(c, "limit"), *tq = query_arg(c, "nextToken");
+  const char *oq = query_arg(c, "order"), *tpq = query_arg(c, "template");
+  const char *saq = query_arg(c, "startedAfter");
+  *q = (struct list_query){.v2 = v2, .started_after = INT64_MIN, .dir = 1, .limit = 100,
+                           .want_running = 1, .want_paused = v2};
+  if (v2 && saq && abx_rfc3339_parse(saq, &q->started_after) != 0)
+    return "validation error: startedAfter must be an RFC3339 date-time";
   if (v2 && oq && strcmp(oq, "desc") != 0) {
     if (strcmp(oq, "asc") != 0)
-      return abx_http_error(c, 400, "validation error: order must be 'asc' or 'desc'");
-    dir = -1;
+      return "validation error: order must be 'asc' or 'desc'";
+    q->dir = -1;
   }
-  char tpl[64] = "";
   if (v2 && tpq && *tpq)
-    snprintf(tpl, sizeof tpl, "%.*s", (int)strcspn(tpq, ":"), tpq);
-  json_t *want = abx_api_parse_metadata_filter(mq);
-  if (!want)
-    return abx_http_error(c, 400, "Invalid metadata");
-  int want_running = 1, want_paused = v2;
-  long limit = 100;
-  int64_t cur_started = 0;
-  char cur_id[32] = "";
-  int have_cursor = 0;
-  if (v2 && sq && *sq) {
-    want_running = want_paused = 0;
-    char *dup = strdup(sq), *save = NULL;
-    for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s; s = strtok_r(NULL, ",", &save)) {
-      if (strcmp(s, "running") == 0)
-        want_running = 1;
-      else if (strcmp(s, "paused") == 0)
-        want_paused = 1;
-      else {
-        free(dup);
-        json_decref(want);
-        return abx_http_error(c, 400, "validation error: invalid state value");
-      }
-    }
-    free(dup);
+    snprintf(q->tpl, sizeof q->tpl, "%.*s", (int)strcspn(tpq, ":"), tpq);
+  q->want = abx_api_parse_metadata_filter(query_arg(c, "metadata"));
+  if (!q->want)
+    return "Invalid metadata";
+  const char *bad = NULL;
+  if (v2 && sq && *sq && read_states(sq, q) != 0)
+    bad = "validation error: invalid state value";
+  else if (v2 && lq && read_limit(lq, &q->limit) != 0)
+    bad = "validation error: limit must be between 1 and 100";
+  else if (v2 && tq && *tq && read_cursor(tq, q) != 0)
+    bad = "Invalid next token";
+  if (bad) {
+    json_decref(q->want);
+    q->want = NULL;
   }
-  if (v2 && lq) {
-    char *end = NULL;
-    limit = strtol(lq, &end, 10);
-    if (!*lq || *end || limit < 1 || limit > 100) {
-      json_decref(want);
-      return abx_http_error(c, 400, "validation error: limit must be between 1 and 100");
-    }
-  }
-  if (v2 && tq && *tq) {
-    size_t n = 0;
-    unsigned char *raw = abx_b64_decode_alloc(tq, ABX_B64_URL_ONLY, &n);
-    char *sep = raw ? strstr((char *)raw, "__") : NULL;
-    char *end = NULL;
-    size_t rl = raw ? strlen((char *)raw) : 0;
-    if (rl > 5 && strcmp((char *)raw + rl - 5, "__asc") == 0)
-      raw[rl - 5] = 0;
-    if (sep) {
-      *sep = 0;
-      cur_started = strtoll((char *)raw, &end, 10);
-    }
-    if (!sep || !end || *end || end == (char *)raw || abx_api_parse_id(sep + 2, cur_id) != 0 ||
-        strlen(sep + 2) != strlen(cur_id)) {
-      free(raw);
-      json_decref(want);
-      return abx_http_error(c, 400, "Invalid next token");
-    }
-    free(raw);
-    have_cursor = 1;
-  }
-  size_t nrows = 0, cap = 16;
-  long running = 0; /* matches before pagination, for X-Total-Running */
+  return bad;
+}
+
+/* The listed sandboxes that match q, as rows newest first (q->dir -1: oldest first); *running
+ * counts the running ones (X-Total-Running). NULL when out of memory. */
+static struct row *collect_rows(const struct list_query *q, size_t *nrows, long *running)
+{
+  size_t n = 0, cap = 16;
   struct row *rows = malloc(cap * sizeof *rows);
+  *running = 0;
   abx_registry_lock();
   for (struct abx_sandbox *s = abx_registry_head(); s && rows; s = s->next) {
-    if (!(s->paused ? want_paused : want_running) || !metadata_matches(s->metadata, want) ||
-        s->started_ns <= started_after ||
-        (tpl[0] && strcmp(s->template_id, tpl) != 0 && strcmp(s->alias, tpl) != 0))
+    if (!(s->paused ? q->want_paused : q->want_running) || !metadata_matches(s->metadata, q->want) ||
+        s->started_ns <= q->started_after ||
+        (q->tpl[0] && strcmp(s->template_id, q->tpl) != 0 && strcmp(s->alias, q->tpl) != 0))
       continue;
-    if (nrows == cap) {
+    if (n == cap) {
       struct row *nr = realloc(rows, (cap *= 2) * sizeof *rows);
       if (!nr)
         break;
       rows = nr;
     }
-    running += !s->paused;
-    rows[nrows].started = s->started_ns;
-    memcpy(rows[nrows].id, s->id, sizeof s->id);
-    rows[nrows].obj = abx_api_listed_json(s, 0);
-    nrows++;
+    *running += !s->paused;
+    rows[n].started = s->started_ns;
+    memcpy(rows[n].id, s->id, sizeof s->id);
+    rows[n].obj = abx_api_listed_json(s, 0);
+    n++;
   }
   abx_registry_unlock();
-  json_decref(want);
-  if (!rows)
-    return abx_http_error(c, 500, "out of memory");
-  qsort(rows, nrows, sizeof *rows, row_cmp);
-  for (size_t k = 0; dir < 0 && k < nrows / 2; k++) {
+  if (rows)
+    qsort(rows, n, sizeof *rows, row_cmp);
+  for (size_t k = 0; rows && q->dir < 0 && k < n / 2; k++) {
     struct row tmp = rows[k];
-    rows[k] = rows[nrows - 1 - k];
-    rows[nrows - 1 - k] = tmp;
+    rows[k] = rows[n - 1 - k];
+    rows[n - 1 - k] = tmp;
   }
+  *nrows = n;
+  return rows;
+}
+
+/* The page after q's cursor: at most q->limit rows (v2), with *next the token of the page after
+ * it (malloc'd) when more rows follow. */
+static json_t *one_page(const struct row *rows, size_t nrows, const struct list_query *q, char **next)
+{
   json_t *arr = json_array();
   size_t i = 0, taken = 0;
-  if (have_cursor) {
-    struct row key = {cur_started, "", NULL};
-    memcpy(key.id, cur_id, sizeof key.id);
-    while (i < nrows && dir * row_cmp(&rows[i], &key) <= 0)
+  *next = NULL;
+  if (q->have_cursor) {
+    struct row key = {q->cur_started, "", NULL};
+    memcpy(key.id, q->cur_id, sizeof key.id);
+    while (i < nrows && q->dir * row_cmp(&rows[i], &key) <= 0)
       i++;
   }
-  char *next = NULL;
   for (; i < nrows; i++) {
-    if (v2 && taken == (size_t)limit) {
+    if (q->v2 && taken == (size_t)q->limit) {
       char buf[64];
       snprintf(buf, sizeof buf, "%" PRId64 "__%s%s", rows[i - 1].started, rows[i - 1].id,
-               dir < 0 ? "__asc" : "");
-      next = abx_b64_encode_alloc(buf, strlen(buf), ABX_B64_URL);
+               q->dir < 0 ? "__asc" : "");
+      *next = abx_b64_encode_alloc(buf, strlen(buf), ABX_B64_URL);
       break;
     }
     json_array_append(arr, rows[i].obj);
     taken++;
   }
+  return arr;
+}
+
+static enum MHD_Result list(struct MHD_Connection *c, int v2)
+{
+  struct list_query q;
+  const char *bad = read_list_query(c, v2, &q);
+  if (bad)
+    return abx_http_error(c, 400, bad);
+  size_t nrows = 0;
+  long running = 0; /* matches before pagination, for X-Total-Running */
+  struct row *rows = collect_rows(&q, &nrows, &running);
+  json_decref(q.want);
+  if (!rows)
+    return abx_http_error(c, 500, "out of memory");
+  char *next = NULL;
+  json_t *arr = one_page(rows, nrows, &q, &next);
   for (size_t k = 0; k < nrows; k++)
     json_decref(rows[k].obj);
   free(rows);
-  enum MHD_Result ret = abx_api_page(c, arr, next, v2 && want_running ? running : -1);
+  enum MHD_Result ret = abx_api_page(c, arr, next, v2 && q.want_running ? running : -1);
   free(next);
   return ret;
 }
