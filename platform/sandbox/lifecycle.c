@@ -178,9 +178,8 @@ static size_t due_sandboxes(int64_t now_ns, struct abx_sandbox **out, size_t max
         due = 1;
       pthread_mutex_unlock(&s->op);
     }
-    if (due) {
+    if (due)
       out[n++] = abx_sandbox_ref(s);
-    }
   }
   abx_registry_unlock();
   return n;

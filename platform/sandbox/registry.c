@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct abx_sandbox *head;
 
