@@ -28,6 +28,18 @@
  * else 0. s need not be NUL-terminated. */
 int abx_e2b_sandbox_id_valid(const char *s, size_t n);
 
+/* Random characters of a minted sandbox id, after its kind letter ("i" + 20 in all). */
+#define ABX_E2B_SANDBOX_ID_RANDOM 20
+
+/* Mint a sandbox id into `out` (ABX_E2B_SANDBOX_ID_MAX + 1 bytes): `kind` (a letter of [a-z]:
+ * 'i' for a sandbox of the API, 'b' for a template build's), then ABX_E2B_SANDBOX_ID_RANDOM
+ * characters of [a-z0-9], then a NUL. The characters come uniformly from the bytes `fill` gives
+ * (a byte of 252..255 is drawn again, so no character is likelier than another); proto does no
+ * I/O, so the caller brings the source: `fill(buf, n)` writes n random bytes and returns 0, or
+ * -1 when it has none. Returns 0 (the id passes abx_e2b_sandbox_id_valid), or -1 with out ""
+ * when `fill` fails or `kind` is not in [a-z]. */
+int abx_e2b_sandbox_id_new(char *out, char kind, int (*fill)(void *buf, size_t n));
+
 /* ABX_CLIENT_ID: the deprecated but required `clientID` of every Sandbox answer, always
  * "6532622b" (docs/protocol/e2b-control-plane.md §2 "Sandbox ids"). */
 #define ABX_CLIENT_ID "6532622b"

@@ -61,66 +61,31 @@ static json_t *fork_error(int code, const char *msg)
   return json_pack("{s:{s:i,s:s}}", "error", "code", code, "message", msg);
 }
 
-/* Take a use of each of the source's volumes for `sb`. 0 or -1 with msg. */
-static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
-{
-  size_t count = json_array_size(vm);
-  if (!count)
-    return 0;
-  sb->volume_mounts = json_deep_copy(vm);
-  sb->volume_dirs = calloc(count, sizeof *sb->volume_dirs);
-  if (!sb->volume_mounts || !sb->volume_dirs) {
-    snprintf(msg, n, "out of memory");
-    return -1;
-  }
-  for (size_t i = 0; i < count; i++) {
-    const char *name = json_string_value(json_object_get(json_array_get(vm, i), "name"));
-    if (abx_volume_use(name ? name : "", &sb->volume_dirs[i], msg, n) != 0)
-      return -1;
-  }
-  return 0;
-}
-
 /* Start one fork; returns its SandboxForkResult. */
 static json_t *fork_one(const struct fork_src *src)
 {
-  char msg[ABX_START_ERR_MAX + 64], err[ABX_START_ERR_MAX];
-  struct abx_sandbox *sb = calloc(1, sizeof *sb);
+  char msg[ABX_START_ERR_MAX + 64];
+  struct abx_sandbox_spec spec = {
+      .origin = "forked",
+      .tmpl = src->layer,
+      .template_id = src->template_id,
+      .alias = src->alias,
+      .metadata = src->metadata,
+      .secure = src->secure,
+      .cpu_count = src->cpu_count,
+      .memory_mb = src->memory_mb,
+      .auto_pause = src->auto_pause,
+      .auto_pause_memory = src->auto_pause_memory,
+      .auto_resume = src->auto_resume,
+      .volume_mounts = src->volume_mounts,
+      .network_from = src->id,
+      .env_vars = src->env_vars,
+      .start_failed = "failed to start forked sandbox",
+  };
+  int status;
+  struct abx_sandbox *sb = abx_sandbox_new(&spec, &status, msg, sizeof msg);
   if (!sb)
-    return fork_error(500, "out of memory");
-  pthread_mutex_init(&sb->op, NULL);
-  sb->netns_fd = -1;
-  abx_template_ref(src->layer, 1);
-  sb->tmpl = src->layer;
-  snprintf(sb->template_id, sizeof sb->template_id, "%s", src->template_id);
-  snprintf(sb->alias, sizeof sb->alias, "%s", src->alias);
-  sb->auto_pause = src->auto_pause;
-  sb->auto_pause_memory = src->auto_pause_memory;
-  sb->auto_resume = src->auto_resume;
-  sb->cpu_count = src->cpu_count;
-  sb->memory_mb = src->memory_mb;
-  sb->secure = src->secure;
-  sb->metadata = json_deep_copy(src->metadata);
-  sb->id[0] = 'i';
-  sb->origin = "forked";
-  int fail = !sb->metadata;
-  if (fail)
-    snprintf(msg, sizeof msg, "out of memory");
-  if (!fail &&
-      (abx_rand_alnum(sb->id + 1, 20) != 0 || (sb->secure && abx_rand_hex(sb->token, 32) != 0))) {
-    snprintf(msg, sizeof msg, "no randomness available");
-    fail = 1;
-  }
-  fail = fail || take_volumes(sb, src->volume_mounts, msg, sizeof msg) != 0 ||
-         abx_network_clone(src->id, sb->id, msg, sizeof msg) != 0;
-  if (!fail && abx_sandbox_start(sb, src->env_vars, err, sizeof err) != 0) {
-    snprintf(msg, sizeof msg, "failed to start forked sandbox: %s", err); /* logged by sandbox.c */
-    fail = 1;
-  }
-  if (fail) {
-    abx_sandbox_destroy(sb);
     return fork_error(500, msg);
-  }
   sb->timeout_s = src->timeout_s;
   sb->started_ns = abx_now_ns();
   sb->end_ns = sb->started_ns + src->timeout_s * 1000000000LL;
@@ -204,7 +169,7 @@ enum MHD_Result abx_api_sandbox_fork(struct abx_api_req *r)
   long long timeout = 15, count = 1;
   if (abx_api_sandbox_id(r, id, &sent) != 0 || fork_body(r, &timeout, &count, &sent) != 0)
     return sent;
-  struct abx_sandbox *s = abx_registry_get(id);
+  struct abx_sandbox *s = abx_sandbox_get(id);
   if (!s)
     return abx_api_not_found(r->c, id);
   struct fork_src src = {.timeout_s = timeout};
@@ -212,7 +177,7 @@ enum MHD_Result abx_api_sandbox_fork(struct abx_api_req *r)
   pthread_mutex_lock(&s->op);
   int status = !s->listed ? 404 : s->paused ? 409 : checkpoint(s, &src, msg, sizeof msg);
   pthread_mutex_unlock(&s->op);
-  abx_registry_put(s);
+  abx_sandbox_put(s);
   if (status == 404 || status == 409) {
     if (status == 404)
       sent = abx_api_not_found(r->c, id);

@@ -76,7 +76,7 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
   const struct abx_flavor *fl = abx_flavor();
   if (how == RESUME_V1 && fl->pause_needs_allowlist)
     return abx_api_allowlist_refusal(r, "resume");
-  struct abx_sandbox *s = abx_registry_get(id);
+  struct abx_sandbox *s = abx_sandbox_get(id);
   if (!s)
     return abx_api_not_found(r->c, id);
   int resumed = 0;
@@ -93,7 +93,7 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
     out = abx_api_sandbox_json(s);
     abx_registry_unlock();
   }
-  abx_registry_put(s);
+  abx_sandbox_put(s);
   if (how == RESUME_V1)
     snprintf(msg, sizeof msg, "Sandbox %s is already running", id);
   else
@@ -135,10 +135,10 @@ enum MHD_Result abx_api_sandbox_pause(struct abx_api_req *r)
   json_decref(req);
   if (bad)
     return sent;
-  struct abx_sandbox *s = abx_registry_get(id);
+  struct abx_sandbox *s = abx_sandbox_get(id);
   int rc = s ? abx_lifecycle_pause_mem(s, keep) : 404;
   if (s)
-    abx_registry_put(s);
+    abx_sandbox_put(s);
   snprintf(msg, sizeof msg, "Error pausing sandbox - sandbox '%s' is already paused", id);
   return answer(r, id, rc, 204, NULL, msg);
 }

@@ -44,17 +44,19 @@ static int mount_path_ok(const char *p)
   return 1;
 }
 
-/* volumeMounts [{name, path, readOnly?}] (§3.2, §5): validate, take a use of each volume. 0 or an
- * HTTP status with msg. */
-static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
+/* volumeMounts [{name, path, readOnly?}] (§3.2, §5): check each mount, and give them as
+ * [{name, path, readOnly}] in *out (new; NULL when absent) for abx_sandbox_new, which takes a use
+ * of each volume. 0, 400 or 500 with msg. */
+static int check_volumes(json_t *vm, json_t **out, char *msg, size_t n)
 {
+  *out = NULL;
   if (!vm || json_is_null(vm))
     return 0;
   if (!json_is_array(vm) || json_array_size(vm) > 16) {
     snprintf(msg, n, "validation error: field 'volumeMounts' must be an array of at most 16 mounts");
     return 400;
   }
-  size_t i, count = json_array_size(vm);
+  size_t i;
   json_t *m;
   json_array_foreach(vm, i, m) {
     json_t *name = json_object_get(m, "name"), *path = json_object_get(m, "path");
@@ -78,21 +80,15 @@ static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
         return 400;
       }
   }
-  sb->volume_mounts = json_array();
-  sb->volume_dirs = calloc(count ? count : 1, sizeof *sb->volume_dirs);
-  if (!sb->volume_mounts || !sb->volume_dirs) {
-    snprintf(msg, n, "out of memory");
-    return 500;
-  }
+  *out = json_array();
   json_array_foreach(vm, i, m) {
-    const char *name = json_string_value(json_object_get(m, "name"));
-    int st = abx_volume_use(name, &sb->volume_dirs[i], msg, n);
-    json_array_append_new(sb->volume_mounts,
-                          json_pack("{s:s,s:s,s:b}", "name", name, "path",
-                                    json_string_value(json_object_get(m, "path")), "readOnly",
-                                    json_is_true(json_object_get(m, "readOnly"))));
-    if (st != 0)
-      return st == 404 ? 400 : st; /* the request is what is wrong: 400 naming the volume */
+    json_t *one = json_pack("{s:s,s:s,s:b}", "name", json_string_value(json_object_get(m, "name")),
+                            "path", json_string_value(json_object_get(m, "path")), "readOnly",
+                            json_is_true(json_object_get(m, "readOnly")));
+    if (!*out || json_array_append_new(*out, one) != 0) {
+      snprintf(msg, n, "out of memory");
+      return 500;
+    }
   }
   return 0;
 }
@@ -101,7 +97,7 @@ static int take_volumes(struct abx_sandbox *sb, json_t *vm, char *msg, size_t n)
  * docs/protocol/e2b-v2-and-peers.md §1.2 NewSandboxV2: the same fields in both). autoPauseMemory
  * false is only valid with autoPause true and not together with autoResume. 0, or -1 with a 400
  * message. */
-static int parse_lifecycle(json_t *req, struct abx_sandbox *sb, char *msg, size_t n)
+static int parse_lifecycle(json_t *req, struct abx_sandbox_spec *sb, char *msg, size_t n)
 {
   if (abx_api_check_bool(req, "autoPause", msg, n) ||
       abx_api_check_bool(req, "autoPauseMemory", msg, n))
@@ -129,119 +125,87 @@ static int parse_lifecycle(json_t *req, struct abx_sandbox *sb, char *msg, size_
   return 0;
 }
 
+/* The fields of a create request (§3.2; v2: docs/protocol/e2b-v2-and-peers.md §1.2), checked
+ * before anything is made, into `spec` (its borrowed json points into req) and *timeout (s).
+ * 0, or 400 with msg. */
+static int read_create(json_t *req, int v2, struct abx_sandbox_spec *spec, long long *timeout,
+                       char *msg, size_t n)
+{
+  const struct abx_flavor *fl = abx_flavor();
+  *timeout = v2 ? ABX_V2_TIMEOUT_S : fl->v1_default;
+  int ti = abx_api_get_int(req, "timeout", timeout);
+  if (ti > 0 && *timeout == 0 && fl->zero_is_default)
+    /* OpenKruise: timeout 0 → 300 (docs/protocol/e2b-v2-and-peers.md §5) */
+    *timeout = fl->v1_default;
+  if (!json_is_string(json_object_get(req, "templateID"))) {
+    snprintf(msg, n, "validation error: field 'templateID' is required and must be a string");
+    return 400;
+  }
+  if (ti < 0) {
+    snprintf(msg, n, "validation error: field 'timeout' must be an integer");
+    return 400;
+  }
+  if (abx_api_check_str_map(req, "metadata", msg, n) || abx_api_check_str_map(req, "envVars", msg, n) ||
+      abx_api_check_bool(req, "secure", msg, n) || abx_api_check_bool(req, "allow_internet_access", msg, n) ||
+      abx_api_check_bool(req, "allowInternetAccess", msg, n) || abx_api_check_timeout(*timeout, msg, n) != 0)
+    return 400;
+  /* CubeSandbox parses and drops autoPause, envVars, volumeMounts, secure, mcp
+   * (docs/protocol/e2b-v2-and-peers.md §5): none of them reaches the sandbox. */
+  int extras = !fl->create_ignores_extras;
+  if (extras && parse_lifecycle(req, spec, msg, n) != 0)
+    return 400;
+  json_t *vmreq = extras ? json_object_get(req, "volumeMounts") : NULL;
+  if (fl->no_volumes && vmreq && !json_is_null(vmreq)) {
+    /* Alibaba: volumes "not compatible" (docs/protocol/e2b-control-plane.md §8.1); the status and
+     * message are ours, the reference gives none (flavor.h). */
+    snprintf(msg, n, "validation error: field 'volumeMounts' is not supported by the %s flavor "
+             "(volumes are not compatible there)", fl->name);
+    return 400;
+  }
+  spec->volume_mounts = vmreq; /* checked by check_volumes, after the template is found */
+  spec->metadata = json_object_get(req, "metadata");
+  spec->secure = extras && (v2 || json_is_true(json_object_get(req, "secure")));
+  spec->network = req;
+  spec->env_vars = extras ? json_object_get(req, "envVars") : NULL;
+  spec->start_failed = "failed to start sandbox";
+  return 0;
+}
+
 /* POST /sandboxes (v1, §3.2) and POST /v2/sandboxes (docs/protocol/e2b-v2-and-peers.md §1.2). They
  * differ in the server-side defaults the 2.51 SDK leaves to the server: v1 timeout 15 s and
  * `secure` as sent; v2 timeout 300 s and every sandbox secured (the v2 schema has no `secure`: a
  * key sent anyway is ignored, as E2B ignores unknown keys). */
 static enum MHD_Result create(struct abx_api_req *r, int v2)
 {
-  struct MHD_Connection *c = r->c;
   enum MHD_Result sent = MHD_NO;
   json_t *req = abx_api_body(r, 1, &sent);
   if (!req)
     return sent;
-  char msg[300];
-  json_t *tid = json_object_get(req, "templateID");
-  const struct abx_flavor *fl = abx_flavor();
-  long long timeout = v2 ? ABX_V2_TIMEOUT_S : fl->v1_default;
-  int ti = abx_api_get_int(req, "timeout", &timeout);
-  if (ti > 0 && timeout == 0 && fl->zero_is_default)
-    /* OpenKruise: timeout 0 → 300 (docs/protocol/e2b-v2-and-peers.md §5) */
-    timeout = fl->v1_default;
-  if (!json_is_string(tid)) {
-    snprintf(msg, sizeof msg, "validation error: field 'templateID' is required and must be a string");
-    goto bad;
+  char msg[ABX_START_ERR_MAX + 64];
+  long long timeout = 0;
+  struct abx_sandbox_spec spec = {.auto_pause_memory = 1};
+  json_t *volumes = NULL;
+  int st = read_create(req, v2, &spec, &timeout, msg, sizeof msg);
+  const char *tid = json_string_value(json_object_get(req, "templateID"));
+  if (st == 0 && !(spec.tmpl = abx_template_get(tid, 1))) {
+    snprintf(msg, sizeof msg, "template '%.200s' not found", tid);
+    st = 404;
   }
-  if (ti < 0) {
-    snprintf(msg, sizeof msg, "validation error: field 'timeout' must be an integer");
-    goto bad;
-  }
-  if (abx_api_check_str_map(req, "metadata", msg, sizeof msg) ||
-      abx_api_check_str_map(req, "envVars", msg, sizeof msg) || abx_api_check_bool(req, "secure", msg, sizeof msg) ||
-      abx_api_check_bool(req, "allow_internet_access", msg, sizeof msg) ||
-      abx_api_check_bool(req, "allowInternetAccess", msg, sizeof msg))
-    goto bad;
-  if (abx_api_check_timeout(timeout, msg, sizeof msg) != 0)
-    goto bad;
-  /* CubeSandbox parses and drops autoPause, envVars, volumeMounts, secure, mcp
-   * (docs/protocol/e2b-v2-and-peers.md §5): none of them reaches the sandbox. */
-  int extras = !fl->create_ignores_extras;
-  struct abx_sandbox lc = {.auto_pause_memory = 1};
-  if (extras && parse_lifecycle(req, &lc, msg, sizeof msg) != 0)
-    goto bad;
-  json_t *vmreq = extras ? json_object_get(req, "volumeMounts") : NULL;
-  if (fl->no_volumes && vmreq && !json_is_null(vmreq)) {
-    /* Alibaba: volumes "not compatible" (docs/protocol/e2b-control-plane.md §8.1); the status and
-     * message are ours, the reference gives none (flavor.h). */
-    snprintf(msg, sizeof msg, "validation error: field 'volumeMounts' is not supported by the "
-             "%s flavor (volumes are not compatible there)", fl->name);
-    goto bad;
-  }
-  struct abx_template *t = abx_template_get(json_string_value(tid), 1);
-  if (!t) {
-    snprintf(msg, sizeof msg, "template '%.200s' not found", json_string_value(tid));
-    json_decref(req);
-    return abx_http_error(c, 404, msg);
-  }
-  struct abx_sandbox *sb = calloc(1, sizeof *sb);
-  if (!sb) {
-    abx_template_put(t, 1);
-    json_decref(req);
-    return abx_http_error(c, 500, "out of memory");
-  }
-  pthread_mutex_init(&sb->op, NULL);
-  sb->netns_fd = -1;
-  sb->tmpl = t;
-  sb->auto_pause = lc.auto_pause;
-  sb->auto_pause_memory = lc.auto_pause_memory;
-  sb->auto_resume = lc.auto_resume;
-  snprintf(sb->template_id, sizeof sb->template_id, "%s", t->id);
-  snprintf(sb->alias, sizeof sb->alias, "%s", t->alias);
-  int vst = take_volumes(sb, vmreq, msg, sizeof msg);
-  if (vst != 0) {
-    json_decref(req);
-    abx_sandbox_destroy(sb);
-    return abx_http_error(c, (unsigned)vst, msg);
-  }
-  json_t *md = json_object_get(req, "metadata");
-  sb->metadata = json_is_object(md) ? json_deep_copy(md) : json_object();
-  sb->secure = extras && (v2 || json_is_true(json_object_get(req, "secure")));
-  sb->id[0] = 'i';
-  int rnd = abx_rand_alnum(sb->id + 1, 20);
-  if (rnd == 0 && sb->secure)
-    rnd = abx_rand_hex(sb->token, 32);
-  if (rnd != 0) {
-    json_decref(req);
-    abx_sandbox_destroy(sb);
-    return abx_http_error(c, 500, "no randomness available");
-  }
-  int nst = abx_api_network_create(sb->id, req, sb->secure, msg, sizeof msg);
-  if (nst != 0) {
-    json_decref(req);
-    abx_sandbox_destroy(sb);
-    return abx_http_error(c, (unsigned)nst, msg);
-  }
-  json_t *env = extras ? json_object_get(req, "envVars") : NULL;
-  json_t *env_obj = json_is_object(env) ? json_incref(env) : json_object();
-  char err[ABX_START_ERR_MAX];
-  int rc = abx_sandbox_start(sb, env_obj, err, sizeof err);
-  json_decref(env_obj);
+  if (st == 0)
+    st = check_volumes(spec.volume_mounts, &volumes, msg, sizeof msg);
+  spec.volume_mounts = volumes;
+  struct abx_sandbox *sb = st == 0 ? abx_sandbox_new(&spec, &st, msg, sizeof msg) : NULL;
+  abx_template_put(spec.tmpl, 1); /* the sandbox holds its own */
+  json_decref(volumes);
   json_decref(req);
-  if (rc != 0) {
-    char m[ABX_START_ERR_MAX + 64];
-    snprintf(m, sizeof m, "failed to start sandbox: %s", err); /* logged by sandbox.c */
-    abx_sandbox_destroy(sb);
-    return abx_http_error(c, 500, m);
-  }
+  if (!sb)
+    return abx_http_error(r->c, (unsigned)st, msg);
   sb->started_ns = abx_now_ns();
   sb->end_ns = sb->started_ns + (int64_t)timeout * 1000000000LL;
   sb->timeout_s = timeout; /* an auto-resume's TTL is max(this, 300 s): lifecycle.h */
   json_t *out = abx_api_sandbox_json(sb);
   abx_registry_add(sb);
-  return abx_http_json(c, 201, out);
-bad:
-  json_decref(req);
-  return abx_http_error(c, 400, msg);
+  return abx_http_json(r->c, 201, out);
 }
 
 enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r) { return create(r, 0); }
@@ -308,135 +272,189 @@ static int row_cmp(const void *a, const void *b)
   return strcmp(x->id, y->id);
 }
 
-static enum MHD_Result list(struct MHD_Connection *c, int v2)
+/* A list request's query (§3.4; v1 reads only metadata), read and checked. */
+struct list_query {
+  int v2;
+  json_t *want;               /* metadata filter, owned */
+  int want_running, want_paused;
+  int64_t started_after;      /* CLOCK_REALTIME ns; INT64_MIN: none */
+  int dir;                    /* 1: newest first (desc, the default), -1: oldest first */
+  char tpl[64];               /* template id or alias ("" any), its ":tag" cut */
+  long limit;
+  int have_cursor;            /* nextToken: the last row of the previous page */
+  int64_t cur_started;
+  char cur_id[32];
+};
+
+static const char *query_arg(struct MHD_Connection *c, const char *name)
 {
-  const char *mq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "metadata");
-  const char *sq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "state");
-  const char *lq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
-  const char *tq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "nextToken");
-  const char *oq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "order");
-  const char *tpq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "template");
-  const char *saq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "startedAfter");
-  int64_t started_after = INT64_MIN; /* §3.4 GET /v2/sandboxes: RFC3339 */
-  if (v2 && saq && abx_rfc3339_parse(saq, &started_after) != 0)
-    return abx_http_error(c, 400, "validation error: startedAfter must be an RFC3339 date-time");
-  int dir = 1; /* 1: newest first (desc, the default), -1: oldest first */
+  return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* state=running,paused. 0, or -1 for an unknown state. */
+static int read_states(const char *sq, struct list_query *q)
+{
+  q->want_running = q->want_paused = 0;
+  int rc = 0;
+  char *dup = strdup(sq), *save = NULL;
+  for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s && rc == 0; s = strtok_r(NULL, ",", &save)) {
+    if (strcmp(s, "running") == 0)
+      q->want_running = 1;
+    else if (strcmp(s, "paused") == 0)
+      q->want_paused = 1;
+    else
+      rc = -1;
+  }
+  free(dup);
+  return rc;
+}
+
+/* limit: 1 to 100. 0, or -1. */
+static int read_limit(const char *lq, long *limit)
+{
+  char *end = NULL;
+  *limit = strtol(lq, &end, 10);
+  return !*lq || *end || *limit < 1 || *limit > 100 ? -1 : 0;
+}
+
+/* nextToken: base64url of "<startedNs>__<id>" (+ "__asc" for an ascending list). 0, or -1. */
+static int read_cursor(const char *tq, struct list_query *q)
+{
+  size_t n = 0;
+  unsigned char *raw = abx_b64_decode_alloc(tq, ABX_B64_URL_ONLY, &n);
+  char *sep = raw ? strstr((char *)raw, "__") : NULL;
+  char *end = NULL;
+  size_t rl = raw ? strlen((char *)raw) : 0;
+  if (rl > 5 && strcmp((char *)raw + rl - 5, "__asc") == 0)
+    raw[rl - 5] = 0;
+  if (sep) {
+    *sep = 0;
+    q->cur_started = strtoll((char *)raw, &end, 10);
+  }
+  int ok = sep && end && !*end && end != (char *)raw && abx_api_parse_id(sep + 2, q->cur_id) == 0 &&
+           strlen(sep + 2) == strlen(q->cur_id);
+  free(raw);
+  q->have_cursor = ok;
+  return ok ? 0 : -1;
+}
+
+/* The query of GET /sandboxes (v1) or GET /v2/sandboxes into q. NULL, or the 400 message (q->want
+ * is then freed). */
+static const char *read_list_query(struct MHD_Connection *c, int v2, struct list_query *q)
+{
+  const char *sq = query_arg(c, "state"), *lq = query_arg(c, "limit"), *tq = query_arg(c, "nextToken");
+  const char *oq = query_arg(c, "order"), *tpq = query_arg(c, "template");
+  const char *saq = query_arg(c, "startedAfter");
+  *q = (struct list_query){.v2 = v2, .started_after = INT64_MIN, .dir = 1, .limit = 100,
+                           .want_running = 1, .want_paused = v2};
+  if (v2 && saq && abx_rfc3339_parse(saq, &q->started_after) != 0)
+    return "validation error: startedAfter must be an RFC3339 date-time";
   if (v2 && oq && strcmp(oq, "desc") != 0) {
     if (strcmp(oq, "asc") != 0)
-      return abx_http_error(c, 400, "validation error: order must be 'asc' or 'desc'");
-    dir = -1;
+      return "validation error: order must be 'asc' or 'desc'";
+    q->dir = -1;
   }
-  char tpl[64] = "";
   if (v2 && tpq && *tpq)
-    snprintf(tpl, sizeof tpl, "%.*s", (int)strcspn(tpq, ":"), tpq);
-  json_t *want = abx_api_parse_metadata_filter(mq);
-  if (!want)
-    return abx_http_error(c, 400, "Invalid metadata");
-  int want_running = 1, want_paused = v2;
-  long limit = 100;
-  int64_t cur_started = 0;
-  char cur_id[32] = "";
-  int have_cursor = 0;
-  if (v2 && sq && *sq) {
-    want_running = want_paused = 0;
-    char *dup = strdup(sq), *save = NULL;
-    for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s; s = strtok_r(NULL, ",", &save)) {
-      if (strcmp(s, "running") == 0)
-        want_running = 1;
-      else if (strcmp(s, "paused") == 0)
-        want_paused = 1;
-      else {
-        free(dup);
-        json_decref(want);
-        return abx_http_error(c, 400, "validation error: invalid state value");
-      }
-    }
-    free(dup);
+    snprintf(q->tpl, sizeof q->tpl, "%.*s", (int)strcspn(tpq, ":"), tpq);
+  q->want = abx_api_parse_metadata_filter(query_arg(c, "metadata"));
+  if (!q->want)
+    return "Invalid metadata";
+  const char *bad = NULL;
+  if (v2 && sq && *sq && read_states(sq, q) != 0)
+    bad = "validation error: invalid state value";
+  else if (v2 && lq && read_limit(lq, &q->limit) != 0)
+    bad = "validation error: limit must be between 1 and 100";
+  else if (v2 && tq && *tq && read_cursor(tq, q) != 0)
+    bad = "Invalid next token";
+  if (bad) {
+    json_decref(q->want);
+    q->want = NULL;
   }
-  if (v2 && lq) {
-    char *end = NULL;
-    limit = strtol(lq, &end, 10);
-    if (!*lq || *end || limit < 1 || limit > 100) {
-      json_decref(want);
-      return abx_http_error(c, 400, "validation error: limit must be between 1 and 100");
-    }
-  }
-  if (v2 && tq && *tq) {
-    size_t n = 0;
-    unsigned char *raw = abx_b64_decode_alloc(tq, ABX_B64_URL_ONLY, &n);
-    char *sep = raw ? strstr((char *)raw, "__") : NULL;
-    char *end = NULL;
-    size_t rl = raw ? strlen((char *)raw) : 0;
-    if (rl > 5 && strcmp((char *)raw + rl - 5, "__asc") == 0)
-      raw[rl - 5] = 0;
-    if (sep) {
-      *sep = 0;
-      cur_started = strtoll((char *)raw, &end, 10);
-    }
-    if (!sep || !end || *end || end == (char *)raw || abx_api_parse_id(sep + 2, cur_id) != 0 ||
-        strlen(sep + 2) != strlen(cur_id)) {
-      free(raw);
-      json_decref(want);
-      return abx_http_error(c, 400, "Invalid next token");
-    }
-    free(raw);
-    have_cursor = 1;
-  }
-  size_t nrows = 0, cap = 16;
-  long running = 0; /* matches before pagination, for X-Total-Running */
+  return bad;
+}
+
+/* The listed sandboxes that match q, as rows newest first (q->dir -1: oldest first); *running
+ * counts the running ones (X-Total-Running). NULL when out of memory. */
+static struct row *collect_rows(const struct list_query *q, size_t *nrows, long *running)
+{
+  size_t n = 0, cap = 16;
   struct row *rows = malloc(cap * sizeof *rows);
+  *running = 0;
   abx_registry_lock();
   for (struct abx_sandbox *s = abx_registry_head(); s && rows; s = s->next) {
-    if (!(s->paused ? want_paused : want_running) || !metadata_matches(s->metadata, want) ||
-        s->started_ns <= started_after ||
-        (tpl[0] && strcmp(s->template_id, tpl) != 0 && strcmp(s->alias, tpl) != 0))
+    if (!(s->paused ? q->want_paused : q->want_running) || !metadata_matches(s->metadata, q->want) ||
+        s->started_ns <= q->started_after ||
+        (q->tpl[0] && strcmp(s->template_id, q->tpl) != 0 && strcmp(s->alias, q->tpl) != 0))
       continue;
-    if (nrows == cap) {
+    if (n == cap) {
       struct row *nr = realloc(rows, (cap *= 2) * sizeof *rows);
       if (!nr)
         break;
       rows = nr;
     }
-    running += !s->paused;
-    rows[nrows].started = s->started_ns;
-    memcpy(rows[nrows].id, s->id, sizeof s->id);
-    rows[nrows].obj = abx_api_listed_json(s, 0);
-    nrows++;
+    *running += !s->paused;
+    rows[n].started = s->started_ns;
+    memcpy(rows[n].id, s->id, sizeof s->id);
+    rows[n].obj = abx_api_listed_json(s, 0);
+    n++;
   }
   abx_registry_unlock();
-  json_decref(want);
-  if (!rows)
-    return abx_http_error(c, 500, "out of memory");
-  qsort(rows, nrows, sizeof *rows, row_cmp);
-  for (size_t k = 0; dir < 0 && k < nrows / 2; k++) {
+  if (rows)
+    qsort(rows, n, sizeof *rows, row_cmp);
+  for (size_t k = 0; rows && q->dir < 0 && k < n / 2; k++) {
     struct row tmp = rows[k];
-    rows[k] = rows[nrows - 1 - k];
-    rows[nrows - 1 - k] = tmp;
+    rows[k] = rows[n - 1 - k];
+    rows[n - 1 - k] = tmp;
   }
+  *nrows = n;
+  return rows;
+}
+
+/* The page after q's cursor: at most q->limit rows (v2), with *next the token of the page after
+ * it (malloc'd) when more rows follow. */
+static json_t *one_page(const struct row *rows, size_t nrows, const struct list_query *q, char **next)
+{
   json_t *arr = json_array();
   size_t i = 0, taken = 0;
-  if (have_cursor) {
-    struct row key = {cur_started, "", NULL};
-    memcpy(key.id, cur_id, sizeof key.id);
-    while (i < nrows && dir * row_cmp(&rows[i], &key) <= 0)
+  *next = NULL;
+  if (q->have_cursor) {
+    struct row key = {q->cur_started, "", NULL};
+    memcpy(key.id, q->cur_id, sizeof key.id);
+    while (i < nrows && q->dir * row_cmp(&rows[i], &key) <= 0)
       i++;
   }
-  char *next = NULL;
   for (; i < nrows; i++) {
-    if (v2 && taken == (size_t)limit) {
+    if (q->v2 && taken == (size_t)q->limit) {
       char buf[64];
       snprintf(buf, sizeof buf, "%" PRId64 "__%s%s", rows[i - 1].started, rows[i - 1].id,
-               dir < 0 ? "__asc" : "");
-      next = abx_b64_encode_alloc(buf, strlen(buf), ABX_B64_URL);
+               q->dir < 0 ? "__asc" : "");
+      *next = abx_b64_encode_alloc(buf, strlen(buf), ABX_B64_URL);
       break;
     }
     json_array_append(arr, rows[i].obj);
     taken++;
   }
+  return arr;
+}
+
+static enum MHD_Result list(struct MHD_Connection *c, int v2)
+{
+  struct list_query q;
+  const char *bad = read_list_query(c, v2, &q);
+  if (bad)
+    return abx_http_error(c, 400, bad);
+  size_t nrows = 0;
+  long running = 0; /* matches before pagination, for X-Total-Running */
+  struct row *rows = collect_rows(&q, &nrows, &running);
+  json_decref(q.want);
+  if (!rows)
+    return abx_http_error(c, 500, "out of memory");
+  char *next = NULL;
+  json_t *arr = one_page(rows, nrows, &q, &next);
   for (size_t k = 0; k < nrows; k++)
     json_decref(rows[k].obj);
   free(rows);
-  enum MHD_Result ret = abx_api_page(c, arr, next, v2 && want_running ? running : -1);
+  enum MHD_Result ret = abx_api_page(c, arr, next, v2 && q.want_running ? running : -1);
   free(next);
   return ret;
 }
@@ -464,11 +482,11 @@ enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r)
   enum MHD_Result sent = MHD_NO;
   if (abx_api_sandbox_id(r, id, &sent) != 0)
     return sent;
-  struct abx_sandbox *s = abx_registry_get(id);
+  struct abx_sandbox *s = abx_sandbox_get(id);
   /* a paused sandbox is thawed and killed */
   int rc = s ? abx_lifecycle_kill(s, "killed by API") : 404;
   if (s)
-    abx_registry_put(s);
+    abx_sandbox_put(s);
   return rc == 0 ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);
 }
 

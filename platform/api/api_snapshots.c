@@ -56,7 +56,7 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r)
     }
   }
   json_decref(req);
-  struct abx_sandbox *s = abx_registry_get(id);
+  struct abx_sandbox *s = abx_sandbox_get(id);
   if (!s)
     return abx_api_not_found(r->c, id);
   int status = 0;
@@ -76,7 +76,7 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r)
     }
   }
   pthread_mutex_unlock(&s->op);
-  abx_registry_put(s);
+  abx_sandbox_put(s);
   if (status == 404)
     return abx_api_not_found(r->c, id);
   if (status != 0)

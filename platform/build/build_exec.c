@@ -28,42 +28,20 @@ static void on_line(void *cls, int stream, const char *line)
 struct abx_sandbox *abx_run_boot(struct abx_run *r, struct abx_template *t, const char *bind_dir,
                                  int skip_start, char *err, size_t n)
 {
-  struct abx_sandbox *sb = calloc(1, sizeof *sb);
-  if (!sb) {
-    snprintf(err, n, "out of memory");
-    return NULL;
-  }
-  pthread_mutex_init(&sb->op, NULL);
-  sb->netns_fd = -1;
-  abx_template_ref(t, 1);
-  sb->tmpl = t;
-  sb->skip_start = skip_start;
-  sb->cpu_count = r->b->cpu_count;
-  sb->memory_mb = r->b->memory_mb;
-  snprintf(sb->template_id, sizeof sb->template_id, "%s", r->b->tmpl->id);
-  snprintf(sb->alias, sizeof sb->alias, "%.63s", r->b->tmpl->name);
-  sb->metadata = json_object();
-  sb->id[0] = 'b'; /* never listed: "b" tells a build sandbox in logs and cgroups */
-  sb->origin = "build";
-  json_t *none = json_object(), *env = json_object();
-  int rc = abx_rand_alnum(sb->id + 1, 20);
-  if (rc == 0)
-    rc = abx_api_network_create(sb->id, none, 0, err, n) == 0 ? 0 : -1;
-  if (rc == 0 && bind_dir) {
-    sb->volume_mounts = json_pack("[{s:s,s:s,s:b}]", "name", "", "path", ABX_BUILD_BIND, "readOnly", 1);
-    sb->volume_dirs = calloc(1, sizeof *sb->volume_dirs);
-    if (sb->volume_dirs)
-      sb->volume_dirs[0] = strdup(bind_dir);
-  }
-  if (rc == 0)
-    rc = abx_sandbox_start(sb, env, err, n);
-  json_decref(none);
-  json_decref(env);
-  if (rc != 0) {
-    abx_sandbox_destroy(sb);
-    return NULL;
-  }
-  return sb;
+  struct abx_sandbox_spec spec = {
+      .kind = 'b', /* never listed: "b" tells a build sandbox in logs and cgroups */
+      .origin = "build",
+      .tmpl = t,
+      .template_id = r->b->tmpl->id,
+      .alias = r->b->tmpl->name,
+      .cpu_count = r->b->cpu_count,
+      .memory_mb = r->b->memory_mb,
+      .bind_dir = bind_dir,
+      .bind_path = ABX_BUILD_BIND,
+      .skip_start = skip_start,
+  };
+  int status;
+  return abx_sandbox_new(&spec, &status, err, n);
 }
 
 /* Stop the build sandbox and keep its upper dirs as cache layer `key`. */
@@ -74,7 +52,7 @@ static int finish_layer(struct abx_sandbox *sb, const char *key, char *err, size
   char up[4200];
   snprintf(up, sizeof up, "%s/upper", sb->dir);
   int rc = abx_lcache_layer_store(key, up, err, n);
-  abx_sandbox_destroy(sb);
+  abx_sandbox_put(sb);
   return rc;
 }
 
@@ -226,38 +204,96 @@ const char *abx_run_arg(json_t *args, size_t i)
   return s ? s : "";
 }
 
+/* COPY/ADD: check its arguments and unpack its uploaded files into a new tmp dir (tmp, 4096
+ * bytes, for the caller to remove) as <tmp>/unpack. 0, or -1 with err (nothing left). */
+static int stage_files(const char *type, size_t na, const char *fh, char *tmp, char *err, size_t n)
+{
+  if (na < 2) {
+    snprintf(err, n, "%s requires a local path and a container path argument", type);
+    return -1;
+  }
+  if (!fh || !*fh) {
+    snprintf(err, n, "%s requires files hash to be set", type);
+    return -1;
+  }
+  if (!abx_lcache_valid_hash(fh) || !abx_lcache_files_present(fh)) {
+    snprintf(err, n, "the files of %s (hash %.64s) were not uploaded", type, fh);
+    return -1;
+  }
+  if (abx_lcache_tmpdir(tmp, err, n) != 0)
+    return -1;
+  char unpack[4200];
+  snprintf(unpack, sizeof unpack, "%s/unpack", tmp);
+  if (mkdir(unpack, 0755) != 0 || abx_lcache_extract(fh, unpack, err, n) != 0) {
+    if (!err[0])
+      snprintf(err, n, "cannot unpack the files: %s", strerror(errno));
+    abx_rmtree(tmp);
+    tmp[0] = 0;
+    return -1;
+  }
+  return 0;
+}
+
+/* RUN in sb: the command as its user (or the build's), through the egress proxy. */
+static int run_command(struct abx_run *r, struct abx_sandbox *sb, json_t *args, char *err, size_t n)
+{
+  size_t na = json_array_size(args);
+  int code = 0;
+  const char *user = na >= 2 && *abx_run_arg(args, 1) ? abx_run_arg(args, 1) : r->user;
+  json_t *envs = json_deep_copy(r->env);
+  with_proxy(r, sb, envs);
+  int rc = run_in(r, sb, user, r->workdir, abx_run_arg(args, 0), envs, &code, err, n);
+  abx_build_proxy_revoke(sb->id);
+  json_decref(envs);
+  if (rc == 0 && code != 0) {
+    snprintf(err, n, "failed to run command '%.3000s': exit status %d", abx_run_arg(args, 0), code);
+    rc = -1;
+  }
+  return rc;
+}
+
+/* COPY/ADD, USER or WORKDIR in sb: its script as root, its arguments in ABX_* variables. */
+static int run_script(struct abx_run *r, struct abx_sandbox *sb, const char *type, json_t *args,
+                      char *err, size_t n)
+{
+  size_t na = json_array_size(args);
+  int copy = strcmp(type, "COPY") == 0 || strcmp(type, "ADD") == 0, code = 0;
+  const char *script = copy ? copy_script : strcmp(type, "USER") == 0 ? user_script : workdir_script;
+  char src[4200], prefix[4096], owner[200];
+  static_prefix(abx_run_arg(args, 0), prefix, sizeof prefix);
+  snprintf(src, sizeof src, ABX_BUILD_BIND "/unpack%s%s", prefix[0] ? "/" : "", prefix);
+  const char *o = na >= 3 ? abx_run_arg(args, 2) : "";
+  if (*o)
+    snprintf(owner, sizeof owner, strchr(o, ':') ? "%s" : "%s:%s", o, o);
+  else
+    snprintf(owner, sizeof owner, "%s:%s", r->user, r->user);
+  json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "ABX_SRC", src, "ABX_DEST",
+                        abx_run_arg(args, 1), "ABX_OWNER", owner, "ABX_PERM", na >= 4 ? abx_run_arg(args, 3) : "",
+                        "ABX_WORKDIR", r->workdir ? r->workdir : "", "ABX_USER",
+                        strcmp(type, "USER") == 0 ? abx_run_arg(args, 0) : r->user, "ABX_TARGET",
+                        abx_run_arg(args, 0), "ABX_SUDO", na >= 2 ? abx_run_arg(args, 1) : "");
+  if (strcmp(type, "WORKDIR") == 0)
+    json_object_set_new(e, "ABX_TARGET", json_string(r->workdir ? r->workdir : "/"));
+  int rc = e ? run_in(r, sb, "root", "/", script, e, &code, err, n) : -1;
+  json_decref(e);
+  if (rc == 0 && code != 0) {
+    snprintf(err, n, "%s failed: exit status %d", type, code);
+    rc = -1;
+  }
+  return rc;
+}
+
 /* Execute one file-changing step in a fresh build sandbox; 0 with the layer stored as `key`. */
 int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const char *key,
                       char *err, size_t n)
 {
   json_t *args = json_object_get(st, "args");
   size_t na = json_array_size(args);
-  char tmp[4096] = "", unpack[4200] = "";
-  const char *fh = json_string_value(json_object_get(st, "filesHash"));
+  char tmp[4096] = "";
   int copy = strcmp(type, "COPY") == 0 || strcmp(type, "ADD") == 0;
-  if (copy) {
-    if (na < 2) {
-      snprintf(err, n, "%s requires a local path and a container path argument", type);
-      return -1;
-    }
-    if (!fh || !*fh) {
-      snprintf(err, n, "%s requires files hash to be set", type);
-      return -1;
-    }
-    if (!abx_lcache_valid_hash(fh) || !abx_lcache_files_present(fh)) {
-      snprintf(err, n, "the files of %s (hash %.64s) were not uploaded", type, fh);
-      return -1;
-    }
-    if (abx_lcache_tmpdir(tmp, err, n) != 0)
-      return -1;
-    snprintf(unpack, sizeof unpack, "%s/unpack", tmp);
-    if (mkdir(unpack, 0755) != 0 || abx_lcache_extract(fh, unpack, err, n) != 0) {
-      if (!err[0])
-        snprintf(err, n, "cannot unpack the files: %s", strerror(errno));
-      abx_rmtree(tmp);
-      return -1;
-    }
-  } else if (na < 1 || (strcmp(type, "RUN") == 0 && !*abx_run_arg(args, 0))) {
+  if (copy && stage_files(type, na, json_string_value(json_object_get(st, "filesHash")), tmp, err, n) != 0)
+    return -1;
+  if (!copy && (na < 1 || (strcmp(type, "RUN") == 0 && !*abx_run_arg(args, 0)))) {
     snprintf(err, n, "%s requires %s argument", type,
              strcmp(type, "RUN") == 0 ? "a command" : strcmp(type, "USER") == 0 ? "a username" : "a path");
     return -1;
@@ -268,43 +304,8 @@ int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const cha
       abx_rmtree(tmp);
     return -1;
   }
-  int code = 0, rc = 0;
   abx_tbuild_track(sb->pid, 1);
-  json_t *envs = json_deep_copy(r->env);
-  if (strcmp(type, "RUN") == 0) {
-    const char *user = na >= 2 && *abx_run_arg(args, 1) ? abx_run_arg(args, 1) : r->user;
-    with_proxy(r, sb, envs);
-    rc = run_in(r, sb, user, r->workdir, abx_run_arg(args, 0), envs, &code, err, n);
-    abx_build_proxy_revoke(sb->id);
-    if (rc == 0 && code != 0) {
-      snprintf(err, n, "failed to run command '%.3000s': exit status %d", abx_run_arg(args, 0), code);
-      rc = -1;
-    }
-  } else {
-    const char *script = copy ? copy_script : strcmp(type, "USER") == 0 ? user_script : workdir_script;
-    char src[4200], prefix[4096], owner[200];
-    static_prefix(abx_run_arg(args, 0), prefix, sizeof prefix);
-    snprintf(src, sizeof src, ABX_BUILD_BIND "/unpack%s%s", prefix[0] ? "/" : "", prefix);
-    const char *o = na >= 3 ? abx_run_arg(args, 2) : "";
-    if (*o)
-      snprintf(owner, sizeof owner, strchr(o, ':') ? "%s" : "%s:%s", o, o);
-    else
-      snprintf(owner, sizeof owner, "%s:%s", r->user, r->user);
-    json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "ABX_SRC", src, "ABX_DEST",
-                          abx_run_arg(args, 1), "ABX_OWNER", owner, "ABX_PERM", na >= 4 ? abx_run_arg(args, 3) : "",
-                          "ABX_WORKDIR", r->workdir ? r->workdir : "", "ABX_USER",
-                          strcmp(type, "USER") == 0 ? abx_run_arg(args, 0) : r->user, "ABX_TARGET",
-                          abx_run_arg(args, 0), "ABX_SUDO", na >= 2 ? abx_run_arg(args, 1) : "");
-    if (strcmp(type, "WORKDIR") == 0)
-      json_object_set_new(e, "ABX_TARGET", json_string(r->workdir ? r->workdir : "/"));
-    rc = e ? run_in(r, sb, "root", "/", script, e, &code, err, n) : -1;
-    json_decref(e);
-    if (rc == 0 && code != 0) {
-      snprintf(err, n, "%s failed: exit status %d", type, code);
-      rc = -1;
-    }
-  }
-  json_decref(envs);
+  int rc = strcmp(type, "RUN") == 0 ? run_command(r, sb, args, err, n) : run_script(r, sb, type, args, err, n);
   abx_tbuild_track(sb->pid, 0);
   if (rc == 0 && abx_tbuild_stopping()) {
     snprintf(err, n, "serve is stopping");
@@ -313,7 +314,7 @@ int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const cha
   if (rc == 0)
     rc = finish_layer(sb, key, err, n);
   else
-    abx_sandbox_destroy(sb);
+    abx_sandbox_put(sb);
   if (tmp[0])
     abx_rmtree(tmp);
   return rc;

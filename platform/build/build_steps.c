@@ -436,7 +436,7 @@ void abx_build_run(struct abx_tbuild *b)
       fail_build(&r, from, err);
       goto out;
     }
-    abx_sandbox_destroy(sb);
+    abx_sandbox_put(sb);
     abx_lcache_done_mark(res->build_key);
   } else if (cmds) {
     abx_run_log(&r, "info", "CACHED [finalize] start_cmd and ready_cmd [%s]", res->build_key);

@@ -26,8 +26,9 @@ struct abx_run {
 void abx_run_log(struct abx_run *r, const char *level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* A build sandbox over `t` (not listed; skip_start: no start/ready commands), with `bind_dir`
- * (or NULL) bound read-only at ABX_BUILD_BIND. NULL with err. */
+/* A build sandbox over `t` (abx_sandbox_new, kind 'b': not listed; skip_start: no start/ready
+ * commands), with `bind_dir` (or NULL) bound read-only at ABX_BUILD_BIND; one ref, the caller's
+ * (abx_sandbox_put). NULL with err. */
 struct abx_sandbox *abx_run_boot(struct abx_run *r, struct abx_template *t, const char *bind_dir,
                                  int skip_start, char *err, size_t n);
 

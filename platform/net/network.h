@@ -124,13 +124,22 @@ int abx_network_link_addrs(const char *id, struct in_addr *hub, struct in_addr *
 /* Shutdown: delete every remaining link and close the hub namespace. */
 void abx_network_shutdown(void);
 
-/* ---- control plane (api_network.c) ---- */
+/* ---- a create request's settings (network_request.c) ---- */
 
-/* POST /sandboxes: read allow_internet_access (or allowInternetAccess) and network
- * {allowPublicTraffic, allowOut, denyOut, maskRequestHost, egressProxy} from `req` and register
- * them for `id`. Returns 0, 400 (msg: bad type, bad CIDR/IP, too many entries, bad
+/* Read allow_internet_access (or allowInternetAccess) and network {allowPublicTraffic, allowOut,
+ * denyOut, maskRequestHost, egressProxy} from `req` (a create request, borrowed; NULL: none of
+ * them, so the defaults: open egress, public traffic, no token) and register them for `id`
+ * (abx_network_register). Returns 0, 400 (msg: bad type, bad CIDR/IP, too many entries, bad
  * maskRequestHost, allowPublicTraffic=false without secure, egressProxy set) or 500 (msg). */
-int abx_api_network_create(const char *id, json_t *req, int secure, char *msg, size_t msglen);
+int abx_network_create(const char *id, json_t *req, int secure, char *msg, size_t msglen);
+
+/* Outbound rules from `obj` (allowOut, denyOut; NULL: none) and internet access from `top`
+ * (allow_internet_access, else allowInternetAccess; default true) into `r` (its json owned by
+ * the caller). 0, or -1 with a 400 message naming the field (r then holds nothing). */
+int abx_network_parse_rules(json_t *top, json_t *obj, struct abx_net_rules *r, char *msg,
+                            size_t n);
+
+/* ---- control plane (api_network.c) ---- */
 
 /* Route PUT /sandboxes/{id}/network (api.c's table), body {allowOut?, denyOut?,
  * allow_internet_access? | allowInternetAccess?}: replaces the rules (an omitted field is cleared;

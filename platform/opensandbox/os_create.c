@@ -273,40 +273,24 @@ enum MHD_Result os_create(struct MHD_Connection *c, const char *body, size_t len
     json_decref(req);
     return os_error(c, 500, OS_E_IMAGE_PULL, msg);
   }
-  struct abx_sandbox *sb = calloc(1, sizeof *sb);
+  int cpu = millis ? (millis + 999) / 1000 : 0; /* 0: the template's (sandbox.h) */
+  if (!cpu != !mem_mb) { /* sandbox.c takes both or neither from the template */
+    cpu = cpu ? cpu : t->cpu_count;
+    mem_mb = mem_mb ? mem_mb : t->memory_mb;
+  }
+  /* the platform's default network (spec.network NULL): open egress, no token (network.h) */
+  struct abx_sandbox_spec spec = {.tmpl = t, .metadata = json_object_get(req, "metadata"),
+                                  .secure = json_is_true(json_object_get(req, "secureAccess")),
+                                  .cpu_count = cpu, .memory_mb = mem_mb, .defer_start = 1};
   struct os_rec *r = calloc(1, sizeof *r);
-  if (!sb || !r) {
-    free(sb);
+  int st = 500;
+  struct abx_sandbox *sb = r ? abx_sandbox_new(&spec, &st, msg, sizeof msg) : NULL;
+  abx_template_put(t, 1); /* the sandbox holds its own */
+  if (!sb) {
+    const char *why = r ? "cannot prepare the sandbox (randomness or network)" : "out of memory";
     free(r);
-    abx_template_put(t, 1);
     json_decref(req);
-    return os_error(c, 500, OS_E_INTERNAL, "out of memory");
-  }
-  pthread_mutex_init(&sb->op, NULL);
-  sb->netns_fd = -1;
-  sb->tmpl = t;
-  snprintf(sb->template_id, sizeof sb->template_id, "%s", t->id);
-  snprintf(sb->alias, sizeof sb->alias, "%s", t->alias);
-  json_t *md = json_object_get(req, "metadata");
-  sb->metadata = json_is_object(md) ? json_deep_copy(md) : json_object();
-  sb->secure = json_is_true(json_object_get(req, "secureAccess"));
-  sb->cpu_count = millis ? (millis + 999) / 1000 : 0; /* 0: the template's (sandbox.h) */
-  sb->memory_mb = mem_mb;
-  if (!sb->cpu_count != !sb->memory_mb) { /* sandbox.c takes both or neither from the template */
-    sb->cpu_count = sb->cpu_count ? sb->cpu_count : t->cpu_count;
-    sb->memory_mb = sb->memory_mb ? sb->memory_mb : t->memory_mb;
-  }
-  sb->id[0] = 'i';
-  json_t *empty = json_object();
-  int st = abx_rand_alnum(sb->id + 1, 20) || (sb->secure && abx_rand_hex(sb->token, 32)) ? 500 : 0;
-  if (st == 0) /* the platform's default network: open egress, no token (network.h) */
-    st = abx_api_network_create(sb->id, empty, sb->secure, msg, sizeof msg);
-  json_decref(empty);
-  if (st != 0) {
-    json_decref(req);
-    abx_sandbox_destroy(sb);
-    free(r);
-    return os_error(c, 500, OS_E_INTERNAL, "cannot prepare the sandbox (randomness or network)");
+    return os_error(c, 500, OS_E_INTERNAL, why);
   }
   memcpy(r->id, sb->id, sizeof r->id);
   r->state = OS_PENDING;

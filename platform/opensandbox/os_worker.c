@@ -110,14 +110,14 @@ static void start(struct job *j)
   os_unlock();
   if (rc != 0) {
     abx_slog("opensandbox: sandbox %s failed to start: %s", sb->id, err);
-    abx_sandbox_destroy(sb);
+    abx_sandbox_put(sb);
     return;
   }
   if (deleted) { /* DELETE came while it was Pending */
-    struct abx_sandbox *s = abx_registry_get(j->id);
+    struct abx_sandbox *s = abx_sandbox_get(j->id);
     if (s) {
       abx_lifecycle_kill(s, "killed by API while it started");
-      abx_registry_put(s);
+      abx_sandbox_put(s);
     }
     os_lock();
     if ((r = os_find(j->id)) != NULL)
@@ -128,7 +128,7 @@ static void start(struct job *j)
 
 static void change(struct job *j)
 {
-  struct abx_sandbox *s = abx_registry_get(j->id);
+  struct abx_sandbox *s = abx_sandbox_get(j->id);
   int rc = 404, resumed = 0;
   if (s && j->op == OS_OP_PAUSING) {
     rc = abx_lifecycle_pause(s); /* a memory pause, as docker pause (the freezer) */
@@ -169,7 +169,7 @@ static void change(struct job *j)
   }
   os_unlock();
   if (s)
-    abx_registry_put(s);
+    abx_sandbox_put(s);
 }
 
 static void *worker(void *arg)
@@ -225,7 +225,7 @@ int os_worker_create(struct abx_sandbox *sb, json_t *env, json_t *entrypoint, in
   free(j);
   json_decref(env);
   json_decref(entrypoint);
-  abx_sandbox_destroy(sb);
+  abx_sandbox_put(sb);
   return -1;
 }
 

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/wait.h>
 
 #include "e2b.h" /* ABX_MAX_TIMEOUT_S */
 #include "cgroup.h"
@@ -150,21 +151,51 @@ int abx_lifecycle_kill(struct abx_sandbox *sb, const char *why)
   int rc = kill_locked(sb, why);
   pthread_mutex_unlock(&sb->op);
   if (rc == 0)
-    abx_registry_put(sb); /* the list's ref */
+    abx_sandbox_put(sb); /* the list's ref */
   return rc;
+}
+
+/* Take a ref on every listed sandbox that is due: running and past its TTL, or whose bwrap exited
+ * (reaped here, pid set to 0, only while its op mutex is free: try-locked; one with pid 0 stays
+ * due until handled, unless paused filesystem only). At most `max` into out[]; returns the count.
+ * Takes the registry lock. */
+static size_t due_sandboxes(int64_t now_ns, struct abx_sandbox **out, size_t max)
+{
+  size_t n = 0;
+  abx_registry_lock();
+  for (struct abx_sandbox *s = abx_registry_head(); s && n < max; s = s->next) {
+    int due = !s->paused && s->end_ns <= now_ns;
+    /* bwrap exited: reaped now, or at an earlier tick that could not take the op mutex
+     * (abx_lifecycle_tick only try-locks); a sandbox paused filesystem only has no process.
+     * Reaping needs op too (a try: the lock order is op, then registry, and a try never waits):
+     * a halt or teardown under op waits for its bwrap without reaping it and then kills its
+     * process group; reaped here meanwhile, that pid (or 0, serve's own group) would be hit. */
+    if (!due && pthread_mutex_trylock(&s->op) == 0) {
+      int st;
+      if (s->pid > 0 && waitpid(s->pid, &st, WNOHANG) == s->pid)
+        s->pid = 0, due = 1;
+      else if (s->pid == 0 && !(s->paused && !s->memory_paused))
+        due = 1;
+      pthread_mutex_unlock(&s->op);
+    }
+    if (due)
+      out[n++] = abx_sandbox_ref(s);
+  }
+  abx_registry_unlock();
+  return n;
 }
 
 void abx_lifecycle_tick(int64_t now_ns)
 {
   struct abx_sandbox *due[64];
-  size_t n = abx_registry_due(now_ns, due, sizeof due / sizeof due[0]);
+  size_t n = due_sandboxes(now_ns, due, sizeof due / sizeof due[0]);
   for (size_t i = 0; i < n; i++) {
     struct abx_sandbox *sb = due[i];
     /* Only try: the thread holding op may be waiting for this (main) thread's spawner, e.g. a
      * connect {memory:false} cold-booting the sandbox after halting it (a deadlock seen under
-     * ASan). A busy sandbox stays due (abx_registry_due) and is seen at a later tick. */
+     * ASan). A busy sandbox stays due (due_sandboxes) and is seen at a later tick. */
     if (pthread_mutex_trylock(&sb->op) != 0) {
-      abx_registry_put(sb);
+      abx_sandbox_put(sb);
       continue;
     }
     abx_registry_lock();
@@ -180,8 +211,8 @@ void abx_lifecycle_tick(int64_t now_ns)
       killed = kill_locked(sb, "TTL expired") == 0;
     pthread_mutex_unlock(&sb->op);
     if (killed)
-      abx_registry_put(sb);
-    abx_registry_put(sb);
+      abx_sandbox_put(sb);
+    abx_sandbox_put(sb);
   }
   abx_metrics_tick(); /* metrics.h: the time series behind GET /sandboxes/{id}/metrics */
 }
@@ -195,7 +226,7 @@ void abx_lifecycle_shutdown(void)
     abx_sandbox_stop(s);
     abx_slog("sandbox %s stopped: serve shut down", s->id);
     pthread_mutex_unlock(&s->op);
-    abx_registry_put(s);
+    abx_sandbox_put(s);
     s = next;
   }
   abx_sandbox_drain_trash(); /* the state dirs those stops handed to the trash worker */

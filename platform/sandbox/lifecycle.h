@@ -21,7 +21,7 @@
  *          traffic resume (handlers/timeout_helper.go calculateAutoResumeTimeout,
  *          sandbox_create.go; shared/pkg/featureflags/flags.go MinAutoResumeTimeoutSeconds).
  * Locking: every function takes the sandbox's op mutex, then checks it is still listed; callers
- *          hold a ref (abx_registry_get). Concurrent resumes of one sandbox run one after the
+ *          hold a ref (abx_sandbox_get). Concurrent resumes of one sandbox run one after the
  *          other: the first resumes it, the others find it running.
  * Errors:  int functions return 0 or an HTTP status: 404 gone, 409 wrong state, 500 freezer or
  *          reboot failed (reboot: the sandbox stays paused, filesystem only, files kept).

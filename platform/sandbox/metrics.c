@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 
 #include "cgroup.h"
+#include "sandbox.h"
 #include "util/util.h"
 #include "template/template.h"
 
@@ -112,7 +113,7 @@ void abx_metrics_tick(void)
   pthread_mutex_unlock(&mu);
   abx_registry_unlock();
   for (size_t i = 0; i < n; i++) {
-    struct abx_sandbox *sb = abx_registry_get(ids[i]);
+    struct abx_sandbox *sb = abx_sandbox_get(ids[i]);
     if (!sb)
       continue;
     if (pthread_mutex_trylock(&sb->op) == 0) {
@@ -123,7 +124,7 @@ void abx_metrics_tick(void)
         abx_metrics_sample(sb);
       pthread_mutex_unlock(&sb->op);
     }
-    abx_registry_put(sb);
+    abx_sandbox_put(sb);
   }
 }
 

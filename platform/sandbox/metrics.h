@@ -15,7 +15,7 @@
  *          (its upper layer), diskTotal (the state dir's file system), bytes.
  * Bounds:  ABX_METRICS_RING samples per sandbox (one hour at the period); older ones are dropped.
  *          A paused sandbox gets no samples; its ring is kept. The ring goes with the sandbox
- *          (abx_metrics_forget from abx_sandbox_destroy).
+ *          (abx_metrics_forget from the last abx_sandbox_put).
  * Locking: one mutex inside metrics.c for the rings; sampling reads a sandbox's cgroups and
  *          upper dir under its op mutex (the tick only try-locks it, so a long snapshot or boot
  *          never stalls the main loop).

@@ -4,9 +4,9 @@
  * Shapes:  struct abx_sandbox below; ids are "i" + 20 chars [a-z0-9]
  *          (docs/protocol/e2b-control-plane.md §2 "Sandbox ID").
  * Units:   started_ns / end_ns are CLOCK_REALTIME nanoseconds since the epoch.
- * Locking: abx_registry_lock() guards the list, refs and the plain fields of a listed sandbox.
- *          Sandboxes are reference-counted: the list holds one ref, abx_registry_get() another;
- *          the last abx_registry_put() destroys (abx_sandbox_destroy, sandbox.h) without the lock.
+ * Locking: abx_registry_lock() guards the list and the plain fields of a listed sandbox. The
+ *          registry only lists; sandboxes count their own references (sandbox.h: the list holds
+ *          one, each abx_sandbox_get() another, and the last abx_sandbox_put() frees).
  *          Operations that touch a sandbox's processes or files hold its `op` mutex (order: op,
  *          then registry) and check `listed` first: a killed sandbox is unlisted.
  */
@@ -53,7 +53,7 @@ struct abx_sandbox {
   int skip_start;            /* a build sandbox (template_build.h): no start_cmd/ready_cmd */
   const char *origin;        /* static: why it starts, for serve's log ("forked", "build" for a
                               * build's sandbox, id "b..."; NULL: "created") */
-  int refs;                  /* under the registry lock: the list's ref + abx_registry_get()s */
+  int refs;                  /* atomic: the list's ref + abx_sandbox_get()s (sandbox.h) */
   int listed;
   pthread_mutex_t op;        /* serializes pause/resume/snapshot/kill of this sandbox */
 };
@@ -67,28 +67,17 @@ struct abx_sandbox *abx_registry_head(void);
 /* Under the lock: the sandbox with `id`, or NULL. */
 struct abx_sandbox *abx_registry_find(const char *id);
 
-/* Add a fully started sandbox (its first ref becomes the list's). Takes the lock itself. */
+/* Add a fully started sandbox: the caller's ref (abx_sandbox_new) becomes the list's. Takes the
+ * lock itself. */
 void abx_registry_add(struct abx_sandbox *sb);
 
 /* Unlist and return every sandbox as a ->next list; each list ref passes to the caller
  * (shutdown). Takes the lock itself. */
 struct abx_sandbox *abx_registry_take_all(void);
 
-/* Find `id` and take a ref (NULL when unknown or unlisted). Takes the lock itself. */
-struct abx_sandbox *abx_registry_get(const char *id);
-
-/* Drop a ref; the last one destroys the sandbox (abx_sandbox_destroy). Takes the lock itself. */
-void abx_registry_put(struct abx_sandbox *sb);
-
 /* Unlist `sb` (its list ref then belongs to the caller, who puts it). Returns 1 when it was
  * listed, 0 when someone else unlisted it first. Takes the lock itself. */
 int abx_registry_unlist(struct abx_sandbox *sb);
-
-/* Take a ref on every listed sandbox that is due: running and past its TTL, or whose bwrap exited
- * (reaped here, pid set to 0, only while its op mutex is free: try-locked; one with pid 0 stays
- * due until handled, unless paused filesystem only). At most `max` into out[]; returns the count.
- * Takes the lock. */
-size_t abx_registry_due(int64_t now_ns, struct abx_sandbox **out, size_t max);
 
 /* Under the lock: dup() of the sandbox's netns fd, or -1 when `id` is unknown. Takes the lock. */
 int abx_registry_netns(const char *id);

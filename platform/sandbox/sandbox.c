@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "cleanup.h"
 #include "e2b.h"
 #include "envd_client.h"
 #include "util/util.h"
@@ -384,7 +385,7 @@ static void halt(struct abx_sandbox *sb)
   if (pid > 0) {
     /* Wait (1 s) for bwrap to exit without reaping it, so its pid and group stay reserved for
      * the killpg below; then reap. Nobody else reaps it meanwhile: the caller holds sb->op and
-     * abx_registry_due only reaps sandboxes whose op it can take. */
+     * the lifecycle tick (due_sandboxes, lifecycle.c) only reaps sandboxes whose op it can take. */
     int64_t deadline = abx_mono_ns() + 1000000000LL;
     for (int r = wait_exited(pid, 1000); r < 0;) { /* no pidfd: poll every 5 ms */
       siginfo_t si = {0};
@@ -430,18 +431,6 @@ static void halt(struct abx_sandbox *sb)
     close(netns);
 }
 
-static void teardown(struct abx_sandbox *sb)
-{
-  halt(sb);
-  if (sb->dir) {
-    abx_cgroup_remove(sb->id);
-    abx_rootfs_umount(sb->dir);
-    discard_dir(sb->dir);
-  }
-  free(sb->dir);
-  sb->dir = NULL;
-}
-
 /* The template's name for serve's log: its alias (what the create named), else its id. */
 static const char *tmpl_name(const struct abx_sandbox *sb)
 {
@@ -464,84 +453,159 @@ static int readiness(struct abx_sandbox *sb, char *err, size_t errlen)
   return rc;
 }
 
-/* Boot the sandbox: with `fresh` its state dir and root are made first (a new sandbox), else
- * they are reused (a reboot after halt()). On failure a fresh sandbox is torn down; a reboot is
- * halted again with its files kept. */
-static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, size_t errlen)
+/* ---- boot: its steps, each pushing its undo on a cleanup stack (cleanup.h) ------------------- */
+
+/* What a boot holds until it ends, failed or not: bwrap's info pipe, the log fd, bwrap's argv and
+ * the cgroup dirs it is spawned into. */
+struct boot {
+  int64_t deadline; /* CLOCK_MONOTONIC ns: bwrap's child pid and envd's /health */
+  int pipefd[2], logfd;
+  struct argv_buf a;
+  char *cgroups[ABX_CGROUP_MAX + 1];
+};
+
+static void boot_release(struct boot *b)
 {
-  int64_t deadline = abx_mono_ns() + START_DEADLINE_NS;
-  int pipefd[2] = {-1, -1}, logfd = -1;
-  struct argv_buf a = {.n = 0, .nown = 0};
-  sb->netns_fd = -1;
-  sb->pid = sb->child_pid = 0;
-  char *cgroups[ABX_CGROUP_MAX + 1] = {NULL};
-  if (fresh && prepare_dir(sb) != 0) {
-    snprintf(err, errlen, "cannot prepare sandbox state dir: %s", strerror(errno));
-    goto fail;
+  if (b->pipefd[0] >= 0)
+    close(b->pipefd[0]);
+  if (b->pipefd[1] >= 0)
+    close(b->pipefd[1]);
+  if (b->logfd >= 0)
+    close(b->logfd);
+  for (int i = 0; i < b->a.nown; i++)
+    free(b->a.own[i]);
+  for (int i = 0; b->cgroups[i]; i++)
+    free(b->cgroups[i]);
+}
+
+/* The undos of a fresh boot: with halt, in reverse, they are abx_sandbox_stop's steps. */
+static void remove_dir(struct abx_sandbox *sb)
+{
+  if (sb->dir)
+    discard_dir(sb->dir);
+  free(sb->dir);
+  sb->dir = NULL;
+}
+
+static void umount_root(struct abx_sandbox *sb)
+{
+  if (sb->dir)
+    abx_rootfs_umount(sb->dir);
+}
+
+static void remove_cgroups(struct abx_sandbox *sb)
+{
+  if (sb->dir)
+    abx_cgroup_remove(sb->id);
+}
+
+/* A fresh sandbox's state dir and overlay root, then (every boot) its boot id. 0, or -1 with err.
+ * Each undo is pushed before its step: a step failing halfway leaves part of it. */
+static int make_root(struct abx_sandbox *sb, int fresh, struct cleanup *undo, char *err, size_t errlen)
+{
+  if (fresh) {
+    cleanup_push(undo, remove_dir);
+    if (prepare_dir(sb) != 0) {
+      snprintf(err, errlen, "cannot prepare sandbox state dir: %s", strerror(errno));
+      return -1;
+    }
+    cleanup_push(undo, umount_root);
+    if (abx_rootfs_mount(sb->tmpl, sb->dir, err, errlen) != 0)
+      return -1;
   }
-  if (fresh && abx_rootfs_mount(sb->tmpl, sb->dir, err, errlen) != 0)
-    goto fail;
   if (write_boot_id(sb) != 0) {
     snprintf(err, errlen, "cannot write the sandbox's boot id: %s", strerror(errno));
-    goto fail;
+    return -1;
   }
-  if (abx_cgroup_create(sb->id, cgroups) != 0) {
+  return 0;
+}
+
+/* Its cgroups (a reboot's exist already and stay) with its limits, the template's unless set. */
+static int make_cgroups(struct abx_sandbox *sb, int fresh, struct boot *b, struct cleanup *undo,
+                        char *err, size_t errlen)
+{
+  if (fresh)
+    cleanup_push(undo, remove_cgroups);
+  if (abx_cgroup_create(sb->id, b->cgroups) != 0) {
     snprintf(err, errlen, "cannot create the sandbox's cgroups: %s", strerror(errno));
-    goto fail;
+    return -1;
   }
   if (sb->cpu_count <= 0 || sb->memory_mb <= 0) { /* the template's limits (rootfs.h) */
     sb->cpu_count = sb->tmpl->cpu_count;
     sb->memory_mb = sb->tmpl->memory_mb;
   }
   if (abx_cgroup_set_limits(sb->id, sb->cpu_count, sb->memory_mb, err, errlen) != 0)
-    goto fail;
+    return -1;
   abx_metrics_begin(sb->id);
+  return 0;
+}
+
+/* bwrap running envd, in the cgroups from the start, its output appended to envd.log; then the
+ * pid of its child (the namespaces' first process) from --info-fd. 0, or -1 with err. */
+static int spawn(struct abx_sandbox *sb, struct boot *b, char *err, size_t errlen)
+{
   char logp[4096];
   snprintf(logp, sizeof logp, "%s/envd.log", sb->dir);
-  logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (logfd < 0 || pipe2(pipefd, O_CLOEXEC) != 0) {
+  b->logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (b->logfd < 0 || pipe2(b->pipefd, O_CLOEXEC) != 0) {
     snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
-    goto fail;
+    return -1;
   }
-  build_argv(&a, sb);
+  build_argv(&b->a, sb);
   char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                   "HOME=/root", "LANG=C.UTF-8", NULL};
-  sb->pid = abx_spawner_run(BWRAP, a.v, envp, pipefd[1], logfd, cgroups, KEEP_CAPS);
-  close(pipefd[1]);
-  pipefd[1] = -1;
+  sb->pid = abx_spawner_run(BWRAP, b->a.v, envp, b->pipefd[1], b->logfd, b->cgroups, KEEP_CAPS);
+  close(b->pipefd[1]);
+  b->pipefd[1] = -1;
   if (sb->pid <= 0) {
     sb->pid = 0;
     snprintf(err, errlen, "cannot start bwrap");
-    goto fail;
+    return -1;
   }
-  sb->child_pid = read_child_pid(pipefd[0], deadline);
+  sb->child_pid = read_child_pid(b->pipefd[0], b->deadline);
   if (sb->child_pid <= 0) {
     sb->child_pid = 0;
     char tail[320];
     log_tail(sb->dir, tail, sizeof tail);
     snprintf(err, errlen, "bwrap did not report its child: %s", tail);
-    goto fail;
+    return -1;
   }
+  return 0;
+}
+
+/* Hold the sandbox's network namespace open and give it its link and rules (network.h). */
+static int join_network(struct abx_sandbox *sb, char *err, size_t errlen)
+{
   int netns = abx_netns_open(sb->child_pid);
   abx_registry_lock(); /* a reboot's sandbox is listed: netns_of() reads it */
   sb->netns_fd = netns;
   abx_registry_unlock();
   if (sb->netns_fd < 0) {
     snprintf(err, errlen, "cannot open the sandbox network namespace: %s", strerror(errno));
-    goto fail;
+    return -1;
   }
-  if (abx_network_attach(sb->id, sb->netns_fd, err, errlen) != 0)
-    goto fail;
+  return abx_network_attach(sb->id, sb->netns_fd, err, errlen);
+}
+
+/* envd's /health until the deadline; a failure carries the tail of envd.log. */
+static int wait_envd(struct abx_sandbox *sb, int64_t deadline, char *err, size_t errlen)
+{
   int exited = 0;
-  if (abx_envd_wait_health(sb->netns_fd, sb->pid, &exited, deadline, err, errlen) != 0) {
-    if (exited)
-      sb->pid = 0;
-    char tail[320], msg[256];
-    log_tail(sb->dir, tail, sizeof tail);
-    snprintf(msg, sizeof msg, "%s", err);
-    snprintf(err, errlen, "%s; envd log: %s", msg, tail);
-    goto fail;
-  }
+  if (abx_envd_wait_health(sb->netns_fd, sb->pid, &exited, deadline, err, errlen) == 0)
+    return 0;
+  if (exited)
+    sb->pid = 0;
+  char tail[320], msg[256];
+  log_tail(sb->dir, tail, sizeof tail);
+  snprintf(msg, sizeof msg, "%s", err);
+  snprintf(err, errlen, "%s; envd log: %s", msg, tail);
+  return -1;
+}
+
+/* POST /init: the envVars (the template's ENV under the create's), the default user and workdir
+ * of a built template, and the access token of a secure sandbox. */
+static int init_envd(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen)
+{
   /* a built template's ENV, USER and WORKDIR are its sandboxes' defaults; the create's envVars
    * win over the template's (template_build.h) */
   json_t *tenv = abx_template_env(sb->tmpl);
@@ -557,35 +621,42 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
     json_object_set_new(init, "accessToken", json_string(sb->token));
   int rc = init ? abx_envd_init(sb->netns_fd, init, err, errlen) : -1;
   json_decref(init);
-  if (rc != 0)
-    goto fail;
+  return rc;
+}
+
+/* Boot the sandbox: with `fresh` its state dir and root are made first (a new sandbox), else
+ * they are reused (a reboot after halt()). On failure a fresh sandbox is torn down; a reboot is
+ * halted again with its files kept. */
+static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, size_t errlen)
+{
+  struct boot b = {.deadline = abx_mono_ns() + START_DEADLINE_NS, .pipefd = {-1, -1}, .logfd = -1};
+  struct cleanup undo = {.n = 0};
+  sb->netns_fd = -1;
+  sb->pid = sb->child_pid = 0;
+  if (!fresh)
+    cleanup_push(&undo, halt); /* a reboot keeps its files, whatever fails */
+  int rc = make_root(sb, fresh, &undo, err, errlen);
+  if (rc == 0)
+    rc = make_cgroups(sb, fresh, &b, &undo, err, errlen);
+  if (rc == 0 && fresh)
+    cleanup_push(&undo, halt);
+  if (rc == 0)
+    rc = spawn(sb, &b, err, errlen);
+  if (rc == 0)
+    rc = join_network(sb, err, errlen);
+  if (rc == 0)
+    rc = wait_envd(sb, b.deadline, err, errlen);
+  if (rc == 0)
+    rc = init_envd(sb, env_vars, err, errlen);
   /* the template's start_cmd, then its ready_cmd: handed out only once ready (template_start.h) */
-  if (!sb->skip_start && readiness(sb, err, errlen) != 0)
-    goto fail;
-  abx_metrics_sample(sb); /* E2B collects one at the start of the sandbox (metrics.h) */
-  close(pipefd[0]);
-  close(logfd);
-  for (int i = 0; i < a.nown; i++)
-    free(a.own[i]);
-  for (int i = 0; cgroups[i]; i++)
-    free(cgroups[i]);
-  return 0;
-fail:
-  if (pipefd[0] >= 0)
-    close(pipefd[0]);
-  if (pipefd[1] >= 0)
-    close(pipefd[1]);
-  if (logfd >= 0)
-    close(logfd);
-  for (int i = 0; i < a.nown; i++)
-    free(a.own[i]);
-  for (int i = 0; cgroups[i]; i++)
-    free(cgroups[i]);
-  if (fresh)
-    teardown(sb);
-  else
-    halt(sb);
-  return -1;
+  if (rc == 0 && !sb->skip_start)
+    rc = readiness(sb, err, errlen);
+  if (rc == 0)
+    abx_metrics_sample(sb); /* E2B collects one at the start of the sandbox (metrics.h) */
+  boot_release(&b);
+  if (rc != 0)
+    cleanup_run(&undo, sb);
+  return rc != 0 ? -1 : 0;
 }
 
 int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen)
@@ -634,28 +705,10 @@ int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen)
   return rc;
 }
 
-void abx_sandbox_stop(struct abx_sandbox *sb) { teardown(sb); }
-
-void abx_sandbox_destroy(struct abx_sandbox *sb)
+void abx_sandbox_stop(struct abx_sandbox *sb)
 {
-  if (!sb)
-    return;
-  if (sb->id[0] == 'b' && sb->dir) /* a build's sandbox that started (listed ones: lifecycle.c) */
-    abx_slog("sandbox %s stopped: its build step ended", sb->id);
-  teardown(sb);
-  abx_network_forget(sb->id);
-  abx_metrics_forget(sb->id);
-  json_decref(sb->metadata);
-  json_decref(sb->env_vars);
-  size_t nv = json_array_size(sb->volume_mounts);
-  for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
-    if (sb->volume_dirs[i])
-      abx_volume_release(json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name")));
-    free(sb->volume_dirs[i]);
-  }
-  free(sb->volume_dirs);
-  json_decref(sb->volume_mounts);
-  abx_template_put(sb->tmpl, 1);
-  pthread_mutex_destroy(&sb->op);
-  free(sb);
+  halt(sb);
+  remove_cgroups(sb);
+  umount_root(sb);
+  remove_dir(sb);
 }

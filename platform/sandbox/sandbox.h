@@ -28,7 +28,65 @@
  * dirs of sandboxes a previous serve stopped but had not removed yet). */
 void abx_sandbox_config(const char *state_dir, const char *exe_path);
 
-/* Start `sb` (id, template_id, tmpl, volumes, secure and token already set; a deep copy of
+/* What a sandbox is made from (abx_sandbox_new). Zero is the default of every field. */
+struct abx_sandbox_spec {
+  char kind;                   /* its id's first letter: 'i' (0: 'i') a sandbox of the API, listed
+                                * once started; 'b' a template build's, never listed */
+  const char *origin;          /* static, why it starts, for serve's log ("forked", "build");
+                                * NULL: "created" */
+  struct abx_template *tmpl;   /* borrowed: the sandbox takes its own ref and sandbox use */
+  const char *template_id;     /* the template id and alias it reports; NULL: tmpl's own */
+  const char *alias;
+  json_t *metadata;            /* object str -> str, borrowed (copied); NULL: {} */
+  int secure;                  /* an envd access token is minted */
+  int cpu_count, memory_mb;    /* both 0: the template's */
+  int auto_pause, auto_pause_memory, auto_resume; /* registry.h */
+  json_t *volume_mounts;       /* [{name, path, readOnly}], borrowed, already checked: a use of
+                                * each named volume is taken (abx_volume_use) */
+  const char *bind_dir;        /* instead: a host dir bound read-only at bind_path, no volume (a
+                                * build step's files) */
+  const char *bind_path;
+  json_t *network;             /* a create request, borrowed: its network fields (net/network.h
+                                * abx_network_create); NULL: the defaults (open egress) */
+  const char *network_from;    /* instead: the network settings of this sandbox (a fork) */
+  json_t *env_vars;            /* object, borrowed: the envVars given to envd; NULL: {} */
+  int skip_start;              /* no start_cmd/ready_cmd (a build's sandbox) */
+  int defer_start;             /* made but not started: the caller calls abx_sandbox_start (the
+                                * OpenSandbox flavour starts in a worker) */
+  const char *start_failed;    /* a start error's message becomes "<start_failed>: <error>";
+                                * NULL: the error alone */
+};
+
+/* Make a sandbox from `spec`, in this order: the object (op mutex, netns_fd -1), a ref and use
+ * of the template, the plain fields and a copy of the metadata, the volumes, the id
+ * (abx_e2b_sandbox_id_new) and the token, the network settings, the start (abx_sandbox_start,
+ * unless defer_start). Each step pushes its undo on a cleanup stack (cleanup.h); a failure runs
+ * them in reverse, so nothing is left behind. The sandbox is not listed: the caller sets its TTL
+ * (started_ns, end_ns, timeout_s) and lists it (abx_registry_add).
+ * Returns the sandbox with one ref, the caller's (abx_sandbox_put; abx_registry_add makes it the
+ * list's), and *status 0. NULL on failure with *status an HTTP status and err set (give
+ * ABX_START_ERR_MAX + 64 bytes): 400 when the request is what is wrong (an unknown volume, bad
+ * network fields: abx_network_create's messages), 500 otherwise ("out of memory", "no randomness
+ * available", a volume or network failure, or the start's error behind spec->start_failed). */
+struct abx_sandbox *abx_sandbox_new(const struct abx_sandbox_spec *spec, int *status, char *err,
+                                    size_t errlen);
+
+/* References (registry.h "Locking"): atomic, so no lock is needed. abx_sandbox_ref takes one more
+ * on a sandbox the caller holds one of, and returns it. abx_sandbox_get finds listed sandbox
+ * `id` and takes a ref (NULL when unknown or unlisted; takes the registry lock). abx_sandbox_put
+ * drops one; the last one stops the sandbox (abx_sandbox_stop) and frees it with everything it
+ * owns (template ref, volume uses, network settings, metrics); call it without the registry lock
+ * and without the sandbox's op mutex. NULL is ignored. */
+struct abx_sandbox *abx_sandbox_ref(struct abx_sandbox *sb);
+struct abx_sandbox *abx_sandbox_get(const char *id);
+void abx_sandbox_put(struct abx_sandbox *sb);
+
+/* The registry's old names for abx_sandbox_get/_put, kept for the files whose rewrite is under
+ * way in parallel (ingress/ingress.c, opensandbox/os_api.c): rename there, then remove these. */
+static inline struct abx_sandbox *abx_registry_get(const char *id) { return abx_sandbox_get(id); }
+static inline void abx_registry_put(struct abx_sandbox *sb) { abx_sandbox_put(sb); }
+
+/* Start `sb` (abx_sandbox_new calls this, unless its spec says defer_start; a deep copy of
  * env_vars is kept in sb->env_vars for reboots): create its state dir,
  * mount its root, create its cgroups, spawn bwrap,
  * wait (60 s) for envd's /health, then POST /init (30 s) with `env_vars` (object, borrowed) and
@@ -55,9 +113,6 @@ int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen);
  * process to die (2 s deadline for the latter), remove its cgroups, unmount its root, remove its
  * state dir (its path at once: the files in the background, abx_sandbox_drain_trash). Idempotent. The sandbox's op mutex is held by the caller when it is shared. */
 void abx_sandbox_stop(struct abx_sandbox *sb);
-
-/* abx_sandbox_stop, then free `sb` with everything it owns (template ref, volume uses). */
-void abx_sandbox_destroy(struct abx_sandbox *sb);
 
 /* Wait until the state dirs of stopped sandboxes are removed (abx_sandbox_stop renames a
  * sandbox's dir into <state-dir>/.trash and a worker thread removes it), then remove the trash

@@ -1,7 +1,7 @@
 /*
  * test_proto.c: unit tests of proto/base64.h, proto/e2b.h and abx_connect_header
  * (proto/connect.h): RFC 4648 vectors in both alphabets, the decoder's strictness (padding,
- * alphabet, length 4k+1), the sandbox-id rule and the envelope prefix checks.
+ * alphabet, length 4k+1), the sandbox-id rule and its minting, and the envelope prefix checks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +126,45 @@ static void test_sandbox_id(void)
   CHECK(ABX_E2B_ENVD_PORT == 49983 && strcmp(ABX_E2B_ENVD_PORT_STR, "49983") == 0);
 }
 
+/* A byte source for abx_e2b_sandbox_id_new: a script of bytes, then failure. */
+static const unsigned char *g_script;
+static size_t g_script_left;
+
+static int scripted(void *buf, size_t n)
+{
+  if (n > g_script_left)
+    return -1;
+  memcpy(buf, g_script, n);
+  g_script += n;
+  g_script_left -= n;
+  return 0;
+}
+
+static void test_sandbox_id_new(void)
+{
+  unsigned char bytes[24];
+  for (size_t i = 0; i < 20; i++)
+    bytes[i] = (unsigned char)i; /* 0..19: "a".."t" */
+  bytes[3] = 36 + 25;             /* 61 % 36 = 25: 'z' */
+  bytes[4] = 35;                  /* '9' */
+  bytes[5] = 252;                 /* refused: redrawn from the bytes after the 20 */
+  bytes[6] = 255;                 /* refused too */
+  bytes[20] = 253, bytes[21] = 26, bytes[22] = 1; /* 253 refused again; then '0' for [5], 'b' for [6] */
+  char id[ABX_E2B_SANDBOX_ID_MAX + 1];
+  g_script = bytes, g_script_left = 23;
+  CHECK(abx_e2b_sandbox_id_new(id, 'i', scripted) == 0);
+  CHECK(strcmp(id, "iabcz90bhijklmnopqrst") == 0);
+  CHECK(abx_e2b_sandbox_id_valid(id, strlen(id)) && strlen(id) == 1 + ABX_E2B_SANDBOX_ID_RANDOM);
+  CHECK(g_script_left == 0);
+  g_script = bytes, g_script_left = 20; /* the redraw for byte 5 finds nothing left */
+  CHECK(abx_e2b_sandbox_id_new(id, 'b', scripted) == -1 && id[0] == 0);
+  g_script = bytes, g_script_left = 19;
+  CHECK(abx_e2b_sandbox_id_new(id, 'b', scripted) == -1 && id[0] == 0);
+  g_script = bytes, g_script_left = 23;
+  CHECK(abx_e2b_sandbox_id_new(id, 'B', scripted) == -1 && id[0] == 0);
+  CHECK(abx_e2b_sandbox_id_new(id, '-', scripted) == -1 && id[0] == 0);
+}
+
 static void test_connect_header(void)
 {
   unsigned char h[5];
@@ -151,6 +190,7 @@ int main(void)
   test_decode_strict();
   test_decode_long();
   test_sandbox_id();
+  test_sandbox_id_new();
   test_connect_header();
   return check_report();
 }
