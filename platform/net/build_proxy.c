@@ -48,11 +48,10 @@ static struct allowed *g_allowed;
 static struct conn *g_conns;
 static int g_nconns;
 
+/* The platform's monotonic clock (util/clock.h) in milliseconds, the unit of poll(). */
 static int64_t now_ms(void)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return abx_mono_ns() / 1000000;
 }
 
 /* Write all of buf to a (blocking or not) socket within deadline. 0 or -1. */
