@@ -2,6 +2,7 @@
  * http.c: libcurl transfers. See http.h.
  */
 #include "http.h"
+#include "clock.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -25,13 +26,6 @@ int abx_http_set_ca_file(const char *path)
     return -1;
   memcpy(g_ca_file, path, strlen(path) + 1);
   return 0;
-}
-
-static double mono_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
 /* Prefaults the next ABX_POPULATE_MIN bytes of 'b' (at most up to its capacity) once writes
@@ -165,7 +159,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
         return 0;
       t->status = code;
       t->headers_done = 1;
-      t->headers_ms = mono_ms();
+      t->headers_ms = abx_now_ms();
       t->dirty = 1;
     }
     return len;
@@ -258,7 +252,7 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
                        curl_off_t ulnow)
 {
   struct abx_transfer *t = ud;
-  double now = mono_ms();
+  double now = abx_now_ms();
   if (!t->headers_done && t->headers_timeout_ms > 0 &&
       now - t->started_ms > (double)t->headers_timeout_ms) {
     t->failure = ABX_HTTP_ETIMEOUT;
@@ -434,7 +428,7 @@ struct abx_transfer *abx_transfer_new(const struct abx_http_request *req)
   abx_ndjson_init(&t->ndjson, req->max_line);
   t->headers_timeout_ms = req->headers_timeout_ms;
   t->body_timeout_ms = req->body_timeout_ms;
-  t->started_ms = mono_ms();
+  t->started_ms = abx_now_ms();
   CURL *e = t->easy;
   curl_easy_setopt(e, CURLOPT_URL, req->url);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);

@@ -43,13 +43,6 @@ static void dispatch_interrupt(struct abx_loop *loop)
       abx_task_abort(t, "Interrupted", "the run was interrupted (SIGINT/SIGTERM)");
 }
 
-double abx_now_ms(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 static const char *const state_names[] = {"ready", "waiting", "parked", "done"};
 
 static int task_status(lua_State *L)

@@ -20,6 +20,8 @@
 #include <curl/curl.h>
 #include <lua.h>
 
+#include "clock.h" /* abx_now_ms: the engine's one clock */
+
 struct abx_secrets;
 struct abx_task;
 
@@ -99,9 +101,6 @@ struct abx_loop {
  * from before are freed alike) plus abx_prefault on large blocks. */
 struct abx_loop *abx_loop_new(lua_State *L, struct abx_secrets *secrets);
 void abx_loop_free(struct abx_loop *loop);
-
-/* Monotonic clock in milliseconds. */
-double abx_now_ms(void);
 
 /* Creates a task running the function at the top of L's stack with the 'nargs' values above it
  * (popped). Pushes the task userdata ("abx.task"). [-(nargs+1), +1, m] */

@@ -336,6 +336,128 @@ static const char *known(const char *type)
   return NULL;
 }
 
+/* ENV and ARG (no layer of their own): the pairs of `args` into the build's environment, each
+ * value expanded against it. 0, or -1 with err (an empty or odd list, as E2B words it). */
+static int set_env(struct abx_run *r, const char *type, json_t *args, char *err, size_t n)
+{
+  size_t na = json_array_size(args);
+  if (na == 0 || na % 2) {
+    snprintf(err, n, na ? "%s requires both a key and value arguments"
+                        : "%s does not support passing no arguments", type);
+    return -1;
+  }
+  for (size_t j = 0; j + 1 < na; j += 2) {
+    char *v = abx_run_expand(abx_run_arg(args, j + 1), r->env);
+    json_object_set_new(r->env, abx_run_arg(args, j), json_string(v ? v : ""));
+    free(v);
+  }
+  return 0;
+}
+
+/* Step i (from 0) of nsteps: its log line (CACHED or not), its run when not cached, its layer.
+ * ENV/ARG have no layer of their own; like E2B's (whose every step is a cached layer), one is
+ * CACHED while every step before it was (*missed stays 0), so a cached rebuild's log says so for
+ * every step. 0, or -1 with the build failed. */
+static int run_step(struct abx_run *r, json_t *st, size_t i, size_t nsteps, int force, int *missed)
+{
+  char type[32], key[65], err[4096] = "";
+  snprintf(type, sizeof type, "%s", json_string_value(json_object_get(st, "type")));
+  for (char *c = type; *c; c++)
+    *c = (char)toupper((unsigned char)*c);
+  snprintf(r->step, sizeof r->step, "%zu", i + 1);
+  size_t from = log_count(r);
+  json_t *args = json_object_get(st, "args");
+  char text[3000] = "";
+  size_t j;
+  json_t *a;
+  json_array_foreach(args, j, a) snprintf(text + strlen(text), sizeof text - strlen(text), " %s",
+                                          json_string_value(a));
+  if (abx_tbuild_stopping()) {
+    fail_build(r, from, "serve is stopping");
+    return -1;
+  }
+  if (!known(type)) {
+    snprintf(err, sizeof err, "command type %s is not implemented", type);
+    fail_build(r, from, err);
+    return -1;
+  }
+  step_key(r, type, st, key);
+  if (strcmp(type, "ENV") == 0 || strcmp(type, "ARG") == 0) {
+    if (set_env(r, type, args, err, sizeof err) != 0) {
+      fail_build(r, from, err);
+      return -1;
+    }
+    *missed |= json_is_true(json_object_get(st, "force"));
+    abx_run_log(r, "info", "%s[builder %zu/%zu] %s%s [%s]", *missed ? "" : "CACHED ", i + 1,
+                nsteps, type, text, key);
+    snprintf(r->key, sizeof r->key, "%s", key);
+    return 0;
+  }
+  if (strcmp(type, "WORKDIR") == 0) {
+    char *w = abx_run_join_workdir(r->workdir, abx_run_arg(args, 0));
+    free(r->workdir);
+    r->workdir = w;
+  }
+  int cached = !force && !json_is_true(json_object_get(st, "force")) && abx_lcache_layer_present(key);
+  *missed |= !cached;
+  abx_run_log(r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps, type,
+       text, key);
+  if ((!cached && abx_run_exec_step(r, type, st, key, err, sizeof err) != 0) ||
+      push_layer(r, key, 0, err, sizeof err) != 0) {
+    fail_build(r, from, err);
+    return -1;
+  }
+  if (strcmp(type, "USER") == 0)
+    snprintf(r->user, sizeof r->user, "%s", abx_run_arg(args, 0));
+  snprintf(r->key, sizeof r->key, "%s", key);
+  return 0;
+}
+
+/* The finalize step: the result template, and its start and ready commands run once in a sandbox
+ * of it (unless a build of the same key already did, or `force`). The result (a reference), or
+ * NULL with the build failed. */
+static struct abx_template *finalize(struct abx_run *r, json_t *spec, int force)
+{
+  char err[4096] = "";
+  snprintf(r->step, sizeof r->step, "finalize");
+  size_t from = log_count(r);
+  struct abx_template *res = result(r, spec, err, sizeof err);
+  if (!res) {
+    fail_build(r, from, err);
+    return NULL;
+  }
+  int cmds = abx_template_start_cmd(res) || abx_template_ready_cmd(res);
+  if (cmds && (force || !abx_lcache_done_present(res->build_key))) {
+    abx_run_log(r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]", res->build_key);
+    struct abx_sandbox *sb = abx_run_boot(r, res, NULL, 0, err, sizeof err);
+    if (!sb) {
+      abx_template_put(res, 0);
+      fail_build(r, from, err);
+      return NULL;
+    }
+    abx_sandbox_put(sb);
+    abx_lcache_done_mark(res->build_key);
+  } else if (cmds) {
+    abx_run_log(r, "info", "CACHED [finalize] start_cmd and ready_cmd [%s]", res->build_key);
+  }
+  return res;
+}
+
+/* The build is ready: its result (the reference passes to b), its tags, its last log line. */
+static void publish(struct abx_tbuild *b, struct abx_template *res, int64_t t0)
+{
+  abx_tstore_lock();
+  b->result = res;
+  b->status = ABX_BUILD_READY;
+  b->finished_ns = b->updated_ns = abx_now_ns();
+  size_t i;
+  json_t *tg;
+  json_array_foreach(b->tags, i, tg) abx_tstore_tag(b->tmpl, b, json_string_value(tg));
+  abx_tstore_log(b, "info", "finalize", "Build finished in %.1f s: template %s (%s)",
+                 (double)(abx_mono_ns() - t0) / 1e9, b->tmpl->name, b->tmpl->id);
+  abx_tstore_unlock();
+}
+
 void abx_build_run(struct abx_tbuild *b)
 {
   struct abx_run r = {.b = b};
@@ -353,104 +475,13 @@ void abx_build_run(struct abx_tbuild *b)
   }
   json_t *steps = json_object_get(spec, "steps");
   size_t nsteps = json_array_size(steps);
-  /* ENV/ARG have no layer of their own; like E2B's (whose every step is a cached layer), one is
-   * CACHED while every step before it was, so a cached rebuild's log says so for every step */
-  int missed = force;
-  for (size_t i = 0; i < nsteps; i++) {
-    json_t *st = json_array_get(steps, i);
-    char type[32], key[65];
-    snprintf(type, sizeof type, "%s", json_string_value(json_object_get(st, "type")));
-    for (char *c = type; *c; c++)
-      *c = (char)toupper((unsigned char)*c);
-    snprintf(r.step, sizeof r.step, "%zu", i + 1);
-    from = log_count(&r);
-    json_t *args = json_object_get(st, "args");
-    char text[3000] = "";
-    size_t j;
-    json_t *a;
-    json_array_foreach(args, j, a) snprintf(text + strlen(text), sizeof text - strlen(text), " %s",
-                                            json_string_value(a));
-    if (abx_tbuild_stopping()) {
-      fail_build(&r, from, "serve is stopping");
+  int missed = force; /* a step so far was not cached (run_step) */
+  for (size_t i = 0; i < nsteps; i++)
+    if (run_step(&r, json_array_get(steps, i), i, nsteps, force, &missed) != 0)
       goto out;
-    }
-    if (!known(type)) {
-      snprintf(err, sizeof err, "command type %s is not implemented", type);
-      fail_build(&r, from, err);
-      goto out;
-    }
-    step_key(&r, type, st, key);
-    if (strcmp(type, "ENV") == 0 || strcmp(type, "ARG") == 0) {
-      size_t na = json_array_size(args);
-      if (na == 0 || na % 2) {
-        snprintf(err, sizeof err, na ? "%s requires both a key and value arguments"
-                                     : "%s does not support passing no arguments", type);
-        fail_build(&r, from, err);
-        goto out;
-      }
-      for (j = 0; j + 1 < na; j += 2) {
-        char *v = abx_run_expand(abx_run_arg(args, j + 1), r.env);
-        json_object_set_new(r.env, abx_run_arg(args, j), json_string(v ? v : ""));
-        free(v);
-      }
-      missed |= json_is_true(json_object_get(st, "force"));
-      abx_run_log(&r, "info", "%s[builder %zu/%zu] %s%s [%s]", missed ? "" : "CACHED ", i + 1,
-                  nsteps, type, text, key);
-      snprintf(r.key, sizeof r.key, "%s", key);
-      continue;
-    }
-    if (strcmp(type, "WORKDIR") == 0) {
-      char *w = abx_run_join_workdir(r.workdir, abx_run_arg(args, 0));
-      free(r.workdir);
-      r.workdir = w;
-    }
-    int cached = !force && !json_is_true(json_object_get(st, "force")) && abx_lcache_layer_present(key);
-    missed |= !cached;
-    abx_run_log(&r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps, type,
-         text, key);
-    if (!cached && abx_run_exec_step(&r, type, st, key, err, sizeof err) != 0) {
-      fail_build(&r, from, err);
-      goto out;
-    }
-    if (push_layer(&r, key, 0, err, sizeof err) != 0) {
-      fail_build(&r, from, err);
-      goto out;
-    }
-    if (strcmp(type, "USER") == 0)
-      snprintf(r.user, sizeof r.user, "%s", abx_run_arg(args, 0));
-    snprintf(r.key, sizeof r.key, "%s", key);
-  }
-  snprintf(r.step, sizeof r.step, "finalize");
-  from = log_count(&r);
-  struct abx_template *res = result(&r, spec, err, sizeof err);
-  if (!res) {
-    fail_build(&r, from, err);
-    goto out;
-  }
-  int cmds = abx_template_start_cmd(res) || abx_template_ready_cmd(res);
-  if (cmds && (force || !abx_lcache_done_present(res->build_key))) {
-    abx_run_log(&r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]", res->build_key);
-    struct abx_sandbox *sb = abx_run_boot(&r, res, NULL, 0, err, sizeof err);
-    if (!sb) {
-      abx_template_put(res, 0);
-      fail_build(&r, from, err);
-      goto out;
-    }
-    abx_sandbox_put(sb);
-    abx_lcache_done_mark(res->build_key);
-  } else if (cmds) {
-    abx_run_log(&r, "info", "CACHED [finalize] start_cmd and ready_cmd [%s]", res->build_key);
-  }
-  abx_tstore_lock();
-  b->result = res;
-  b->status = ABX_BUILD_READY;
-  b->finished_ns = b->updated_ns = abx_now_ns();
-  size_t i;
-  json_t *tg;
-  json_array_foreach(b->tags, i, tg) abx_tstore_tag(b->tmpl, b, json_string_value(tg));
-  abx_tstore_log(b, "info", "finalize", "Build finished in %.1f s: template %s (%s)",
-                 (double)(abx_mono_ns() - t0) / 1e9, b->tmpl->name, b->tmpl->id);
-  abx_tstore_unlock();
+  struct abx_template *res = finalize(&r, spec, force);
+  if (res)
+    publish(b, res, t0);
 out:
   abx_template_put(r.top, 0);
   free(r.workdir);

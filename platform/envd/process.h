@@ -42,7 +42,9 @@ struct envd_spawn {
   int64_t timeout_ms; /* 0: no limit; >0: SIGKILL the group when elapsed */
 };
 
-/* Monotonic clock in milliseconds. */
+/* envd's one clock: CLOCK_MONOTONIC in nanoseconds, and the same in milliseconds (the unit of
+ * envd's deadlines). */
+int64_t envd_now_ns(void);
 int64_t envd_now_ms(void);
 
 /* Create the table and start the reaper thread (PR_SET_CHILD_SUBREAPER). 0 or -1. */

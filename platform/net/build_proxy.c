@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hub_service.h"
 #include "netns.h"
 #include "network.h"
 #include "util/util.h"
@@ -39,17 +40,18 @@ struct conn {
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
 static pthread_cond_t g_idle = PTHREAD_COND_INITIALIZER; /* signalled when g_nconns drops */
-static int g_listen = -1, g_wake[2] = {-1, -1}, g_running, g_platform_port;
-static pthread_t g_acceptor;
+static int g_running, g_platform_port;
+static struct abx_hub_service g_service =
+    ABX_HUB_SERVICE_INIT("build proxy", "build sandboxes have no registry access",
+                         ABX_BUILD_PROXY_PORT, 128);
 static struct allowed *g_allowed;
 static struct conn *g_conns;
 static int g_nconns;
 
+/* The platform's monotonic clock (util/clock.h) in milliseconds, the unit of poll(). */
 static int64_t now_ms(void)
 {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  return abx_mono_ns() / 1000000;
 }
 
 /* Write all of buf to a (blocking or not) socket within deadline. 0 or -1. */
@@ -411,16 +413,14 @@ static void *accept_main(void *arg)
 {
   (void)arg;
   for (;;) {
-    struct pollfd p[2] = {{g_listen, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
-    if (poll(p, 2, -1) < 0 && errno != EINTR)
+    int ready = abx_hub_service_wait(&g_service, -1);
+    if (ready < 0)
       break;
-    if (p[1].revents)
-      break;
-    if (!(p[0].revents & POLLIN))
+    if (!ready)
       continue;
     struct sockaddr_in peer = {0};
     socklen_t pl = sizeof peer;
-    int fd = accept4(g_listen, (struct sockaddr *)&peer, &pl, SOCK_CLOEXEC);
+    int fd = accept4(g_service.listen_fd, (struct sockaddr *)&peer, &pl, SOCK_CLOEXEC);
     if (fd < 0)
       continue;
     pthread_mutex_lock(&g_mu);
@@ -461,39 +461,12 @@ int abx_build_proxy_start(int platform_port, char *err, size_t errlen)
     pthread_mutex_unlock(&g_mu);
     return 0;
   }
-  int hub = abx_network_hub_fd();
-  int fd = hub >= 0 ? abx_netns_listen(hub, ABX_BUILD_PROXY_PORT, 128) : -1;
-  if (hub < 0) {
-    snprintf(err, errlen, "sandbox links are unavailable (see the warning above): build "
-             "sandboxes have no registry access");
-    goto fail;
-  }
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot listen on 0.0.0.0:%d in the hub namespace: %s",
-             ABX_BUILD_PROXY_PORT, strerror(errno));
-    goto fail;
-  }
-  if (pipe2(g_wake, O_CLOEXEC) != 0) {
-    snprintf(err, errlen, "pipe: %s", strerror(errno));
-    goto fail;
-  }
-  g_listen = fd;
   g_platform_port = platform_port;
-  if (pthread_create(&g_acceptor, NULL, accept_main, NULL) != 0) {
-    snprintf(err, errlen, "cannot start the build proxy thread");
-    close(g_wake[0]);
-    close(g_wake[1]);
-    g_wake[0] = g_wake[1] = g_listen = -1;
-    goto fail;
-  }
-  g_running = 1;
+  int rc = abx_hub_service_start(&g_service, accept_main, NULL, err, errlen);
+  if (rc == 0)
+    g_running = 1;
   pthread_mutex_unlock(&g_mu);
-  return 0;
-fail:
-  if (fd >= 0)
-    close(fd);
-  pthread_mutex_unlock(&g_mu);
-  return -1;
+  return rc;
 }
 
 int abx_build_proxy_allow(const char *sandbox_id, char *proxy_url, size_t n, char *err,
@@ -567,14 +540,8 @@ void abx_build_proxy_stop(void)
   pthread_mutex_unlock(&g_mu);
   if (!running)
     return;
-  ssize_t w = write(g_wake[1], "x", 1);
-  (void)w;
-  pthread_join(g_acceptor, NULL);
+  abx_hub_service_stop(&g_service);
   pthread_mutex_lock(&g_mu);
-  close(g_listen);
-  close(g_wake[0]);
-  close(g_wake[1]);
-  g_listen = g_wake[0] = g_wake[1] = -1;
   while (g_allowed) {
     struct allowed *a = g_allowed;
     g_allowed = a->next;

@@ -4,6 +4,7 @@
  */
 #include "git_server.h"
 
+#include "hub_service.h"
 #include "netns.h"
 #include "network.h"
 #include "util/util.h"
@@ -27,8 +28,10 @@
 #define GIT_BIN "/usr/bin/git"
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static int g_listen = -1, g_wake[2] = {-1, -1}, g_running;
-static pthread_t g_acceptor;
+static int g_running;
+static struct abx_hub_service g_service =
+    ABX_HUB_SERVICE_INIT("git server", "sandboxes could not reach a git server",
+                         ABX_GIT_SERVER_PORT, 32);
 static pid_t g_children[ABX_GIT_SERVER_MAX_CHILDREN]; /* 0: free slot */
 static char g_root[PATH_MAX];
 static char g_base_arg[PATH_MAX + 16];
@@ -98,21 +101,16 @@ static void *accept_main(void *arg)
 {
   (void)arg;
   for (;;) {
-    struct pollfd p[2] = {{g_listen, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
     /* a bounded wait: ended children are reaped within half a second */
-    int n = poll(p, 2, 500);
+    int ready = abx_hub_service_wait(&g_service, 500);
     pthread_mutex_lock(&g_mu);
     int live = reap();
     pthread_mutex_unlock(&g_mu);
-    if (n < 0 && errno != EINTR)
+    if (ready < 0)
       break;
-    if (n <= 0)
+    if (!ready)
       continue;
-    if (p[1].revents)
-      break;
-    if (!(p[0].revents & POLLIN))
-      continue;
-    int fd = accept4(g_listen, NULL, NULL, SOCK_CLOEXEC);
+    int fd = accept4(g_service.listen_fd, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
       continue;
     pthread_mutex_lock(&g_mu);
@@ -137,7 +135,6 @@ static void *accept_main(void *arg)
 int abx_git_server_start(const char *root, char *err, size_t errlen)
 {
   pthread_mutex_lock(&g_mu);
-  int fd = -1;
   if (g_running) {
     snprintf(err, errlen, "the git server is already started");
     goto fail;
@@ -152,36 +149,12 @@ int abx_git_server_start(const char *root, char *err, size_t errlen)
     goto fail;
   }
   snprintf(g_base_arg, sizeof g_base_arg, "--base-path=%s", g_root);
-  int hub = abx_network_hub_fd();
-  if (hub < 0) {
-    snprintf(err, errlen, "sandbox links are unavailable (see the warning above): sandboxes "
-             "could not reach a git server");
+  if (abx_hub_service_start(&g_service, accept_main, NULL, err, errlen) != 0)
     goto fail;
-  }
-  fd = abx_netns_listen(hub, ABX_GIT_SERVER_PORT, 32);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot listen on 0.0.0.0:%d in the hub namespace: %s",
-             ABX_GIT_SERVER_PORT, strerror(errno));
-    goto fail;
-  }
-  if (pipe2(g_wake, O_CLOEXEC) != 0) {
-    snprintf(err, errlen, "pipe: %s", strerror(errno));
-    goto fail;
-  }
-  g_listen = fd;
-  if (pthread_create(&g_acceptor, NULL, accept_main, NULL) != 0) {
-    snprintf(err, errlen, "cannot start the git server thread");
-    close(g_wake[0]);
-    close(g_wake[1]);
-    g_wake[0] = g_wake[1] = g_listen = -1;
-    goto fail;
-  }
   g_running = 1;
   pthread_mutex_unlock(&g_mu);
   return 0;
 fail:
-  if (fd >= 0)
-    close(fd);
   pthread_mutex_unlock(&g_mu);
   return -1;
 }
@@ -194,9 +167,7 @@ void abx_git_server_stop(void)
   pthread_mutex_unlock(&g_mu);
   if (!running)
     return;
-  ssize_t w = write(g_wake[1], "x", 1);
-  (void)w;
-  pthread_join(g_acceptor, NULL);
+  abx_hub_service_stop(&g_service);
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < ABX_GIT_SERVER_MAX_CHILDREN; i++) {
     if (g_children[i] > 0) {
@@ -206,9 +177,5 @@ void abx_git_server_stop(void)
       g_children[i] = 0;
     }
   }
-  close(g_listen);
-  close(g_wake[0]);
-  close(g_wake[1]);
-  g_listen = g_wake[0] = g_wake[1] = -1;
   pthread_mutex_unlock(&g_mu);
 }

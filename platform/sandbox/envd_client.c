@@ -1,18 +1,20 @@
 /*
- * envd_client.c: health probe and /init against envd inside a sandbox. Contract in envd_client.h.
+ * envd_client.c: health probe, /init and process runs against envd inside a sandbox. Contract in
+ * envd_client.h. The Connect envelopes and base64 are proto/'s (connect.h, base64.h).
  */
 #include "envd_client.h"
 
 #include <curl/curl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 
-#include "util/util.h"
+#include "base64.h"
+#include "connect.h"
 #include "net/net.h"
+#include "util/util.h"
 
 static size_t discard(char *p, size_t sz, size_t n, void *cls)
 {
@@ -111,103 +113,257 @@ int abx_envd_init(int netns_fd, json_t *body, char *err, size_t errlen)
   return -1;
 }
 
-struct buf {
-  unsigned char *p;
-  size_t n, cap;
+/* ---- process.Process/Start: one call, its output to a consumer -------------------------------- */
+
+/* A chunk of the process's output as it comes: `stream` 1 stdout, 2 stderr; `bytes` decoded from
+ * the event's base64, valid only during the call. */
+typedef void (*output_fn)(void *cls, int stream, const unsigned char *bytes, size_t n);
+
+/* One process.Process/Start call: what to run and how the caller wants it bounded. */
+struct start_call {
+  int netns_fd;
+  const char *token;           /* the sandbox's envd access token, or NULL */
+  const char *user;            /* envd's Basic auth user */
+  const char *cwd;             /* NULL or "": envd's default */
+  const char *script;          /* run with /bin/bash -c */
+  json_t *envs;                /* borrowed, may be NULL */
+  long timeout_ms;             /* the whole call */
+  long connect_timeout_ms;     /* the connect alone */
+  size_t max_body_bytes;       /* more response than this fails the call; 0: no limit */
+  int quote_refusal;           /* a non-200 answer's error quotes its first bytes */
 };
 
-#define RUN_BODY_MAX (8u * 1024u * 1024u) /* more output than this: the call fails */
+#define REFUSAL_QUOTE_BYTES 200
 
-static size_t collect(char *p, size_t sz, size_t n, void *cls)
+/* What the call has seen so far; the Connect decoder frames the envelopes (proto/connect.h). */
+struct start_state {
+  const struct start_call *call;
+  output_fn on_output;
+  void *cls;
+  CURL *curl;
+  struct abx_connect_decoder decoder;
+  long status;                 /* 0 until the first body byte */
+  size_t body_bytes;
+  char refusal[REFUSAL_QUOTE_BYTES];
+  size_t refusal_len;
+  int closed;                  /* the end-of-stream envelope came: nothing after it counts */
+  int ended, exit_code;        /* the end event came, with this exitCode */
+  char stream_err[256];        /* an error end-of-stream */
+};
+
+/* The StartRequest (§4.1) framed as one uncompressed envelope (§2.3); NULL on out of memory. */
+static unsigned char *start_request(const struct start_call *call, size_t *len)
 {
-  struct buf *b = cls;
-  size_t k = sz * n;
-  if (b->n + k > RUN_BODY_MAX)
-    return 0;
-  if (b->n + k > b->cap) {
-    size_t cap = (b->n + k) * 2;
-    unsigned char *np = realloc(b->p, cap);
-    if (!np)
-      return 0;
-    b->p = np;
-    b->cap = cap;
+  json_t *proc = json_pack("{s:s,s:[s,s]}", "cmd", "/bin/bash", "args", "-c", call->script);
+  if (proc && call->envs)
+    json_object_set(proc, "envs", call->envs);
+  if (proc && call->cwd && *call->cwd)
+    json_object_set_new(proc, "cwd", json_string(call->cwd));
+  json_t *req = proc ? json_pack("{s:o}", "process", proc) : NULL;
+  char *js = req ? json_dumps(req, JSON_COMPACT) : NULL;
+  json_decref(req);
+  if (!js)
+    return NULL;
+  size_t jn = strlen(js);
+  unsigned char *env = malloc(jn + 5);
+  if (env) {
+    abx_connect_prefix(env, 0, (uint32_t)jn);
+    memcpy(env + 5, js, jn);
+    *len = jn + 5;
   }
-  memcpy(b->p + b->n, p, k);
-  b->n += k;
-  return k;
+  free(js);
+  return env;
 }
 
-/* Append base64 `b64` decoded to the tail buffer out[outlen] (keeping its last bytes). */
-static void tail_append(char *out, size_t outlen, const char *b64)
+/* The Connect stream's headers; Basic auth with an empty password names the user (§4.1,
+ * users.c). */
+static struct curl_slist *start_headers(const struct start_call *call)
 {
-  size_t n = strlen(b64);
-  unsigned char *d = malloc(n / 4 * 3 + 4);
-  if (!d || outlen < 2) {
-    free(d);
-    return;
+  char cred[80], b64[ABX_B64_LEN(sizeof cred) + 1], auth[160], tok[200];
+  int cn = snprintf(cred, sizeof cred, "%s:", call->user);
+  size_t credlen = cn < 0 ? 0 : (size_t)cn < sizeof cred ? (size_t)cn : sizeof cred - 1;
+  abx_b64_encode(b64, cred, credlen, ABX_B64_STD);
+  snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
+  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/connect+json");
+  h = curl_slist_append(h, "Connect-Protocol-Version: 1");
+  h = curl_slist_append(h, "Expect:");
+  h = curl_slist_append(h, auth);
+  if (call->token) {
+    snprintf(tok, sizeof tok, "X-Access-Token: %s", call->token);
+    h = curl_slist_append(h, tok);
   }
-  int k = EVP_DecodeBlock(d, (const unsigned char *)b64, (int)n);
-  if (k > 0) {
-    while (n > 0 && b64[n - 1] == '=') { /* EVP_DecodeBlock counts padding as bytes */
-      n--;
-      k--;
-    }
-    size_t have = strlen(out), add = (size_t)k, room = outlen - 1;
-    if (add >= room) {
-      memcpy(out, d + add - room, room);
-      out[room] = 0;
-    } else {
-      if (have + add > room) {
-        memmove(out, out + (have + add - room), room - add);
-        have = room - add;
-      }
-      memcpy(out + have, d, add);
-      out[have + add] = 0;
-    }
-  }
+  return h;
+}
+
+/* One stdout or stderr field (base64) of a data event, decoded, to the consumer. */
+static void give_output(struct start_state *s, int stream, const char *b64)
+{
+  size_t n;
+  unsigned char *d = abx_b64_decode_alloc(b64, 0, &n);
+  if (d && n > 0)
+    s->on_output(s->cls, stream, d, n);
   free(d);
 }
 
-/* Parse the Start stream's envelopes; 0 when an end event was seen. */
-static int parse_stream(const struct buf *b, int *exit_code, char *out, size_t outlen, char *err,
-                        size_t errlen)
+/* One event message (§4.3): data goes to the consumer, end keeps the exit code. */
+static void take_event(struct start_state *s, json_t *m)
 {
-  int ended = 0;
-  for (size_t at = 0; at + 5 <= b->n;) {
-    unsigned flags = b->p[at];
-    size_t len = (size_t)b->p[at + 1] << 24 | (size_t)b->p[at + 2] << 16 |
-                 (size_t)b->p[at + 3] << 8 | b->p[at + 4];
-    if (at + 5 + len > b->n)
-      break;
-    json_t *m = json_loadb((const char *)b->p + at + 5, len, 0, NULL);
-    at += 5 + len;
-    if (!m)
-      continue;
-    if (flags & 0x02) { /* end-of-stream: {} or {"error":{code,message}} (§2.3) */
-      json_t *e = json_object_get(m, "error");
-      if (e && !ended)
-        snprintf(err, errlen, "envd: %s: %s", json_string_value(json_object_get(e, "code")),
-                 json_string_value(json_object_get(e, "message")));
-      json_decref(m);
-      break;
-    }
-    json_t *ev = json_object_get(m, "event");
-    json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
-    const char *o = json_string_value(json_object_get(data, "stdout"));
-    const char *e = json_string_value(json_object_get(data, "stderr"));
-    if (o)
-      tail_append(out, outlen, o);
-    if (e)
-      tail_append(out, outlen, e);
-    if (end) {
-      ended = 1;
-      *exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
-    }
-    json_decref(m);
+  json_t *ev = json_object_get(m, "event");
+  json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
+  const char *o = json_string_value(json_object_get(data, "stdout"));
+  const char *e = json_string_value(json_object_get(data, "stderr"));
+  if (o)
+    give_output(s, 1, o);
+  if (e)
+    give_output(s, 2, e);
+  if (end) {
+    s->ended = 1;
+    s->exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
   }
-  if (!ended && !err[0])
-    snprintf(err, errlen, "envd's process stream ended without an end event");
-  return ended ? 0 : -1;
+}
+
+/* abx_connect_msg_fn: one envelope of the stream. A payload that is not JSON is skipped. */
+static int take_message(void *ud, unsigned flags, const char *payload, size_t len)
+{
+  struct start_state *s = ud;
+  if (s->closed)
+    return 0;
+  json_t *m = json_loadb(payload, len, 0, NULL);
+  if (!m)
+    return 0;
+  if (flags & ABX_CONNECT_FLAG_END) { /* {} or {"error":{code,message}} (§2.3) */
+    s->closed = 1;
+    json_t *e = json_object_get(m, "error");
+    if (e && !s->ended)
+      snprintf(s->stream_err, sizeof s->stream_err, "envd: %s: %s",
+               json_string_value(json_object_get(e, "code")),
+               json_string_value(json_object_get(e, "message")));
+  } else {
+    take_event(s, m);
+  }
+  json_decref(m);
+  return 0;
+}
+
+/* CURLOPT_WRITEFUNCTION: a 200 answer is decoded as it comes; another keeps its first bytes. */
+static size_t take_body(char *p, size_t sz, size_t n, void *cls)
+{
+  struct start_state *s = cls;
+  size_t k = sz * n;
+  s->body_bytes += k;
+  if (s->call->max_body_bytes && s->body_bytes > s->call->max_body_bytes)
+    return 0;
+  if (!s->status)
+    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
+  if (s->status != 200) {
+    size_t keep = sizeof s->refusal - s->refusal_len;
+    keep = keep < k ? keep : k;
+    memcpy(s->refusal + s->refusal_len, p, keep);
+    s->refusal_len += keep;
+    return k;
+  }
+  return abx_connect_feed(&s->decoder, p, k, take_message, s) == ABX_CONNECT_OK ? k : 0;
+}
+
+/* The call's outcome: 0 with *exit_code once the end event came, else -1 with err. */
+static int start_outcome(struct start_state *s, CURLcode rc, long status, int *exit_code,
+                         char *err, size_t errlen)
+{
+  if (rc != CURLE_OK)
+    snprintf(err, errlen, "envd process.Process/Start: %s",
+             s->decoder.dead ? s->decoder.error : curl_easy_strerror(rc));
+  else if (status != 200 && s->call->quote_refusal)
+    snprintf(err, errlen, "envd process.Process/Start answered %ld: %.*s", status,
+             (int)s->refusal_len, s->refusal);
+  else if (status != 200)
+    snprintf(err, errlen, "envd process.Process/Start answered %ld", status);
+  else if (!s->ended)
+    snprintf(err, errlen, "%s",
+             s->stream_err[0] ? s->stream_err : "envd's process stream ended without an end event");
+  else {
+    *exit_code = s->exit_code;
+    return 0;
+  }
+  return -1;
+}
+
+/* Runs call->script through process.Process/Start (a Connect server stream in the JSON codec,
+ * §2.1, §2.3, §4.1-4.3) and waits for the stream's end; each chunk of output goes to on_output
+ * as it comes, on this thread. 0 with *exit_code (the end event's exitCode), or -1 with err:
+ * envd unreachable or refusing, an error end-of-stream, no end event, a malformed envelope. */
+static int start_process(const struct start_call *call, output_fn on_output, void *cls,
+                         int *exit_code, char *err, size_t errlen)
+{
+  size_t body_len = 0;
+  unsigned char *body = start_request(call, &body_len);
+  struct start_state *s = calloc(1, sizeof *s);
+  CURL *c = curl_easy_init();
+  if (!body || !s || !c) {
+    free(body);
+    free(s);
+    if (c)
+      curl_easy_cleanup(c);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  *s = (struct start_state){.call = call, .on_output = on_output, .cls = cls, .curl = c};
+  abx_connect_decoder_init(&s->decoder);
+  char url[96];
+  snprintf(url, sizeof url, "http://127.0.0.1:%d/process.Process/Start", ABX_E2B_ENVD_PORT);
+  struct curl_slist *h = start_headers(call);
+  int fd = call->netns_fd;
+  curl_easy_setopt(c, CURLOPT_URL, url);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, call->timeout_ms);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, call->connect_timeout_ms);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+  abx_netns_curl(c, &fd);
+  CURLcode rc = curl_easy_perform(c);
+  long status = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(h);
+  curl_easy_cleanup(c);
+  free(body);
+  int ret = start_outcome(s, rc, status, exit_code, err, errlen);
+  abx_connect_decoder_free(&s->decoder);
+  free(s);
+  return ret;
+}
+
+/* ---- a run with the output's tail ------------------------------------------------------------- */
+
+#define RUN_BODY_MAX (8u * 1024u * 1024u) /* more output than this: the call fails */
+
+struct tail {
+  char *out; /* NUL-terminated: the last outlen - 1 bytes of the output */
+  size_t outlen;
+};
+
+/* output_fn: appends the bytes to the tail, keeping its last bytes. */
+static void tail_append(void *cls, int stream, const unsigned char *d, size_t add)
+{
+  struct tail *t = cls;
+  (void)stream; /* stdout and stderr interleave in one tail */
+  if (t->outlen < 2)
+    return;
+  char *out = t->out;
+  size_t have = strlen(out), room = t->outlen - 1;
+  if (add >= room) {
+    memcpy(out, d + add - room, room);
+    out[room] = 0;
+  } else {
+    if (have + add > room) {
+      memmove(out, out + (have + add - room), room - add);
+      have = room - add;
+    }
+    memcpy(out + have, d, add);
+    out[have + add] = 0;
+  }
 }
 
 int abx_envd_run(int netns_fd, const char *token, const char *user, const char *script,
@@ -217,98 +373,34 @@ int abx_envd_run(int netns_fd, const char *token, const char *user, const char *
   if (outlen)
     out[0] = 0;
   err[0] = 0;
-  json_t *proc = json_pack("{s:s,s:[s,s]}", "cmd", "/bin/bash", "args", "-c", script);
-  if (proc && envs)
-    json_object_set(proc, "envs", envs);
-  json_t *req = proc ? json_pack("{s:o}", "process", proc) : NULL;
-  char *js = req ? json_dumps(req, JSON_COMPACT) : NULL;
-  json_decref(req);
-  CURL *c = curl_easy_init();
-  size_t jn = js ? strlen(js) : 0;
-  unsigned char *env = js ? malloc(jn + 5) : NULL;
-  if (!js || !c || !env) {
-    free(js);
-    free(env);
-    if (c)
-      curl_easy_cleanup(c);
-    snprintf(err, errlen, "out of memory");
-    return -1;
-  }
-  env[0] = 0; /* one uncompressed message (§2.3) */
-  env[1] = (unsigned char)(jn >> 24);
-  env[2] = (unsigned char)(jn >> 16);
-  env[3] = (unsigned char)(jn >> 8);
-  env[4] = (unsigned char)jn;
-  memcpy(env + 5, js, jn);
-  free(js);
-  char url[96], auth[160], tok[200];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/process.Process/Start", ABX_E2B_ENVD_PORT);
-  /* Basic auth with an empty password names the user (§4.1, users.c) */
-  unsigned char cred[80];
-  int cn = snprintf((char *)cred, sizeof cred, "%s:", user);
-  unsigned char b64[120];
-  EVP_EncodeBlock(b64, cred, cn);
-  snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
-  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/connect+json");
-  h = curl_slist_append(h, "Connect-Protocol-Version: 1");
-  h = curl_slist_append(h, "Expect:");
-  h = curl_slist_append(h, auth);
-  if (token) {
-    snprintf(tok, sizeof tok, "X-Access-Token: %s", token);
-    h = curl_slist_append(h, tok);
-  }
-  struct buf b = {0};
-  int fd = netns_fd;
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-  curl_easy_setopt(c, CURLOPT_PROXY, "");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, env);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(jn + 5));
-  abx_netns_curl(c, &fd);
-  CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  free(env);
-  int ret = -1;
-  if (rc != CURLE_OK)
-    snprintf(err, errlen, "envd process.Process/Start: %s", curl_easy_strerror(rc));
-  else if (status != 200)
-    snprintf(err, errlen, "envd process.Process/Start answered %ld: %.*s", status,
-             (int)(b.n < 200 ? b.n : 200), b.p ? (const char *)b.p : "");
-  else
-    ret = parse_stream(&b, exit_code, out, outlen, err, errlen);
-  free(b.p);
-  return ret;
+  struct start_call call = {.netns_fd = netns_fd, .token = token, .user = user,
+                            .script = script, .envs = envs, .timeout_ms = timeout_ms,
+                            .connect_timeout_ms = timeout_ms, .max_body_bytes = RUN_BODY_MAX,
+                            .quote_refusal = 1};
+  struct tail t = {out, outlen};
+  return start_process(&call, tail_append, &t, exit_code, err, errlen);
 }
 
 /* ---- streamed runs --------------------------------------------------------------------------- */
 
 #define LINE_MAX_BYTES 4096
 
-struct stream_state {
-  unsigned char *p; /* envelope bytes not parsed yet */
-  size_t n, cap;
-  char line[2][LINE_MAX_BYTES + 1];
+struct lines {
+  char line[2][LINE_MAX_BYTES + 1]; /* stdout's and stderr's line so far */
   size_t ll[2];
   abx_envd_line_fn fn;
   void *cls;
-  int ended, exit_code;
-  char err[256];
 };
 
-static void emit(struct stream_state *s, int k, const unsigned char *d, size_t n)
+/* output_fn: cuts the bytes into lines (4 KiB pieces at most) and gives each to the caller. */
+static void emit(void *cls, int stream, const unsigned char *d, size_t n)
 {
+  struct lines *s = cls;
+  int k = stream - 1;
   for (size_t i = 0; i < n; i++) {
     if (d[i] == '\n' || s->ll[k] == LINE_MAX_BYTES) {
       s->line[k][s->ll[k]] = 0;
-      s->fn(s->cls, k + 1, s->line[k]);
+      s->fn(s->cls, stream, s->line[k]);
       s->ll[k] = 0;
       if (d[i] == '\n')
         continue;
@@ -317,164 +409,27 @@ static void emit(struct stream_state *s, int k, const unsigned char *d, size_t n
   }
 }
 
-static void emit_b64(struct stream_state *s, int k, const char *b64)
-{
-  size_t n = strlen(b64);
-  unsigned char *d = malloc(n / 4 * 3 + 4);
-  if (!d)
-    return;
-  int len = EVP_DecodeBlock(d, (const unsigned char *)b64, (int)n);
-  while (len > 0 && n > 0 && b64[n - 1] == '=') { /* EVP_DecodeBlock counts padding as bytes */
-    n--;
-    len--;
-  }
-  if (len > 0)
-    emit(s, k, d, (size_t)len);
-  free(d);
-}
-
-/* Parse every complete envelope in s->p (§2.3), keeping the rest. */
-static void stream_parse(struct stream_state *s)
-{
-  size_t at = 0;
-  while (at + 5 <= s->n) {
-    unsigned flags = s->p[at];
-    size_t len = (size_t)s->p[at + 1] << 24 | (size_t)s->p[at + 2] << 16 |
-                 (size_t)s->p[at + 3] << 8 | s->p[at + 4];
-    if (at + 5 + len > s->n)
-      break;
-    json_t *m = json_loadb((const char *)s->p + at + 5, len, 0, NULL);
-    at += 5 + len;
-    if (!m)
-      continue;
-    if (flags & 0x02) {
-      json_t *e = json_object_get(m, "error");
-      if (e && !s->ended)
-        snprintf(s->err, sizeof s->err, "envd: %s: %s",
-                 json_string_value(json_object_get(e, "code")),
-                 json_string_value(json_object_get(e, "message")));
-    } else {
-      json_t *ev = json_object_get(m, "event");
-      json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
-      const char *o = json_string_value(json_object_get(data, "stdout"));
-      const char *e = json_string_value(json_object_get(data, "stderr"));
-      if (o)
-        emit_b64(s, 0, o);
-      if (e)
-        emit_b64(s, 1, e);
-      if (end) {
-        s->ended = 1;
-        s->exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
-      }
-    }
-    json_decref(m);
-  }
-  memmove(s->p, s->p + at, s->n - at);
-  s->n -= at;
-}
-
-static size_t stream_cb(char *p, size_t sz, size_t n, void *cls)
-{
-  struct stream_state *s = cls;
-  size_t k = sz * n;
-  if (s->n + k > s->cap) {
-    size_t cap = (s->n + k) * 2;
-    unsigned char *np = realloc(s->p, cap);
-    if (!np)
-      return 0;
-    s->p = np;
-    s->cap = cap;
-  }
-  memcpy(s->p + s->n, p, k);
-  s->n += k;
-  stream_parse(s);
-  return k;
-}
-
 int abx_envd_run_stream(int netns_fd, const char *token, const char *user, const char *cwd,
                         const char *script, json_t *envs, long timeout_ms, abx_envd_line_fn fn,
                         void *cls, int *exit_code, char *err, size_t errlen)
 {
   err[0] = 0;
-  json_t *proc = json_pack("{s:s,s:[s,s]}", "cmd", "/bin/bash", "args", "-c", script);
-  if (proc && envs)
-    json_object_set(proc, "envs", envs);
-  if (proc && cwd && *cwd)
-    json_object_set_new(proc, "cwd", json_string(cwd));
-  json_t *req = proc ? json_pack("{s:o}", "process", proc) : NULL;
-  char *js = req ? json_dumps(req, JSON_COMPACT) : NULL;
-  json_decref(req);
-  CURL *c = curl_easy_init();
-  size_t jn = js ? strlen(js) : 0;
-  unsigned char *env = js ? malloc(jn + 5) : NULL;
-  struct stream_state *s = calloc(1, sizeof *s);
-  if (!js || !c || !env || !s) {
-    free(js);
-    free(env);
-    free(s);
-    if (c)
-      curl_easy_cleanup(c);
+  struct lines *s = calloc(1, sizeof *s);
+  if (!s) {
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   s->fn = fn;
   s->cls = cls;
-  env[0] = 0;
-  env[1] = (unsigned char)(jn >> 24);
-  env[2] = (unsigned char)(jn >> 16);
-  env[3] = (unsigned char)(jn >> 8);
-  env[4] = (unsigned char)jn;
-  memcpy(env + 5, js, jn);
-  free(js);
-  char url[96], auth[160], tok[200];
-  snprintf(url, sizeof url, "http://127.0.0.1:%d/process.Process/Start", ABX_E2B_ENVD_PORT);
-  unsigned char cred[80], b64[120];
-  int cn = snprintf((char *)cred, sizeof cred, "%s:", user);
-  EVP_EncodeBlock(b64, cred, cn);
-  snprintf(auth, sizeof auth, "Authorization: Basic %s", b64);
-  struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/connect+json");
-  h = curl_slist_append(h, "Connect-Protocol-Version: 1");
-  h = curl_slist_append(h, "Expect:");
-  h = curl_slist_append(h, auth);
-  if (token) {
-    snprintf(tok, sizeof tok, "X-Access-Token: %s", token);
-    h = curl_slist_append(h, tok);
-  }
-  int fd = netns_fd;
-  curl_easy_setopt(c, CURLOPT_URL, url);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, stream_cb);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, s);
-  curl_easy_setopt(c, CURLOPT_PROXY, "");
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, env);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(jn + 5));
-  abx_netns_curl(c, &fd);
-  CURLcode rc = curl_easy_perform(c);
-  long status = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-  curl_slist_free_all(h);
-  curl_easy_cleanup(c);
-  free(env);
+  struct start_call call = {.netns_fd = netns_fd, .token = token, .user = user, .cwd = cwd,
+                            .script = script, .envs = envs, .timeout_ms = timeout_ms,
+                            .connect_timeout_ms = 10000L};
+  int ret = start_process(&call, emit, s, exit_code, err, errlen);
   for (int k = 0; k < 2; k++)
-    if (s->ll[k]) {
+    if (s->ll[k]) { /* a last line without its newline */
       s->line[k][s->ll[k]] = 0;
       fn(cls, k + 1, s->line[k]);
     }
-  int ret = -1;
-  if (rc != CURLE_OK)
-    snprintf(err, errlen, "envd process.Process/Start: %s", curl_easy_strerror(rc));
-  else if (status != 200)
-    snprintf(err, errlen, "envd process.Process/Start answered %ld", status);
-  else if (!s->ended)
-    snprintf(err, errlen, "%s", s->err[0] ? s->err : "envd's process stream ended without an end event");
-  else {
-    *exit_code = s->exit_code;
-    ret = 0;
-  }
-  free(s->p);
   free(s);
   return ret;
 }

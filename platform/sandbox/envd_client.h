@@ -1,11 +1,12 @@
 /*
- * envd_client.h: the platform's own calls to envd inside a sandbox (health probe and /init), over
- * sockets opened in the sandbox's network namespace (netns.h).
+ * envd_client.h: the platform's own calls to envd inside a sandbox (health probe, /init and
+ * process runs through process.Process/Start), over sockets opened in the sandbox's network
+ * namespace (netns.h). The Connect envelopes and base64 are proto/'s (connect.h, base64.h).
  *
  * Shapes:  GET /health → 204 (any 2xx accepted); POST /init JSON {"envVars":{..},"accessToken"?:..,
  *          "defaultUser":"user"} → 204 (any 2xx accepted). docs/protocol/envd-protocol.md §7,
  *          §6.1–6.2.
- * Units:   deadlines are CLOCK_MONOTONIC nanoseconds (http_util.h abx_mono_ns()).
+ * Units:   deadlines are CLOCK_MONOTONIC nanoseconds (util/clock.h abx_mono_ns()).
  * Errors:  0 on success, -1 with a message in err[errlen].
  */
 #ifndef ABX_SANDBOX_ENVD_CLIENT_H

@@ -440,6 +440,117 @@ static void mm_line(void *ud, const char *l)
     c->log(c->ud, l);
 }
 
+/* One image being built: what it is, and where it goes in the cache. */
+struct image_build {
+  const char *ref;         /* as the client wrote it, for messages */
+  const char *suite;       /* the codename */
+  int slim;
+  const struct pkgs *pk;   /* the packages beyond minbase */
+  const char *images;      /* <cache>/images */
+  const char *key;         /* the image's cache key (image_key) */
+  const char *final;       /* <images>/<key>: the finished image */
+  struct logctx lc;
+};
+
+/* The cache key: codename, slim, and a digest of everything else that shapes the tree (the
+ * recipe's version, the package list); image_debian.h "Key". */
+static void image_key(const char *suite, int slim, const struct pkgs *pk, char key[96])
+{
+  char input[2300], hex[65];
+  unsigned char md[32];
+  unsigned mdlen = 0;
+  snprintf(input, sizeof input, "%s\n%s\n%d\n%s\n", RECIPE_VERSION, suite, slim, pk->list);
+  EVP_Digest(input, strlen(input), md, &mdlen, EVP_sha256(), NULL);
+  for (int i = 0; i < 6; i++)
+    snprintf(hex + 2 * i, 3, "%02x", md[i]);
+  snprintf(key, 96, "debian-%.31s%s-%.12s", suite, slim ? "-slim" : "", hex);
+}
+
+/* mmdebstrap of the suite into troot: minbase, the packages, user `user`, and Docker's slim
+ * excludes for a -slim tag. 0, or -1 with err (stopping, the timeout, its exit status and last
+ * line). */
+static int run_mmdebstrap(struct image_build *b, const char *troot, char *err, size_t errlen)
+{
+  char inc[2100], s1[160], s2[160], s3[160];
+  snprintf(inc, sizeof inc, "--include=%s", b->pk->list);
+  snprintf(s1, sizeof s1, "deb " ABX_IMAGE_MIRROR " %s main", b->suite);
+  snprintf(s2, sizeof s2, "deb " ABX_IMAGE_MIRROR " %s-updates main", b->suite);
+  snprintf(s3, sizeof s3, "deb " ABX_IMAGE_SECURITY " %s-security main", b->suite);
+  const char *argv[40] = {"/usr/bin/mmdebstrap", "--mode=root", "--variant=minbase",
+                          "--format=directory", inc, "--aptopt=Acquire::Retries \"3\";",
+                          "--customize-hook=chroot \"$1\" useradd --create-home --uid 1000 "
+                          "--user-group --shell /bin/bash user"};
+  int a = 7;
+  if (b->slim) {
+    /* Docker's slim images (debuerreotype's slimify list) */
+    static const char *const ex[] = {
+      "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+      "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/info/*",
+      "--dpkgopt=path-exclude=/usr/share/groff/*", "--dpkgopt=path-exclude=/usr/share/lintian/*",
+      "--dpkgopt=path-exclude=/usr/share/linda/*", "--dpkgopt=path-exclude=/usr/share/locale/*"};
+    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
+      argv[a++] = ex[i];
+  }
+  argv[a++] = b->suite;
+  argv[a++] = troot;
+  argv[a++] = s1;
+  argv[a++] = s2;
+  argv[a++] = s3;
+  argv[a] = NULL;
+  char last[512] = "";
+  int st_mm = abx_image_run(argv, mm_line, &b->lc, last, sizeof last, ABX_IMAGE_BUILD_TIMEOUT_S);
+  if (st_mm == 0)
+    return 0;
+  if (st_mm == -2)
+    snprintf(err, errlen, "serve is stopping");
+  else if (st_mm == 124)
+    snprintf(err, errlen, "image '%s': mmdebstrap did not finish within %d s", b->ref,
+             ABX_IMAGE_BUILD_TIMEOUT_S);
+  else
+    snprintf(err, errlen, "image '%s': mmdebstrap exited with status %d: %s", b->ref, st_mm,
+             st_mm == -1 ? "cannot run /usr/bin/mmdebstrap (scripts/deps.sh installs it)" : last);
+  return -1;
+}
+
+/* Builds the image in a temporary dir beside b->final (a crashed build's are removed first),
+ * finishes its root and renames it to b->final. 0, or -1 with err and the temporary dir gone.
+ * Under the image's lock. */
+static int build_image(struct image_build *b, char *err, size_t errlen)
+{
+  char tmp[4300], troot[4400];
+  remove_stale(b->images, b->key);
+  snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%d", b->images, b->key, (int)getpid());
+  snprintf(troot, sizeof troot, "%s/root", tmp);
+  if (mkdir(tmp, 0755) != 0) {
+    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
+    return -1;
+  }
+  say(b->lc.log, b->lc.ud, "image %s: building %s with mmdebstrap from " ABX_IMAGE_MIRROR, b->ref,
+      b->key);
+  say(b->lc.log, b->lc.ud, "image %s: packages beyond minbase: %s", b->ref, b->pk->list);
+  time_t t0 = time(NULL);
+  if (run_mmdebstrap(b, troot, err, errlen) != 0) {
+    abx_rmtree(tmp);
+    return -1;
+  }
+  char ferr[16384];
+  if (finish(troot, ferr, sizeof ferr) != 0) {
+    snprintf(err, errlen, "image '%s': %s", b->ref, ferr);
+    abx_rmtree(tmp);
+    return -1;
+  }
+  if (rename(tmp, b->final) != 0) {
+    snprintf(err, errlen, "image '%s': cannot rename %s to %s: %s", b->ref, tmp, b->final,
+             strerror(errno));
+    abx_rmtree(tmp);
+    return -1;
+  }
+  char secs[32];
+  snprintf(secs, sizeof secs, "%ld", (long)(time(NULL) - t0));
+  say(b->lc.log, b->lc.ud, "image %s: built in %s s, envd runs in it", b->ref, secs);
+  return 0;
+}
+
 int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud, const char *line),
                    void *ud, char *root, size_t rootlen, char *err, size_t errlen)
 {
@@ -460,16 +571,9 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
     free(pk);
     return -1;
   }
-  /* the key: codename, slim, and a digest of everything else that shapes the tree */
-  char input[2300], key[96], hex[65];
-  unsigned char md[32];
-  unsigned mdlen = 0;
-  snprintf(input, sizeof input, "%s\n%s\n%d\n%s\n", RECIPE_VERSION, suite, r.slim, pk->list);
-  EVP_Digest(input, strlen(input), md, &mdlen, EVP_sha256(), NULL);
-  for (int i = 0; i < 6; i++)
-    snprintf(hex + 2 * i, 3, "%02x", md[i]);
-  snprintf(key, sizeof key, "debian-%.31s%s-%.12s", suite, r.slim ? "-slim" : "", hex);
-  char images[4096], final[4200], lockp[4200], tmp[4300], troot[4400];
+  char key[96];
+  image_key(suite, r.slim, pk, key);
+  char images[4096], final[4200], lockp[4200], troot[4400];
   snprintf(images, sizeof images, "%s/images", cache_dir);
   snprintf(final, sizeof final, "%s/%s", images, key);
   snprintf(lockp, sizeof lockp, "%s/%s.lock", images, key);
@@ -488,77 +592,12 @@ int abx_image_root(const char *ref, const char *cache_dir, void (*log)(void *ud,
   snprintf(troot, sizeof troot, "%s/root", final);
   if (stat(troot, &st) == 0 && S_ISDIR(st.st_mode)) {
     say(log, ud, "image %s: %s, built before", ref, key);
-    snprintf(root, rootlen, "%s", troot);
-    rc = 0;
-    goto out;
+  } else {
+    struct image_build b = {ref, suite, r.slim, pk, images, key, final, {log, ud}};
+    if (build_image(&b, err, errlen) != 0)
+      goto out;
   }
-  remove_stale(images, key);
-  snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%d", images, key, (int)getpid());
-  snprintf(troot, sizeof troot, "%s/root", tmp);
-  if (mkdir(tmp, 0755) != 0) {
-    snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno));
-    goto out;
-  }
-  say(log, ud, "image %s: building %s with mmdebstrap from " ABX_IMAGE_MIRROR, ref, key);
-  say(log, ud, "image %s: packages beyond minbase: %s", ref, pk->list);
-  char inc[2100], s1[160], s2[160], s3[160];
-  snprintf(inc, sizeof inc, "--include=%s", pk->list);
-  snprintf(s1, sizeof s1, "deb " ABX_IMAGE_MIRROR " %s main", suite);
-  snprintf(s2, sizeof s2, "deb " ABX_IMAGE_MIRROR " %s-updates main", suite);
-  snprintf(s3, sizeof s3, "deb " ABX_IMAGE_SECURITY " %s-security main", suite);
-  const char *argv[40] = {"/usr/bin/mmdebstrap", "--mode=root", "--variant=minbase",
-                          "--format=directory", inc, "--aptopt=Acquire::Retries \"3\";",
-                          "--customize-hook=chroot \"$1\" useradd --create-home --uid 1000 "
-                          "--user-group --shell /bin/bash user"};
-  int a = 7;
-  if (r.slim) {
-    /* Docker's slim images (debuerreotype's slimify list) */
-    static const char *const ex[] = {
-      "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-      "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/info/*",
-      "--dpkgopt=path-exclude=/usr/share/groff/*", "--dpkgopt=path-exclude=/usr/share/lintian/*",
-      "--dpkgopt=path-exclude=/usr/share/linda/*", "--dpkgopt=path-exclude=/usr/share/locale/*"};
-    for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
-      argv[a++] = ex[i];
-  }
-  argv[a++] = suite;
-  argv[a++] = troot;
-  argv[a++] = s1;
-  argv[a++] = s2;
-  argv[a++] = s3;
-  argv[a] = NULL;
-  struct logctx lc = {log, ud};
-  char last[512] = "";
-  time_t t0 = time(NULL);
-  int st_mm = abx_image_run(argv, mm_line, &lc, last, sizeof last, ABX_IMAGE_BUILD_TIMEOUT_S);
-  if (st_mm != 0) {
-    if (st_mm == -2)
-      snprintf(err, errlen, "serve is stopping");
-    else if (st_mm == 124)
-      snprintf(err, errlen, "image '%s': mmdebstrap did not finish within %d s", ref,
-               ABX_IMAGE_BUILD_TIMEOUT_S);
-    else
-      snprintf(err, errlen, "image '%s': mmdebstrap exited with status %d: %s", ref, st_mm,
-               st_mm == -1 ? "cannot run /usr/bin/mmdebstrap (scripts/deps.sh installs it)" : last);
-    abx_rmtree(tmp);
-    goto out;
-  }
-  char ferr[16384];
-  if (finish(troot, ferr, sizeof ferr) != 0) {
-    snprintf(err, errlen, "image '%s': %s", ref, ferr);
-    abx_rmtree(tmp);
-    goto out;
-  }
-  if (rename(tmp, final) != 0) {
-    snprintf(err, errlen, "image '%s': cannot rename %s to %s: %s", ref, tmp, final,
-             strerror(errno));
-    abx_rmtree(tmp);
-    goto out;
-  }
-  char secs[32];
-  snprintf(secs, sizeof secs, "%ld", (long)(time(NULL) - t0));
-  say(log, ud, "image %s: built in %s s, envd runs in it", ref, secs);
-  snprintf(root, rootlen, "%s/root", final);
+  snprintf(root, rootlen, "%s", troot);
   rc = 0;
 out:
   if (lk >= 0)

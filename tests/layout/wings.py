@@ -49,8 +49,9 @@ ALLOWED = {
     "top": set(WINGS) | {"envd"},
 }
 # Files still framing Connect envelopes or base64 by hand, until they move onto proto/: this list
-# may only shrink (an entry whose file has no such fault left is itself a fault).
-PROTO_DEBT = {"platform/sandbox/envd_client.c"}
+# may only shrink (an entry whose file has no such fault left is itself a fault). Empty: every
+# envelope and base64 of platform/, engine/ and bindings/ is proto/'s.
+PROTO_DEBT = set()
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 EVP_BASE64 = re.compile(r"\bEVP_(Encode|Decode)Block\b")
 # A hand-made envelope: the end flag written as a byte, or a length's top byte shifted next to it.
@@ -118,7 +119,7 @@ def find_circle(edges):
     return None
 
 
-def check(root):
+def check(root, proto_debt=PROTO_DEBT):
     faults, edges = [], {}
     for rel, path in sources(root, "platform"):
         me = group_of(rel)
@@ -154,7 +155,7 @@ def check(root):
     for top in ("platform", "engine", "bindings"):
         for rel, path in sources(root, top):
             text = open(path, encoding="utf-8", errors="replace").read()
-            if rel in PROTO_DEBT:
+            if rel in proto_debt:
                 if not EVP_BASE64.search(text) and not ENVELOPE.search(text):
                     faults.append(f"{rel}: stale: it frames no envelope and no base64 by hand any "
                                   "more; remove it from PROTO_DEBT in tests/layout/wings.py")
@@ -262,6 +263,7 @@ def self_test():
             ("unknown", "platform/api/y.c", '#include "nowhere.h"\n'),
             ("base64", "platform/sandbox/b.c", "int n = EVP_EncodeBlock(o, i, 3);\n"),
             ("envelope", "platform/sandbox/e.c", "void f(unsigned char *h, unsigned n) { h[0] = 0x02; }\n"),
+            ("base64", "platform/sandbox/envd_client.c", "int n = EVP_DecodeBlock(o, i, 4);\n"),
             ("stale", "platform/sandbox/envd_client.c", "int x;\n"),
             ("envelope", "bindings/e.c", "void f(unsigned char *h, unsigned n) { h[1] = (uint8_t)(n >> 24); }\n"),
         ]
@@ -269,7 +271,8 @@ def self_test():
         for kind, rel, text in cases:
             reset()
             write(rel, text)
-            got = check(tmp)
+            # "stale": a debt entry whose file frames nothing by hand (the list only shrinks)
+            got = check(tmp, {rel} if kind == "stale" else set())
             if not any(f": {kind}:" in f or f.startswith(kind + ":") for f in got):
                 print(f"self-test: planted {kind} in {rel} was not named; got {got}")
                 bad += 1
