@@ -152,7 +152,7 @@ static enum MHD_Result answer(struct req *r)
     size_t pl = strcspn(r->raw_uri, "?#");
     char *path = r->raw_uri[0] == '/' ? strndup(r->raw_uri, pl) : NULL;
     if (abx_flavor()->os_api)
-      fr = abx_os_api_handle(c, method, path ? path : url, r->body, r->len);
+      fr = abx_opensandbox_control(c, method, path ? path : url, r->body, r->len);
     else
       fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
     free(path);
@@ -194,11 +194,12 @@ static enum MHD_Result handle_request(struct MHD_Connection *c, const char *url,
     r->started = 1;
     r->method = method;
     size_t off = 0;
-    if (abx_flavor()->os_api) /* OpenSandbox's routing only (os_api.h) */
-      r->kind = abx_os_ingress_route(c, r->raw_uri, &r->route, r->msg, sizeof r->msg);
+    if (abx_flavor()->os_api) /* OpenSandbox's routing only (opensandbox.h) */
+      r->kind = abx_opensandbox_route(c, r->raw_uri, &r->route, r->msg, sizeof r->msg);
     else
       r->kind = abx_ingress_route(c, &r->route, r->msg, sizeof r->msg);
-    if (r->kind == 0 && !abx_flavor()->os_api) { /* OpenKruise DOMAIN/kruise/<id>/<port>/... (flavor.h) */
+    if (r->kind == 0 &&
+        !abx_flavor()->os_api) { /* OpenKruise DOMAIN/kruise/<id>/<port>/... (flavor.h) */
       r->kind = abx_flavor_path_route(r->raw_uri, r->route.id, &r->route.port, &off, r->msg,
                                       sizeof r->msg);
       if (r->kind == 1) { /* forward the rest of the path, "/" when there is none */
@@ -207,7 +208,8 @@ static enum MHD_Result handle_request(struct MHD_Connection *c, const char *url,
         r->raw_uri[0] = '/';
       }
     }
-    if (r->kind == 0 && !abx_flavor()->os_api && abx_upload_match(method, url)) { /* streamed to a file, not buffered */
+    if (r->kind == 0 && !abx_flavor()->os_api &&
+        abx_upload_match(method, url)) { /* streamed to a file, not buffered */
       r->upload = abx_upload_begin(c, url);
       return r->upload ? MHD_YES : MHD_NO;
     }
@@ -259,7 +261,7 @@ static enum MHD_Result handle_request(struct MHD_Connection *c, const char *url,
   if (r->too_large)
     return abx_http_error(c, 413, "request body too large");
   if (r->kind < 0)
-    return abx_flavor()->os_api ? abx_os_ingress_error(c, 400, r->msg)
+    return abx_flavor()->os_api ? abx_opensandbox_ingress_error(c, 400, r->msg)
                                 : abx_http_error(c, 400, r->msg);
   r->conn = c;
   r->method = method;
@@ -630,9 +632,10 @@ static int serve_run(int argc, char **argv)
     snprintf(url, sizeof url, "http://%s:%d", host, bound);
     abx_slog_fd(1, "listening on %s (domain %s)", url, domain);
   }
-  static char os_host[400]; /* opensandbox endpoints: "<host:port>/sandboxes/..." (os_api.h) */
-  snprintf(os_host, sizeof os_host, "%s", strstr(url, "//") + 2);
-  abx_os_api_config(key, os_host);
+  static char opensandbox_host
+      [400]; /* opensandbox endpoints: "<host:port>/sandboxes/..." (opensandbox.h) */
+  snprintf(opensandbox_host, sizeof opensandbox_host, "%s", strstr(url, "//") + 2);
+  abx_opensandbox_config(key, opensandbox_host);
   /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
   if (ready_fd >= 0)
     abx_slog_fd(1, "api key e2b_****, access token sk_e2b_**** (on the ready line)");
@@ -662,7 +665,7 @@ stopping:
     abx_spawner_poll(100);
     abx_lifecycle_tick(abx_now_ns());
     if (abx_flavor()->os_api)
-      abx_os_api_tick(abx_now_ns());
+      abx_opensandbox_tick(abx_now_ns());
   }
 
   abx_faults_stop(); /* held (no_answer) and delayed requests end now */
@@ -676,7 +679,7 @@ stopping:
   abx_pool_drain();
   abx_ingress_stop();
   MHD_stop_daemon(d);
-  abx_os_api_drain(); /* its workers' starts fail now that the spawner is stopped */
+  abx_opensandbox_drain(); /* its workers' starts fail now that the spawner is stopped */
   abx_tls_free(&tlsc);
   abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
   if (builds_idle)

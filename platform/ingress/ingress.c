@@ -115,16 +115,17 @@ int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *m
 static enum MHD_Result proxy_error(struct MHD_Connection *c, const char *id, const char *message)
 {
   char m[64];
-  if (abx_flavor()->os_api) /* OpenSandbox's ingress: 404 text (os_api.h) */
-    return snprintf(m, sizeof m, "sandbox not found: %s", id), abx_os_ingress_error(c, 404, m);
+  if (abx_flavor()->os_api) /* OpenSandbox's ingress: 404 text (opensandbox.h) */
+    return snprintf(m, sizeof m, "sandbox not found: %s", id),
+           abx_opensandbox_ingress_error(c, 404, m);
   return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message", message,
                                          "code", 502));
 }
 
 enum MHD_Result abx_ingress_port_closed(struct MHD_Connection *c, const struct abx_route *route)
 {
-  if (abx_flavor()->os_api) /* Go's ReverseProxy: 502, no body (os_api.h) */
-    return abx_os_ingress_error(c, 502, NULL);
+  if (abx_flavor()->os_api) /* Go's ReverseProxy: 502, no body (opensandbox.h) */
+    return abx_opensandbox_ingress_error(c, 502, NULL);
   return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:i}", "sandboxId", route->id, "message",
                                          "The sandbox is running but port is not open", "port",
                                          route->port, "code", 502));
@@ -136,8 +137,9 @@ enum MHD_Result abx_ingress_port_closed(struct MHD_Connection *c, const struct a
 static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id, int can_resume)
 {
   char m[64];
-  if (abx_flavor()->os_api) /* OpenSandbox's ErrSandboxNotReady: 503 (os_api.h) */
-    return snprintf(m, sizeof m, "sandbox not ready: %s", id), abx_os_ingress_error(c, 503, m);
+  if (abx_flavor()->os_api) /* OpenSandbox's ErrSandboxNotReady: 503 (opensandbox.h) */
+    return snprintf(m, sizeof m, "sandbox not ready: %s", id),
+           abx_opensandbox_ingress_error(c, 503, m);
   return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", id, "message",
                                          "The sandbox is paused", "code", 502, "canAutoResume",
                                          can_resume));
@@ -208,7 +210,8 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
   if (!key || abx_ingress_hop_by_hop(key, strlen(key)))
     return MHD_YES;
   if ((h->masked && strcasecmp(key, "X-Forwarded-Host") == 0) ||
-      (abx_flavor()->os_api && strcasecmp(key, "OpenSandbox-Ingress-To") == 0)) /* proxy.go */
+      (abx_flavor()->os_api &&
+       strcasecmp(key, "OpenSandbox-Ingress-To") == 0)) /* proxy.go */
     return MHD_YES;
   if (strcasecmp(key, "Accept") == 0)
     h->has_accept = 1;

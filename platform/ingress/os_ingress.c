@@ -1,6 +1,6 @@
 /*
  * os_ingress.c: the opensandbox flavour's ingress routing (header OpenSandbox-Ingress-To and URI
- * mode /sandboxes/<id>/port/<port>/...) and the ingress's own refusals. Contract in os_api.h;
+ * mode /sandboxes/<id>/port/<port>/...) and the ingress's own refusals. Contract in opensandbox.h;
  * the proxying itself is ingress.c's.
  */
 #include "opensandbox/opensandbox.h"
@@ -37,7 +37,7 @@ static void set_id(struct abx_route *route, const char *id, size_t l)
   route->id[l] = 0;
 }
 
-int abx_os_ingress_route(struct MHD_Connection *c, char *raw_uri, struct abx_route *route,
+int abx_opensandbox_route(struct MHD_Connection *c, char *raw_uri, struct abx_route *route,
                          char *msg, size_t n)
 {
   const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OpenSandbox-Ingress-To");
@@ -96,7 +96,8 @@ int abx_os_ingress_route(struct MHD_Connection *c, char *raw_uri, struct abx_rou
   return 1;
 }
 
-enum MHD_Result abx_os_ingress_error(struct MHD_Connection *c, unsigned status, const char *msg)
+enum MHD_Result abx_opensandbox_ingress_error(struct MHD_Connection *c, unsigned status,
+                                              const char *msg)
 {
   char body[300] = "";
   if (msg)

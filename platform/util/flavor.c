@@ -81,7 +81,7 @@ static const struct abx_flavor flavors[] = {
    .connect_resumed_status = 200, .resume_status = 201, .create_ignores_extras = 1,
    .const_envd_version = "0.2.0"},
   /* OpenSandbox: none of E2B's routes is reached (abx_api_handle is not called: serve.c sends
-   * the control plane to os_api.c, whose rules are in os_api.h); the TTL fields record its
+   * the control plane to platform/opensandbox/control.c, whose rules are in opensandbox.h); the TTL fields record its
    * create timeout range, >= 60 s (specs/sandbox-lifecycle.yml CreateSandboxRequest.timeout) and
    * at most 86400 s here (server.max_sandbox_timeout_seconds, whose examples use 86400). */
   {.name = "opensandbox", .missing = none, .ttl_min = 60, .ttl_max = ABX_MAX_TIMEOUT_S,

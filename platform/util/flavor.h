@@ -13,7 +13,7 @@
  *                    docs/protocol/e2b-control-plane.md §8.1 (path route).
  *   cubesandbox      CubeSandbox CubeAPI: docs/protocol/e2b-v2-and-peers.md §5 "CubeSandbox".
  *   opensandbox      OpenSandbox: not E2B-compatible; its own lifecycle API under /v1
- *                    (os_api.h; opensandbox-group/OpenSandbox specs/sandbox-lifecycle.yml = OpenSandbox
+ *                    (opensandbox.h; opensandbox-group/OpenSandbox specs/sandbox-lifecycle.yml = OpenSandbox
  *                    specs/sandbox-lifecycle.yml @3bb6fad; docs/protocol/e2b-v2-and-peers.md §4)
  *                    and execd.
  * Where the reference gives no status or body (Alibaba's allowlist refusal, every platform's
@@ -71,7 +71,7 @@ struct abx_flavor {
   int metrics_cpu_mem_only;
   /* Serve the path route DOMAIN/kruise/<id>/<port>/... into the sandbox (OpenKruise). */
   int path_route;
-  /* The control plane is OpenSandbox's lifecycle API under /v1 (os_api.h), not E2B's: every E2B
+  /* The control plane is OpenSandbox's lifecycle API under /v1 (opensandbox.h), not E2B's: every E2B
    * route is 404 in OpenSandbox's error shape, and the ingress routes OpenSandbox's way
    * (/sandboxes/<id>/port/<port>/..., OpenSandbox-Ingress-To), not by E2B's Host or headers. */
   int os_api;
