@@ -1,7 +1,8 @@
 /*
  * serve.c: `abxlua serve`: options, API key, state dir, the HTTP daemon (one port for the control
- * plane and the ingress), and the main thread's loop (spawner, TTL and reaper). Contract in
- * platform_main.h; routes, state, threads and limits in docs/PLATFORM.md.
+ * plane and the ingress, told apart by the front of the API family served, ingress/front.h), and
+ * the main thread's loop (spawner, TTL, the front's tick). Contract in platform_main.h; routes,
+ * state, threads and limits in docs/PLATFORM.md.
  */
 #include "platform_main.h"
 
@@ -43,34 +44,51 @@ static void on_signal(int sig)
   g_stop = 1;
 }
 
+/* ---- one request ---------------------------------------------------------------------------- */
+
+/* Where a request is. Its stages run on three threads: the daemon's (ARRIVED, BODY, and the
+ * answer once a job or the ingress's loop resumed the connection), a pool thread's (QUEUED: the
+ * answer may block: a create, a pause, a --faults delay, a sandbox's auto-resume), and for a
+ * proxied request the ingress loop's (PROXIED: it resumes the connection once the head is in).
+ * Only the thread that owns the request writes its stage; a resume hands it back. */
+enum req_stage {
+  REQ_ARRIVED,  /* the request line and headers are in (on_uri made the request): route it */
+  REQ_BODY,     /* routed (dest): the body comes in, buffered or streamed to an upload */
+  REQ_QUEUED,   /* the whole request is in: a pool job answers it, the connection suspended */
+  REQ_PROXIED,  /* the job set up a proxied transfer (stream): the ingress's loop resumes the
+                 * connection once its head is in, and the daemon's thread answers with it */
+  REQ_ANSWERED, /* an answer is queued (result): the access handler returns its result */
+};
+
 /* Per-request state, created by the URI log callback (which sees the raw request target). */
 struct req {
+  const struct abx_front *front; /* the API family served (the daemon's cls) */
+  enum req_stage stage;
+  enum abx_dest dest; /* where the front routed it (ABX_DEST_CONTROL until then) */
   char *raw_uri;
   char *body;
   size_t len, cap;
-  int started, too_large, kind;
+  int too_large;
   struct abx_upload *upload; /* a PUT of a template build archive (layer_cache.h) */
   struct abx_route route;
-  char msg[160];
-  /* the answer made on a pool thread (serve_pool.h) while the connection is suspended */
+  char msg[160]; /* why the route was refused */
+  /* the answer made on a pool thread (util/pool.h) while the connection is suspended */
   struct MHD_Connection *conn;
   const char *method, *url; /* libmicrohttpd's, valid for the request's life */
-  int handled;              /* the job ran: `result` is what the access handler returns */
-  enum MHD_Result result;
-  struct abx_stream *stream; /* a proxied request awaiting its head (ingress.h) */
+  enum MHD_Result result;    /* REQ_ANSWERED: what the access handler returns */
+  struct abx_stream *stream; /* REQ_PROXIED: the proxied request awaiting its head (ingress.h) */
   const void *fault;         /* its --faults body fault, carried to the daemon's thread */
-  /* serve's log (serve_log.h): when the request line came, when its answer's status was queued */
+  /* serve's log (util/log.h): when the request line came, when its answer's status was queued */
   int64_t t0_ns, answer_ns;
   unsigned status; /* 0 until an answer is queued */
-  int pending;     /* a pool job owns the connection: its status is not read */
 };
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-  (void)cls;
   (void)c;
   struct req *r = calloc(1, sizeof *r);
   if (r) {
+    r->front = cls;
     r->raw_uri = strdup(uri ? uri : "/");
     r->t0_ns = abx_mono_ns();
   }
@@ -80,7 +98,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 /* Notes the status of the answer queued on c, once, and when (for serve's log). Called by the
  * thread that owns r: a pool job's after its answer, before the connection resumes (libmicrohttpd
  * then sends that answer without calling the access handler again); the daemon's thread after
- * each access-handler call made while no job holds r (answers queued there: a proxied one by
+ * each access-handler call that left r to no job (answers queued there: a proxied one by
  * abx_ingress_respond, a 413, a 400). */
 static void note_status(struct req *r, struct MHD_Connection *c)
 {
@@ -114,8 +132,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   if (r) {
     note_status(r, c);
     int64_t now = abx_mono_ns();
-    /* failed, unanswered or slow requests (serve_log.h) */
-    abx_slog_request(r->method, r->raw_uri, r->status, r->kind == 1 ? r->route.id : NULL,
+    /* failed, unanswered or slow requests (util/log.h) */
+    abx_slog_request(r->method, r->raw_uri, r->status,
+                     r->dest == ABX_DEST_SANDBOX ? r->route.id : NULL,
                      ((r->status ? r->answer_ns : now) - r->t0_ns) / 1000000,
                      (now - r->t0_ns) / 1000000, ended(toe));
     if (r->stream)
@@ -128,49 +147,48 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
   *con_cls = NULL;
 }
 
-/* The request's answer, on a pool thread (it may block: a create, a pause, a --faults delay, a
- * sandbox's auto-resume), the connection suspended. Either queues an answer and returns the
- * access handler's result, or leaves a proxied request in r->stream (ingress.h). */
+/* The request's answer, on a pool thread, the connection suspended. Either queues an answer and
+ * returns the access handler's result, or leaves a proxied request in r->stream (ingress.h). */
 static enum MHD_Result answer(struct req *r)
 {
   struct MHD_Connection *c = r->conn;
-  const char *method = r->method, *url = r->url;
   if (r->upload)
     return abx_upload_finish(r->upload, c);
+  int proxied = r->dest == ABX_DEST_SANDBOX;
   enum MHD_Result fr; /* faults.h: --faults rules, on the control plane and the ingress alike */
-  if (abx_faults_before(c, method, r->kind == 1 ? r->raw_uri : url, &fr))
+  if (abx_faults_before(c, r->method, proxied ? r->raw_uri : r->url, &fr))
     return fr;
-  if (r->kind == 1) {
-    fr = abx_ingress_handle(c, &r->route, method, r->raw_uri, &r->body, r->len, &r->stream);
+  if (proxied) {
+    fr = abx_ingress_handle(c, &r->route, r->method, r->raw_uri, &r->body, r->len, &r->stream);
     if (r->stream) { /* answered on the daemon's thread once the head is there */
       r->fault = abx_faults_detach();
       return MHD_YES;
     }
   } else {
     /* the raw path: a path parameter is one percent-encoded segment ("ns%2Fname%3Atag", E2B's
-     * SDKs encode template names so), decoded by abx_api_handle after the match */
+     * SDKs encode template names so), decoded by the front's control plane after the match */
     size_t pl = strcspn(r->raw_uri, "?#");
     char *path = r->raw_uri[0] == '/' ? strndup(r->raw_uri, pl) : NULL;
-    if (abx_flavor()->os_api)
-      fr = abx_opensandbox_control(c, method, path ? path : url, r->body, r->len);
-    else
-      fr = abx_api_handle(c, method, path ? path : url, r->body, r->len);
+    fr = r->front->control(c, r->method, path ? path : r->url, r->body, r->len);
     free(path);
   }
   return abx_faults_after(fr);
 }
 
+/* REQ_QUEUED on a pool thread: answer, then hand the connection back (resumed, or to the
+ * ingress's loop, which resumes it once the proxied head is in). */
 static void answer_job(void *cls)
 {
   struct req *r = cls;
   struct MHD_Connection *c = r->conn;
   enum MHD_Result res = answer(r);
   if (r->stream) { /* the loop resumes c; r is not ours to touch after the start */
+    r->stage = REQ_PROXIED;
     abx_ingress_start(r->stream, c);
     return;
   }
   r->result = res;
-  r->handled = 1;
+  r->stage = REQ_ANSWERED;
   note_status(r, c);
   if (res == MHD_NO) {
     /* close without an answer, as returning MHD_NO from the handler does (e.g. --faults
@@ -183,114 +201,120 @@ static void answer_job(void *cls)
   MHD_resume_connection(c);
 }
 
-static enum MHD_Result handle_request(struct MHD_Connection *c, const char *url, const char *method,
-                                      const char *upload, size_t *upload_size, void **con_cls)
+static size_t body_limit(const struct req *r)
 {
-  struct req *r = *con_cls;
-  if (!r || !r->raw_uri)
-    return MHD_NO;
-  size_t limit = r->kind == 1 ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
-  if (!r->started) {
-    r->started = 1;
-    r->method = method;
-    size_t off = 0;
-    if (abx_flavor()->os_api) /* OpenSandbox's routing only (opensandbox.h) */
-      r->kind = abx_opensandbox_route(c, r->raw_uri, &r->route, r->msg, sizeof r->msg);
-    else
-      r->kind = abx_ingress_route(c, &r->route, r->msg, sizeof r->msg);
-    if (r->kind == 0 &&
-        !abx_flavor()->os_api) { /* OpenKruise DOMAIN/kruise/<id>/<port>/... (flavor.h) */
-      r->kind = abx_flavor_path_route(r->raw_uri, r->route.id, &r->route.port, &off, r->msg,
-                                      sizeof r->msg);
-      if (r->kind == 1) { /* forward the rest of the path, "/" when there is none */
-        const char *rest = r->raw_uri + off + (r->raw_uri[off] == '/');
-        memmove(r->raw_uri + 1, rest, strlen(rest) + 1); /* with its NUL, nothing past it */
-        r->raw_uri[0] = '/';
-      }
-    }
-    if (r->kind == 0 && !abx_flavor()->os_api &&
-        abx_upload_match(method, url)) { /* streamed to a file, not buffered */
-      r->upload = abx_upload_begin(c, url);
-      return r->upload ? MHD_YES : MHD_NO;
-    }
-    limit = r->kind == 1 ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    if (cl && strtoull(cl, NULL, 10) > limit)
-      return abx_http_error(c, 413, "request body too large");
-    return MHD_YES;
-  }
-  if (r->upload && *upload_size) {
-    abx_upload_data(r->upload, upload, *upload_size);
-    *upload_size = 0;
-    return MHD_YES;
-  }
-  if (!r->upload && *upload_size) {
-    size_t n = *upload_size;
-    *upload_size = 0;
-    if (r->too_large || r->len + n > limit) {
-      r->too_large = 1;
-      return MHD_YES;
-    }
-    if (r->len + n + 1 > r->cap) {
-      size_t cap = r->cap ? r->cap : 4096;
-      while (cap < r->len + n + 1)
-        cap *= 2;
-      char *nb = realloc(r->body, cap);
-      if (!nb) {
-        r->too_large = 1;
-        return MHD_YES;
-      }
-      r->body = nb;
-      r->cap = cap;
-    }
-    memcpy(r->body + r->len, upload, n);
-    r->len += n;
-    r->body[r->len] = 0;
-    return MHD_YES;
-  }
-  /* the whole request is in: called again only after a resume (serve_pool.h) */
-  r->pending = 0;
-  if (r->stream) { /* the proxied request's head is there (or it failed): answer on this thread */
-    struct abx_stream *st = r->stream;
-    r->stream = NULL;
-    abx_faults_attach(r->fault);
-    return abx_faults_after(abx_ingress_respond(c, &r->route, st));
-  }
-  if (r->handled)
-    return r->result;
-  if (r->too_large)
-    return abx_http_error(c, 413, "request body too large");
-  if (r->kind < 0)
-    return abx_flavor()->os_api ? abx_opensandbox_ingress_error(c, 400, r->msg)
-                                : abx_http_error(c, 400, r->msg);
-  r->conn = c;
+  return r->dest == ABX_DEST_SANDBOX ? ABX_INGRESS_MAX_BODY : API_MAX_BODY;
+}
+
+/* REQ_ARRIVED: the front routes the request; an upload is streamed to a file from here on, any
+ * other body is buffered unless its Content-Length is over the limit already (413). */
+static enum MHD_Result request_arrived(struct req *r, struct MHD_Connection *c, const char *url,
+                                       const char *method)
+{
   r->method = method;
-  r->url = url;
-  r->pending = 1;
-  MHD_suspend_connection(c);
-  if (abx_pool_submit(answer_job, r) != 0) { /* serve stops: answered on this thread */
-    MHD_resume_connection(c);
-    r->pending = 0;
-    r->result = answer(r);
-    if (r->stream) { /* cannot happen: the ingress refuses new transfers once serve stops */
-      abx_ingress_drop(r->stream);
-      r->stream = NULL;
-      return MHD_NO;
-    }
-    return r->result;
+  r->dest = r->front->route(c, method, url, r->raw_uri, &r->route, r->msg, sizeof r->msg);
+  r->stage = REQ_BODY;
+  if (r->dest == ABX_DEST_UPLOAD) {
+    r->upload = abx_upload_begin(c, url);
+    return r->upload ? MHD_YES : MHD_NO;
   }
+  const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+  if (cl && strtoull(cl, NULL, 10) > body_limit(r))
+    return abx_http_error(c, 413, "request body too large");
   return MHD_YES;
 }
 
-/* libmicrohttpd's access handler: handle_request, then the status of an answer it queued. */
+/* REQ_BODY: `n` more bytes of the body, into the upload or the buffer (past the limit they are
+ * dropped, and the request is answered 413 once it is all in). */
+static enum MHD_Result request_body(struct req *r, const char *data, size_t n)
+{
+  if (r->upload) {
+    abx_upload_data(r->upload, data, n);
+    return MHD_YES;
+  }
+  if (r->too_large || r->len + n > body_limit(r)) {
+    r->too_large = 1;
+    return MHD_YES;
+  }
+  if (r->len + n + 1 > r->cap) {
+    size_t cap = r->cap ? r->cap : 4096;
+    while (cap < r->len + n + 1)
+      cap *= 2;
+    char *nb = realloc(r->body, cap);
+    if (!nb) {
+      r->too_large = 1;
+      return MHD_YES;
+    }
+    r->body = nb;
+    r->cap = cap;
+  }
+  memcpy(r->body + r->len, data, n);
+  r->len += n;
+  r->body[r->len] = 0;
+  return MHD_YES;
+}
+
+/* The whole request is in: a refusal answered here, else the request goes to a pool job
+ * (*queued set: the job owns r until it resumes the connection). When serve stops the pool takes
+ * no job, and the request is answered on this thread. */
+static enum MHD_Result request_queue(struct req *r, struct MHD_Connection *c, const char *url,
+                                     const char *method, int *queued)
+{
+  if (r->too_large)
+    return abx_http_error(c, 413, "request body too large");
+  if (r->dest == ABX_DEST_REFUSED) {
+    const struct abx_edge_error e = {.kind = ABX_EDGE_BAD_ROUTE, .message = r->msg};
+    return r->front->ingress_error(c, &e);
+  }
+  r->conn = c;
+  r->method = method;
+  r->url = url;
+  r->stage = REQ_QUEUED;
+  MHD_suspend_connection(c);
+  if (abx_pool_submit(answer_job, r) == 0) {
+    *queued = 1;
+    return MHD_YES;
+  }
+  MHD_resume_connection(c);
+  r->result = answer(r);
+  r->stage = REQ_ANSWERED;
+  if (r->stream) { /* cannot happen: the ingress refuses new transfers once serve stops */
+    abx_ingress_drop(r->stream);
+    r->stream = NULL;
+    r->result = MHD_NO;
+  }
+  return r->result;
+}
+
+/* libmicrohttpd's access handler, on the daemon's thread: one step of the request's stages, then
+ * the status of an answer it queued (a job's answer is noted by the job, answer_job). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
 {
   (void)cls, (void)version;
-  enum MHD_Result res = handle_request(c, url, method, upload, upload_size, con_cls);
   struct req *r = *con_cls;
-  if (r && !r->pending) /* a job's answer: the job notes it (answer_job) */
+  if (!r || !r->raw_uri)
+    return MHD_NO;
+  int queued = 0;
+  enum MHD_Result res;
+  if (r->stage == REQ_ARRIVED) {
+    res = request_arrived(r, c, url, method);
+  } else if (*upload_size) {
+    res = request_body(r, upload, *upload_size);
+    *upload_size = 0;
+  } else if (r->stage == REQ_PROXIED) { /* the proxied head is in (or it failed) */
+    struct abx_stream *st = r->stream;
+    r->stream = NULL;
+    abx_faults_attach(r->fault);
+    res = r->result = abx_faults_after(abx_ingress_respond(c, &r->route, st));
+    r->stage = REQ_ANSWERED;
+  } else if (r->stage == REQ_ANSWERED) {
+    res = r->result;
+  } else {
+    res = request_queue(r, c, url, method, &queued);
+  }
+  if (!queued)
     note_status(r, c);
   return res;
 }
@@ -458,6 +482,11 @@ static int serve_run(int argc, char **argv)
     return 1;
   }
 
+  static const struct abx_front *const fronts[] = {[ABX_FAMILY_E2B] = &abx_e2b_front,
+                                                    [ABX_FAMILY_OPENSANDBOX] =
+                                                      &abx_opensandbox_front};
+  const struct abx_front *front = fronts[abx_flavor()->family]; /* ingress/front.h */
+
   if (faults) {
     char ferr[512];
     if (abx_faults_load(faults, ferr, sizeof ferr) != 0) {
@@ -561,7 +590,7 @@ static int serve_run(int argc, char **argv)
   curl_global_init(CURL_GLOBAL_DEFAULT);
   abx_sandbox_config(state, exe);
   abx_api_config(key, domain);
-  if (abx_ingress_config(domain) != 0) {
+  if (abx_ingress_config(domain, front) != 0) {
     abx_slog("cannot start the ingress's proxy thread");
     return fail_start(STARTED_CURL, &tlsc, state, created_state);
   }
@@ -587,13 +616,14 @@ static int serve_run(int argc, char **argv)
   struct MHD_Daemon *d = MHD_start_daemon(
     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
       MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
-    0, NULL, NULL, on_request, NULL,
+    0, NULL, NULL, on_request, (void *)front,
     /* first, or libmicrohttpd prints its messages raw until it is set */
     MHD_OPTION_EXTERNAL_LOGGER, abx_slog_mhd, NULL,
     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_IO_THREADS,
     MHD_OPTION_ARRAY, tls_ops,
-    MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+    MHD_OPTION_URI_LOG_CALLBACK, on_uri, (void *)front, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+    NULL,
     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650,
     /* without it libmicrohttpd stops at FD_SETSIZE - 4 = 1020 connections, even with poll */
     MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384, MHD_OPTION_END);
@@ -632,10 +662,10 @@ static int serve_run(int argc, char **argv)
     snprintf(url, sizeof url, "http://%s:%d", host, bound);
     abx_slog_fd(1, "listening on %s (domain %s)", url, domain);
   }
-  static char opensandbox_host
-      [400]; /* opensandbox endpoints: "<host:port>/sandboxes/..." (opensandbox.h) */
-  snprintf(opensandbox_host, sizeof opensandbox_host, "%s", strstr(url, "//") + 2);
-  abx_opensandbox_config(key, opensandbox_host);
+  static char host_port[400]; /* e.g. OpenSandbox's endpoints: "<host:port>/sandboxes/..." */
+  snprintf(host_port, sizeof host_port, "%s", strstr(url, "//") + 2);
+  if (front->listening)
+    front->listening(key, host_port);
   /* with --ready-fd the key goes only to the ready line: stdout is then a log file (issue 9) */
   if (ready_fd >= 0)
     abx_slog_fd(1, "api key e2b_****, access token sk_e2b_**** (on the ready line)");
@@ -664,8 +694,8 @@ stopping:
   while (!g_stop && !rc) {
     abx_spawner_poll(100);
     abx_lifecycle_tick(abx_now_ns());
-    if (abx_flavor()->os_api)
-      abx_opensandbox_tick(abx_now_ns());
+    if (front->tick)
+      front->tick(abx_now_ns());
   }
 
   abx_faults_stop(); /* held (no_answer) and delayed requests end now */
@@ -679,7 +709,8 @@ stopping:
   abx_pool_drain();
   abx_ingress_stop();
   MHD_stop_daemon(d);
-  abx_opensandbox_drain(); /* its workers' starts fail now that the spawner is stopped */
+  if (front->drain) /* its workers' starts fail now that the spawner is stopped */
+    front->drain();
   abx_tls_free(&tlsc);
   abx_lifecycle_shutdown(); /* sandboxes finished by in-flight creates */
   if (builds_idle)

@@ -4,11 +4,13 @@
  *
  * Files:   control.c (dispatch, auth, answers, get, list, delete, pause, resume, renew,
  *          endpoints, the tick), create.c (create's validation), worker.c (the worker
- *          threads: start, pause, resume, kill), os_ingress.c (ingress routing, its refusals).
+ *          threads: start, pause, resume, kill), front.c (the front: ingress routing, its
+ *          refusals).
  * Records: one struct opensandbox_rec per sandbox the flavour created, on a list under
- *          opensandbox_lock(): what OpenSandbox reports and E2B's registry does not keep (image, entrypoint, platform,
- *          expiresAt, the Pending/Failed states, Pausing/Resuming while a worker runs). A
- *          record's sandbox is in the registry (registry.h) from the end of its start.
+ *          opensandbox_lock(): what OpenSandbox reports and E2B's registry does not keep (image,
+ *          entrypoint, platform, expiresAt, the Pending/Failed states, Pausing/Resuming while a
+ *          worker runs). A record's sandbox is in the registry (registry.h) from the end of its
+ *          start.
  * Locking: opensandbox_lock, then (inside it) the registry lock; never a sandbox's op mutex under
  *          opensandbox_lock (workers take it).
  */
@@ -19,6 +21,26 @@
 #include <microhttpd.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Set once serve listens (the front's `listening`): the API key and the "host:port" endpoints
+ * name (no scheme, as the spec's Endpoint example
+ * "endpoint.opensandbox.io/sandboxes/abc123/port/8080"). Both borrowed. */
+void abx_opensandbox_config(const char *api_key, const char *endpoint_host);
+
+/* Answer one control-plane request (the front's `control`). `path` is the raw path (no query),
+ * `body` the whole body (`len` bytes, may be NULL). */
+enum MHD_Result abx_opensandbox_control(struct MHD_Connection *c, const char *method,
+                                        const char *path, const char *body, size_t len);
+
+/* The main loop's tick (the front's `tick`): paused sandboxes past their expiresAt are killed
+ * (running ones are killed by lifecycle.h's TTL: their end_ns is the expiresAt), and records of
+ * sandboxes that are gone are dropped. Never blocks on a sandbox (the kill runs on a worker). */
+void abx_opensandbox_tick(int64_t now_ns);
+
+/* Wait for every worker (create, pause, resume, kill) to finish (the front's `drain`): after
+ * abx_spawner_stop (so starts fail fast) and before the last abx_lifecycle_shutdown (which kills
+ * what they started). */
+void abx_opensandbox_drain(void);
 
 /* Error codes of OpenSandbox's server (services/constants.py SandboxErrorCodes, the Docker
  * runtime's where the runtime names one; middleware/auth.py; api/lifecycle.py). */
