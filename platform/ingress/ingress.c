@@ -243,6 +243,37 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
   return MHD_YES;
 }
 
+/* The transfer's libcurl options: `method` to `url` (NULL when out of memory), with p's headers
+ * and body (`len` bytes), inside p's network namespace. */
+static void set_transfer(struct abx_stream *p, const char *url, const char *method, size_t len)
+{
+  CURL *curl = p->curl;
+  curl_easy_setopt(curl, CURLOPT_URL, url ? url : "http://127.0.0.1/");
+  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROXY, "");
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, p->req_hdrs);
+  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)ABX_INGRESS_CHUNK);
+  /* one multi handle serves every sandbox, and its connection cache would hand a connection made
+   * in one sandbox's network namespace to a request for another's 127.0.0.1:<port>: never reuse */
+  curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+  abx_netns_curl(curl, &p->netns_fd);
+  abx_stream_setup(p);
+  int head = strcmp(method, "HEAD") == 0, get = strcmp(method, "GET") == 0;
+  if (head) {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (!get || len > 0) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, p->body ? p->body : "");
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    if (strcmp(method, "POST") != 0)
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  }
+}
+
 enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
                                    const char *method, const char *raw_uri, char **body,
                                    size_t len, struct abx_stream **pending)
@@ -268,7 +299,6 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
     close(netns);
     return abx_http_error(c, 500, "out of memory");
   }
-  CURL *curl = p->curl;
   p->netns_fd = netns;
   p->body = *body;
   *body = NULL;
@@ -313,31 +343,7 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   if (!h.has_ctype)
     h.list = curl_slist_append(h.list, "Content-Type:");
   p->req_hdrs = h.list;
-
-  curl_easy_setopt(curl, CURLOPT_URL, url ? url : "http://127.0.0.1/");
-  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROXY, "");
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, p->req_hdrs);
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)ABX_INGRESS_CHUNK);
-  /* one multi handle serves every sandbox, and its connection cache would hand a connection made
-   * in one sandbox's network namespace to a request for another's 127.0.0.1:<port>: never reuse */
-  curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
-  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
-  abx_netns_curl(curl, &p->netns_fd);
-  abx_stream_setup(p);
-  int head = strcmp(method, "HEAD") == 0, get = strcmp(method, "GET") == 0;
-  if (head) {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else if (!get || len > 0) {
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, p->body ? p->body : "");
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    if (strcmp(method, "POST") != 0)
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  }
+  set_transfer(p, url, method, len);
   free(url); /* curl copies CURLOPT_URL */
   *pending = p;
   return MHD_YES;
