@@ -13,7 +13,7 @@
  *          --state-dir, else $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache);
  *          a dir that cannot be created is a startup failure (exit 1).
  * Log:     every line serve writes (stdout and stderr) is "<UTC time> abxlua serve: <message>"
- *          (serve_log.h: the time is ISO 8601 with ms; requests, sandbox starts and stops).
+ *          (util/log.h: the time is ISO 8601 with ms; requests, sandbox starts and stops).
  * Startup: prints "listening on http://127.0.0.1:PORT (domain DOMAIN)" and
  *          "api key e2b_<40 hex>" on stdout (as log lines). The key is random unless env
  *          ABX_LOCAL_API_KEY is set (it must match ^e2b_[0-9a-f]+$, else exit 4). With --ready-fd FD

@@ -33,6 +33,14 @@ void abx_api_config(const char *api_key, const char *domain);
 enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, const char *url,
                                const char *body, size_t len);
 
+struct abx_front; /* ingress/front.h */
+
+/* The E2B front, for every flavour of E2B's family (e2b_front.c): routing by Host or
+ * E2b-Sandbox-* headers (ingress.h) and the flavour's path route (flavor.h path_route), a build
+ * file's upload streamed (layer_cache.h), the rest answered by abx_api_handle; the ingress's
+ * refusals in E2B's words (abx_ingress_e2b_error). No listening, tick or drain of its own. */
+extern const struct abx_front abx_e2b_front;
+
 /* The rest of the wing's contract: platform/api/ is reached through this header alone
  * (tests/layout/wings.py). */
 #include "apikeys.h"

@@ -1,6 +1,9 @@
 /*
  * execd.c: the execd listener of envd (`--execd-port N`): request bodies, access token, routing,
- * execd's error shape, /ping, and the path, time and FileInfo helpers the routes share.
+ * execd's error shape, /ping, and the path, time and FileInfo helpers the routes share. "execd"
+ * is OpenSandbox's execd (components/execd of OpenSandbox), the data plane of the opensandbox
+ * flavour (platform/opensandbox/opensandbox.h), and keeps its real name here: execd_* in envd is
+ * OpenSandbox's execd API, as opensandbox_* in platform/opensandbox/ is its lifecycle API.
  *
  * Routes:  GET /ping → 200 (empty); /command..., /files..., /directories... (execd_command.c,
  *          execd_files.c, execd_upload.c). execd routes this envd does not serve (POST|DELETE

@@ -23,14 +23,15 @@
 #include "util/util.h"
 #include "sandbox/sandbox.h"
 #include "net/net.h"
-#include "opensandbox/opensandbox.h"
 #include "ingress_int.h"
 
 static const char *g_domain;
+static const struct abx_front *g_front; /* the API family served (front.h) */
 
-int abx_ingress_config(const char *domain)
+int abx_ingress_config(const char *domain, const struct abx_front *front)
 {
   g_domain = domain;
+  g_front = front;
   if (abx_ingress_upgrade_init() != 0)
     return -1;
   return abx_stream_loop_start();
@@ -110,38 +111,55 @@ int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *m
   return 1;
 }
 
+/* ---- the edge's own answers ---------------------------------------------------------------- */
+
 /* The edge's own answers, one documented shape each so that a client tells them apart by status
- * and fields, not message text (ingress.h "Errors"). */
+ * and fields, not message text (ingress.h "Errors"). A paused sandbox is a 502, as E2B's edge
+ * answers it (the SDK's isRunning() reads only a 502 as "not running", and E2B's own tests assert
+ * isRunning() false after a pause), with canAutoResume so a client can still tell paused from
+ * gone. */
+enum MHD_Result abx_ingress_e2b_error(struct MHD_Connection *c, const struct abx_edge_error *e)
+{
+  switch (e->kind) {
+  case ABX_EDGE_BAD_ROUTE: return abx_http_error(c, 400, e->message);
+  case ABX_EDGE_PAUSED:
+    return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", e->id, "message",
+                                           "The sandbox is paused", "code", 502, "canAutoResume",
+                                           e->can_resume));
+  case ABX_EDGE_PORT_CLOSED:
+    return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:i}", "sandboxId", e->id, "message",
+                                           "The sandbox is running but port is not open", "port",
+                                           e->port, "code", 502));
+  case ABX_EDGE_NOT_FOUND: break;
+  }
+  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", e->id, "message",
+                                         e->message, "code", 502));
+}
+
+/* One of the edge's own answers, in the words of the front served (E2B's until configured). */
+static enum MHD_Result edge_error(struct MHD_Connection *c, enum abx_edge_error_kind kind,
+                                  const char *id, int port, const char *message, int can_resume)
+{
+  const struct abx_edge_error e = {kind, id, port, message, can_resume};
+  return g_front ? g_front->ingress_error(c, &e) : abx_ingress_e2b_error(c, &e);
+}
+
 static enum MHD_Result proxy_error(struct MHD_Connection *c, const char *id, const char *message)
 {
-  char m[64];
-  if (abx_flavor()->os_api) /* OpenSandbox's ingress: 404 text (os_api.h) */
-    return snprintf(m, sizeof m, "sandbox not found: %s", id), abx_os_ingress_error(c, 404, m);
-  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message", message,
-                                         "code", 502));
+  return edge_error(c, ABX_EDGE_NOT_FOUND, id, 0, message, 0);
 }
 
 enum MHD_Result abx_ingress_port_closed(struct MHD_Connection *c, const struct abx_route *route)
 {
-  if (abx_flavor()->os_api) /* Go's ReverseProxy: 502, no body (os_api.h) */
-    return abx_os_ingress_error(c, 502, NULL);
-  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:i}", "sandboxId", route->id, "message",
-                                         "The sandbox is running but port is not open", "port",
-                                         route->port, "code", 502));
+  return edge_error(c, ABX_EDGE_PORT_CLOSED, route->id, route->port, NULL, 0);
 }
 
-/* 502, as E2B's edge answers a paused sandbox (the SDK's isRunning() reads only a 502 as "not
- * running", and E2B's own tests assert isRunning() false after a pause), with canAutoResume so a
- * client can still tell paused from gone (ingress.h "Errors"). */
 static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id, int can_resume)
 {
-  char m[64];
-  if (abx_flavor()->os_api) /* OpenSandbox's ErrSandboxNotReady: 503 (os_api.h) */
-    return snprintf(m, sizeof m, "sandbox not ready: %s", id), abx_os_ingress_error(c, 503, m);
-  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", id, "message",
-                                         "The sandbox is paused", "code", 502, "canAutoResume",
-                                         can_resume));
+  return edge_error(c, ABX_EDGE_PAUSED, id, 0, NULL, can_resume);
 }
+
+/* ---- the request's setup ------------------------------------------------------------------- */
 
 /* Constant time over the expected token's length. */
 static int token_eq(const char *want, const char *got)
@@ -162,7 +180,7 @@ static int token_eq(const char *want, const char *got)
 static int wake(struct MHD_Connection *c, const struct abx_route *route, int *netns,
                 enum MHD_Result *sent)
 {
-  struct abx_sandbox *sb = abx_registry_get(route->id);
+  struct abx_sandbox *sb = abx_sandbox_get(route->id);
   if (!sb) {
     *sent = proxy_error(c, route->id, "The sandbox was not found");
     return -1;
@@ -179,7 +197,7 @@ static int wake(struct MHD_Connection *c, const struct abx_route *route, int *ne
   else if (can && secure)
     allowed = token_eq(token, MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Access-Token"));
   int rc = !can ? 409 : !allowed ? 403 : abx_lifecycle_auto_resume(sb);
-  abx_registry_put(sb);
+  abx_sandbox_put(sb);
   if (rc == 0 && (*netns = abx_registry_netns_running(route->id)) >= 0)
     return 0;
   if (rc == 403)
@@ -207,8 +225,9 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
   struct hdr_ctx *h = cls;
   if (!key || abx_ingress_hop_by_hop(key, strlen(key)))
     return MHD_YES;
+  const char *routing = g_front ? g_front->route_header : NULL; /* consumed by the route */
   if ((h->masked && strcasecmp(key, "X-Forwarded-Host") == 0) ||
-      (abx_flavor()->os_api && strcasecmp(key, "OpenSandbox-Ingress-To") == 0)) /* proxy.go */
+      (routing && strcasecmp(key, routing) == 0))
     return MHD_YES;
   if (strcasecmp(key, "Accept") == 0)
     h->has_accept = 1;
@@ -222,6 +241,37 @@ static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const cha
     h->list = nl;
   free(line);
   return MHD_YES;
+}
+
+/* The transfer's libcurl options: `method` to `url` (NULL when out of memory), with p's headers
+ * and body (`len` bytes), inside p's network namespace. */
+static void set_transfer(struct abx_stream *p, const char *url, const char *method, size_t len)
+{
+  CURL *curl = p->curl;
+  curl_easy_setopt(curl, CURLOPT_URL, url ? url : "http://127.0.0.1/");
+  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_PROXY, "");
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, p->req_hdrs);
+  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)ABX_INGRESS_CHUNK);
+  /* one multi handle serves every sandbox, and its connection cache would hand a connection made
+   * in one sandbox's network namespace to a request for another's 127.0.0.1:<port>: never reuse */
+  curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+  abx_netns_curl(curl, &p->netns_fd);
+  abx_stream_setup(p);
+  int head = strcmp(method, "HEAD") == 0, get = strcmp(method, "GET") == 0;
+  if (head) {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (!get || len > 0) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, p->body ? p->body : "");
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    if (strcmp(method, "POST") != 0)
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+  }
 }
 
 enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
@@ -249,7 +299,6 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
     close(netns);
     return abx_http_error(c, 500, "out of memory");
   }
-  CURL *curl = p->curl;
   p->netns_fd = netns;
   p->body = *body;
   *body = NULL;
@@ -294,31 +343,7 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   if (!h.has_ctype)
     h.list = curl_slist_append(h.list, "Content-Type:");
   p->req_hdrs = h.list;
-
-  curl_easy_setopt(curl, CURLOPT_URL, url ? url : "http://127.0.0.1/");
-  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROXY, "");
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, p->req_hdrs);
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, (long)ABX_INGRESS_CHUNK);
-  /* one multi handle serves every sandbox, and its connection cache would hand a connection made
-   * in one sandbox's network namespace to a request for another's 127.0.0.1:<port>: never reuse */
-  curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
-  curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
-  abx_netns_curl(curl, &p->netns_fd);
-  abx_stream_setup(p);
-  int head = strcmp(method, "HEAD") == 0, get = strcmp(method, "GET") == 0;
-  if (head) {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else if (!get || len > 0) {
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, p->body ? p->body : "");
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    if (strcmp(method, "POST") != 0)
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-  }
+  set_transfer(p, url, method, len);
   free(url); /* curl copies CURLOPT_URL */
   *pending = p;
   return MHD_YES;

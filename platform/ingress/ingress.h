@@ -23,8 +23,9 @@
  *          "Auto-resume": TTL now + max(create timeout, 300 s)); concurrent requests resume it
  *          once. The resume needs the credentials of the port: e2b-traffic-access-token when
  *          public traffic is off (other ports), X-Access-Token on envd's port of a secure sandbox.
- * Errors:  the edge's own answers, told apart by status and fields (edge_kind in
- *          lib/abx/client/errmap.lua):
+ * Errors:  the edge's own answers, worded by the front of the API family served (front.h
+ *          ingress_error). E2B's (abx_ingress_e2b_error) are told apart by status and fields
+ *          (edge_kind in lib/abx/client/errmap.lua):
  *          unknown or killed sandbox: 502 {"sandboxId","message":"The sandbox was not found",
  *            "code":502} (docs/protocol/e2b-control-plane.md §7.4);
  *          paused sandbox, no auto-resume (not enabled, or paused filesystem only): 502
@@ -41,12 +42,16 @@
  *          running sandbox, connection to the port refused: 502 {"sandboxId","message":"The
  *            sandbox is running but port is not open","port":<port>,"code":502} (port_closed.go);
  *          400 for half or malformed routing info; 413 for bodies over the limit (serve.c).
+ *          The 403s, the 503 of too many upgrades and an upgrade's bad answer are E2B's shape for
+ *          every family.
  */
 #ifndef ABX_INGRESS_INGRESS_H
 #define ABX_INGRESS_INGRESS_H
 
 #include <microhttpd.h>
 #include <stddef.h>
+
+#include "front.h"
 
 #define ABX_INGRESS_MAX_BODY (256u * 1024 * 1024)
 #define ABX_INGRESS_BUF (64u * 1024)
@@ -62,13 +67,17 @@ struct abx_route {
 
 struct abx_stream; /* one proxied request in flight (ingress_int.h) */
 
-/* Set once at startup: the platform's domain (borrowed); starts the proxy's loop thread (one
- * libcurl multi handle for every transfer). 0, or -1 when that thread cannot start. */
-int abx_ingress_config(const char *domain);
+/* Set once at startup: the platform's domain and the front served (both borrowed); starts the
+ * proxy's loop thread (one libcurl multi handle for every transfer). 0, or -1 when that thread
+ * cannot start. */
+int abx_ingress_config(const char *domain, const struct abx_front *front);
 
-/* Decide where a request goes: 1 = ingress (route filled), 0 = control plane, -1 = malformed
- * routing information (msg filled, answer 400). */
+/* E2B's routing by Host or E2b-Sandbox-* headers (above): 1 = ingress (route filled), 0 = control
+ * plane, -1 = malformed routing information (msg filled, answer 400). */
 int abx_ingress_route(struct MHD_Connection *c, struct abx_route *route, char *msg, size_t msglen);
+
+/* E2B's wording of the ingress's own refusals ("Errors" above): the E2B front's ingress_error. */
+enum MHD_Result abx_ingress_e2b_error(struct MHD_Connection *c, const struct abx_edge_error *e);
 
 /* Set up the proxying of a request; called on a pool thread with `c` suspended (it may block:
  * the auto-resume of a paused sandbox). `raw_uri` is the request target as received (path and

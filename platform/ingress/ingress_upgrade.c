@@ -321,23 +321,18 @@ static enum MHD_Result plain_answer(struct MHD_Connection *c, const struct abx_r
   return ret;
 }
 
-enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_route *route,
-                                    int netns, const char *method, const char *path,
-                                    const struct curl_slist *hdrs, const char *protocol,
-                                    const char *body, size_t len)
+/* Connects a socket made inside `netns` (closed here) to 127.0.0.1:<port>, within IO_TIMEOUT_MS:
+ * the socket (non-blocking, TCP_NODELAY), or -1 with the answer queued in *sent (the port-closed
+ * 502 for a refused connection, else a bad answer naming the error). */
+static int connect_upstream(struct MHD_Connection *c, const struct abx_route *route, int netns,
+                            enum MHD_Result *sent)
 {
-  pthread_mutex_lock(&g_mu);
-  int busy = g_stopping || g_active >= ABX_UPGRADE_MAX;
-  pthread_mutex_unlock(&g_mu);
-  if (busy) {
-    close(netns);
-    return abx_http_json(c, 503, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
-                                           "Too many upgraded connections", "code", 503));
-  }
   int up = abx_netns_socket_fd(netns);
   close(netns);
-  if (up < 0)
-    return bad_answer(c, route, strerror(errno));
+  if (up < 0) {
+    *sent = bad_answer(c, route, strerror(errno));
+    return -1;
+  }
   fcntl(up, F_SETFL, fcntl(up, F_GETFL) | O_NONBLOCK);
   int one = 1;
   setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -355,18 +350,25 @@ enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_r
   if (rc != 0) {
     int e = errno;
     close(up);
-    return e == ECONNREFUSED ? abx_ingress_port_closed(c, route) : bad_answer(c, route, strerror(e));
+    *sent = e == ECONNREFUSED ? abx_ingress_port_closed(c, route) : bad_answer(c, route, strerror(e));
+    return -1;
   }
-  /* the request head: the client's end-to-end headers (Host already rewritten), then the
-   * upgrade's own, which are hop-by-hop and were left out */
+  return up;
+}
+
+/* Sends the request: `method path`, the client's end-to-end headers (Host already rewritten),
+ * then the upgrade's own, which are hop-by-hop and were left out, and the body. 0, -1 when the
+ * sandbox did not take it, -2 out of memory. */
+static int send_request(int up, const char *method, const char *path,
+                        const struct curl_slist *hdrs, const char *protocol, const char *body,
+                        size_t len)
+{
   size_t cap = 1024 + strlen(path) + strlen(protocol);
   for (const struct curl_slist *l = hdrs; l; l = l->next)
     cap += strlen(l->data) + 2;
   char *req = malloc(cap);
-  if (!req) {
-    close(up);
-    return abx_http_error(c, 500, "out of memory");
-  }
+  if (!req)
+    return -2;
   size_t n = (size_t)snprintf(req, cap, "%s %s HTTP/1.1\r\n", method, path);
   for (const struct curl_slist *l = hdrs; l; l = l->next) {
     const char *colon = strchr(l->data, ':');
@@ -379,58 +381,101 @@ enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_r
   n += (size_t)snprintf(req + n, cap - n, "\r\n");
   int sent = send_all(up, req, n) == 0 && (len == 0 || send_all(up, body, len) == 0);
   free(req);
-  char *buf = sent ? malloc(HEAD_MAX + 1) : NULL;
-  size_t head_len = 0;
-  ssize_t got = buf ? read_head(up, buf, HEAD_MAX, &head_len) : -1;
+  return sent ? 0 : -1;
+}
+
+/* Reads the answer's head into *buf (malloc'd, HEAD_MAX + 1 bytes, NUL-terminated): *got the
+ * bytes read (the head and what came after it; -1 for none), *head_len the head's. Returns the
+ * status, 0 when there is no answer or its status line is malformed. */
+static unsigned read_answer_head(int up, char **buf, ssize_t *got, size_t *head_len)
+{
+  *buf = malloc(HEAD_MAX + 1);
+  *got = *buf ? read_head(up, *buf, HEAD_MAX, head_len) : -1;
   unsigned status = 0;
-  if (got > 0) {
-    buf[got] = 0;
-    if (strncmp(buf, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)buf[9]) ||
-        sscanf(buf + 9, "%3u", &status) != 1 || status < 100 || status > 599)
+  if (*got > 0) {
+    char *b = *buf;
+    b[*got] = 0;
+    if (strncmp(b, "HTTP/1.", 7) != 0 || !isdigit((unsigned char)b[9]) ||
+        sscanf(b + 9, "%3u", &status) != 1 || status < 100 || status > 599)
       status = 0;
   }
-  enum MHD_Result ret;
-  if (status == 0) {
-    ret = bad_answer(c, route, got < 0 ? "no HTTP answer to the upgrade" : "a malformed status line");
-  } else if (status != 101) {
-    ret = plain_answer(c, route, up, buf, (size_t)got, head_len, status);
-  } else {
-    char proto[256] = "";
-    char save = buf[head_len - 2];
-    buf[head_len - 2] = 0;
-    head_value(buf, "Upgrade", proto, sizeof proto);
-    if (strcasecmp(proto, protocol) != 0) { /* Go: "backend tried to switch protocol" */
-      ret = bad_answer(c, route, "it switched to another protocol than the one asked for");
-    } else {
-      struct upctx *u = calloc(1, sizeof *u);
-      struct MHD_Response *r = u ? MHD_create_response_for_upgrade(on_upgraded, u) : NULL;
-      if (!r) {
-        free(u);
-        ret = abx_http_error(c, 500, "out of memory");
-      } else {
-        u->up = up;
-        u->early_len = (size_t)got - head_len;
-        u->early = malloc(u->early_len + 1);
-        if (u->early)
-          memcpy(u->early, buf + head_len, u->early_len);
-        else
-          u->early_len = 0;
-        MHD_add_response_header(r, "Upgrade", proto);
-        add_headers(r, buf);
-        ret = MHD_queue_response(c, 101, r);
-        MHD_destroy_response(r);
-        if (ret == MHD_YES) {
-          free(buf);
-          return ret; /* up belongs to the relay now (or is closed by on_upgraded) */
-        }
-        free(u->early);
-        free(u);
-      }
-    }
-    buf[head_len - 2] = save;
+  return status;
+}
+
+/* A 101: when it switches to the protocol asked for, answered with 101 and its headers; once
+ * libmicrohttpd has sent it the relay starts (on_upgraded) and owns `up` (*kept set). Otherwise
+ * a bad answer (Go: "backend tried to switch protocol"). */
+static enum MHD_Result switch_protocols(struct MHD_Connection *c, const struct abx_route *route,
+                                        int up, char *buf, size_t got, size_t head_len,
+                                        const char *protocol, int *kept)
+{
+  char proto[256] = "";
+  buf[head_len - 2] = 0; /* the head ends with its last header line's CRLF */
+  head_value(buf, "Upgrade", proto, sizeof proto);
+  if (strcasecmp(proto, protocol) != 0)
+    return bad_answer(c, route, "it switched to another protocol than the one asked for");
+  struct upctx *u = calloc(1, sizeof *u);
+  struct MHD_Response *r = u ? MHD_create_response_for_upgrade(on_upgraded, u) : NULL;
+  if (!r) {
+    free(u);
+    return abx_http_error(c, 500, "out of memory");
   }
+  u->up = up;
+  u->early_len = got - head_len;
+  u->early = malloc(u->early_len + 1);
+  if (u->early)
+    memcpy(u->early, buf + head_len, u->early_len);
+  else
+    u->early_len = 0;
+  MHD_add_response_header(r, "Upgrade", proto);
+  add_headers(r, buf);
+  enum MHD_Result ret = MHD_queue_response(c, 101, r);
+  MHD_destroy_response(r);
+  if (ret == MHD_YES) {
+    *kept = 1; /* up belongs to the relay now (or is closed by on_upgraded) */
+    return ret;
+  }
+  free(u->early);
+  free(u);
+  return ret;
+}
+
+enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_route *route,
+                                    int netns, const char *method, const char *path,
+                                    const struct curl_slist *hdrs, const char *protocol,
+                                    const char *body, size_t len)
+{
+  pthread_mutex_lock(&g_mu);
+  int busy = g_stopping || g_active >= ABX_UPGRADE_MAX;
+  pthread_mutex_unlock(&g_mu);
+  if (busy) {
+    close(netns);
+    return abx_http_json(c, 503, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
+                                           "Too many upgraded connections", "code", 503));
+  }
+  enum MHD_Result ret;
+  int up = connect_upstream(c, route, netns, &ret);
+  if (up < 0)
+    return ret;
+  int sent = send_request(up, method, path, hdrs, protocol, body, len);
+  if (sent == -2) {
+    close(up);
+    return abx_http_error(c, 500, "out of memory");
+  }
+  char *buf = NULL;
+  ssize_t got = -1;
+  size_t head_len = 0;
+  unsigned status = sent == 0 ? read_answer_head(up, &buf, &got, &head_len) : 0;
+  int kept = 0;
+  if (status == 0)
+    ret = bad_answer(c, route, got < 0 ? "no HTTP answer to the upgrade" : "a malformed status line");
+  else if (status != 101)
+    ret = plain_answer(c, route, up, buf, (size_t)got, head_len, status);
+  else
+    ret = switch_protocols(c, route, up, buf, (size_t)got, head_len, protocol, &kept);
   free(buf);
-  close(up);
+  if (!kept)
+    close(up);
   return ret;
 }
 

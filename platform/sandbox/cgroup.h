@@ -68,8 +68,9 @@ int abx_cgroup_dir(const char *hierarchy, const char *id, char *out, size_t n);
 int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *err, size_t errlen);
 
 /* Set the CPU limit to `millis` thousandths of a CPU (Kubernetes "500m" = half a CPU, as
- * OpenSandbox's resourceLimits.cpu: os_create.c): cpu.cfs_quota_us = period * millis / 1000,
- * at least 1000 us (the kernel's minimum quota, so millis >= 10 at the default 100 ms period).
+ * OpenSandbox's resourceLimits.cpu: platform/opensandbox/create.c):
+ * cpu.cfs_quota_us = period * millis / 1000, at least 1000 us (the kernel's minimum quota, so
+ * millis >= 10 at the default 100 ms period).
  * Skipped when the cpu hierarchy is not usable, as abx_cgroup_set_limits. 0, or -1 with err. */
 int abx_cgroup_set_cpu_millis(const char *id, int millis, char *err, size_t errlen);
 

@@ -70,7 +70,7 @@ int64_t abx_lifecycle_auto_resume_ttl_s(const struct abx_sandbox *sb);
 
 /* Unlist and stop the sandbox (thawing it first when paused). 404 when already gone. The
  * caller's ref is left to the caller. `why` (static text, e.g. "killed by API") ends serve's log
- * line "sandbox <id> stopped: <why>" (serve_log.h). */
+ * line "sandbox <id> stopped: <why>" (util/log.h). */
 int abx_lifecycle_kill(struct abx_sandbox *sb, const char *why);
 
 /* The main loop's tick: sandboxes past their TTL are paused (autoPause, with memory unless

@@ -81,11 +81,6 @@ struct abx_sandbox *abx_sandbox_ref(struct abx_sandbox *sb);
 struct abx_sandbox *abx_sandbox_get(const char *id);
 void abx_sandbox_put(struct abx_sandbox *sb);
 
-/* The registry's old names for abx_sandbox_get/_put, kept for the files whose rewrite is under
- * way in parallel (ingress/ingress.c, opensandbox/os_api.c): rename there, then remove these. */
-static inline struct abx_sandbox *abx_registry_get(const char *id) { return abx_sandbox_get(id); }
-static inline void abx_registry_put(struct abx_sandbox *sb) { abx_sandbox_put(sb); }
-
 /* Start `sb` (abx_sandbox_new calls this, unless its spec says defer_start; a deep copy of
  * env_vars is kept in sb->env_vars for reboots): create its state dir,
  * mount its root, create its cgroups, spawn bwrap,

@@ -40,7 +40,7 @@
  * Errors:  abx_faults_load: -1 with "FILE:LINE: message" in err (serve exits 4).
  * Threads: the rules are read-only after loading; counters and generators are under one mutex.
  *          A body fault is remembered per thread between abx_faults_before and abx_faults_after;
- *          serve runs both on one worker thread (serve_pool.h), except for a proxied stream,
+ *          serve runs both on one worker thread (util/pool.h), except for a proxied stream,
  *          whose answer is made later on the daemon's thread: it carries its fault across with
  *          abx_faults_detach / abx_faults_attach.
  */

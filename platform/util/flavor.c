@@ -80,12 +80,12 @@ static const struct abx_flavor flavors[] = {
    .ttl_min = 1, .ttl_max = ABX_MAX_TIMEOUT_S, .v1_default = 15, .connect_extends = 0,
    .connect_resumed_status = 200, .resume_status = 201, .create_ignores_extras = 1,
    .const_envd_version = "0.2.0"},
-  /* OpenSandbox: none of E2B's routes is reached (abx_api_handle is not called: serve.c sends
-   * the control plane to os_api.c, whose rules are in os_api.h); the TTL fields record its
-   * create timeout range, >= 60 s (specs/sandbox-lifecycle.yml CreateSandboxRequest.timeout) and
+  /* OpenSandbox: none of E2B's routes is reached (abx_api_handle is not called: its front sends
+   * the control plane to platform/opensandbox/control.c, whose rules are in opensandbox.h); the
+   * TTL fields record its create timeout range, >= 60 s (specs/sandbox-lifecycle.yml CreateSandboxRequest.timeout) and
    * at most 86400 s here (server.max_sandbox_timeout_seconds, whose examples use 86400). */
   {.name = "opensandbox", .missing = none, .ttl_min = 60, .ttl_max = ABX_MAX_TIMEOUT_S,
-   .os_api = 1, .execd = 1},
+   .family = ABX_FAMILY_OPENSANDBOX, .execd = 1},
 };
 
 static const struct abx_flavor *g_flavor = &flavors[0];

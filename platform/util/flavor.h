@@ -13,9 +13,9 @@
  *                    docs/protocol/e2b-control-plane.md §8.1 (path route).
  *   cubesandbox      CubeSandbox CubeAPI: docs/protocol/e2b-v2-and-peers.md §5 "CubeSandbox".
  *   opensandbox      OpenSandbox: not E2B-compatible; its own lifecycle API under /v1
- *                    (os_api.h; opensandbox-group/OpenSandbox specs/sandbox-lifecycle.yml = OpenSandbox
+ *                    (opensandbox.h; opensandbox-group/OpenSandbox
  *                    specs/sandbox-lifecycle.yml @3bb6fad; docs/protocol/e2b-v2-and-peers.md §4)
- *                    and execd.
+ *                    and OpenSandbox's execd (envd's execd, platform/envd/execd.c).
  * Where the reference gives no status or body (Alibaba's allowlist refusal, every platform's
  * credential refusal except E2B's), the local answer is E2B's {code, message} shape with the
  * status named in the field's comment, and docs/PLATFORM.md "Flavours" says it is ours.
@@ -25,8 +25,13 @@
 
 #include <stddef.h>
 
-/* execd's port (OpenSandbox components/execd/pkg/flag/parser.go ServerPort = 44772). */
+/* The port of OpenSandbox's execd (OpenSandbox components/execd/pkg/flag/parser.go ServerPort =
+ * 44772). */
 #define ABX_EXECD_PORT_STR "44772"
+
+/* The API families a flavour can serve: E2B's wire, or OpenSandbox's own (not a variant of
+ * E2B's). */
+enum abx_api_family { ABX_FAMILY_E2B, ABX_FAMILY_OPENSANDBOX };
 
 struct abx_flavor {
   const char *name;
@@ -71,13 +76,15 @@ struct abx_flavor {
   int metrics_cpu_mem_only;
   /* Serve the path route DOMAIN/kruise/<id>/<port>/... into the sandbox (OpenKruise). */
   int path_route;
-  /* The control plane is OpenSandbox's lifecycle API under /v1 (os_api.h), not E2B's: every E2B
-   * route is 404 in OpenSandbox's error shape, and the ingress routes OpenSandbox's way
-   * (/sandboxes/<id>/port/<port>/..., OpenSandbox-Ingress-To), not by E2B's Host or headers. */
-  int os_api;
-  /* Each sandbox's envd also serves OpenSandbox's execd API on 127.0.0.1:44772 (envd started
-   * with --execd-port 44772 by sandbox.c; port from OpenSandbox specs/execd-api.yaml and
-   * docs/protocol/e2b-v2-and-peers.md §4; auth X-EXECD-ACCESS-TOKEN = the sandbox's envd access
+  /* The API family served, and so the front serve picks at start (ingress/front.h): E2B's (the
+   * fields above say how this flavour varies it) or OpenSandbox's lifecycle API under /v1
+   * (opensandbox.h), where every E2B route is 404 in OpenSandbox's error shape and the ingress
+   * routes OpenSandbox's way (/sandboxes/<id>/port/<port>/..., OpenSandbox-Ingress-To), not by
+   * E2B's Host or headers. */
+  enum abx_api_family family;
+  /* Each sandbox's envd also serves OpenSandbox's execd API (envd's execd*.c) on
+   * 127.0.0.1:44772 (envd started with --execd-port 44772 by sandbox.c; port from OpenSandbox
+   * specs/execd-api.yaml and docs/protocol/e2b-v2-and-peers.md §4; auth X-EXECD-ACCESS-TOKEN = the sandbox's envd access
    * token when it has one). */
   int execd;
 };

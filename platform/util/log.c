@@ -1,5 +1,5 @@
 /*
- * serve_log.c: timestamped whole lines in serve's log. Contract in serve_log.h.
+ * util/log.c: timestamped whole lines in serve's log. Contract in util/log.h.
  */
 #include "log.h"
 
@@ -14,7 +14,7 @@
 
 static pthread_mutex_t g_write = PTHREAD_MUTEX_INITIALIZER;
 
-/* Writes "<time> abxlua serve: <message>\n" to fd as one write (see serve_log.h). */
+/* Writes "<time> abxlua serve: <message>\n" to fd as one write (see util/log.h). */
 static void vline(int fd, const char *fmt, va_list ap)
 {
   char line[ABX_SLOG_MAX + 64];

@@ -1,5 +1,5 @@
 /*
- * serve_log.h: the lines `abxlua serve` writes to its log (stderr, and stdout for the start-up
+ * util/log.h: the lines `abxlua serve` writes to its log (stderr, and stdout for the start-up
  * lines; the engine sends both to <state>/abxlua/serve-<run id>.log, engine/platform.c).
  *
  * Format:  one line per call: "<UTC time, ISO 8601 with ms> abxlua serve: <message>\n", e.g.

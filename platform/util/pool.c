@@ -1,6 +1,6 @@
 /*
- * serve_pool.c: a bounded pool of worker threads for serve's blocking handlers. Contract in
- * serve_pool.h.
+ * util/pool.c: a bounded pool of worker threads for serve's blocking handlers. Contract in
+ * util/pool.h.
  */
 #include "pool.h"
 

@@ -1,5 +1,5 @@
 /*
- * serve_pool.h: the bounded worker pool of `abxlua serve`. libmicrohttpd runs event-driven (a
+ * util/pool.h: the bounded worker pool of `abxlua serve`. libmicrohttpd runs event-driven (a
  * couple of epoll threads for every connection), so a request whose handling can block (a
  * control-plane call: create, pause, snapshot, connect; a template archive's last bytes; a
  * --faults delay or hold; an ingress request's auto-resume and the start of its transfer) runs

@@ -26,6 +26,7 @@
 #include <strings.h>
 
 #include "fuzz_fields.h"
+#include "api/api.h"
 #include "api/api_internal.h"
 #include "base64.h"
 #include "util/util.h"
@@ -63,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   static int configured;
   if (!configured) {
-    abx_ingress_config("e2b.local");
+    abx_ingress_config("e2b.local", &abx_e2b_front);
     configured = 1;
   }
   if (size < 1)

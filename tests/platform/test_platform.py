@@ -532,7 +532,8 @@ def t_bad_env_key(s, ctx):
 
 
 def t_port_taken(s, ctx):
-    """A port already taken: serve says so, exits 1 and leaves no state dir (fail_start)."""
+    """A port already taken: serve says so, exits 1 and leaves no state dir (the rows of serve.c's
+    start table that started stop in reverse)."""
     import socket
     import tempfile
     taken = socket.socket()

@@ -115,9 +115,9 @@ t.test("TTL: bounds checked with exact messages; seconds <-> absolute RFC 3339 e
     t.eq(message(function() sem.parse_rfc3339(bad) end), "not an RFC 3339 date-time: " .. bad)
   end
   t.eq(sem.ttl_body(nil, 0, 299.5).timeout, 300)
-  local os_ttl = { mode = "expires_at", min = 60, where = "providers.opensandbox.ttl" }
-  t.eq(sem.ttl_body(os_ttl, 1796146873, 60).expiresAt, "2026-12-01T17:42:13Z")
-  t.eq(message(function() sem.ttl_body(os_ttl, 1796146873, 59) end),
+  local opensandbox_ttl = { mode = "expires_at", min = 60, where = "providers.opensandbox.ttl" }
+  t.eq(sem.ttl_body(opensandbox_ttl, 1796146873, 60).expiresAt, "2026-12-01T17:42:13Z")
+  t.eq(message(function() sem.ttl_body(opensandbox_ttl, 1796146873, 59) end),
     "timeout: timeout 59 s is below this provider's minimum of 60 s (providers.opensandbox.ttl.min)")
   t.eq(message(function() sem.ttl_body({ mode = "forever" }, 0, 1) end),
     "ttl.mode must be lifetime or expires_at, got forever")

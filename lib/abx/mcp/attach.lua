@@ -16,7 +16,7 @@ M.VARIABLE = "ABX_MCP_ATTACH"
 -- The connection fields handed over (hooks and default_metadata are the server's own).
 local E2B_FIELDS = { "api_url", "api_key", "domain", "envd_routing", "envd_url", "auth_header",
   "request_timeout", "v2_routes", "ttl", "pagination" }
-local OS_FIELDS = { "api_url", "api_key", "auth_header", "request_timeout", "ttl",
+local OPENSANDBOX_FIELDS = { "api_url", "api_key", "auth_header", "request_timeout", "ttl",
   "provider_name", "domain", "envd_routing", "envd_url" }
 
 ---The JSON text that describes `conn` (an E2B or OpenSandbox connection).
@@ -24,16 +24,16 @@ local OS_FIELDS = { "api_url", "api_key", "auth_header", "request_timeout", "ttl
 ---@param ca_file? string the CA bundle HTTPS transfers need (a `tls: true` local provider)
 ---@return string
 function M.export(conn, ca_file)
-  local os_conn = getmetatable(conn) == opensandbox.Connection
-  local d = { protocol = os_conn and "opensandbox" or "e2b", ca_file = ca_file }
-  for _, f in ipairs(os_conn and OS_FIELDS or E2B_FIELDS) do
+  local opensandbox_conn = getmetatable(conn) == opensandbox.Connection
+  local d = { protocol = opensandbox_conn and "opensandbox" or "e2b", ca_file = ca_file }
+  for _, f in ipairs(opensandbox_conn and OPENSANDBOX_FIELDS or E2B_FIELDS) do
     local v = conn[f]
     if f == "ttl" and type(v) == "table" then
       v = { mode = v.mode, min = v.min, max = v.max, where = v.where }
     end
     d[f] = v
   end
-  if os_conn then d.create = conn.create_mode end
+  if opensandbox_conn then d.create = conn.create_mode end
   return cjson.encode(d)
 end
 
@@ -51,7 +51,7 @@ function M.import(text, default_metadata)
   if d.api_key then core.add_secret(d.api_key) end
   if d.ca_file then core.set_ca_file(d.ca_file) end
   local o = { default_metadata = default_metadata }
-  for _, f in ipairs(d.protocol == "opensandbox" and OS_FIELDS or E2B_FIELDS) do
+  for _, f in ipairs(d.protocol == "opensandbox" and OPENSANDBOX_FIELDS or E2B_FIELDS) do
     if d[f] ~= nil and d[f] ~= cjson.null then o[f] = d[f] end
   end
   if d.protocol == "opensandbox" then

@@ -1,6 +1,7 @@
 /*
- * os_worker.c: the opensandbox flavour's worker threads: the start of a created sandbox and the
- * asynchronous pause, resume and expiry kill (os_api.h "States"). Contract in os_api_internal.h.
+ * worker.c: the opensandbox flavour's worker threads: the start of a created sandbox and the
+ * asynchronous pause, resume and expiry kill (opensandbox.h "States"). Contract in
+ * opensandbox_int.h.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -16,7 +17,7 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static int g_running;
 
 struct job {
-  enum os_op op;           /* OS_OP_NONE: the start of `sb` */
+  enum opensandbox_op op;           /* OPENSANDBOX_OP_NONE: the start of `sb` */
   char id[32];
   struct abx_sandbox *sb;
   json_t *env, *entrypoint;
@@ -88,26 +89,26 @@ static void start(struct job *j)
   if (rc == 0)
     rc = run_entrypoint(sb, j->entrypoint, err, sizeof err);
   int64_t now = abx_now_ns();
-  os_lock();
-  struct os_rec *r = os_find(sb->id);
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(sb->id);
   int deleted = !r || r->deleted;
   if (rc != 0 && r) {
-    r->state = OS_FAILED;
+    r->state = OPENSANDBOX_FAILED;
     r->transition_ns = now;
     snprintf(r->reason, sizeof r->reason, "PROVISIONING_ERROR");
     snprintf(r->message, sizeof r->message, "failed to start sandbox: %.1024s", err);
     if (r->deleted)
-      os_drop(r);
+      opensandbox_drop(r);
   } else if (rc == 0) {
     sb->started_ns = r ? r->created_ns : now;
     sb->end_ns = r ? r->expires_ns : now;
-    abx_registry_add(sb); /* registry lock inside os_lock: the documented order */
+    abx_registry_add(sb); /* registry lock inside opensandbox_lock: the documented order */
     if (r) {
-      r->state = OS_LIVE;
+      r->state = OPENSANDBOX_LIVE;
       r->transition_ns = now;
     }
   }
-  os_unlock();
+  opensandbox_unlock();
   if (rc != 0) {
     abx_slog("opensandbox: sandbox %s failed to start: %s", sb->id, err);
     abx_sandbox_put(sb);
@@ -119,10 +120,10 @@ static void start(struct job *j)
       abx_lifecycle_kill(s, "killed by API while it started");
       abx_sandbox_put(s);
     }
-    os_lock();
-    if ((r = os_find(j->id)) != NULL)
-      os_drop(r);
-    os_unlock();
+    opensandbox_lock();
+    if ((r = opensandbox_find(j->id)) != NULL)
+      opensandbox_drop(r);
+    opensandbox_unlock();
   }
 }
 
@@ -130,13 +131,13 @@ static void change(struct job *j)
 {
   struct abx_sandbox *s = abx_sandbox_get(j->id);
   int rc = 404, resumed = 0;
-  if (s && j->op == OS_OP_PAUSING) {
+  if (s && j->op == OPENSANDBOX_OP_PAUSING) {
     rc = abx_lifecycle_pause(s); /* a memory pause, as docker pause (the freezer) */
-  } else if (s && j->op == OS_OP_RESUMING) {
-    os_lock();
-    struct os_rec *r = os_find(j->id);
+  } else if (s && j->op == OPENSANDBOX_OP_RESUMING) {
+    opensandbox_lock();
+    struct opensandbox_rec *r = opensandbox_find(j->id);
     int64_t left = r ? r->expires_ns - abx_now_ns() : 0;
-    os_unlock();
+    opensandbox_unlock();
     if (left > 0) { /* the exact expiresAt is set below; this only keeps the TTL off meanwhile */
       int64_t secs = left / 1000000000LL + 1;
       rc = abx_lifecycle_reattach(s, secs > 3153600000LL ? 3153600000LL : secs, 1, 1, 0, &resumed);
@@ -145,29 +146,29 @@ static void change(struct job *j)
       abx_lifecycle_kill(s, "TTL expired while paused");
     }
   } else if (s) {
-    /* OS_OP_KILLING: paused past its expiresAt (abx_os_api_tick) */
+    /* OPENSANDBOX_OP_KILLING: paused past its expiresAt (abx_opensandbox_tick) */
     abx_lifecycle_kill(s, "TTL expired while paused");
   }
-  os_lock();
-  struct os_rec *r = os_find(j->id);
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(j->id);
   if (r && rc == 404) {
-    os_drop(r);
+    opensandbox_drop(r);
   } else if (r) {
-    if (rc == 0 && j->op == OS_OP_RESUMING) {
+    if (rc == 0 && j->op == OPENSANDBOX_OP_RESUMING) {
       abx_registry_lock();
       s->end_ns = r->expires_ns; /* fresh: a renew may have come meanwhile */
       abx_registry_unlock();
     }
-    r->op = OS_OP_NONE;
+    r->op = OPENSANDBOX_OP_NONE;
     r->transition_ns = abx_now_ns();
     if (rc != 0) {
       snprintf(r->reason, sizeof r->reason, "%s",
-               j->op == OS_OP_PAUSING ? "SANDBOX_PAUSE_FAILED" : "SANDBOX_RESUME_FAILED");
+               j->op == OPENSANDBOX_OP_PAUSING ? "SANDBOX_PAUSE_FAILED" : "SANDBOX_RESUME_FAILED");
       snprintf(r->message, sizeof r->message, "the %s failed (status %d; see the serve log)",
-               j->op == OS_OP_PAUSING ? "pause" : "resume", rc);
+               j->op == OPENSANDBOX_OP_PAUSING ? "pause" : "resume", rc);
     }
   }
-  os_unlock();
+  opensandbox_unlock();
   if (s)
     abx_sandbox_put(s);
 }
@@ -175,7 +176,7 @@ static void change(struct job *j)
 static void *worker(void *arg)
 {
   struct job *j = arg;
-  if (j->op == OS_OP_NONE)
+  if (j->op == OPENSANDBOX_OP_NONE)
     start(j);
   else
     change(j);
@@ -209,11 +210,11 @@ static int spawn(struct job *j)
   return rc == 0 ? 0 : -1;
 }
 
-int os_worker_create(struct abx_sandbox *sb, json_t *env, json_t *entrypoint, int millis)
+int opensandbox_worker_create(struct abx_sandbox *sb, json_t *env, json_t *entrypoint, int millis)
 {
   struct job *j = calloc(1, sizeof *j);
   if (j) {
-    j->op = OS_OP_NONE;
+    j->op = OPENSANDBOX_OP_NONE;
     memcpy(j->id, sb->id, sizeof j->id);
     j->sb = sb;
     j->env = env;
@@ -229,7 +230,7 @@ int os_worker_create(struct abx_sandbox *sb, json_t *env, json_t *entrypoint, in
   return -1;
 }
 
-int os_worker_op(const char *id, enum os_op op)
+int opensandbox_worker_op(const char *id, enum opensandbox_op op)
 {
   struct job *j = calloc(1, sizeof *j);
   if (j) {
@@ -239,15 +240,15 @@ int os_worker_op(const char *id, enum os_op op)
   if (j && spawn(j) == 0)
     return 0;
   free(j);
-  os_lock();
-  struct os_rec *r = os_find(id);
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(id);
   if (r)
-    r->op = OS_OP_NONE;
-  os_unlock();
+    r->op = OPENSANDBOX_OP_NONE;
+  opensandbox_unlock();
   return -1;
 }
 
-void os_workers_drain(void)
+void opensandbox_workers_drain(void)
 {
   pthread_mutex_lock(&g_mu);
   while (g_running > 0)

@@ -1,7 +1,7 @@
 /*
- * os_api.c: the opensandbox flavour's control plane: dispatch under /v1, the API key, answers
- * with X-Request-ID, the records, and every route but create (os_create.c). Contract in os_api.h,
- * shared parts in os_api_internal.h.
+ * control.c: the opensandbox flavour's control plane: dispatch under /v1, the API key, answers
+ * with X-Request-ID, the records, and every route but create (create.c). Contract in opensandbox.h,
+ * shared parts in opensandbox_int.h.
  */
 #include "opensandbox.h"
 
@@ -19,9 +19,9 @@
 static const char *g_key;
 static const char *g_host;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct os_rec *g_recs;
+static struct opensandbox_rec *g_recs;
 
-void abx_os_api_config(const char *api_key, const char *endpoint_host)
+void abx_opensandbox_config(const char *api_key, const char *endpoint_host)
 {
   g_key = api_key;
   g_host = endpoint_host;
@@ -29,28 +29,28 @@ void abx_os_api_config(const char *api_key, const char *endpoint_host)
 
 /* ---- records ------------------------------------------------------------------------------ */
 
-void os_lock(void) { pthread_mutex_lock(&g_mu); }
-void os_unlock(void) { pthread_mutex_unlock(&g_mu); }
+void opensandbox_lock(void) { pthread_mutex_lock(&g_mu); }
+void opensandbox_unlock(void) { pthread_mutex_unlock(&g_mu); }
 
-struct os_rec *os_find(const char *id)
+struct opensandbox_rec *opensandbox_find(const char *id)
 {
-  for (struct os_rec *r = g_recs; r; r = r->next)
+  for (struct opensandbox_rec *r = g_recs; r; r = r->next)
     if (strcmp(r->id, id) == 0)
       return r;
   return NULL;
 }
 
-void os_add(struct os_rec *r)
+void opensandbox_add(struct opensandbox_rec *r)
 {
-  os_lock();
+  opensandbox_lock();
   r->next = g_recs;
   g_recs = r;
-  os_unlock();
+  opensandbox_unlock();
 }
 
-void os_drop(struct os_rec *r)
+void opensandbox_drop(struct opensandbox_rec *r)
 {
-  for (struct os_rec **p = &g_recs; *p; p = &(*p)->next)
+  for (struct opensandbox_rec **p = &g_recs; *p; p = &(*p)->next)
     if (*p == r) {
       *p = r->next;
       break;
@@ -63,7 +63,7 @@ void os_drop(struct os_rec *r)
 
 /* ---- answers ------------------------------------------------------------------------------ */
 
-enum MHD_Result os_send(struct MHD_Connection *c, unsigned status, json_t *body,
+enum MHD_Result opensandbox_send(struct MHD_Connection *c, unsigned status, json_t *body,
                         const char *location)
 {
   char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
@@ -97,61 +97,62 @@ enum MHD_Result os_send(struct MHD_Connection *c, unsigned status, json_t *body,
   return ret;
 }
 
-enum MHD_Result os_error(struct MHD_Connection *c, unsigned status, const char *code,
+enum MHD_Result opensandbox_error(struct MHD_Connection *c, unsigned status, const char *code,
                          const char *msg)
 {
-  return os_send(c, status, json_pack("{s:s,s:s}", "code", code, "message", msg), NULL);
+  return opensandbox_send(c, status, json_pack("{s:s,s:s}", "code", code, "message", msg), NULL);
 }
 
 static enum MHD_Result not_found(struct MHD_Connection *c, const char *id)
 {
   char msg[128];
   snprintf(msg, sizeof msg, "Sandbox %.64s not found.", id); /* docker_service.py */
-  return os_error(c, 404, OS_E_NOT_FOUND, msg);
+  return opensandbox_error(c, 404, OPENSANDBOX_E_NOT_FOUND, msg);
 }
 
-json_t *os_time_json(int64_t ns)
+json_t *opensandbox_time_json(int64_t ns)
 {
-  if (ns == OS_NEVER)
+  if (ns == OPENSANDBOX_NEVER)
     return json_null();
   char t[32];
   abx_rfc3339(ns, t);
   return json_string(t);
 }
 
-json_t *os_sandbox_json(const struct os_rec *r, int created)
+json_t *opensandbox_sandbox_json(const struct opensandbox_rec *r, int created)
 {
   const char *state = "Pending", *reason = "SANDBOX_STARTING", *msg = "Sandbox is starting.";
-  if (r->state == OS_FAILED) {
+  if (r->state == OPENSANDBOX_FAILED) {
     state = "Failed";
     reason = r->reason;
     msg = r->message;
-  } else if (r->state == OS_LIVE) {
+  } else if (r->state == OPENSANDBOX_LIVE) {
     abx_registry_lock();
     struct abx_sandbox *s = abx_registry_find(r->id);
     int paused = s ? s->paused : 0;
     abx_registry_unlock();
     if (!s)
       return NULL;
-    if (r->op == OS_OP_PAUSING)
+    if (r->op == OPENSANDBOX_OP_PAUSING)
       state = "Pausing", reason = "SANDBOX_PAUSING", msg = "Sandbox is pausing.";
-    else if (r->op == OS_OP_RESUMING)
+    else if (r->op == OPENSANDBOX_OP_RESUMING)
       state = "Resuming", reason = "SANDBOX_RESUMING", msg = "Sandbox is resuming.";
-    else if (r->op == OS_OP_KILLING)
+    else if (r->op == OPENSANDBOX_OP_KILLING)
       state = "Stopping", reason = "TTL_EXPIRY", msg = "Sandbox expired and is being removed.";
     else if (paused)
       state = "Paused", reason = "SANDBOX_PAUSED", msg = "Sandbox is paused.";
     else
       state = "Running", reason = "SANDBOX_RUNNING", msg = "Sandbox is running.";
-    if (r->reason[0] && r->op == OS_OP_NONE) /* the last state change failed: say so */
+    if (r->reason[0] && r->op == OPENSANDBOX_OP_NONE) /* the last state change failed: say so */
       reason = r->reason, msg = r->message;
   }
-  json_t *o = json_pack("{s:s,s:{s:s,s:s,s:s,s:o},s:O,s:O,s:o}", "id", r->id, "status", "state",
-                        state, "reason", reason, "message", msg, "lastTransitionAt",
-                        os_time_json(r->transition_ns), "metadata", r->metadata, "entrypoint",
-                        r->entrypoint, "createdAt", os_time_json(r->created_ns));
-  if (o && r->expires_ns != OS_NEVER) /* "Omitted when manual cleanup is enabled" */
-    json_object_set_new(o, "expiresAt", os_time_json(r->expires_ns));
+  json_t *o =
+      json_pack("{s:s,s:{s:s,s:s,s:s,s:o},s:O,s:O,s:o}", "id", r->id, "status", "state", state,
+                "reason", reason, "message", msg, "lastTransitionAt",
+                opensandbox_time_json(r->transition_ns), "metadata", r->metadata, "entrypoint",
+                r->entrypoint, "createdAt", opensandbox_time_json(r->created_ns));
+  if (o && r->expires_ns != OPENSANDBOX_NEVER) /* "Omitted when manual cleanup is enabled" */
+    json_object_set_new(o, "expiresAt", opensandbox_time_json(r->expires_ns));
   if (o && !created)
     json_object_set_new(o, "image", json_pack("{s:s}", "uri", r->image));
   if (o && r->platform)
@@ -163,11 +164,11 @@ json_t *os_sandbox_json(const struct os_rec *r, int created)
 
 static enum MHD_Result get_one(struct MHD_Connection *c, const char *id)
 {
-  os_lock();
-  struct os_rec *r = os_find(id);
-  json_t *o = r ? os_sandbox_json(r, 0) : NULL;
-  os_unlock();
-  return o ? os_send(c, 200, o, NULL) : not_found(c, id);
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(id);
+  json_t *o = r ? opensandbox_sandbox_json(r, 0) : NULL;
+  opensandbox_unlock();
+  return o ? opensandbox_send(c, 200, o, NULL) : not_found(c, id);
 }
 
 struct list_q {
@@ -255,23 +256,25 @@ static enum MHD_Result list(struct MHD_Connection *c)
   MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_state, &q);
   long page, size;
   if (q.bad)
-    return os_error(c, 400, OS_E_INVALID, "query 'state': at most 8 values of at most 15 bytes");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID,
+                             "query 'state': at most 8 values of at most 15 bytes");
   if (query_int(c, "page", 1, 1000000, &page) != 0)
-    return os_error(c, 400, OS_E_INVALID, "query 'page' must be an integer >= 1");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID, "query 'page' must be an integer >= 1");
   if (query_int(c, "pageSize", 20, 200, &size) != 0)
-    return os_error(c, 400, OS_E_INVALID, "query 'pageSize' must be an integer from 1 to 200");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID,
+                             "query 'pageSize' must be an integer from 1 to 200");
   const char *mq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "metadata");
   json_t *want = metadata_filter(mq ? mq : "");
   if (mq && *mq && !want)
-    return os_error(c, 400, "INVALID_METADATA_FORMAT",
+    return opensandbox_error(c, 400, "INVALID_METADATA_FORMAT",
                     "Invalid metadata format: bad query field (every piece must be key=value)");
   if (!want)
     want = json_object();
   size_t n = 0, cap = 16;
   struct row *rows = malloc(cap * sizeof *rows);
-  os_lock();
-  for (struct os_rec *r = g_recs; r && rows; r = r->next) {
-    json_t *o = os_sandbox_json(r, 0);
+  opensandbox_lock();
+  for (struct opensandbox_rec *r = g_recs; r && rows; r = r->next) {
+    json_t *o = opensandbox_sandbox_json(r, 0);
     if (!o)
       continue;
     const char *st = json_string_value(json_object_get(json_object_get(o, "status"), "state"));
@@ -291,10 +294,10 @@ static enum MHD_Result list(struct MHD_Connection *c)
     rows[n].created = r->created_ns;
     rows[n++].obj = o;
   }
-  os_unlock();
+  opensandbox_unlock();
   json_decref(want);
   if (!rows)
-    return os_error(c, 500, OS_E_INTERNAL, "out of memory");
+    return opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL, "out of memory");
   qsort(rows, n, sizeof *rows, row_cmp);
   json_t *items = json_array();
   size_t from = (size_t)(page - 1) * (size_t)size;
@@ -305,7 +308,7 @@ static enum MHD_Result list(struct MHD_Connection *c)
   }
   free(rows);
   long pages = (long)((n + (size_t)size - 1) / (size_t)size);
-  return os_send(c, 200,
+  return opensandbox_send(c, 200,
                  json_pack("{s:o,s:{s:i,s:i,s:i,s:i,s:b}}", "items", items, "pagination", "page",
                            (int)page, "pageSize", (int)size, "totalItems", (int)n, "totalPages",
                            (int)pages, "hasNextPage", page < pages),
@@ -315,61 +318,63 @@ static enum MHD_Result list(struct MHD_Connection *c)
 /* DELETE: 204. A Pending sandbox is killed once its start ends; a Failed one's record goes. */
 static enum MHD_Result delete_one(struct MHD_Connection *c, const char *id)
 {
-  os_lock();
-  struct os_rec *r = os_find(id);
-  int live = r && r->state == OS_LIVE;
-  if (r && r->state == OS_PENDING)
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(id);
+  int live = r && r->state == OPENSANDBOX_LIVE;
+  if (r && r->state == OPENSANDBOX_PENDING)
     r->deleted = 1;
-  else if (r && r->state == OS_FAILED)
-    os_drop(r);
-  os_unlock();
+  else if (r && r->state == OPENSANDBOX_FAILED)
+    opensandbox_drop(r);
+  opensandbox_unlock();
   if (!r)
     return not_found(c, id);
   if (live) {
-    struct abx_sandbox *s = abx_registry_get(id);
+    struct abx_sandbox *s = abx_sandbox_get(id);
     int rc = s ? abx_lifecycle_kill(s, "killed by API") : 404;
     if (s)
-      abx_registry_put(s);
-    os_lock();
-    if ((r = os_find(id)) != NULL)
-      os_drop(r);
-    os_unlock();
+      abx_sandbox_put(s);
+    opensandbox_lock();
+    if ((r = opensandbox_find(id)) != NULL)
+      opensandbox_drop(r);
+    opensandbox_unlock();
     if (rc != 0)
       return not_found(c, id);
   }
-  return os_send(c, 204, NULL, NULL);
+  return opensandbox_send(c, 204, NULL, NULL);
 }
 
 /* pause (want_paused 0) and resume (1): 202 and a worker; 409 in any other state
  * (docker_service.py pause_sandbox / resume_sandbox codes and messages). */
 static enum MHD_Result change(struct MHD_Connection *c, const char *id, int resume)
 {
-  os_lock();
-  struct os_rec *r = os_find(id);
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(id);
   int found = 0, ok = 0;
-  if (r && r->state == OS_LIVE) {
+  if (r && r->state == OPENSANDBOX_LIVE) {
     abx_registry_lock();
     struct abx_sandbox *s = abx_registry_find(id);
     found = s != NULL;
-    ok = s && r->op == OS_OP_NONE && s->paused == resume;
+    ok = s && r->op == OPENSANDBOX_OP_NONE && s->paused == resume;
     abx_registry_unlock();
   } else {
     found = r != NULL;
   }
   if (ok) {
-    r->op = resume ? OS_OP_RESUMING : OS_OP_PAUSING;
+    r->op = resume ? OPENSANDBOX_OP_RESUMING : OPENSANDBOX_OP_PAUSING;
     r->transition_ns = abx_now_ns();
     r->reason[0] = 0;
   }
-  os_unlock();
+  opensandbox_unlock();
   if (!found)
     return not_found(c, id);
   if (!ok)
-    return resume ? os_error(c, 409, OS_E_NOT_PAUSED, "Sandbox is not in a paused state.")
-                  : os_error(c, 409, OS_E_NOT_RUNNING, "Sandbox is not in a running state.");
-  if (os_worker_op(id, resume ? OS_OP_RESUMING : OS_OP_PAUSING) != 0)
-    return os_error(c, 500, OS_E_INTERNAL, "cannot start a worker thread");
-  return os_send(c, 202, NULL, NULL);
+    return resume ? opensandbox_error(c, 409, OPENSANDBOX_E_NOT_PAUSED,
+                                      "Sandbox is not in a paused state.")
+                  : opensandbox_error(c, 409, OPENSANDBOX_E_NOT_RUNNING,
+                                      "Sandbox is not in a running state.");
+  if (opensandbox_worker_op(id, resume ? OPENSANDBOX_OP_RESUMING : OPENSANDBOX_OP_PAUSING) != 0)
+    return opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL, "cannot start a worker thread");
+  return opensandbox_send(c, 202, NULL, NULL);
 }
 
 /* renew-expiration {expiresAt} (RenewSandboxExpirationRequest, additionalProperties false): the
@@ -386,40 +391,47 @@ static enum MHD_Result renew(struct MHD_Connection *c, const char *id, const cha
   if (!json_is_object(j) || json_object_size(j) != 1 || !json_is_string(ea) ||
       abx_rfc3339_parse(json_string_value(ea), &ns) != 0) {
     json_decref(j);
-    return os_error(c, 400, OS_E_INVALID, "request body must be {\"expiresAt\": <RFC 3339 "
-                    "date-time>} and nothing else: field 'expiresAt' is required");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID,
+                             "request body must be {\"expiresAt\": <RFC 3339 "
+                             "date-time>} and nothing else: field 'expiresAt' is required");
   }
   json_decref(j);
   if (ns <= abx_now_ns())
-    return os_error(c, 400, OS_E_EXPIRATION, "New expiration time must be in the future.");
-  os_lock();
-  struct os_rec *r = os_find(id);
-  int st = !r || (r->state == OS_LIVE && !os_sandbox_json_alive(r)) ? 404
-           : r->state == OS_FAILED ? 409
-           : r->expires_ns == OS_NEVER ? 410
+    return opensandbox_error(c, 400, OPENSANDBOX_E_EXPIRATION,
+                             "New expiration time must be in the future.");
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(id);
+  int st = !r || (r->state == OPENSANDBOX_LIVE && !opensandbox_sandbox_json_alive(r)) ? 404
+           : r->state == OPENSANDBOX_FAILED ? 409
+           : r->expires_ns == OPENSANDBOX_NEVER ? 410
            : ns <= r->expires_ns ? 411 : 0;
   if (st == 0) {
     r->expires_ns = ns;
     abx_registry_lock();
     struct abx_sandbox *s = abx_registry_find(id);
-    if (s && !s->paused && r->op != OS_OP_PAUSING) /* a paused one's expiry is the tick's */
+    if (s && !s->paused &&
+        r->op != OPENSANDBOX_OP_PAUSING) /* a paused one's expiry is the tick's */
       s->end_ns = ns;
     abx_registry_unlock();
   }
   char cur[32] = "";
   if (r && st == 411)
     abx_rfc3339(r->expires_ns, cur);
-  os_unlock();
+  opensandbox_unlock();
   switch (st) {
-  case 0: return os_send(c, 200, json_pack("{s:o}", "expiresAt", os_time_json(ns)), NULL);
+  case 0:
+    return opensandbox_send(c, 200, json_pack("{s:o}", "expiresAt", opensandbox_time_json(ns)),
+                            NULL);
   case 404: return not_found(c, id);
-  case 409: return os_error(c, 409, OS_E_NOT_RUNNING, "Sandbox failed to start; it has no expiration to renew.");
+  case 409:
+    return opensandbox_error(c, 409, OPENSANDBOX_E_NOT_RUNNING,
+                             "Sandbox failed to start; it has no expiration to renew.");
   case 410:
     snprintf(msg, sizeof msg, "Sandbox %s does not have automatic expiration enabled.", id);
-    return os_error(c, 409, OS_E_EXPIRATION, msg);
+    return opensandbox_error(c, 409, OPENSANDBOX_E_EXPIRATION, msg);
   default:
     snprintf(msg, sizeof msg, "New expiration time must be after the current expiresAt %s.", cur);
-    return os_error(c, 400, "DOCKER::EXPIRATION_NOT_EXTENDED", msg);
+    return opensandbox_error(c, 400, "DOCKER::EXPIRATION_NOT_EXTENDED", msg);
   }
 }
 
@@ -431,26 +443,29 @@ static enum MHD_Result endpoint(struct MHD_Connection *c, const char *id, const 
   char *end = NULL;
   long port = strtol(port_s, &end, 10);
   if (!*port_s || *end)
-    return os_error(c, 400, OS_E_INVALID, "path parameter 'port' must be an integer");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID,
+                             "path parameter 'port' must be an integer");
   if (port < 1 || port > 65535)
-    return os_error(c, 400, OS_E_PORT, "Port must be between 1 and 65535.");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_PORT, "Port must be between 1 and 65535.");
   if (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "expires"))
-    return os_error(c, 400, OS_E_NOT_SUPPORTED, "Signed routes (expires parameter) are not "
-                    "supported by the local opensandbox flavor.");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_NOT_SUPPORTED,
+                             "Signed routes (expires parameter) are not "
+                             "supported by the local opensandbox flavor.");
   const char *usp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "use_server_proxy");
   if (usp && strcasecmp(usp, "false") != 0 && strcmp(usp, "0") != 0)
-    return os_error(c, 400, strcasecmp(usp, "true") == 0 || strcmp(usp, "1") == 0
-                              ? OS_E_NOT_SUPPORTED : OS_E_INVALID,
+    return opensandbox_error(c, 400, strcasecmp(usp, "true") == 0 || strcmp(usp, "1") == 0
+                              ? OPENSANDBOX_E_NOT_SUPPORTED : OPENSANDBOX_E_INVALID,
                     "query 'use_server_proxy': only false is served here (the endpoint is "
                     "serve's own ingress already)");
-  os_lock();
-  struct os_rec *r = os_find(id);
-  int ok = r && r->state != OS_FAILED && (r->state == OS_PENDING || os_sandbox_json_alive(r));
+  opensandbox_lock();
+  struct opensandbox_rec *r = opensandbox_find(id);
+  int ok = r && r->state != OPENSANDBOX_FAILED &&
+           (r->state == OPENSANDBOX_PENDING || opensandbox_sandbox_json_alive(r));
   int secure = ok && r->secure;
   char token[48];
   if (secure)
     memcpy(token, r->token, sizeof token);
-  os_unlock();
+  opensandbox_unlock();
   if (!ok)
     return not_found(c, id);
   char url[400];
@@ -458,10 +473,10 @@ static enum MHD_Result endpoint(struct MHD_Connection *c, const char *id, const 
   json_t *o = json_pack("{s:s}", "endpoint", url);
   if (secure && port == 44772)
     json_object_set_new(o, "headers", json_pack("{s:s}", "X-EXECD-ACCESS-TOKEN", token));
-  return os_send(c, 200, o, NULL);
+  return opensandbox_send(c, 200, o, NULL);
 }
 
-int os_sandbox_json_alive(const struct os_rec *r)
+int opensandbox_sandbox_json_alive(const struct opensandbox_rec *r)
 {
   abx_registry_lock();
   int alive = abx_registry_find(r->id) != NULL;
@@ -481,25 +496,26 @@ static int key_ok(const char *k)
   return diff == 0;
 }
 
-enum MHD_Result abx_os_api_handle(struct MHD_Connection *c, const char *method, const char *path,
-                                  const char *body, size_t len)
+enum MHD_Result abx_opensandbox_control(struct MHD_Connection *c, const char *method,
+                                        const char *path, const char *body, size_t len)
 {
   if (strcmp(method, "HEAD") == 0)
     method = "GET";
   if (strcmp(path, "/health") == 0 && strcmp(method, "GET") == 0) /* main.py, no key */
-    return os_send(c, 200, json_pack("{s:s}", "status", "healthy"), NULL);
+    return opensandbox_send(c, 200, json_pack("{s:s}", "status", "healthy"), NULL);
   const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OPEN-SANDBOX-API-KEY");
   if (!k || !*k)
-    return os_error(c, 401, "MISSING_API_KEY", "Authentication credentials are missing. "
+    return opensandbox_error(c, 401, "MISSING_API_KEY", "Authentication credentials are missing. "
                     "Provide API key via OPEN-SANDBOX-API-KEY header.");
   if (!key_ok(k))
-    return os_error(c, 401, "INVALID_API_KEY", "Authentication credentials are invalid. "
+    return opensandbox_error(c, 401, "INVALID_API_KEY", "Authentication credentials are invalid. "
                     "Check your API key and try again.");
   /* segments after /v1/sandboxes: [id [, action [, port]]] */
   static const char pre[] = "/v1/sandboxes";
   char seg[3][72] = {"", "", ""};
   int nseg = -1;
-  if (strncmp(path, pre, sizeof pre - 1) == 0 && (!path[sizeof pre - 1] || path[sizeof pre - 1] == '/')) {
+  if (strncmp(path, pre, sizeof pre - 1) == 0 &&
+      (!path[sizeof pre - 1] || path[sizeof pre - 1] == '/')) {
     nseg = 0;
     for (const char *p = path + sizeof pre - 1; *p == '/' && nseg <= 3; nseg++) {
       size_t l = strcspn(++p, "/");
@@ -517,7 +533,7 @@ enum MHD_Result abx_os_api_handle(struct MHD_Connection *c, const char *method, 
   const char *id = seg[0], *act = seg[1];
   if (nseg == 0) {
     if (post)
-      return os_create(c, body, len);
+      return opensandbox_create(c, body, len);
     if (get)
       return list(c);
   } else if (nseg == 1) {
@@ -540,41 +556,43 @@ enum MHD_Result abx_os_api_handle(struct MHD_Connection *c, const char *method, 
   /* an unknown path: the real server (FastAPI) answers 404 {"detail":"Not Found"}; the shape
    * here is the spec's ErrorResponse with its example code NOT_FOUND (docs/PLATFORM.md) */
   if (!known)
-    return os_error(c, 404, "NOT_FOUND", "Not Found: this route is not part of OpenSandbox's "
-                    "lifecycle API as the local opensandbox flavor serves it");
-  return os_error(c, 405, "METHOD_NOT_ALLOWED", "Method Not Allowed");
+    return opensandbox_error(c, 404, "NOT_FOUND",
+                             "Not Found: this route is not part of OpenSandbox's "
+                             "lifecycle API as the local opensandbox flavor serves it");
+  return opensandbox_error(c, 405, "METHOD_NOT_ALLOWED", "Method Not Allowed");
 }
 
 /* ---- tick --------------------------------------------------------------------------------- */
 
-void abx_os_api_tick(int64_t now_ns)
+void abx_opensandbox_tick(int64_t now_ns)
 {
   char due[16][32];
   int ndue = 0;
-  os_lock();
-  for (struct os_rec *r = g_recs, *next; r; r = next) {
+  opensandbox_lock();
+  for (struct opensandbox_rec *r = g_recs, *next; r; r = next) {
     next = r->next;
-    if (r->state == OS_FAILED && now_ns - r->transition_ns > OS_FAILED_KEEP_S * 1000000000LL) {
-      os_drop(r);
+    if (r->state == OPENSANDBOX_FAILED &&
+        now_ns - r->transition_ns > OPENSANDBOX_FAILED_KEEP_S * 1000000000LL) {
+      opensandbox_drop(r);
       continue;
     }
-    if (r->state != OS_LIVE || r->op != OS_OP_NONE)
+    if (r->state != OPENSANDBOX_LIVE || r->op != OPENSANDBOX_OP_NONE)
       continue;
     abx_registry_lock();
     struct abx_sandbox *s = abx_registry_find(r->id);
     int paused = s ? s->paused : 0;
     abx_registry_unlock();
     if (!s) { /* killed: TTL (lifecycle.h) or its processes died */
-      os_drop(r);
+      opensandbox_drop(r);
     } else if (paused && r->expires_ns <= now_ns && ndue < 16) {
-      r->op = OS_OP_KILLING;
+      r->op = OPENSANDBOX_OP_KILLING;
       r->transition_ns = now_ns;
       memcpy(due[ndue++], r->id, sizeof r->id);
     }
   }
-  os_unlock();
+  opensandbox_unlock();
   for (int i = 0; i < ndue; i++)
-    os_worker_op(due[i], OS_OP_KILLING);
+    opensandbox_worker_op(due[i], OPENSANDBOX_OP_KILLING);
 }
 
-void abx_os_api_drain(void) { os_workers_drain(); }
+void abx_opensandbox_drain(void) { opensandbox_workers_drain(); }

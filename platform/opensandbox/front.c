@@ -1,9 +1,10 @@
 /*
- * os_ingress.c: the opensandbox flavour's ingress routing (header OpenSandbox-Ingress-To and URI
- * mode /sandboxes/<id>/port/<port>/...) and the ingress's own refusals. Contract in os_api.h;
- * the proxying itself is ingress.c's.
+ * front.c: the OpenSandbox front (ingress/front.h): OpenSandbox's ingress routing (header
+ * OpenSandbox-Ingress-To and URI mode /sandboxes/<id>/port/<port>/...) and the ingress's own
+ * refusals in OpenSandbox's words, tied to the lifecycle API of control.c. Contract in
+ * opensandbox.h; the proxying itself is the ingress's (ingress/ingress.h).
  */
-#include "opensandbox/opensandbox.h"
+#include "opensandbox.h"
 
 #include <microhttpd.h>
 #include <stdio.h>
@@ -11,7 +12,8 @@
 #include <string.h>
 
 #include "util/util.h"
-#include "ingress.h"
+#include "ingress/ingress.h"
+#include "opensandbox_int.h"
 
 /* 1..65535 from exactly `n` digits, else -1 (ingress signature.ParsePortSegment). */
 static int port_of(const char *s, size_t n)
@@ -37,7 +39,13 @@ static void set_id(struct abx_route *route, const char *id, size_t l)
   route->id[l] = 0;
 }
 
-int abx_os_ingress_route(struct MHD_Connection *c, char *raw_uri, struct abx_route *route,
+/* OpenSandbox ingress routing (components/ingress pkg/proxy host.go, host_route_parse.go): header
+ * `OpenSandbox-Ingress-To: <id>-<port>` (or the deprecated `OPEN-SANDBOX-INGRESS`; the first DNS
+ * label of the value, split at its last '-'), the path forwarded as it came; or URI mode
+ * `/sandboxes/<id>/port/<port>[/rest]` (the spec's Endpoint format), `raw_uri` then rewritten in
+ * place to "/rest" (query kept) or "/". 1 with `route` filled; 0 not an ingress request; -1
+ * malformed (msg: the 400's text). */
+static int parse_route(struct MHD_Connection *c, char *raw_uri, struct abx_route *route,
                          char *msg, size_t n)
 {
   const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OpenSandbox-Ingress-To");
@@ -96,7 +104,9 @@ int abx_os_ingress_route(struct MHD_Connection *c, char *raw_uri, struct abx_rou
   return 1;
 }
 
-enum MHD_Result abx_os_ingress_error(struct MHD_Connection *c, unsigned status, const char *msg)
+/* The ingress's own refusal, as OpenSandbox's ingress writes it (Go http.Error): text/plain
+ * "OpenSandbox Ingress: <msg>\n" with `status`. `msg` NULL: an empty body. */
+static enum MHD_Result ingress_text(struct MHD_Connection *c, unsigned status, const char *msg)
 {
   char body[300] = "";
   if (msg)
@@ -112,3 +122,41 @@ enum MHD_Result abx_os_ingress_error(struct MHD_Connection *c, unsigned status, 
   MHD_destroy_response(r);
   return ret;
 }
+
+static enum abx_dest route(struct MHD_Connection *c, const char *method, const char *url,
+                           char *raw_uri, struct abx_route *route, char *msg, size_t n)
+{
+  (void)method, (void)url;
+  int kind = parse_route(c, raw_uri, route, msg, n);
+  return kind < 0 ? ABX_DEST_REFUSED : kind ? ABX_DEST_SANDBOX : ABX_DEST_CONTROL;
+}
+
+/* OpenSandbox's ingress refusals (errors.go, sandbox/provider.go): 400 for a malformed route, 404
+ * "sandbox not found: <id>" (for a port that answered badly too: the sandbox is what the ingress
+ * reports), 503 "sandbox not ready: <id>" for a paused one (ErrSandboxNotReady), and a 502 with
+ * an empty body for a port nothing listens on (httputil.ReverseProxy's default error handler). */
+static enum MHD_Result ingress_error(struct MHD_Connection *c, const struct abx_edge_error *e)
+{
+  char m[64];
+  switch (e->kind) {
+  case ABX_EDGE_BAD_ROUTE: return ingress_text(c, 400, e->message);
+  case ABX_EDGE_PAUSED:
+    snprintf(m, sizeof m, "sandbox not ready: %s", e->id);
+    return ingress_text(c, 503, m);
+  case ABX_EDGE_PORT_CLOSED: return ingress_text(c, 502, NULL);
+  case ABX_EDGE_NOT_FOUND: break;
+  }
+  snprintf(m, sizeof m, "sandbox not found: %s", e->id);
+  return ingress_text(c, 404, m);
+}
+
+const struct abx_front abx_opensandbox_front = {
+  .name = "opensandbox",
+  .route = route,
+  .control = abx_opensandbox_control,
+  .ingress_error = ingress_error,
+  .route_header = "OpenSandbox-Ingress-To", /* proxy.go removes it before proxying */
+  .listening = abx_opensandbox_config,
+  .tick = abx_opensandbox_tick,
+  .drain = abx_opensandbox_drain,
+};

@@ -1,9 +1,9 @@
 /*
- * os_create.c: POST /v1/sandboxes of the opensandbox flavour: CreateSandboxRequest validated
+ * create.c: POST /v1/sandboxes of the opensandbox flavour: CreateSandboxRequest validated
  * field by field (spec components.schemas.CreateSandboxRequest; server api/schema.py and
  * services/validators.py for the rules and messages), a sandbox prepared on the platform's
- * machinery as api_sandboxes.c does, a 202 Pending answer, the start on a worker (os_worker.c).
- * Contract in os_api.h; what is refused and why in docs/PLATFORM.md "Flavours".
+ * machinery as api_sandboxes.c does, a 202 Pending answer, the start on a worker (worker.c).
+ * Contract in opensandbox.h; what is refused and why in docs/PLATFORM.md "Flavours".
  */
 #include <ctype.h>
 #include <pthread.h>
@@ -13,7 +13,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "e2b.h" /* ABX_MAX_TIMEOUT_S */
 #include "util/util.h"
 #include "net/net.h"
 #include "opensandbox_int.h"
@@ -111,7 +111,8 @@ static int limits(json_t *rl, int *millis, int *mem_mb, char *msg, size_t n)
       double c = strtod(s, &end);
       if (end && *end == 'm' && !end[1] && end != s && strspn(s, "0123456789") == (size_t)(end - s))
         *millis = (int)c;
-      else if (end && !*end && end != s && strspn(s, "0123456789.") == strlen(s) && c * 1000 == (double)(long)(c * 1000))
+      else if (end && !*end && end != s && strspn(s, "0123456789.") == strlen(s) &&
+               c * 1000 == (double)(long)(c * 1000))
         *millis = (int)(c * 1000);
       else
         BAD("field 'resourceLimits.cpu' must be a CPU quantity such as \"500m\", \"1\" or "
@@ -175,7 +176,7 @@ static void known_templates(char *out, size_t n)
 static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
                     const char **code, char *msg, size_t n)
 {
-  *code = OS_E_INVALID;
+  *code = OPENSANDBOX_E_INVALID;
   const char *k;
   json_t *v;
   json_object_foreach(req, k, v) {
@@ -187,7 +188,7 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
           "resourceLimits, env, metadata, entrypoint, networkPolicy, credentialProxy, "
           "secureAccess, volumes, extensions", k);
   }
-  *code = OS_E_NOT_SUPPORTED;
+  *code = OPENSANDBOX_E_NOT_SUPPORTED;
   if (present(req, "snapshotId"))
     BAD("field 'snapshotId': the local opensandbox flavor has no snapshots; create from image");
   static const char *const refused[] = {"networkPolicy", "credentialProxy", "volumes"};
@@ -198,14 +199,16 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
   if (ext && !json_is_null(ext) && (!json_is_object(ext) || json_object_size(ext) > 0))
     BAD("field 'extensions' cannot be honoured by the local opensandbox flavor (no key is "
         "known here)");
-  *code = OS_E_INVALID;
+  *code = OPENSANDBOX_E_INVALID;
   json_t *img = json_object_get(req, "image"), *uri = json_object_get(img, "uri");
   if (!img || json_is_null(img))
     BAD("Exactly one of image or snapshotId must be provided.");
   json_object_foreach(img, k, v) if (strcmp(k, "uri") != 0) {
-    *code = strcmp(k, "auth") == 0 ? OS_E_NOT_SUPPORTED : OS_E_INVALID;
-    BAD("field 'image.%.40s' %s", k, strcmp(k, "auth") == 0 ? "cannot be honoured: image.uri "
-        "names a local template, pulled from no registry" : "is unknown: ImageSpec has uri and auth");
+    *code = strcmp(k, "auth") == 0 ? OPENSANDBOX_E_NOT_SUPPORTED : OPENSANDBOX_E_INVALID;
+    BAD("field 'image.%.40s' %s", k,
+        strcmp(k, "auth") == 0 ? "cannot be honoured: image.uri "
+                                 "names a local template, pulled from no registry"
+                               : "is unknown: ImageSpec has uri and auth");
   }
   if (!json_is_object(img) || !json_is_string(uri) || !*json_string_value(uri))
     BAD("field 'image' must be {uri: string} with a non-empty uri (a local template name)");
@@ -215,11 +218,12 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
   if (!json_is_array(ep))
     BAD("field 'entrypoint' must be an array of strings");
   if (json_array_size(ep) == 0 || !json_string_length(json_array_get(ep, 0))) {
-    *code = OS_E_ENTRYPOINT;
+    *code = OPENSANDBOX_E_ENTRYPOINT;
     BAD("Entrypoint must contain at least one command.");
   }
   size_t i;
-  json_array_foreach(ep, i, v) if (!json_is_string(v)) BAD("field 'entrypoint[%zu]' must be a string", i);
+  json_array_foreach(ep, i, v) if (!json_is_string(v))
+      BAD("field 'entrypoint[%zu]' must be a string", i);
   json_t *rl = json_object_get(req, "resourceLimits");
   if (!rl || json_is_null(rl))
     BAD("resourceLimits is required when poolRef is not provided.");
@@ -228,13 +232,14 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
     return -1;
   json_t *md = json_object_get(req, "metadata");
   if (json_is_object(md) && metadata_ok(md, msg, n) != 0) {
-    *code = OS_E_METADATA;
+    *code = OPENSANDBOX_E_METADATA;
     return -1;
   }
   json_t *t = json_object_get(req, "timeout"), *sa = json_object_get(req, "secureAccess");
-  if (t && !json_is_null(t) && (!json_is_integer(t) || json_integer_value(t) < OS_MIN_TIMEOUT_S))
+  if (t && !json_is_null(t) &&
+      (!json_is_integer(t) || json_integer_value(t) < OPENSANDBOX_MIN_TIMEOUT_S))
     BAD("field 'timeout' must be an integer >= %d (seconds) or null (no expiration)",
-        OS_MIN_TIMEOUT_S);
+        OPENSANDBOX_MIN_TIMEOUT_S);
   *timeout = json_is_integer(t) ? json_integer_value(t) : -1;
   if (*timeout > ABX_MAX_TIMEOUT_S)
     BAD("Sandbox timeout %llds exceeds configured maximum of %ds.", *timeout, ABX_MAX_TIMEOUT_S);
@@ -244,21 +249,22 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
   return pf && !json_is_null(pf) ? platform_ok(pf, msg, n) : 0;
 }
 
-enum MHD_Result os_create(struct MHD_Connection *c, const char *body, size_t len)
+enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, size_t len)
 {
   json_error_t je;
   json_t *req = body && len ? json_loadb(body, len, 0, &je) : NULL;
   char msg[600];
-  const char *code = OS_E_INVALID;
+  const char *code = OPENSANDBOX_E_INVALID;
   long long timeout = -1;
   int millis = 0, mem_mb = 0;
   if (!json_is_object(req)) {
     json_decref(req);
-    return os_error(c, 400, OS_E_INVALID, "request body must be a JSON object (CreateSandboxRequest)");
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID,
+                             "request body must be a JSON object (CreateSandboxRequest)");
   }
   if (validate(req, &timeout, &millis, &mem_mb, &code, msg, sizeof msg) != 0) {
     json_decref(req);
-    return os_error(c, 400, code, msg);
+    return opensandbox_error(c, 400, code, msg);
   }
   const char *uri = json_string_value(json_object_get(json_object_get(req, "image"), "uri"));
   struct abx_template *t = abx_template_get(uri, 1);
@@ -271,7 +277,7 @@ enum MHD_Result os_create(struct MHD_Connection *c, const char *body, size_t len
     snprintf(msg, sizeof msg, "Failed to pull image %.100s: not a local template (field "
              "'image.uri'; known: %s)", uri, known);
     json_decref(req);
-    return os_error(c, 500, OS_E_IMAGE_PULL, msg);
+    return opensandbox_error(c, 500, OPENSANDBOX_E_IMAGE_PULL, msg);
   }
   int cpu = millis ? (millis + 999) / 1000 : 0; /* 0: the template's (sandbox.h) */
   if (!cpu != !mem_mb) { /* sandbox.c takes both or neither from the template */
@@ -282,7 +288,7 @@ enum MHD_Result os_create(struct MHD_Connection *c, const char *body, size_t len
   struct abx_sandbox_spec spec = {.tmpl = t, .metadata = json_object_get(req, "metadata"),
                                   .secure = json_is_true(json_object_get(req, "secureAccess")),
                                   .cpu_count = cpu, .memory_mb = mem_mb, .defer_start = 1};
-  struct os_rec *r = calloc(1, sizeof *r);
+  struct opensandbox_rec *r = calloc(1, sizeof *r);
   int st = 500;
   struct abx_sandbox *sb = r ? abx_sandbox_new(&spec, &st, msg, sizeof msg) : NULL;
   abx_template_put(t, 1); /* the sandbox holds its own */
@@ -290,12 +296,12 @@ enum MHD_Result os_create(struct MHD_Connection *c, const char *body, size_t len
     const char *why = r ? "cannot prepare the sandbox (randomness or network)" : "out of memory";
     free(r);
     json_decref(req);
-    return os_error(c, 500, OS_E_INTERNAL, why);
+    return opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL, why);
   }
   memcpy(r->id, sb->id, sizeof r->id);
-  r->state = OS_PENDING;
+  r->state = OPENSANDBOX_PENDING;
   r->created_ns = r->transition_ns = abx_now_ns();
-  r->expires_ns = timeout > 0 ? r->created_ns + timeout * 1000000000LL : OS_NEVER;
+  r->expires_ns = timeout > 0 ? r->created_ns + timeout * 1000000000LL : OPENSANDBOX_NEVER;
   snprintf(r->image, sizeof r->image, "%s", uri);
   r->entrypoint = json_deep_copy(json_object_get(req, "entrypoint"));
   r->metadata = json_deep_copy(sb->metadata);
@@ -307,19 +313,20 @@ enum MHD_Result os_create(struct MHD_Connection *c, const char *body, size_t len
   json_t *env_obj = json_is_object(env) ? json_deep_copy(env) : json_object();
   json_t *ep = json_deep_copy(r->entrypoint);
   json_decref(req);
-  os_add(r);
-  os_lock();
-  json_t *out = os_sandbox_json(r, 1);
-  os_unlock();
+  opensandbox_add(r);
+  opensandbox_lock();
+  json_t *out = opensandbox_sandbox_json(r, 1);
+  opensandbox_unlock();
   char loc[64];
   snprintf(loc, sizeof loc, "/v1/sandboxes/%s", sb->id);
-  if (os_worker_create(sb, env_obj, ep, millis) != 0) { /* the worker owns them from here */
-    os_lock();
-    if ((r = os_find(loc + 13)) != NULL)
-      os_drop(r);
-    os_unlock();
+  if (opensandbox_worker_create(sb, env_obj, ep, millis) !=
+      0) { /* the worker owns them from here */
+    opensandbox_lock();
+    if ((r = opensandbox_find(loc + 13)) != NULL)
+      opensandbox_drop(r);
+    opensandbox_unlock();
     json_decref(out);
-    return os_error(c, 500, OS_E_INTERNAL, "cannot start a worker thread");
+    return opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL, "cannot start a worker thread");
   }
-  return os_send(c, 202, out, loc);
+  return opensandbox_send(c, 202, out, loc);
 }
