@@ -221,6 +221,50 @@ static int hop_header(const char *line, size_t n)
   return 0;
 }
 
+/* The head a plain-HTTP request is forwarded with: origin-form request line, Host from the URL's
+ * authority [a, path), the client's headers from `line` up to the blank line (hop-by-hop ones
+ * dropped), "Connection: close". Sets r->head (malloc'd) and returns 0, or 400 with `why`. */
+static int forward_head(struct abx_proxy_req *r, const char *a, const char *path, const char *tend,
+                        char version, const char *line, const char *end, char *why, size_t whylen)
+{
+  char *out = NULL;
+  size_t outlen = 0;
+  FILE *f = open_memstream(&out, &outlen);
+  if (!f) {
+    snprintf(why, whylen, "out of memory");
+    return 400;
+  }
+  fprintf(f, "%s %s%.*s HTTP/1.%c\r\n", r->method, path == tend || *path != '/' ? "/" : "",
+          (int)(tend - path), path, version);
+  fprintf(f, "Host: %.*s\r\n", (int)(path - a), a);
+  int bad = 0;
+  while (line < end) {
+    const char *le = strstr(line, "\r\n");
+    if (!le || le == line)
+      break; /* the blank line ends the head */
+    size_t n = (size_t)(le - line);
+    const char *colon = memchr(line, ':', n);
+    if (line[0] == ' ' || line[0] == '\t' || !colon || colon == line ||
+        memchr(line, ' ', (size_t)(colon - line)) || memchr(line, '\r', n)) {
+      bad = 1;
+      break;
+    }
+    if (!hop_header(line, n))
+      fprintf(f, "%.*s\r\n", (int)n, line);
+    line = le + 2;
+  }
+  fputs("Connection: close\r\n\r\n", f);
+  if (fclose(f) != 0 || bad) {
+    free(out);
+    snprintf(why, whylen, bad ? "malformed header line (obs-fold, no colon or space in the name)"
+                              : "out of memory");
+    return 400;
+  }
+  r->head = out;
+  r->head_len = outlen;
+  return 0;
+}
+
 int abx_build_proxy_parse(const char *buf, size_t len, struct abx_proxy_req *r, char *why,
                           size_t whylen)
 {
@@ -281,43 +325,7 @@ int abx_build_proxy_parse(const char *buf, size_t len, struct abx_proxy_req *r, 
                           "port 1..65535)");
     return 400;
   }
-  char *out = NULL;
-  size_t outlen = 0;
-  FILE *f = open_memstream(&out, &outlen);
-  if (!f) {
-    snprintf(why, whylen, "out of memory");
-    return 400;
-  }
-  fprintf(f, "%s %s%.*s HTTP/1.%c\r\n", r->method, path == tend || *path != '/' ? "/" : "",
-          (int)(tend - path), path, sp2[8]);
-  fprintf(f, "Host: %.*s\r\n", (int)(path - a), a);
-  const char *line = eol + 2, *end = buf + len;
-  int bad = 0;
-  while (line < end) {
-    const char *le = strstr(line, "\r\n");
-    if (!le || le == line)
-      break; /* the blank line ends the head */
-    size_t n = (size_t)(le - line);
-    const char *colon = memchr(line, ':', n);
-    if (line[0] == ' ' || line[0] == '\t' || !colon || colon == line ||
-        memchr(line, ' ', (size_t)(colon - line)) || memchr(line, '\r', n)) {
-      bad = 1;
-      break;
-    }
-    if (!hop_header(line, n))
-      fprintf(f, "%.*s\r\n", (int)n, line);
-    line = le + 2;
-  }
-  fputs("Connection: close\r\n\r\n", f);
-  if (fclose(f) != 0 || bad) {
-    free(out);
-    snprintf(why, whylen, bad ? "malformed header line (obs-fold, no colon or space in the name)"
-                              : "out of memory");
-    return 400;
-  }
-  r->head = out;
-  r->head_len = outlen;
-  return 0;
+  return forward_head(r, a, path, tend, sp2[8], eol + 2, buf + len, why, whylen);
 }
 
 /* ---- environment ------------------------------------------------------------------------- */
