@@ -381,17 +381,27 @@ static int core_interrupted(lua_State *L)
   return 1;
 }
 
-static const luaL_Reg core_funcs[] = {
-  {"abort_all", core_abort_all},
-  {"on_interrupt", core_on_interrupt}, {"interrupt_note", core_interrupt_note},
-  {"interrupted", core_interrupted},
-  {"run", core_run},           {"spawn", core_spawn},     {"current", core_current},
-  {"sleep", core_sleep},       {"park", core_park},       {"unpark", core_unpark},
-  {"abort", core_abort}, {"now", core_now},
-  {"guard", core_guard}, {"guard_where", core_guard_where},
-  {"time", core_time},         {"error", core_error},     {"is_error", core_is_error},
-  {"new_error", core_new_error}, {"add_secret", core_add_secret}, {"mask", core_mask},
-  {NULL, NULL}};
+static const luaL_Reg core_funcs[] = {{"abort_all", core_abort_all},
+                                      {"on_interrupt", core_on_interrupt},
+                                      {"interrupt_note", core_interrupt_note},
+                                      {"interrupted", core_interrupted},
+                                      {"run", core_run},
+                                      {"spawn", core_spawn},
+                                      {"current", core_current},
+                                      {"sleep", core_sleep},
+                                      {"park", core_park},
+                                      {"unpark", core_unpark},
+                                      {"abort", core_abort},
+                                      {"now", core_now},
+                                      {"guard", core_guard},
+                                      {"guard_where", core_guard_where},
+                                      {"time", core_time},
+                                      {"error", core_error},
+                                      {"is_error", core_is_error},
+                                      {"new_error", core_new_error},
+                                      {"add_secret", core_add_secret},
+                                      {"mask", core_mask},
+                                      {NULL, NULL}};
 
 int abx_core_open(lua_State *L, struct abx_loop *loop)
 {

@@ -22,13 +22,13 @@ void abx_core_ndjson_register(lua_State *L, struct abx_loop *loop);
 
 /* How abx_core_stream_open frames and reads a stream. */
 struct abx_core_stream_opts {
-  int framing;               /* enum abx_http_framing: ABX_HTTP_CONNECT, _NDJSON or _RAW */
-  const char *method;        /* overrides req.method when not NULL */
-  const char *content_type;  /* adds "Content-Type: <it>" when not NULL */
-  size_t max_line;           /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
-  long headers_timeout_ms;   /* until the response headers; 0: none */
-  long body_timeout_ms;      /* from the headers to the end of the body; 0: none */
-  lua_KFunction next_k;      /* continuation of stream:next, which finds the task's stack as
+  int framing;              /* enum abx_http_framing: ABX_HTTP_CONNECT, _NDJSON or _RAW */
+  const char *method;       /* overrides req.method when not NULL */
+  const char *content_type; /* adds "Content-Type: <it>" when not NULL */
+  size_t max_line;          /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
+  long headers_timeout_ms;  /* until the response headers; 0: none */
+  long body_timeout_ms;     /* from the headers to the end of the body; 0: none */
+  lua_KFunction next_k;     /* continuation of stream:next, which finds the task's stack as
                                 [1] stream, [2] ok, [3...] values (error on top when not ok);
                                 NULL: return the values as they are */
 };

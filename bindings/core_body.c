@@ -80,8 +80,10 @@ static void read_body_file(lua_State *L, int idx, struct abx_http_request *r)
   }
   luaL_Stream *ls = luaL_testudata(L, -1, LUA_FILEHANDLE);
   if (!ls || !ls->closef)
-    abx_error_raise(L, NULL, "InvalidArgument", 0, "request field 'body_file' must be an open "
-                    "file handle, got %s", ls ? "a closed file" : luaL_typename(L, -1));
+    abx_error_raise(L, NULL, "InvalidArgument", 0,
+                    "request field 'body_file' must be an open "
+                    "file handle, got %s",
+                    ls ? "a closed file" : luaL_typename(L, -1));
   if (r->body)
     abx_error_raise(L, NULL, "InvalidArgument", 0, "a request has 'body' or 'body_file', not both");
   lua_pop(L, 1); /* the handle stays alive in the request table */

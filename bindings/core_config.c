@@ -24,11 +24,10 @@ static int core_yaml_load(lua_State *L)
   size_t n;
   char *buf = abx_core_slurp(path, &n, 4 * 1024 * 1024);
   if (!buf)
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s: %s", path,
-                           strerror(errno));
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s: %s", path, strerror(errno));
   char err[512];
   int rc = want_lines ? abx_yaml_push_lines(L, path, buf, n, err, sizeof err)
-                     : abx_yaml_push(L, path, buf, n, err, sizeof err);
+                      : abx_yaml_push(L, path, buf, n, err, sizeof err);
   free(buf);
   if (rc != 0)
     return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "%s", err);
@@ -78,8 +77,7 @@ static int core_dotenv_parse(lua_State *L)
 }
 
 static const luaL_Reg config_funcs[] = {
-  {"yaml_load", core_yaml_load}, {"dotenv_parse", core_dotenv_parse},
-  {NULL, NULL}};
+    {"yaml_load", core_yaml_load}, {"dotenv_parse", core_dotenv_parse}, {NULL, NULL}};
 
 void abx_core_config_register(lua_State *L, struct abx_loop *loop)
 {

@@ -27,8 +27,14 @@ static int write_masked(lua_State *L, FILE *f)
  * across calls (a secret written in two pieces is masked; engine/secrets.h). A tail that may begin
  * a secret is held back until the next write; flush = true writes it now (a status line that the
  * next write erases). Raises: a Lua error when out of memory. */
-static int core_write(lua_State *L) { return write_masked(L, stdout); }
-static int core_ewrite(lua_State *L) { return write_masked(L, stderr); }
+static int core_write(lua_State *L)
+{
+  return write_masked(L, stdout);
+}
+static int core_ewrite(lua_State *L)
+{
+  return write_masked(L, stderr);
+}
 
 static int core_isatty(lua_State *L)
 {
@@ -48,10 +54,11 @@ static int core_term_width(lua_State *L)
   return 1;
 }
 
-static const luaL_Reg console_funcs[] = {
-  {"write", core_write}, {"ewrite", core_ewrite}, {"isatty", core_isatty},
-  {"term_width", core_term_width},
-  {NULL, NULL}};
+static const luaL_Reg console_funcs[] = {{"write", core_write},
+                                         {"ewrite", core_ewrite},
+                                         {"isatty", core_isatty},
+                                         {"term_width", core_term_width},
+                                         {NULL, NULL}};
 
 void abx_core_console_register(lua_State *L, struct abx_loop *loop)
 {

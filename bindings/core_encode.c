@@ -73,10 +73,11 @@ static int core_random_hex(lua_State *L)
   return 1;
 }
 
-static const luaL_Reg encode_funcs[] = {
-  {"b64encode", core_b64encode}, {"b64decode", core_b64decode}, {"sha256", core_sha256},
-  {"random_hex", core_random_hex},
-  {NULL, NULL}};
+static const luaL_Reg encode_funcs[] = {{"b64encode", core_b64encode},
+                                        {"b64decode", core_b64decode},
+                                        {"sha256", core_sha256},
+                                        {"random_hex", core_random_hex},
+                                        {NULL, NULL}};
 
 void abx_core_encode_register(lua_State *L, struct abx_loop *loop)
 {

@@ -44,8 +44,7 @@ static int core_version(lua_State *L)
 }
 
 static const luaL_Reg env_funcs[] = {
-  {"getenv", core_getenv}, {"environ", core_environ}, {"version", core_version},
-  {NULL, NULL}};
+    {"getenv", core_getenv}, {"environ", core_environ}, {"version", core_version}, {NULL, NULL}};
 
 void abx_core_env_register(lua_State *L, struct abx_loop *loop)
 {

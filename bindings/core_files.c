@@ -220,11 +220,13 @@ static int core_write_private(lua_State *L)
   return 1;
 }
 
-static const luaL_Reg files_funcs[] = {
-  {"read_file", core_read_file}, {"isdir", core_isdir}, {"exists", core_exists},
-  {"list_files", core_list_files}, {"state_dir", core_state_dir},
-  {"write_private", core_write_private},
-  {NULL, NULL}};
+static const luaL_Reg files_funcs[] = {{"read_file", core_read_file},
+                                       {"isdir", core_isdir},
+                                       {"exists", core_exists},
+                                       {"list_files", core_list_files},
+                                       {"state_dir", core_state_dir},
+                                       {"write_private", core_write_private},
+                                       {NULL, NULL}};
 
 void abx_core_files_register(lua_State *L, struct abx_loop *loop)
 {

@@ -258,7 +258,8 @@ static int tar_add(struct archive *a, int dirfd, const char *rel, char *err, siz
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0) {
-        snprintf(err, errlen, "%s: %s", rel, n < 0 ? strerror(errno) : "file shrank while archived");
+        snprintf(err, errlen, "%s: %s", rel,
+                 n < 0 ? strerror(errno) : "file shrank while archived");
         rc = -1;
         break;
       }
@@ -288,12 +289,14 @@ static int core_tar_gz(lua_State *L)
   const char *out = luaL_checkstring(L, 3);
   int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0)
-    return abx_error_raise(L, abx_core_loop(L)->secrets, "InvalidArgument", 0, "%s: %s", dir, strerror(errno));
+    return abx_error_raise(L, abx_core_loop(L)->secrets, "InvalidArgument", 0, "%s: %s", dir,
+                           strerror(errno));
   struct archive *a = archive_write_new();
   char err[PATH_MAX + 256] = "";
   int rc = 0;
   if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-      archive_write_add_filter_gzip(a) != ARCHIVE_OK || archive_write_open_filename(a, out) != ARCHIVE_OK) {
+      archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
+      archive_write_open_filename(a, out) != ARCHIVE_OK) {
     snprintf(err, sizeof err, "%s: %s", out, archive_error_string(a));
     rc = -1;
   }
@@ -321,17 +324,18 @@ static int core_tar_gz(lua_State *L)
   }
   struct stat st;
   if (stat(out, &st) != 0)
-    return abx_error_raise(L, abx_core_loop(L)->secrets, "InvalidArgument", 0, "%s: %s", out, strerror(errno));
+    return abx_error_raise(L, abx_core_loop(L)->secrets, "InvalidArgument", 0, "%s: %s", out,
+                           strerror(errno));
   lua_pushinteger(L, (lua_Integer)st.st_size);
   return 1;
 }
 
 static const luaL_Reg sha_methods[] = {
-  {"update", sha_update}, {"update_file", sha_update_file}, {"hex", sha_hex}, {NULL, NULL}};
+    {"update", sha_update}, {"update_file", sha_update_file}, {"hex", sha_hex}, {NULL, NULL}};
 
-static const luaL_Reg fs_funcs[] = {
-  {"lstat", core_lstat},         {"readdir", core_readdir}, {"realpath", core_realpath},
-  {"sha256_new", sha_new},       {"tar_gz", core_tar_gz},   {NULL, NULL}};
+static const luaL_Reg fs_funcs[] = {{"lstat", core_lstat},       {"readdir", core_readdir},
+                                    {"realpath", core_realpath}, {"sha256_new", sha_new},
+                                    {"tar_gz", core_tar_gz},     {NULL, NULL}};
 
 void abx_core_fs_register(lua_State *L, struct abx_loop *loop)
 {

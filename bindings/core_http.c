@@ -40,14 +40,14 @@ enum stream_wait { SW_NONE, SW_OPEN, SW_NEXT };
 
 /* One in-flight plain request, owned by the waiting task until it completes or is cancelled. */
 struct request_op {
-  struct abx_wait wait;       /* first: the loop hands us back this pointer */
+  struct abx_wait wait; /* first: the loop hands us back this pointer */
   enum op_kind kind;
   struct abx_loop *loop;
   struct abx_task *task;
   struct abx_transfer *t;
-  char what[160];             /* "METHOD url" for error messages (masked when raised) */
+  char what[160];                      /* "METHOD url" for error messages (masked when raised) */
   char trace_what[ABX_TRACE_WHAT_MAX]; /* "[test] METHOD url?query" for -vv traces */
-  double started_ms;          /* for traces */
+  double started_ms;                   /* for traces */
 };
 
 /* A Connect stream: a userdata that outlives single waits. */
@@ -55,7 +55,7 @@ struct stream {
   struct abx_wait wait;
   enum op_kind kind;
   struct abx_loop *loop;
-  struct abx_transfer *t;     /* NULL once closed */
+  struct abx_transfer *t; /* NULL once closed */
   int in_multi;
   struct abx_task *waiter;
   enum stream_wait waiting;
@@ -64,14 +64,14 @@ struct stream {
   lua_KFunction next_k;       /* continuation of stream:next: builds its results */
   char what[160];
   char trace_what[ABX_TRACE_WHAT_MAX]; /* "[test] METHOD url?query" for -vv traces */
-  double started_ms;          /* for traces */
-  int traced;                 /* the answer's headers were traced */
-  int ready_run;              /* stream:next calls answered from the queue without yielding */
-  int want_data;              /* the waiting call is next_data: decode output events here */
-  unsigned char *scratch;     /* next_data's decode buffer, reused */
+  double started_ms;                   /* for traces */
+  int traced;                          /* the answer's headers were traced */
+  int ready_run;          /* stream:next calls answered from the queue without yielding */
+  int want_data;          /* the waiting call is next_data: decode output events here */
+  unsigned char *scratch; /* next_data's decode buffer, reused */
   size_t scratch_cap;
-  size_t held_peak;           /* the transfer's held_peak, kept when the transfer is freed */
-  size_t scratch_peak;        /* the largest scratch_cap, kept when scratch is freed */
+  size_t held_peak;    /* the transfer's held_peak, kept when the transfer is freed */
+  size_t scratch_peak; /* the largest scratch_cap, kept when scratch is freed */
 };
 
 /* After this many stream:next calls in a row answered from the queue, the task yields once so
@@ -275,8 +275,8 @@ static int stream_try(struct stream *s, lua_State *co, enum stream_wait mode)
     }
     int ndjson = t->streaming == ABX_HTTP_NDJSON;
     lua_pushboolean(co, 1);
-    lua_pushstring(co, ndjson                          ? "line"
-                       : t->streaming == ABX_HTTP_RAW  ? "chunk"
+    lua_pushstring(co, ndjson                              ? "line"
+                       : t->streaming == ABX_HTTP_RAW      ? "chunk"
                        : (m->flags & ABX_CONNECT_FLAG_END) ? "end"
                                                            : "message");
     lua_pushlstring(co, m->data, m->len);
@@ -359,7 +359,8 @@ static int request_k(lua_State *L, int status, lua_KContext keep)
 }
 
 static struct abx_transfer *start_transfer(lua_State *L, struct abx_loop *loop,
-                                           struct abx_http_request *r, struct abx_core_req_strings *rs)
+                                           struct abx_http_request *r,
+                                           struct abx_core_req_strings *rs)
 {
   struct abx_transfer *t = abx_transfer_new(r);
   abx_core_req_strings_free(rs);
@@ -381,7 +382,7 @@ static int core_request(lua_State *L)
   struct abx_http_request r;
   struct abx_core_req_strings rs = {.n = 0};
   char what[160];
-  abx_core_read_request(L, 1, &r, &rs, what, sizeof what);  /* may raise: nothing allocated yet */
+  abx_core_read_request(L, 1, &r, &rs, what, sizeof what); /* may raise: nothing allocated yet */
   r.body_borrowed = 1; /* the string is anchored on this task's stack below until the end */
   char trace_what[ABX_TRACE_WHAT_MAX];
   abx_trace_what(L, 1, r.method, r.url, trace_what, sizeof trace_what);
@@ -456,8 +457,8 @@ int abx_core_stream_open(lua_State *L, const struct abx_core_stream_opts *o)
   struct stream *s = lua_newuserdatauv(L, sizeof *s, 4); /* request, body, next_data's sinks */
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, STREAM_MT);
-  lua_insert(L, 1);            /* stream req */
-  lua_pushvalue(L, 2);         /* the stream keeps its request (and any body_file) alive */
+  lua_insert(L, 1);    /* stream req */
+  lua_pushvalue(L, 2); /* the stream keeps its request (and any body_file) alive */
   lua_setiuservalue(L, 1, 1);
   s->wait.cancel = stream_cancel;
   s->kind = OP_STREAM;
@@ -527,10 +528,10 @@ static int core_stream(lua_State *L)
   luaL_addlstring(&b, (const char *)prefix, 5);
   luaL_addlstring(&b, msg, mlen);
   luaL_pushresult(&b);
-  lua_setfield(L, 1, "body");  /* the request table carries the envelope as its body */
+  lua_setfield(L, 1, "body"); /* the request table carries the envelope as its body */
   lua_settop(L, 1);
-  struct abx_core_stream_opts o = {.framing = ABX_HTTP_CONNECT, .method = "POST",
-                                   .content_type = "application/connect+json"};
+  struct abx_core_stream_opts o = {
+      .framing = ABX_HTTP_CONNECT, .method = "POST", .content_type = "application/connect+json"};
   return abx_core_stream_open(L, &o);
 }
 
@@ -599,13 +600,15 @@ static int stream_close(lua_State *L)
 }
 
 static const luaL_Reg stream_methods[] = {
-  {"next", stream_next}, {"next_data", stream_next_data}, {"status", stream_status},
-  {"held_peak", stream_held_peak}, {"close", stream_close}, {NULL, NULL}};
+    {"next", stream_next},           {"next_data", stream_next_data}, {"status", stream_status},
+    {"held_peak", stream_held_peak}, {"close", stream_close},         {NULL, NULL}};
 /* The metamethods live on the metatable alone: a stream's fields are its methods, so s.__gc is
  * nil (a finalizer is not a method a scenario may call). */
 static const luaL_Reg stream_meta[] = {
-  {"__index", NULL}, /* placeholder: becomes the methods table */
-  {"__gc", stream_close}, {"__close", stream_close}, {NULL, NULL}};
+    {"__index", NULL}, /* placeholder: becomes the methods table */
+    {"__gc", stream_close},
+    {"__close", stream_close},
+    {NULL, NULL}};
 
 /* core.set_trace(level): 0 off, 1 request/answer lines with headers, 2 also body excerpts.
  * Everything goes through the secrets registry. */
@@ -631,10 +634,11 @@ static int core_set_ca_file(lua_State *L)
   return 0;
 }
 
-static const luaL_Reg http_funcs[] = {
-  {"request", core_request}, {"stream", core_stream}, {"set_trace", core_set_trace},
-  {"set_ca_file", core_set_ca_file},
-  {NULL, NULL}};
+static const luaL_Reg http_funcs[] = {{"request", core_request},
+                                      {"stream", core_stream},
+                                      {"set_trace", core_set_trace},
+                                      {"set_ca_file", core_set_ca_file},
+                                      {NULL, NULL}};
 
 void abx_core_http_register(lua_State *L, struct abx_loop *loop)
 {

@@ -46,29 +46,29 @@
 enum req_state { RECEIVING, QUEUED, RESPONDED, SENT };
 
 struct hreq {
-  struct httpd *srv;          /* NULL once the server is gone */
+  struct httpd *srv;           /* NULL once the server is gone */
   struct MHD_Connection *conn; /* NULL once MHD completed the request */
   enum req_state state;
-  int lua_owned;              /* a Lua handle points here */
+  int lua_owned; /* a Lua handle points here */
   char method[16];
   char *path;
   char *body;
   size_t len, cap;
   int too_large;
-  int status;                 /* the answer */
+  int status; /* the answer */
   char *answer;
   size_t answer_len;
-  char **headers;             /* name, value, name, value, ..., NULL */
-  struct hreq *next, *prev;   /* the server's live requests */
-  struct hreq *qnext;         /* the queue of requests for accept() */
+  char **headers;           /* name, value, name, value, ..., NULL */
+  struct hreq *next, *prev; /* the server's live requests */
+  struct hreq *qnext;       /* the queue of requests for accept() */
 };
 
 struct httpd {
-  struct abx_fdwatch w;       /* first: the watch callback finds the server from it */
+  struct abx_fdwatch w; /* first: the watch callback finds the server from it */
   struct abx_wait wait;
   struct abx_loop *loop;
   struct MHD_Daemon *d;
-  struct abx_task *task;      /* in accept(), or NULL */
+  struct abx_task *task; /* in accept(), or NULL */
   struct hreq *live;
   struct hreq *qhead, *qtail;
   size_t max_body;
@@ -134,8 +134,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
 {
   (void)version;
   struct httpd *s = cls;
@@ -194,9 +194,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return MHD_YES;
   }
   if (r->state == RESPONDED) {
-    struct MHD_Response *resp =
-      MHD_create_response_from_buffer(r->answer_len, r->answer ? r->answer : (char *)"",
-                                      MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        r->answer_len, r->answer ? r->answer : (char *)"", MHD_RESPMEM_MUST_COPY);
     if (!resp)
       return MHD_NO;
     for (char **h = r->headers; h && h[0] && h[1]; h += 2)
@@ -303,10 +302,13 @@ static int core_http_server(lua_State *L)
   lua_getfield(L, 1, "max_body");
   lua_Integer max_body = luaL_optinteger(L, -1, 8 * 1024 * 1024);
   if (port < 0 || port > 65535)
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "http_server: port %d is "
-                           "not 0..65535", (int)port);
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                           "http_server: port %d is "
+                           "not 0..65535",
+                           (int)port);
   if (max_body < 1)
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "http_server: max_body must "
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                           "http_server: max_body must "
                            "be at least 1 byte");
   struct sockaddr_in a4;
   struct sockaddr_in6 a6;
@@ -324,8 +326,10 @@ static int core_http_server(lua_State *L)
     sa = (struct sockaddr *)&a6;
     flags |= MHD_USE_IPv6;
   } else {
-    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "http_server: host %s is not "
-                           "an IPv4 or IPv6 address", host);
+    return abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                           "http_server: host %s is not "
+                           "an IPv4 or IPv6 address",
+                           host);
   }
   struct httpd *s = lua_newuserdatauv(L, sizeof *s, 0);
   memset(s, 0, sizeof *s);
@@ -336,13 +340,15 @@ static int core_http_server(lua_State *L)
   s->wait.cancel = accept_cancel;
   luaL_setmetatable(L, SERVER_MT);
   errno = 0;
-  s->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s,
-                          MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                          MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
-                          MHD_OPTION_END);
+  s->d =
+      MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, sa,
+                       MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_CONNECTION_LIMIT,
+                       64u, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
   if (!s->d)
-    return abx_error_raise(L, loop->secrets, "Transport", 0, "http_server: cannot listen on %s "
-                           "port %d: %s", host, (int)port, errno ? strerror(errno) : "refused");
+    return abx_error_raise(L, loop->secrets, "Transport", 0,
+                           "http_server: cannot listen on %s "
+                           "port %d: %s",
+                           host, (int)port, errno ? strerror(errno) : "refused");
   const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
   s->w.fd = di ? di->epoll_fd : -1;
   s->w.events = POLLIN;
@@ -508,7 +514,7 @@ static int server_gc(lua_State *L)
 }
 
 static const luaL_Reg server_methods[] = {
-  {"accept", server_accept}, {"port", server_port}, {"close", server_close}, {NULL, NULL}};
+    {"accept", server_accept}, {"port", server_port}, {"close", server_close}, {NULL, NULL}};
 static const luaL_Reg req_methods[] = {{"respond", req_respond}, {NULL, NULL}};
 static const luaL_Reg httpd_funcs[] = {{"http_server", core_http_server}, {NULL, NULL}};
 

@@ -60,21 +60,21 @@
 #define READ_CHUNK (64 * 1024)
 
 struct pipe {
-  struct abx_fdwatch w;       /* first: the watch callback finds the pipe from it */
-  struct abx_wait wait;       /* the waiting task's cancel */
+  struct abx_fdwatch w; /* first: the watch callback finds the pipe from it */
+  struct abx_wait wait; /* the waiting task's cancel */
   struct abx_loop *loop;
-  int fd;                     /* -1 once closed */
-  int writer;                 /* 1: a write end, 0: a read end */
-  int shared;                 /* fd 0 or 1 of the process: blocking, never closed by us */
-  struct abx_task *task;      /* the task waiting in read or write, or NULL */
-  size_t max;                 /* read: bytes wanted at most */
-  const char *buf;            /* write: the string (anchored on the waiting task's stack) */
+  int fd;                /* -1 once closed */
+  int writer;            /* 1: a write end, 0: a read end */
+  int shared;            /* fd 0 or 1 of the process: blocking, never closed by us */
+  struct abx_task *task; /* the task waiting in read or write, or NULL */
+  size_t max;            /* read: bytes wanted at most */
+  const char *buf;       /* write: the string (anchored on the waiting task's stack) */
   size_t len, off;
 };
 
 struct proc {
-  pid_t pid;                  /* 0 once reaped */
-  int status;                 /* waitpid's, once reaped */
+  pid_t pid;  /* 0 once reaped */
+  int status; /* waitpid's, once reaped */
 };
 
 static struct pipe *pipe_check(lua_State *L, int idx)
@@ -206,9 +206,11 @@ static int pipe_read(lua_State *L)
   lua_Integer max = luaL_optinteger(L, 2, READ_CHUNK);
   luaL_argcheck(L, max > 0, 2, "max must be at least 1 byte");
   if (p->fd < 0)
-    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0, "pipe:read: the pipe is closed");
+    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0,
+                           "pipe:read: the pipe is closed");
   if (p->writer)
-    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0, "pipe:read: this is a write end");
+    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0,
+                           "pipe:read: this is a write end");
   p->max = (size_t)max;
   lua_settop(L, 1);
   return pipe_wait(L, p, "pipe:read", 1);
@@ -221,9 +223,11 @@ static int pipe_write(lua_State *L)
   size_t n;
   const char *s = luaL_checklstring(L, 2, &n);
   if (p->fd < 0)
-    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0, "pipe:write: the pipe is closed");
+    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0,
+                           "pipe:write: the pipe is closed");
   if (!p->writer)
-    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0, "pipe:write: this is a read end");
+    return abx_error_raise(L, p->loop->secrets, "InvalidArgument", 0,
+                           "pipe:write: this is a read end");
   if (n == 0)
     return 0;
   lua_settop(L, 2); /* the string stays on this stack, so p->buf stays valid while we wait */
@@ -353,8 +357,8 @@ static char **string_array(lua_State *L, int idx, const char *what)
   for (lua_Integer i = 1; i <= n; i++) {
     if (lua_geti(L, idx, i) != LUA_TSTRING) {
       free(a);
-      abx_error_raise(L, NULL, "InvalidArgument", 0, "core.process_start: %s[%d] must be a string", what,
-                (int)i);
+      abx_error_raise(L, NULL, "InvalidArgument", 0, "core.process_start: %s[%d] must be a string",
+                      what, (int)i);
     }
     a[i - 1] = (char *)lua_tostring(L, -1);
     lua_pop(L, 1); /* the table keeps the string alive */
@@ -401,16 +405,16 @@ static int env_overridden(lua_State *L, int envt, const char *e)
  * strings stay owned by Lua: the opts table and the table of env strings stay on the stack
  * through the fork. */
 struct spawn {
-  int envt;                  /* stack index of opts.env, 0: none */
+  int envt; /* stack index of opts.env, 0: none */
   int stderr_null, stderr_pipe;
-  const char *stderr_path;   /* stderr appended to this file; NULL: inherited, null or piped */
-  int pdeath;                /* die_with_parent: SIGTERM when the engine dies */
-  int clear;                 /* env_clear: none of the engine's environment */
-  const char *cwd;           /* NULL: the engine's */
-  char **argv;               /* malloc'd (spawn_free) */
-  char prog[4096];           /* argv[0] resolved through PATH */
-  char **envs;               /* malloc'd (spawn_free); NULL until spawn_env */
-  int in[2], out[2], errp[2];/* the child's stdin, stdout, and stderr when piped */
+  const char *stderr_path;    /* stderr appended to this file; NULL: inherited, null or piped */
+  int pdeath;                 /* die_with_parent: SIGTERM when the engine dies */
+  int clear;                  /* env_clear: none of the engine's environment */
+  const char *cwd;            /* NULL: the engine's */
+  char **argv;                /* malloc'd (spawn_free) */
+  char prog[4096];            /* argv[0] resolved through PATH */
+  char **envs;                /* malloc'd (spawn_free); NULL until spawn_env */
+  int in[2], out[2], errp[2]; /* the child's stdin, stdout, and stderr when piped */
 };
 
 static void spawn_free(struct spawn *sp)
@@ -426,10 +430,11 @@ static void spawn_free(struct spawn *sp)
 static void spawn_read_opts(lua_State *L, struct abx_loop *loop, struct spawn *sp)
 {
   if (lua_getfield(L, 1, "argv") != LUA_TTABLE || luaL_len(L, 2) < 1)
-    abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: argv must be a non-empty "
-                     "array of strings");
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                    "core.process_start: argv must be a non-empty "
+                    "array of strings");
   sp->envt = lua_getfield(L, 1, "env") == LUA_TTABLE ? 3 : 0; /* [3] env or nil */
-  if (lua_getfield(L, 1, "stderr") == LUA_TSTRING) { /* [4] */
+  if (lua_getfield(L, 1, "stderr") == LUA_TSTRING) {          /* [4] */
     const char *s = lua_tostring(L, 4);
     if (strcmp(s, "null") == 0)
       sp->stderr_null = 1;
@@ -438,8 +443,9 @@ static void spawn_read_opts(lua_State *L, struct abx_loop *loop, struct spawn *s
     else if (strcmp(s, "inherit") != 0)
       sp->stderr_path = s;
   } else if (!lua_isnil(L, 4)) {
-    abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: stderr must be \"inherit\", "
-                     "\"null\", \"pipe\" or a file path");
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                    "core.process_start: stderr must be \"inherit\", "
+                    "\"null\", \"pipe\" or a file path");
   }
   lua_getfield(L, 1, "die_with_parent"); /* [5] */
   sp->pdeath = lua_isnil(L, 5) || lua_toboolean(L, 5);
@@ -449,18 +455,23 @@ static void spawn_read_opts(lua_State *L, struct abx_loop *loop, struct spawn *s
   lua_pop(L, 1);
   sp->cwd = cwd_t == LUA_TSTRING ? lua_tostring(L, 6) : NULL;
   if ((clear_t != LUA_TNIL && clear_t != LUA_TBOOLEAN) || (cwd_t != LUA_TNIL && !sp->cwd))
-    abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env_clear "
+    abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                    "core.process_start: env_clear "
                     "must be a boolean and cwd a path string");
   struct stat cst;
   if (sp->cwd && (stat(sp->cwd, &cst) != 0 || !S_ISDIR(cst.st_mode)))
-    abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: cwd %s is no "
-                    "directory", sp->cwd);
+    abx_error_raise(L, loop->secrets, "NotFound", 0,
+                    "core.process_start: cwd %s is no "
+                    "directory",
+                    sp->cwd);
   sp->argv = string_array(L, 2, "argv");
   if (find_program(sp->argv[0], sp->prog, sizeof sp->prog) != 0) {
     const char *name = sp->argv[0]; /* owned by opts.argv */
     spawn_free(sp);
-    abx_error_raise(L, loop->secrets, "NotFound", 0, "core.process_start: no program %s "
-                    "(not executable, or not in PATH)", name);
+    abx_error_raise(L, loop->secrets, "NotFound", 0,
+                    "core.process_start: no program %s "
+                    "(not executable, or not in PATH)",
+                    name);
   }
 }
 
@@ -478,8 +489,9 @@ static void spawn_env(lua_State *L, struct abx_loop *loop, struct spawn *sp)
       if (lua_type(L, -2) != LUA_TSTRING ||
           (vt != LUA_TSTRING && !(vt == LUA_TBOOLEAN && !lua_toboolean(L, -1)))) {
         spawn_free(sp);
-        abx_error_raise(L, loop->secrets, "InvalidArgument", 0, "core.process_start: env must map names to "
-                         "strings (or false to remove one)");
+        abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
+                        "core.process_start: env must map names to "
+                        "strings (or false to remove one)");
       }
       if (vt == LUA_TSTRING) {
         lua_pushfstring(L, "%s=%s", lua_tostring(L, -2), lua_tostring(L, -1));
@@ -567,8 +579,8 @@ static _Noreturn void spawn_child(const struct spawn *sp, pid_t parent)
  * child's ends and frees sp; raises Internal when the fork failed, else records the pid in the
  * process userdata at 'proc' and pushes the process table {stdin, stdout[, stderr], handle}.
  * [-0, +1, v] */
-static void spawn_parent(lua_State *L, struct abx_loop *loop, struct spawn *sp, pid_t pid,
-                         int err, int proc)
+static void spawn_parent(lua_State *L, struct abx_loop *loop, struct spawn *sp, pid_t pid, int err,
+                         int proc)
 {
   spawn_free(sp);
   close(sp->in[0]);
@@ -633,14 +645,17 @@ static int core_self_exe(lua_State *L)
   return 1;
 }
 
-static const luaL_Reg pipe_methods[] = {
-  {"read", pipe_read}, {"write", pipe_write}, {"close", pipe_close}, {"fd", pipe_fd},
-  {NULL, NULL}};
+static const luaL_Reg pipe_methods[] = {{"read", pipe_read},
+                                        {"write", pipe_write},
+                                        {"close", pipe_close},
+                                        {"fd", pipe_fd},
+                                        {NULL, NULL}};
 static const luaL_Reg proc_methods[] = {
-  {"pid", proc_pid}, {"signal", proc_signal}, {"poll", proc_poll}, {NULL, NULL}};
-static const luaL_Reg pipe_funcs[] = {
-  {"stdio", core_stdio}, {"process_start", core_process_start}, {"self_exe", core_self_exe},
-  {NULL, NULL}};
+    {"pid", proc_pid}, {"signal", proc_signal}, {"poll", proc_poll}, {NULL, NULL}};
+static const luaL_Reg pipe_funcs[] = {{"stdio", core_stdio},
+                                      {"process_start", core_process_start},
+                                      {"self_exe", core_self_exe},
+                                      {NULL, NULL}};
 
 void abx_core_pipe_register(lua_State *L, struct abx_loop *loop)
 {

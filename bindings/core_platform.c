@@ -34,8 +34,8 @@ static int core_platform_start(lua_State *L)
   const char *log = luaL_optstring(L, 3, NULL);
   struct abx_platform p;
   char err[512];
-  if (abx_platform_start(&p, extra, log, loop->secrets, (int)(timeout * 1000), err,
-                         sizeof err) != 0)
+  if (abx_platform_start(&p, extra, log, loop->secrets, (int)(timeout * 1000), err, sizeof err) !=
+      0)
     return abx_error_raise(L, loop->secrets, "Transport", 0, "%s", err);
   lua_createtable(L, 0, 2);
   lua_pushinteger(L, p.pid);
@@ -55,8 +55,7 @@ static int core_platform_stop(lua_State *L)
 }
 
 static const luaL_Reg platform_funcs[] = {
-  {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop},
-  {NULL, NULL}};
+    {"platform_start", core_platform_start}, {"platform_stop", core_platform_stop}, {NULL, NULL}};
 
 void abx_core_platform_register(lua_State *L, struct abx_loop *loop)
 {

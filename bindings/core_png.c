@@ -33,8 +33,8 @@ static int core_png_write(lua_State *L)
   const char *rgb = luaL_checklstring(L, 4, &n);
   if (w < 1 || h < 1 || w > PNG_MAX_SIDE || h > PNG_MAX_SIDE)
     return abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
-                           "png_write: width and height must be 1..%d, got %lldx%lld",
-                           PNG_MAX_SIDE, (long long)w, (long long)h);
+                           "png_write: width and height must be 1..%d, got %lldx%lld", PNG_MAX_SIDE,
+                           (long long)w, (long long)h);
   if (n != (size_t)w * (size_t)h * 3)
     return abx_error_raise(L, loop->secrets, "InvalidArgument", 0,
                            "png_write: %zu bytes of pixels for %lldx%lld RGB (need %zu)", n,
@@ -96,8 +96,8 @@ static int core_png_read(lua_State *L)
   return 3;
 }
 
-static const luaL_Reg png_funcs[] = {{"png_write", core_png_write}, {"png_read", core_png_read},
-                                     {NULL, NULL}};
+static const luaL_Reg png_funcs[] = {
+    {"png_write", core_png_write}, {"png_read", core_png_read}, {NULL, NULL}};
 
 void abx_core_png_register(lua_State *L, struct abx_loop *loop)
 {

@@ -139,8 +139,10 @@ static int sink_gc(lua_State *L)
   return 0;
 }
 
-static const luaL_Reg sink_methods[] = {{"add", sink_add},         {"len", sink_len},
-                                        {"tostring", sink_tostring}, {"take", sink_take},
+static const luaL_Reg sink_methods[] = {{"add", sink_add},
+                                        {"len", sink_len},
+                                        {"tostring", sink_tostring},
+                                        {"take", sink_take},
                                         {NULL, NULL}};
 
 const char *abx_core_data_event(const char *p, size_t n, const char **b64, size_t *b64_len)

@@ -35,8 +35,9 @@ static void trace_line(struct abx_loop *loop, const char *fmt, ...)
     return;
   }
   char *line = NULL;
-  int w = asprintf(&line, "abxlua: http %.*s%s\n", (int)(len < TRACE_LINE_MAX ? len : TRACE_LINE_MAX),
-                   m, len > TRACE_LINE_MAX ? "..." : "");
+  int w =
+      asprintf(&line, "abxlua: http %.*s%s\n", (int)(len < TRACE_LINE_MAX ? len : TRACE_LINE_MAX),
+               m, len > TRACE_LINE_MAX ? "..." : "");
   if (w >= 0)
     abx_secrets_write(loop->secrets, stderr, line, (size_t)w);
   free(line);
@@ -142,7 +143,6 @@ void abx_trace_answer(struct abx_loop *loop, const char *what, struct abx_transf
   char *m = abx_secrets_mask(loop->secrets, t->body.data, t->body.len, &n);
   if (m)
     trace_line(loop, "< %.*s  body: %.*s%s", ll, what,
-               (int)(n < TRACE_BODY_MAX ? n : TRACE_BODY_MAX), m,
-               n > TRACE_BODY_MAX ? "..." : "");
+               (int)(n < TRACE_BODY_MAX ? n : TRACE_BODY_MAX), m, n > TRACE_BODY_MAX ? "..." : "");
   free(m);
 }

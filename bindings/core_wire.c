@@ -90,7 +90,8 @@ static int core_wire_open(lua_State *L)
   if (strlen(url) >= 512 || (ct && strlen(ct) > 300))
     return raise_(L, "InvalidArgument", "wire_open: URL or connect_to too long%s%s", "", "");
   if (!(timeout > 0 && timeout <= 600))
-    return raise_(L, "InvalidArgument", "wire_open: connect_timeout must be in (0, 600]%s%s", "", "");
+    return raise_(L, "InvalidArgument", "wire_open: connect_timeout must be in (0, 600]%s%s", "",
+                  "");
   struct wire *w = lua_newuserdatauv(L, sizeof *w, 0);
   memset(w, 0, sizeof *w);
   luaL_setmetatable(L, WIRE_MT);
@@ -243,12 +244,14 @@ static int core_vnc_auth(lua_State *L)
   return 1;
 }
 
-static const luaL_Reg wire_methods[] = {{"step", wire_step}, {"send", wire_send},
-                                        {"recv", wire_recv}, {"close", wire_close},
+static const luaL_Reg wire_methods[] = {{"step", wire_step},
+                                        {"send", wire_send},
+                                        {"recv", wire_recv},
+                                        {"close", wire_close},
                                         {NULL, NULL}};
 
-static const luaL_Reg wire_funcs[] = {{"wire_open", core_wire_open}, {"sha1", core_sha1},
-                                      {"vnc_auth", core_vnc_auth}, {NULL, NULL}};
+static const luaL_Reg wire_funcs[] = {
+    {"wire_open", core_wire_open}, {"sha1", core_sha1}, {"vnc_auth", core_vnc_auth}, {NULL, NULL}};
 
 void abx_core_wire_register(lua_State *L, struct abx_loop *loop)
 {

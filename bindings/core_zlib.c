@@ -71,8 +71,8 @@ static int core_gunzip(lua_State *L)
     total += got;
     if ((double)total > max) {
       inflateEnd(&z);
-      return abx_error_raise(L, loop->secrets, "Protocol", 0,
-                             "gunzip: output exceeds %d bytes", (int)max);
+      return abx_error_raise(L, loop->secrets, "Protocol", 0, "gunzip: output exceeds %d bytes",
+                             (int)max);
     }
     luaL_addlstring(&b, (const char *)chunk, got);
     if (rc == Z_STREAM_END) {

@@ -17,7 +17,8 @@ int abx_embedded_bytecode_ok(const char *built_ident, const char *runtime_ident)
 int abx_embedded_load(lua_State *L, const struct abx_embedded *e, int bytecode)
 {
   if (bytecode && e->bytecode && e->bytecode_size > 0) {
-    if (luaL_loadbufferx(L, (const char *)e->bytecode, e->bytecode_size, e->chunkname, "b") == LUA_OK)
+    if (luaL_loadbufferx(L, (const char *)e->bytecode, e->bytecode_size, e->chunkname, "b") ==
+        LUA_OK)
       return LUA_OK;
     lua_pop(L, 1); /* the source compiles to the same function */
   }

@@ -7,15 +7,15 @@
 #include <stddef.h>
 
 struct abx_embedded {
-  const char *name;               /* module name, e.g. "abx.test" */
-  const char *chunkname;          /* "@lib/abx/test.lua": tracebacks name the source file */
-  const unsigned char *source;    /* Lua source text */
-  size_t size;                    /* bytes of source */
+  const char *name;            /* module name, e.g. "abx.test" */
+  const char *chunkname;       /* "@lib/abx/test.lua": tracebacks name the source file */
+  const unsigned char *source; /* Lua source text */
+  size_t size;                 /* bytes of source */
   /* The same module precompiled (lua_dump, debug information kept: the chunk name and every
    * line number are the source's). Valid only for the liblua whose lua_ident is
    * abx_embedded_lua_ident: Lua's bytecode format is that of one release. */
   const unsigned char *bytecode;
-  size_t bytecode_size;           /* bytes of bytecode */
+  size_t bytecode_size; /* bytes of bytecode */
 };
 
 /* Terminated by an entry whose name is NULL. */

@@ -109,15 +109,15 @@ static int parse_children(struct ctx *c, int depth, int mapping)
       yaml_mark_t mark = ev.start_mark;
       yaml_event_delete(&ev);
       record_line(c, lua_gettop(L) - 1, lua_gettop(L), mark.line);
-      lua_pushvalue(L, -1);                       /* seen map key key */
-      if (lua_rawget(L, -4) != LUA_TNIL) {         /* seen map key seen[key] */
+      lua_pushvalue(L, -1);                /* seen map key key */
+      if (lua_rawget(L, -4) != LUA_TNIL) { /* seen map key seen[key] */
         lua_pop(L, 2);
         return fail(c, &mark, "duplicate key in mapping");
       }
       lua_pop(L, 1);
       lua_pushvalue(L, -1);
       lua_pushboolean(L, 1);
-      lua_rawset(L, -5);                          /* seen[key] = true */
+      lua_rawset(L, -5); /* seen[key] = true */
       if (next_event(c, &ev))
         return -1;
       if (parse_node(c, &ev, depth + 1))
@@ -175,8 +175,7 @@ static int parse_node(struct ctx *c, yaml_event_t *ev, int depth)
       lua_remove(L, -2);
     return 0;
   }
-  default:
-    r = fail(c, &ev->start_mark, "unexpected YAML event");
+  default: r = fail(c, &ev->start_mark, "unexpected YAML event");
   }
   yaml_event_delete(ev);
   return r;

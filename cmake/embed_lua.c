@@ -28,9 +28,11 @@ static int buf_add(struct buf *b, const void *p, size_t n)
 {
   if (b->len + n > b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 65536;
-    while (cap < b->len + n) cap *= 2;
+    while (cap < b->len + n)
+      cap *= 2;
     unsigned char *d = realloc(b->data, cap);
-    if (!d) return -1;
+    if (!d)
+      return -1;
     b->data = d;
     b->cap = cap;
   }
@@ -48,13 +50,16 @@ static int dump_writer(lua_State *L, const void *p, size_t n, void *ud)
 static int read_file(const char *path, struct buf *b)
 {
   FILE *f = fopen(path, "rb");
-  if (!f) return -1;
+  if (!f)
+    return -1;
   unsigned char chunk[65536];
   size_t n;
   int rc = 0;
   while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    if (buf_add(b, chunk, n) != 0) rc = -1;
-  if (ferror(f)) rc = -1;
+    if (buf_add(b, chunk, n) != 0)
+      rc = -1;
+  if (ferror(f))
+    rc = -1;
   fclose(f);
   return rc;
 }
@@ -63,7 +68,8 @@ static int read_file(const char *path, struct buf *b)
 static void write_array(FILE *out, const char *id, const unsigned char *p, size_t len)
 {
   fprintf(out, "static const unsigned char %s[] = {", id);
-  for (size_t i = 0; i < len; i++) fprintf(out, "%s0x%02x,", i % 24 ? "" : "\n", p[i]);
+  for (size_t i = 0; i < len; i++)
+    fprintf(out, "%s0x%02x,", i % 24 ? "" : "\n", p[i]);
   fprintf(out, "\n};\n");
 }
 
@@ -124,9 +130,10 @@ int main(int argc, char **argv)
       c_ident(bid, sizeof bid, "luac_", name);
       write_array(out, sid, src.data, src.len);
       write_array(out, bid, bc.data, bc.len);
-      int n = snprintf(line, sizeof line, "  {\"%s\", \"%s\", %s, sizeof %s, %s, sizeof %s},\n", name,
-                       chunk, sid, sid, bid, bid);
-      if (n < 0 || (size_t)n >= sizeof line || buf_add(&index, line, (size_t)n) != 0) rc = 1;
+      int n = snprintf(line, sizeof line, "  {\"%s\", \"%s\", %s, sizeof %s, %s, sizeof %s},\n",
+                       name, chunk, sid, sid, bid, bid);
+      if (n < 0 || (size_t)n >= sizeof line || buf_add(&index, line, (size_t)n) != 0)
+        rc = 1;
     }
     lua_settop(L, 0);
     free(src.data);
@@ -151,6 +158,7 @@ int main(int argc, char **argv)
     fprintf(stderr, "embed_lua: cannot rename %s to %s\n", tmp, argv[1]);
     rc = 1;
   }
-  if (rc != 0) remove(tmp);
+  if (rc != 0)
+    remove(tmp);
   return rc;
 }

@@ -14,7 +14,10 @@
 
 static char g_ca_file[ABX_HTTP_MAX_CA_PATH]; /* "" = curl's default bundle */
 
-const char *abx_http_ca_file(void) { return g_ca_file[0] ? g_ca_file : NULL; }
+const char *abx_http_ca_file(void)
+{
+  return g_ca_file[0] ? g_ca_file : NULL;
+}
 
 int abx_http_set_ca_file(const char *path)
 {
@@ -142,8 +145,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ud)
   t->headers_bytes += len;
   if (t->headers_bytes > ABX_HTTP_MAX_HEADERS) {
     t->failure = ABX_HTTP_EOVERFLOW;
-    snprintf(t->reason, sizeof t->reason, "response headers exceed %u bytes",
-             ABX_HTTP_MAX_HEADERS);
+    snprintf(t->reason, sizeof t->reason, "response headers exceed %u bytes", ABX_HTTP_MAX_HEADERS);
     return 0;
   }
   if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) { /* a new response: drop 1xx headers */
@@ -263,8 +265,8 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
   if (t->headers_done && t->body_timeout_ms > 0 &&
       now - t->headers_ms > (double)t->body_timeout_ms) {
     t->failure = ABX_HTTP_ETIMEOUT;
-    snprintf(t->reason, sizeof t->reason,
-             "response body not complete within %ld ms of its headers", t->body_timeout_ms);
+    snprintf(t->reason, sizeof t->reason, "response body not complete within %ld ms of its headers",
+             t->body_timeout_ms);
     return 1;
   }
   return 0;

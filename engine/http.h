@@ -73,8 +73,8 @@ struct abx_http_header {
 
 struct abx_stream_msg {
   struct abx_stream_msg *next;
-  unsigned flags;         /* Connect envelope flags; 0 for NDJSON lines */
-  size_t seq;             /* NDJSON: the line number (1-based, empty lines counted) */
+  unsigned flags; /* Connect envelope flags; 0 for NDJSON lines */
+  size_t seq;     /* NDJSON: the line number (1-based, empty lines counted) */
   size_t len;
   char data[]; /* payload, NUL-terminated for convenience */
 };
@@ -83,38 +83,38 @@ struct abx_transfer {
   CURL *easy;
   struct curl_slist *req_headers;
   struct curl_slist *connect_to; /* CURLOPT_CONNECT_TO list */
-  char *req_body;         /* owned copy (NULL when the body is borrowed) */
+  char *req_body;                /* owned copy (NULL when the body is borrowed) */
   size_t req_body_len;
   abx_http_body_read body_read; /* or the body is read as it goes (cookie owned by the caller) */
   void *body_cookie;
-  size_t raw_bytes;       /* ABX_HTTP_RAW: body bytes queued so far */
-  int nobody;             /* HEAD: a Content-Length announces no body */
+  size_t raw_bytes; /* ABX_HTTP_RAW: body bytes queued so far */
+  int nobody;       /* HEAD: a Content-Length announces no body */
   size_t max_body;
-  long status;            /* final HTTP status (not 1xx) */
-  int headers_done;       /* the final response's headers are complete */
+  long status;      /* final HTTP status (not 1xx) */
+  int headers_done; /* the final response's headers are complete */
   struct abx_http_header *headers;
   size_t nheaders, headers_bytes;
-  struct abx_buf body;    /* plain transfers, or a stream whose status is not 200 */
-  int done;               /* curl reported the transfer finished */
+  struct abx_buf body; /* plain transfers, or a stream whose status is not 200 */
+  int done;            /* curl reported the transfer finished */
   CURLcode result;
   enum abx_http_failure failure;
-  char error[CURL_ERROR_SIZE + 128]; /* what failed, once done (curl's error buffer until then) */
+  char error[CURL_ERROR_SIZE + 128];  /* what failed, once done (curl's error buffer until then) */
   char reason[CURL_ERROR_SIZE + 128]; /* our own reason for a failure (limits, framing, timeouts),
                                          copied to 'error' when the transfer is done */
   /* streams */
-  int streaming;          /* enum abx_http_framing */
+  int streaming; /* enum abx_http_framing */
   struct abx_connect_decoder decoder;
   struct abx_ndjson ndjson;
   long headers_timeout_ms, body_timeout_ms; /* 0: none */
   double started_ms, headers_ms;            /* CLOCK_MONOTONIC, for the two timeouts */
   struct abx_stream_msg *q_head, *q_tail;
   size_t q_bytes;
-  size_t held_peak;       /* the most bytes a stream held at once: queued messages plus the
+  size_t held_peak; /* the most bytes a stream held at once: queued messages plus the
                            * partial envelope or NDJSON line being assembled (abx_transfer_held) */
   int paused;
-  int saw_end;            /* the end-of-stream envelope arrived */
-  int dirty;              /* something for the consumer arrived since it last looked */
-  void *owner;            /* the binding object that owns this transfer */
+  int saw_end; /* the end-of-stream envelope arrived */
+  int dirty;   /* something for the consumer arrived since it last looked */
+  void *owner; /* the binding object that owns this transfer */
 };
 
 struct abx_http_request {
@@ -123,22 +123,22 @@ struct abx_http_request {
   const char *const *headers; /* "Name: value" strings, NULL-terminated */
   const char *body;
   size_t body_len;
-  int body_borrowed;          /* 1: 'body' is sent from where it is, not copied: it must stay
+  int body_borrowed;            /* 1: 'body' is sent from where it is, not copied: it must stay
                                * alive and unchanged until the transfer is freed (the bindings
                                * anchor the Lua string; a 100 MiB upload was held twice) */
   abx_http_body_read body_read; /* instead of 'body': called as curl sends; NULL: none */
-  void *body_cookie;          /* for body_read; must outlive the transfer */
-  long long body_size;        /* with body_read: bytes it will give, -1 unknown (sent chunked) */
+  void *body_cookie;            /* for body_read; must outlive the transfer */
+  long long body_size;          /* with body_read: bytes it will give, -1 unknown (sent chunked) */
   long timeout_ms;
   size_t max_body;
-  const char *connect_to;     /* "HOST:PORT" or NULL */
-  int fresh_connect;          /* 1: a new connection (CURLOPT_FRESH_CONNECT), so libcurl never
+  const char *connect_to;  /* "HOST:PORT" or NULL */
+  int fresh_connect;       /* 1: a new connection (CURLOPT_FRESH_CONNECT), so libcurl never
                                * resends the request on a reused connection that died before an
                                * answer: for a call that must not run twice (a create) */
-  int streaming;              /* enum abx_http_framing */
-  size_t max_line;            /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
-  long headers_timeout_ms;    /* 0: none */
-  long body_timeout_ms;       /* 0: none */
+  int streaming;           /* enum abx_http_framing */
+  size_t max_line;         /* NDJSON: bound on a line in bytes; 0: ABX_NDJSON_MAX_LINE */
+  long headers_timeout_ms; /* 0: none */
+  long body_timeout_ms;    /* 0: none */
 };
 
 /* The PEM file of CA certificates every later transfer verifies HTTPS servers with

@@ -236,8 +236,8 @@ static void deadline_hook(lua_State *L, lua_Debug *ar)
     if (L != t->co) /* a coroutine of the test's own: it fires at every instruction too */
       lua_sethook(L, deadline_hook, LUA_MASKCOUNT, 1);
   }
-  if (!lua_getinfo(L, "Sl", ar) || strncmp(ar->source, LIB_CHUNK_PREFIX,
-                                           sizeof LIB_CHUNK_PREFIX - 1) == 0)
+  if (!lua_getinfo(L, "Sl", ar) ||
+      strncmp(ar->source, LIB_CHUNK_PREFIX, sizeof LIB_CHUNK_PREFIX - 1) == 0)
     return;
   if (!t->expired_where[0] && ar->currentline > 0)
     snprintf(t->expired_where, sizeof t->expired_where, "%s:%d", ar->short_src, ar->currentline);
@@ -274,15 +274,15 @@ static struct abx_task *queue_pop(struct abx_loop *loop)
 struct abx_task *abx_task_spawn(struct abx_loop *loop, lua_State *L, int nargs)
 {
   luaL_checkstack(L, 3, "spawning a task");
-  struct abx_task *t = lua_newuserdatauv(L, sizeof *t, 1);   /* fn args... ud */
+  struct abx_task *t = lua_newuserdatauv(L, sizeof *t, 1); /* fn args... ud */
   memset(t, 0, sizeof *t);
   luaL_setmetatable(L, TASK_MT);
-  lua_State *co = lua_newthread(L);                            /* fn args... ud co */
+  lua_State *co = lua_newthread(L); /* fn args... ud co */
   *(struct abx_loop **)lua_getextraspace(co) = loop;
   lua_sethook(co, deadline_hook, LUA_MASKCOUNT, HOOK_COUNT);
-  lua_setiuservalue(L, -2, 1);                                 /* fn args... ud */
-  lua_insert(L, -(nargs + 2));                                 /* ud fn args... */
-  lua_xmove(L, co, nargs + 1);                                 /* ud */
+  lua_setiuservalue(L, -2, 1); /* fn args... ud */
+  lua_insert(L, -(nargs + 2)); /* ud fn args... */
+  lua_xmove(L, co, nargs + 1); /* ud */
   t->loop = loop;
   t->co = co;
   t->nargs = nargs;
@@ -306,8 +306,10 @@ struct abx_task *abx_task_require(lua_State *L, struct abx_loop *loop, const cha
   if (!t)
     luaL_error(L, "%s must be called from a task (inside a test or core.run)", what);
   if (t->co != L)
-    luaL_error(L, "%s cannot wait inside a coroutine created with coroutine.create/wrap; "
-                  "call it from the test function itself or use core.spawn", what);
+    luaL_error(L,
+               "%s cannot wait inside a coroutine created with coroutine.create/wrap; "
+               "call it from the test function itself or use core.spawn",
+               what);
   abx_task_check_expired(L, t);
   return t;
 }

@@ -35,25 +35,25 @@ enum abx_task_state { ABX_TASK_READY, ABX_TASK_WAITING, ABX_TASK_PARKED, ABX_TAS
 
 struct abx_task {
   struct abx_loop *loop;
-  lua_State *co;               /* the coroutine; anchored by the task userdata's user value */
-  int ref;                     /* registry ref to the task userdata while not done */
+  lua_State *co; /* the coroutine; anchored by the task userdata's user value */
+  int ref;       /* registry ref to the task userdata while not done */
   enum abx_task_state state;
-  int nargs;                   /* values pushed onto co for the next resume */
-  int started;                 /* 0 until the first resume (co holds function + args) */
-  double deadline_ms;          /* 0: none */
-  double wake_ms;              /* sleep: when to wake; 0: not sleeping */
-  struct abx_wait *wait;       /* what a WAITING task waits on (NULL for park and sleep) */
-  struct abx_task *prev, *next;/* the loop's list of live tasks */
-  struct abx_task *qnext;      /* the loop's ready queue (FIFO) */
-  int queued;                  /* 1 while in the ready queue */
-  int guarded;                 /* inside core.guard: a deadline or an interrupt cannot be caught */
-  int interruptible;           /* the guard ends on SIGINT/SIGTERM (test bodies; not teardowns) */
-  int in_handler;              /* running core.guard's message handler: the hook stays quiet */
-  const char *expired_kind;    /* set once the guarded call must end: "Timeout", "Interrupted" */
-  char expired_msg[768];       /* its message */
-  char limit[512];             /* core.guard's `limit`: how a deadline failure names the limit
+  int nargs;                    /* values pushed onto co for the next resume */
+  int started;                  /* 0 until the first resume (co holds function + args) */
+  double deadline_ms;           /* 0: none */
+  double wake_ms;               /* sleep: when to wake; 0: not sleeping */
+  struct abx_wait *wait;        /* what a WAITING task waits on (NULL for park and sleep) */
+  struct abx_task *prev, *next; /* the loop's list of live tasks */
+  struct abx_task *qnext;       /* the loop's ready queue (FIFO) */
+  int queued;                   /* 1 while in the ready queue */
+  int guarded;                  /* inside core.guard: a deadline or an interrupt cannot be caught */
+  int interruptible;            /* the guard ends on SIGINT/SIGTERM (test bodies; not teardowns) */
+  int in_handler;               /* running core.guard's message handler: the hook stays quiet */
+  const char *expired_kind;     /* set once the guarded call must end: "Timeout", "Interrupted" */
+  char expired_msg[768];        /* its message */
+  char limit[512];              /* core.guard's `limit`: how a deadline failure names the limit
                                 * ("the test ran 300 s, its limit (...)"); "" when none */
-  char expired_where[256];     /* "file:line" of the scenario code running when it expired */
+  char expired_where[256];      /* "file:line" of the scenario code running when it expired */
 };
 
 /* A file descriptor the loop polls for a binding (a pipe, a child's output, an HTTP server's epoll
@@ -61,25 +61,25 @@ struct abx_task {
  * inside a curl callback; it may push resume values onto a waiting task and make it ready (as a
  * finished transfer does), and may unwatch or free its own watch, but no other. */
 struct abx_fdwatch {
-  int fd;                      /* -1: no descriptor, only the due time */
-  short events;                /* POLLIN and/or POLLOUT; 0: not polled for now */
-  double due_ms;               /* CLOCK_MONOTONIC ms at which on_ready(w, 0) runs; 0: none */
+  int fd;        /* -1: no descriptor, only the due time */
+  short events;  /* POLLIN and/or POLLOUT; 0: not polled for now */
+  double due_ms; /* CLOCK_MONOTONIC ms at which on_ready(w, 0) runs; 0: none */
   void (*on_ready)(struct abx_fdwatch *w, short revents); /* revents 0: the due time came */
   struct abx_fdwatch *prev, *next; /* the loop's list (owned by the loop while linked) */
   int linked;
 };
 
 struct abx_loop {
-  lua_State *L;                /* main state */
+  lua_State *L; /* main state */
   CURLM *multi;
   struct abx_secrets *secrets;
-  struct abx_task *tasks, *tasks_tail; /* live tasks (not done), oldest first */
+  struct abx_task *tasks, *tasks_tail;      /* live tasks (not done), oldest first */
   struct abx_task *ready_head, *ready_tail; /* ready tasks, oldest first */
-  struct abx_task *current;    /* the task being resumed, or NULL */
-  int live;                    /* number of live tasks */
-  int task_errors;             /* errors that escaped a task */
-  int transfers;               /* curl easy handles in 'multi' */
-  int trace;                   /* HTTP traces on stderr: 0 off, 1 requests and answers (-vv),
+  struct abx_task *current;                 /* the task being resumed, or NULL */
+  int live;                                 /* number of live tasks */
+  int task_errors;                          /* errors that escaped a task */
+  int transfers;                            /* curl easy handles in 'multi' */
+  int trace; /* HTTP traces on stderr: 0 off, 1 requests and answers (-vv),
                                   2 also body excerpts (-vvv); always masked */
   /* Pushes the error value a task resumes with or raises: {kind, status, message}, message masked
    * with 'secrets'. The bindings set it to abx_error_push (the typed abx.error, bindings/errors.h)
@@ -87,7 +87,7 @@ struct abx_loop {
    * "Kind: message". [-0, +1, m] */
   void (*push_error)(lua_State *L, struct abx_secrets *secrets, const char *kind, int status,
                      const char *message);
-  void (*after_perform)(struct abx_loop *loop); /* bindings: deliver stream events */
+  void (*after_perform)(struct abx_loop *loop);             /* bindings: deliver stream events */
   void (*on_done_msg)(struct abx_loop *loop, CURLMsg *msg); /* bindings: a transfer ended */
   void *streams;               /* bindings/core_http.c: live Connect streams */
   int on_interrupt_ref;        /* registry ref of the Lua interrupt handler, or LUA_NOREF */

@@ -104,7 +104,7 @@ static int start_log_writer(struct abx_secrets *s, int log, pid_t *pid)
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    setpgid(0, 0); /* a terminal's Ctrl-C is the engine's to handle */
+    setpgid(0, 0);                    /* a terminal's Ctrl-C is the engine's to handle */
     prctl(PR_SET_NAME, "abxlua-log"); /* in ps: not taken for a second engine */
     if (dup2(lp[0], 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0) /* nothing to the console */
       _exit(1);

@@ -15,13 +15,13 @@
 #include "base64.h"
 
 struct abx_sink {
-  FILE *f;          /* NULL: unused */
-  char *buf;        /* bytes held back: the start of what may be a secret */
+  FILE *f;   /* NULL: unused */
+  char *buf; /* bytes held back: the start of what may be a secret */
   size_t len, cap;
 };
 
 struct abx_secrets {
-  char **forms;     /* every registered form, sorted by length, longest first */
+  char **forms; /* every registered form, sorted by length, longest first */
   size_t *lens;
   size_t n, cap;
   struct abx_sink sinks[ABX_SINKS_MAX];

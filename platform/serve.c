@@ -76,7 +76,7 @@ struct req {
   char msg[160]; /* why the route was refused */
   /* the answer made on a pool thread (util/pool.h) while the connection is suspended */
   struct MHD_Connection *conn;
-  const char *method, *url; /* libmicrohttpd's, valid for the request's life */
+  const char *method, *url;  /* libmicrohttpd's, valid for the request's life */
   enum MHD_Result result;    /* REQ_ANSWERED: what the access handler returns */
   struct abx_stream *stream; /* REQ_PROXIED: the proxied request awaiting its head (ingress.h) */
   const void *fault;         /* its --faults body fault, carried to the daemon's thread */
@@ -196,7 +196,7 @@ static void answer_job(void *cls)
     /* close without an answer, as returning MHD_NO from the handler does (e.g. --faults
      * reset: after, whose answer is already queued and must never be sent) */
     const union MHD_ConnectionInfo *ci =
-      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (ci)
       shutdown(ci->connect_fd, SHUT_RDWR);
   }
@@ -325,42 +325,43 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void usage(FILE *f)
 {
-  fputs("usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
-        "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]\n"
-        "                    [--git-root DIR]\n"
-        "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox|\n"
-        "                    opensandbox] [--help]\n"
-        "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
-        "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
-        "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it. So is the access\n"
-        "token of the /api-keys routes (managed keys, kept in <state>/api-keys.json); set\n"
-        "ABX_LOCAL_ACCESS_TOKEN=sk_e2b_<hex> to choose it.\n"
-        "--tls: HTTPS only, as E2B's SDK addresses a domain: https://api.<domain>:<port> and\n"
-        "  https://<port>-<id>.<domain>:<port>, with a CA made once per state dir\n"
-        "  (<state>/tls/ca.pem; a state dir serve creates goes, CA included, on a clean stop).\n"
-        "  The domain defaults to e2b.localhost and needs two or more labels (TLS clients refuse\n"
-        "  *.localhost). Then the SDK needs only E2B_API_KEY, E2B_DOMAIN=<domain>:<port> and\n"
-        "  NODE_EXTRA_CA_CERTS=<ca.pem> (names under .localhost resolve through libnss-myhostname).\n"
-        "--build-cache DIR: where template builds keep uploaded files and their layers, kept\n"
-        "  across restarts (default <state dir>/build-cache with --state-dir, else\n"
-        "  $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache). Nothing in it is\n"
-        "  removed automatically; remove the dir while no serve uses it to reclaim the space.\n"
-        "--faults FILE: YAML fault-injection rules (platform/util/faults.h); for tests only.\n"
-        "--git-root DIR: serve the bare repositories under DIR read-only to sandboxes, as\n"
-        "  git://<hub end of the sandbox's link>:9418/<name> (get_info abxNetwork.hostAddress;\n"
-        "  platform/net/git_server.h). Serve does not start when it cannot listen there.\n"
-        "--flavor NAME: reproduce another E2B-compatible platform's wire (default e2b):\n"
-        "  alicloud-fc, alicloud-express (Alibaba FC Agent Sandbox and its Flash edition: no\n"
-        "  volumes, pause behind an allowlist, partial or no metrics), acs (OpenKruise\n"
-        "  sandbox-manager: v1 create only, TTL 30 s..30 days, resume 204, also under\n"
-        "  /kruise/api), cubesandbox (v1 create/connect only, any API key, env vars and\n"
-        "  autoPause dropped, null tokens), opensandbox (not E2B's API: OpenSandbox's lifecycle\n"
-        "  API under /v1 with OPEN-SANDBOX-API-KEY = the api key, create 202 then poll, execd on\n"
-        "  port 44772, ingress /sandboxes/<id>/port/<port>/...). Details: docs/PLATFORM.md\n"
-        "  \"Flavours\".\n"
-        "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
-        "removed (platform/sandbox/recover.h).\n",
-        f);
+  fputs(
+      "usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
+      "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]\n"
+      "                    [--git-root DIR]\n"
+      "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox|\n"
+      "                    opensandbox] [--help]\n"
+      "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
+      "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
+      "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it. So is the access\n"
+      "token of the /api-keys routes (managed keys, kept in <state>/api-keys.json); set\n"
+      "ABX_LOCAL_ACCESS_TOKEN=sk_e2b_<hex> to choose it.\n"
+      "--tls: HTTPS only, as E2B's SDK addresses a domain: https://api.<domain>:<port> and\n"
+      "  https://<port>-<id>.<domain>:<port>, with a CA made once per state dir\n"
+      "  (<state>/tls/ca.pem; a state dir serve creates goes, CA included, on a clean stop).\n"
+      "  The domain defaults to e2b.localhost and needs two or more labels (TLS clients refuse\n"
+      "  *.localhost). Then the SDK needs only E2B_API_KEY, E2B_DOMAIN=<domain>:<port> and\n"
+      "  NODE_EXTRA_CA_CERTS=<ca.pem> (names under .localhost resolve through libnss-myhostname).\n"
+      "--build-cache DIR: where template builds keep uploaded files and their layers, kept\n"
+      "  across restarts (default <state dir>/build-cache with --state-dir, else\n"
+      "  $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache). Nothing in it is\n"
+      "  removed automatically; remove the dir while no serve uses it to reclaim the space.\n"
+      "--faults FILE: YAML fault-injection rules (platform/util/faults.h); for tests only.\n"
+      "--git-root DIR: serve the bare repositories under DIR read-only to sandboxes, as\n"
+      "  git://<hub end of the sandbox's link>:9418/<name> (get_info abxNetwork.hostAddress;\n"
+      "  platform/net/git_server.h). Serve does not start when it cannot listen there.\n"
+      "--flavor NAME: reproduce another E2B-compatible platform's wire (default e2b):\n"
+      "  alicloud-fc, alicloud-express (Alibaba FC Agent Sandbox and its Flash edition: no\n"
+      "  volumes, pause behind an allowlist, partial or no metrics), acs (OpenKruise\n"
+      "  sandbox-manager: v1 create only, TTL 30 s..30 days, resume 204, also under\n"
+      "  /kruise/api), cubesandbox (v1 create/connect only, any API key, env vars and\n"
+      "  autoPause dropped, null tokens), opensandbox (not E2B's API: OpenSandbox's lifecycle\n"
+      "  API under /v1 with OPEN-SANDBOX-API-KEY = the api key, create 202 then poll, execd on\n"
+      "  port 44772, ingress /sandboxes/<id>/port/<port>/...). Details: docs/PLATFORM.md\n"
+      "  \"Flavours\".\n"
+      "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
+      "removed (platform/sandbox/recover.h).\n",
+      f);
 }
 
 static int key_valid(const char *k)
@@ -372,7 +373,6 @@ static int key_valid(const char *k)
       return 0;
   return strlen(k) < 60;
 }
-
 
 /* serve's options and what it checked before starting anything. */
 struct serve_opts {
@@ -462,7 +462,8 @@ static int check_options(struct serve_opts *o)
     o->domain = o->tls ? "e2b.localhost" : "localhost";
   for (const char *p = o->domain; *p; p++)
     if (!(*p == '.' || *p == '-' || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-          (*p >= 'A' && *p <= 'Z')) || !*o->domain) {
+          (*p >= 'A' && *p <= 'Z')) ||
+        !*o->domain) {
       abx_slog("--domain must be a host name");
       return 4;
     }
@@ -536,12 +537,12 @@ struct serve {
   int created_state;             /* this start made it: it goes at the stop */
   struct abx_tls tls;            /* --tls: the CA's path and this start's leaf (tls.h) */
   struct MHD_Daemon *daemon;
-  int bound;             /* the port listened on */
-  int listening;         /* the daemon ran: the stop ends with the "stopped" line */
-  int builds_idle;       /* every template build ended at the stop: the store can go */
-  char url[400];         /* http(s)://host:port */
-  char sdk_domain[300];  /* --tls: what the API reports as a sandbox's domain (read by api.c) */
-  char host_port[400];   /* the url without its scheme (the front's listening) */
+  int bound;            /* the port listened on */
+  int listening;        /* the daemon ran: the stop ends with the "stopped" line */
+  int builds_idle;      /* every template build ended at the stop: the store can go */
+  char url[400];        /* http(s)://host:port */
+  char sdk_domain[300]; /* --tls: what the API reports as a sandbox's domain (read by api.c) */
+  char host_port[400];  /* the url without its scheme (the front's listening) */
   char err[1024];
 };
 
@@ -638,8 +639,8 @@ static int start_signals(struct serve *s)
 /* tls.h: the state dir's CA (made once) and this start's leaf, before anything else is built. */
 static int start_tls(struct serve *s)
 {
-  if (s->o.tls && abx_tls_setup(s->state, s->o.domain, s->o.host, &s->tls, s->err,
-                                sizeof s->err) != 0) {
+  if (s->o.tls &&
+      abx_tls_setup(s->state, s->o.domain, s->o.host, &s->tls, s->err, sizeof s->err) != 0) {
     abx_slog("--tls: %s", s->err);
     abx_tls_free(&s->tls);
     return 1;
@@ -647,7 +648,10 @@ static int start_tls(struct serve *s)
   return 0;
 }
 
-static void stop_tls(struct serve *s) { abx_tls_free(&s->tls); }
+static void stop_tls(struct serve *s)
+{
+  abx_tls_free(&s->tls);
+}
 
 /* The layers' roots (rootfs.h), the build cache (layer_cache.h) and the volumes' dir. */
 static int start_layers(struct serve *s)
@@ -739,18 +743,16 @@ static int start_daemon(struct serve *s)
    * "Threads"). The front is the cls of the request callbacks. */
   void *front = (void *)s->front;
   s->daemon = MHD_start_daemon(
-    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
-      MHD_USE_ERROR_LOG | (s->o.tls ? MHD_USE_TLS : 0),
-    0, NULL, NULL, on_request, front,
-    /* first, or libmicrohttpd prints its messages raw until it is set */
-    MHD_OPTION_EXTERNAL_LOGGER, abx_slog_mhd, NULL,
-    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&s->o.addr,
-    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_IO_THREADS,
-    MHD_OPTION_ARRAY, tls_ops,
-    MHD_OPTION_URI_LOG_CALLBACK, on_uri, front, MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
-    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650,
-    /* without it libmicrohttpd stops at FD_SETSIZE - 4 = 1020 connections, even with poll */
-    MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384, MHD_OPTION_END);
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+          MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG | (s->o.tls ? MHD_USE_TLS : 0),
+      0, NULL, NULL, on_request, front,
+      /* first, or libmicrohttpd prints its messages raw until it is set */
+      MHD_OPTION_EXTERNAL_LOGGER, abx_slog_mhd, NULL, MHD_OPTION_SOCK_ADDR,
+      (struct sockaddr *)&s->o.addr, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_IO_THREADS,
+      MHD_OPTION_ARRAY, tls_ops, MHD_OPTION_URI_LOG_CALLBACK, on_uri, front,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)650,
+      /* without it libmicrohttpd stops at FD_SETSIZE - 4 = 1020 connections, even with poll */
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)16384, MHD_OPTION_END);
   if (!s->daemon) {
     abx_slog("cannot listen on %s:%ld%s", s->o.host, s->o.port,
              s->o.tls ? " with TLS (see libmicrohttpd's message above)" : "");
@@ -839,8 +841,8 @@ static int start_ready(struct serve *s)
     snprintf(s->url, sizeof s->url, "https://api.%s:%d", s->o.domain, s->bound);
     snprintf(s->sdk_domain, sizeof s->sdk_domain, "%s:%d", s->o.domain, s->bound);
     abx_api_config(s->o.key, s->sdk_domain);
-    abx_slog_fd(1, "listening on %s (domain %s, TLS, CA %s%s)", s->url, s->o.domain,
-                s->tls.ca_path, s->tls.ca_created ? ", new" : "");
+    abx_slog_fd(1, "listening on %s (domain %s, TLS, CA %s%s)", s->url, s->o.domain, s->tls.ca_path,
+                s->tls.ca_created ? ", new" : "");
     abx_slog_fd(1, "for E2B's SDK: E2B_DOMAIN=%s NODE_EXTRA_CA_CERTS=%s", s->sdk_domain,
                 s->tls.ca_path);
   } else {
@@ -866,23 +868,23 @@ static int start_ready(struct serve *s)
  * sandboxes they made, the work of requests (builds, held faults) ended before the daemon
  * stops, and the hub's services stopped after every sandbox and build that used them. */
 static const struct serve_row rows[] = {
-  {"libcurl", start_curl, stop_curl},
-  {"cgroups", start_cgroups, stop_cgroups}, /* before the state dir: recovery first */
-  {"state dir", start_state_dir, stop_state_dir},
-  {"network", NULL, stop_network},           /* the hub and links, made on demand */
-  {"hub services", NULL, stop_hub_services}, /* started once the daemon listens, below */
-  {"signals", start_signals, NULL},
-  {"tls", start_tls, stop_tls},
-  {"layers", start_layers, stop_layers},
-  {"api keys", start_api_keys, stop_api_keys},
-  {"sandboxes", start_sandboxes, stop_sandboxes},
-  {"front", NULL, stop_front},
-  {"daemon", start_daemon, stop_daemon},
-  {"work", NULL, stop_work},
-  {"faults", NULL, stop_faults},
-  {"build proxy", start_build_proxy, NULL},
-  {"git server", start_git_server, NULL},
-  {"ready", start_ready, NULL},
+    {"libcurl", start_curl, stop_curl},
+    {"cgroups", start_cgroups, stop_cgroups}, /* before the state dir: recovery first */
+    {"state dir", start_state_dir, stop_state_dir},
+    {"network", NULL, stop_network},           /* the hub and links, made on demand */
+    {"hub services", NULL, stop_hub_services}, /* started once the daemon listens, below */
+    {"signals", start_signals, NULL},
+    {"tls", start_tls, stop_tls},
+    {"layers", start_layers, stop_layers},
+    {"api keys", start_api_keys, stop_api_keys},
+    {"sandboxes", start_sandboxes, stop_sandboxes},
+    {"front", NULL, stop_front},
+    {"daemon", start_daemon, stop_daemon},
+    {"work", NULL, stop_work},
+    {"faults", NULL, stop_faults},
+    {"build proxy", start_build_proxy, NULL},
+    {"git server", start_git_server, NULL},
+    {"ready", start_ready, NULL},
 };
 
 #define NROWS (sizeof rows / sizeof rows[0])
@@ -898,9 +900,8 @@ static int serve_run(int argc, char **argv)
     rc = find_credentials_and_tools(&s.o);
   if (rc >= 0)
     return rc;
-  static const struct abx_front *const fronts[] = {[ABX_FAMILY_E2B] = &abx_e2b_front,
-                                                    [ABX_FAMILY_OPENSANDBOX] =
-                                                      &abx_opensandbox_front};
+  static const struct abx_front *const fronts[] = {
+      [ABX_FAMILY_E2B] = &abx_e2b_front, [ABX_FAMILY_OPENSANDBOX] = &abx_opensandbox_front};
   s.front = fronts[abx_flavor()->family];
   size_t started = 0;
   rc = 0;

@@ -27,53 +27,52 @@ void abx_api_config(const char *api_key, const char *domain)
   g_domain = domain;
 }
 
-
 /* ---- route table -------------------------------------------------------------------------- */
 
 /* Patterns are matched segment by segment; "{x}" matches one non-empty segment into params[]. */
 const struct abx_api_route abx_api_routes[] = {
-  {"POST", "/sandboxes", abx_api_sandbox_create},
-  {"POST", "/v2/sandboxes", abx_api_sandbox_create_v2},
-  {"POST", "/v2/sandboxes/{id}/connect", abx_api_sandbox_connect_v2},
-  {"GET", "/sandboxes", abx_api_sandbox_list},
-  {"GET", "/v2/sandboxes", abx_api_sandbox_list_v2},
-  {"GET", "/sandboxes/{id}", abx_api_sandbox_get},
-  {"DELETE", "/sandboxes/{id}", abx_api_sandbox_kill},
-  {"POST", "/sandboxes/{id}/timeout", abx_api_sandbox_timeout},
-  {"POST", "/sandboxes/{id}/connect", abx_api_sandbox_connect},
-  {"POST", "/sandboxes/{id}/resume", abx_api_sandbox_resume},
-  {"POST", "/sandboxes/{id}/pause", abx_api_sandbox_pause},
-  {"POST", "/sandboxes/{id}/refreshes", abx_api_sandbox_refreshes},
-  {"GET", "/sandboxes/{id}/metrics", abx_api_sandbox_metrics},
-  {"GET", "/sandboxes/{id}/logs", abx_api_sandbox_logs},
-  {"GET", "/v2/sandboxes/{id}/logs", abx_api_sandbox_logs_v2},
-  {"POST", "/sandboxes/{id}/snapshots", abx_api_snapshot_create},
-  {"POST", "/sandboxes/{id}/fork", abx_api_sandbox_fork},
-  {"GET", "/snapshots", abx_api_snapshot_list},
-  /* templates: builds, tags, aliases (api_templates.c); DELETE also takes snapshots */
-  {"POST", "/v3/templates", abx_api_template_request},
-  {"GET", "/templates/{id}/files/{hash}", abx_api_template_files},
-  {"POST", "/v2/templates/{id}/builds/{build}", abx_api_template_build_start},
-  {"GET", "/templates/{id}/builds/{build}/status", abx_api_template_build_status},
-  {"GET", "/templates/{id}/builds/{build}/logs", abx_api_template_build_logs},
-  {"POST", "/templates/tags", abx_api_template_tags_assign},
-  {"DELETE", "/templates/tags", abx_api_template_tags_delete},
-  {"GET", "/templates/aliases/{alias}", abx_api_template_alias},
-  {"GET", "/templates/{id}/tags", abx_api_template_tags_list},
-  {"GET", "/v2/templates", abx_api_template_list},
-  {"GET", "/templates", abx_api_template_list},
-  {"GET", "/templates/{id}", abx_api_template_get},
-  {"DELETE", "/templates/{id}", abx_api_template_delete},
-  {"POST", "/volumes", abx_api_volume_create},
-  {"GET", "/volumes", abx_api_volume_list},
-  {"GET", "/volumes/{id}", abx_api_volume_get},
-  {"DELETE", "/volumes/{id}", abx_api_volume_delete},
-  {"PUT", "/sandboxes/{id}/network", abx_api_sandbox_network},
-  /* managed API keys (apikeys.h): the access token, not X-API-Key, authorizes these */
-  {"GET", "/api-keys", abx_api_keys_list},
-  {"POST", "/api-keys", abx_api_keys_create},
-  {"PATCH", "/api-keys/{id}", abx_api_keys_rename},
-  {"DELETE", "/api-keys/{id}", abx_api_keys_delete},
+    {"POST", "/sandboxes", abx_api_sandbox_create},
+    {"POST", "/v2/sandboxes", abx_api_sandbox_create_v2},
+    {"POST", "/v2/sandboxes/{id}/connect", abx_api_sandbox_connect_v2},
+    {"GET", "/sandboxes", abx_api_sandbox_list},
+    {"GET", "/v2/sandboxes", abx_api_sandbox_list_v2},
+    {"GET", "/sandboxes/{id}", abx_api_sandbox_get},
+    {"DELETE", "/sandboxes/{id}", abx_api_sandbox_kill},
+    {"POST", "/sandboxes/{id}/timeout", abx_api_sandbox_timeout},
+    {"POST", "/sandboxes/{id}/connect", abx_api_sandbox_connect},
+    {"POST", "/sandboxes/{id}/resume", abx_api_sandbox_resume},
+    {"POST", "/sandboxes/{id}/pause", abx_api_sandbox_pause},
+    {"POST", "/sandboxes/{id}/refreshes", abx_api_sandbox_refreshes},
+    {"GET", "/sandboxes/{id}/metrics", abx_api_sandbox_metrics},
+    {"GET", "/sandboxes/{id}/logs", abx_api_sandbox_logs},
+    {"GET", "/v2/sandboxes/{id}/logs", abx_api_sandbox_logs_v2},
+    {"POST", "/sandboxes/{id}/snapshots", abx_api_snapshot_create},
+    {"POST", "/sandboxes/{id}/fork", abx_api_sandbox_fork},
+    {"GET", "/snapshots", abx_api_snapshot_list},
+    /* templates: builds, tags, aliases (api_templates.c); DELETE also takes snapshots */
+    {"POST", "/v3/templates", abx_api_template_request},
+    {"GET", "/templates/{id}/files/{hash}", abx_api_template_files},
+    {"POST", "/v2/templates/{id}/builds/{build}", abx_api_template_build_start},
+    {"GET", "/templates/{id}/builds/{build}/status", abx_api_template_build_status},
+    {"GET", "/templates/{id}/builds/{build}/logs", abx_api_template_build_logs},
+    {"POST", "/templates/tags", abx_api_template_tags_assign},
+    {"DELETE", "/templates/tags", abx_api_template_tags_delete},
+    {"GET", "/templates/aliases/{alias}", abx_api_template_alias},
+    {"GET", "/templates/{id}/tags", abx_api_template_tags_list},
+    {"GET", "/v2/templates", abx_api_template_list},
+    {"GET", "/templates", abx_api_template_list},
+    {"GET", "/templates/{id}", abx_api_template_get},
+    {"DELETE", "/templates/{id}", abx_api_template_delete},
+    {"POST", "/volumes", abx_api_volume_create},
+    {"GET", "/volumes", abx_api_volume_list},
+    {"GET", "/volumes/{id}", abx_api_volume_get},
+    {"DELETE", "/volumes/{id}", abx_api_volume_delete},
+    {"PUT", "/sandboxes/{id}/network", abx_api_sandbox_network},
+    /* managed API keys (apikeys.h): the access token, not X-API-Key, authorizes these */
+    {"GET", "/api-keys", abx_api_keys_list},
+    {"POST", "/api-keys", abx_api_keys_create},
+    {"PATCH", "/api-keys/{id}", abx_api_keys_rename},
+    {"DELETE", "/api-keys/{id}", abx_api_keys_delete},
 };
 const size_t abx_api_nroutes = sizeof abx_api_routes / sizeof abx_api_routes[0];
 
@@ -210,7 +209,8 @@ int abx_api_timeout_body(struct abx_api_req *r, int required, long long *t, enum
   int ri = abx_api_get_int(req, "timeout", t);
   json_decref(req);
   if (ri < 0 || (ri == 0 && required)) {
-    *sent = abx_http_error(r->c, 400, "validation error: field 'timeout' is required and must be an integer");
+    *sent = abx_http_error(r->c, 400,
+                           "validation error: field 'timeout' is required and must be an integer");
     return -1;
   }
   if (*t < 0)
@@ -346,10 +346,9 @@ static long disk_mb(void)
 
 json_t *abx_api_sandbox_json(const struct abx_sandbox *sb)
 {
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n,s:s,s:s}", "templateID", sb->template_id,
-                        "sandboxID", sb->id, "clientID", ABX_CLIENT_ID, "envdVersion",
-                        envd_version(), "trafficAccessToken", "domain", g_domain, "alias",
-                        sb->alias);
+  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:n,s:s,s:s}", "templateID", sb->template_id, "sandboxID",
+                        sb->id, "clientID", ABX_CLIENT_ID, "envdVersion", envd_version(),
+                        "trafficAccessToken", "domain", g_domain, "alias", sb->alias);
   if (o && sb->secure)
     json_object_set_new(o, "envdAccessToken", json_string(sb->token));
   else if (o && abx_flavor()->const_envd_version) /* CubeSandbox: envdAccessToken null */
@@ -364,19 +363,20 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail)
   char started[32], end[32];
   abx_rfc3339(sb->started_ns, started);
   abx_rfc3339(sb->paused ? sb->paused_ns : sb->end_ns, end);
-  json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:O}", "templateID",
-                        sb->template_id, "alias", sb->alias, "sandboxID", sb->id, "clientID",
-                        ABX_CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
-                        (json_int_t)sb->cpu_count, "memoryMB", (json_int_t)sb->memory_mb, "diskSizeMB",
-                        (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion", envd_version(),
-                        "metadata", sb->metadata);
+  json_t *o = json_pack(
+      "{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:O}", "templateID", sb->template_id, "alias",
+      sb->alias, "sandboxID", sb->id, "clientID", ABX_CLIENT_ID, "startedAt", started, "endAt", end,
+      "cpuCount", (json_int_t)sb->cpu_count, "memoryMB", (json_int_t)sb->memory_mb, "diskSizeMB",
+      (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion",
+      envd_version(), "metadata", sb->metadata);
   if (o && sb->volume_mounts)
     json_object_set_new(o, "volumeMounts", json_deep_copy(sb->volume_mounts));
   if (o && detail) {
     json_object_set_new(o, "domain", sb->paused ? json_null() : json_string(g_domain));
     /* SandboxLifecycle (§3.3; e2b-dev/infra handlers/sandbox_get.go sandboxLifecycleToAPI) */
-    json_object_set_new(o, "lifecycle", json_pack("{s:b,s:s}", "autoResume", sb->auto_resume != 0,
-                                                  "onTimeout", sb->auto_pause ? "pause" : "kill"));
+    json_object_set_new(o, "lifecycle",
+                        json_pack("{s:b,s:s}", "autoResume", sb->auto_resume != 0, "onTimeout",
+                                  sb->auto_pause ? "pause" : "kill"));
     if (sb->secure)
       json_object_set_new(o, "envdAccessToken", json_string(sb->token));
     abx_network_json(sb->id, o, 1);

@@ -26,7 +26,8 @@ static const char *body_name(struct abx_api_req *r, json_t **req, enum MHD_Resul
   if (!json_is_string(name)) {
     json_decref(*req);
     *req = NULL;
-    *sent = abx_http_error(r->c, 400, "validation error: field 'name' is required and must be a string");
+    *sent = abx_http_error(r->c, 400,
+                           "validation error: field 'name' is required and must be a string");
     return NULL;
   }
   return json_string_value(name);
@@ -44,7 +45,8 @@ static int id_ok(struct abx_api_req *r, enum MHD_Result *sent)
 enum MHD_Result abx_api_keys_list(struct abx_api_req *r)
 {
   json_t *arr = abx_apikeys_list();
-  return arr ? abx_http_json(r->c, 200, arr) : abx_http_error(r->c, 500, "Error when getting team API keys");
+  return arr ? abx_http_json(r->c, 200, arr)
+             : abx_http_error(r->c, 500, "Error when getting team API keys");
 }
 
 enum MHD_Result abx_api_keys_create(struct abx_api_req *r)

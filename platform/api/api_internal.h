@@ -29,7 +29,7 @@ struct abx_api_req {
   struct MHD_Connection *c;
   const char *method; /* "HEAD" is reported as "GET" */
   const char *url;
-  const char *body;   /* may be NULL */
+  const char *body; /* may be NULL */
   size_t len;
   char params[ABX_API_MAX_PARAMS][128];
 };
@@ -61,7 +61,6 @@ int abx_api_match(const char *pattern, const char *url, struct abx_api_req *r);
  * tests/fuzz/fuzz_api_route.c; abx_api_handle turns the statuses into error answers. */
 int abx_api_lookup(const char *method, const char *url, struct abx_api_req *r,
                    const struct abx_api_route **route);
-
 
 /* Parse a JSON object body. An absent body gives {} unless `required`. On failure queues 400,
  * stores MHD's result in *sent and returns NULL. */
@@ -144,7 +143,6 @@ enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r);
 /* GET /sandboxes/{id}/logs and GET /v2/sandboxes/{id}/logs (api_logs.c: query, shapes, errors). */
 enum MHD_Result abx_api_sandbox_logs(struct abx_api_req *r);
 enum MHD_Result abx_api_sandbox_logs_v2(struct abx_api_req *r);
-
 
 /* api_snapshots.c */
 enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r);

@@ -24,8 +24,9 @@ static enum MHD_Result answer(struct abx_api_req *r, const char *id, int rc, uns
     return abx_api_not_found(r->c, id);
   if (rc == 409)
     return abx_http_error(r->c, 409, msg409);
-  return abx_http_error(r->c, 500, "the sandbox could not change state (freezer or reboot failed; "
-                                   "see the serve log)");
+  return abx_http_error(r->c, 500,
+                        "the sandbox could not change state (freezer or reboot failed; "
+                        "see the serve log)");
 }
 
 /* Optional boolean `memory` of a pause or connect body (default true). 0, or -1 with 400 queued. */
@@ -107,14 +108,23 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
 }
 
 /* POST /sandboxes/{id}/connect {timeout, memory?} (docs/protocol/e2b-control-plane.md §3.4). */
-enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r) { return reattach(r, CONNECT_V1); }
+enum MHD_Result abx_api_sandbox_connect(struct abx_api_req *r)
+{
+  return reattach(r, CONNECT_V1);
+}
 
 /* POST /sandboxes/{id}/resume {timeout=15} (deprecated): paused → 201; running → 409. */
-enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r) { return reattach(r, RESUME_V1); }
+enum MHD_Result abx_api_sandbox_resume(struct abx_api_req *r)
+{
+  return reattach(r, RESUME_V1);
+}
 
 /* POST /v2/sandboxes/{id}/connect [{timeout?, memory?}] (docs/protocol/e2b-v2-and-peers.md
  * §1.3). */
-enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r) { return reattach(r, CONNECT_V2); }
+enum MHD_Result abx_api_sandbox_connect_v2(struct abx_api_req *r)
+{
+  return reattach(r, CONNECT_V2);
+}
 
 /* POST /sandboxes/{id}/pause [{memory=true}]: 204; 409 when already paused. memory false pauses
  * filesystem only: processes stopped, files kept, the resume is a fresh boot (lifecycle.h;
@@ -157,7 +167,8 @@ enum MHD_Result abx_api_sandbox_refreshes(struct abx_api_req *r)
   int ri = abx_api_get_int(req, "duration", &d);
   json_decref(req);
   if (ri < 0 || d < 0 || d > 3600)
-    return abx_http_error(r->c, 400, "validation error: field 'duration' must be an integer 0..3600");
+    return abx_http_error(r->c, 400,
+                          "validation error: field 'duration' must be an integer 0..3600");
   if (d < 15)
     d = 15;
   int64_t end = abx_now_ns() + (int64_t)d * 1000000000LL;

@@ -62,29 +62,35 @@ static enum MHD_Result logs(struct abx_api_req *r, int v2)
   long long since = -1, limit = LOGS_MAX_LIMIT;
   const char *cursor_name = v2 ? "cursor" : "start";
   if (query_uint(r, cursor_name, INT64_MAX / 1000000, &since) != 0) {
-    snprintf(msg, sizeof msg, "validation error: query parameter '%s' must be a non-negative "
-             "integer (Unix milliseconds)", cursor_name);
+    snprintf(msg, sizeof msg,
+             "validation error: query parameter '%s' must be a non-negative "
+             "integer (Unix milliseconds)",
+             cursor_name);
     return abx_http_error(r->c, 400, msg);
   }
   if (query_uint(r, "limit", LOGS_MAX_LIMIT, &limit) != 0)
-    return abx_http_error(r->c, 400, "validation error: query parameter 'limit' must be an "
-                                     "integer from 0 to 1000");
+    return abx_http_error(r->c, 400,
+                          "validation error: query parameter 'limit' must be an "
+                          "integer from 0 to 1000");
   int backward = 0, min_level = 0;
   const char *search = NULL;
   if (v2) {
     const char *d = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "direction");
     if (d && strcmp(d, "forward") != 0 && strcmp(d, "backward") != 0)
-      return abx_http_error(r->c, 400, "validation error: query parameter 'direction' must be "
-                                       "'forward' or 'backward'");
+      return abx_http_error(r->c, 400,
+                            "validation error: query parameter 'direction' must be "
+                            "'forward' or 'backward'");
     backward = d && strcmp(d, "backward") == 0;
     const char *l = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "level");
     if (l && (min_level = level_rank(l)) < 0)
-      return abx_http_error(r->c, 400, "validation error: query parameter 'level' must be one of "
-                                       "debug, info, warn, error");
+      return abx_http_error(r->c, 400,
+                            "validation error: query parameter 'level' must be one of "
+                            "debug, info, warn, error");
     search = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "search");
     if (search && strlen(search) > LOGS_MAX_SEARCH)
-      return abx_http_error(r->c, 400, "validation error: query parameter 'search' is longer "
-                                       "than 256 characters");
+      return abx_http_error(r->c, 400,
+                            "validation error: query parameter 'search' is longer "
+                            "than 256 characters");
   }
   char dir[4096] = "";
   abx_registry_lock();
@@ -114,8 +120,8 @@ static enum MHD_Result logs(struct abx_api_req *r, int v2)
     if (search && !strstr(m, search))
       continue;
     json_array_append(out, e);
-    json_array_append_new(lines, json_pack("{s:O,s:s}", "timestamp", json_object_get(e, "timestamp"),
-                                           "line", m));
+    json_array_append_new(
+        lines, json_pack("{s:O,s:s}", "timestamp", json_object_get(e, "timestamp"), "line", m));
   }
   json_decref(all);
   if (v2) {
@@ -125,6 +131,12 @@ static enum MHD_Result logs(struct abx_api_req *r, int v2)
   return abx_http_json(r->c, 200, json_pack("{s:o,s:o}", "logs", lines, "logEntries", out));
 }
 
-enum MHD_Result abx_api_sandbox_logs(struct abx_api_req *r) { return logs(r, 0); }
+enum MHD_Result abx_api_sandbox_logs(struct abx_api_req *r)
+{
+  return logs(r, 0);
+}
 
-enum MHD_Result abx_api_sandbox_logs_v2(struct abx_api_req *r) { return logs(r, 1); }
+enum MHD_Result abx_api_sandbox_logs_v2(struct abx_api_req *r)
+{
+  return logs(r, 1);
+}

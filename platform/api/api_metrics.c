@@ -49,7 +49,8 @@ enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r)
   for (int i = 0; i < 2; i++)
     if (query_s(r, names[i], i ? &end : &start) != 0) {
       snprintf(msg, sizeof msg,
-               "validation error: query parameter '%s' must be an integer (Unix seconds)", names[i]);
+               "validation error: query parameter '%s' must be an integer (Unix seconds)",
+               names[i]);
       return abx_http_error(r->c, 400, msg);
     }
   if (start > end) {
@@ -68,7 +69,8 @@ enum MHD_Result abx_api_sandbox_metrics(struct abx_api_req *r)
   size_t i;
   json_t *row;
   if (abx_flavor()->metrics_cpu_mem_only) /* FC: "disk and page-cache fields are placeholders" */
-    json_array_foreach(arr, i, row) {
+    json_array_foreach(arr, i, row)
+    {
       json_object_set_new(row, "memCache", json_integer(0));
       json_object_set_new(row, "diskUsed", json_integer(0));
       json_object_set_new(row, "diskTotal", json_integer(0));

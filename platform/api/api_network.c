@@ -27,8 +27,9 @@ enum MHD_Result abx_api_sandbox_network(struct abx_api_req *r)
   }
   if (json_object_get(req, "maskRequestHost")) { /* not in SandboxNetworkUpdateConfig */
     json_decref(req);
-    return abx_http_error(r->c, 400, "maskRequestHost cannot be changed by PUT network (it is "
-                                     "set at create, in network.maskRequestHost)");
+    return abx_http_error(r->c, 400,
+                          "maskRequestHost cannot be changed by PUT network (it is "
+                          "set at create, in network.maskRequestHost)");
   }
   int rc = abx_network_parse_rules(req, req, &rules, msg, sizeof msg);
   json_decref(req);

@@ -53,22 +53,27 @@ static int check_volumes(json_t *vm, json_t **out, char *msg, size_t n)
   if (!vm || json_is_null(vm))
     return 0;
   if (!json_is_array(vm) || json_array_size(vm) > 16) {
-    snprintf(msg, n, "validation error: field 'volumeMounts' must be an array of at most 16 mounts");
+    snprintf(msg, n,
+             "validation error: field 'volumeMounts' must be an array of at most 16 mounts");
     return 400;
   }
   size_t i;
   json_t *m;
-  json_array_foreach(vm, i, m) {
+  json_array_foreach(vm, i, m)
+  {
     json_t *name = json_object_get(m, "name"), *path = json_object_get(m, "path");
     json_t *ro = json_object_get(m, "readOnly");
     if (!json_is_object(m) || !json_is_string(name) || !json_is_string(path) ||
         (ro && !json_is_boolean(ro) && !json_is_null(ro))) {
-      snprintf(msg, n, "validation error: volumeMounts[%zu] must be {name: string, path: string, "
-               "readOnly?: boolean}", i);
+      snprintf(msg, n,
+               "validation error: volumeMounts[%zu] must be {name: string, path: string, "
+               "readOnly?: boolean}",
+               i);
       return 400;
     }
     if (!mount_path_ok(json_string_value(path))) {
-      snprintf(msg, n, "invalid volume mount path '%.100s': it must be absolute, not '/', without "
+      snprintf(msg, n,
+               "invalid volume mount path '%.100s': it must be absolute, not '/', without "
                "'.' or '..' components, and not under /proc, /dev or /opt/abx",
                json_string_value(path));
       return 400;
@@ -81,7 +86,8 @@ static int check_volumes(json_t *vm, json_t **out, char *msg, size_t n)
       }
   }
   *out = json_array();
-  json_array_foreach(vm, i, m) {
+  json_array_foreach(vm, i, m)
+  {
     json_t *one = json_pack("{s:s,s:s,s:b}", "name", json_string_value(json_object_get(m, "name")),
                             "path", json_string_value(json_object_get(m, "path")), "readOnly",
                             json_is_true(json_object_get(m, "readOnly")));
@@ -118,7 +124,8 @@ static int parse_lifecycle(json_t *req, struct abx_sandbox_spec *sb, char *msg, 
     return -1;
   }
   if (!sb->auto_pause_memory && sb->auto_resume) {
-    snprintf(msg, n, "autoPauseMemory false (a filesystem-only pause) cannot be combined with "
+    snprintf(msg, n,
+             "autoPauseMemory false (a filesystem-only pause) cannot be combined with "
              "autoResume");
     return -1;
   }
@@ -145,9 +152,11 @@ static int read_create(json_t *req, int v2, struct abx_sandbox_spec *spec, long 
     snprintf(msg, n, "validation error: field 'timeout' must be an integer");
     return 400;
   }
-  if (abx_api_check_str_map(req, "metadata", msg, n) || abx_api_check_str_map(req, "envVars", msg, n) ||
-      abx_api_check_bool(req, "secure", msg, n) || abx_api_check_bool(req, "allow_internet_access", msg, n) ||
-      abx_api_check_bool(req, "allowInternetAccess", msg, n) || abx_api_check_timeout(*timeout, msg, n) != 0)
+  if (abx_api_check_str_map(req, "metadata", msg, n) ||
+      abx_api_check_str_map(req, "envVars", msg, n) || abx_api_check_bool(req, "secure", msg, n) ||
+      abx_api_check_bool(req, "allow_internet_access", msg, n) ||
+      abx_api_check_bool(req, "allowInternetAccess", msg, n) ||
+      abx_api_check_timeout(*timeout, msg, n) != 0)
     return 400;
   /* CubeSandbox parses and drops autoPause, envVars, volumeMounts, secure, mcp
    * (docs/protocol/e2b-v2-and-peers.md §5): none of them reaches the sandbox. */
@@ -158,8 +167,10 @@ static int read_create(json_t *req, int v2, struct abx_sandbox_spec *spec, long 
   if (fl->no_volumes && vmreq && !json_is_null(vmreq)) {
     /* Alibaba: volumes "not compatible" (docs/protocol/e2b-control-plane.md §8.1); the status and
      * message are ours, the reference gives none (flavor.h). */
-    snprintf(msg, n, "validation error: field 'volumeMounts' is not supported by the %s flavor "
-             "(volumes are not compatible there)", fl->name);
+    snprintf(msg, n,
+             "validation error: field 'volumeMounts' is not supported by the %s flavor "
+             "(volumes are not compatible there)",
+             fl->name);
     return 400;
   }
   spec->volume_mounts = vmreq; /* checked by check_volumes, after the template is found */
@@ -208,8 +219,14 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   return abx_http_json(r->c, 201, out);
 }
 
-enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r) { return create(r, 0); }
-enum MHD_Result abx_api_sandbox_create_v2(struct abx_api_req *r) { return create(r, 1); }
+enum MHD_Result abx_api_sandbox_create(struct abx_api_req *r)
+{
+  return create(r, 0);
+}
+enum MHD_Result abx_api_sandbox_create_v2(struct abx_api_req *r)
+{
+  return create(r, 1);
+}
 
 json_t *abx_api_parse_metadata_filter(const char *q)
 {
@@ -275,13 +292,13 @@ static int row_cmp(const void *a, const void *b)
 /* A list request's query (§3.4; v1 reads only metadata), read and checked. */
 struct list_query {
   int v2;
-  json_t *want;               /* metadata filter, owned */
+  json_t *want; /* metadata filter, owned */
   int want_running, want_paused;
-  int64_t started_after;      /* CLOCK_REALTIME ns; INT64_MIN: none */
-  int dir;                    /* 1: newest first (desc, the default), -1: oldest first */
-  char tpl[64];               /* template id or alias ("" any), its ":tag" cut */
+  int64_t started_after; /* CLOCK_REALTIME ns; INT64_MIN: none */
+  int dir;               /* 1: newest first (desc, the default), -1: oldest first */
+  char tpl[64];          /* template id or alias ("" any), its ":tag" cut */
   long limit;
-  int have_cursor;            /* nextToken: the last row of the previous page */
+  int have_cursor; /* nextToken: the last row of the previous page */
   int64_t cur_started;
   char cur_id[32];
 };
@@ -297,7 +314,8 @@ static int read_states(const char *sq, struct list_query *q)
   q->want_running = q->want_paused = 0;
   int rc = 0;
   char *dup = strdup(sq), *save = NULL;
-  for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s && rc == 0; s = strtok_r(NULL, ",", &save)) {
+  for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s && rc == 0;
+       s = strtok_r(NULL, ",", &save)) {
     if (strcmp(s, "running") == 0)
       q->want_running = 1;
     else if (strcmp(s, "paused") == 0)
@@ -342,11 +360,16 @@ static int read_cursor(const char *tq, struct list_query *q)
  * is then freed). */
 static const char *read_list_query(struct MHD_Connection *c, int v2, struct list_query *q)
 {
-  const char *sq = query_arg(c, "state"), *lq = query_arg(c, "limit"), *tq = query_arg(c, "nextToken");
+  const char *sq = query_arg(c, "state"), *lq = query_arg(c, "limit"),
+             *tq = query_arg(c, "nextToken");
   const char *oq = query_arg(c, "order"), *tpq = query_arg(c, "template");
   const char *saq = query_arg(c, "startedAfter");
-  *q = (struct list_query){.v2 = v2, .started_after = INT64_MIN, .dir = 1, .limit = 100,
-                           .want_running = 1, .want_paused = v2};
+  *q = (struct list_query){.v2 = v2,
+                           .started_after = INT64_MIN,
+                           .dir = 1,
+                           .limit = 100,
+                           .want_running = 1,
+                           .want_paused = v2};
   if (v2 && saq && abx_rfc3339_parse(saq, &q->started_after) != 0)
     return "validation error: startedAfter must be an RFC3339 date-time";
   if (v2 && oq && strcmp(oq, "desc") != 0) {
@@ -382,8 +405,8 @@ static struct row *collect_rows(const struct list_query *q, size_t *nrows, long 
   *running = 0;
   abx_registry_lock();
   for (struct abx_sandbox *s = abx_registry_head(); s && rows; s = s->next) {
-    if (!(s->paused ? q->want_paused : q->want_running) || !metadata_matches(s->metadata, q->want) ||
-        s->started_ns <= q->started_after ||
+    if (!(s->paused ? q->want_paused : q->want_running) ||
+        !metadata_matches(s->metadata, q->want) || s->started_ns <= q->started_after ||
         (q->tpl[0] && strcmp(s->template_id, q->tpl) != 0 && strcmp(s->alias, q->tpl) != 0))
       continue;
     if (n == cap) {
@@ -412,7 +435,8 @@ static struct row *collect_rows(const struct list_query *q, size_t *nrows, long 
 
 /* The page after q's cursor: at most q->limit rows (v2), with *next the token of the page after
  * it (malloc'd) when more rows follow. */
-static json_t *one_page(const struct row *rows, size_t nrows, const struct list_query *q, char **next)
+static json_t *one_page(const struct row *rows, size_t nrows, const struct list_query *q,
+                        char **next)
 {
   json_t *arr = json_array();
   size_t i = 0, taken = 0;
@@ -459,8 +483,14 @@ static enum MHD_Result list(struct MHD_Connection *c, int v2)
   return ret;
 }
 
-enum MHD_Result abx_api_sandbox_list(struct abx_api_req *r) { return list(r->c, 0); }
-enum MHD_Result abx_api_sandbox_list_v2(struct abx_api_req *r) { return list(r->c, 1); }
+enum MHD_Result abx_api_sandbox_list(struct abx_api_req *r)
+{
+  return list(r->c, 0);
+}
+enum MHD_Result abx_api_sandbox_list_v2(struct abx_api_req *r)
+{
+  return list(r->c, 1);
+}
 
 enum MHD_Result abx_api_sandbox_get(struct abx_api_req *r)
 {

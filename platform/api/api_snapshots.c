@@ -35,9 +35,11 @@ enum MHD_Result abx_api_snapshot_create(struct abx_api_req *r)
   if (!req)
     return sent;
   json_t *jn = json_object_get(req, "name");
-  if (jn && !json_is_null(jn) && (!json_is_string(jn) || !abx_template_valid_id(json_string_value(jn)))) {
+  if (jn && !json_is_null(jn) &&
+      (!json_is_string(jn) || !abx_template_valid_id(json_string_value(jn)))) {
     json_decref(req);
-    return abx_http_error(r->c, 400, "invalid snapshot name: must match ^[a-z0-9][a-z0-9_-]{0,62}$");
+    return abx_http_error(r->c, 400,
+                          "invalid snapshot name: must match ^[a-z0-9][a-z0-9_-]{0,62}$");
   }
   if (json_is_string(jn)) {
     snprintf(name, sizeof name, "%s", json_string_value(jn));
@@ -134,7 +136,8 @@ enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r)
   size_t i;
   json_t *e;
   char *next = NULL;
-  json_array_foreach(all, i, e) {
+  json_array_foreach(all, i, e)
+  {
     const char *sid = json_string_value(json_object_get(e, "snapshotID"));
     int64_t ns = json_integer_value(json_object_get(e, "createdNs"));
     if (cur_id[0] && cmp(ns, sid, cur_ns, cur_id) <= 0)
@@ -150,7 +153,8 @@ enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r)
     }
     json_array_append(page, e);
   }
-  json_array_foreach(page, i, e) {
+  json_array_foreach(page, i, e)
+  {
     json_object_del(e, "createdNs");
     json_object_del(e, "sandboxID");
   }

@@ -39,7 +39,8 @@ enum MHD_Result abx_api_template_request(struct abx_api_req *r)
   json_t *req = abx_api_body(r, 1, &sent);
   if (!req)
     return sent;
-  static const char *const keys[] = {"name", "tags", "cpuCount", "memoryMB", "minFreeDiskMb", "alias", "teamID"};
+  static const char *const keys[] = {"name",          "tags",  "cpuCount", "memoryMB",
+                                     "minFreeDiskMb", "alias", "teamID"};
   char msg[300];
   int cpu = ABX_BASE_CPU_COUNT, mem = ABX_BASE_MEMORY_MB, disk = 0;
   json_t *name = json_object_get(req, "name"), *alias = json_object_get(req, "alias");
@@ -72,7 +73,8 @@ enum MHD_Result abx_api_template_files(struct abx_api_req *r)
 {
   const char *hash = r->params[1];
   if (!abx_lcache_valid_hash(hash))
-    return abx_http_error(r->c, 400, "invalid files hash: must be 64 lowercase hex digits (sha256)");
+    return abx_http_error(r->c, 400,
+                          "invalid files hash: must be 64 lowercase hex digits (sha256)");
   abx_tstore_lock();
   int known = abx_tstore_find(r->params[0]) != NULL;
   abx_tstore_unlock();
@@ -83,7 +85,8 @@ enum MHD_Result abx_api_template_files(struct abx_api_req *r)
   }
   char url[600];
   abx_lcache_upload_url(r->c, hash, url, sizeof url);
-  return abx_http_json(r->c, 201, json_pack("{s:b,s:s}", "present", abx_lcache_files_present(hash), "url", url));
+  return abx_http_json(
+      r->c, 201, json_pack("{s:b,s:s}", "present", abx_lcache_files_present(hash), "url", url));
 }
 
 /* Under the lock: template params[0] and build params[1], or NULL with a 404 queued. */
@@ -93,7 +96,8 @@ static struct abx_tbuild *find_build(struct abx_api_req *r, enum MHD_Result *sen
   struct abx_tbuild *b = abx_tstore_build(t, r->params[1]);
   if (!b) {
     char msg[300];
-    snprintf(msg, sizeof msg, t ? "build '%.64s' of template '%.64s' not found" : "template '%.64s' not found",
+    snprintf(msg, sizeof msg,
+             t ? "build '%.64s' of template '%.64s' not found" : "template '%.64s' not found",
              t ? r->params[1] : r->params[0], r->params[0]);
     *sent = abx_http_error(r->c, 404, msg);
   }
@@ -150,11 +154,16 @@ enum MHD_Result abx_api_template_build_status(struct abx_api_req *r)
   size_t off, lim;
   const char *level = qarg(r, "level");
   if (query_size(r, "logsOffset", 0, (size_t)1 << 40, &off) != 0)
-    return abx_http_error(r->c, 400, "validation error: query parameter 'logsOffset' must be a non-negative integer");
+    return abx_http_error(
+        r->c, 400, "validation error: query parameter 'logsOffset' must be a non-negative integer");
   if (query_size(r, "limit", ABX_BUILD_LOGS_PAGE, ABX_BUILD_LOGS_PAGE, &lim) != 0)
-    return abx_http_error(r->c, 400, "validation error: query parameter 'limit' must be an integer from 0 to 100");
-  if (level && strcmp(level, "debug") && strcmp(level, "info") && strcmp(level, "warn") && strcmp(level, "error"))
-    return abx_http_error(r->c, 400, "validation error: query parameter 'level' must be one of debug, info, warn, error");
+    return abx_http_error(
+        r->c, 400, "validation error: query parameter 'limit' must be an integer from 0 to 100");
+  if (level && strcmp(level, "debug") && strcmp(level, "info") && strcmp(level, "warn") &&
+      strcmp(level, "error"))
+    return abx_http_error(
+        r->c, 400,
+        "validation error: query parameter 'level' must be one of debug, info, warn, error");
   enum MHD_Result sent;
   abx_tstore_lock();
   struct abx_tbuild *b = find_build(r, &sent);
@@ -168,11 +177,13 @@ enum MHD_Result abx_api_template_build_logs(struct abx_api_req *r)
 {
   size_t lim;
   if (query_size(r, "limit", 100, 100, &lim) != 0)
-    return abx_http_error(r->c, 400, "validation error: query parameter 'limit' must be an integer from 0 to 100");
+    return abx_http_error(
+        r->c, 400, "validation error: query parameter 'limit' must be an integer from 0 to 100");
   const char *dir = qarg(r, "direction"), *level = qarg(r, "level");
   int backward = dir && strcmp(dir, "backward") == 0;
   if (dir && !backward && strcmp(dir, "forward") != 0)
-    return abx_http_error(r->c, 400, "validation error: query parameter 'direction' must be forward or backward");
+    return abx_http_error(
+        r->c, 400, "validation error: query parameter 'direction' must be forward or backward");
   int64_t cursor = 0;
   const char *cs = qarg(r, "cursor");
   if (cs)
@@ -216,8 +227,10 @@ enum MHD_Result abx_api_template_tags_assign(struct abx_api_req *r)
     snprintf(msg, sizeof msg, "validation error: field 'target' is required: \"name:tag\"");
     goto done;
   }
-  if (!json_is_array(json_object_get(req, "tags")) || !json_array_size(json_object_get(req, "tags"))) {
-    snprintf(msg, sizeof msg, "validation error: field 'tags' is required: a non-empty array of strings");
+  if (!json_is_array(json_object_get(req, "tags")) ||
+      !json_array_size(json_object_get(req, "tags"))) {
+    snprintf(msg, sizeof msg,
+             "validation error: field 'tags' is required: a non-empty array of strings");
     goto done;
   }
   if (!(tags = abx_tstore_clean_tags(json_object_get(req, "tags"), msg, sizeof msg)))
@@ -225,7 +238,8 @@ enum MHD_Result abx_api_template_tags_assign(struct abx_api_req *r)
   abx_tstore_lock();
   struct abx_ttemplate *t = abx_tstore_find(x);
   json_t *tg = t ? json_object_get(t->tags, tag) : NULL;
-  struct abx_tbuild *b = tg ? abx_tstore_build(t, json_string_value(json_object_get(tg, "buildID"))) : NULL;
+  struct abx_tbuild *b =
+      tg ? abx_tstore_build(t, json_string_value(json_object_get(tg, "buildID"))) : NULL;
   if (!b) {
     st = 404;
     snprintf(msg, sizeof msg, t ? "tag '%s' of template '%s' not found" : "template '%s' not found",
@@ -263,7 +277,8 @@ enum MHD_Result abx_api_template_tags_delete(struct abx_api_req *r)
     goto done;
   }
   if (!json_is_array(tags) || !json_array_size(tags)) {
-    snprintf(msg, sizeof msg, "validation error: field 'tags' is required: a non-empty array of strings");
+    snprintf(msg, sizeof msg,
+             "validation error: field 'tags' is required: a non-empty array of strings");
     goto done;
   }
   json_t *clean = abx_tstore_clean_tags(tags, msg, sizeof msg);

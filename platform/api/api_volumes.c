@@ -28,7 +28,8 @@ enum MHD_Result abx_api_volume_create(struct abx_api_req *r)
   json_t *name = json_object_get(req, "name");
   if (!json_is_string(name)) {
     json_decref(req);
-    return abx_http_error(r->c, 400, "validation error: field 'name' is required and must be a string");
+    return abx_http_error(r->c, 400,
+                          "validation error: field 'name' is required and must be a string");
   }
   char msg[200];
   json_t *out = NULL;

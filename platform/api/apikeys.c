@@ -17,7 +17,7 @@
 
 #include "util/util.h"
 
-#define KEY_HEX 40  /* keys.GenerateKey: 20 random bytes, hex */
+#define KEY_HEX 40 /* keys.GenerateKey: 20 random bytes, hex */
 #define NAME_MAX_LEN 255
 #define FILE_VERSION 1
 
@@ -34,7 +34,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct key *g_keys; /* creation order */
 static char g_path[4200];
 static char g_token[64];
-static char g_user[37]; /* the local admin user, createdBy of every key */
+static char g_user[37];  /* the local admin user, createdBy of every key */
 static int g_used_dirty; /* a lastUsed changed since the file was written */
 static int g_ready;
 
@@ -55,8 +55,8 @@ static int new_uuid(char out[37])
   char h[33];
   if (abx_rand_hex(h, 32) != 0)
     return -1;
-  h[12] = '4';                            /* version 4 */
-  h[16] = "89ab"[(h[16] - '0') & 3];      /* RFC 4122 variant (any digit works: & 3) */
+  h[12] = '4';                       /* version 4 */
+  h[16] = "89ab"[(h[16] - '0') & 3]; /* RFC 4122 variant (any digit works: & 3) */
   snprintf(out, 37, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16, h + 20);
   return 0;
 }
@@ -68,7 +68,8 @@ int abx_apikeys_uuid_ok(const char *id)
   for (int i = 0; i < 36; i++) {
     char c = id[i];
     int dash = i == 8 || i == 13 || i == 18 || i == 23;
-    if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+    if (dash ? c != '-'
+             : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
       return 0;
   }
   return 1;
@@ -109,8 +110,8 @@ static int save_locked(void)
       return -1;
     }
   }
-  json_t *doc = arr ? json_pack("{s:i,s:s,s:o}", "version", FILE_VERSION, "user", g_user, "keys", arr)
-                    : NULL;
+  json_t *doc =
+      arr ? json_pack("{s:i,s:s,s:o}", "version", FILE_VERSION, "user", g_user, "keys", arr) : NULL;
   char *s = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
   json_decref(doc);
   if (!s) {
@@ -177,8 +178,10 @@ static int load_text(const char *text, size_t len, char *msg, size_t n)
         strlen(hash) != 64 || !mp || strlen(mp) != 2 || !ms || strlen(ms) != 4 ||
         !json_is_integer(cr) || !json_is_integer(lu)) {
       free(k);
-      snprintf(msg, n, "%s: keys[%zu] is malformed (id, name, sha256, maskedValuePrefix, "
-               "maskedValueSuffix, createdNs, lastUsedNs)", g_path, i);
+      snprintf(msg, n,
+               "%s: keys[%zu] is malformed (id, name, sha256, maskedValuePrefix, "
+               "maskedValueSuffix, createdNs, lastUsedNs)",
+               g_path, i);
       json_decref(doc);
       return -1;
     }
@@ -322,8 +325,10 @@ int abx_apikeys_authorized(struct MHD_Connection *c, enum MHD_Result *sent)
 static int name_check(const char *name, char *msg, size_t n)
 {
   if (!name || !*name || strlen(name) > NAME_MAX_LEN) {
-    snprintf(msg, n, "validation error: field 'name' must be a non-empty string of at most %d "
-             "bytes", NAME_MAX_LEN);
+    snprintf(msg, n,
+             "validation error: field 'name' must be a non-empty string of at most %d "
+             "bytes",
+             NAME_MAX_LEN);
     return 400;
   }
   return 0;
@@ -358,7 +363,8 @@ int abx_apikeys_create(const char *name, json_t **out, char *msg, size_t n)
     *tail = NULL;
     pthread_mutex_unlock(&mu);
     free(k);
-    snprintf(msg, n, "Error when creating team API key: cannot write the key file: %s", strerror(e));
+    snprintf(msg, n, "Error when creating team API key: cannot write the key file: %s",
+             strerror(e));
     return 500;
   }
   json_t *o = key_json(k);

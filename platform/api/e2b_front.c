@@ -35,8 +35,8 @@ static enum abx_dest route(struct MHD_Connection *c, const char *method, const c
 }
 
 const struct abx_front abx_e2b_front = {
-  .name = "e2b",
-  .route = route,
-  .control = abx_api_handle,
-  .ingress_error = abx_ingress_e2b_error,
+    .name = "e2b",
+    .route = route,
+    .control = abx_api_handle,
+    .ingress_error = abx_ingress_e2b_error,
 };

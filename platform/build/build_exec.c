@@ -100,12 +100,14 @@ static const char copy_script[] =
     "entry=$(ls -A | head -n 1)\n"
     "[ -n \"$entry\" ] || { echo 'Error: sourceFolder is empty'; exit 1; }\n"
     "if [ -L \"$entry\" ]; then\n"
-    "  mkdir -p \"$(dirname \"$target\")\"; chown -h \"$ABX_OWNER\" \"$entry\"; mv \"$entry\" \"$target\"\n"
+    "  mkdir -p \"$(dirname \"$target\")\"; chown -h \"$ABX_OWNER\" \"$entry\"; mv \"$entry\" "
+    "\"$target\"\n"
     "elif [ -f \"$entry\" ]; then\n"
     "  chown \"$ABX_OWNER\" \"$entry\"; [ -z \"$ABX_PERM\" ] || chmod \"$ABX_PERM\" \"$entry\"\n"
     "  mkdir -p \"$(dirname \"$target\")\"; mv \"$entry\" \"$target\"\n"
     "elif [ -d \"$entry\" ]; then\n"
-    "  chown -R \"$ABX_OWNER\" \"$entry\"; [ -z \"$ABX_PERM\" ] || chmod -R \"$ABX_PERM\" \"$entry\"\n"
+    "  chown -R \"$ABX_OWNER\" \"$entry\"; [ -z \"$ABX_PERM\" ] || chmod -R \"$ABX_PERM\" "
+    "\"$entry\"\n"
     "  mkdir -p \"$target\"\n"
     "  find \"$entry\" -mindepth 1 -maxdepth 1 -exec mv {} \"$target/\" \\;\n"
     "else echo 'Error: entry is neither file, directory, nor symlink'; exit 1; fi\n";
@@ -115,7 +117,8 @@ static const char workdir_script[] =
     "[ -d \"$target\" ] && exit 0\n"
     "first_new=\"\"; check=\"$target\"\n"
     "while [ ! -d \"$check\" ]; do first_new=\"$check\"; check=$(dirname \"$check\"); done\n"
-    "[ -z \"$first_new\" ] || { mkdir -p \"$target\" && chown -R \"$ABX_USER:$ABX_USER\" \"$first_new\"; }\n";
+    "[ -z \"$first_new\" ] || { mkdir -p \"$target\" && chown -R \"$ABX_USER:$ABX_USER\" "
+    "\"$first_new\"; }\n";
 
 static const char user_script[] =
     "id -u \"$ABX_USER\" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash \"$ABX_USER\"\n"
@@ -162,7 +165,8 @@ char *abx_run_expand(const char *v, json_t *env)
     if (v[i] == '\\' && v[i + 1] == '$') {
       lit = "$";
       adv = 2;
-    } else if (v[i] == '$' && (v[i + 1] == '{' || isalpha((unsigned char)v[i + 1]) || v[i + 1] == '_')) {
+    } else if (v[i] == '$' &&
+               (v[i + 1] == '{' || isalpha((unsigned char)v[i + 1]) || v[i + 1] == '_')) {
       int br = v[i + 1] == '{';
       size_t j = i + 1 + (size_t)br, k = 0;
       while ((isalnum((unsigned char)v[j]) || v[j] == '_') && k < sizeof name - 1)
@@ -258,7 +262,9 @@ static int run_script(struct abx_run *r, struct abx_sandbox *sb, const char *typ
 {
   size_t na = json_array_size(args);
   int copy = strcmp(type, "COPY") == 0 || strcmp(type, "ADD") == 0, code = 0;
-  const char *script = copy ? copy_script : strcmp(type, "USER") == 0 ? user_script : workdir_script;
+  const char *script = copy                        ? copy_script
+                       : strcmp(type, "USER") == 0 ? user_script
+                                                   : workdir_script;
   char src[4200], prefix[4096], owner[200];
   static_prefix(abx_run_arg(args, 0), prefix, sizeof prefix);
   snprintf(src, sizeof src, ABX_BUILD_BIND "/unpack%s%s", prefix[0] ? "/" : "", prefix);
@@ -268,8 +274,9 @@ static int run_script(struct abx_run *r, struct abx_sandbox *sb, const char *typ
   else
     snprintf(owner, sizeof owner, "%s:%s", r->user, r->user);
   json_t *e = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "ABX_SRC", src, "ABX_DEST",
-                        abx_run_arg(args, 1), "ABX_OWNER", owner, "ABX_PERM", na >= 4 ? abx_run_arg(args, 3) : "",
-                        "ABX_WORKDIR", r->workdir ? r->workdir : "", "ABX_USER",
+                        abx_run_arg(args, 1), "ABX_OWNER", owner, "ABX_PERM",
+                        na >= 4 ? abx_run_arg(args, 3) : "", "ABX_WORKDIR",
+                        r->workdir ? r->workdir : "", "ABX_USER",
                         strcmp(type, "USER") == 0 ? abx_run_arg(args, 0) : r->user, "ABX_TARGET",
                         abx_run_arg(args, 0), "ABX_SUDO", na >= 2 ? abx_run_arg(args, 1) : "");
   if (strcmp(type, "WORKDIR") == 0)
@@ -284,18 +291,21 @@ static int run_script(struct abx_run *r, struct abx_sandbox *sb, const char *typ
 }
 
 /* Execute one file-changing step in a fresh build sandbox; 0 with the layer stored as `key`. */
-int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const char *key,
-                      char *err, size_t n)
+int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const char *key, char *err,
+                      size_t n)
 {
   json_t *args = json_object_get(st, "args");
   size_t na = json_array_size(args);
   char tmp[4096] = "";
   int copy = strcmp(type, "COPY") == 0 || strcmp(type, "ADD") == 0;
-  if (copy && stage_files(type, na, json_string_value(json_object_get(st, "filesHash")), tmp, err, n) != 0)
+  if (copy &&
+      stage_files(type, na, json_string_value(json_object_get(st, "filesHash")), tmp, err, n) != 0)
     return -1;
   if (!copy && (na < 1 || (strcmp(type, "RUN") == 0 && !*abx_run_arg(args, 0)))) {
     snprintf(err, n, "%s requires %s argument", type,
-             strcmp(type, "RUN") == 0 ? "a command" : strcmp(type, "USER") == 0 ? "a username" : "a path");
+             strcmp(type, "RUN") == 0    ? "a command"
+             : strcmp(type, "USER") == 0 ? "a username"
+                                         : "a path");
     return -1;
   }
   struct abx_sandbox *sb = abx_run_boot(r, r->top, copy ? tmp : NULL, 1, err, n);
@@ -305,7 +315,8 @@ int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const cha
     return -1;
   }
   abx_tbuild_track(sb->pid, 1);
-  int rc = strcmp(type, "RUN") == 0 ? run_command(r, sb, args, err, n) : run_script(r, sb, type, args, err, n);
+  int rc = strcmp(type, "RUN") == 0 ? run_command(r, sb, args, err, n)
+                                    : run_script(r, sb, type, args, err, n);
   abx_tbuild_track(sb->pid, 0);
   if (rc == 0 && abx_tbuild_stopping()) {
     snprintf(err, n, "serve is stopping");

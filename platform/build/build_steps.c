@@ -168,15 +168,21 @@ static int apt_layer(struct abx_run *r, char *err, size_t n)
       return -1;
     snprintf(layer, sizeof layer, "%s/layer", tmp);
     int ok = mkdir(layer, 0755) == 0 && abx_rootfs_layer_parts(layer) == 0;
-    static const char *const dirs[] = {"var", "var/lib", "var/cache", "var/cache/apt",
-                                       "var/cache/apt/archives", "var/cache/apt/archives/partial",
-                                       "var/log", "var/log/apt"};
+    static const char *const dirs[] = {"var",
+                                       "var/lib",
+                                       "var/cache",
+                                       "var/cache/apt",
+                                       "var/cache/apt/archives",
+                                       "var/cache/apt/archives/partial",
+                                       "var/log",
+                                       "var/log/apt"};
     for (size_t i = 0; ok && i < sizeof dirs / sizeof dirs[0]; i++) {
       snprintf(p, sizeof p, "%s/root/%s", layer, dirs[i]);
       ok = mkdir(p, 0755) == 0 || errno == EEXIST;
     }
-    ok = ok && system_ids(layer, "passwd", "root:x:0:0:root:/root:/bin/bash\n",
-                          "user:x:1000:1000::/home/user:/bin/bash\n") == 0 &&
+    ok = ok &&
+         system_ids(layer, "passwd", "root:x:0:0:root:/root:/bin/bash\n",
+                    "user:x:1000:1000::/home/user:/bin/bash\n") == 0 &&
          system_ids(layer, "group", "root:x:0:\n", "user:x:1000:\n") == 0;
     static const char *const copies[][2] = {{"/var/lib/dpkg", "var/lib"},
                                             {"/var/lib/apt", "var/lib"},
@@ -193,7 +199,8 @@ static int apt_layer(struct abx_run *r, char *err, size_t n)
     }
     if (!ok) {
       if (!err[0])
-        snprintf(err, n, "cannot make the dirs of the dpkg/apt layer in %.3000s: %s", layer, strerror(errno));
+        snprintf(err, n, "cannot make the dirs of the dpkg/apt layer in %.3000s: %s", layer,
+                 strerror(errno));
       abx_rmtree(tmp);
       return -1;
     }
@@ -257,8 +264,8 @@ static int base(struct abx_run *r, json_t *spec, char *err, size_t n)
 {
   const char *img = json_string_value(json_object_get(spec, "fromImage"));
   const char *tpl = json_string_value(json_object_get(spec, "fromTemplate"));
-  struct abx_template *p = tpl && *tpl ? abx_template_get(tpl, 0)
-                                       : abx_tbuild_image_root(img, image_line, r, err, n);
+  struct abx_template *p =
+      tpl && *tpl ? abx_template_get(tpl, 0) : abx_tbuild_image_root(img, image_line, r, err, n);
   if (!p) {
     if (tpl && *tpl)
       snprintf(err, n, "template '%.200s' not found", tpl);
@@ -266,7 +273,8 @@ static int base(struct abx_run *r, json_t *spec, char *err, size_t n)
   }
   r->top = p;
   chain_key(p, r->key);
-  abx_run_log(r, "info", "[base] FROM %s %s [%s]", tpl && *tpl ? "template" : "image", tpl && *tpl ? tpl : img, r->key);
+  abx_run_log(r, "info", "[base] FROM %s %s [%s]", tpl && *tpl ? "template" : "image",
+              tpl && *tpl ? tpl : img, r->key);
   /* v2 builds: after the base phase (root) comes USER user (infra builder.go userBuilder,
    * config.TemplateDefaultUser); from a built template, its WORKDIR and ENV carry on */
   snprintf(r->user, sizeof r->user, "user");
@@ -342,8 +350,10 @@ static int set_env(struct abx_run *r, const char *type, json_t *args, char *err,
 {
   size_t na = json_array_size(args);
   if (na == 0 || na % 2) {
-    snprintf(err, n, na ? "%s requires both a key and value arguments"
-                        : "%s does not support passing no arguments", type);
+    snprintf(err, n,
+             na ? "%s requires both a key and value arguments"
+                : "%s does not support passing no arguments",
+             type);
     return -1;
   }
   for (size_t j = 0; j + 1 < na; j += 2) {
@@ -370,8 +380,8 @@ static int run_step(struct abx_run *r, json_t *st, size_t i, size_t nsteps, int 
   char text[3000] = "";
   size_t j;
   json_t *a;
-  json_array_foreach(args, j, a) snprintf(text + strlen(text), sizeof text - strlen(text), " %s",
-                                          json_string_value(a));
+  json_array_foreach(args, j, a)
+      snprintf(text + strlen(text), sizeof text - strlen(text), " %s", json_string_value(a));
   if (abx_tbuild_stopping()) {
     fail_build(r, from, "serve is stopping");
     return -1;
@@ -388,8 +398,8 @@ static int run_step(struct abx_run *r, json_t *st, size_t i, size_t nsteps, int 
       return -1;
     }
     *missed |= json_is_true(json_object_get(st, "force"));
-    abx_run_log(r, "info", "%s[builder %zu/%zu] %s%s [%s]", *missed ? "" : "CACHED ", i + 1,
-                nsteps, type, text, key);
+    abx_run_log(r, "info", "%s[builder %zu/%zu] %s%s [%s]", *missed ? "" : "CACHED ", i + 1, nsteps,
+                type, text, key);
     snprintf(r->key, sizeof r->key, "%s", key);
     return 0;
   }
@@ -398,10 +408,11 @@ static int run_step(struct abx_run *r, json_t *st, size_t i, size_t nsteps, int 
     free(r->workdir);
     r->workdir = w;
   }
-  int cached = !force && !json_is_true(json_object_get(st, "force")) && abx_lcache_layer_present(key);
+  int cached =
+      !force && !json_is_true(json_object_get(st, "force")) && abx_lcache_layer_present(key);
   *missed |= !cached;
-  abx_run_log(r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps, type,
-       text, key);
+  abx_run_log(r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps,
+              type, text, key);
   if ((!cached && abx_run_exec_step(r, type, st, key, err, sizeof err) != 0) ||
       push_layer(r, key, 0, err, sizeof err) != 0) {
     fail_build(r, from, err);
@@ -428,7 +439,8 @@ static struct abx_template *finalize(struct abx_run *r, json_t *spec, int force)
   }
   int cmds = abx_template_start_cmd(res) || abx_template_ready_cmd(res);
   if (cmds && (force || !abx_lcache_done_present(res->build_key))) {
-    abx_run_log(r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]", res->build_key);
+    abx_run_log(r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]",
+                res->build_key);
     struct abx_sandbox *sb = abx_run_boot(r, res, NULL, 0, err, sizeof err);
     if (!sb) {
       abx_template_put(res, 0);

@@ -17,9 +17,9 @@ struct abx_run {
   struct abx_template *top; /* chain so far (one ref) */
   char key[65];             /* key of the chain so far */
   char user[64];
-  char *workdir;            /* NULL: the user's home */
-  json_t *env;              /* ENV state */
-  char step[24];            /* current step name for log entries */
+  char *workdir; /* NULL: the user's home */
+  json_t *env;   /* ENV state */
+  char step[24]; /* current step name for log entries */
 };
 
 /* Append a log entry to the build (takes the store lock), at the current step. */
@@ -34,8 +34,8 @@ struct abx_sandbox *abx_run_boot(struct abx_run *r, struct abx_template *t, cons
 
 /* Execute one file-changing step (COPY/ADD, RUN, USER, WORKDIR; r->workdir already the new
  * one for WORKDIR) in a fresh build sandbox over r->top: 0 with its layer stored as `key`. */
-int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const char *key,
-                      char *err, size_t n);
+int abx_run_exec_step(struct abx_run *r, const char *type, json_t *st, const char *key, char *err,
+                      size_t n);
 
 /* ENV/ARG: `v` with $VAR and ${VAR} expanded from `env`, else a root shell's PATH and HOME;
  * \$ is a literal $. malloc'd, NULL on OOM. */
@@ -47,7 +47,8 @@ const char *abx_run_arg(json_t *args, size_t i);
 /* WORKDIR's new value: absolute, or relative to the current one (default "/"). malloc'd. */
 char *abx_run_join_workdir(const char *cur, const char *p);
 
-#define ABX_BUILD_BIND "/mnt" /* an existing dir of every root: a bind there adds nothing to a layer */
+#define ABX_BUILD_BIND                                                                             \
+  "/mnt" /* an existing dir of every root: a bind there adds nothing to a layer */
 
 /* Run build `b` (status building, spec set) to ready or error; every outcome is recorded in `b`
  * under the store lock (logs, reason, result, tags). */

@@ -19,9 +19,8 @@
 #include "template/template.h"
 #include "sandbox/sandbox.h"
 
-
-int abx_tbuild_only_keys(json_t *o, const char *const *keys, size_t nk, const char *what,
-                         char *msg, size_t n)
+int abx_tbuild_only_keys(json_t *o, const char *const *keys, size_t nk, const char *what, char *msg,
+                         size_t n)
 {
   const char *k;
   json_t *v;
@@ -33,7 +32,8 @@ int abx_tbuild_only_keys(json_t *o, const char *const *keys, size_t nk, const ch
     if (i == nk) {
       char valid[400] = "";
       for (size_t j = 0; j < nk; j++)
-        snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s", j ? ", " : "", keys[j]);
+        snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s", j ? ", " : "",
+                 keys[j]);
       snprintf(msg, n, "validation error: unknown field '%s%s' (valid: %s)", what, k, valid);
       return -1;
     }
@@ -51,10 +51,22 @@ static int opt_type(json_t *o, const char *key, int (*is)(const json_t *), const
   return -1;
 }
 
-static int is_str(const json_t *v) { return json_is_string(v); }
-static int is_bool(const json_t *v) { return json_is_boolean(v); }
-static int is_arr(const json_t *v) { return json_is_array(v); }
-static int is_obj(const json_t *v) { return json_is_object(v); }
+static int is_str(const json_t *v)
+{
+  return json_is_string(v);
+}
+static int is_bool(const json_t *v)
+{
+  return json_is_boolean(v);
+}
+static int is_arr(const json_t *v)
+{
+  return json_is_array(v);
+}
+static int is_obj(const json_t *v)
+{
+  return json_is_object(v);
+}
 
 /* readyTimeout (template_build.h): absent, or a whole number of seconds in 1..MAX */
 static int ready_timeout_ok(json_t *spec, char *msg, size_t n)
@@ -65,15 +77,18 @@ static int ready_timeout_ok(json_t *spec, char *msg, size_t n)
   if (json_is_integer(v) && json_integer_value(v) >= 1 &&
       json_integer_value(v) <= ABX_READY_TIMEOUT_MAX_S)
     return 0;
-  snprintf(msg, n, "validation error: field 'readyTimeout' must be a whole number of seconds "
-           "from 1 to %d (how long the template's ready_cmd may take)", ABX_READY_TIMEOUT_MAX_S);
+  snprintf(msg, n,
+           "validation error: field 'readyTimeout' must be a whole number of seconds "
+           "from 1 to %d (how long the template's ready_cmd may take)",
+           ABX_READY_TIMEOUT_MAX_S);
   return -1;
 }
 
 int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
 {
-  static const char *const keys[] = {"fromImage", "fromTemplate", "fromImageRegistry", "startCmd",
-                                     "readyCmd",  "readyTimeout", "force",            "steps"};
+  static const char *const keys[] = {"fromImage", "fromTemplate", "fromImageRegistry",
+                                     "startCmd",  "readyCmd",     "readyTimeout",
+                                     "force",     "steps"};
   if (abx_tbuild_only_keys(spec, keys, sizeof keys / sizeof keys[0], "", msg, n) ||
       opt_type(spec, "fromImage", is_str, "a string", "", msg, n) ||
       opt_type(spec, "fromTemplate", is_str, "a string", "", msg, n) ||
@@ -89,16 +104,19 @@ int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
     snprintf(msg, n, "validation error: exactly one of 'fromImage' and 'fromTemplate' is required");
     return -1;
   }
-  if (json_object_get(spec, "fromImageRegistry") && !json_is_null(json_object_get(spec, "fromImageRegistry"))) {
-    snprintf(msg, n, "fromImageRegistry is not supported by the local platform: no image registry is reachable from here");
+  if (json_object_get(spec, "fromImageRegistry") &&
+      !json_is_null(json_object_get(spec, "fromImageRegistry"))) {
+    snprintf(msg, n,
+             "fromImageRegistry is not supported by the local platform: no image registry is "
+             "reachable from here");
     return -1;
   }
   size_t i;
   json_t *st;
   json_array_foreach(json_object_get(spec, "steps"), i, st)
   {
-    static const char *const skeys[] = {"type", "args", "filesHash", "force",
-                                        "forceUpload", "resolveSymlinks", "gzip"};
+    static const char *const skeys[] = {
+        "type", "args", "filesHash", "force", "forceUpload", "resolveSymlinks", "gzip"};
     char what[32];
     snprintf(what, sizeof what, "steps[%zu].", i);
     if (!json_is_object(st)) {
@@ -108,7 +126,8 @@ int abx_tbuild_validate(json_t *spec, char *msg, size_t n)
     if (abx_tbuild_only_keys(st, skeys, 4, what, msg, n) != 0) {
       const char *ty = json_string_value(json_object_get(st, "type"));
       int copy = ty && (strcasecmp(ty, "COPY") == 0 || strcasecmp(ty, "ADD") == 0);
-      if (!copy || abx_tbuild_only_keys(st, skeys, sizeof skeys / sizeof skeys[0], what, msg, n) != 0)
+      if (!copy ||
+          abx_tbuild_only_keys(st, skeys, sizeof skeys / sizeof skeys[0], what, msg, n) != 0)
         return -1;
     }
     json_t *ty = json_object_get(st, "type"), *args = json_object_get(st, "args");
@@ -189,7 +208,10 @@ static void *worker(void *arg)
   }
 }
 
-int abx_tbuild_stopping(void) { return g_stopping; }
+int abx_tbuild_stopping(void)
+{
+  return g_stopping;
+}
 
 void abx_tbuild_track(int pid, int add)
 {

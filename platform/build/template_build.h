@@ -41,11 +41,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-
 #define ABX_BUILD_STEP_TIMEOUT_S 1800
 
 #include "template/template.h"
-
 
 /* Runner (template_build.c). Validate a TemplateBuildStartV2 body (with abxlua's readyTimeout):
  * 0, or -1 with msg naming the field (fail closed on unknown keys of the body and of its steps,
@@ -71,8 +69,8 @@ int abx_tbuild_wait(void);
 /* Fail closed on a JSON object's fields: 0 when every key of `o` is one of keys[0..nk), else -1
  * with msg "validation error: unknown field '<what><key>' (valid: k1, k2, ...)" (`what` names
  * the enclosing field, e.g. "steps[2]."; "" at top level). For the build API's bodies. */
-int abx_tbuild_only_keys(json_t *o, const char *const *keys, size_t nk, const char *what,
-                         char *msg, size_t n);
+int abx_tbuild_only_keys(json_t *o, const char *const *keys, size_t nk, const char *what, char *msg,
+                         size_t n);
 
 /* 1 once abx_tbuild_stop ran. Under the store lock or not (a plain read). */
 int abx_tbuild_stopping(void);
@@ -80,7 +78,5 @@ int abx_tbuild_stopping(void);
 /* A build sandbox's bwrap pid while it runs a step (add 1), or no longer (add 0): what
  * abx_tbuild_stop kills. */
 void abx_tbuild_track(int pid, int add);
-
-
 
 #endif

@@ -31,7 +31,9 @@ int main(int argc, char **argv)
   }
   if (argc >= 2 && strcmp(argv[1], "envd") == 0)
     return abx_envd_main(argc - 1, argv + 1);
-  fprintf(stderr, "abxlua-envd: this is the sandbox side of abxlua: it runs `envd ...`, `help envd` "
-                  "and `sudo ...` (as `sudo`); got '%s'\n", argc >= 2 ? argv[1] : "");
+  fprintf(stderr,
+          "abxlua-envd: this is the sandbox side of abxlua: it runs `envd ...`, `help envd` "
+          "and `sudo ...` (as `sudo`); got '%s'\n",
+          argc >= 2 ? argv[1] : "");
   return 4;
 }

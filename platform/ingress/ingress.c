@@ -123,17 +123,19 @@ enum MHD_Result abx_ingress_e2b_error(struct MHD_Connection *c, const struct abx
   switch (e->kind) {
   case ABX_EDGE_BAD_ROUTE: return abx_http_error(c, 400, e->message);
   case ABX_EDGE_PAUSED:
-    return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", e->id, "message",
-                                           "The sandbox is paused", "code", 502, "canAutoResume",
-                                           e->can_resume));
+    return abx_http_json(c, 502,
+                         json_pack("{s:s,s:s,s:i,s:b}", "sandboxId", e->id, "message",
+                                   "The sandbox is paused", "code", 502, "canAutoResume",
+                                   e->can_resume));
   case ABX_EDGE_PORT_CLOSED:
-    return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i,s:i}", "sandboxId", e->id, "message",
-                                           "The sandbox is running but port is not open", "port",
-                                           e->port, "code", 502));
+    return abx_http_json(c, 502,
+                         json_pack("{s:s,s:s,s:i,s:i}", "sandboxId", e->id, "message",
+                                   "The sandbox is running but port is not open", "port", e->port,
+                                   "code", 502));
   case ABX_EDGE_NOT_FOUND: break;
   }
-  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", e->id, "message",
-                                         e->message, "code", 502));
+  return abx_http_json(
+      c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", e->id, "message", e->message, "code", 502));
 }
 
 /* One of the edge's own answers, in the words of the front served (E2B's until configured). */
@@ -201,10 +203,11 @@ static int wake(struct MHD_Connection *c, const struct abx_route *route, int *ne
   if (rc == 0 && (*netns = abx_registry_netns_running(route->id)) >= 0)
     return 0;
   if (rc == 403)
-    *sent = abx_http_json(c, 403, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
-                                            "This sandbox can't be resumed with the credentials "
-                                            "provided. Check your access token and try again.",
-                                            "code", 403));
+    *sent = abx_http_json(c, 403,
+                          json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
+                                    "This sandbox can't be resumed with the credentials "
+                                    "provided. Check your access token and try again.",
+                                    "code", 403));
   else if (rc == 404 || (rc == 0 && *netns == -1))
     *sent = proxy_error(c, route->id, "The sandbox was not found");
   else /* 409: no auto-resume; 500 or paused again at once: it would resume, but did not */
@@ -275,8 +278,8 @@ static void set_transfer(struct abx_stream *p, const char *url, const char *meth
 }
 
 enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
-                                   const char *method, const char *raw_uri, char **body,
-                                   size_t len, struct abx_stream **pending)
+                                   const char *method, const char *raw_uri, char **body, size_t len,
+                                   struct abx_stream **pending)
 {
   *pending = NULL;
   if (abx_stream_stopping()) /* serve stops: its sandboxes are gone or going */
@@ -288,11 +291,12 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   if (netns < 0)
     return proxy_error(c, route->id, "The sandbox was not found");
   const char *denied = abx_network_traffic_denied(
-    route->id, route->port, MHD_lookup_connection_value(c, MHD_HEADER_KIND, ABX_NET_TOKEN_HEADER));
+      route->id, route->port,
+      MHD_lookup_connection_value(c, MHD_HEADER_KIND, ABX_NET_TOKEN_HEADER));
   if (denied) {
     close(netns);
-    return abx_http_json(c, 403, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
-                                           denied, "code", 403));
+    return abx_http_json(
+        c, 403, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message", denied, "code", 403));
   }
   struct abx_stream *p = abx_stream_new();
   if (!p) {
@@ -302,7 +306,8 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   p->netns_fd = netns;
   p->body = *body;
   *body = NULL;
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   p->client_fd = ci ? ci->connect_fd : -1;
 
   const char *path = raw_uri && *raw_uri ? raw_uri : "/";
@@ -327,7 +332,7 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   }
   h.list = curl_slist_append(h.list, hosthdr);
   const char *upgrade = abx_ingress_upgrade_wanted(c);
-  if (upgrade) { /* WebSocket and the like: relayed as a byte stream (ingress_upgrade.c) */
+  if (upgrade) {      /* WebSocket and the like: relayed as a byte stream (ingress_upgrade.c) */
     p->netns_fd = -1; /* the upgrade closes it */
     enum MHD_Result ur = abx_ingress_upgrade(c, route, netns, method, path, h.list, upgrade,
                                              p->body ? p->body : "", len);
@@ -349,9 +354,15 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
   return MHD_YES;
 }
 
-void abx_ingress_start(struct abx_stream *s, struct MHD_Connection *c) { abx_stream_start(s, c); }
+void abx_ingress_start(struct abx_stream *s, struct MHD_Connection *c)
+{
+  abx_stream_start(s, c);
+}
 
-void abx_ingress_drop(struct abx_stream *s) { abx_stream_drop(s); }
+void abx_ingress_drop(struct abx_stream *s)
+{
+  abx_stream_drop(s);
+}
 
 enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_route *route,
                                     struct abx_stream *p)
@@ -393,7 +404,7 @@ enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_r
   pthread_mutex_unlock(&p->mu);
   /* faults.h: a body fault of `abxlua serve --faults` wraps the stream */
   struct MHD_Response *r =
-    abx_faults_stream(size, ABX_INGRESS_CHUNK, abx_stream_read, p, abx_stream_free, ctype);
+      abx_faults_stream(size, ABX_INGRESS_CHUNK, abx_stream_read, p, abx_stream_free, ctype);
   if (!r) {
     abx_stream_drop(p);
     return MHD_NO;

@@ -87,8 +87,8 @@ enum MHD_Result abx_ingress_e2b_error(struct MHD_Connection *c, const struct abx
  * and then calls abx_ingress_start; once the head is there the connection is resumed and the
  * access handler calls abx_ingress_respond. */
 enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_route *route,
-                                   const char *method, const char *raw_uri, char **body,
-                                   size_t len, struct abx_stream **pending);
+                                   const char *method, const char *raw_uri, char **body, size_t len,
+                                   struct abx_stream **pending);
 
 /* Hand the transfer to the loop thread; `c` stays suspended until its head (or failure). */
 void abx_ingress_start(struct abx_stream *s, struct MHD_Connection *c);

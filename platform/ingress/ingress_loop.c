@@ -105,8 +105,8 @@ static void kick_push(struct abx_stream *s)
 
 int abx_ingress_hop_by_hop(const char *name, size_t n)
 {
-  static const char *drop[] = {"connection", "keep-alive", "transfer-encoding", "te", "trailer",
-                               "upgrade", "host", "content-length", "expect"};
+  static const char *drop[] = {"connection", "keep-alive", "transfer-encoding", "te",    "trailer",
+                               "upgrade",    "host",       "content-length",    "expect"};
   for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
     if (strlen(drop[i]) == n && strncasecmp(name, drop[i], n) == 0)
       return 1;
@@ -140,7 +140,8 @@ static size_t on_header(char *line, size_t sz, size_t n, void *cls)
           s->resp = nl;
         free(h);
       }
-    } else if (colon && (size_t)(colon - line) == 14 && strncasecmp(line, "content-length", 14) == 0) {
+    } else if (colon && (size_t)(colon - line) == 14 &&
+               strncasecmp(line, "content-length", 14) == 0) {
       s->clen = strtoll(colon + 1, NULL, 10);
     }
   }
@@ -245,7 +246,10 @@ void abx_stream_drop(struct abx_stream *s)
   abx_stream_release(s);
 }
 
-void abx_stream_free(void *cls) { abx_stream_drop(cls); }
+void abx_stream_free(void *cls)
+{
+  abx_stream_drop(cls);
+}
 
 /* ---- the loop thread ---------------------------------------------------------------------- */
 

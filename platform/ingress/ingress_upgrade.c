@@ -32,16 +32,16 @@
 #include "ingress_int.h"
 #include "net/net.h"
 
-#define HEAD_MAX (16u * 1024)       /* the upstream answer's head */
-#define BODY_MAX (1024u * 1024)     /* a non-101 answer's body */
-#define IO_TIMEOUT_MS 30000         /* connect, head and body, as the HTTP proxy's connect */
+#define HEAD_MAX (16u * 1024)   /* the upstream answer's head */
+#define BODY_MAX (1024u * 1024) /* a non-101 answer's body */
+#define IO_TIMEOUT_MS 30000     /* connect, head and body, as the HTTP proxy's connect */
 #define RELAY_BUF (64u * 1024)
 
 struct relay {
-  int up;                           /* the sandbox side */
-  MHD_socket client;                /* libmicrohttpd's side (a socketpair end under TLS) */
+  int up;            /* the sandbox side */
+  MHD_socket client; /* libmicrohttpd's side (a socketpair end under TLS) */
   struct MHD_UpgradeResponseHandle *urh;
-  char *early;                      /* upstream bytes read with the head: sent first */
+  char *early; /* upstream bytes read with the head: sent first */
   size_t early_len;
 };
 
@@ -126,7 +126,8 @@ static ssize_t read_head(int fd, char *buf, size_t cap, size_t *head_len)
 static int head_value(const char *head, const char *name, char *out, size_t outlen)
 {
   size_t n = strlen(name);
-  for (const char *l = strstr(head, "\r\n"); l && l[2] && !(l[2] == '\r'); l = strstr(l + 2, "\r\n")) {
+  for (const char *l = strstr(head, "\r\n"); l && l[2] && !(l[2] == '\r');
+       l = strstr(l + 2, "\r\n")) {
     const char *s = l + 2;
     if (strncasecmp(s, name, n) == 0 && s[n] == ':') {
       s += n + 1;
@@ -240,7 +241,8 @@ struct upctx {
 
 /* libmicrohttpd sent the 101: start the relay (never blocks the daemon's thread). */
 static void on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls, const char *extra_in,
-                        size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+                        size_t extra_in_size, MHD_socket sock,
+                        struct MHD_UpgradeResponseHandle *urh)
 {
   (void)c, (void)con_cls;
   struct upctx *u = cls;
@@ -278,8 +280,8 @@ static enum MHD_Result bad_answer(struct MHD_Connection *c, const struct abx_rou
 {
   char msg[200];
   snprintf(msg, sizeof msg, "The sandbox is running but the port answered badly: %s", why);
-  return abx_http_json(c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message", msg,
-                                         "code", 502));
+  return abx_http_json(
+      c, 502, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message", msg, "code", 502));
 }
 
 /* A non-101 answer: relayed as an ordinary response (its body read to Content-Length or EOF,
@@ -336,7 +338,8 @@ static int connect_upstream(struct MHD_Connection *c, const struct abx_route *ro
   fcntl(up, F_SETFL, fcntl(up, F_GETFL) | O_NONBLOCK);
   int one = 1;
   setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)route->port),
+  struct sockaddr_in sa = {.sin_family = AF_INET,
+                           .sin_port = htons((uint16_t)route->port),
                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   int rc = connect(up, (struct sockaddr *)&sa, sizeof sa);
   if (rc != 0 && errno == EINPROGRESS) {
@@ -350,7 +353,8 @@ static int connect_upstream(struct MHD_Connection *c, const struct abx_route *ro
   if (rc != 0) {
     int e = errno;
     close(up);
-    *sent = e == ECONNREFUSED ? abx_ingress_port_closed(c, route) : bad_answer(c, route, strerror(e));
+    *sent =
+        e == ECONNREFUSED ? abx_ingress_port_closed(c, route) : bad_answer(c, route, strerror(e));
     return -1;
   }
   return up;
@@ -359,9 +363,8 @@ static int connect_upstream(struct MHD_Connection *c, const struct abx_route *ro
 /* Sends the request: `method path`, the client's end-to-end headers (Host already rewritten),
  * then the upgrade's own, which are hop-by-hop and were left out, and the body. 0, -1 when the
  * sandbox did not take it, -2 out of memory. */
-static int send_request(int up, const char *method, const char *path,
-                        const struct curl_slist *hdrs, const char *protocol, const char *body,
-                        size_t len)
+static int send_request(int up, const char *method, const char *path, const struct curl_slist *hdrs,
+                        const char *protocol, const char *body, size_t len)
 {
   size_t cap = 1024 + strlen(path) + strlen(protocol);
   for (const struct curl_slist *l = hdrs; l; l = l->next)
@@ -450,8 +453,9 @@ enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_r
   pthread_mutex_unlock(&g_mu);
   if (busy) {
     close(netns);
-    return abx_http_json(c, 503, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
-                                           "Too many upgraded connections", "code", 503));
+    return abx_http_json(c, 503,
+                         json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message",
+                                   "Too many upgraded connections", "code", 503));
   }
   enum MHD_Result ret;
   int up = connect_upstream(c, route, netns, &ret);
@@ -468,7 +472,8 @@ enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_r
   unsigned status = sent == 0 ? read_answer_head(up, &buf, &got, &head_len) : 0;
   int kept = 0;
   if (status == 0)
-    ret = bad_answer(c, route, got < 0 ? "no HTTP answer to the upgrade" : "a malformed status line");
+    ret =
+        bad_answer(c, route, got < 0 ? "no HTTP answer to the upgrade" : "a malformed status line");
   else if (status != 101)
     ret = plain_answer(c, route, up, buf, (size_t)got, head_len, status);
   else
@@ -479,7 +484,10 @@ enum MHD_Result abx_ingress_upgrade(struct MHD_Connection *c, const struct abx_r
   return ret;
 }
 
-int abx_ingress_upgrade_init(void) { return pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK); }
+int abx_ingress_upgrade_init(void)
+{
+  return pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK);
+}
 
 void abx_ingress_upgrade_stop(void)
 {

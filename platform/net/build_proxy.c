@@ -32,18 +32,17 @@ struct allowed {
 };
 
 struct conn {
-  int cfd, ofd;          /* client (hub namespace), origin (host namespace; -1 until connected) */
+  int cfd, ofd; /* client (hub namespace), origin (host namespace; -1 until connected) */
   struct in_addr peer;
-  char sandbox[32];      /* the allowed sandbox it came from, "" while unknown */
+  char sandbox[32]; /* the allowed sandbox it came from, "" while unknown */
   struct conn *next;
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
 static pthread_cond_t g_idle = PTHREAD_COND_INITIALIZER; /* signalled when g_nconns drops */
 static int g_running, g_platform_port;
-static struct abx_hub_service g_service =
-    ABX_HUB_SERVICE_INIT("build proxy", "build sandboxes have no registry access",
-                         ABX_BUILD_PROXY_PORT, 128);
+static struct abx_hub_service g_service = ABX_HUB_SERVICE_INIT(
+    "build proxy", "build sandboxes have no registry access", ABX_BUILD_PROXY_PORT, 128);
 static struct allowed *g_allowed;
 static struct conn *g_conns;
 static int g_nconns;
@@ -204,8 +203,10 @@ static int open_origin(struct conn *c, const struct abx_proxy_req *r)
   for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
     if (abx_build_proxy_check_addr(ai->ai_addr, g_platform_port, why, sizeof why) != 0) {
       addr_text(ai->ai_addr, at, sizeof at);
-      snprintf(msg, sizeof msg, "abxlua build proxy: refused %s:%d (%s): %s; build sandboxes "
-               "may reach public addresses only", r->host, r->port, at, why);
+      snprintf(msg, sizeof msg,
+               "abxlua build proxy: refused %s:%d (%s): %s; build sandboxes "
+               "may reach public addresses only",
+               r->host, r->port, at, why);
       abx_slog("build proxy: %s: %s", c->sandbox, msg + 20);
       answer(c->cfd, 403, "Forbidden", msg);
       freeaddrinfo(res);
@@ -340,7 +341,8 @@ static void *conn_main(void *arg)
                      now_ms() + ABX_BUILD_PROXY_HEAD_TIMEOUT_MS);
   if (hl <= 0) {
     if (hl == -408)
-      answer(c->cfd, 408, "Request Timeout", "abxlua build proxy: no complete request head in "
+      answer(c->cfd, 408, "Request Timeout",
+             "abxlua build proxy: no complete request head in "
              "10 s");
     else if (hl == -431)
       answer(c->cfd, 431, "Request Header Fields Too Large",
@@ -359,8 +361,10 @@ static void *conn_main(void *arg)
   if (!ok) {
     char pa[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &c->peer, pa, sizeof pa);
-    snprintf(msg, sizeof msg, "abxlua build proxy: %s is not a build sandbox: only the sandboxes "
-             "of a template build may use this proxy", pa);
+    snprintf(msg, sizeof msg,
+             "abxlua build proxy: %s is not a build sandbox: only the sandboxes "
+             "of a template build may use this proxy",
+             pa);
     abx_slog("build proxy: %s", msg);
     answer(c->cfd, 403, "Forbidden", msg);
     goto end;
@@ -473,7 +477,7 @@ int abx_build_proxy_allow(const char *sandbox_id, char *proxy_url, size_t n, cha
                           size_t errlen)
 {
   struct in_addr hub, sb;
-  if (strlen(sandbox_id) >= sizeof ((struct allowed *)0)->id) {
+  if (strlen(sandbox_id) >= sizeof((struct allowed *)0)->id) {
     snprintf(err, errlen, "sandbox id too long");
     return -1;
   }

@@ -58,7 +58,7 @@
 #define ABX_BUILD_PROXY_PORT 3128 /* in the hub namespace (squid's port; nothing else is there) */
 #define ABX_BUILD_PROXY_MAX_TUNNELS 128
 #define ABX_BUILD_PROXY_MAX_PER_CLIENT 32
-#define ABX_BUILD_PROXY_HEAD_MAX 16384          /* bytes of request line + headers */
+#define ABX_BUILD_PROXY_HEAD_MAX 16384 /* bytes of request line + headers */
 #define ABX_BUILD_PROXY_HEAD_TIMEOUT_MS 10000
 #define ABX_BUILD_PROXY_CONNECT_TIMEOUT_MS 10000 /* per address tried */
 #define ABX_BUILD_PROXY_IDLE_TIMEOUT_MS 120000
@@ -100,11 +100,11 @@ int abx_build_proxy_check_addr(const struct sockaddr *sa, int platform_port, cha
 
 /* A parsed request head. */
 struct abx_proxy_req {
-  int connect;        /* 1: CONNECT, 0: absolute-form http:// */
+  int connect; /* 1: CONNECT, 0: absolute-form http:// */
   char method[16];
-  char host[256];     /* name or address, without brackets */
-  int port;           /* 1..65535 */
-  char *head;         /* absolute-form only: the head to send to the origin (malloc'd) */
+  char host[256]; /* name or address, without brackets */
+  int port;       /* 1..65535 */
+  char *head;     /* absolute-form only: the head to send to the origin (malloc'd) */
   size_t head_len;
 };
 

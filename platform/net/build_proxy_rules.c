@@ -24,15 +24,15 @@ static const struct {
   int len;
   const char *rule;
 } v4_rules[] = {
-  {0x00000000u, 8, "unspecified or \"this network\" address (0.0.0.0/8)"},
-  {0x7F000000u, 8, "loopback address (127.0.0.0/8)"},
-  {0x0A000000u, 8, "private address (10.0.0.0/8, RFC 1918)"},
-  {0x64400000u, 10, "private address (100.64.0.0/10, carrier-grade NAT)"},
-  {0xA9FE0000u, 16, "link-local address (169.254.0.0/16)"},
-  {0xAC100000u, 12, "private address (172.16.0.0/12, RFC 1918)"},
-  {0xC0A80000u, 16, "private address (192.168.0.0/16, RFC 1918)"},
-  {0xE0000000u, 4, "multicast address (224.0.0.0/4)"},
-  {0xF0000000u, 4, "reserved or broadcast address (240.0.0.0/4)"},
+    {0x00000000u, 8, "unspecified or \"this network\" address (0.0.0.0/8)"},
+    {0x7F000000u, 8, "loopback address (127.0.0.0/8)"},
+    {0x0A000000u, 8, "private address (10.0.0.0/8, RFC 1918)"},
+    {0x64400000u, 10, "private address (100.64.0.0/10, carrier-grade NAT)"},
+    {0xA9FE0000u, 16, "link-local address (169.254.0.0/16)"},
+    {0xAC100000u, 12, "private address (172.16.0.0/12, RFC 1918)"},
+    {0xC0A80000u, 16, "private address (192.168.0.0/16, RFC 1918)"},
+    {0xE0000000u, 4, "multicast address (224.0.0.0/4)"},
+    {0xF0000000u, 4, "reserved or broadcast address (240.0.0.0/4)"},
 };
 
 static const char *v4_rule(uint32_t a)
@@ -256,8 +256,9 @@ static int forward_head(struct abx_proxy_req *r, const char *a, const char *path
   fputs("Connection: close\r\n\r\n", f);
   if (fclose(f) != 0 || bad) {
     free(out);
-    snprintf(why, whylen, bad ? "malformed header line (obs-fold, no colon or space in the name)"
-                              : "out of memory");
+    snprintf(why, whylen,
+             bad ? "malformed header line (obs-fold, no colon or space in the name)"
+                 : "out of memory");
     return 400;
   }
   r->head = out;
@@ -298,8 +299,9 @@ int abx_build_proxy_parse(const char *buf, size_t len, struct abx_proxy_req *r, 
   if (strcmp(r->method, "CONNECT") == 0) {
     r->connect = 1;
     if (authority(t, tlen, 1, 0, r) != 0) {
-      snprintf(why, whylen, "CONNECT needs host:port (a name, an IPv4 address or [IPv6]) with "
-                            "a port 1..65535");
+      snprintf(why, whylen,
+               "CONNECT needs host:port (a name, an IPv4 address or [IPv6]) with "
+               "a port 1..65535");
       return 400;
     }
     return 0;
@@ -309,8 +311,9 @@ int abx_build_proxy_parse(const char *buf, size_t len, struct abx_proxy_req *r, 
     return 400;
   }
   if (tlen < 7 || strncasecmp(t, "http://", 7) != 0) {
-    snprintf(why, whylen, "this is a proxy: the request target must be an absolute http:// URL "
-                          "or CONNECT host:port");
+    snprintf(why, whylen,
+             "this is a proxy: the request target must be an absolute http:// URL "
+             "or CONNECT host:port");
     return 400;
   }
   const char *a = t + 7, *tend = t + tlen, *path = a;
@@ -321,8 +324,9 @@ int abx_build_proxy_parse(const char *buf, size_t len, struct abx_proxy_req *r, 
     return 400;
   }
   if (authority(a, (size_t)(path - a), 0, 80, r) != 0) {
-    snprintf(why, whylen, "bad host or port in the URL (a name, an IPv4 address or [IPv6]; "
-                          "port 1..65535)");
+    snprintf(why, whylen,
+             "bad host or port in the URL (a name, an IPv4 address or [IPv6]; "
+             "port 1..65535)");
     return 400;
   }
   return forward_head(r, a, path, tend, sp2[8], eol + 2, buf + len, why, whylen);
@@ -334,6 +338,6 @@ json_t *abx_build_proxy_env(const char *proxy_url)
 {
   return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "http_proxy", proxy_url, "https_proxy",
                    proxy_url, "HTTP_PROXY", proxy_url, "HTTPS_PROXY", proxy_url, "no_proxy",
-                   "localhost,127.0.0.1", "NO_PROXY", "localhost,127.0.0.1",
-                   "NODE_EXTRA_CA_CERTS", "/etc/ssl/certs/ca-certificates.crt");
+                   "localhost,127.0.0.1", "NO_PROXY", "localhost,127.0.0.1", "NODE_EXTRA_CA_CERTS",
+                   "/etc/ssl/certs/ca-certificates.crt");
 }

@@ -29,9 +29,8 @@
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_running;
-static struct abx_hub_service g_service =
-    ABX_HUB_SERVICE_INIT("git server", "sandboxes could not reach a git server",
-                         ABX_GIT_SERVER_PORT, 32);
+static struct abx_hub_service g_service = ABX_HUB_SERVICE_INIT(
+    "git server", "sandboxes could not reach a git server", ABX_GIT_SERVER_PORT, 32);
 static pid_t g_children[ABX_GIT_SERVER_MAX_CHILDREN]; /* 0: free slot */
 static char g_root[PATH_MAX];
 static char g_base_arg[PATH_MAX + 16];
@@ -59,14 +58,26 @@ static pid_t spawn_child(int fd)
   char init_t[40], idle_t[40];
   snprintf(init_t, sizeof init_t, "--init-timeout=%d", ABX_GIT_SERVER_INIT_TIMEOUT_S);
   snprintf(idle_t, sizeof idle_t, "--timeout=%d", ABX_GIT_SERVER_IDLE_TIMEOUT_S);
-  char *argv[] = {GIT_BIN, "daemon", "--inetd", "--verbose", "--export-all",
-                  "--informative-errors", g_base_arg, init_t, idle_t,
-                  "--disable=receive-pack", "--forbid-override=receive-pack",
-                  "--disable=upload-archive", "--forbid-override=upload-archive",
-                  "--enable=upload-pack", "--forbid-override=upload-pack", g_root, NULL};
+  char *argv[] = {GIT_BIN,
+                  "daemon",
+                  "--inetd",
+                  "--verbose",
+                  "--export-all",
+                  "--informative-errors",
+                  g_base_arg,
+                  init_t,
+                  idle_t,
+                  "--disable=receive-pack",
+                  "--forbid-override=receive-pack",
+                  "--disable=upload-archive",
+                  "--forbid-override=upload-archive",
+                  "--enable=upload-pack",
+                  "--forbid-override=upload-pack",
+                  g_root,
+                  NULL};
   char home[PATH_MAX + 8];
   snprintf(home, sizeof home, "HOME=%s", g_root);
-  char *envp[] = {"PATH=/usr/bin:/bin", home, "GIT_CONFIG_NOSYSTEM=1",
+  char *envp[] = {"PATH=/usr/bin:/bin",          home,       "GIT_CONFIG_NOSYSTEM=1",
                   "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C", NULL};
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;

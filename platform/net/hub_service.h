@@ -21,12 +21,14 @@ struct abx_hub_service {
   const char *name;        /* "build proxy": in error messages */
   const char *unreachable; /* what sandboxes go without when links are unavailable */
   int port, backlog;
-  int listen_fd, wake[2];  /* -1 while stopped */
+  int listen_fd, wake[2]; /* -1 while stopped */
   pthread_t acceptor;
 };
 
-#define ABX_HUB_SERVICE_INIT(name, unreachable, port, backlog)                                    \
-  {(name), (unreachable), (port), (backlog), -1, {-1, -1}, (pthread_t)0}
+#define ABX_HUB_SERVICE_INIT(name, unreachable, port, backlog)                                     \
+  {                                                                                                \
+    (name), (unreachable), (port), (backlog), -1, {-1, -1}, (pthread_t)0                           \
+  }
 
 /* Listens on 0.0.0.0:port in the hub namespace and starts `acceptor(arg)` on a thread of its own.
  * 0, or -1 with err ("sandbox links are unavailable ...: <unreachable>", "cannot listen on ...",

@@ -23,7 +23,7 @@
 #include "nft.h"
 #include "rtnl.h"
 
-#define LINKS 16383 /* /30 blocks in 10.200.0.0/16, block 0 unused */
+#define LINKS 16383          /* /30 blocks in 10.200.0.0/16, block 0 unused */
 #define NET_BASE 0x0AC80000u /* 10.200.0.0 */
 
 struct net {
@@ -32,7 +32,7 @@ struct net {
   char token[65]; /* trafficAccessToken when !public_traffic */
   struct abx_net_rules rules;
   char *mask_host; /* maskRequestHost as given (malloc'd), NULL when not set */
-  int link; /* 1..LINKS when the sandbox has a veth pair, else 0 */
+  int link;        /* 1..LINKS when the sandbox has a veth pair, else 0 */
   struct net *next;
 };
 
@@ -41,7 +41,7 @@ static pthread_mutex_t g_apply = PTHREAD_MUTEX_INITIALIZER; /* one link/nft sequ
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static struct net *g_list;
 static unsigned char g_used[LINKS + 1];
-static int g_hub = -1; /* the hub namespace; -1 when networking is unavailable */
+static int g_hub = -1;    /* the hub namespace; -1 when networking is unavailable */
 static int g_hub_nl = -1; /* NETLINK_ROUTE socket in the hub namespace (rtnl.h), under g_apply */
 static const char *g_nft;
 
@@ -219,14 +219,16 @@ static void init_once(void)
     snprintf(out, sizeof out, "cannot create the hub network namespace: %s", strerror(errno));
     why = out;
   } else if ((g_hub_nl = abx_rtnl_open(g_hub)) < 0) {
-    snprintf(out, sizeof out, "cannot open a netlink socket in the hub namespace: %s", strerror(errno));
+    snprintf(out, sizeof out, "cannot open a netlink socket in the hub namespace: %s",
+             strerror(errno));
     close(g_hub);
     g_hub = -1;
     why = out;
   } else {
-    const char *hub_rules = "table inet abxhub {\n"
-                            " chain forward_drop { type filter hook forward priority 0; policy drop; }\n"
-                            "}\n";
+    const char *hub_rules =
+        "table inet abxhub {\n"
+        " chain forward_drop { type filter hook forward priority 0; policy drop; }\n"
+        "}\n";
     if (nft_script(g_hub, hub_rules, out, sizeof out) != 0) {
       close(g_hub_nl);
       g_hub_nl = -1;
@@ -325,8 +327,8 @@ int abx_network_clone(const char *from, const char *id, char *msg, size_t msglen
     r.allow = src->rules.allow ? json_deep_copy(src->rules.allow) : NULL;
     r.deny = src->rules.deny ? json_deep_copy(src->rules.deny) : NULL;
     mask = src->mask_host ? strdup(src->mask_host) : NULL;
-    oom = (src->rules.allow && !r.allow) || (src->rules.deny && !r.deny) ||
-          (src->mask_host && !mask);
+    oom =
+        (src->rules.allow && !r.allow) || (src->rules.deny && !r.deny) || (src->mask_host && !mask);
   }
   pthread_mutex_unlock(&g_mu);
   if (oom) {
@@ -547,9 +549,9 @@ void abx_network_json(const char *id, json_t *o, int detail)
                         n && !n->public_traffic ? json_string(n->token) : json_null());
   } else if (n) {
     json_object_set_new(o, "allowInternetAccess", json_boolean(n->rules.internet));
-    json_t *net = json_pack("{s:b,s:o,s:o}", "allowPublicTraffic", n->public_traffic, "allowOut",
-                            array_or_empty(n->rules.allow), "denyOut",
-                            array_or_empty(n->rules.deny));
+    json_t *net =
+        json_pack("{s:b,s:o,s:o}", "allowPublicTraffic", n->public_traffic, "allowOut",
+                  array_or_empty(n->rules.allow), "denyOut", array_or_empty(n->rules.deny));
     if (net && n->mask_host)
       json_object_set_new(net, "maskRequestHost", json_string(n->mask_host));
     json_object_set_new(o, "network", net);
@@ -558,8 +560,9 @@ void abx_network_json(const char *id, json_t *o, int detail)
       addr_of(n->link, 1, h);
       addr_of(n->link, 2, s);
       snprintf(ns, sizeof ns, "/proc/%d/fd/%d", (int)getpid(), g_hub);
-      json_object_set_new(o, "abxNetwork", json_pack("{s:s,s:s,s:s}", "hostAddress", h,
-                                                     "sandboxAddress", s, "hostNamespace", ns));
+      json_object_set_new(
+          o, "abxNetwork",
+          json_pack("{s:s,s:s,s:s}", "hostAddress", h, "sandboxAddress", s, "hostNamespace", ns));
     }
   }
   pthread_mutex_unlock(&g_mu);
@@ -580,7 +583,7 @@ const char *abx_network_traffic_denied(const char *id, int port, const char *tok
       size_t want = strlen(n->token);
       unsigned diff = strlen(token) != want;
       const char *t = diff ? n->token : token; /* same length either way */
-      for (size_t i = 0; i < want; i++)          /* constant time over the token length */
+      for (size_t i = 0; i < want; i++)        /* constant time over the token length */
         diff |= (unsigned char)n->token[i] ^ (unsigned char)t[i];
       if (diff)
         why = "Sandbox is secured with traffic access token. Token header "

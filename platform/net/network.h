@@ -136,8 +136,7 @@ int abx_network_create(const char *id, json_t *req, int secure, char *msg, size_
 /* Outbound rules from `obj` (allowOut, denyOut; NULL: none) and internet access from `top`
  * (allow_internet_access, else allowInternetAccess; default true) into `r` (its json owned by
  * the caller). 0, or -1 with a 400 message naming the field (r then holds nothing). */
-int abx_network_parse_rules(json_t *top, json_t *obj, struct abx_net_rules *r, char *msg,
-                            size_t n);
+int abx_network_parse_rules(json_t *top, json_t *obj, struct abx_net_rules *r, char *msg, size_t n);
 
 /* ---- control plane (api_network.c) ---- */
 

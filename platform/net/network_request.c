@@ -101,9 +101,11 @@ int abx_network_mask_ok(const char *s, char *msg, size_t msglen)
   ok = ok && (!colon || colon[1]);
   if (ok)
     return 0;
-  snprintf(msg, msglen, "mask request host is not valid: %.100s (field 'network.maskRequestHost': "
+  snprintf(msg, msglen,
+           "mask request host is not valid: %.100s (field 'network.maskRequestHost': "
            "host[:port] of at most %d bytes, host an ASCII host name or IPv4 address, port "
-           "digits and " ABX_NET_MASK_PORT " placeholders)", s, ABX_NET_MASK_MAX);
+           "digits and " ABX_NET_MASK_PORT " placeholders)",
+           s, ABX_NET_MASK_MAX);
   return -1;
 }
 
@@ -129,7 +131,8 @@ int abx_network_create(const char *id, json_t *req, int secure, char *msg, size_
       return 400;
     json_t *apt = json_object_get(net, "allowPublicTraffic");
     if (apt && !json_is_null(apt) && !json_is_boolean(apt)) {
-      snprintf(msg, msglen, "validation error: field 'network.allowPublicTraffic' must be a boolean");
+      snprintf(msg, msglen,
+               "validation error: field 'network.allowPublicTraffic' must be a boolean");
       return 400;
     }
     public_traffic = !json_is_false(apt);

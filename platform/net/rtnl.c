@@ -28,7 +28,10 @@ struct msg {
   int depth, overflow;
 };
 
-static void *tail(struct msg *m) { return m->u.b + NLMSG_ALIGN(m->u.h.nlmsg_len); }
+static void *tail(struct msg *m)
+{
+  return m->u.b + NLMSG_ALIGN(m->u.h.nlmsg_len);
+}
 
 static void begin(struct msg *m, int type, int flags, const void *fixed, size_t fixed_len)
 {
@@ -54,7 +57,10 @@ static void attr(struct msg *m, int type, const void *data, size_t len)
   m->u.h.nlmsg_len = (uint32_t)(at + RTA_SPACE(len));
 }
 
-static void attr_str(struct msg *m, int type, const char *s) { attr(m, type, s, strlen(s) + 1); }
+static void attr_str(struct msg *m, int type, const char *s)
+{
+  attr(m, type, s, strlen(s) + 1);
+}
 
 /* Open a nested attribute; close() sets its length to what was added since. */
 static void open_nest(struct msg *m, int type)
@@ -196,8 +202,10 @@ int abx_rtnl_configure(int sock, const char *dev, const char *addr, int prefix, 
   if (rc == 0)
     rc = set_link(sock, dev, 0, 0, IN6_ADDR_GEN_MODE_NONE);
   if (rc == 0) {
-    struct ifaddrmsg ifa = {.ifa_family = AF_INET, .ifa_prefixlen = (unsigned char)prefix,
-                            .ifa_scope = RT_SCOPE_UNIVERSE, .ifa_index = (unsigned)index};
+    struct ifaddrmsg ifa = {.ifa_family = AF_INET,
+                            .ifa_prefixlen = (unsigned char)prefix,
+                            .ifa_scope = RT_SCOPE_UNIVERSE,
+                            .ifa_index = (unsigned)index};
     struct msg m;
     begin(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof ifa);
     attr(&m, IFA_LOCAL, &a, sizeof a);
@@ -207,8 +215,11 @@ int abx_rtnl_configure(int sock, const char *dev, const char *addr, int prefix, 
   if (rc == 0)
     rc = set_link(sock, dev, IFF_UP, IFF_UP, -1);
   if (rc == 0 && gateway) {
-    struct rtmsg rt = {.rtm_family = AF_INET, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_BOOT,
-                       .rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST};
+    struct rtmsg rt = {.rtm_family = AF_INET,
+                       .rtm_table = RT_TABLE_MAIN,
+                       .rtm_protocol = RTPROT_BOOT,
+                       .rtm_scope = RT_SCOPE_UNIVERSE,
+                       .rtm_type = RTN_UNICAST};
     struct msg m;
     begin(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof rt);
     attr(&m, RTA_GATEWAY, &g, sizeof g);

@@ -24,7 +24,8 @@ int abx_rtnl_veth_add(int sock, const char *name, const char *peer, int peer_net
 /* Configure `dev` as `ip link set DEV addrgenmode none; ip addr add ADDR/PREFIX dev DEV;
  * ip link set DEV up` and, when `gateway` is not NULL, `ip route add default via GATEWAY dev DEV`,
  * in that order. */
-int abx_rtnl_configure(int sock, const char *dev, const char *addr, int prefix, const char *gateway);
+int abx_rtnl_configure(int sock, const char *dev, const char *addr, int prefix,
+                       const char *gateway);
 
 /* Delete link `name` (`ip link del NAME`; a veth's peer goes with it). -ENODEV when there is none. */
 int abx_rtnl_link_del(int sock, const char *name);

@@ -29,8 +29,14 @@ void abx_opensandbox_config(const char *api_key, const char *endpoint_host)
 
 /* ---- records ------------------------------------------------------------------------------ */
 
-void opensandbox_lock(void) { pthread_mutex_lock(&g_mu); }
-void opensandbox_unlock(void) { pthread_mutex_unlock(&g_mu); }
+void opensandbox_lock(void)
+{
+  pthread_mutex_lock(&g_mu);
+}
+void opensandbox_unlock(void)
+{
+  pthread_mutex_unlock(&g_mu);
+}
 
 struct opensandbox_rec *opensandbox_find(const char *id)
 {
@@ -64,7 +70,7 @@ void opensandbox_drop(struct opensandbox_rec *r)
 /* ---- answers ------------------------------------------------------------------------------ */
 
 enum MHD_Result opensandbox_send(struct MHD_Connection *c, unsigned status, json_t *body,
-                        const char *location)
+                                 const char *location)
 {
   char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
   json_decref(body);
@@ -98,7 +104,7 @@ enum MHD_Result opensandbox_send(struct MHD_Connection *c, unsigned status, json
 }
 
 enum MHD_Result opensandbox_error(struct MHD_Connection *c, unsigned status, const char *code,
-                         const char *msg)
+                                  const char *msg)
 {
   return opensandbox_send(c, status, json_pack("{s:s,s:s}", "code", code, "message", msg), NULL);
 }
@@ -266,8 +272,9 @@ static enum MHD_Result list(struct MHD_Connection *c)
   const char *mq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "metadata");
   json_t *want = metadata_filter(mq ? mq : "");
   if (mq && *mq && !want)
-    return opensandbox_error(c, 400, "INVALID_METADATA_FORMAT",
-                    "Invalid metadata format: bad query field (every piece must be key=value)");
+    return opensandbox_error(
+        c, 400, "INVALID_METADATA_FORMAT",
+        "Invalid metadata format: bad query field (every piece must be key=value)");
   if (!want)
     want = json_object();
   size_t n = 0, cap = 16;
@@ -283,7 +290,8 @@ static enum MHD_Result list(struct MHD_Connection *c)
       ok = ok || strcasecmp(q.states[i], st) == 0;
     const char *k;
     json_t *v;
-    json_object_foreach(want, k, v) {
+    json_object_foreach(want, k, v)
+    {
       json_t *h = json_object_get(r->metadata, k);
       ok = ok && json_is_string(h) && strcmp(json_string_value(h), json_string_value(v)) == 0;
     }
@@ -309,10 +317,10 @@ static enum MHD_Result list(struct MHD_Connection *c)
   free(rows);
   long pages = (long)((n + (size_t)size - 1) / (size_t)size);
   return opensandbox_send(c, 200,
-                 json_pack("{s:o,s:{s:i,s:i,s:i,s:i,s:b}}", "items", items, "pagination", "page",
-                           (int)page, "pageSize", (int)size, "totalItems", (int)n, "totalPages",
-                           (int)pages, "hasNextPage", page < pages),
-                 NULL);
+                          json_pack("{s:o,s:{s:i,s:i,s:i,s:i,s:b}}", "items", items, "pagination",
+                                    "page", (int)page, "pageSize", (int)size, "totalItems", (int)n,
+                                    "totalPages", (int)pages, "hasNextPage", page < pages),
+                          NULL);
 }
 
 /* DELETE: 204. A Pending sandbox is killed once its start ends; a Failed one's record goes. */
@@ -380,8 +388,7 @@ static enum MHD_Result change(struct MHD_Connection *c, const char *id, int resu
 /* renew-expiration {expiresAt} (RenewSandboxExpirationRequest, additionalProperties false): the
  * new absolute expiry, in the future (validators.py ensure_future_expiration) and after the
  * current one (the spec: "Must be in the future and after the current expiresAt time"). */
-static enum MHD_Result renew(struct MHD_Connection *c, const char *id, const char *body,
-                             size_t len)
+static enum MHD_Result renew(struct MHD_Connection *c, const char *id, const char *body, size_t len)
 {
   json_error_t je;
   json_t *j = body && len ? json_loadb(body, len, 0, &je) : NULL;
@@ -402,9 +409,10 @@ static enum MHD_Result renew(struct MHD_Connection *c, const char *id, const cha
   opensandbox_lock();
   struct opensandbox_rec *r = opensandbox_find(id);
   int st = !r || (r->state == OPENSANDBOX_LIVE && !opensandbox_sandbox_json_alive(r)) ? 404
-           : r->state == OPENSANDBOX_FAILED ? 409
-           : r->expires_ns == OPENSANDBOX_NEVER ? 410
-           : ns <= r->expires_ns ? 411 : 0;
+           : r->state == OPENSANDBOX_FAILED                                           ? 409
+           : r->expires_ns == OPENSANDBOX_NEVER                                       ? 410
+           : ns <= r->expires_ns                                                      ? 411
+                                                                                      : 0;
   if (st == 0) {
     r->expires_ns = ns;
     abx_registry_lock();
@@ -453,10 +461,12 @@ static enum MHD_Result endpoint(struct MHD_Connection *c, const char *id, const 
                              "supported by the local opensandbox flavor.");
   const char *usp = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "use_server_proxy");
   if (usp && strcasecmp(usp, "false") != 0 && strcmp(usp, "0") != 0)
-    return opensandbox_error(c, 400, strcasecmp(usp, "true") == 0 || strcmp(usp, "1") == 0
-                              ? OPENSANDBOX_E_NOT_SUPPORTED : OPENSANDBOX_E_INVALID,
-                    "query 'use_server_proxy': only false is served here (the endpoint is "
-                    "serve's own ingress already)");
+    return opensandbox_error(c, 400,
+                             strcasecmp(usp, "true") == 0 || strcmp(usp, "1") == 0
+                                 ? OPENSANDBOX_E_NOT_SUPPORTED
+                                 : OPENSANDBOX_E_INVALID,
+                             "query 'use_server_proxy': only false is served here (the endpoint is "
+                             "serve's own ingress already)");
   opensandbox_lock();
   struct opensandbox_rec *r = opensandbox_find(id);
   int ok = r && r->state != OPENSANDBOX_FAILED &&
@@ -505,11 +515,13 @@ enum MHD_Result abx_opensandbox_control(struct MHD_Connection *c, const char *me
     return opensandbox_send(c, 200, json_pack("{s:s}", "status", "healthy"), NULL);
   const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OPEN-SANDBOX-API-KEY");
   if (!k || !*k)
-    return opensandbox_error(c, 401, "MISSING_API_KEY", "Authentication credentials are missing. "
-                    "Provide API key via OPEN-SANDBOX-API-KEY header.");
+    return opensandbox_error(c, 401, "MISSING_API_KEY",
+                             "Authentication credentials are missing. "
+                             "Provide API key via OPEN-SANDBOX-API-KEY header.");
   if (!key_ok(k))
-    return opensandbox_error(c, 401, "INVALID_API_KEY", "Authentication credentials are invalid. "
-                    "Check your API key and try again.");
+    return opensandbox_error(c, 401, "INVALID_API_KEY",
+                             "Authentication credentials are invalid. "
+                             "Check your API key and try again.");
   /* segments after /v1/sandboxes: [id [, action [, port]]] */
   static const char pre[] = "/v1/sandboxes";
   char seg[3][72] = {"", "", ""};
@@ -595,4 +607,7 @@ void abx_opensandbox_tick(int64_t now_ns)
     opensandbox_worker_op(due[i], OPENSANDBOX_OP_KILLING);
 }
 
-void abx_opensandbox_drain(void) { opensandbox_workers_drain(); }
+void abx_opensandbox_drain(void)
+{
+  opensandbox_workers_drain();
+}

@@ -23,12 +23,16 @@
 /* Every field of CreateSandboxRequest (the spec). The spec leaves the object open (no
  * additionalProperties: false) and the real server ignores other keys; here they are refused,
  * as the platform never drops a value it was sent (docs/PLATFORM.md). */
-static const char *const known_keys[] = {"image", "snapshotId", "platform", "timeout",
-                                         "resourceLimits", "env", "metadata", "entrypoint",
-                                         "networkPolicy", "credentialProxy", "secureAccess",
-                                         "volumes", "extensions"};
+static const char *const known_keys[] = {
+    "image",        "snapshotId", "platform",   "timeout",       "resourceLimits",
+    "env",          "metadata",   "entrypoint", "networkPolicy", "credentialProxy",
+    "secureAccess", "volumes",    "extensions"};
 
-#define BAD(...) do { snprintf(msg, n, __VA_ARGS__); return -1; } while (0)
+#define BAD(...)                                                                                   \
+  do {                                                                                             \
+    snprintf(msg, n, __VA_ARGS__);                                                                 \
+    return -1;                                                                                     \
+  } while (0)
 
 static int present(json_t *o, const char *k)
 {
@@ -45,7 +49,7 @@ static int str_map(json_t *o, const char *k, char *msg, size_t n)
   if (!json_is_object(m))
     BAD("field '%s' must be an object of strings", k);
   json_object_foreach(m, kk, v) if (!json_is_string(v))
-    BAD("field '%s.%.64s' must be a string", k, kk);
+      BAD("field '%s.%.64s' must be a string", k, kk);
   return 0;
 }
 
@@ -79,16 +83,19 @@ static int metadata_ok(json_t *md, char *msg, size_t n)
 {
   const char *k;
   json_t *v;
-  json_object_foreach(md, k, v) {
+  json_object_foreach(md, k, v)
+  {
     const char *slash = strchr(k, '/'), *name = slash ? slash + 1 : k;
     if (strncmp(k, "opensandbox.io/", 15) == 0)
       BAD("Metadata key '%.80s' uses the reserved prefix 'opensandbox.io/'. Keys under this "
-          "prefix are managed by the system and cannot be set via metadata.", k);
+          "prefix are managed by the system and cannot be set via metadata.",
+          k);
     if ((slash && !dns_subdomain_ok(k, (size_t)(slash - k))) || !label_name_ok(name, strlen(name)))
       BAD("Metadata key '%.80s' is invalid: must be either a name or a DNS-subdomain prefix and "
           "name separated by /, where the name is up to 63 characters and matches "
           "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, and the optional prefix is a valid DNS "
-          "subdomain up to 253 characters.", k);
+          "subdomain up to 253 characters.",
+          k);
     const char *val = json_string_value(v);
     if (*val && !label_name_ok(val, strlen(val)))
       BAD("Metadata value '%.80s' is invalid: must be 63 characters or less, start/end with an "
@@ -104,7 +111,8 @@ static int limits(json_t *rl, int *millis, int *mem_mb, char *msg, size_t n)
 {
   const char *k;
   json_t *v;
-  json_object_foreach(rl, k, v) {
+  json_object_foreach(rl, k, v)
+  {
     const char *s = json_string_value(v);
     char *end = NULL;
     if (strcmp(k, "cpu") == 0) {
@@ -116,7 +124,8 @@ static int limits(json_t *rl, int *millis, int *mem_mb, char *msg, size_t n)
         *millis = (int)(c * 1000);
       else
         BAD("field 'resourceLimits.cpu' must be a CPU quantity such as \"500m\", \"1\" or "
-            "\"1.5\", got '%.40s'", s);
+            "\"1.5\", got '%.40s'",
+            s);
       long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
       if (*millis < 10 || *millis > (ncpu > 0 ? ncpu : 1) * 1000)
         BAD("field 'resourceLimits.cpu' must be from 10m to %ldm (this host's CPUs), got '%.40s'",
@@ -134,13 +143,15 @@ static int limits(json_t *rl, int *millis, int *mem_mb, char *msg, size_t n)
         mb = q >> 20;
       else
         BAD("field 'resourceLimits.memory' must be a whole number of MiB written as \"512Mi\", "
-            "\"1Gi\", Ki or bytes (sandbox memory is set in MiB), got '%.40s'", s);
+            "\"1Gi\", Ki or bytes (sandbox memory is set in MiB), got '%.40s'",
+            s);
       if (mb < 64 || mb > 65536)
         BAD("field 'resourceLimits.memory' must be from 64Mi to 64Gi, got '%.40s'", s);
       *mem_mb = (int)mb;
     } else {
       BAD("field 'resourceLimits.%.40s' cannot be honoured by the local opensandbox flavor: only "
-          "cpu and memory are (no GPUs)", k);
+          "cpu and memory are (no GPUs)",
+          k);
     }
   }
   return 0;
@@ -173,20 +184,22 @@ static void known_templates(char *out, size_t n)
 }
 
 /* Validate `req` into the out-parameters; 0, or -1 with (status 400) *code and msg. */
-static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
-                    const char **code, char *msg, size_t n)
+static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, const char **code,
+                    char *msg, size_t n)
 {
   *code = OPENSANDBOX_E_INVALID;
   const char *k;
   json_t *v;
-  json_object_foreach(req, k, v) {
+  json_object_foreach(req, k, v)
+  {
     size_t i = 0;
     while (i < sizeof known_keys / sizeof known_keys[0] && strcmp(known_keys[i], k) != 0)
       i++;
     if (i == sizeof known_keys / sizeof known_keys[0])
       BAD("unknown field '%.64s': CreateSandboxRequest has image, snapshotId, platform, timeout, "
           "resourceLimits, env, metadata, entrypoint, networkPolicy, credentialProxy, "
-          "secureAccess, volumes, extensions", k);
+          "secureAccess, volumes, extensions",
+          k);
   }
   *code = OPENSANDBOX_E_NOT_SUPPORTED;
   if (present(req, "snapshotId"))
@@ -203,7 +216,8 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb,
   json_t *img = json_object_get(req, "image"), *uri = json_object_get(img, "uri");
   if (!img || json_is_null(img))
     BAD("Exactly one of image or snapshotId must be provided.");
-  json_object_foreach(img, k, v) if (strcmp(k, "uri") != 0) {
+  json_object_foreach(img, k, v) if (strcmp(k, "uri") != 0)
+  {
     *code = strcmp(k, "auth") == 0 ? OPENSANDBOX_E_NOT_SUPPORTED : OPENSANDBOX_E_INVALID;
     BAD("field 'image.%.40s' %s", k,
         strcmp(k, "auth") == 0 ? "cannot be honoured: image.uri "
@@ -274,8 +288,10 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
     /* the real Docker runtime's answer to an image it cannot pull: 500
      * DOCKER::SANDBOX_IMAGE_PULL_FAILED "Failed to pull image X: ..." (server/opensandbox_server/
      * services/docker/container_ops.py); here every image is a local template */
-    snprintf(msg, sizeof msg, "Failed to pull image %.100s: not a local template (field "
-             "'image.uri'; known: %s)", uri, known);
+    snprintf(msg, sizeof msg,
+             "Failed to pull image %.100s: not a local template (field "
+             "'image.uri'; known: %s)",
+             uri, known);
     json_decref(req);
     return opensandbox_error(c, 500, OPENSANDBOX_E_IMAGE_PULL, msg);
   }
@@ -285,9 +301,12 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
     mem_mb = mem_mb ? mem_mb : t->memory_mb;
   }
   /* the platform's default network (spec.network NULL): open egress, no token (network.h) */
-  struct abx_sandbox_spec spec = {.tmpl = t, .metadata = json_object_get(req, "metadata"),
+  struct abx_sandbox_spec spec = {.tmpl = t,
+                                  .metadata = json_object_get(req, "metadata"),
                                   .secure = json_is_true(json_object_get(req, "secureAccess")),
-                                  .cpu_count = cpu, .memory_mb = mem_mb, .defer_start = 1};
+                                  .cpu_count = cpu,
+                                  .memory_mb = mem_mb,
+                                  .defer_start = 1};
   struct opensandbox_rec *r = calloc(1, sizeof *r);
   int st = 500;
   struct abx_sandbox *sb = r ? abx_sandbox_new(&spec, &st, msg, sizeof msg) : NULL;

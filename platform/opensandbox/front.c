@@ -45,8 +45,8 @@ static void set_id(struct abx_route *route, const char *id, size_t l)
  * `/sandboxes/<id>/port/<port>[/rest]` (the spec's Endpoint format), `raw_uri` then rewritten in
  * place to "/rest" (query kept) or "/". 1 with `route` filled; 0 not an ingress request; -1
  * malformed (msg: the 400's text). */
-static int parse_route(struct MHD_Connection *c, char *raw_uri, struct abx_route *route,
-                         char *msg, size_t n)
+static int parse_route(struct MHD_Connection *c, char *raw_uri, struct abx_route *route, char *msg,
+                       size_t n)
 {
   const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OpenSandbox-Ingress-To");
   if (!h || !*h)
@@ -151,12 +151,12 @@ static enum MHD_Result ingress_error(struct MHD_Connection *c, const struct abx_
 }
 
 const struct abx_front abx_opensandbox_front = {
-  .name = "opensandbox",
-  .route = route,
-  .control = abx_opensandbox_control,
-  .ingress_error = ingress_error,
-  .route_header = "OpenSandbox-Ingress-To", /* proxy.go removes it before proxying */
-  .listening = abx_opensandbox_config,
-  .tick = abx_opensandbox_tick,
-  .drain = abx_opensandbox_drain,
+    .name = "opensandbox",
+    .route = route,
+    .control = abx_opensandbox_control,
+    .ingress_error = ingress_error,
+    .route_header = "OpenSandbox-Ingress-To", /* proxy.go removes it before proxying */
+    .listening = abx_opensandbox_config,
+    .tick = abx_opensandbox_tick,
+    .drain = abx_opensandbox_drain,
 };

@@ -56,7 +56,7 @@ void abx_opensandbox_drain(void);
 #define OPENSANDBOX_E_INTERNAL "SANDBOX::UNKNOWN_ERROR"
 #define OPENSANDBOX_E_IMAGE_PULL "DOCKER::SANDBOX_IMAGE_PULL_FAILED"
 
-#define OPENSANDBOX_MIN_TIMEOUT_S 60       /* spec CreateSandboxRequest.timeout minimum */
+#define OPENSANDBOX_MIN_TIMEOUT_S 60   /* spec CreateSandboxRequest.timeout minimum */
 #define OPENSANDBOX_FAILED_KEEP_S 3600 /* docker_service.py PENDING_FAILURE_TTL_SECONDS default */
 #define OPENSANDBOX_NEVER INT64_MAX    /* expires_ns of a sandbox without automatic expiration */
 
@@ -71,7 +71,7 @@ enum opensandbox_op {
 struct opensandbox_rec {
   char id[32];
   enum opensandbox_state state;
-  enum opensandbox_op op;          /* a worker is changing the sandbox's state */
+  enum opensandbox_op op; /* a worker is changing the sandbox's state */
   int deleted;            /* DELETE while Pending: the start's worker kills it at the end */
   int64_t created_ns;     /* CLOCK_REALTIME ns */
   int64_t transition_ns;  /* status.lastTransitionAt */
@@ -101,12 +101,12 @@ void opensandbox_drop(struct opensandbox_rec *r);
 
 /* Queue {code, message} with `status`, X-Request-ID and Content-Type (control.c). */
 enum MHD_Result opensandbox_error(struct MHD_Connection *c, unsigned status, const char *code,
-                         const char *msg);
+                                  const char *msg);
 
 /* Queue `body` (stolen; NULL: an empty body) with `status`, X-Request-ID, and Location when
  * `location` is not NULL. */
 enum MHD_Result opensandbox_send(struct MHD_Connection *c, unsigned status, json_t *body,
-                        const char *location);
+                                 const char *location);
 
 /* Under opensandbox_lock (the registry lock is taken inside): the spec's Sandbox object for `r`,
  * or the CreateSandboxResponse when `created` (no image, as the spec's 202 says). NULL when the

@@ -17,7 +17,7 @@ static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static int g_running;
 
 struct job {
-  enum opensandbox_op op;           /* OPENSANDBOX_OP_NONE: the start of `sb` */
+  enum opensandbox_op op; /* OPENSANDBOX_OP_NONE: the start of `sb` */
   char id[32];
   struct abx_sandbox *sb;
   json_t *env, *entrypoint;
@@ -43,7 +43,8 @@ static char *quote_argv(json_t *argv)
   if (!s)
     return NULL;
   w += sprintf(w, "exec");
-  json_array_foreach(argv, i, v) {
+  json_array_foreach(argv, i, v)
+  {
     *w++ = ' ';
     *w++ = '\'';
     for (const char *p = json_string_value(v); *p; p++)
@@ -61,11 +62,12 @@ static int run_entrypoint(struct abx_sandbox *sb, json_t *argv, char *err, size_
 {
   char *cmd = quote_argv(argv), out[200] = "";
   json_t *envs = cmd ? json_pack("{s:s,s:s}", "ABX_ENTRYPOINT", cmd, "ABX_ENTRYPOINT0",
-                                 json_string_value(json_array_get(argv, 0))) : NULL;
+                                 json_string_value(json_array_get(argv, 0)))
+                     : NULL;
   int code = -1;
   /* 30 s, as template_start.c's start_cmd launch: a loaded machine must not fail it (issue 22) */
-  int rc = envs ? abx_envd_run(sb->netns_fd, sb->secure ? sb->token : NULL, "root", ep_script,
-                               envs, 30000, &code, out, sizeof out, err, n)
+  int rc = envs ? abx_envd_run(sb->netns_fd, sb->secure ? sb->token : NULL, "root", ep_script, envs,
+                               30000, &code, out, sizeof out, err, n)
                 : (snprintf(err, n, "out of memory"), -1);
   if (rc == 0 && code != 0) {
     size_t l = strlen(out);

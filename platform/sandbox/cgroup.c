@@ -20,8 +20,8 @@
 
 enum { H_FREEZER, H_MEMORY, H_CPUACCT, H_CPU };
 static const char *const names[ABX_CGROUP_MAX] = {"freezer", "memory", "cpuacct", "cpu"};
-static char g_base[ABX_CGROUP_MAX][600];  /* .../abxlua/serve.<pid>, "" when unusable */
-static char g_abx[ABX_CGROUP_MAX][512];   /* .../abxlua */
+static char g_base[ABX_CGROUP_MAX][600]; /* .../abxlua/serve.<pid>, "" when unusable */
+static char g_abx[ABX_CGROUP_MAX][512];  /* .../abxlua */
 
 /* serve's own cgroup path in hierarchy `h` from /proc/self/cgroup ("/" when not found). */
 static void own_path(const char *h, char *out, size_t n)
@@ -77,7 +77,10 @@ int abx_cgroup_init(void)
   return ok;
 }
 
-int abx_cgroup_can_freeze(void) { return g_base[H_FREEZER][0] != 0; }
+int abx_cgroup_can_freeze(void)
+{
+  return g_base[H_FREEZER][0] != 0;
+}
 
 static int write_str(const char *path, const char *s)
 {
@@ -196,7 +199,10 @@ static uint64_t group_cap(void)
   return SHARES_PER_CPU * (uint64_t)(n > 0 ? n : 1);
 }
 
-static uint64_t min_u64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+  return a < b ? a : b;
+}
 
 /* Sets serve.<pid>'s weight to the sum of its sandboxes' and abxlua's to the sum of the serves',
  * each at most group_cap() (an flock on the abxlua group orders this against other serves'
@@ -276,8 +282,10 @@ int abx_cgroup_set_cpu_millis(const char *id, int millis, char *err, size_t errl
   uint64_t period = read_u64(p);
   uint64_t quota = (period ? period : 100000) * (uint64_t)(millis > 0 ? millis : 1) / 1000;
   if (quota < 1000) {
-    snprintf(err, errlen, "a CPU limit of %dm is below the kernel's minimum quota (1 ms per "
-             "%llu us period)", millis, (unsigned long long)period);
+    snprintf(err, errlen,
+             "a CPU limit of %dm is below the kernel's minimum quota (1 ms per "
+             "%llu us period)",
+             millis, (unsigned long long)period);
     return -1;
   }
   if (set_value(H_CPU, id, "cpu.cfs_quota_us", quota, err, errlen) != 0)

@@ -122,15 +122,15 @@ typedef void (*output_fn)(void *cls, int stream, const unsigned char *bytes, siz
 /* One process.Process/Start call: what to run and how the caller wants it bounded. */
 struct start_call {
   int netns_fd;
-  const char *token;           /* the sandbox's envd access token, or NULL */
-  const char *user;            /* envd's Basic auth user */
-  const char *cwd;             /* NULL or "": envd's default */
-  const char *script;          /* run with /bin/bash -c */
-  json_t *envs;                /* borrowed, may be NULL */
-  long timeout_ms;             /* the whole call */
-  long connect_timeout_ms;     /* the connect alone */
-  size_t max_body_bytes;       /* more response than this fails the call; 0: no limit */
-  int quote_refusal;           /* a non-200 answer's error quotes its first bytes */
+  const char *token;       /* the sandbox's envd access token, or NULL */
+  const char *user;        /* envd's Basic auth user */
+  const char *cwd;         /* NULL or "": envd's default */
+  const char *script;      /* run with /bin/bash -c */
+  json_t *envs;            /* borrowed, may be NULL */
+  long timeout_ms;         /* the whole call */
+  long connect_timeout_ms; /* the connect alone */
+  size_t max_body_bytes;   /* more response than this fails the call; 0: no limit */
+  int quote_refusal;       /* a non-200 answer's error quotes its first bytes */
 };
 
 #define REFUSAL_QUOTE_BYTES 200
@@ -142,13 +142,13 @@ struct start_state {
   void *cls;
   CURL *curl;
   struct abx_connect_decoder decoder;
-  long status;                 /* 0 until the first body byte */
+  long status; /* 0 until the first body byte */
   size_t body_bytes;
   char refusal[REFUSAL_QUOTE_BYTES];
   size_t refusal_len;
-  int closed;                  /* the end-of-stream envelope came: nothing after it counts */
-  int ended, exit_code;        /* the end event came, with this exitCode */
-  char stream_err[256];        /* an error end-of-stream */
+  int closed;           /* the end-of-stream envelope came: nothing after it counts */
+  int ended, exit_code; /* the end event came, with this exitCode */
+  char stream_err[256]; /* an error end-of-stream */
 };
 
 /* The StartRequest (§4.1) framed as one uncompressed envelope (§2.3); NULL on out of memory. */
@@ -266,8 +266,8 @@ static size_t take_body(char *p, size_t sz, size_t n, void *cls)
 }
 
 /* The call's outcome: 0 with *exit_code once the end event came, else -1 with err. */
-static int start_outcome(struct start_state *s, CURLcode rc, long status, int *exit_code,
-                         char *err, size_t errlen)
+static int start_outcome(struct start_state *s, CURLcode rc, long status, int *exit_code, char *err,
+                         size_t errlen)
 {
   if (rc != CURLE_OK)
     snprintf(err, errlen, "envd process.Process/Start: %s",
@@ -367,15 +367,20 @@ static void tail_append(void *cls, int stream, const unsigned char *d, size_t ad
 }
 
 int abx_envd_run(int netns_fd, const char *token, const char *user, const char *script,
-                 json_t *envs, long timeout_ms, int *exit_code, char *out, size_t outlen,
-                 char *err, size_t errlen)
+                 json_t *envs, long timeout_ms, int *exit_code, char *out, size_t outlen, char *err,
+                 size_t errlen)
 {
   if (outlen)
     out[0] = 0;
   err[0] = 0;
-  struct start_call call = {.netns_fd = netns_fd, .token = token, .user = user,
-                            .script = script, .envs = envs, .timeout_ms = timeout_ms,
-                            .connect_timeout_ms = timeout_ms, .max_body_bytes = RUN_BODY_MAX,
+  struct start_call call = {.netns_fd = netns_fd,
+                            .token = token,
+                            .user = user,
+                            .script = script,
+                            .envs = envs,
+                            .timeout_ms = timeout_ms,
+                            .connect_timeout_ms = timeout_ms,
+                            .max_body_bytes = RUN_BODY_MAX,
                             .quote_refusal = 1};
   struct tail t = {out, outlen};
   return start_process(&call, tail_append, &t, exit_code, err, errlen);
@@ -421,8 +426,13 @@ int abx_envd_run_stream(int netns_fd, const char *token, const char *user, const
   }
   s->fn = fn;
   s->cls = cls;
-  struct start_call call = {.netns_fd = netns_fd, .token = token, .user = user, .cwd = cwd,
-                            .script = script, .envs = envs, .timeout_ms = timeout_ms,
+  struct start_call call = {.netns_fd = netns_fd,
+                            .token = token,
+                            .user = user,
+                            .cwd = cwd,
+                            .script = script,
+                            .envs = envs,
+                            .timeout_ms = timeout_ms,
                             .connect_timeout_ms = 10000L};
   int ret = start_process(&call, emit, s, exit_code, err, errlen);
   for (int k = 0; k < 2; k++)

@@ -36,8 +36,8 @@ int abx_envd_init(int netns_fd, json_t *body, char *err, size_t errlen);
  * its stdout and stderr, interleaved as they came. -1 with err: envd unreachable, an error
  * end-of-stream, or no end event before the timeout. */
 int abx_envd_run(int netns_fd, const char *token, const char *user, const char *script,
-                 json_t *envs, long timeout_ms, int *exit_code, char *out, size_t outlen,
-                 char *err, size_t errlen);
+                 json_t *envs, long timeout_ms, int *exit_code, char *out, size_t outlen, char *err,
+                 size_t errlen);
 
 /* One line of a streamed process's output: `stream` 1 stdout, 2 stderr; `line` without its
  * newline, NUL-terminated (a last line without a newline is given at the end; lines longer than

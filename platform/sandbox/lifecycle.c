@@ -32,8 +32,9 @@ static int pause_locked(struct abx_sandbox *sb, int keep_memory, const char *why
   abx_registry_unlock();
   if (!keep_memory)
     abx_sandbox_halt(sb);
-  abx_sandbox_log(sb, "info", keep_memory ? "sandbox paused (memory kept)"
-                                          : "sandbox paused (filesystem only)");
+  abx_sandbox_log(sb, "info",
+                  keep_memory ? "sandbox paused (memory kept)"
+                              : "sandbox paused (filesystem only)");
   abx_slog("sandbox %s stopped: %s (%s)", sb->id, why,
            keep_memory ? "memory kept" : "filesystem only");
   return 0;
@@ -47,7 +48,10 @@ int abx_lifecycle_pause_mem(struct abx_sandbox *sb, int keep_memory)
   return rc;
 }
 
-int abx_lifecycle_pause(struct abx_sandbox *sb) { return abx_lifecycle_pause_mem(sb, 1); }
+int abx_lifecycle_pause(struct abx_sandbox *sb)
+{
+  return abx_lifecycle_pause_mem(sb, 1);
+}
 
 /* Under sb->op, sb listed and paused: make it run again with TTL `end` (ns). */
 static int wake_locked(struct abx_sandbox *sb, int keep_memory, int64_t end)

@@ -23,10 +23,10 @@ struct sample {
 struct ring {
   char id[32];
   struct sample s[ABX_METRICS_RING];
-  size_t head, n;          /* s[head] is the oldest of n */
-  uint64_t cpu_prev_ns;    /* cgroup CPU time at the previous sample (or the (re)start: 0) */
-  int64_t cpu_prev_mono;   /* when it was read */
-  int64_t last_mono;       /* the last sample, 0 before the first */
+  size_t head, n;        /* s[head] is the oldest of n */
+  uint64_t cpu_prev_ns;  /* cgroup CPU time at the previous sample (or the (re)start: 0) */
+  int64_t cpu_prev_mono; /* when it was read */
+  int64_t last_mono;     /* the last sample, 0 before the first */
   struct ring *next;
 };
 
@@ -83,8 +83,8 @@ void abx_metrics_sample(struct abx_sandbox *sb)
       r->head = (r->head + 1) % ABX_METRICS_RING; /* the oldest goes */
     else
       r->n++;
-    r->s[at] = (struct sample){now, pct, cpus, st.mem_used, (uint64_t)sb->memory_mb << 20,
-                               st.mem_cache, disk, disk_total};
+    r->s[at] = (struct sample){
+        now, pct, cpus, st.mem_used, (uint64_t)sb->memory_mb << 20, st.mem_cache, disk, disk_total};
   }
   pthread_mutex_unlock(&mu);
 }

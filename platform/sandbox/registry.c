@@ -12,9 +12,18 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct abx_sandbox *head;
 
-void abx_registry_lock(void) { pthread_mutex_lock(&mu); }
-void abx_registry_unlock(void) { pthread_mutex_unlock(&mu); }
-struct abx_sandbox *abx_registry_head(void) { return head; }
+void abx_registry_lock(void)
+{
+  pthread_mutex_lock(&mu);
+}
+void abx_registry_unlock(void)
+{
+  pthread_mutex_unlock(&mu);
+}
+struct abx_sandbox *abx_registry_head(void)
+{
+  return head;
+}
 
 struct abx_sandbox *abx_registry_find(const char *id)
 {
@@ -77,5 +86,11 @@ static int netns_of(const char *id, int paused_code)
   return fd;
 }
 
-int abx_registry_netns(const char *id) { return netns_of(id, 0); }
-int abx_registry_netns_running(const char *id) { return netns_of(id, -2); }
+int abx_registry_netns(const char *id)
+{
+  return netns_of(id, 0);
+}
+int abx_registry_netns_running(const char *id)
+{
+  return netns_of(id, -2);
+}

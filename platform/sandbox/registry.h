@@ -24,15 +24,15 @@ struct abx_sandbox {
   char id[32];
   char template_id[64];
   char alias[64];
-  json_t *metadata;    /* object str -> str, owned */
+  json_t *metadata; /* object str -> str, owned */
   int secure;
-  char token[48];      /* envdAccessToken when secure, else "" */
+  char token[48]; /* envdAccessToken when secure, else "" */
   int64_t started_ns;
-  int64_t end_ns;      /* TTL deadline */
-  pid_t pid;           /* bwrap, leader of its own process group */
-  pid_t child_pid;     /* first process inside the sandbox namespaces (bwrap --info-fd) */
-  int netns_fd;        /* /proc/<child_pid>/ns/net, held open for the sandbox's lifetime */
-  char *dir;           /* <state-dir>/<id>, owned */
+  int64_t end_ns;  /* TTL deadline */
+  pid_t pid;       /* bwrap, leader of its own process group */
+  pid_t child_pid; /* first process inside the sandbox namespaces (bwrap --info-fd) */
+  int netns_fd;    /* /proc/<child_pid>/ns/net, held open for the sandbox's lifetime */
+  char *dir;       /* <state-dir>/<id>, owned */
   struct abx_sandbox *next;
   /* lifecycle (api_sandboxes.c, lifecycle.c) */
   struct abx_template *tmpl; /* ref + sandbox use held (rootfs.h) */
@@ -55,7 +55,7 @@ struct abx_sandbox {
                               * build's sandbox, id "b..."; NULL: "created") */
   int refs;                  /* atomic: the list's ref + abx_sandbox_get()s (sandbox.h) */
   int listed;
-  pthread_mutex_t op;        /* serializes pause/resume/snapshot/kill of this sandbox */
+  pthread_mutex_t op; /* serializes pause/resume/snapshot/kill of this sandbox */
 };
 
 void abx_registry_lock(void);

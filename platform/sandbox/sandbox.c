@@ -41,7 +41,8 @@
 
 static const char *g_state_dir;
 static const char *g_exe;
-static char g_sandbox_exe[4096]; /* bound at /opt/abx/abxlua: abxlua-envd beside g_exe, else g_exe */
+static char
+    g_sandbox_exe[4096]; /* bound at /opt/abx/abxlua: abxlua-envd beside g_exe, else g_exe */
 
 void abx_sandbox_config(const char *state_dir, const char *exe_path)
 {
@@ -112,7 +113,9 @@ static void discard_dir(const char *dir)
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     g_trash_started = (mkdir(trash, 0700) == 0 || errno == EEXIST) &&
-                      pthread_create(&t, &at, trash_worker, NULL) == 0 ? 1 : -1;
+                              pthread_create(&t, &at, trash_worker, NULL) == 0
+                          ? 1
+                          : -1;
     pthread_attr_destroy(&at);
   }
   if (g_trash_started > 0) {
@@ -181,8 +184,8 @@ static const char *path_in(struct argv_buf *a, const char *dir, const char *name
 
 /* Root in the sandbox keeps these (bwrap --cap-add) and its bounding set holds nothing else
  * (spawner.h keep_caps), so no mount, module loading or raw network access, ever. */
-static const char *caps[] = {"CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE",
-                             "CAP_FOWNER", "CAP_KILL"};
+static const char *caps[] = {"CAP_SETUID",       "CAP_SETGID", "CAP_CHOWN",
+                             "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_KILL"};
 #define KEEP_CAPS                                                                                  \
   ((1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) | (1ULL << CAP_CHOWN) |                             \
    (1ULL << CAP_DAC_OVERRIDE) | (1ULL << CAP_FOWNER) | (1ULL << CAP_KILL))
@@ -337,7 +340,7 @@ static int write_boot_id(struct abx_sandbox *sb)
   char h[33], id[40], p[4096];
   if (abx_rand_hex(h, 32) != 0)
     return -1;
-  h[12] = '4';                                  /* version 4 */
+  h[12] = '4';                              /* version 4 */
   h[16] = "89ab"[(unsigned char)h[16] & 3]; /* variant 10xx */
   snprintf(id, sizeof id, "%.8s-%.4s-%.4s-%.4s-%.12s\n", h, h + 8, h + 12, h + 16, h + 20);
   snprintf(p, sizeof p, "%s/boot_id", sb->dir);
@@ -381,7 +384,7 @@ static void halt(struct abx_sandbox *sb)
     kill(sb->child_pid, SIGKILL);
   if (sb->dir)
     abx_cgroup_kill_all(sb->id); /* a paused sandbox: SIGKILL everything, then thaw so it dies */
-  pid_t pid = sb->pid; /* one read: a killpg(0) would hit serve's own process group */
+  pid_t pid = sb->pid;           /* one read: a killpg(0) would hit serve's own process group */
   if (pid > 0) {
     /* Wait (1 s) for bwrap to exit without reaping it, so its pid and group stay reserved for
      * the killpg below; then reap. Nobody else reaps it meanwhile: the caller holds sb->op and
@@ -501,7 +504,8 @@ static void remove_cgroups(struct abx_sandbox *sb)
 
 /* A fresh sandbox's state dir and overlay root, then (every boot) its boot id. 0, or -1 with err.
  * Each undo is pushed before its step: a step failing halfway leaves part of it. */
-static int make_root(struct abx_sandbox *sb, int fresh, struct cleanup *undo, char *err, size_t errlen)
+static int make_root(struct abx_sandbox *sb, int fresh, struct cleanup *undo, char *err,
+                     size_t errlen)
 {
   if (fresh) {
     cleanup_push(undo, remove_dir);
@@ -552,8 +556,8 @@ static int spawn(struct abx_sandbox *sb, struct boot *b, char *err, size_t errle
     return -1;
   }
   build_argv(&b->a, sb);
-  char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                  "HOME=/root", "LANG=C.UTF-8", NULL};
+  char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
+                  "LANG=C.UTF-8", NULL};
   sb->pid = abx_spawner_run(BWRAP, b->a.v, envp, b->pipefd[1], b->logfd, b->cgroups, KEEP_CAPS);
   close(b->pipefd[1]);
   b->pipefd[1] = -1;
@@ -613,8 +617,8 @@ static int init_envd(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t
   if (envs)
     json_object_update(envs, env_vars);
   const char *duser = abx_template_user(sb->tmpl), *dwd = abx_template_workdir(sb->tmpl);
-  json_t *init = envs ? json_pack("{s:o,s:s}", "envVars", envs, "defaultUser", duser ? duser : "user")
-                      : NULL;
+  json_t *init =
+      envs ? json_pack("{s:o,s:s}", "envVars", envs, "defaultUser", duser ? duser : "user") : NULL;
   if (init && dwd)
     json_object_set_new(init, "defaultWorkdir", json_string(dwd));
   if (init && sb->secure)
@@ -672,8 +676,8 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   int rc = boot(sb, env_vars, 1, err, errlen);
   long long ms = (long long)((abx_mono_ns() - t0) / 1000000);
   if (rc == 0) {
-    abx_sandbox_log(sb, "info", "sandbox started from template %s (envd pid %d)",
-                    sb->template_id, (int)sb->child_pid);
+    abx_sandbox_log(sb, "info", "sandbox started from template %s (envd pid %d)", sb->template_id,
+                    (int)sb->child_pid);
     abx_slog("sandbox %s started: %s from template %s in %lld ms", sb->id, why, tmpl_name(sb), ms);
   } else {
     abx_slog("sandbox %s failed to start: %s from template %s, after %lld ms: %s", sb->id, why,
@@ -682,7 +686,10 @@ int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_
   return rc;
 }
 
-void abx_sandbox_halt(struct abx_sandbox *sb) { halt(sb); }
+void abx_sandbox_halt(struct abx_sandbox *sb)
+{
+  halt(sb);
+}
 
 int abx_sandbox_reboot(struct abx_sandbox *sb, char *err, size_t errlen)
 {

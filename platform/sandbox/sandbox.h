@@ -30,30 +30,30 @@ void abx_sandbox_config(const char *state_dir, const char *exe_path);
 
 /* What a sandbox is made from (abx_sandbox_new). Zero is the default of every field. */
 struct abx_sandbox_spec {
-  char kind;                   /* its id's first letter: 'i' (0: 'i') a sandbox of the API, listed
+  char kind;                 /* its id's first letter: 'i' (0: 'i') a sandbox of the API, listed
                                 * once started; 'b' a template build's, never listed */
-  const char *origin;          /* static, why it starts, for serve's log ("forked", "build");
+  const char *origin;        /* static, why it starts, for serve's log ("forked", "build");
                                 * NULL: "created" */
-  struct abx_template *tmpl;   /* borrowed: the sandbox takes its own ref and sandbox use */
-  const char *template_id;     /* the template id and alias it reports; NULL: tmpl's own */
+  struct abx_template *tmpl; /* borrowed: the sandbox takes its own ref and sandbox use */
+  const char *template_id;   /* the template id and alias it reports; NULL: tmpl's own */
   const char *alias;
-  json_t *metadata;            /* object str -> str, borrowed (copied); NULL: {} */
-  int secure;                  /* an envd access token is minted */
-  int cpu_count, memory_mb;    /* both 0: the template's */
+  json_t *metadata;         /* object str -> str, borrowed (copied); NULL: {} */
+  int secure;               /* an envd access token is minted */
+  int cpu_count, memory_mb; /* both 0: the template's */
   int auto_pause, auto_pause_memory, auto_resume; /* registry.h */
-  json_t *volume_mounts;       /* [{name, path, readOnly}], borrowed, already checked: a use of
+  json_t *volume_mounts; /* [{name, path, readOnly}], borrowed, already checked: a use of
                                 * each named volume is taken (abx_volume_use) */
-  const char *bind_dir;        /* instead: a host dir bound read-only at bind_path, no volume (a
+  const char *bind_dir;  /* instead: a host dir bound read-only at bind_path, no volume (a
                                 * build step's files) */
   const char *bind_path;
-  json_t *network;             /* a create request, borrowed: its network fields (net/network.h
+  json_t *network;          /* a create request, borrowed: its network fields (net/network.h
                                 * abx_network_create); NULL: the defaults (open egress) */
-  const char *network_from;    /* instead: the network settings of this sandbox (a fork) */
-  json_t *env_vars;            /* object, borrowed: the envVars given to envd; NULL: {} */
-  int skip_start;              /* no start_cmd/ready_cmd (a build's sandbox) */
-  int defer_start;             /* made but not started: the caller calls abx_sandbox_start (the
+  const char *network_from; /* instead: the network settings of this sandbox (a fork) */
+  json_t *env_vars;         /* object, borrowed: the envVars given to envd; NULL: {} */
+  int skip_start;           /* no start_cmd/ready_cmd (a build's sandbox) */
+  int defer_start;          /* made but not started: the caller calls abx_sandbox_start (the
                                 * OpenSandbox flavour starts in a worker) */
-  const char *start_failed;    /* a start error's message becomes "<start_failed>: <error>";
+  const char *start_failed; /* a start error's message becomes "<start_failed>: <error>";
                                 * NULL: the error alone */
 };
 
@@ -113,7 +113,6 @@ void abx_sandbox_stop(struct abx_sandbox *sb);
  * sandbox's dir into <state-dir>/.trash and a worker thread removes it), then remove the trash
  * itself. Called at shutdown (abx_lifecycle_shutdown). */
 void abx_sandbox_drain_trash(void);
-
 
 /* The rest of the wing's contract: platform/sandbox/ is reached through this header alone
  * (tests/layout/wings.py). */

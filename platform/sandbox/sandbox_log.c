@@ -68,7 +68,8 @@ json_t *abx_sandbox_log_read(const char *dir)
     total += (size_t)n;
     json_t *e = json_loads(line, 0, NULL);
     if (e && json_is_string(json_object_get(e, "timestamp")) &&
-        json_is_string(json_object_get(e, "level")) && json_is_string(json_object_get(e, "message")))
+        json_is_string(json_object_get(e, "level")) &&
+        json_is_string(json_object_get(e, "message")))
       json_array_append_new(arr, e);
     else
       json_decref(e);

@@ -22,7 +22,7 @@ struct abx_sandbox;
 /* Appends an entry to sb's log: `level` "info", "warn" or "error"; `message` printf-style.
  * Silently nothing when the directory is gone or the log is full (see Limits). */
 void abx_sandbox_log(const struct abx_sandbox *sb, const char *level, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* The entries of the log in directory `dir` (a sandbox's), oldest first, as a new JSON array of
  * SandboxLogEntry objects; an absent log gives []. Lines that are not entries are skipped. NULL

@@ -26,7 +26,10 @@ static void free_object(struct abx_sandbox *sb)
   free(sb);
 }
 
-static void drop_template(struct abx_sandbox *sb) { abx_template_put(sb->tmpl, 1); }
+static void drop_template(struct abx_sandbox *sb)
+{
+  abx_template_put(sb->tmpl, 1);
+}
 
 static void drop_json(struct abx_sandbox *sb)
 {
@@ -39,14 +42,18 @@ static void release_volumes(struct abx_sandbox *sb)
   size_t nv = json_array_size(sb->volume_mounts);
   for (size_t i = 0; i < nv && sb->volume_dirs; i++) {
     if (sb->volume_dirs[i])
-      abx_volume_release(json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name")));
+      abx_volume_release(
+          json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name")));
     free(sb->volume_dirs[i]);
   }
   free(sb->volume_dirs);
   json_decref(sb->volume_mounts);
 }
 
-static void forget_network(struct abx_sandbox *sb) { abx_network_forget(sb->id); }
+static void forget_network(struct abx_sandbox *sb)
+{
+  abx_network_forget(sb->id);
+}
 
 /* What a start leaves when it fails or the sandbox ends: its processes, files and samples. */
 static void stop_and_forget(struct abx_sandbox *sb)
@@ -61,7 +68,8 @@ static void stop_and_forget(struct abx_sandbox *sb)
 static int copy_fields(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec)
 {
   const struct abx_template *t = spec->tmpl;
-  snprintf(sb->template_id, sizeof sb->template_id, "%s", spec->template_id ? spec->template_id : t->id);
+  snprintf(sb->template_id, sizeof sb->template_id, "%s",
+           spec->template_id ? spec->template_id : t->id);
   snprintf(sb->alias, sizeof sb->alias, "%s", spec->alias ? spec->alias : t->alias);
   sb->origin = spec->origin;
   sb->secure = spec->secure;
@@ -78,22 +86,26 @@ static int copy_fields(struct abx_sandbox *sb, const struct abx_sandbox_spec *sp
 /* spec's volume_mounts (a use of each volume) or bind_dir (no volume). 0, or an HTTP status with
  * msg: 400 (a volume the request names is unknown) or 500. What was taken is released by the
  * undo release_volumes, also after a failure halfway. */
-static int take_volumes(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec, char *msg, size_t n)
+static int take_volumes(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec, char *msg,
+                        size_t n)
 {
   if (spec->bind_dir)
-    sb->volume_mounts = json_pack("[{s:s,s:s,s:b}]", "name", "", "path", spec->bind_path, "readOnly", 1);
+    sb->volume_mounts =
+        json_pack("[{s:s,s:s,s:b}]", "name", "", "path", spec->bind_path, "readOnly", 1);
   else if (json_array_size(spec->volume_mounts) > 0)
     sb->volume_mounts = json_deep_copy(spec->volume_mounts);
   else
     return 0;
   size_t count = json_array_size(sb->volume_mounts);
   sb->volume_dirs = calloc(count ? count : 1, sizeof *sb->volume_dirs);
-  if (!sb->volume_mounts || !sb->volume_dirs || (spec->bind_dir && !(sb->volume_dirs[0] = strdup(spec->bind_dir)))) {
+  if (!sb->volume_mounts || !sb->volume_dirs ||
+      (spec->bind_dir && !(sb->volume_dirs[0] = strdup(spec->bind_dir)))) {
     snprintf(msg, n, "out of memory");
     return 500;
   }
   for (size_t i = 0; !spec->bind_dir && i < count; i++) {
-    const char *name = json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name"));
+    const char *name =
+        json_string_value(json_object_get(json_array_get(sb->volume_mounts, i), "name"));
     int st = abx_volume_use(name ? name : "", &sb->volume_dirs[i], msg, n);
     if (st != 0)
       return st == 404 ? 400 : st; /* the request is what is wrong: 400 naming the volume */
@@ -110,7 +122,8 @@ static int mint(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec)
 }
 
 /* The network settings: a fork's copy, or the create request's (defaults when it has none). */
-static int make_network(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec, char *msg, size_t n)
+static int make_network(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec, char *msg,
+                        size_t n)
 {
   if (spec->network_from)
     return abx_network_clone(spec->network_from, sb->id, msg, n) == 0 ? 0 : 500;
@@ -122,7 +135,8 @@ static int start(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec, ch
 {
   char err[ABX_START_ERR_MAX];
   json_t *env = json_is_object(spec->env_vars) ? json_incref(spec->env_vars) : json_object();
-  int rc = env ? abx_sandbox_start(sb, env, err, sizeof err) : (snprintf(err, sizeof err, "out of memory"), -1);
+  int rc = env ? abx_sandbox_start(sb, env, err, sizeof err)
+               : (snprintf(err, sizeof err, "out of memory"), -1);
   json_decref(env);
   if (rc != 0 && spec->start_failed)
     snprintf(msg, n, "%s: %s", spec->start_failed, err); /* logged by sandbox.c */
@@ -131,7 +145,8 @@ static int start(struct abx_sandbox *sb, const struct abx_sandbox_spec *spec, ch
   return rc == 0 ? 0 : 500;
 }
 
-struct abx_sandbox *abx_sandbox_new(const struct abx_sandbox_spec *spec, int *status, char *err, size_t errlen)
+struct abx_sandbox *abx_sandbox_new(const struct abx_sandbox_spec *spec, int *status, char *err,
+                                    size_t errlen)
 {
   struct cleanup undo = {.n = 0};
   int st = 500;

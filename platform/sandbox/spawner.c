@@ -34,8 +34,8 @@ static pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER; /* a job finished */
 static struct job *queue;
 static int stopped;
 
-pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd,
-                      char *const cgroups[], uint64_t keep_caps)
+pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd,
+                      int log_fd, char *const cgroups[], uint64_t keep_caps)
 {
   struct job j = {path, argv, envp, pass_fd, log_fd, cgroups, keep_caps, -1, 0, NULL};
   pthread_mutex_lock(&mu);
@@ -98,7 +98,8 @@ static void child(struct job *j)
   if (devnull < 0)
     _exit(126);
   /* Move the inherited fds above 10 first so the dup2s below cannot clobber each other. */
-  int pass = fcntl(j->pass_fd, F_DUPFD, 10), log = fcntl(j->log_fd >= 0 ? j->log_fd : devnull, F_DUPFD, 10);
+  int pass = fcntl(j->pass_fd, F_DUPFD, 10),
+      log = fcntl(j->log_fd >= 0 ? j->log_fd : devnull, F_DUPFD, 10);
   if (pass < 0 || log < 0 || dup2(devnull, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0 ||
       dup2(pass, 3) < 0)
     _exit(126);

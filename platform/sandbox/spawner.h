@@ -22,8 +22,8 @@
 
 /* Ask the spawner thread to fork and execve(path, argv, envp); blocks until it has forked.
  * Any thread. Returns the child pid or -1. */
-pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd, int log_fd,
-                      char *const cgroups[], uint64_t keep_caps);
+pid_t abx_spawner_run(const char *path, char *const argv[], char *const envp[], int pass_fd,
+                      int log_fd, char *const cgroups[], uint64_t keep_caps);
 
 /* Serve pending requests, waiting at most `ms` milliseconds for one. Only the spawner thread. */
 void abx_spawner_poll(int ms);

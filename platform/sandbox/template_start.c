@@ -16,7 +16,8 @@
  * the command runs. setsid + & detach it from the short-lived shell envd waits for. */
 static const char start_script[] =
     "{ [ -w \"$ABX_START_LOG\" ] || mkdir -p \"${ABX_START_LOG%/*}\"; } && "
-    "{ [ -z \"$ABX_START_CWD\" ] || cd \"$ABX_START_CWD\"; } && c=$ABX_START_CMD && log=$ABX_START_LOG && "
+    "{ [ -z \"$ABX_START_CWD\" ] || cd \"$ABX_START_CWD\"; } && c=$ABX_START_CMD && "
+    "log=$ABX_START_LOG && "
     "unset ABX_START_CMD ABX_START_LOG ABX_START_CWD && "
     "setsid /bin/bash -c \"$c\" </dev/null >>\"$log\" 2>&1 &";
 
@@ -115,8 +116,8 @@ struct probes {
   char out[512], call_err[256];
 };
 
-static int launch(const char *nm, int netns_fd, const char *token,
-                  const char *start, const char *user, const char *cwd, char *err, size_t errlen);
+static int launch(const char *nm, int netns_fd, const char *token, const char *start,
+                  const char *user, const char *cwd, char *err, size_t errlen);
 static int wait_ready(int netns_fd, const char *token, const char *user, const char *ready_run,
                       json_t *ready_env, int timeout_s, struct probes *p);
 
@@ -176,8 +177,8 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
 }
 
 /* Launch start_cmd in the background (as `user`, in `cwd`), its output to START_LOG. */
-static int launch(const char *nm, int netns_fd, const char *token,
-                  const char *start, const char *user, const char *cwd, char *err, size_t errlen)
+static int launch(const char *nm, int netns_fd, const char *token, const char *start,
+                  const char *user, const char *cwd, char *err, size_t errlen)
 {
   char out[512] = "", e[256] = "";
   int code = 0;
@@ -190,15 +191,15 @@ static int launch(const char *nm, int netns_fd, const char *token,
                   : -1;
     json_decref(envs);
     if (rc != 0 || code != 0) {
-      snprintf(err, errlen, "template %s: cannot prepare the start_cmd log for user %s: %s%s",
-               nm, user, rc ? e : "exit ", rc ? "" : out);
+      snprintf(err, errlen, "template %s: cannot prepare the start_cmd log for user %s: %s%s", nm,
+               user, rc ? e : "exit ", rc ? "" : out);
       return -1;
     }
   }
   json_t *envs = json_pack("{s:s,s:s,s:s}", "ABX_START_CMD", start, "ABX_START_LOG", ABX_START_LOG,
                            "ABX_START_CWD", cwd ? cwd : "");
-  int rc = envs ? abx_envd_run(netns_fd, token, user, start_script, envs, START_CALL_MS, &code,
-                               out, sizeof out, e, sizeof e)
+  int rc = envs ? abx_envd_run(netns_fd, token, user, start_script, envs, START_CALL_MS, &code, out,
+                               sizeof out, e, sizeof e)
                 : -1;
   json_decref(envs);
   if (rc != 0 || code != 0) {

@@ -64,7 +64,8 @@ static struct vol *by_id(const char *id)
 int abx_volume_create(const char *name, json_t **out, char *msg, size_t msglen)
 {
   if (!name_ok(name)) {
-    snprintf(msg, msglen, "invalid volume name: must match ^[a-zA-Z0-9_-]+$ (at most 63 characters)");
+    snprintf(msg, msglen,
+             "invalid volume name: must match ^[a-zA-Z0-9_-]+$ (at most 63 characters)");
     return 400;
   }
   struct vol *v = calloc(1, sizeof *v);
@@ -117,8 +118,8 @@ json_t *abx_volume_get(const char *id)
 {
   pthread_mutex_lock(&mu);
   struct vol *v = by_id(id);
-  json_t *o = v ? json_pack("{s:s,s:s,s:s}", "volumeID", v->id, "name", v->name, "token", v->token)
-                : NULL;
+  json_t *o =
+      v ? json_pack("{s:s,s:s,s:s}", "volumeID", v->id, "name", v->name, "token", v->token) : NULL;
   pthread_mutex_unlock(&mu);
   return o;
 }

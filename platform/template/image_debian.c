@@ -30,8 +30,7 @@
 /* ---- references --------------------------------------------------------------------------- */
 
 static const char *const prefixes[] = {"docker.io/library/", "index.docker.io/library/",
-                                       "registry-1.docker.io/library/", "docker.io/",
-                                       "library/"};
+                                       "registry-1.docker.io/library/", "docker.io/", "library/"};
 
 static void refuse_registry(const char *ref, char *err, size_t errlen)
 {
@@ -43,8 +42,10 @@ static void refuse_registry(const char *ref, char *err, size_t errlen)
         n < sizeof reg)
       snprintf(reg, sizeof reg, "%.*s", (int)n, ref);
   }
-  snprintf(err, errlen, "image '%s': image registry %s is unreachable from this machine: only "
-           "Debian images (debian:<suite>) are built locally, from Debian packages", ref, reg);
+  snprintf(err, errlen,
+           "image '%s': image registry %s is unreachable from this machine: only "
+           "Debian images (debian:<suite>) are built locally, from Debian packages",
+           ref, reg);
 }
 
 int abx_image_parse(const char *ref, struct abx_image_ref *out, char *err, size_t errlen)
@@ -62,8 +63,10 @@ int abx_image_parse(const char *ref, struct abx_image_ref *out, char *err, size_
   }
   const char *tag = name[6] == ':' ? name + 7 : name[6] == '@' ? NULL : "latest";
   if (!tag || strchr(tag, '@')) {
-    snprintf(err, errlen, "image '%s': digests are not built locally: a Debian image is built "
-             "here from packages, so no digest can match; use debian:<suite>", ref);
+    snprintf(err, errlen,
+             "image '%s': digests are not built locally: a Debian image is built "
+             "here from packages, so no digest can match; use debian:<suite>",
+             ref);
     return -1;
   }
   char t[32];
@@ -79,8 +82,8 @@ int abx_image_parse(const char *ref, struct abx_image_ref *out, char *err, size_
   }
   static const struct {
     const char *tag, *suite;
-  } tags[] = {{"latest", "bookworm"}, {"bookworm", "bookworm"}, {"12", "bookworm"},
-              {"trixie", "trixie"},   {"13", "trixie"},         {"stable", "stable"},
+  } tags[] = {{"latest", "bookworm"},    {"bookworm", "bookworm"}, {"12", "bookworm"},
+              {"trixie", "trixie"},      {"13", "trixie"},         {"stable", "stable"},
               {"oldstable", "oldstable"}};
   for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
     if (strcmp(t, tags[i].tag) == 0 && !(out->slim && i == 0)) {
@@ -98,8 +101,10 @@ int abx_image_parse(const char *ref, struct abx_image_ref *out, char *err, size_
     why = "testing and unstable are moving targets and are not built locally";
   else if (strchr(t, '-') || isdigit((unsigned char)t[0]))
     why = "dated and variant tags are not built locally";
-  snprintf(err, errlen, "image '%s': %s; valid tags: bookworm, 12, trixie, 13, stable, "
-           "oldstable, latest (= bookworm); all but latest also with -slim", ref, why);
+  snprintf(err, errlen,
+           "image '%s': %s; valid tags: bookworm, 12, trixie, 13, stable, "
+           "oldstable, latest (= bookworm); all but latest also with -slim",
+           ref, why);
   return -1;
 }
 
@@ -125,7 +130,8 @@ static int elf_needed(const char *path, char *out, size_t outlen)
       eh.e_shnum == 0 || eh.e_shnum > 4096)
     goto out;
   Elf64_Shdr sh[4096];
-  if (fseek(f, (long)eh.e_shoff, SEEK_SET) != 0 || fread(sh, sizeof sh[0], eh.e_shnum, f) != eh.e_shnum)
+  if (fseek(f, (long)eh.e_shoff, SEEK_SET) != 0 ||
+      fread(sh, sizeof sh[0], eh.e_shnum, f) != eh.e_shnum)
     goto out;
   for (int i = 0; i < eh.e_shnum; i++) {
     if (sh[i].sh_type != SHT_DYNAMIC || sh[i].sh_link >= eh.e_shnum)
@@ -137,11 +143,13 @@ static int elf_needed(const char *path, char *out, size_t outlen)
     str = malloc(ss->sh_size + 1);
     if (!dyn || !str || fseek(f, (long)sh[i].sh_offset, SEEK_SET) != 0 ||
         fread(dyn, 1, sh[i].sh_size, f) != sh[i].sh_size ||
-        fseek(f, (long)ss->sh_offset, SEEK_SET) != 0 || fread(str, 1, ss->sh_size, f) != ss->sh_size)
+        fseek(f, (long)ss->sh_offset, SEEK_SET) != 0 ||
+        fread(str, 1, ss->sh_size, f) != ss->sh_size)
       goto out;
     str[ss->sh_size] = 0;
     size_t used = 0;
-    for (Elf64_Dyn *d = (Elf64_Dyn *)dyn; (char *)(d + 1) <= dyn + sh[i].sh_size && d->d_tag != DT_NULL; d++)
+    for (Elf64_Dyn *d = (Elf64_Dyn *)dyn;
+         (char *)(d + 1) <= dyn + sh[i].sh_size && d->d_tag != DT_NULL; d++)
       if (d->d_tag == DT_NEEDED && d->d_un.d_val < ss->sh_size) {
         int k = snprintf(out + used, outlen - used, "%s%s", used ? " " : "", str + d->d_un.d_val);
         if (k < 0 || (size_t)k >= outlen - used)
@@ -308,13 +316,16 @@ static int codename(const char *suite, char *out, size_t outlen, char *err, size
     sscanf(cn + 11, "%31[a-z]", name);
   if (!name[0]) {
     snprintf(err, errlen, "cannot resolve Debian's %s from %s: %s (HTTP %ld)", suite, url,
-             rc == CURLE_OK || rc == CURLE_WRITE_ERROR ? "no Codename line" : curl_easy_strerror(rc),
+             rc == CURLE_OK || rc == CURLE_WRITE_ERROR ? "no Codename line"
+                                                       : curl_easy_strerror(rc),
              status);
     return -1;
   }
   if (strcmp(name, "bookworm") && strcmp(name, "trixie")) {
-    snprintf(err, errlen, "Debian's %s is %s now, which is not built locally (bookworm and "
-             "trixie are)", suite, name);
+    snprintf(err, errlen,
+             "Debian's %s is %s now, which is not built locally (bookworm and "
+             "trixie are)",
+             suite, name);
     return -1;
   }
   snprintf(out, outlen, "%s", name);
@@ -358,8 +369,8 @@ static int finish(const char *root, char *err, size_t errlen)
   struct {
     const char *rel;
     mode_t mode;
-  } dirs[] = {{"home/user", 0755}, {"tmp", 01777}, {"var/tmp", 01777}, {"opt/abx", 0755},
-              {"etc/sudoers.d", 0755}, {"usr/local/bin", 0755}};
+  } dirs[] = {{"home/user", 0755}, {"tmp", 01777},          {"var/tmp", 01777},
+              {"opt/abx", 0755},   {"etc/sudoers.d", 0755}, {"usr/local/bin", 0755}};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
     snprintf(p, sizeof p, "%s/%s", root, dirs[i].rel);
     if ((mkdir(p, dirs[i].mode) != 0 && errno != EEXIST) || chmod(p, dirs[i].mode) != 0) {
@@ -377,7 +388,8 @@ static int finish(const char *root, char *err, size_t errlen)
     return -1;
   }
   if (put(root, "etc/sudoers.d/user", "user ALL=(ALL:ALL) NOPASSWD: ALL\n", 0440) != 0 ||
-      link_to_abxlua(root, "usr/local/bin/sudo") != 0 || link_to_abxlua(root, "usr/bin/sudo") != 0) {
+      link_to_abxlua(root, "usr/local/bin/sudo") != 0 ||
+      link_to_abxlua(root, "usr/bin/sudo") != 0) {
     snprintf(err, errlen, "cannot write the sudo files under %s: %s", root, strerror(errno));
     return -1;
   }
@@ -442,13 +454,13 @@ static void mm_line(void *ud, const char *l)
 
 /* One image being built: what it is, and where it goes in the cache. */
 struct image_build {
-  const char *ref;         /* as the client wrote it, for messages */
-  const char *suite;       /* the codename */
+  const char *ref;   /* as the client wrote it, for messages */
+  const char *suite; /* the codename */
   int slim;
-  const struct pkgs *pk;   /* the packages beyond minbase */
-  const char *images;      /* <cache>/images */
-  const char *key;         /* the image's cache key (image_key) */
-  const char *final;       /* <images>/<key>: the finished image */
+  const struct pkgs *pk; /* the packages beyond minbase */
+  const char *images;    /* <cache>/images */
+  const char *key;       /* the image's cache key (image_key) */
+  const char *final;     /* <images>/<key>: the finished image */
   struct logctx lc;
 };
 
@@ -476,18 +488,25 @@ static int run_mmdebstrap(struct image_build *b, const char *troot, char *err, s
   snprintf(s1, sizeof s1, "deb " ABX_IMAGE_MIRROR " %s main", b->suite);
   snprintf(s2, sizeof s2, "deb " ABX_IMAGE_MIRROR " %s-updates main", b->suite);
   snprintf(s3, sizeof s3, "deb " ABX_IMAGE_SECURITY " %s-security main", b->suite);
-  const char *argv[40] = {"/usr/bin/mmdebstrap", "--mode=root", "--variant=minbase",
-                          "--format=directory", inc, "--aptopt=Acquire::Retries \"3\";",
+  const char *argv[40] = {"/usr/bin/mmdebstrap",
+                          "--mode=root",
+                          "--variant=minbase",
+                          "--format=directory",
+                          inc,
+                          "--aptopt=Acquire::Retries \"3\";",
                           "--customize-hook=chroot \"$1\" useradd --create-home --uid 1000 "
                           "--user-group --shell /bin/bash user"};
   int a = 7;
   if (b->slim) {
     /* Docker's slim images (debuerreotype's slimify list) */
-    static const char *const ex[] = {
-      "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-      "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/info/*",
-      "--dpkgopt=path-exclude=/usr/share/groff/*", "--dpkgopt=path-exclude=/usr/share/lintian/*",
-      "--dpkgopt=path-exclude=/usr/share/linda/*", "--dpkgopt=path-exclude=/usr/share/locale/*"};
+    static const char *const ex[] = {"--dpkgopt=path-exclude=/usr/share/doc/*",
+                                     "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+                                     "--dpkgopt=path-exclude=/usr/share/man/*",
+                                     "--dpkgopt=path-exclude=/usr/share/info/*",
+                                     "--dpkgopt=path-exclude=/usr/share/groff/*",
+                                     "--dpkgopt=path-exclude=/usr/share/lintian/*",
+                                     "--dpkgopt=path-exclude=/usr/share/linda/*",
+                                     "--dpkgopt=path-exclude=/usr/share/locale/*"};
     for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
       argv[a++] = ex[i];
   }

@@ -100,7 +100,8 @@ void abx_image_stop(void);
  * (debian:<suite>) are built locally, from Debian packages"). Each line of the image build's
  * output goes to log(ud, line) (may be NULL). A record with one ref (the caller's), or NULL with
  * err. */
-struct abx_template *abx_tbuild_image_root(const char *image, void (*log)(void *ud, const char *line),
-                                           void *ud, char *err, size_t errlen);
+struct abx_template *abx_tbuild_image_root(const char *image,
+                                           void (*log)(void *ud, const char *line), void *ud,
+                                           char *err, size_t errlen);
 
 #endif

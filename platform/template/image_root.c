@@ -49,8 +49,9 @@ int abx_template_is_image(const struct abx_template *t)
   return t && t->image_root;
 }
 
-struct abx_template *abx_tbuild_image_root(const char *image, void (*log)(void *ud, const char *line),
-                                           void *ud, char *err, size_t errlen)
+struct abx_template *abx_tbuild_image_root(const char *image,
+                                           void (*log)(void *ud, const char *line), void *ud,
+                                           char *err, size_t errlen)
 {
   /* The SDK's default base image (Template() without a from*: `e2bdev/base`, template/index.ts
    * defaultBaseImage) is the image E2B's base template is built from: here, the base template. */

@@ -56,7 +56,8 @@ void abx_lcache_default_dir(const char *state_dir, char *out, size_t n)
 int abx_lcache_init(const char *dir, char *err, size_t errlen)
 {
   if (strlen(dir) >= 3000 || dir[0] != '/') {
-    snprintf(err, errlen, "--build-cache must be an absolute path shorter than 3000 bytes: %s", dir);
+    snprintf(err, errlen, "--build-cache must be an absolute path shorter than 3000 bytes: %s",
+             dir);
     return -1;
   }
   snprintf(g_dir, sizeof g_dir, "%s", dir);
@@ -77,7 +78,8 @@ int abx_lcache_init(const char *dir, char *err, size_t errlen)
   struct dirent *e;
   while (d && (e = readdir(d))) {
     long pid = strtol(e->d_name, NULL, 10);
-    if (e->d_name[0] == '.' || (pid > 0 && pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
+    if (e->d_name[0] == '.' ||
+        (pid > 0 && pid != getpid() && (kill((pid_t)pid, 0) == 0 || errno != ESRCH)))
       continue;
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", tmp, e->d_name);
@@ -92,9 +94,15 @@ int abx_lcache_init(const char *dir, char *err, size_t errlen)
   return 0;
 }
 
-const char *abx_lcache_dir(void) { return g_dir; }
+const char *abx_lcache_dir(void)
+{
+  return g_dir;
+}
 
-void abx_lcache_config_tls(int tls) { g_tls = tls; }
+void abx_lcache_config_tls(int tls)
+{
+  g_tls = tls;
+}
 
 int abx_lcache_valid_hash(const char *h)
 {
@@ -105,8 +113,14 @@ int abx_lcache_valid_hash(const char *h)
   return n == 64;
 }
 
-void abx_lcache_files_path(const char *hash, char *out) { snprintf(out, 4096, "%s/files/%s.tar", g_dir, hash); }
-void abx_lcache_layer_path(const char *key, char *out) { snprintf(out, 4096, "%s/layers/%s", g_dir, key); }
+void abx_lcache_files_path(const char *hash, char *out)
+{
+  snprintf(out, 4096, "%s/files/%s.tar", g_dir, hash);
+}
+void abx_lcache_layer_path(const char *key, char *out)
+{
+  snprintf(out, 4096, "%s/layers/%s", g_dir, key);
+}
 
 static int exists(const char *p)
 {
@@ -279,7 +293,10 @@ void abx_key_addn(struct abx_key *k, const void *p, size_t n)
   EVP_DigestUpdate(k->md, p, n);
 }
 
-void abx_key_add(struct abx_key *k, const char *s) { abx_key_addn(k, s ? s : "", s ? strlen(s) : 0); }
+void abx_key_add(struct abx_key *k, const char *s)
+{
+  abx_key_addn(k, s ? s : "", s ? strlen(s) : 0);
+}
 
 void abx_key_add_file(struct abx_key *k, const char *path)
 {
@@ -364,7 +381,7 @@ struct abx_upload {
   char hash[65];
   char tmp[4096];
   int fd;
-  int status;          /* 0 = fine so far, else the status to answer */
+  int status; /* 0 = fine so far, else the status to answer */
   char msg[200];
   unsigned long long want, got;
 };

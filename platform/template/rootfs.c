@@ -22,13 +22,14 @@
 
 #define MAX_PARTS 9
 
-static const char *const host_dirs[] = {"usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+static const char *const host_dirs[] = {"usr", "etc",   "bin",   "sbin",
+                                        "lib", "lib32", "lib64", "libx32"};
 static const char *g_parts[MAX_PARTS]; /* [0] = "root", then host parts */
 static int g_nparts;
-static char g_tdir[4096];              /* <state>/templates */
-static char g_bdir[4096];              /* <state>/builtin: built-in templates' layers */
+static char g_tdir[4096]; /* <state>/templates */
+static char g_bdir[4096]; /* <state>/builtin: built-in templates' layers */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static struct abx_template *g_list;    /* listed templates */
+static struct abx_template *g_list; /* listed templates */
 static struct abx_template *g_base;
 static unsigned g_seq;
 
@@ -77,9 +78,15 @@ static int layer_parts(const char *layer)
   return 0;
 }
 
-int abx_rootfs_layer_parts(const char *dir) { return layer_parts(dir); }
+int abx_rootfs_layer_parts(const char *dir)
+{
+  return layer_parts(dir);
+}
 
-struct abx_template *abx_template_base(void) { return g_base; }
+struct abx_template *abx_template_base(void)
+{
+  return g_base;
+}
 
 struct abx_template *abx_template_layer(struct abx_template *parent, const char *layer_dir,
                                         char *err, size_t errlen)
@@ -120,11 +127,10 @@ static int build_base(const char *layer)
     const char *rel;
     mode_t mode;
     uid_t uid;
-  } dirs[] = {{"home", 0755, 0},    {"home/user", 0755, 1000}, {"root", 0700, 0},
-              {"tmp", 01777, 0},    {"proc", 0555, 0},         {"dev", 0755, 0},
-              {"run", 0755, 0},     {"mnt", 0755, 0},          {"srv", 0755, 0},         {"sys", 0555, 0},
-              {"opt", 0755, 0},     {"opt/abx", 0755, 0},      {"var", 0755, 0},
-              {"var/tmp", 01777, 0}};
+  } dirs[] = {{"home", 0755, 0}, {"home/user", 0755, 1000}, {"root", 0700, 0}, {"tmp", 01777, 0},
+              {"proc", 0555, 0}, {"dev", 0755, 0},          {"run", 0755, 0},  {"mnt", 0755, 0},
+              {"srv", 0755, 0},  {"sys", 0555, 0},          {"opt", 0755, 0},  {"opt/abx", 0755, 0},
+              {"var", 0755, 0},  {"var/tmp", 01777, 0}};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
     if (mk(root, dirs[i].rel, dirs[i].mode, dirs[i].uid) != 0)
       return -1;
@@ -166,7 +172,8 @@ static int build_base(const char *layer)
   snprintf(usr, sizeof usr, "%s/usr", layer);
   struct stat ust;
   if (stat("/usr", &ust) == 0 && S_ISDIR(ust.st_mode)) {
-    if (mk(usr, "local", 0755, 0) != 0 || mk(usr, "local/bin", 0755, 0) != 0 || mk(usr, "bin", 0755, 0) != 0)
+    if (mk(usr, "local", 0755, 0) != 0 || mk(usr, "local/bin", 0755, 0) != 0 ||
+        mk(usr, "bin", 0755, 0) != 0)
       return -1;
     static const char *const links[] = {"local/bin/sudo", "bin/sudo"};
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
@@ -365,7 +372,8 @@ static char *lowerdirs(const struct abx_template *t, int pi)
       }
       s = ns;
     }
-    len += (size_t)snprintf(s + len, cap - len, "%s%s/%s", l == t ? "" : ":", l->layer, g_parts[pi]);
+    len +=
+        (size_t)snprintf(s + len, cap - len, "%s%s/%s", l == t ? "" : ":", l->layer, g_parts[pi]);
   }
   if (pi > 0) {
     char *ns = realloc(s, len + strlen(g_parts[pi]) + 3);
@@ -448,7 +456,8 @@ uint64_t abx_rootfs_disk_used(const char *sbdir)
 /* A new template record whose layer, <templates>/<name>, is a copy of the sandbox's upper dirs
  * (<sbdir>/upper: modes, owners, xattrs, whiteouts) with every part present; the caller fills in
  * the rest. NULL with err on failure (nothing left behind). */
-static struct abx_template *copy_upper(const char *sbdir, const char *name, char *err, size_t errlen)
+static struct abx_template *copy_upper(const char *sbdir, const char *name, char *err,
+                                       size_t errlen)
 {
   struct abx_template *t = calloc(1, sizeof *t);
   if (!t || asprintf(&t->layer, "%s/%s", g_tdir, name) < 0) {
@@ -458,7 +467,8 @@ static struct abx_template *copy_upper(const char *sbdir, const char *name, char
   }
   char up[4096];
   snprintf(up, sizeof up, "%s/upper", sbdir);
-  if (mkdir(t->layer, 0755) != 0 || abx_copy_tree(up, t->layer) != 0 || layer_parts(t->layer) != 0) {
+  if (mkdir(t->layer, 0755) != 0 || abx_copy_tree(up, t->layer) != 0 ||
+      layer_parts(t->layer) != 0) {
     snprintf(err, errlen, "cannot copy the sandbox's upper layer");
     abx_rmtree(t->layer);
     free(t->layer);
@@ -473,7 +483,8 @@ int abx_snapshot_create(struct abx_template *from, const char *sbdir, const char
 {
   *status = 400;
   if (!abx_template_valid_id(id)) {
-    snprintf(err, errlen, "invalid snapshot name '%.64s': must match ^[a-z0-9][a-z0-9_-]{0,62}$", id);
+    snprintf(err, errlen, "invalid snapshot name '%.64s': must match ^[a-z0-9][a-z0-9_-]{0,62}$",
+             id);
     return -1;
   }
   if (from->depth + 1 > ABX_TEMPLATE_MAX_DEPTH) {

@@ -49,32 +49,32 @@
 struct abx_template {
   char id[64];
   char alias[64];
-  char *layer;                  /* layer dir, owned */
-  struct abx_template *parent;  /* ref held; NULL for base */
-  int depth;                    /* base 0 */
+  char *layer;                 /* layer dir, owned */
+  struct abx_template *parent; /* ref held; NULL for base */
+  int depth;                   /* base 0 */
   int is_snapshot;
-  char source_sandbox[32];      /* snapshots: the sandbox it was taken from */
-  int cpu_count;                /* limits of its sandboxes (cgroup.h Limits); a snapshot */
-  int memory_mb;                /* inherits them from the sandbox it was taken from, in MiB */
+  char source_sandbox[32]; /* snapshots: the sandbox it was taken from */
+  int cpu_count;           /* limits of its sandboxes (cgroup.h Limits); a snapshot */
+  int memory_mb;           /* inherits them from the sandbox it was taken from, in MiB */
   int64_t created_ns;
-  int refs;                     /* under the templates mutex */
-  int sandboxes;                /* live sandboxes using it (DELETE answers 400 while > 0) */
+  int refs;      /* under the templates mutex */
+  int sandboxes; /* live sandboxes using it (DELETE answers 400 while > 0) */
   int listed;
-  int builtin;                  /* base and the built-in templates (templates.h): never deleted */
-  char *start_cmd;              /* owned or NULL; run at sandbox start (template_start.h) */
-  char *ready_cmd;              /* owned or NULL; the sandbox is handed out once it exits 0 */
-  int ready_timeout_s;          /* seconds ready_cmd may take (template_start.h); 0: not set
+  int builtin;         /* base and the built-in templates (templates.h): never deleted */
+  char *start_cmd;     /* owned or NULL; run at sandbox start (template_start.h) */
+  char *ready_cmd;     /* owned or NULL; the sandbox is handed out once it exits 0 */
+  int ready_timeout_s; /* seconds ready_cmd may take (template_start.h); 0: not set
                                  * here (the nearest record's, else the default) */
   /* Built templates (template_build.h): their sandboxes' defaults, from the nearest record that
    * sets them (abx_template_env etc.); NULL: not set here. */
-  json_t *env_vars;             /* owned object str -> str: ENV of the build */
-  char *default_user;           /* owned: USER of the build (envd's defaultUser) */
-  char *default_workdir;        /* owned: WORKDIR of the build (envd's defaultWorkdir) */
-  int keep_layer;               /* the layer dir is the build cache's: never removed here */
-  int apt_state;                /* this layer holds the host's dpkg/apt state (template_build.h) */
-  int image_root;               /* the bottom of a fromImage chain (image_root.c): `layer` holds
+  json_t *env_vars;      /* owned object str -> str: ENV of the build */
+  char *default_user;    /* owned: USER of the build (envd's defaultUser) */
+  char *default_workdir; /* owned: WORKDIR of the build (envd's defaultWorkdir) */
+  int keep_layer;        /* the layer dir is the build cache's: never removed here */
+  int apt_state;         /* this layer holds the host's dpkg/apt state (template_build.h) */
+  int image_root;        /* the bottom of a fromImage chain (image_root.c): `layer` holds
                                  * only the "root" part, a complete tree; no host part is used */
-  char build_key[65];           /* the layer key builds on top of it start from; "" = unknown */
+  char build_key[65];    /* the layer key builds on top of it start from; "" = unknown */
   struct abx_template *next;
 };
 
@@ -163,7 +163,6 @@ json_t *abx_snapshot_list(const char *sandbox_id, const char *name);
 
 /* Delete a listed template: 0 deleted, 404 unknown, 400 in use or the base template. */
 int abx_template_delete(const char *ref, char *msg, size_t msglen);
-
 
 /* Drop every template (shutdown, after every sandbox is gone). */
 void abx_rootfs_shutdown(void);

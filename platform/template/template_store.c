@@ -16,9 +16,18 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct abx_ttemplate *g_head;
 
-void abx_tstore_lock(void) { pthread_mutex_lock(&mu); }
-void abx_tstore_unlock(void) { pthread_mutex_unlock(&mu); }
-struct abx_ttemplate *abx_tstore_head(void) { return g_head; }
+void abx_tstore_lock(void)
+{
+  pthread_mutex_lock(&mu);
+}
+void abx_tstore_unlock(void)
+{
+  pthread_mutex_unlock(&mu);
+}
+struct abx_ttemplate *abx_tstore_head(void)
+{
+  return g_head;
+}
 
 struct abx_ttemplate *abx_tstore_find(const char *x)
 {
@@ -254,7 +263,8 @@ struct abx_template *abx_tstore_resolve(const char *ref, int sandbox)
   abx_tstore_lock();
   struct abx_ttemplate *t = abx_tstore_find(x);
   json_t *tg = t ? json_object_get(t->tags, tag) : NULL;
-  struct abx_tbuild *b = tg ? abx_tstore_build(t, json_string_value(json_object_get(tg, "buildID"))) : NULL;
+  struct abx_tbuild *b =
+      tg ? abx_tstore_build(t, json_string_value(json_object_get(tg, "buildID"))) : NULL;
   struct abx_template *r = b && b->status == ABX_BUILD_READY ? b->result : NULL;
   if (r) {
     abx_template_ref(r, sandbox);
@@ -316,12 +326,12 @@ json_t *abx_tstore_template_json(const struct abx_ttemplate *t)
   for (const struct abx_tbuild *x = t->builds; x; x = x->next)
     count++;
   json_t *o = json_pack("{s:s,s:s,s:[s],s:[s],s:b,s:i,s:i,s:i,s:s,s:s,s:o,s:o,s:n,s:i,s:i}",
-                        "templateID", t->id, "buildID", b ? b->id : "", "names", t->name,
-                        "aliases", t->name, "public", 0, "cpuCount", b ? b->cpu_count : 0,
-                        "memoryMB", b ? b->memory_mb : 0, "diskSizeMB", 0, "envdVersion",
-                        ABX_E2B_ENVD_VERSION, "buildStatus", b ? status_name(b->status) : "waiting",
-                        "createdAt", rfc(t->created_ns), "updatedAt", rfc(t->updated_ns),
-                        "createdBy", "spawnCount", (int)t->spawn_count, "buildCount", (int)count);
+                        "templateID", t->id, "buildID", b ? b->id : "", "names", t->name, "aliases",
+                        t->name, "public", 0, "cpuCount", b ? b->cpu_count : 0, "memoryMB",
+                        b ? b->memory_mb : 0, "diskSizeMB", 0, "envdVersion", ABX_E2B_ENVD_VERSION,
+                        "buildStatus", b ? status_name(b->status) : "waiting", "createdAt",
+                        rfc(t->created_ns), "updatedAt", rfc(t->updated_ns), "createdBy",
+                        "spawnCount", (int)t->spawn_count, "buildCount", (int)count);
   if (o)
     json_object_set_new(o, "lastSpawnedAt", t->spawn_count ? rfc(t->last_spawned_ns) : json_null());
   return o;
@@ -339,10 +349,10 @@ json_t *abx_tstore_template_builds_json(const struct abx_ttemplate *t)
       json_object_set_new(o, "finishedAt", rfc(b->finished_ns));
     json_array_append_new(builds, o);
   }
-  json_t *o = json_pack("{s:s,s:[s],s:[s],s:b,s:o,s:o,s:i,s:o}", "templateID", t->id, "names",
-                        t->name, "aliases", t->name, "public", 0, "createdAt", rfc(t->created_ns),
-                        "updatedAt", rfc(t->updated_ns), "spawnCount", (int)t->spawn_count,
-                        "builds", builds);
+  json_t *o =
+      json_pack("{s:s,s:[s],s:[s],s:b,s:o,s:o,s:i,s:o}", "templateID", t->id, "names", t->name,
+                "aliases", t->name, "public", 0, "createdAt", rfc(t->created_ns), "updatedAt",
+                rfc(t->updated_ns), "spawnCount", (int)t->spawn_count, "builds", builds);
   if (o)
     json_object_set_new(o, "lastSpawnedAt", t->spawn_count ? rfc(t->last_spawned_ns) : json_null());
   return o;
@@ -380,8 +390,8 @@ json_t *abx_tstore_status_json(const struct abx_tbuild *b, size_t offset, size_t
     json_t *rl = json_array();
     for (size_t k = b->reason_from; k < json_array_size(b->logs); k++)
       json_array_append(rl, json_array_get(b->logs, k));
-    json_t *r = json_pack("{s:s,s:o}", "message", b->reason ? b->reason : "build failed",
-                          "logEntries", rl);
+    json_t *r =
+        json_pack("{s:s,s:o}", "message", b->reason ? b->reason : "build failed", "logEntries", rl);
     if (r && b->reason_step[0])
       json_object_set_new(r, "step", json_string(b->reason_step));
     json_object_set_new(o, "reason", r);
@@ -391,8 +401,8 @@ json_t *abx_tstore_status_json(const struct abx_tbuild *b, size_t offset, size_t
 
 void abx_tstore_tag(struct abx_ttemplate *t, const struct abx_tbuild *b, const char *tag)
 {
-  json_object_set_new(t->tags, tag, json_pack("{s:s,s:o}", "buildID", b->id, "createdAt",
-                                              rfc(abx_now_ns())));
+  json_object_set_new(t->tags, tag,
+                      json_pack("{s:s,s:o}", "buildID", b->id, "createdAt", rfc(abx_now_ns())));
   t->updated_ns = abx_now_ns();
 }
 
@@ -427,7 +437,8 @@ int abx_tstore_delete(const char *x, char *msg, size_t n)
   struct abx_ttemplate *t = *pp;
   int rc = 0, uses = 0, busy = 0;
   for (struct abx_tbuild *b = t ? t->builds : NULL; b; b = b->next) {
-    uses += b->result ? b->result->sandboxes : 0; /* read under the store lock: creates resolve under it */
+    uses += b->result ? b->result->sandboxes
+                      : 0; /* read under the store lock: creates resolve under it */
     busy |= b->started && (b->status == ABX_BUILD_WAITING || b->status == ABX_BUILD_BUILDING);
   }
   if (!t) {

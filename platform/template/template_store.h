@@ -21,29 +21,29 @@
 
 #include "rootfs.h"
 
-#define ABX_BUILDS_MAX 2          /* builds running at once */
-#define ABX_BUILD_LOGS_PAGE 100   /* status: at most this many log entries per call (§2 item 4) */
+#define ABX_BUILDS_MAX 2        /* builds running at once */
+#define ABX_BUILD_LOGS_PAGE 100 /* status: at most this many log entries per call (§2 item 4) */
 
 enum abx_build_status { ABX_BUILD_WAITING, ABX_BUILD_BUILDING, ABX_BUILD_READY, ABX_BUILD_ERROR };
 
 struct abx_ttemplate;
 
 struct abx_tbuild {
-  char id[40];                  /* buildID, a UUID */
-  struct abx_ttemplate *tmpl;   /* owner */
+  char id[40];                /* buildID, a UUID */
+  struct abx_ttemplate *tmpl; /* owner */
   enum abx_build_status status;
-  int started;                  /* POST .../builds/{buildID} was accepted */
+  int started; /* POST .../builds/{buildID} was accepted */
   int cpu_count, memory_mb;
   int64_t created_ns, updated_ns, finished_ns;
-  json_t *spec;                 /* TemplateBuildStartV2, owned, once started */
-  json_t *tags;                 /* tags to assign when ready (array of strings) */
-  json_t *logs;                 /* [{timestamp, level, message, step?}] */
-  char *reason;                 /* error: message */
-  char reason_step[24];         /* error: "base", "1".., "finalize" */
-  size_t reason_from;           /* error: index of the failing step's first log entry */
-  struct abx_template *result;  /* ready: the template record (one ref, the build's) */
-  struct abx_tbuild *next;      /* the template's builds, newest first */
-  struct abx_tbuild *qnext;     /* run queue */
+  json_t *spec;                /* TemplateBuildStartV2, owned, once started */
+  json_t *tags;                /* tags to assign when ready (array of strings) */
+  json_t *logs;                /* [{timestamp, level, message, step?}] */
+  char *reason;                /* error: message */
+  char reason_step[24];        /* error: "base", "1".., "finalize" */
+  size_t reason_from;          /* error: index of the failing step's first log entry */
+  struct abx_template *result; /* ready: the template record (one ref, the build's) */
+  struct abx_tbuild *next;     /* the template's builds, newest first */
+  struct abx_tbuild *qnext;    /* run queue */
 };
 
 struct abx_ttemplate {
@@ -51,7 +51,7 @@ struct abx_ttemplate {
   char name[136];
   int64_t created_ns, updated_ns, last_spawned_ns;
   long spawn_count;
-  json_t *tags;                 /* {tag: {"buildID", "createdAt"}} */
+  json_t *tags; /* {tag: {"buildID", "createdAt"}} */
   struct abx_tbuild *builds;
   struct abx_ttemplate *next;
 };

@@ -68,4 +68,7 @@ fail:
   return -1;
 }
 
-int abx_templates_builtin_init(char *err, size_t errlen) { return code_interpreter(err, errlen); }
+int abx_templates_builtin_init(char *err, size_t errlen)
+{
+  return code_interpreter(err, errlen);
+}

@@ -26,7 +26,10 @@ static atomic_int g_stop;
 /* This thread's pending fault, between abx_faults_before and abx_faults_after. */
 static __thread const struct fault_rule *t_rule;
 
-void abx_faults_stop(void) { atomic_store(&g_stop, 1); }
+void abx_faults_stop(void)
+{
+  atomic_store(&g_stop, 1);
+}
 
 /* ---- firing ------------------------------------------------------------------------------- */
 
@@ -86,7 +89,8 @@ static const struct fault_rule *pick(const char *method, const char *path, size_
 
 static int client_gone(struct MHD_Connection *c)
 {
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
   if (!ci)
     return 0;
   char b;
@@ -126,14 +130,13 @@ int abx_faults_before(struct MHD_Connection *c, const char *method, const char *
   if (r->delay_ms)
     hold(c, r->delay_ms, 0);
   switch (r->kind) {
-  case K_NONE:
-    return 0;
+  case K_NONE: return 0;
   case K_STATUS: {
     char dflt[96];
     snprintf(dflt, sizeof dflt, "{\"code\":%d,\"message\":\"injected fault\"}", r->status);
     const char *b = r->body ? r->body : dflt;
     struct MHD_Response *resp =
-      MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
+        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
     if (!resp) {
       *ret = MHD_NO;
       return 1;
@@ -154,8 +157,7 @@ int abx_faults_before(struct MHD_Connection *c, const char *method, const char *
     hold(c, ABX_FAULT_MAX_HOLD_MS, 1);
     *ret = MHD_NO;
     return 1;
-  default:
-    break;
+  default: break;
   }
   t_rule = r;
   return 0;
@@ -177,7 +179,10 @@ const void *abx_faults_detach(void)
   return r;
 }
 
-void abx_faults_attach(const void *fault) { t_rule = fault; }
+void abx_faults_attach(const void *fault)
+{
+  t_rule = fault;
+}
 
 /* ---- body faults -------------------------------------------------------------------------- */
 
@@ -292,7 +297,8 @@ struct MHD_Response *abx_faults_stream(uint64_t size, size_t block, MHD_ContentR
   } else if (size != MHD_SIZE_UNKNOWN && size > w->limit) {
     size = w->limit;
   }
-  struct MHD_Response *resp = MHD_create_response_from_callback(size, block, wrap_read, w, wrap_free);
+  struct MHD_Response *resp =
+      MHD_create_response_from_callback(size, block, wrap_read, w, wrap_free);
   if (!resp) {
     free(w->repl);
     free(w); /* the caller frees cls */

@@ -56,7 +56,6 @@
 /* Load the rules of `file`. 0, or -1 with a message naming the file and line in err. */
 int abx_faults_load(const char *file, char *err, size_t errlen);
 
-
 /* Make held and delayed requests finish now (call before stopping the daemon). */
 void abx_faults_stop(void);
 

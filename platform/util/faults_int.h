@@ -19,12 +19,12 @@ struct hdr {
 };
 
 struct fault_rule {
-  char method[16];  /* "*" for any */
+  char method[16]; /* "*" for any */
   char *glob;
   unsigned long every;
   double probability; /* < 0: not set */
   uint64_t rng;
-  long long limit;    /* < 0: none */
+  long long limit; /* < 0: none */
   /* counters, under g_mu */
   unsigned long long seen, fired;
   /* action */

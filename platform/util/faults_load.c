@@ -55,8 +55,8 @@ static int fail(struct loader *L, yaml_node_t *n, const char *fmt, const char *a
 {
   char msg[256];
   snprintf(msg, sizeof msg, fmt, arg ? arg : "");
-  snprintf(L->err, L->errlen, "%s:%lu: %s", L->file, n ? (unsigned long)n->start_mark.line + 1 : 0UL,
-           msg);
+  snprintf(L->err, L->errlen, "%s:%lu: %s", L->file,
+           n ? (unsigned long)n->start_mark.line + 1 : 0UL, msg);
   return -1;
 }
 
@@ -93,7 +93,8 @@ static int get_bool(struct loader *L, yaml_node_t *n, const char *key, int *out)
   return 0;
 }
 
-static int set_kind(struct loader *L, yaml_node_t *n, struct fault_rule *r, enum kind k, const char *key)
+static int set_kind(struct loader *L, yaml_node_t *n, struct fault_rule *r, enum kind k,
+                    const char *key)
 {
   if (r->kind != K_NONE)
     return fail(L, n, "key '%s': an action has one kind (plus delay_ms at most)", key);
@@ -125,7 +126,8 @@ static int load_action(struct loader *L, yaml_node_t *a, struct fault_rule *r)
     } else if (strcmp(k, "headers") == 0) {
       if (vn->type != YAML_MAPPING_NODE)
         return fail(L, vn, "'headers' must be a mapping of strings%s", NULL);
-      for (yaml_node_pair_t *h = vn->data.mapping.pairs.start; h < vn->data.mapping.pairs.top; h++) {
+      for (yaml_node_pair_t *h = vn->data.mapping.pairs.start; h < vn->data.mapping.pairs.top;
+           h++) {
         const char *hk = scalar(yaml_document_get_node(L->doc, h->key));
         const char *hv = scalar(yaml_document_get_node(L->doc, h->value));
         if (!hk || !hv || !*hk || strpbrk(hk, ": \r\n") || strpbrk(hv, "\r\n"))
@@ -178,8 +180,10 @@ static int load_action(struct loader *L, yaml_node_t *a, struct fault_rule *r)
     }
   }
   if (r->kind == K_NONE && r->delay_ms == 0)
-    return fail(L, a, "the action is empty (status, delay_ms, reset, truncate_after, malformed_json, "
-                      "bad_envelope or no_answer)%s", NULL);
+    return fail(L, a,
+                "the action is empty (status, delay_ms, reset, truncate_after, malformed_json, "
+                "bad_envelope or no_answer)%s",
+                NULL);
   if ((r->body || r->nhdrs) && r->kind != K_STATUS)
     return fail(L, a, "'body' and 'headers' go with 'status'%s", NULL);
   return 0;
@@ -292,7 +296,8 @@ int abx_faults_load(const char *file, char *err, size_t errlen)
     fail(&L, root, "the file must be a mapping with 'faults'%s", NULL);
     goto out;
   }
-  for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+  for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+       p++) {
     yaml_node_t *kn = yaml_document_get_node(&doc, p->key);
     const char *k = scalar(kn);
     if (k && strcmp(k, "faults") == 0) {

@@ -35,57 +35,126 @@ static const char *const express_missing[] = {"GET /sandboxes/{id}/metrics", VOL
  * /v2/sandboxes, GET|DELETE /sandboxes/{id}, PUT network, pause, resume, connect, timeout,
  * snapshots, GET /snapshots, GET /templates, GET|DELETE /templates/{id}. Everything else is
  * missing, the sandbox logs routes too (CubeAPI lists "logs v1/v2", OpenKruise does not). */
-static const char *const acs_missing[] = {
-  "POST /v2/sandboxes", "POST /v2/sandboxes/{id}/connect", "GET /sandboxes",
-  "POST /sandboxes/{id}/refreshes", "GET /sandboxes/{id}/metrics", "POST /sandboxes/{id}/fork",
-  "POST /v3/templates", "GET /templates/{id}/files/{hash}", "POST /v2/templates/{id}/builds/{build}",
-  "GET /templates/{id}/builds/{build}/status", "GET /templates/{id}/builds/{build}/logs",
-  "POST /templates/tags", "DELETE /templates/tags", "GET /templates/aliases/{alias}",
-  "GET /templates/{id}/tags", "GET /v2/templates", "GET /sandboxes/{id}/logs",
-  "GET /v2/sandboxes/{id}/logs", VOLUMES, API_KEYS, END};
+static const char *const acs_missing[] = {"POST /v2/sandboxes",
+                                          "POST /v2/sandboxes/{id}/connect",
+                                          "GET /sandboxes",
+                                          "POST /sandboxes/{id}/refreshes",
+                                          "GET /sandboxes/{id}/metrics",
+                                          "POST /sandboxes/{id}/fork",
+                                          "POST /v3/templates",
+                                          "GET /templates/{id}/files/{hash}",
+                                          "POST /v2/templates/{id}/builds/{build}",
+                                          "GET /templates/{id}/builds/{build}/status",
+                                          "GET /templates/{id}/builds/{build}/logs",
+                                          "POST /templates/tags",
+                                          "DELETE /templates/tags",
+                                          "GET /templates/aliases/{alias}",
+                                          "GET /templates/{id}/tags",
+                                          "GET /v2/templates",
+                                          "GET /sandboxes/{id}/logs",
+                                          "GET /v2/sandboxes/{id}/logs",
+                                          VOLUMES,
+                                          API_KEYS,
+                                          END};
 
 /* CubeAPI (docs/protocol/e2b-v2-and-peers.md §5): "Missing in both: POST /v2/sandboxes,
  * /v2/sandboxes/{id}/ connect, /v3/templates, /templates/{id}/files/{hash},
  * /v2/templates/.../builds/..., fork, network PUT"; also absent from its route list: metrics, GET
  * /snapshots, tags, aliases (CUBEi only), GET /v2/templates, volumes (CUBEi only). */
-static const char *const cube_missing[] = {
-  "POST /v2/sandboxes", "POST /v2/sandboxes/{id}/connect", "GET /sandboxes/{id}/metrics",
-  "POST /sandboxes/{id}/fork", "PUT /sandboxes/{id}/network", "GET /snapshots",
-  "POST /v3/templates", "GET /templates/{id}/files/{hash}", "POST /v2/templates/{id}/builds/{build}",
-  "POST /templates/tags", "DELETE /templates/tags", "GET /templates/aliases/{alias}",
-  "GET /templates/{id}/tags", "GET /v2/templates", VOLUMES, API_KEYS, END};
+static const char *const cube_missing[] = {"POST /v2/sandboxes",
+                                           "POST /v2/sandboxes/{id}/connect",
+                                           "GET /sandboxes/{id}/metrics",
+                                           "POST /sandboxes/{id}/fork",
+                                           "PUT /sandboxes/{id}/network",
+                                           "GET /snapshots",
+                                           "POST /v3/templates",
+                                           "GET /templates/{id}/files/{hash}",
+                                           "POST /v2/templates/{id}/builds/{build}",
+                                           "POST /templates/tags",
+                                           "DELETE /templates/tags",
+                                           "GET /templates/aliases/{alias}",
+                                           "GET /templates/{id}/tags",
+                                           "GET /v2/templates",
+                                           VOLUMES,
+                                           API_KEYS,
+                                           END};
 
 /* e2b: v1 create default 15 s, 1 s .. 24 h (docs/protocol/e2b-control-plane.md §3.4; api.h). */
 static const struct abx_flavor flavors[] = {
-  {.name = "e2b", .missing = none, .check_key = 1, .ttl_min = 1, .ttl_max = ABX_MAX_TIMEOUT_S,
-   .v1_default = 15, .connect_extends = 1, .connect_resumed_status = 201, .resume_status = 201},
-  {.name = "alicloud-fc", .missing = fc_missing, .check_key = 1, .ttl_min = 1,
-   .ttl_max = ABX_MAX_TIMEOUT_S, .v1_default = 15, .connect_extends = 1,
-   .connect_resumed_status = 201, .resume_status = 201, .pause_needs_allowlist = 1,
-   .no_volumes = 1, .metrics_cpu_mem_only = 1},
-  {.name = "alicloud-express", .missing = express_missing, .check_key = 1, .ttl_min = 1,
-   .ttl_max = ABX_MAX_TIMEOUT_S, .v1_default = 15, .connect_extends = 1,
-   .connect_resumed_status = 201, .resume_status = 201, .pause_needs_allowlist = 1,
-   .snapshot_needs_allowlist = 1, .no_volumes = 1},
-  /* OpenKruise TTL: "timeout 0 → 300 default, valid range 30 … 2 592 000 s → 400 otherwise;
+    {.name = "e2b",
+     .missing = none,
+     .check_key = 1,
+     .ttl_min = 1,
+     .ttl_max = ABX_MAX_TIMEOUT_S,
+     .v1_default = 15,
+     .connect_extends = 1,
+     .connect_resumed_status = 201,
+     .resume_status = 201},
+    {.name = "alicloud-fc",
+     .missing = fc_missing,
+     .check_key = 1,
+     .ttl_min = 1,
+     .ttl_max = ABX_MAX_TIMEOUT_S,
+     .v1_default = 15,
+     .connect_extends = 1,
+     .connect_resumed_status = 201,
+     .resume_status = 201,
+     .pause_needs_allowlist = 1,
+     .no_volumes = 1,
+     .metrics_cpu_mem_only = 1},
+    {.name = "alicloud-express",
+     .missing = express_missing,
+     .check_key = 1,
+     .ttl_min = 1,
+     .ttl_max = ABX_MAX_TIMEOUT_S,
+     .v1_default = 15,
+     .connect_extends = 1,
+     .connect_resumed_status = 201,
+     .resume_status = 201,
+     .pause_needs_allowlist = 1,
+     .snapshot_needs_allowlist = 1,
+     .no_volumes = 1},
+    /* OpenKruise TTL: "timeout 0 → 300 default, valid range 30 … 2 592 000 s → 400 otherwise;
    * min resume timeout 300"; resume 204; connect 200/201 (docs/protocol/e2b-v2-and-peers.md §5). */
-  {.name = "acs", .missing = acs_missing, .prefix = "/kruise/api", .check_key = 1, .ttl_min = 30,
-   .ttl_max = 2592000, .v1_default = 300, .zero_is_default = 1, .timeout_extends_only = 1,
-   .resume_min_ttl = 300, .connect_extends = 1, .connect_resumed_status = 201,
-   .resume_status = 204, .path_route = 1},
-  /* CubeSandbox: "timeout default 15, min 0" (0 is kept as E2B's 400 here: what a 0 s sandbox
+    {.name = "acs",
+     .missing = acs_missing,
+     .prefix = "/kruise/api",
+     .check_key = 1,
+     .ttl_min = 30,
+     .ttl_max = 2592000,
+     .v1_default = 300,
+     .zero_is_default = 1,
+     .timeout_extends_only = 1,
+     .resume_min_ttl = 300,
+     .connect_extends = 1,
+     .connect_resumed_status = 201,
+     .resume_status = 204,
+     .path_route = 1},
+    /* CubeSandbox: "timeout default 15, min 0" (0 is kept as E2B's 400 here: what a 0 s sandbox
    * does there is not in the reference); connect does not extend, 200 even after resume;
    * resume 201 (docs/protocol/e2b-v2-and-peers.md §5). */
-  {.name = "cubesandbox", .missing = cube_missing, .prefix = "/cubeapi/v1", .check_key = 0,
-   .ttl_min = 1, .ttl_max = ABX_MAX_TIMEOUT_S, .v1_default = 15, .connect_extends = 0,
-   .connect_resumed_status = 200, .resume_status = 201, .create_ignores_extras = 1,
-   .const_envd_version = "0.2.0"},
-  /* OpenSandbox: none of E2B's routes is reached (abx_api_handle is not called: its front sends
+    {.name = "cubesandbox",
+     .missing = cube_missing,
+     .prefix = "/cubeapi/v1",
+     .check_key = 0,
+     .ttl_min = 1,
+     .ttl_max = ABX_MAX_TIMEOUT_S,
+     .v1_default = 15,
+     .connect_extends = 0,
+     .connect_resumed_status = 200,
+     .resume_status = 201,
+     .create_ignores_extras = 1,
+     .const_envd_version = "0.2.0"},
+    /* OpenSandbox: none of E2B's routes is reached (abx_api_handle is not called: its front sends
    * the control plane to platform/opensandbox/control.c, whose rules are in opensandbox.h); the
    * TTL fields record its create timeout range, >= 60 s (specs/sandbox-lifecycle.yml CreateSandboxRequest.timeout) and
    * at most 86400 s here (server.max_sandbox_timeout_seconds, whose examples use 86400). */
-  {.name = "opensandbox", .missing = none, .ttl_min = 60, .ttl_max = ABX_MAX_TIMEOUT_S,
-   .family = ABX_FAMILY_OPENSANDBOX, .execd = 1},
+    {.name = "opensandbox",
+     .missing = none,
+     .ttl_min = 60,
+     .ttl_max = ABX_MAX_TIMEOUT_S,
+     .family = ABX_FAMILY_OPENSANDBOX,
+     .execd = 1},
 };
 
 static const struct abx_flavor *g_flavor = &flavors[0];
@@ -101,9 +170,15 @@ int abx_flavor_set(const char *name, char *msg, size_t n)
   return -1;
 }
 
-const struct abx_flavor *abx_flavor(void) { return g_flavor; }
+const struct abx_flavor *abx_flavor(void)
+{
+  return g_flavor;
+}
 
-const char *abx_flavor_names(void) { return "e2b|alicloud-fc|alicloud-express|acs|cubesandbox|opensandbox"; }
+const char *abx_flavor_names(void)
+{
+  return "e2b|alicloud-fc|alicloud-express|acs|cubesandbox|opensandbox";
+}
 
 int abx_flavor_serves(const char *method, const char *pattern)
 {
@@ -123,8 +198,8 @@ const char *abx_flavor_strip_prefix(const char *url)
   return url;
 }
 
-int abx_flavor_path_route(const char *raw_uri, char id[32], int *port, size_t *rest_off,
-                          char *msg, size_t n)
+int abx_flavor_path_route(const char *raw_uri, char id[32], int *port, size_t *rest_off, char *msg,
+                          size_t n)
 {
   static const char pre[] = "/kruise/";
   if (!g_flavor->path_route || strncmp(raw_uri, pre, sizeof pre - 1) != 0)

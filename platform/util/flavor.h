@@ -107,8 +107,8 @@ const char *abx_flavor_strip_prefix(const char *url);
  * 1 with id (NUL-terminated), port (1..65535) and *rest_off = offset in raw_uri of the path to
  * forward ("/..." or "" for "/"); 0 when raw_uri is not such a path (e.g. "/kruise/api/...");
  * -1 with msg when it is one but the id or port is malformed. */
-int abx_flavor_path_route(const char *raw_uri, char id[32], int *port, size_t *rest_off,
-                          char *msg, size_t n);
+int abx_flavor_path_route(const char *raw_uri, char id[32], int *port, size_t *rest_off, char *msg,
+                          size_t n);
 
 /* The valid names, "e2b|alicloud-fc|...", for usage text and errors. */
 const char *abx_flavor_names(void);

@@ -47,10 +47,10 @@
 static const struct {
   const char *path, *text;
 } fixtures[] = {
-  {"/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"},
-  {"/etc/group", "root:x:0:\nuser:x:1000:\n"},
-  /* only the files database: nothing for NSS to load inside the jail */
-  {"/etc/nsswitch.conf", "passwd: files\ngroup: files\n"},
+    {"/etc/passwd", "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n"},
+    {"/etc/group", "root:x:0:\nuser:x:1000:\n"},
+    /* only the files database: nothing for NSS to load inside the jail */
+    {"/etc/nsswitch.conf", "passwd: files\ngroup: files\n"},
 };
 static const char *const fixture_dirs[] = {"", "/etc", "/root", "/home", JAIL_USER_HOME};
 

@@ -35,7 +35,10 @@
     abort();                                                                                       \
   } while (0)
 
-static int is_slot(const char *seg, size_t n) { return n > 1 && seg[0] == '{'; }
+static int is_slot(const char *seg, size_t n)
+{
+  return n > 1 && seg[0] == '{';
+}
 
 /* Fresh request whose params are filled with a non-NUL byte, so a missing terminator shows. */
 static void req_reset(struct abx_api_req *r)
@@ -246,7 +249,7 @@ static void fuzz_filter(const char *q, int null_q)
     const char *k;
     json_t *v;
     json_object_foreach(got, k, v) if (!*k || !json_is_string(v))
-      FAIL("metadata '%s': key '%s' is empty or its value not a string", q, k);
+        FAIL("metadata '%s': key '%s' is empty or its value not a string", q, k);
     if (!json_equal(got, want)) {
       char *g = json_dumps(got, JSON_COMPACT), *w = json_dumps(want, JSON_COMPACT);
       FAIL("metadata '%s': parser gave %s, model %s", q, g ? g : "?", w ? w : "?");
@@ -258,8 +261,7 @@ static void fuzz_filter(const char *q, int null_q)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  static const char *const methods[] = {"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD",
-                                        "OPTIONS"};
+  static const char *const methods[] = {"GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS"};
   if (size < 1)
     return 0;
   const char *method = methods[data[0] % 7];

@@ -18,9 +18,9 @@
 #include "connect.h"
 
 struct trace {
-  unsigned limit;     /* accept this many messages, then stop (0: no limit) */
-  unsigned count;     /* messages delivered */
-  uint64_t hash;      /* FNV-1a over (flags, len, payload) of every message, in order */
+  unsigned limit; /* accept this many messages, then stop (0: no limit) */
+  unsigned count; /* messages delivered */
+  uint64_t hash;  /* FNV-1a over (flags, len, payload) of every message, in order */
 };
 
 static void mix(uint64_t *h, const void *p, size_t n)

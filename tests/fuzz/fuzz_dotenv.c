@@ -46,7 +46,8 @@ static void on_pair(void *ud, const char *key, const char *value, size_t vlen)
       abort();
     }
   if (vlen > s->size || value[vlen] != '\0') {
-    fprintf(stderr, "fuzz_dotenv: value of %zu bytes (input %zu) or not terminated\n", vlen, s->size);
+    fprintf(stderr, "fuzz_dotenv: value of %zu bytes (input %zu) or not terminated\n", vlen,
+            s->size);
     abort();
   }
 }
@@ -55,8 +56,9 @@ static void on_error(void *ud, int line, const char *msg)
 {
   struct seen *s = ud;
   if (!msg || !*msg || line < 1 || line > s->lines || line < s->last_line) {
-    fprintf(stderr, "fuzz_dotenv: error at line %d (input has %d lines, previous error at %d): %s\n",
-            line, s->lines, s->last_line, msg ? msg : "(null)");
+    fprintf(stderr,
+            "fuzz_dotenv: error at line %d (input has %d lines, previous error at %d): %s\n", line,
+            s->lines, s->last_line, msg ? msg : "(null)");
     abort();
   }
   s->last_line = line;

@@ -80,14 +80,14 @@ struct input {
   struct jail_buf body; /* as the client means it (before gzip) */
   struct part *parts;   /* parts mode */
   size_t nparts;
-  int predictable;      /* parts mode and no part holds the boundary */
+  int predictable; /* parts mode and no part holds the boundary */
 };
 
 struct check {
   const struct input *in;
   size_t head_len; /* bytes of the request head, its blank line included */
-  char **want;   /* parts mode, predictable: the files a 200 names, in order */
-  size_t *from;  /* from[i]: the part whose bytes want[i] holds */
+  char **want;     /* parts mode, predictable: the files a 200 names, in order */
+  size_t *from;    /* from[i]: the part whose bytes want[i] holds */
   size_t nwant;
   unsigned status;
   unsigned uid;
@@ -125,8 +125,8 @@ static void put_value(struct jail_buf *b, const char *s, size_t n)
  * passes on too. Metadata keys keep only these, so envd, not the HTTP parser, judges them. */
 static int tchar(unsigned char c)
 {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c >= 0x80 || (c && strchr("!#$%&'*+-.^_`~", c));
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80 ||
+         (c && strchr("!#$%&'*+-.^_`~", c));
 }
 
 /* Append the gzip member of in[0..n) to out. */
@@ -172,7 +172,7 @@ static void render_parts(struct input *in, const char *raw, size_t n)
     if (memmem(pt->data, pt->len, PARTS_BOUNDARY, sizeof PARTS_BOUNDARY - 1))
       in->predictable = 0; /* the part would end early: no prediction */
     jail_putf(&in->body, "--" PARTS_BOUNDARY "\r\nContent-Disposition: form-data; name=\"file\"; "
-              "filename=\"");
+                         "filename=\"");
     jail_put(&in->body, name, k);
     jail_putf(&in->body, "\"\r\nContent-Type: application/octet-stream\r\n\r\n");
     jail_put(&in->body, pt->data, pt->len);
@@ -361,12 +361,13 @@ static void check_answer(struct check *ck, const struct jail_buf *ans)
       FAIL("200 without a non-empty JSON array: '%.200s'", body);
     ck->nreported = json_array_size(j);
     if (ck->want && ck->nreported != ck->nwant)
-      FAIL("200 names %zu files, the %zu parts make %zu: '%.300s'", ck->nreported,
-           ck->in->nparts, ck->nwant, body);
+      FAIL("200 names %zu files, the %zu parts make %zu: '%.300s'", ck->nreported, ck->in->nparts,
+           ck->nwant, body);
     ck->reported = calloc(ck->nreported, sizeof *ck->reported);
     size_t i;
     json_t *e;
-    json_array_foreach(j, i, e) {
+    json_array_foreach(j, i, e)
+    {
       const char *path = json_string_value(json_object_get(e, "path"));
       const char *name = json_string_value(json_object_get(e, "name"));
       const char *type = json_string_value(json_object_get(e, "type"));

@@ -25,12 +25,12 @@
 
 struct trace {
   size_t max_line;
-  unsigned stop_at;     /* accept this many lines, then stop (0: no limit) */
-  size_t count;         /* lines delivered */
-  int finishing;        /* inside abx_ndjson_finish: term 0 is allowed */
-  char *rebuilt;        /* lines + terminators, concatenated */
+  unsigned stop_at; /* accept this many lines, then stop (0: no limit) */
+  size_t count;     /* lines delivered */
+  int finishing;    /* inside abx_ndjson_finish: term 0 is allowed */
+  char *rebuilt;    /* lines + terminators, concatenated */
   size_t rebuilt_len, rebuilt_cap;
-  uint64_t hash;        /* FNV-1a over (number, term, len, data) of every line */
+  uint64_t hash; /* FNV-1a over (number, term, len, data) of every line */
 };
 
 static void mix(uint64_t *h, const void *p, size_t n)
@@ -168,8 +168,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   check_rebuilt(body, n, &c, rc_c);
   if (rc_a != rc_b || rc_a != rc_c || a.count != b.count || a.count != c.count ||
       a.hash != b.hash || a.hash != c.hash) {
-    fprintf(stderr, "fuzz_ndjson: slicing changed the outcome (slices rc=%d n=%zu; one rc=%d "
-            "n=%zu; bytes rc=%d n=%zu)\n", rc_a, a.count, rc_b, b.count, rc_c, c.count);
+    fprintf(stderr,
+            "fuzz_ndjson: slicing changed the outcome (slices rc=%d n=%zu; one rc=%d "
+            "n=%zu; bytes rc=%d n=%zu)\n",
+            rc_a, a.count, rc_b, b.count, rc_c, c.count);
     abort();
   }
   free(a.rebuilt);

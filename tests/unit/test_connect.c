@@ -37,7 +37,7 @@ struct msg {
 struct sink {
   struct msg msgs[MAX_MSGS];
   int n;
-  int stop_at; /* 1-based message number at which the consumer returns non-zero; 0 never */
+  int stop_at;    /* 1-based message number at which the consumer returns non-zero; 0 never */
   size_t big_len; /* length of the last message too large for data[] */
 };
 
@@ -218,7 +218,11 @@ static void test_bad_flags(void)
 {
   static const unsigned bad[] = {ABX_CONNECT_FLAG_COMPRESSED,
                                  ABX_CONNECT_FLAG_COMPRESSED | ABX_CONNECT_FLAG_END,
-                                 0x04, 0x08, 0x10, 0x80, 0x80 | ABX_CONNECT_FLAG_END};
+                                 0x04,
+                                 0x08,
+                                 0x10,
+                                 0x80,
+                                 0x80 | ABX_CONNECT_FLAG_END};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     unsigned char buf[32];
     size_t n = 0;

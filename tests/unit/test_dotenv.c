@@ -106,7 +106,8 @@ static void test_unquoted_trim_and_comments(void)
 {
   struct result r;
   CHECK(parse("A=  value with  inner   spaces   \nB=abc # comment\nC=abc#not-a-comment\n"
-              "D=#hash-start\nE= # only a note\nF=x\t# tab comment\nG=a=b=c\n", &r) == 0);
+              "D=#hash-start\nE= # only a note\nF=x\t# tab comment\nG=a=b=c\n",
+              &r) == 0);
   CHECK(r.nerrors == 0);
   CHECK_STR(get(&r, "A"), "value with  inner   spaces");
   CHECK_STR(get(&r, "B"), "abc");
@@ -138,8 +139,10 @@ static void test_export(void)
 static void test_single_quotes(void)
 {
   struct result r;
-  CHECK(parse("A='literal \\n $HOME # not a comment'\nB=''\nC='x' # comment\nD='two\nlines'\nE=after\n",
-              &r) == 0);
+  CHECK(
+      parse(
+          "A='literal \\n $HOME # not a comment'\nB=''\nC='x' # comment\nD='two\nlines'\nE=after\n",
+          &r) == 0);
   CHECK(r.nerrors == 0);
   CHECK_STR(get(&r, "A"), "literal \\n $HOME # not a comment");
   CHECK_STR(get(&r, "B"), "");
@@ -154,7 +157,8 @@ static void test_double_quotes(void)
 {
   struct result r;
   CHECK(parse("A=\"a\\nb\\tc\\\"q\\\" \\\\ \\r end\"\nB=\"\"\nC=\"keep \\x and \\$ \"\n"
-              "D=\"  spaces kept  \" # comment\nE=\"it\\'s\"\n", &r) == 0);
+              "D=\"  spaces kept  \" # comment\nE=\"it\\'s\"\n",
+              &r) == 0);
   CHECK(r.nerrors == 0);
   CHECK_STR(get(&r, "A"), "a\nb\tc\"q\" \\ \r end");
   CHECK_STR(get(&r, "B"), "");
@@ -201,18 +205,18 @@ static void test_line_endings(void)
 static void test_malformed(void)
 {
   struct result r;
-  const char *text = "GOOD1=a\n"                 /* 1 */
-                     "1KEY=x\n"                  /* 2: key starts with a digit */
-                     "KEY!=x\n"                  /* 3: bad character in key */
-                     "KEY VALUE\n"               /* 4: no '=' */
-                     "=novalue\n"                /* 5: no key */
-                     "Q=\"x\"junk\n"             /* 6: text after the closing quote */
-                     "S='a' 'b'\n"               /* 7: text after the closing quote */
-                     "export \n"                 /* 8: export and a blank, no key */
-                     "'QK'=1\n"                  /* 9: quoted keys are not supported */
-                     "GOOD2=b\n"                 /* 10 */
-                     "U=\"never closed\n"        /* 11: unterminated: skip line 11 only */
-                     "GOOD3=c\n";                /* 12 */
+  const char *text = "GOOD1=a\n"          /* 1 */
+                     "1KEY=x\n"           /* 2: key starts with a digit */
+                     "KEY!=x\n"           /* 3: bad character in key */
+                     "KEY VALUE\n"        /* 4: no '=' */
+                     "=novalue\n"         /* 5: no key */
+                     "Q=\"x\"junk\n"      /* 6: text after the closing quote */
+                     "S='a' 'b'\n"        /* 7: text after the closing quote */
+                     "export \n"          /* 8: export and a blank, no key */
+                     "'QK'=1\n"           /* 9: quoted keys are not supported */
+                     "GOOD2=b\n"          /* 10 */
+                     "U=\"never closed\n" /* 11: unterminated: skip line 11 only */
+                     "GOOD3=c\n";         /* 12 */
   int rc = parse(text, &r);
   CHECK(rc == 9);
   CHECK(r.nerrors == 9);

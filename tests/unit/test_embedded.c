@@ -25,7 +25,8 @@ static int writer(lua_State *L, const void *p, size_t n, void *ud)
   (void)L;
   struct buf *b = ud;
   unsigned char *d = realloc(b->data, b->len + n);
-  if (!d) return 1;
+  if (!d)
+    return 1;
   memcpy(d + b->len, p, n);
   b->data = d;
   b->len += n;
@@ -36,7 +37,8 @@ static int writer(lua_State *L, const void *p, size_t n, void *ud)
 static struct buf dump(lua_State *L)
 {
   struct buf b = {0};
-  if (lua_dump(L, writer, &b, 0) != 0) b.len = 0;
+  if (lua_dump(L, writer, &b, 0) != 0)
+    b.len = 0;
   return b;
 }
 
@@ -54,7 +56,8 @@ int main(void)
 
   int n = 0, found_test = 0, found_argparse = 0;
   for (const struct abx_embedded *e = abx_embedded; e->name; e++, n++) {
-    found_test |= strcmp(e->name, "abx.test") == 0 && strcmp(e->chunkname, "@lib/abx/test.lua") == 0;
+    found_test |=
+        strcmp(e->name, "abx.test") == 0 && strcmp(e->chunkname, "@lib/abx/test.lua") == 0;
     found_argparse |= strcmp(e->name, "argparse") == 0;
     CHECK(e->source && e->size > 0 && e->bytecode && e->bytecode_size > 0);
     /* the source compiled here dumps to the very bytes embedded */
@@ -62,7 +65,8 @@ int main(void)
     struct buf fresh = dump(L);
     lua_settop(L, 0);
     CHECK(fresh.len == e->bytecode_size && memcmp(fresh.data, e->bytecode, fresh.len) == 0);
-    if (fresh.len != e->bytecode_size) fprintf(stderr, "  module %s differs\n", e->name);
+    if (fresh.len != e->bytecode_size)
+      fprintf(stderr, "  module %s differs\n", e->name);
     free(fresh.data);
     /* the engine's loader gives a function named by the chunk name, with line information */
     CHECK(abx_embedded_load(L, e, 1) == LUA_OK && lua_isfunction(L, -1));
@@ -90,7 +94,8 @@ int main(void)
   CHECK(abx_embedded_load(L, &cut, 0) == LUA_OK && lua_isfunction(L, -1));
   lua_settop(L, 0);
   /* a source that does not compile is an error, with the compiler's message */
-  struct abx_embedded bad = {"bad", "@lib/abx/bad.lua", (const unsigned char *)"local = 1", 9, NULL, 0};
+  struct abx_embedded bad = {"bad", "@lib/abx/bad.lua", (const unsigned char *)"local = 1", 9, NULL,
+                             0};
   CHECK(abx_embedded_load(L, &bad, 1) == LUA_ERRSYNTAX);
   CHECK_CONTAINS(lua_tostring(L, -1), "lib/abx/bad.lua:1:");
   lua_close(L);

@@ -25,10 +25,10 @@ struct rec {
 struct sink {
   struct rec lines[MAX_LINES];
   int n;
-  int stop_at;         /* 1-based line at which the consumer returns non-zero; 0 never */
-  size_t longest;      /* longest line seen */
+  int stop_at;               /* 1-based line at which the consumer returns non-zero; 0 never */
+  size_t longest;            /* longest line seen */
   const char *in_lo, *in_hi; /* the slice being fed, to tell in-place lines from copies */
-  int in_place;        /* lines whose data pointed into the slice being fed */
+  int in_place;              /* lines whose data pointed into the slice being fed */
 };
 
 static int on_line(void *ud, const struct abx_ndjson_line *l)
@@ -176,7 +176,7 @@ static void test_last_line_without_newline(void)
   struct abx_ndjson d;
   abx_ndjson_init(&d, 0);
   CHECK(abx_ndjson_feed(&d, body, strlen(body), on_line, &s) == ABX_NDJSON_OK);
-  CHECK(s.n == 1);                                      /* not before the end */
+  CHECK(s.n == 1); /* not before the end */
   CHECK(abx_ndjson_pending(&d) == strlen("{\"type\": \"end_of_execution\"}"));
   CHECK(abx_ndjson_finish(&d, on_line, &s) == ABX_NDJSON_OK);
   CHECK(s.n == 2);

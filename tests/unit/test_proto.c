@@ -24,8 +24,12 @@ static const char *dec(const char *s, unsigned flags)
 
 static void test_encode(void)
 {
-  static const char *vec[][2] = {{"", ""},         {"f", "Zg=="},         {"fo", "Zm8="},
-                                 {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},  {"fooba", "Zm9vYmE="},
+  static const char *vec[][2] = {{"", ""},
+                                 {"f", "Zg=="},
+                                 {"fo", "Zm8="},
+                                 {"foo", "Zm9v"},
+                                 {"foob", "Zm9vYg=="},
+                                 {"fooba", "Zm9vYmE="},
                                  {"foobar", "Zm9vYmFy"}};
   char out[64];
   for (size_t i = 0; i < sizeof vec / sizeof vec[0]; i++) {
@@ -46,7 +50,7 @@ static void test_encode(void)
 
 static void test_decode_forms(void)
 {
-  CHECK_STR(dec("Zm8", 0), "fo");   /* unpadded */
+  CHECK_STR(dec("Zm8", 0), "fo"); /* unpadded */
   CHECK_STR(dec("Zg", 0), "f");
   CHECK_STR(dec("-_-_", 0), "\xfb\xff\xbf");
   CHECK_STR(dec("+/+/", 0), "\xfb\xff\xbf");
@@ -145,11 +149,12 @@ static void test_sandbox_id_new(void)
   unsigned char bytes[24];
   for (size_t i = 0; i < 20; i++)
     bytes[i] = (unsigned char)i; /* 0..19: "a".."t" */
-  bytes[3] = 36 + 25;             /* 61 % 36 = 25: 'z' */
-  bytes[4] = 35;                  /* '9' */
-  bytes[5] = 252;                 /* refused: redrawn from the bytes after the 20 */
-  bytes[6] = 255;                 /* refused too */
-  bytes[20] = 253, bytes[21] = 26, bytes[22] = 1; /* 253 refused again; then '0' for [5], 'b' for [6] */
+  bytes[3] = 36 + 25;            /* 61 % 36 = 25: 'z' */
+  bytes[4] = 35;                 /* '9' */
+  bytes[5] = 252;                /* refused: redrawn from the bytes after the 20 */
+  bytes[6] = 255;                /* refused too */
+  bytes[20] = 253, bytes[21] = 26,
+  bytes[22] = 1; /* 253 refused again; then '0' for [5], 'b' for [6] */
   char id[ABX_E2B_SANDBOX_ID_MAX + 1];
   g_script = bytes, g_script_left = 23;
   CHECK(abx_e2b_sandbox_id_new(id, 'i', scripted) == 0);

@@ -26,11 +26,11 @@ static char *mask(const struct abx_secrets *s, const char *text)
   return m;
 }
 
-#define CHECK_MASK(s, text, expected)                                                  \
-  do {                                                                                 \
-    char *m_ = mask((s), (text));                                                      \
-    CHECK_STR(m_, (expected));                                                         \
-    free(m_);                                                                          \
+#define CHECK_MASK(s, text, expected)                                                              \
+  do {                                                                                             \
+    char *m_ = mask((s), (text));                                                                  \
+    CHECK_STR(m_, (expected));                                                                     \
+    free(m_);                                                                                      \
   } while (0)
 
 #define TOKEN "tok-9f8e7d6c5b4a"
@@ -66,7 +66,8 @@ static void test_derived_forms(void)
   CHECK_MASK(s, "b64=dG9rLTlmOGU3ZDZjNWI0YQ==;", "b64=***;");
   CHECK_MASK(s, "b64=dG9rLTlmOGU3ZDZjNWI0YQ;", "b64=***;");
   /* HTTP Basic: base64(value + ":") */
-  CHECK_MASK(s, "Authorization: Basic dG9rLTlmOGU3ZDZjNWI0YTo=\r\n", "Authorization: Basic ***\r\n");
+  CHECK_MASK(s, "Authorization: Basic dG9rLTlmOGU3ZDZjNWI0YTo=\r\n",
+             "Authorization: Basic ***\r\n");
   abx_secrets_free(s);
 
   /* a value with characters that every encoding changes */
@@ -218,8 +219,8 @@ static void test_json_variants(void)
 {
   struct abx_secrets *s = abx_secrets_new();
   add_str(s, "to/ken\nline");
-  CHECK_MASK(s, "{\"t\":\"to/ken\\nline\"}", "{\"t\":\"***\"}");     /* Python, Go, jansson */
-  CHECK_MASK(s, "{\"t\":\"to\\/ken\\nline\"}", "{\"t\":\"***\"}");   /* PHP */
+  CHECK_MASK(s, "{\"t\":\"to/ken\\nline\"}", "{\"t\":\"***\"}");   /* Python, Go, jansson */
+  CHECK_MASK(s, "{\"t\":\"to\\/ken\\nline\"}", "{\"t\":\"***\"}"); /* PHP */
   CHECK_MASK(s, "{\"t\":\"to/ken\\u000aline\"}", "{\"t\":\"***\"}");
   CHECK_MASK(s, "{\"t\":\"to\\/ken\\u000aline\"}", "{\"t\":\"***\"}");
   abx_secrets_free(s);
@@ -273,7 +274,8 @@ static void test_write_across_pieces(void)
   for (size_t i = 0; i < n; i++)
     free(bytes[i]);
 
-  const char *empty[] = {"", "tok-9f", "", "8e7d6c5b4a!", "", NULL}; /* empty writes change nothing */
+  const char *empty[] = {"", "tok-9f", "", "8e7d6c5b4a!",
+                         "", NULL}; /* empty writes change nothing */
   all = write_pieces(s, empty, &early);
   CHECK_STR(early, "***!");
   free(all);

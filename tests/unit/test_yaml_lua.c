@@ -291,9 +291,10 @@ static void test_lines(void)
   int top = lua_gettop(L);
   CHECK(abx_yaml_push_lines(L, "t.yaml", text, strlen(text), err, sizeof err) == 0);
   CHECK(lua_gettop(L) == top + 2);
-  CHECK(luaL_loadstring(L, "local v, l = ... return l[v].from == 2 and l[v].steps == 3 and "
-                           "l[v.steps][1] == 4 and l[v.steps][2] == 5 and l[v.steps[1]].run == 4 and "
-                           "l[v.steps[2].copy].src == 5 and l[v.steps[2].copy].dest == 6") == LUA_OK);
+  CHECK(luaL_loadstring(L,
+                        "local v, l = ... return l[v].from == 2 and l[v].steps == 3 and "
+                        "l[v.steps][1] == 4 and l[v.steps][2] == 5 and l[v.steps[1]].run == 4 and "
+                        "l[v.steps[2].copy].src == 5 and l[v.steps[2].copy].dest == 6") == LUA_OK);
   lua_pushvalue(L, -3);
   lua_pushvalue(L, -3);
   CHECK(lua_pcall(L, 2, 1, 0) == LUA_OK && lua_toboolean(L, -1));

@@ -40,11 +40,11 @@ struct fsandbox {
  * the pattern check saw a chunk starting off the line pattern (offset of that chunk). */
 struct fresult {
   int exit_code;
-  int ended;         /* 1 once the end event arrived */
-  size_t out_bytes;  /* decoded stdout bytes */
-  size_t err_bytes;  /* decoded stderr bytes */
-  long long bad_at;  /* pattern check: offset of the first chunk off the pattern, -1 none */
-  struct fbuf out;   /* the stdout bytes (keep = 1 only) */
+  int ended;        /* 1 once the end event arrived */
+  size_t out_bytes; /* decoded stdout bytes */
+  size_t err_bytes; /* decoded stderr bytes */
+  long long bad_at; /* pattern check: offset of the first chunk off the pattern, -1 none */
+  struct fbuf out;  /* the stdout bytes (keep = 1 only) */
 };
 
 /* Appends n bytes; aborts the process when out of memory (a floor has no recovery path). */
@@ -73,8 +73,8 @@ int floor_kill(struct fclient *c, const struct fsandbox *s);
  * keep: collect stdout into r->out; check_pattern: check that each stdout chunk continues the
  * bench's 64-byte line (bench.lua LINE). Returns 0 when the stream ended cleanly (r filled),
  * -1 on a transport/HTTP/protocol error (message on stderr). */
-int floor_run(struct fclient *c, const struct fsandbox *s, const char *cmd, int timeout_s,
-              int keep, int check_pattern, struct fresult *r);
+int floor_run(struct fclient *c, const struct fsandbox *s, const char *cmd, int timeout_s, int keep,
+              int check_pattern, struct fresult *r);
 void fresult_free(struct fresult *r);
 
 /* POST /files?path=..&username=user, application/octet-stream: 0 on 200, -1 otherwise. */

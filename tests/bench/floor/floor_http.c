@@ -16,7 +16,8 @@ void fbuf_add(struct fbuf *b, const void *p, size_t n)
 {
   if (b->len + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + n + 1) cap *= 2;
+    while (cap < b->len + n + 1)
+      cap *= 2;
     char *d = realloc(b->data, cap);
     if (!d) {
       fprintf(stderr, "floor: out of memory (%zu bytes)\n", cap);
@@ -25,7 +26,8 @@ void fbuf_add(struct fbuf *b, const void *p, size_t n)
     b->data = d;
     b->cap = cap;
   }
-  if (n) memcpy(b->data + b->len, p, n);
+  if (n)
+    memcpy(b->data + b->len, p, n);
   b->len += n;
   b->data[b->len] = 0;
 }
@@ -49,7 +51,8 @@ void fclient_open(struct fclient *c)
   c->url = getenv("BENCH_URL");
   c->key = getenv("BENCH_KEY");
   if (!c->url || !c->key) {
-    fprintf(stderr, "floor: BENCH_URL and BENCH_KEY must be set (run through tests/bench/bench.py)\n");
+    fprintf(stderr,
+            "floor: BENCH_URL and BENCH_KEY must be set (run through tests/bench/bench.py)\n");
     exit(2);
   }
   c->curl = curl_easy_init();
@@ -139,7 +142,8 @@ int floor_kill(struct fclient *c, const struct fsandbox *s)
   long st = exchange(c, "DELETE", url, h, NULL, 0, to_buf, &out);
   curl_slist_free_all(h);
   fbuf_free(&out);
-  if (st != 204) fprintf(stderr, "floor: DELETE /sandboxes/%s answered %ld\n", s->id, st);
+  if (st != 204)
+    fprintf(stderr, "floor: DELETE /sandboxes/%s answered %ld\n", s->id, st);
   return st == 204 ? 0 : -1;
 }
 
@@ -170,29 +174,34 @@ void floor_init(void)
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const char *a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   memset(B64, -1, sizeof B64);
-  for (int i = 0; i < 64; i++) B64[(unsigned char)a[i]] = (signed char)i;
+  for (int i = 0; i < 64; i++)
+    B64[(unsigned char)a[i]] = (signed char)i;
 }
 
 /* Decodes standard base64 (with padding) into dst; returns the byte count or -1. */
 static long b64_decode(const char *s, size_t n, unsigned char *dst)
 {
-  if (n % 4) return -1;
+  if (n % 4)
+    return -1;
   size_t o = 0;
   for (size_t i = 0; i < n; i += 4) {
     int a = B64[(unsigned char)s[i]], b = B64[(unsigned char)s[i + 1]];
     int pc = s[i + 2] == '=', pd = s[i + 3] == '=';
     int cc = pc ? 0 : B64[(unsigned char)s[i + 2]], d = pd ? 0 : B64[(unsigned char)s[i + 3]];
-    if (a < 0 || b < 0 || cc < 0 || d < 0 || (pc && !pd) || ((pc || pd) && i + 4 != n)) return -1;
+    if (a < 0 || b < 0 || cc < 0 || d < 0 || (pc && !pd) || ((pc || pd) && i + 4 != n))
+      return -1;
     uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)cc << 6 | (uint32_t)d;
     dst[o++] = (unsigned char)(v >> 16);
-    if (!pc) dst[o++] = (unsigned char)(v >> 8);
-    if (!pd) dst[o++] = (unsigned char)v;
+    if (!pc)
+      dst[o++] = (unsigned char)(v >> 8);
+    if (!pd)
+      dst[o++] = (unsigned char)v;
   }
   return (long)o;
 }
 
 struct stream {
-  struct fbuf in; /* bytes not yet parsed into envelopes */
+  struct fbuf in;  /* bytes not yet parsed into envelopes */
   struct fbuf dec; /* scratch for one decoded chunk */
   struct fresult *r;
   int keep, check, failed, done;
@@ -204,7 +213,10 @@ static int on_chunk(struct stream *st, int k, const char *s, size_t sl)
   if (st->dec.cap < sl + 1) { /* scratch large enough for the decoded chunk */
     free(st->dec.data);
     st->dec.data = malloc(sl + 1);
-    if (!st->dec.data) { fprintf(stderr, "floor: out of memory\n"); exit(3); }
+    if (!st->dec.data) {
+      fprintf(stderr, "floor: out of memory\n");
+      exit(3);
+    }
     st->dec.cap = sl + 1;
   }
   long got = b64_decode(s, sl, (unsigned char *)st->dec.data);
@@ -219,7 +231,8 @@ static int on_chunk(struct stream *st, int k, const char *s, size_t sl)
   if (st->check && got > 0 && st->r->bad_at < 0 &&
       st->dec.data[0] != FLOOR_LINE[st->r->out_bytes % 64])
     st->r->bad_at = (long long)st->r->out_bytes;
-  if (st->keep) fbuf_add(&st->r->out, st->dec.data, (size_t)got);
+  if (st->keep)
+    fbuf_add(&st->r->out, st->dec.data, (size_t)got);
   st->r->out_bytes += (size_t)got;
   return 0;
 }
@@ -232,14 +245,19 @@ static int fast_data(struct stream *st, const char *p, size_t n)
 {
   static const char pre[] = "{\"event\":{\"data\":{\"std";
   const size_t pl = sizeof pre - 1, tail = 4; /* "}}} after the closing quote */
-  if (n < pl + 10 || memcmp(p, pre, pl) != 0) return 0;
+  if (n < pl + 10 || memcmp(p, pre, pl) != 0)
+    return 0;
   int k;
-  if (memcmp(p + pl, "out\":\"", 6) == 0) k = 0;
-  else if (memcmp(p + pl, "err\":\"", 6) == 0) k = 1;
-  else return 0;
+  if (memcmp(p + pl, "out\":\"", 6) == 0)
+    k = 0;
+  else if (memcmp(p + pl, "err\":\"", 6) == 0)
+    k = 1;
+  else
+    return 0;
   const char *s = p + pl + 6;
   size_t sl = n - (pl + 6) - tail;
-  if (memcmp(s + sl, "\"}}}", tail) != 0 || memchr(s, '"', sl)) return 0;
+  if (memcmp(s + sl, "\"}}}", tail) != 0 || memchr(s, '"', sl))
+    return 0;
   return on_chunk(st, k, s, sl) < 0 ? -1 : 1;
 }
 
@@ -248,7 +266,8 @@ static int on_message(struct stream *st, const char *p, size_t n, int end_stream
 {
   if (!end_stream) {
     int f = fast_data(st, p, n);
-    if (f) return f < 0 ? -1 : 0;
+    if (f)
+      return f < 0 ? -1 : 0;
   }
   json_error_t jerr;
   json_t *j = json_loadb(p, n, 0, &jerr);
@@ -272,9 +291,13 @@ static int on_message(struct stream *st, const char *p, size_t n, int end_stream
   json_t *data = json_object_get(ev, "data"), *end = json_object_get(ev, "end");
   for (int k = 0; data && k < 2; k++) {
     json_t *v = json_object_get(data, k ? "stderr" : "stdout");
-    if (!v) continue;
+    if (!v)
+      continue;
     const char *s = json_string_value(v);
-    if (!s || on_chunk(st, k, s, json_string_length(v)) < 0) { rc = -1; break; }
+    if (!s || on_chunk(st, k, s, json_string_length(v)) < 0) {
+      rc = -1;
+      break;
+    }
   }
   if (end) {
     st->r->ended = 1;
@@ -297,8 +320,10 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
       st->failed = 1;
       break;
     }
-    if (st->in.len - off - 5 < len) break;
-    if (on_message(st, (const char *)e + 5, len, e[0] & 2) < 0) st->failed = 1;
+    if (st->in.len - off - 5 < len)
+      break;
+    if (on_message(st, (const char *)e + 5, len, e[0] & 2) < 0)
+      st->failed = 1;
     off += 5 + len;
   }
   memmove(st->in.data, st->in.data + off, st->in.len - off);
@@ -306,8 +331,8 @@ static size_t on_stream(char *p, size_t sz, size_t n, void *ud)
   return st->failed ? 0 : sz * n; /* 0 aborts the transfer */
 }
 
-int floor_run(struct fclient *c, const struct fsandbox *s, const char *cmd, int timeout_s,
-              int keep, int check_pattern, struct fresult *r)
+int floor_run(struct fclient *c, const struct fsandbox *s, const char *cmd, int timeout_s, int keep,
+              int check_pattern, struct fresult *r)
 {
   memset(r, 0, sizeof *r);
   r->bad_at = -1;
@@ -337,8 +362,10 @@ int floor_run(struct fclient *c, const struct fsandbox *s, const char *cmd, int 
   free(body);
   int rc = 0;
   if (status != 200 || st.failed || !st.done || st.in.len || !r->ended) {
-    fprintf(stderr, "floor: Start %s: status %ld, failed %d, end-stream %d, %zu trailing bytes, end event %d\n",
-            cmd, status, st.failed, st.done, st.in.len, r->ended);
+    fprintf(
+        stderr,
+        "floor: Start %s: status %ld, failed %d, end-stream %d, %zu trailing bytes, end event %d\n",
+        cmd, status, st.failed, st.done, st.in.len, r->ended);
     rc = -1;
   }
   fbuf_free(&st.in);
@@ -346,7 +373,10 @@ int floor_run(struct fclient *c, const struct fsandbox *s, const char *cmd, int 
   return rc;
 }
 
-void fresult_free(struct fresult *r) { fbuf_free(&r->out); }
+void fresult_free(struct fresult *r)
+{
+  fbuf_free(&r->out);
+}
 
 /* ---- /files and unary calls ----------------------------------------------------------------- */
 
@@ -367,7 +397,9 @@ int floor_write(struct fclient *c, const struct fsandbox *s, const char *path, c
   struct fbuf out = {0};
   long st = exchange(c, "POST", url, h, data, n, to_buf, &out);
   curl_slist_free_all(h);
-  if (st != 200) fprintf(stderr, "floor: POST /files %s answered %ld: %.200s\n", path, st, out.data ? out.data : "");
+  if (st != 200)
+    fprintf(stderr, "floor: POST /files %s answered %ld: %.200s\n", path, st,
+            out.data ? out.data : "");
   fbuf_free(&out);
   return st == 200 ? 0 : -1;
 }
@@ -380,7 +412,8 @@ int floor_read(struct fclient *c, const struct fsandbox *s, const char *path, st
   out->len = 0;
   long st = exchange(c, "GET", url, h, NULL, 0, to_buf, out);
   curl_slist_free_all(h);
-  if (st != 200) fprintf(stderr, "floor: GET /files %s answered %ld\n", path, st);
+  if (st != 200)
+    fprintf(stderr, "floor: GET /files %s answered %ld\n", path, st);
   return st == 200 ? 0 : -1;
 }
 
@@ -394,6 +427,7 @@ int floor_unary(struct fclient *c, const struct fsandbox *s, const char *rpc, co
   out->len = 0;
   long st = exchange(c, "POST", url, h, json, strlen(json), to_buf, out);
   curl_slist_free_all(h);
-  if (st != 200) fprintf(stderr, "floor: %s answered %ld: %.200s\n", rpc, st, out->data ? out->data : "");
+  if (st != 200)
+    fprintf(stderr, "floor: %s answered %ld: %.200s\n", rpc, st, out->data ? out->data : "");
   return st == 200 ? 0 : -1;
 }
