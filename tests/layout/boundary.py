@@ -64,38 +64,41 @@ def impurities(root):
     return found
 
 
-def engine_lua(root):
-    """Includes in engine/ of a bindings/ header or a Lua header outside the loop."""
-    root = os.path.realpath(root)
-    engine, bindings = os.path.join(root, "engine"), os.path.join(root, "bindings")
-    bind_headers = set()
-    for d, _, files in os.walk(bindings):
-        bind_headers.update(f for f in files if f.endswith(".h"))
-    found = []
-    for d, _, files in os.walk(engine):
+def includes(root, folder):
+    """Every #include under root/folder: (directory, path relative to root, included name, line)."""
+    for d, _, files in os.walk(os.path.join(root, folder)):
         for f in sorted(files):
             if not f.endswith((".c", ".h")):
                 continue
             path = os.path.join(d, f)
-            rel = os.path.relpath(path, root)
             with open(path, encoding="utf-8", errors="replace") as fh:
                 text = fh.read()
             for m in INCLUDE.finditer(text):
-                inc = m.group(1)
-                line = text.count("\n", 0, m.start(1)) + 1
-                if LUA_HEADER.match(os.path.basename(inc)):
-                    if rel not in ENGINE_LUA_ALLOWED:
-                        found.append("%s:%d: #include %s: engine/ knows no Lua (only the loop "
-                                     "does); move the Lua side to bindings/" % (rel, line, inc))
-                    continue
-                if (rel, inc) in ENGINE_ALLOWED:
-                    continue
-                own = os.path.realpath(os.path.join(d, inc))
-                if os.path.exists(own) and not own.startswith(bindings + os.sep):
-                    continue
-                if own.startswith(bindings + os.sep) or os.path.basename(inc) in bind_headers:
-                    found.append("%s:%d: #include \"%s\" is a bindings/ header: engine/ must not "
-                                 "see bindings/ (bindings/ links engine/)" % (rel, line, inc))
+                yield d, os.path.relpath(path, root), m.group(1), text.count("\n", 0, m.start(1)) + 1
+
+
+def engine_lua(root):
+    """Includes in engine/ of a bindings/ header or a Lua header outside the loop."""
+    root = os.path.realpath(root)
+    bindings = os.path.join(root, "bindings")
+    bind_headers = set()
+    for d, _, files in os.walk(bindings):
+        bind_headers.update(f for f in files if f.endswith(".h"))
+    found = []
+    for d, rel, inc, line in includes(root, "engine"):
+        if LUA_HEADER.match(os.path.basename(inc)):
+            if rel not in ENGINE_LUA_ALLOWED:
+                found.append("%s:%d: #include %s: engine/ knows no Lua (only the loop "
+                             "does); move the Lua side to bindings/" % (rel, line, inc))
+            continue
+        if (rel, inc) in ENGINE_ALLOWED:
+            continue
+        own = os.path.realpath(os.path.join(d, inc))
+        if os.path.exists(own) and not own.startswith(bindings + os.sep):
+            continue
+        if own.startswith(bindings + os.sep) or os.path.basename(inc) in bind_headers:
+            found.append("%s:%d: #include \"%s\" is a bindings/ header: engine/ must not "
+                         "see bindings/ (bindings/ links engine/)" % (rel, line, inc))
     return found
 
 
@@ -107,28 +110,18 @@ def crossings(root):
         plat_headers.update(f for f in files if f.endswith(".h"))
     found = []
     for side in SIDES:
-        for d, _, files in os.walk(os.path.join(root, side)):
-            for f in files:
-                if not f.endswith((".c", ".h")):
-                    continue
-                path = os.path.join(d, f)
-                rel = os.path.relpath(path, root)
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    text = fh.read()
-                for m in INCLUDE.finditer(text):
-                    inc = m.group(1)
-                    if (rel, inc) in ALLOWED:
-                        continue
-                    line = text.count("\n", 0, m.start(1)) + 1
-                    cands = [os.path.join(d, inc)] + [os.path.join(root, r, inc) for r in ROOTS]
-                    hit = next((os.path.realpath(c) for c in cands if os.path.exists(c)), None)
-                    if hit is not None:
-                        if hit.startswith(platform + os.sep):
-                            found.append("%s:%d: #include \"%s\" resolves to %s" %
-                                         (rel, line, inc, os.path.relpath(hit, root)))
-                    elif "platform/" in inc or os.path.basename(inc) in plat_headers:
-                        found.append("%s:%d: #include \"%s\" names a platform header" %
-                                     (rel, line, inc))
+        for d, rel, inc, line in includes(root, side):
+            if (rel, inc) in ALLOWED:
+                continue
+            cands = [os.path.join(d, inc)] + [os.path.join(root, r, inc) for r in ROOTS]
+            hit = next((os.path.realpath(c) for c in cands if os.path.exists(c)), None)
+            if hit is not None:
+                if hit.startswith(platform + os.sep):
+                    found.append("%s:%d: #include \"%s\" resolves to %s" %
+                                 (rel, line, inc, os.path.relpath(hit, root)))
+            elif "platform/" in inc or os.path.basename(inc) in plat_headers:
+                found.append("%s:%d: #include \"%s\" names a platform header" %
+                             (rel, line, inc))
     return found
 
 
