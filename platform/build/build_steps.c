@@ -259,13 +259,34 @@ static void image_line(void *ud, const char *line)
   abx_run_log(ud, "info", "%s", line);
 }
 
+/* A stored fromImage build's image root (template_store.h "Disk"), as it is in the cache: the
+ * suite is not resolved nor the root built again (neither belongs at serve's start). NULL with
+ * err when the cache no longer has it. */
+static struct abx_template *stored_image(struct abx_run *r, const char *img, char *err, size_t n)
+{
+  char dir[4200], root[4300];
+  struct stat st;
+  snprintf(dir, sizeof dir, "%s/images/%s", abx_lcache_dir(), r->b->image_key);
+  snprintf(root, sizeof root, "%s/root", dir);
+  if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, n,
+             "image '%s': its root %s is no longer in the build cache: build the "
+             "template again",
+             img, r->b->image_key);
+    return NULL;
+  }
+  return abx_template_image(dir, r->b->image_key, img, err, n);
+}
+
 /* The parent of the build and the keys: 0, or -1 with err. */
 static int base(struct abx_run *r, json_t *spec, char *err, size_t n)
 {
   const char *img = json_string_value(json_object_get(spec, "fromImage"));
   const char *tpl = json_string_value(json_object_get(spec, "fromTemplate"));
-  struct abx_template *p =
-      tpl && *tpl ? abx_template_get(tpl, 0) : abx_tbuild_image_root(img, image_line, r, err, n);
+  struct abx_template *p = tpl && *tpl ? abx_template_get(tpl, 0)
+                           : r->b->restore && r->b->image_key[0]
+                               ? stored_image(r, img, err, n)
+                               : abx_tbuild_image_root(img, image_line, r, err, n);
   if (!p) {
     if (tpl && *tpl)
       snprintf(err, n, "template '%.200s' not found", tpl);

@@ -51,6 +51,35 @@ static void file_of(const char *name, char *out, size_t n)
   snprintf(out, n, "%s/%s.json", g_dir, fn);
 }
 
+/* 1 when `k` may name an image root dir (image_debian.h "Key": [a-z0-9-], not empty). */
+static int image_key_ok(const char *k)
+{
+  if (!k || !*k || strlen(k) >= 96)
+    return 0;
+  for (const char *p = k; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-'))
+      return 0;
+  return 1;
+}
+
+/* The key of the image root at the bottom of b's chain ("" when none: from a template): the
+ * name of the image record's layer dir, <cache>/images/<key>. A restore that did not get ready
+ * keeps the key it was stored with. */
+static void image_key_of(const struct abx_tbuild *b, char *out, size_t n)
+{
+  out[0] = 0;
+  if (b->status != ABX_BUILD_READY || !b->result) {
+    snprintf(out, n, "%s", b->image_key);
+    return;
+  }
+  const struct abx_template *t = b->result;
+  while (t->parent)
+    t = t->parent;
+  const char *slash = t->image_root && t->layer ? strrchr(t->layer, '/') : NULL;
+  if (slash && image_key_ok(slash + 1))
+    snprintf(out, n, "%s", slash + 1);
+}
+
 /* The builds a sandbox may start from, each with its tags: the ready ones some tag points at,
  * and those restored from the store that did not get ready (their layers gone: kept, with the
  * tags they had, so that no record is lost by a failed restore). [{buildID, ..., tags, spec}] */
@@ -77,10 +106,15 @@ static json_t *tagged_builds(const struct abx_ttemplate *t)
       json_decref(tags);
       continue;
     }
-    json_array_append_new(
-        arr, json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:O}", "buildID", b->id, "cpuCount", b->cpu_count,
-                       "memoryMB", b->memory_mb, "createdNs", (json_int_t)b->created_ns,
-                       "finishedNs", (json_int_t)b->finished_ns, "tags", tags, "spec", b->spec));
+    json_t *o =
+        json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:O}", "buildID", b->id, "cpuCount", b->cpu_count,
+                  "memoryMB", b->memory_mb, "createdNs", (json_int_t)b->created_ns, "finishedNs",
+                  (json_int_t)b->finished_ns, "tags", tags, "spec", b->spec);
+    char key[96];
+    image_key_of(b, key, sizeof key);
+    if (o && key[0])
+      json_object_set_new(o, "imageKey", json_string(key));
+    json_array_append_new(arr, o);
   }
   return arr;
 }
@@ -158,6 +192,9 @@ static struct abx_tbuild *load_build(json_t *o, char *why, size_t n)
   b->status = ABX_BUILD_WAITING;
   b->started = 1;
   b->restore = 1;
+  const char *ik = json_string_value(json_object_get(o, "imageKey"));
+  if (image_key_ok(ik))
+    snprintf(b->image_key, sizeof b->image_key, "%s", ik);
   return b;
 }
 

@@ -15,8 +15,10 @@
  *          shared by every serve on it) holds one file per template name, <name>.json ('/' of
  *          "ns/alias" written '~'), mode 0600, format abxlua-template-store/1: {format,
  *          templateID, name, createdNs, builds: [{buildID, cpuCount, memoryMB, createdNs,
- *          finishedNs, tags, spec}]}: each ready build a tag points at, with its tags and its
- *          TemplateBuildStartV2 body. Written (aside, then renamed) when a build gets ready and
+ *          finishedNs, tags, spec, imageKey?}]}: each ready build a tag points at, with its
+ *          tags, its TemplateBuildStartV2 body and, from a Debian image, the key of the image
+ *          root it was built on (<cache>/images/<key>: a replay takes that root as it is,
+ *          neither resolving the suite nor building a root). Written (aside, then renamed) when a build gets ready and
  *          when tags change; removed with the template. At startup serve replays each stored
  *          build from the build cache alone (template_build.h abx_tbuild_restore), oldest first
  *          (a template built from another comes after it), so the template, its id, names and
@@ -45,8 +47,9 @@ struct abx_tbuild {
   char id[40];                /* buildID, a UUID */
   struct abx_ttemplate *tmpl; /* owner */
   enum abx_build_status status;
-  int started; /* POST .../builds/{buildID} was accepted */
-  int restore; /* a replay of a build of the disk store (Disk): from the build cache only */
+  int started;        /* POST .../builds/{buildID} was accepted */
+  int restore;        /* a replay of a build of the disk store (Disk): from the build cache only */
+  char image_key[96]; /* restore of a fromImage build: its image root's key (image_debian.h) */
   int cpu_count, memory_mb;
   int64_t created_ns, updated_ns, finished_ns;
   json_t *spec;                /* TemplateBuildStartV2, owned, once started */

@@ -145,6 +145,13 @@ def main():
             json.dump(doc, f)
         with open(os.path.join(store, "broken.json"), "w") as f:
             f.write("{not json")
+        # a fromImage record whose image root is gone: replayed without resolving or building
+        # an image (no mmdebstrap, no network at serve's start), so it fails at once
+        img = dict(doc, templateID="imgtemplate000000000", name="from-image")
+        img["builds"] = [dict(doc["builds"][0], imageKey="debian-bookworm-slim-000000000000",
+                              spec={"fromImage": "debian:bookworm-slim", "steps": []})]
+        with open(os.path.join(store, "from-image.json"), "w") as f:
+            json.dump(img, f)
         env["ABX_LOCAL_API_KEY"] = "e2b_0123456789abcdef0123456789abcdef"
         serve = subprocess.Popen([abx, "serve", "--port", "0"], cwd=ROOT, env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -157,8 +164,8 @@ def main():
         check(url is not None, "abxlua serve is up")
         env["ABX_LOCAL_URL"] = url
         names, out = listed()
-        check(names.get(NAME) == "error", "a build the cache cannot replay: listed with status "
-              "error (%s)" % out)
+        check(names.get(NAME) == "error" and names.get("from-image") == "error",
+              "builds the cache cannot replay: listed with status error (%s)" % out)
         code, _, err = cli("sandbox", "create", "--template", NAME)
         check(code == 1 and "template 'author-loop' not found" in err,
               "create of it: 404 naming the template")
@@ -171,6 +178,12 @@ def main():
               is not None, "serve's log names the template that did not come back and why")
         check(re.search(r"template store: \S+/broken\.json skipped: not JSON", serr) is not None,
               "serve's log names the malformed file")
+        check(re.search(r"template 'from-image' \(build [0-9a-f-]{36}\) not restored: image "
+                        r"'debian:bookworm-slim': its root debian-bookworm-slim-000000000000 is no "
+                        r"longer in the build cache", serr) is not None,
+              "a stored fromImage build whose image root is gone fails, naming it")
+        check("mmdebstrap" not in serr and "building debian" not in serr,
+              "no image is built at serve's start")
         check(os.path.isfile(path) and os.path.isfile(os.path.join(store, "broken.json")),
               "both files stay in the store (nothing is lost)")
     finally:
