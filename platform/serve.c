@@ -342,10 +342,12 @@ static void usage(FILE *f)
       "  The domain defaults to e2b.localhost and needs two or more labels (TLS clients refuse\n"
       "  *.localhost). Then the SDK needs only E2B_API_KEY, E2B_DOMAIN=<domain>:<port> and\n"
       "  NODE_EXTRA_CA_CERTS=<ca.pem> (names under .localhost resolve through libnss-myhostname).\n"
-      "--build-cache DIR: where template builds keep uploaded files and their layers, kept\n"
-      "  across restarts (default <state dir>/build-cache with --state-dir, else\n"
-      "  $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache). Nothing in it is\n"
-      "  removed automatically; remove the dir while no serve uses it to reclaim the space.\n"
+      "--build-cache DIR: where template builds keep uploaded files and their layers, and\n"
+      "  the built templates themselves (DIR/templates): kept across restarts and shared by\n"
+      "  every serve on DIR (default <state dir>/build-cache with --state-dir, else abxlua's\n"
+      "  state dir: $XDG_STATE_HOME/abxlua/build-cache or ~/.local/state/abxlua/build-cache,\n"
+      "  the one `abxlua run` and `abxlua template` use). Nothing in it is removed\n"
+      "  automatically; remove the dir while no serve uses it to reclaim the space.\n"
       "--faults FILE: YAML fault-injection rules (platform/util/faults.h); for tests only.\n"
       "--git-root DIR: serve the bare repositories under DIR read-only to sandboxes, as\n"
       "  git://<hub end of the sandbox's link>:9418/<name> (get_info abxNetwork.hostAddress;\n"
@@ -662,7 +664,8 @@ static int start_layers(struct serve *s)
   else
     abx_lcache_default_dir(s->o.state_dir, cache, sizeof cache);
   int rfs = abx_rootfs_init(s->state, s->err, sizeof s->err);
-  int lcs = rfs == 0 && abx_lcache_init(cache, s->err, sizeof s->err) != 0;
+  int lcs = rfs == 0 && (abx_lcache_init(cache, s->err, sizeof s->err) != 0 ||
+                         abx_tstore_disk_init(s->err, sizeof s->err) != 0);
   if (rfs != 0 || lcs || abx_volume_init(s->state) != 0) {
     abx_slog("%s", rfs || lcs ? s->err : "cannot create the volumes dir");
     abx_rootfs_shutdown();
@@ -699,6 +702,15 @@ static int start_sandboxes(struct serve *s)
   abx_lcache_config_tls(s->o.tls);
   abx_sandbox_config(s->state, s->o.exe);
   abx_api_config(s->o.key, s->o.domain);
+  return 0;
+}
+
+/* The built templates of the disk store (template_store.h "Disk"), before serve listens, so a
+ * create right after the ready line finds them. */
+static int start_templates(struct serve *s)
+{
+  (void)s;
+  abx_tbuild_restore();
   return 0;
 }
 
@@ -878,6 +890,7 @@ static const struct serve_row rows[] = {
     {"layers", start_layers, stop_layers},
     {"api keys", start_api_keys, stop_api_keys},
     {"sandboxes", start_sandboxes, stop_sandboxes},
+    {"templates", start_templates, NULL}, /* their records go with the layers' stop */
     {"front", NULL, stop_front},
     {"daemon", start_daemon, stop_daemon},
     {"work", NULL, stop_work},

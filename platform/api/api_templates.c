@@ -248,6 +248,7 @@ enum MHD_Result abx_api_template_tags_assign(struct abx_api_req *r)
     size_t i;
     json_t *v;
     json_array_foreach(tags, i, v) abx_tstore_tag(t, b, json_string_value(v));
+    abx_tstore_save(t);
     out = json_pack("{s:s,s:O}", "buildID", b->id, "tags", tags);
     st = 0;
   }
@@ -296,9 +297,10 @@ enum MHD_Result abx_api_template_tags_delete(struct abx_api_req *r)
       st = 404;
     }
   }
-  if (st == 0)
+  if (st == 0) {
     json_array_foreach(clean, i, v) json_object_del(t->tags, json_string_value(v));
-  else if (!t)
+    abx_tstore_save(t);
+  } else if (!t)
     snprintf(msg, sizeof msg, "template '%.64s' not found", name);
   abx_tstore_unlock();
   json_decref(clean);

@@ -259,13 +259,34 @@ static void image_line(void *ud, const char *line)
   abx_run_log(ud, "info", "%s", line);
 }
 
+/* A stored fromImage build's image root (template_store.h "Disk"), as it is in the cache: the
+ * suite is not resolved nor the root built again (neither belongs at serve's start). NULL with
+ * err when the cache no longer has it. */
+static struct abx_template *stored_image(struct abx_run *r, const char *img, char *err, size_t n)
+{
+  char dir[4200], root[4300];
+  struct stat st;
+  snprintf(dir, sizeof dir, "%s/images/%s", abx_lcache_dir(), r->b->image_key);
+  snprintf(root, sizeof root, "%s/root", dir);
+  if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    snprintf(err, n,
+             "image '%s': its root %s is no longer in the build cache: build the "
+             "template again",
+             img, r->b->image_key);
+    return NULL;
+  }
+  return abx_template_image(dir, r->b->image_key, img, err, n);
+}
+
 /* The parent of the build and the keys: 0, or -1 with err. */
 static int base(struct abx_run *r, json_t *spec, char *err, size_t n)
 {
   const char *img = json_string_value(json_object_get(spec, "fromImage"));
   const char *tpl = json_string_value(json_object_get(spec, "fromTemplate"));
-  struct abx_template *p =
-      tpl && *tpl ? abx_template_get(tpl, 0) : abx_tbuild_image_root(img, image_line, r, err, n);
+  struct abx_template *p = tpl && *tpl ? abx_template_get(tpl, 0)
+                           : r->b->restore && r->b->image_key[0]
+                               ? stored_image(r, img, err, n)
+                               : abx_tbuild_image_root(img, image_line, r, err, n);
   if (!p) {
     if (tpl && *tpl)
       snprintf(err, n, "template '%.200s' not found", tpl);
@@ -408,9 +429,17 @@ static int run_step(struct abx_run *r, json_t *st, size_t i, size_t nsteps, int 
     free(r->workdir);
     r->workdir = w;
   }
-  int cached =
-      !force && !json_is_true(json_object_get(st, "force")) && abx_lcache_layer_present(key);
+  int cached = !force && (r->b->restore || !json_is_true(json_object_get(st, "force"))) &&
+               abx_lcache_layer_present(key);
   *missed |= !cached;
+  if (!cached && r->b->restore) { /* template_store.h "Disk": from the cache alone */
+    snprintf(err, sizeof err,
+             "step %zu (%s) is no longer in the build cache %s (the host's packages changed, "
+             "or the cache was pruned): build the template again",
+             i + 1, type, abx_lcache_dir());
+    fail_build(r, from, err);
+    return -1;
+  }
   abx_run_log(r, "info", "%s[builder %zu/%zu] %s%s [%s]", cached ? "CACHED " : "", i + 1, nsteps,
               type, text, key);
   if ((!cached && abx_run_exec_step(r, type, st, key, err, sizeof err) != 0) ||
@@ -438,6 +467,13 @@ static struct abx_template *finalize(struct abx_run *r, json_t *spec, int force)
     return NULL;
   }
   int cmds = abx_template_start_cmd(res) || abx_template_ready_cmd(res);
+  if (cmds && r->b->restore && !abx_lcache_done_present(res->build_key)) {
+    abx_template_put(res, 0);
+    fail_build(r, from,
+               "its finalize (start_cmd and ready_cmd) is no longer in the build cache: "
+               "build the template again");
+    return NULL;
+  }
   if (cmds && (force || !abx_lcache_done_present(res->build_key))) {
     abx_run_log(r, "info", "[finalize] start_cmd and ready_cmd in a sandbox of the result [%s]",
                 res->build_key);
@@ -465,6 +501,7 @@ static void publish(struct abx_tbuild *b, struct abx_template *res, int64_t t0)
   size_t i;
   json_t *tg;
   json_array_foreach(b->tags, i, tg) abx_tstore_tag(b->tmpl, b, json_string_value(tg));
+  abx_tstore_save(b->tmpl); /* template_store.h "Disk" */
   abx_tstore_log(b, "info", "finalize", "Build finished in %.1f s: template %s (%s)",
                  (double)(abx_mono_ns() - t0) / 1e9, b->tmpl->name, b->tmpl->id);
   abx_tstore_unlock();
@@ -475,7 +512,8 @@ void abx_build_run(struct abx_tbuild *b)
   struct abx_run r = {.b = b};
   abx_tstore_lock();
   json_t *spec = json_incref(b->spec);
-  int force = json_is_true(json_object_get(spec, "force"));
+  /* a replay of the disk store forces nothing: it only finds what the cache has */
+  int force = !b->restore && json_is_true(json_object_get(spec, "force"));
   abx_tstore_unlock();
   char err[4096] = "";
   int64_t t0 = abx_mono_ns();

@@ -267,3 +267,47 @@ void abx_tbuild_init_keys(void)
   abx_key_end(k, g_base_key);
   snprintf(abx_template_base()->build_key, sizeof abx_template_base()->build_key, "%s", g_base_key);
 }
+
+/* A stored build that cannot be replayed: failed with `why`, under the lock. */
+static void restore_refused(struct abx_tbuild *b, const char *why)
+{
+  abx_tstore_lock();
+  abx_tstore_log(b, "error", "base", "Build failed: %s", why);
+  b->status = ABX_BUILD_ERROR;
+  free(b->reason);
+  b->reason = strdup(why);
+  snprintf(b->reason_step, sizeof b->reason_step, "base");
+  b->finished_ns = b->updated_ns = abx_now_ns();
+  abx_tstore_unlock();
+}
+
+int abx_tbuild_restore(void)
+{
+  struct abx_tbuild **bs = NULL;
+  size_t n = abx_tstore_load(&bs), ok = 0;
+  for (size_t i = 0; i < n; i++) {
+    struct abx_tbuild *b = bs[i];
+    char msg[300];
+    abx_tstore_lock();
+    int valid = abx_tbuild_validate(b->spec, msg, sizeof msg) == 0;
+    if (valid)
+      b->status = ABX_BUILD_BUILDING;
+    abx_tstore_unlock();
+    if (!valid) {
+      restore_refused(b, msg);
+    } else {
+      abx_build_run(b); /* on this thread: every step is a cache hit, or it fails */
+    }
+    abx_tstore_lock();
+    int ready = b->status == ABX_BUILD_READY;
+    if (!ready)
+      abx_slog("warning: template store: template '%s' (build %s) not restored: %s", b->tmpl->name,
+               b->id, b->reason ? b->reason : "build failed");
+    abx_tstore_unlock();
+    ok += (size_t)ready;
+  }
+  if (n)
+    abx_slog("template store %s: %zu of %zu build(s) restored", abx_tstore_disk_dir(), ok, n);
+  free(bs);
+  return (int)ok;
+}

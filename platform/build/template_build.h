@@ -57,6 +57,12 @@ void abx_tbuild_enqueue(struct abx_tbuild *b);
  * base's generated layer), for builds from base. */
 void abx_tbuild_init_keys(void);
 
+/* Restore the disk store's templates (template_store.h "Disk"): load them and replay each
+ * build on this thread from the build cache alone, oldest first, before serve listens. A build
+ * that cannot be replayed (malformed body, a layer or finalize no longer cached, a parent gone)
+ * fails with the reason in its log, and serve's log names it. Returns the builds restored. */
+int abx_tbuild_restore(void);
+
 /* Shutdown, in two parts around the spawner's stop (serve.c): abx_tbuild_stop fails the queued
  * builds, marks the store as stopping (running builds fail at their next step: "serve is
  * stopping") and kills the build sandboxes running a step (SIGKILL to bwrap's process group)

@@ -44,13 +44,16 @@ static int mkdir_p(const char *path, mode_t mode)
 
 void abx_lcache_default_dir(const char *state_dir, char *out, size_t n)
 {
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME"), *tmp = getenv("TMPDIR");
   if (state_dir && *state_dir)
     snprintf(out, n, "%s/build-cache", state_dir);
   else if (xdg && *xdg == '/')
     snprintf(out, n, "%s/abxlua/build-cache", xdg);
+  else if (home && *home == '/')
+    snprintf(out, n, "%s/.local/state/abxlua/build-cache", home);
   else
-    snprintf(out, n, "%s/.cache/abxlua/build-cache", home && *home ? home : "/root");
+    snprintf(out, n, "%s/abxlua-state-%u/build-cache", tmp && *tmp ? tmp : "/tmp",
+             (unsigned)geteuid());
 }
 
 int abx_lcache_init(const char *dir, char *err, size_t errlen)

@@ -39,7 +39,11 @@ int abx_lcache_init(const char *dir, char *err, size_t errlen);
 const char *abx_lcache_dir(void);
 
 /* The default cache dir: <state>/build-cache when `state_dir` was given by the user, else
- * $XDG_CACHE_HOME/abxlua/build-cache, else $HOME/.cache/abxlua/build-cache. Into out[n]. */
+ * <abxlua's state dir>/build-cache, the state dir as the CLI's core.state_dir() finds it
+ * (bindings/core_files.c): $XDG_STATE_HOME/abxlua (an absolute XDG_STATE_HOME), else
+ * $HOME/.local/state/abxlua, else ${TMPDIR:-/tmp}/abxlua-state-<uid>. So `abxlua serve`, `abxlua
+ * run` and `abxlua sandbox serve` share one cache and its template store (template_store.h
+ * "Disk"). Into out[n]. */
 void abx_lcache_default_dir(const char *state_dir, char *out, size_t n);
 
 /* 1 when `h` is 64 lowercase hex digits (a files hash or a layer key). */

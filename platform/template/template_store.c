@@ -406,7 +406,7 @@ void abx_tstore_tag(struct abx_ttemplate *t, const struct abx_tbuild *b, const c
   t->updated_ns = abx_now_ns();
 }
 
-static void free_template(struct abx_ttemplate *t)
+void abx_tstore_free_template(struct abx_ttemplate *t)
 {
   struct abx_tbuild *b = t->builds;
   while (b) {
@@ -454,9 +454,23 @@ int abx_tstore_delete(const char *x, char *msg, size_t n)
     *pp = t->next;
   }
   abx_tstore_unlock();
-  if (rc == 0)
-    free_template(t);
+  if (rc == 0) {
+    abx_tstore_forget(t->name);
+    abx_tstore_free_template(t);
+  }
   return rc;
+}
+
+int abx_tstore_insert(struct abx_ttemplate *t)
+{
+  abx_tstore_lock();
+  int taken = abx_tstore_find(t->id) || abx_tstore_find(t->name);
+  if (!taken) {
+    t->next = g_head;
+    g_head = t;
+  }
+  abx_tstore_unlock();
+  return taken ? -1 : 0;
 }
 
 void abx_tstore_shutdown(void)
@@ -467,7 +481,7 @@ void abx_tstore_shutdown(void)
   abx_tstore_unlock();
   while (t) {
     struct abx_ttemplate *next = t->next;
-    free_template(t);
+    abx_tstore_free_template(t);
     t = next;
   }
 }

@@ -10,6 +10,21 @@
  *          infra template_request_build_v3.go, register_build.go) are assigned when it is ready.
  *          A sandbox reference "x" or "x:tag" (x a name or a template id; no tag = "default")
  *          resolves to the tagged build's template record (abx_tstore_resolve).
+ * Disk:    the store outlives serve (template_disk.c): <build cache>/templates/ (layer_cache.h
+ *          abx_lcache_dir; its builds are made of that cache's layers, so one store per cache,
+ *          shared by every serve on it) holds one file per template name, <name>.json ('/' of
+ *          "ns/alias" written '~'), mode 0600, format abxlua-template-store/1: {format,
+ *          templateID, name, createdNs, builds: [{buildID, cpuCount, memoryMB, createdNs,
+ *          finishedNs, tags, spec, imageKey?}]}: each ready build a tag points at, with its
+ *          tags, its TemplateBuildStartV2 body and, from a Debian image, the key of the image
+ *          root it was built on (<cache>/images/<key>: a replay takes that root as it is,
+ *          neither resolving the suite nor building a root). Written (aside, then renamed) when a build gets ready and
+ *          when tags change; removed with the template. At startup serve replays each stored
+ *          build from the build cache alone (template_build.h abx_tbuild_restore), oldest first
+ *          (a template built from another comes after it), so the template, its id, names and
+ *          tags are back before serve listens; a build whose layers the cache no longer has
+ *          fails (its template is listed with buildStatus error, the reason in its build log),
+ *          and its record stays on disk. Build logs are not kept (the CLI saves its own).
  * Locking: one store mutex (abx_tstore_lock), taken before the templates mutex of rootfs.c.
  */
 #ifndef ABX_TEMPLATE_TEMPLATE_STORE_H
@@ -32,7 +47,9 @@ struct abx_tbuild {
   char id[40];                /* buildID, a UUID */
   struct abx_ttemplate *tmpl; /* owner */
   enum abx_build_status status;
-  int started; /* POST .../builds/{buildID} was accepted */
+  int started;        /* POST .../builds/{buildID} was accepted */
+  int restore;        /* a replay of a build of the disk store (Disk): from the build cache only */
+  char image_key[96]; /* restore of a fromImage build: its image root's key (image_debian.h) */
   int cpu_count, memory_mb;
   int64_t created_ns, updated_ns, finished_ns;
   json_t *spec;                /* TemplateBuildStartV2, owned, once started */
@@ -105,5 +122,31 @@ int abx_tstore_delete(const char *x, char *msg, size_t n);
 
 /* Drop every template (shutdown, after every sandbox is gone). */
 void abx_tstore_shutdown(void);
+
+/* Free a template that is in no store list, with its builds (their results' refs dropped). */
+void abx_tstore_free_template(struct abx_ttemplate *t);
+
+/* Add template `t` (not yet listed) to the store: 0, or -1 when its id or name is taken. Takes
+ * the lock. */
+int abx_tstore_insert(struct abx_ttemplate *t);
+
+/* Disk (template_disk.c). Open the store dir <abx_lcache_dir()>/templates (created 0700): 0, or
+ * -1 with err (then nothing is kept on disk). Once, after abx_lcache_init. */
+int abx_tstore_disk_init(char *err, size_t n);
+
+/* The store dir ("" before abx_tstore_disk_init). */
+const char *abx_tstore_disk_dir(void);
+
+/* Under the lock: write t's file (Disk), or remove it when t has no build to keep. A failure is
+ * logged (serve's log), never fatal: the template still works in this serve. */
+void abx_tstore_save(const struct abx_ttemplate *t);
+
+/* Remove the file of template name `name` (a deleted template). */
+void abx_tstore_forget(const char *name);
+
+/* Read every store file into the store (a malformed file, or a template this store already has,
+ * is skipped with a warning in serve's log) and return its builds to replay (*out, malloc'd,
+ * the caller frees the array; waiting, started, restore set), oldest first. Once, at startup. */
+size_t abx_tstore_load(struct abx_tbuild ***out);
 
 #endif

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """`abxlua template` and a template folder's run against the real local platform (serve's build
 API, started by abxlua itself with --build-cache <state>/build-cache): build (progress per step),
-a rebuild whose every step is CACHED (the build cache outlives serve), deploy, logs, delete of a
-name that serve no longer knows, and `abxlua run tests/templates/local/hello-local`: deployed,
+a rebuild skipped because a new serve has the template (its template store), deploy, logs, delete
+by a new serve, a rebuild whose every step is CACHED (the build cache outlives the template), and `abxlua run tests/templates/local/hello-local`: deployed,
 then its script passes against a sandbox of it, with the table.
 
 Skipped (77) without root and bwrap, or when this serve has no build API (no --build-cache in
@@ -52,12 +52,14 @@ def main():
                   is not None, "a progress line for step %d/4 (%s)" % (k, kind))
         check(re.search(r"^hello-local \| \[builder 2/4\] RUN test -f /opt/site/index.html", out, re.M)
               is not None, "serve's build log is streamed")
-        check(os.path.isdir(os.path.join(state, "abxlua", "build-cache")),
-              "serve was given --build-cache <state dir>/build-cache")
+        check(os.path.isfile(os.path.join(state, "abxlua", "build-cache", "templates",
+                                          "hello-local.json")),
+              "serve's build cache is <state dir>/build-cache, its template store in it")
 
         code, out = cli("template", "build", FIXTURE)
-        check(code == 0 and re.search(r"^hello-local: step 2/4 run CACHED$", out, re.M) is not None,
-              "a new serve rebuilds from its kept build cache: the RUN step is CACHED")
+        check(code == 0 and re.search(r"^hello-local: hello-local:abx-[0-9a-f]{12} is built already "
+                                      r"\(cached\)$", out, re.M) is not None,
+              "a new serve has the template from the store: the build is skipped (cached)")
 
         code, out = cli("template", "deploy", FIXTURE)
         check(code == 0 and re.search(r"^hello-local: deployed hello-local:abx-[0-9a-f]{12} as default$",
@@ -65,13 +67,21 @@ def main():
         code, out = cli("template", "logs", "hello-local")
         check(code == 0 and "[builder 4/4] WORKDIR /opt/site" in out, "logs shows the last build's log")
         code, out = cli("template", "delete", "hello-local")
-        check(code == 1 and "no such template" in out,
-              "delete on a fresh serve (which keeps no templates between runs) says so")
+        check(code == 0 and re.search(r"^hello-local: deleted template [a-z0-9]{20} ", out, re.M)
+              is not None, "delete on a new serve finds the stored template and deletes it")
+        code, out = cli("template", "delete", "hello-local")
+        check(code == 1 and "hello-local: no such template (nothing deleted)" in out,
+              "a second delete: no such template, exit 1")
+
+        code, out = cli("template", "build", FIXTURE)
+        check(code == 0 and re.search(r"^hello-local: step 2/4 run CACHED$", out, re.M) is not None,
+              "once deleted, a build comes from the kept build cache: the RUN step is CACHED")
 
         code, out = cli("run", FIXTURE)
         check(code == 0, "abxlua run of the template folder passes (got %d)" % code)
-        check(re.search(r"^hello-local +(cached \()?\d+\.\ds\)? +\d+\.\d\ds +2 passed, 0 failed, 0 skipped$",
-                        out, re.M) is not None, "the table line of hello-local")
+        check(re.search(r"^hello-local +cached +\d+\.\d\ds +2 passed, 0 failed, 0 skipped$",
+                        out, re.M) is not None, "the table line of hello-local: built above, kept "
+              "in the template store, so cached")
 
         # prebuilt folders: the provider's own template (base has one: its script runs on it);
         # a name the provider lacks skips its tests naming the template

@@ -42,3 +42,11 @@ set_tests_properties(templates:local_from_image PROPERTIES TIMEOUT 1500 SKIP_RET
 add_test(NAME templates:ready_timeout COMMAND python3 ${ABX_TEMPLATES_DIR}/test_ready_timeout.py $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(templates:ready_timeout PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77)
+
+# A template author's loop on the local provider (issue 25 item 4): `abxlua template deploy`,
+# `list`, `sandbox create --template`, `sandbox exec`, `template delete` on a running `abxlua
+# sandbox serve`; a deploy with no platform running kept in the template store for the next
+# serve; a stored build the cache cannot replay listed as error (tests/templates/local/author-loop)
+add_test(NAME templates:author_loop COMMAND python3 ${ABX_TEMPLATES_DIR}/test_author_loop.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(templates:author_loop PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)

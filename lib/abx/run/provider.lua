@@ -373,10 +373,10 @@ local function serve_args(p, run, info, dir)
     args[#args + 1] = p.flavor
     info.flavor = p.flavor
   end
-  -- with the build API, serve keeps its build cache (step layers by content) between runs
+  -- serve keeps its build cache (step layers by content) and the templates built from it
+  -- between runs in <state dir>/build-cache: its default (`abxlua serve --help`, --build-cache),
+  -- the same dir as core.state_dir()'s, so every local serve shares it
   if (p.capability_set or {}).templates_build and dir then
-    args[#args + 1] = "--build-cache"
-    args[#args + 1] = dir .. "/build-cache"
     info.build_cache = dir .. "/build-cache"
   end
   -- what a caller adds to serve's command line (abx.accept.skill_tools: --git-root DIR)
@@ -498,7 +498,8 @@ end
 ---@return table info { endpoint =, stop = function(keep_log), missing = {names}, resolved =
 ---  (M.resolve), log = path | nil } (local: serve's log, <core.state_dir()>/serve-<run id>.log,
 ---  removed by stop unless keep_log; ca_cert = path, with tls: true; build_cache = path: with
----  the templates_build capability serve runs with --build-cache <core.state_dir()>/build-cache;
+---  the templates_build capability, serve's build cache and template store (its default,
+---  <core.state_dir()>/build-cache);
 ---  ready = serve's ready line, local only: what M.attach takes)
 ---Raises: Transport when the local platform does not start
 function M.open(name, p, run)

@@ -10,6 +10,12 @@
 -- NAME is a folder under scenarios/templates/ or a path to a template folder (list, delete and
 -- logs take a template name). Exit codes: 0 ok, 1 the build or a request failed, 4 usage error
 -- (unknown template, malformed recipe, unknown provider, a provider without templates_build).
+-- On a provider of kind local every command works on one persistent platform: the running one
+-- the sandbox CLI finds (ABX_LOCAL_URL, else `abxlua sandbox serve`'s state file:
+-- abx.run.sandbox_cli.common.attach_running), so `abxlua sandbox create --template NAME` starts
+-- what was built; else a serve of this command alone, whose builds stay in the template store of
+-- the build cache every local serve shares (platform/template/template_store.h "Disk"), so the
+-- next serve has them.
 local core = require("abx.core")
 local cjson = require("cjson")
 local config = require("abx.run.config")
@@ -82,6 +88,21 @@ function M.missing_build_api(pname, p)
     pname)
 end
 
+-- The connection of provider pname: for kind local the platform that already runs, when one
+-- does (a note on stderr says which), else a new one (abx.run.provider.open: a serve stopped by
+-- info.stop). Raises what those raise (a malformed ABX_LOCAL_URL, a serve that does not start).
+local function open_provider(pname, p, run)
+  if p.kind == "local" then
+    local common = require("abx.run.sandbox_cli.common")
+    local conn, url = common.attach_running(pname, p, run)
+    if conn then
+      core.ewrite("abxlua template: on the running local platform " .. url .. "\n")
+      return conn, { endpoint = url, attached = true }
+    end
+  end
+  return provider.open(pname, p, run)
+end
+
 -- Opens the provider inside a task and runs fn(conn, info, pname, p); returns its exit code.
 local function with_provider(args, fn)
   local cfg = config.load(config.find(args.config))
@@ -94,7 +115,7 @@ local function with_provider(args, fn)
   local code = 1
   local ok, nerr = core.run(function()
     local run = { run_id = "tmpl-" .. core.random_hex(4), defaults = cfg.defaults }
-    local oko, conn, info = pcall(provider.open, pname, p, run)
+    local oko, conn, info = pcall(open_provider, pname, p, run)
     if not oko then
       core.ewrite("abxlua: " .. tostring(conn) .. "\n")
       return
@@ -147,6 +168,11 @@ local function build(args, deploy)
   end)
 end
 
+-- A count of the API's JSON (decoded as a float): "2", not "2.0".
+local function count(v)
+  return tostring(type(v) == "number" and math.tointeger(v) or v)
+end
+
 local function list(args)
   return with_provider(args, function(conn)
     local rows = require("abx.client.template").list(conn)
@@ -156,7 +182,7 @@ local function list(args)
       local names = type(t.names) == "table" and table.concat(t.names, ",") or ""
       if names == "" and type(t.aliases) == "table" then names = table.concat(t.aliases, ",") end
       say(string.format("%-24s %-22s %-9s %4s %7s  %s", names, tostring(t.templateID),
-        tostring(t.buildStatus), tostring(t.cpuCount), tostring(t.memoryMB), tostring(t.buildCount)))
+        tostring(t.buildStatus), count(t.cpuCount), count(t.memoryMB), count(t.buildCount)))
     end
     say(string.format("%d template(s)", #rows))
     return 0
@@ -196,7 +222,8 @@ local function logs(args)
   end
   local why = M.missing_build_api(pname, p)
   if why or p.kind == "local" then
-    -- the local platform is a new process for every command: the log it kept is the saved one
+    -- a local platform keeps no build log across restarts (template_store.h "Disk"): the log
+    -- this machine saved is the one
     local text = core.read_file(rec.log_path) or ""
     say(string.format("%s: build %s of template %s (%s), saved log:", name, rec.build_id,
       rec.template_id, rec.tag))
