@@ -113,8 +113,8 @@ for s in "${suites[@]}"; do
   fi
   echo "# $s: bash tests/peer_suites/${SCRIPT[$s]} (log: $log)"
   t0=$(date +%s)
-  # progress lines (`# ...`) of the suite go through; the full output is in the log
-  bash "$script" "$ABX" 2>&1 | tee "$log" | grep --line-buffered -E '^(# |SKIP:|PEER-)' | sed -u 's/^/  /'
+  # its progress (`# ...`), SKIP and PEER-SUITE lines go through; the full output is in the log
+  bash "$script" "$ABX" 2>&1 | tee "$log" | grep --line-buffered -E '^(# |SKIP:|PEER-SUITE )' | sed -u 's/^/  /'
   rc=${PIPESTATUS[0]}
   echo "# $s: exit $rc after $(( $(date +%s) - t0 )) s"
   check_output "$s" "$log" "$rc"
