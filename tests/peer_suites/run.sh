@@ -3,8 +3,9 @@
 # `make peer-suites`, never part of `make test`: npm installs and many minutes).
 #   bash tests/peer_suites/run.sh path/to/abxlua [suite ...]     (default: every suite, in order)
 # Suites, each a script tests/peer_suites/<script> run as `bash <script> path/to/abxlua`:
-#   e2b-js-sdk        e2b_js_sdk.sh        E2B's JS SDK suite (e2b-dev/E2B packages/js-sdk, tests/sandbox
-#                                          + tests/api, via tests/e2b_suite/run.sh) on `serve --tls`
+#   e2b-js-sdk        e2b_js_sdk.sh        E2B's JS SDK suite (e2b-dev/E2B packages/js-sdk,
+#                                          upstream's tests/sandbox + tests/api), on `serve --tls`
+#                                          through tests/e2b_suite/run.sh
 #   code-interpreter  code_interpreter.sh  E2B's code-interpreter JS suite (e2b-dev/code-interpreter js/tests)
 #   e2b-cli           e2b_cli.sh           the tests of E2B's CLI (@e2b/cli) with serve's CA
 #   opensandbox-sdk   opensandbox_sdk.sh   OpenSandbox's JS SDK conformance run (tests/conformance/run.sh
