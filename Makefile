@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build install deb run run-args test test-contention test-load test-flavors test-slow test-asan fuzz e2b-suite bench clean
+.PHONY: all deps build install deb run run-args test test-contention test-load test-flavors test-slow test-asan fuzz e2b-suite peer-suites bench clean
 
 all: build
 
@@ -95,6 +95,17 @@ fuzz:
 E2B_SUITE_MODE ?= tls
 e2b-suite: build
 	bash tests/e2b_suite/run.sh $(BUILD)/abxlua $(E2B_SUITE_MODE)
+
+# The peers' own suites as one command (tests/peer_suites/run.sh, docs/peer-suites.md): E2B's JS SDK
+# suite, E2B's code-interpreter JS suite, E2B's CLI tests and OpenSandbox's JS SDK conformance run,
+# each from a pinned upstream commit or package version fetched at run time, against the matching
+# serve; one table of passed/failed/skipped with every failure classified. Set E2B_SDK_DIR (a clone
+# of e2b-dev/E2B) and OPENSANDBOX_SDK_DIR (a clone of opensandbox-group/OpenSandbox) first;
+# PEER_SUITES="e2b-cli opensandbox-sdk" runs some. Exits 1 on a product-gap or setup failure. Not in
+# `make test`.
+PEER_SUITES ?=
+peer-suites: build
+	bash tests/peer_suites/run.sh $(BUILD)/abxlua $(PEER_SUITES)
 
 # The benchmark (issue 14, tests/bench/bench.py): every workload three ways against one `abxlua
 # serve` (abxlua, the e2b SDK 2.51.0 in Node, a libcurl floor), interleaved over rounds; prints the

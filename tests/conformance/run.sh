@@ -5,7 +5,16 @@
 #   sdk-version: a directory sdk-<version>/ next to this script (2.50.0, 2.51.0), or ci-<version>
 #             (ci-2.8.0): the @e2b/code-interpreter pin ci-<version>/, checked by code_interpreter.mjs,
 #             or build-<version> (build-2.51.0): the pin sdk-<version>/ checked by
-#             template_build.mjs (Template.build against serve's template build API)
+#             template_build.mjs (Template.build against serve's template build API),
+#             or opensandbox-<version> (opensandbox-0.1.11): the pin opensandbox-<version>/ of
+#             OpenSandbox's JS SDK @alibaba-group/opensandbox, checked by opensandbox.mjs against
+#             `serve --flavor opensandbox` (the SDK gets OPEN_SANDBOX_API_KEY and
+#             OPEN_SANDBOX_DOMAIN; tls: https://<host:port> and NODE_EXTRA_CA_CERTS). OpenSandbox's
+#             code-interpreter JS SDK is not on npm: with OPENSANDBOX_SDK_DIR (a clone of
+#             https://github.com/opensandbox-group/OpenSandbox, bare or not) its
+#             sdks/code-interpreter/javascript/src at OPENSANDBOX_COMMIT is exported with git
+#             archive and bundled by the pin's esbuild into the pin's node_modules (never into the
+#             repository); without it those checks fail as `setup`
 #   mode url: `serve --port 0`; the SDK gets E2B_API_KEY, E2B_API_URL, E2B_SANDBOX_URL (the same
 #             URL: envd is reached by the E2b-Sandbox-Id/E2b-Sandbox-Port headers) and
 #             E2B_DOMAIN=localhost
@@ -26,12 +35,14 @@ shift 3
 HERE=$(cd "$(dirname "$0")" && pwd)
 ABX=$(cd "$(dirname "$ABX")" && pwd)/$(basename "$ABX")
 # sdk-version ci-<v>: the pin ci-<v>/ of @e2b/code-interpreter, checked by code_interpreter.mjs
+FLAVOR=
 case "$SDK" in
   ci-*) PIN="$HERE/$SDK"; SCRIPT=code_interpreter.mjs ;;
+  opensandbox-*) PIN="$HERE/$SDK"; SCRIPT=opensandbox.mjs; FLAVOR=opensandbox ;;
   build-*) PIN="$HERE/sdk-${SDK#build-}"; SCRIPT=template_build.mjs ;;
   *) PIN="$HERE/sdk-$SDK"; SCRIPT=conformance.mjs ;;
 esac
-[ -f "$PIN/package-lock.json" ] || { echo "no pin $PIN/package-lock.json (pins: $(cd "$HERE" && echo sdk-* ci-*))"; exit 2; }
+[ -f "$PIN/package-lock.json" ] || { echo "no pin $PIN/package-lock.json (pins: $(cd "$HERE" && echo sdk-* ci-* opensandbox-*))"; exit 2; }
 case "$MODE" in url|tls) ;; *) echo "mode must be url or tls, not '$MODE'"; exit 2;; esac
 
 if [ "$(id -u)" != 0 ]; then echo "SKIP: abxlua serve needs root (bubblewrap namespaces)"; exit 77; fi
@@ -51,6 +62,29 @@ done
   fi
 ) 9>"$PIN/.npm-ci.lock" || exit 1
 
+# ---- OpenSandbox's code-interpreter SDK (opensandbox-* only): from the pinned commit's source --
+OS_COMMIT=${OPENSANDBOX_COMMIT:-3bb6fad3d8b60bca70384c75a1f061c7514e248b}
+os_ci=
+if [ "$FLAVOR" = opensandbox ] && [ -n "${OPENSANDBOX_SDK_DIR:-}" ]; then
+  os_ci="$PIN/node_modules/.abxlua-os-ci-${OS_COMMIT:0:12}/index.mjs"
+  (
+    flock 9
+    [ -f "$os_ci" ] && exit 0
+    git -C "$OPENSANDBOX_SDK_DIR" cat-file -e "$OS_COMMIT^{commit}" 2>/dev/null || {
+      echo "OPENSANDBOX_SDK_DIR=$OPENSANDBOX_SDK_DIR is not a clone of OpenSandbox with commit $OS_COMMIT"
+      echo "(git clone --bare https://github.com/opensandbox-group/OpenSandbox.git)"; exit 1; }
+    src=$(mktemp -d "${TMPDIR:-/tmp}/abxlua-os-ci.XXXXXX")
+    git -C "$OPENSANDBOX_SDK_DIR" archive "$OS_COMMIT" sdks/code-interpreter/javascript/src 2>"$src/git.err" |
+      tar -x -C "$src" && [ -f "$src/sdks/code-interpreter/javascript/src/index.ts" ] ||
+      { echo "git archive of sdks/code-interpreter/javascript/src failed:"; cat "$src/git.err"; rm -rf "$src"; exit 1; }
+    echo "# bundling OpenSandbox@${OS_COMMIT:0:8} sdks/code-interpreter/javascript with esbuild"
+    "$PIN/node_modules/.bin/esbuild" "$src/sdks/code-interpreter/javascript/src/index.ts" --bundle --format=esm \
+      --platform=node --target=node20 --external:@alibaba-group/opensandbox --log-level=warning \
+      --outfile="$os_ci" || { echo "esbuild failed"; rm -rf "$src"; exit 1; }
+    rm -rf "$src"
+  ) 9>"$PIN/.npm-ci.lock" || exit 1
+fi
+
 # ---- the server ----------------------------------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/abxlua-conformance.XXXXXX")
 serve_pid=
@@ -66,6 +100,7 @@ trap cleanup EXIT
 
 serve_args=(--port 0 --ready-fd 3 --build-cache "$work/build-cache")
 [ "$MODE" = tls ] && serve_args=(--tls "${serve_args[@]}")
+[ -n "$FLAVOR" ] && serve_args+=(--flavor "$FLAVOR")
 env -u ABX_LOCAL_API_KEY "$ABX" serve "${serve_args[@]}" 3>"$work/ready" >"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 1 300); do
@@ -86,7 +121,20 @@ state_dir="${TMPDIR:-/tmp}/abxlua-serve.$serve_pid"
 
 # ---- the SDK against it --------------------------------------------------------------------
 sdk_env=(E2B_API_KEY="$key" CONFORMANCE_SDK_DIR="$PIN" CONFORMANCE_MODE="$MODE")
-if [ "$MODE" = url ]; then
+if [ "$FLAVOR" = opensandbox ]; then
+  # OpenSandbox's SDK: its own variables only (README "Connection Configuration")
+  hostport=${url#*://}
+  sdk_env=(OPEN_SANDBOX_API_KEY="$key" CONFORMANCE_SDK_DIR="$PIN" CONFORMANCE_MODE="$MODE")
+  [ -n "$os_ci" ] && sdk_env+=(CONFORMANCE_OS_CI="$os_ci" CONFORMANCE_OS_CI_FROM="OpenSandbox@${OS_COMMIT:0:8} sdks/code-interpreter/javascript")
+  if [ "$MODE" = url ]; then
+    sdk_env+=(OPEN_SANDBOX_DOMAIN="$hostport")
+  else
+    ca=$(field ca_cert)
+    [ "$ca" != undefined ] && [ -f "$ca" ] || { echo "not ok - serve --tls: no CA file in ca_cert: $ready"; exit 1; }
+    sdk_env+=(OPEN_SANDBOX_DOMAIN="https://$hostport" NODE_EXTRA_CA_CERTS="$ca")
+  fi
+  echo "# abxlua serve --flavor opensandbox pid $serve_pid at $url; $SDK with OPEN_SANDBOX_DOMAIN/OPEN_SANDBOX_API_KEY"
+elif [ "$MODE" = url ]; then
   sdk_env+=(E2B_API_URL="$url" E2B_SANDBOX_URL="$url" E2B_DOMAIN="$domain")
   echo "# abxlua serve pid $serve_pid at $url (domain $domain); $SDK with E2B_API_URL/E2B_SANDBOX_URL"
 else
@@ -103,6 +151,7 @@ fi
 (
   cd "$HERE" &&
   env -u E2B_DEBUG -u E2B_ACCESS_TOKEN -u E2B_API_URL -u E2B_SANDBOX_URL -u E2B_DOMAIN -u NODE_EXTRA_CA_CERTS \
+    -u OPEN_SANDBOX_API_KEY -u OPEN_SANDBOX_DOMAIN -u OPENSANDBOX_DISABLE_METRICS \
     "${sdk_env[@]}" node "$SCRIPT" "$@"
 )
 rc=$?

@@ -3,7 +3,29 @@
 // passed, failed, skipped, seconds), the totals, and each failing test with the first line of its
 // error. A file without a report (vitest crashed or timed out) counts as one failure, with the end
 // of its log.
+// For `make peer-suites` (tests/peer_suites/run.sh, whose header defines the protocol) it ends with
+// one `PEER-FAIL e2b-js-sdk <class> <test>: <error>` line per failing test and the line
+// `PEER-SUITE e2b-js-sdk passed=N failed=N skipped=N`. A failure's class comes from KNOWN below,
+// by test identity (file and full name): the tests that reach hosts outside this machine
+// (needs-internet) and the one that needs E2B's `httpbin` template (e2b-only-template); every
+// other failure is a product-gap.
 import { readFileSync, existsSync } from 'node:fs'
+
+// Known failures that are not abxlua's: [file, full test name, class, why]. Sources: the test
+// bodies at e2b-dev/E2B@b8029973 packages/js-sdk/tests/sandbox/{internetAccess,network}.test.ts.
+const KNOWN = [
+  // curl https://connectivitycheck.gstatic.com/generate_204 must answer 204
+  ['tests/sandbox/internetAccess.test.ts', /internet access enabled/, 'needs-internet', 'curls connectivitycheck.gstatic.com'],
+  ['tests/sandbox/internetAccess.test.ts', /internet access default/, 'needs-internet', 'curls connectivitycheck.gstatic.com'],
+  // curl https://1.1.1.1 / https://8.8.8.8 must answer (the allowed address) before the denied one is checked
+  ['tests/sandbox/network.test.ts', /allow specific IP with deny all traffic/, 'needs-internet', 'curls https://1.1.1.1'],
+  ['tests/sandbox/network.test.ts', /deny specific IP address/, 'needs-internet', 'curls https://1.1.1.1'],
+  ['tests/sandbox/network.test.ts', /allow takes precedence over deny/, 'needs-internet', 'curls https://1.1.1.1 and 8.8.8.8'],
+  ['tests/sandbox/network.test.ts', /updateNetwork/, 'needs-internet', 'curls https://8.8.8.8 and 1.1.1.1'],
+  // Sandbox.create(httpbinTemplate): a template of E2B's cloud
+  ['tests/sandbox/network.test.ts', /httpbin/, 'e2b-only-template', 'Sandbox.create of E2B\'s httpbin template'],
+]
+const classify = (file, name) => KNOWN.find(([f, re]) => f === file && re.test(name))?.[2] ?? 'product-gap'
 
 const rows = readFileSync(process.argv[2], 'utf8').trim().split('\n').filter(Boolean).map((l) => l.split('\t'))
 const table = []
@@ -52,3 +74,9 @@ if (failures.length) {
   console.log(`failing tests (${failures.length}):`)
   for (const f of failures) console.log(`- ${f.file} > ${f.name}\n    ${f.message}`)
 }
+console.log()
+for (const f of failures) {
+  const name = `${f.file} > ${f.name}`.replaceAll(': ', ' - ')
+  console.log(`PEER-FAIL e2b-js-sdk ${classify(f.file, f.name)} ${name}: ${f.message.split('\n')[0]}`)
+}
+console.log(`PEER-SUITE e2b-js-sdk passed=${total.passed} failed=${total.failed} skipped=${total.skipped}`)
