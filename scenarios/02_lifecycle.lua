@@ -257,21 +257,37 @@ t.test("pause, get_metrics and connect of an unknown sandbox raise SandboxNotFou
   t.eq(t.raises("SandboxNotFound", function() sbx:pause() end).status, 404)
   t.eq(t.raises("SandboxNotFound", function() sbx:get_metrics() end).status, 404)
   t.eq(t.raises("SandboxNotFound", function() ctx.conn:connect(sbx.id) end).status, 404)
+end)
+
+t.test("refresh of an unknown sandbox raises SandboxNotFound", { requires = { "refresh" } },
+  function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 120 })
+  sbx:kill()
   t.eq(t.raises("SandboxNotFound", function() sbx:refresh(30) end).status, 404)
 end)
 
-t.test("metrics report the CPU, memory and disk of a running sandbox",
-  { requires = { "metrics", "metrics_disk" } },
-  function(ctx)
+-- The newest sample of a running sandbox's metrics, around now.
+local function last_metric(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 120 })
   local now = os.time()
   local m = sbx:get_metrics({ start = now - 60, ["end"] = now + 60 })
   t.ok(#m >= 1, "no metrics for a running sandbox")
   local last = m[#m]
   t.ok(math.abs(last.timestamp_unix - now) < 120, "timestamp_unix far from now: " .. tostring(last.timestamp_unix))
+  return last
+end
+
+t.test("metrics report the CPU and memory of a running sandbox", { requires = { "metrics" } },
+  function(ctx)
+  local last = last_metric(ctx)
   t.ok(last.cpu_count >= 1, "cpu_count")
   t.ok(last.cpu_used_pct >= 0 and last.cpu_used_pct <= 100, "cpu_used_pct " .. tostring(last.cpu_used_pct))
   t.ok(last.mem_used > 0 and last.mem_total >= last.mem_used, "memory " .. last.mem_used .. "/" .. last.mem_total)
+end)
+
+t.test("metrics report the disk of a running sandbox", { requires = { "metrics", "metrics_disk" } },
+  function(ctx)
+  local last = last_metric(ctx)
   t.ok(last.disk_total > 0 and last.disk_used >= 0 and last.disk_used <= last.disk_total, "disk")
 end)
 

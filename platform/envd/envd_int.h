@@ -44,8 +44,10 @@ struct envd {
   struct envd_watchers *watchers;
   struct execd_cmds
       *execd; /* execd_command.c: the execd command table, NULL without --execd-port */
-  /* /metrics: the previous /proc/stat sample (guarded by mu); cpu_prev_total 0: none yet. */
-  unsigned long long cpu_prev_total, cpu_prev_idle;
+  /* /metrics: the previous CPU sample (guarded by mu); total 0: none yet. */
+  struct envd_cpu_prev {
+    unsigned long long total, idle;
+  } cpu_prev;
 };
 
 /* A Connect error: code is a static Connect code name, msg is malloc'd (may be NULL). */
@@ -285,6 +287,19 @@ void envd_stream_input_free(struct envd_sinput *si);
 
 /* GET /metrics (metrics.c): {ts, cpu_count, cpu_used_pct, mem_*, disk_*} (§7). */
 enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c);
+
+/* One reading of the sandbox's figures (metrics.c): CPUs, busy percent (2 decimals), memory and
+ * disk in bytes. */
+struct envd_metrics_sample {
+  long cpu_count;
+  double cpu_used_pct;
+  unsigned long long mem_total, mem_used, mem_cache, disk_total, disk_used;
+};
+
+/* Read the figures into *m. The CPU percent is the busy share since *prev (a caller's own
+ * series, e.g. one watch stream), or since envd's shared previous sample when prev is NULL; a
+ * series with no sample yet (total 0) measures over 100 ms. */
+void envd_metrics_read(struct envd *e, struct envd_cpu_prev *prev, struct envd_metrics_sample *m);
 
 /* Watchers (watch.c): the table of CreateWatcher watchers; shutdown stops their threads. */
 /* spawn.c: the first executable regular file `cmd` in the ':'-separated dirs of `path` (empty

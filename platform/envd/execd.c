@@ -6,9 +6,10 @@
  * OpenSandbox's execd API, as opensandbox_* in platform/opensandbox/ is its lifecycle API.
  *
  * Routes:  GET /ping → 200 (empty); /command..., /files..., /directories... (execd_command.c,
- *          execd_files.c, execd_upload.c). execd routes this envd does not serve (POST|DELETE
- *          /code, /code/context(s)..., /session..., /metrics, /metrics/watch, /pty...,
- *          GET /files/search, POST /files/replace, /proxy/<port>/...) → 404
+ *          execd_files.c, execd_search.c, execd_upload.c); /session... (execd_session.c);
+ *          /metrics, /metrics/watch (execd_metrics.c). execd routes this envd does not serve
+ *          (POST|DELETE /code, /code/context(s)..., /pty... (not in the spec),
+ *          /proxy/<port>/...) → 404
  *          {"code":"NOT_SUPPORTED","message":"..."} naming the route; any other path → gin's
  *          own 404 "404 page not found" (text/plain), as execd answers.
  * Auth:    when envd holds an access token (POST /init accessToken on the envd port) every
@@ -279,16 +280,9 @@ static const char *const missing_routes[] = {"POST /code",
                                              "DELETE /code/contexts",
                                              "GET /code/contexts/*",
                                              "DELETE /code/contexts/*",
-                                             "POST /session",
-                                             "POST /session/*",
-                                             "DELETE /session/*",
-                                             "GET /metrics",
-                                             "GET /metrics/watch",
                                              "POST /pty",
                                              "GET /pty/*",
                                              "DELETE /pty/*",
-                                             "GET /files/search",
-                                             "POST /files/replace",
                                              "* /proxy/*",
                                              NULL};
 
@@ -304,6 +298,48 @@ static bool is_missing(const char *method, const char *url)
       return true;
   }
   return false;
+}
+
+/* The session id of "/session/{id}" + suffix (suffix "" or "/run") into id; false when url is not
+ * that form (an empty id or one with '/' is gin's 404). */
+static bool session_path(const char *url, const char *suffix, char id[128])
+{
+  static const char pre[] = "/session/";
+  size_t ul = strlen(url), sl = strlen(suffix), pl = sizeof pre - 1;
+  if (strncmp(url, pre, pl) != 0 || ul <= pl + sl || strcmp(url + ul - sl, suffix) != 0)
+    return false;
+  size_t il = ul - sl - pl;
+  if (il >= 128 || memchr(url + pl, '/', il))
+    return false;
+  memcpy(id, url + pl, il);
+  id[il] = 0;
+  return true;
+}
+
+/* The routes of execd_search.c, execd_metrics.c and execd_session.c; NULL r->handled when none
+ * matches. */
+static enum MHD_Result route_more(struct execd_req *r, bool *handled)
+{
+  const char *m = r->method, *u = r->url;
+  bool get = strcmp(m, "GET") == 0, post = strcmp(m, "POST") == 0, del = strcmp(m, "DELETE") == 0;
+  char id[128];
+  *handled = true;
+  if (get && strcmp(u, "/files/search") == 0)
+    return execd_files_search(r);
+  if (post && strcmp(u, "/files/replace") == 0)
+    return execd_files_replace(r);
+  if (get && strcmp(u, "/metrics") == 0)
+    return execd_metrics_get(r);
+  if (get && strcmp(u, "/metrics/watch") == 0)
+    return execd_metrics_watch(r);
+  if (post && strcmp(u, "/session") == 0)
+    return execd_session_create(r);
+  if (post && session_path(u, "/run", id))
+    return execd_session_run(r, id);
+  if (del && session_path(u, "", id))
+    return execd_session_delete(r, id);
+  *handled = false;
+  return MHD_NO;
 }
 
 static enum MHD_Result route(struct execd_req *r)
@@ -349,11 +385,15 @@ static enum MHD_Result route(struct execd_req *r)
     return execd_dirs_list(r);
   if (strcmp(u, "/directories") == 0 && (post || del))
     return post ? execd_dirs_make(r) : execd_dirs_remove(r);
+  bool handled;
+  enum MHD_Result res = route_more(r, &handled);
+  if (handled)
+    return res;
   if (is_missing(m, u))
     return execd_send_err(r->c, 404, "NOT_SUPPORTED",
                           "%s %s is an execd route this sandbox's envd does not serve "
-                          "(served: /ping, /command, /files, /directories; docs/PLATFORM.md "
-                          "\"execd\")",
+                          "(served: /ping, /command, /files, /directories, /session, /metrics; "
+                          "docs/PLATFORM.md \"execd\")",
                           m, u);
   static const char nf[] = "404 page not found";
   return envd_send(r->c, 404, "text/plain", nf, sizeof nf - 1);

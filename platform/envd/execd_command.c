@@ -61,6 +61,12 @@ int execd_cmds_init(struct envd *e)
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&t->idle, &ca);
   pthread_condattr_destroy(&ca);
+  if (execd_sessions_init(t) < 0) {
+    pthread_cond_destroy(&t->idle);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+    return -1;
+  }
   e->execd = t;
   return 0;
 }
@@ -81,6 +87,7 @@ void execd_cmd_free(struct execd_cmd *c)
     free(i);
   }
   pthread_cond_destroy(&c->cond);
+  execd_srun_free(c->srun);
   free(c->content);
   free(c->error);
   free(c->log_path);
@@ -102,6 +109,7 @@ void execd_cmds_shutdown(struct envd *e)
   struct execd_cmds *t = e->execd;
   if (!t)
     return;
+  execd_sessions_shutdown(t);
   pthread_mutex_lock(&t->mu);
   for (struct execd_cmd *c = t->list; c; c = c->next)
     if (c->p) {
@@ -160,8 +168,7 @@ static void new_id(char id[33])
     snprintf(id + 2 * i, 3, "%02x", r[i]);
 }
 
-/* buildCredential: uid's passwd entry (gid and groups), else uid with gid 0; gid overrides. */
-static void user_for(long long uid, long long gid, struct envd_user *u)
+void execd_user_for(long long uid, long long gid, struct envd_user *u)
 {
   memset(u, 0, sizeof *u);
   uid_t want = uid >= 0 ? (uid_t)uid : getuid();
@@ -314,9 +321,7 @@ static char *working_dir(struct execd_req *r, const struct run_request *rr, enum
   return dir;
 }
 
-/* A new record of command rr, started now, in no table and with no reference counted yet;
- * NULL when out of memory. */
-static struct execd_cmd *cmd_new(struct execd_cmds *t, const struct run_request *rr)
+struct execd_cmd *execd_cmd_new(struct execd_cmds *t, const char *content, bool background)
 {
   struct execd_cmd *c = calloc(1, sizeof *c);
   if (!c)
@@ -328,8 +333,8 @@ static struct execd_cmd *cmd_new(struct execd_cmds *t, const struct run_request 
   pthread_condattr_destroy(&ca);
   c->tab = t;
   new_id(c->id);
-  c->content = strdup(rr->command);
-  c->background = rr->background;
+  c->content = strdup(content);
+  c->background = background;
   c->log_fd = -1;
   clock_gettime(CLOCK_REALTIME, &c->started);
   c->start_mono = envd_now_ms();
@@ -360,7 +365,7 @@ static void spawn_command(struct envd *e, struct execd_cmd *c, const struct run_
                           const char *dir, struct envd_err *err)
 {
   struct envd_user u;
-  user_for(rr->uid, rr->gid, &u);
+  execd_user_for(rr->uid, rr->gid, &u);
   char *shell = envd_path_lookup(ENVD_PATH_ENV, "bash", 1);
   if (!shell)
     shell = envd_path_lookup(ENVD_PATH_ENV, "sh", 1);
@@ -376,12 +381,15 @@ static void spawn_command(struct envd *e, struct execd_cmd *c, const struct run_
   free(shell);
 }
 
-/* Put c at the head of its table's list (the table's reference is counted by the caller). */
-static void table_add(struct execd_cmd *c, bool watched)
+/* Put c at the head of its table's list when `listed` (the table's reference is counted by the
+ * caller), and count its watcher when `watched`. */
+static void table_add(struct execd_cmd *c, bool listed, bool watched)
 {
   pthread_mutex_lock(&c->tab->mu);
-  c->next = c->tab->list;
-  c->tab->list = c;
+  if (listed) {
+    c->next = c->tab->list;
+    c->tab->list = c;
+  }
   if (watched)
     c->tab->watchers++;
   pthread_mutex_unlock(&c->tab->mu);
@@ -418,7 +426,7 @@ static enum MHD_Result answer_not_started(struct execd_req *r, struct execd_cmd 
   memcpy(id, c->id, sizeof id);
   if (c->background) {
     c->refs = 1; /* the table's */
-    table_add(c, false);
+    table_add(c, true, false);
   } else {
     execd_cmd_free(c);
   }
@@ -426,13 +434,12 @@ static enum MHD_Result answer_not_started(struct execd_req *r, struct execd_cmd 
   return execd_sse_fixed(r->c, id, tail, n);
 }
 
-/* Started command c: into the table, and its watcher thread (detached) started. When the thread
- * cannot start, the command is killed and recorded as killed, which its stream then reports. */
-static void start_watching(struct execd_cmd *c)
+void execd_cmd_watch(struct execd_cmd *c, bool listed)
 {
   c->running = true;
-  c->refs = c->background ? 2 : 3; /* the table, the watcher, and a foreground stream */
-  table_add(c, true);
+  /* the table (when listed), the watcher, and a foreground stream */
+  c->refs = (listed ? 1 : 0) + 1 + (c->background ? 0 : 1);
+  table_add(c, listed, true);
   pthread_t th;
   pthread_attr_t at;
   pthread_attr_init(&at);
@@ -490,7 +497,7 @@ enum MHD_Result execd_run_command(struct execd_req *r)
   char *dir = working_dir(r, &rr, &res);
   if (!dir)
     goto out;
-  struct execd_cmd *c = cmd_new(r->e->execd, &rr);
+  struct execd_cmd *c = execd_cmd_new(r->e->execd, rr.command, rr.background);
   if (!c || (rr.background && open_log(r, c, &res) < 0)) {
     if (c)
       execd_cmd_free(c);
@@ -503,7 +510,7 @@ enum MHD_Result execd_run_command(struct execd_req *r)
   if (!c->p)
     res = answer_not_started(r, c, &err);
   else {
-    start_watching(c);
+    execd_cmd_watch(c, true);
     res = rr.background ? answer_started_background(r, c) : execd_sse_command(r->c, c);
   }
 out:

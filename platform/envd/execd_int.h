@@ -2,12 +2,13 @@
  * execd_int.h: OpenSandbox's execd data plane served by envd on a second listener
  * (`abxlua envd --execd-port N`): shared declarations of execd.c (listener, routing, auth,
  * errors, path and FileInfo helpers), execd_command.c (commands), execd_files.c (files and
- * directories) and execd_upload.c (POST /files/upload).
+ * directories), execd_search.c (files search and replace), execd_session.c (bash sessions),
+ * execd_metrics.c (metrics) and execd_upload.c (POST /files/upload).
  *
  * Shapes:  errors are execd's ErrorResponse {"code":"<ERROR_CODE>","message":".."} (codes of
  *          model/error.go: INVALID_REQUEST_BODY, MISSING_QUERY, RUNTIME_ERROR, INVALID_FILE,
  *          INVALID_FILE_CONTENT, INVALID_FILE_METADATA, FILE_NOT_FOUND, UNKNOWN,
- *          NOT_SUPPORTED), except the 401 of the token check, which execd answers
+ *          CONTEXT_NOT_FOUND, NOT_SUPPORTED), except the 401 of the token check, which execd answers
  *          {"error":"Unauthorized: invalid or missing header X-EXECD-ACCESS-TOKEN"}.
  * Identity: execd runs every file operation as itself; so does this (envd's identity, root in a
  *          sandbox). Commands run as envd's user unless the request names a uid (and gid).
@@ -112,6 +113,24 @@ int execd_chmod(const char *abs, long long mode, const char *owner, const char *
 /* Parse a Permission object {owner?, group?, mode?}: 0, or -1 with *msg naming the bad field. */
 int execd_perm_parse(json_t *p, long long *mode, const char **owner, const char **group,
                      char **msg);
+
+/* ---- execd_search.c ---------------------------------------------------------------------- */
+
+enum MHD_Result execd_files_search(struct execd_req *r);  /* GET /files/search */
+enum MHD_Result execd_files_replace(struct execd_req *r); /* POST /files/replace */
+
+/* ---- execd_metrics.c --------------------------------------------------------------------- */
+
+enum MHD_Result execd_metrics_get(struct execd_req *r);   /* GET /metrics */
+enum MHD_Result execd_metrics_watch(struct execd_req *r); /* GET /metrics/watch (stream) */
+
+/* ---- execd_session.c --------------------------------------------------------------------- */
+
+enum MHD_Result execd_session_create(struct execd_req *r); /* POST /session */
+/* POST /session/{id}/run: SSE stream (init, stdout, ping, execution_complete | error). */
+enum MHD_Result execd_session_run(struct execd_req *r, const char *id);
+enum MHD_Result execd_session_delete(struct execd_req *r,
+                                     const char *id); /* DELETE /session/{id} */
 
 /* ---- execd_upload.c ---------------------------------------------------------------------- */
 

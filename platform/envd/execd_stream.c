@@ -1,7 +1,9 @@
 /*
  * execd_stream.c: a command's watcher thread (envd's subscriber → lines → SSE events, or the
  * background log file; then the exit recorded and the final event) and the text/event-stream
- * answer (init, queued events, a ping every 3 s, the 1 s linger). Wire in execd_command.c.
+ * answer (init, queued events, a ping every 3 s, the 1 s linger). Wire in execd_command.c; a bash
+ * session's run (execd_session.c) goes through the same watcher and answer, its lines split as
+ * bufio.ScanLines does and filtered by the session.
  * Source: components/execd/pkg/runtime/command.go, command_common.go (readFromPos),
  *   web/controller/sse.go, model/codeinterpreting.go @3bb6fad.
  */
@@ -102,20 +104,32 @@ struct lines {
   bool cr;
 };
 
+/* One line as an event. A session run's lines are all stdout, its empty lines and its own
+ * bookkeeping are not sent (bash_session.go run: OnExecuteStdout skips ""). */
 static void emit_line(struct execd_cmd *c, const char *type, const char *s, size_t n)
 {
+  if (c->srun && (n == 0 || execd_srun_filter(c->srun, s, n)))
+    return;
+  if (c->srun)
+    type = "stdout";
   size_t len = 0;
   char *ev = execd_event_bytes(type, execd_json_text(s, n), NULL, &len);
   push_event(c, ev, len);
 }
 
-/* readFromPos's splitting: \n or \r ends a line, \r\n is one end, an empty line is "\n". */
+/* readFromPos's splitting: \n or \r ends a line, \r\n is one end, an empty line is "\n"; a
+ * session run's is bufio.ScanLines'. */
 static void feed_lines(struct execd_cmd *c, struct lines *l, const char *type, const char *d,
                        size_t n)
 {
   for (size_t i = 0; i < n; i++) {
     char b = d[i];
-    if (b == '\n' || b == '\r') {
+    if (c->srun && b == '\n') { /* bufio.ScanLines: \n ends a line, a \r before it dropped */
+      emit_line(c, type, l->b, l->n > 0 && l->b[l->n - 1] == '\r' ? l->n - 1 : l->n);
+      l->n = 0;
+      continue;
+    }
+    if (!c->srun && (b == '\n' || b == '\r')) {
       if (l->n > 0)
         emit_line(c, type, l->b, l->n);
       else if (!(b == '\n' && l->cr))
@@ -208,7 +222,9 @@ static void queue_final_events(struct execd_cmd *c, struct watch *w)
   int64_t elapsed = envd_now_ms() - c->start_mono;
   size_t len = 0;
   char *evb;
-  if (w->exit_code == 0) {
+  if (c->srun && execd_srun_end(c->srun, envd_proc_timed_out(c->p), &evb, &len))
+    ; /* a session run that timed out ends with execd's error JSON */
+  else if (w->exit_code == 0) {
     json_t *x = elapsed > 0 ? json_pack("{s:I}", "execution_time", (json_int_t)elapsed) : NULL;
     evb = execd_event_bytes("execution_complete", NULL, x, &len);
   } else {

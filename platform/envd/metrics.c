@@ -11,6 +11,7 @@
  *          instead, as E2B's envd reports its VM's: cpu_count = ceil(cfs_quota / cfs_period), busy =
  *          cpuacct.usage over that many CPUs; mem_total = memory.limit_in_bytes (when below
  *          MemTotal), used = usage_in_bytes - total_inactive_file, cache = memory.stat cache.
+ * Shared:  envd_metrics_read is also execd's GET /metrics and /metrics/watch (execd_metrics.c).
  * Source:  docs/protocol/envd-protocol.md §7 (/metrics).
  */
 #ifndef _GNU_SOURCE
@@ -91,30 +92,31 @@ static unsigned long long meminfo(const char *text, const char *key)
   return 0;
 }
 
-enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c)
+/* The CPU busy share in percent (2 decimals) since the sample in *prev (0: none yet, then two
+ * samples 100 ms apart), which is moved on to now. */
+static double cpu_pct(long cg_cpus, struct envd_cpu_prev *prev)
 {
-  unsigned long long tot = 0, idle = 0, ptot = 0, pidle = 0;
-  long cg_cpus = cgroup_cpus();
-  pthread_mutex_lock(&e->mu);
-  ptot = e->cpu_prev_total;
-  pidle = e->cpu_prev_idle;
-  pthread_mutex_unlock(&e->mu);
-  if (ptot == 0) {
-    cpu_sample(cg_cpus, &ptot, &pidle);
+  unsigned long long tot = 0, idle = 0;
+  if (prev->total == 0) {
+    cpu_sample(cg_cpus, &prev->total, &prev->idle);
     usleep(100 * 1000);
   }
   double pct = 0;
-  if (cpu_sample(cg_cpus, &tot, &idle) == 0) {
-    if (tot > ptot && tot - ptot > 0) {
-      unsigned long long dt = tot - ptot, di = idle >= pidle ? idle - pidle : 0;
-      pct = di >= dt ? 0 : 100.0 * (double)(dt - di) / (double)dt;
-      pct = (double)(long long)(pct * 100.0 + 0.5) / 100.0;
-    }
-    pthread_mutex_lock(&e->mu);
-    e->cpu_prev_total = tot;
-    e->cpu_prev_idle = idle;
-    pthread_mutex_unlock(&e->mu);
+  if (cpu_sample(cg_cpus, &tot, &idle) != 0)
+    return 0;
+  if (tot > prev->total) {
+    unsigned long long dt = tot - prev->total, di = idle >= prev->idle ? idle - prev->idle : 0;
+    pct = di >= dt ? 0 : 100.0 * (double)(dt - di) / (double)dt;
+    pct = (double)(long long)(pct * 100.0 + 0.5) / 100.0;
   }
+  prev->total = tot;
+  prev->idle = idle;
+  return pct;
+}
+
+/* Memory total, used and cache in bytes: /proc/meminfo, or the sandbox's memory cgroup. */
+static void mem_sample(struct envd_metrics_sample *m)
+{
   char text[8192] = "";
   FILE *f = fopen("/proc/meminfo", "re");
   if (f) {
@@ -145,19 +147,46 @@ enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c)
     mused = usage > inactive ? usage - inactive : 0;
     cached = cache;
   }
-  unsigned long long dtotal = 0, dused = 0;
+  m->mem_total = mtotal;
+  m->mem_used = mused;
+  m->mem_cache = cached;
+}
+
+void envd_metrics_read(struct envd *e, struct envd_cpu_prev *prev, struct envd_metrics_sample *m)
+{
+  memset(m, 0, sizeof *m);
+  long cg_cpus = cgroup_cpus();
+  if (prev)
+    m->cpu_used_pct = cpu_pct(cg_cpus, prev);
+  else {
+    pthread_mutex_lock(&e->mu);
+    struct envd_cpu_prev shared = e->cpu_prev;
+    pthread_mutex_unlock(&e->mu);
+    m->cpu_used_pct = cpu_pct(cg_cpus, &shared);
+    pthread_mutex_lock(&e->mu);
+    e->cpu_prev = shared;
+    pthread_mutex_unlock(&e->mu);
+  }
+  mem_sample(m);
   struct statvfs sv;
   if (statvfs("/", &sv) == 0) {
-    dtotal = (unsigned long long)sv.f_blocks * sv.f_frsize;
-    dused = (unsigned long long)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+    m->disk_total = (unsigned long long)sv.f_blocks * sv.f_frsize;
+    m->disk_used = (unsigned long long)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
   }
   long ncpu = cg_cpus > 0 ? cg_cpus : sysconf(_SC_NPROCESSORS_ONLN);
-  json_t *j = json_pack("{s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ts", (json_int_t)time(NULL),
-                        "cpu_count", (json_int_t)(ncpu > 0 ? ncpu : 1), "cpu_used_pct", pct,
-                        "mem_total", (json_int_t)mtotal, "mem_used", (json_int_t)mused, "mem_cache",
-                        (json_int_t)cached, "mem_total_mib", (json_int_t)(mtotal >> 20),
-                        "mem_used_mib", (json_int_t)(mused >> 20), "disk_used", (json_int_t)dused,
-                        "disk_total", (json_int_t)dtotal);
+  m->cpu_count = ncpu > 0 ? ncpu : 1;
+}
+
+enum MHD_Result envd_metrics(struct envd *e, struct MHD_Connection *c)
+{
+  struct envd_metrics_sample m;
+  envd_metrics_read(e, NULL, &m);
+  json_t *j = json_pack(
+      "{s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "ts", (json_int_t)time(NULL), "cpu_count",
+      (json_int_t)m.cpu_count, "cpu_used_pct", m.cpu_used_pct, "mem_total", (json_int_t)m.mem_total,
+      "mem_used", (json_int_t)m.mem_used, "mem_cache", (json_int_t)m.mem_cache, "mem_total_mib",
+      (json_int_t)(m.mem_total >> 20), "mem_used_mib", (json_int_t)(m.mem_used >> 20), "disk_used",
+      (json_int_t)m.disk_used, "disk_total", (json_int_t)m.disk_total);
   if (!j)
     return envd_send_rest_err(c, 500, "out of memory");
   enum MHD_Result ok = envd_send_json(c, 200, j);

@@ -4,8 +4,8 @@
 
 Usage: test_execd.py <path to abxlua>. Runs envd in a bwrap sandbox (own pid namespace, a
 throwaway /etc/passwd with root and user:1000) with the envd port and an execd port on loopback,
-then checks every execd route envd serves, the token rule, and the 404s of the routes it does
-not serve. Wire source: opensandbox-group/OpenSandbox specs/execd-api.yaml and OpenSandbox @3bb6fad
+then checks every execd route envd serves (commands, files, directories, search and replace, bash
+sessions, metrics), the token rule, and the 404s of the routes it does not serve. Wire source: opensandbox-group/OpenSandbox specs/execd-api.yaml and OpenSandbox @3bb6fad
 components/execd/pkg (web/controller, web/model, runtime), cited per check.
 Exit code 0 when every check passes; 77 (skip) when bwrap is missing.
 """
@@ -69,12 +69,12 @@ class Events:
     """POST /command as a stream: each event is a JSON object followed by a blank line
     (controller/sse.go writeSingleEvent writes payload + "\\n\\n", no "data:" prefix)."""
 
-    def __init__(self, body):
+    def __init__(self, body, path="/command"):
         self.c = http.client.HTTPConnection("127.0.0.1", EXECD_PORT, timeout=60)
         h = {"Content-Type": "application/json"}
         if TOKEN:
             h["X-EXECD-ACCESS-TOKEN"] = TOKEN
-        self.c.request("POST", "/command", body=json.dumps(body).encode(), headers=h)
+        self.c.request("POST", path, body=json.dumps(body).encode(), headers=h)
         self.r = self.c.getresponse()
         self.status = self.r.status
         self.ctype = self.r.getheader("Content-Type", "")
@@ -106,8 +106,8 @@ class Events:
         self.c.close()
 
 
-def run(body):
-    s = Events(body)
+def run(body, path="/command"):
+    s = Events(body, path)
     evs = s.all() if s.status == 200 else []
     return s, evs
 
@@ -120,9 +120,8 @@ def t_ping_and_unknown():
     st, _, body = req("GET", "/ping")
     check(st == 200 and body == b"", f"GET /ping → 200 empty (ping.go) [{st} {body!r}]")
     # routes execd has but this envd does not serve: 404 in execd's error shape
-    for m, p in [("POST", "/code"), ("GET", "/code/contexts"), ("POST", "/session"),
-                 ("GET", "/metrics"), ("GET", "/metrics/watch"), ("POST", "/pty"),
-                 ("GET", "/files/search"), ("POST", "/files/replace"), ("GET", "/proxy/8080/x")]:
+    for m, p in [("POST", "/code"), ("GET", "/code/contexts"), ("POST", "/pty"),
+                 ("GET", "/proxy/8080/x")]:
         st, _, j = req(m, p, body={} if m == "POST" else None)
         check(st == 404 and isinstance(j, dict) and j.get("code") == "NOT_SUPPORTED"
               and p in j.get("message", ""), f"{m} {p} → 404 NOT_SUPPORTED [{st} {j}]")
@@ -450,6 +449,162 @@ def t_directories():
     check(st == 200 and st2 == 404, f"DELETE /directories (rm -rf) [{st} {st2}]")
 
 
+def t_search():
+    """GET /files/search (filesystem.go SearchFiles, util/glob): base names matched, Walk order."""
+    req("POST", "/command", body={"command": "mkdir -p /tmp/s/sub /tmp/s/d.txt && cd /tmp/s && "
+                                  "echo hello hello > a.txt && echo x > b.log && echo c > sub/c.txt && "
+                                  "echo h > .hidden.txt && ln -s a.txt link.txt"})
+    time.sleep(0.3)
+    st, _, j = req("GET", "/files/search", query={"path": "/tmp/s", "pattern": "*.txt"})
+    paths = [e.get("path") for e in j] if isinstance(j, list) else j
+    check(st == 200 and paths == ["/tmp/s/.hidden.txt", "/tmp/s/a.txt", "/tmp/s/link.txt", "/tmp/s/sub/c.txt"],
+          f"search *.txt: files and symlinks, not the directory d.txt, in Walk order [{st} {paths}]")
+    kinds = {e["path"]: (e["type"], e["mode"]) for e in j} if isinstance(j, list) else {}
+    check(kinds.get("/tmp/s/link.txt", ("",))[0] == "symlink" and kinds.get("/tmp/s/a.txt") == ("file", 644),
+          f"search entries are FileInfo (symlink not followed, mode 644) [{kinds}]")
+    st, _, j = req("GET", "/files/search", query={"path": "/tmp/s"})
+    check(st == 200 and isinstance(j, list) and len(j) == 5, f"default pattern ** → every file [{st} {j}]")
+    for pat, want in [("{a,c}.txt", ["/tmp/s/a.txt", "/tmp/s/sub/c.txt"]), ("**/*.log", ["/tmp/s/b.log"]),
+                      ("[!a-b]*.txt", ["/tmp/s/.hidden.txt", "/tmp/s/link.txt", "/tmp/s/sub/c.txt"]),
+                      ("nothing*", [])]:
+        st, _, j = req("GET", "/files/search", query={"path": "/tmp/s", "pattern": pat})
+        got = [e.get("path") for e in j] if isinstance(j, list) else j
+        check(st == 200 and got == want, f"search pattern {pat} [{st} {got}]")
+    st, _, j = req("GET", "/files/search", query={"path": "/tmp/s/a.txt", "pattern": "a.*"})
+    check(st == 200 and [e.get("path") for e in j] == ["/tmp/s/a.txt"], f"search of a file matches itself [{j}]")
+    st, _, j = req("GET", "/files/search", query={"pattern": "*"})
+    check(st == 400 and j.get("code") == "MISSING_QUERY", f"search without path → 400 MISSING_QUERY [{st} {j}]")
+    st, _, j = req("GET", "/files/search", query={"path": "/tmp/nope"})
+    check(st == 404 and j.get("code") == "FILE_NOT_FOUND", f"search of a missing path → 404 [{st} {j}]")
+    st, _, j = req("GET", "/files/search", query={"path": "/tmp/s", "pattern": "[a"})
+    check(st == 500 and j.get("code") == "RUNTIME_ERROR" and "invalid pattern" in j.get("message", ""),
+          f"search with a bad pattern → 500 invalid pattern [{st} {j}]")
+
+
+def t_replace():
+    """POST /files/replace (filesystem.go ReplaceContent)."""
+    req("POST", "/command", body={"command": "mkdir -p /tmp/r && printf 'aXbXXc' > /tmp/r/f && "
+                                  "chmod 640 /tmp/r/f && printf 'keep' > /tmp/r/g"})
+    time.sleep(0.3)
+    st, _, j = req("POST", "/files/replace", query={"verbose": "true"},
+                   body={"/tmp/r/f": {"old": "X", "new": "--"}, "/tmp/r/g": {"old": "zz", "new": "y"}})
+    check(st == 200 and j == {"/tmp/r/f": {"replacedCount": 3}, "/tmp/r/g": {"replacedCount": 0}},
+          f"replace verbose → per-file replacedCount [{st} {j}]")
+    st2, _, data = req("GET", "/files/download", query={"path": "/tmp/r/f"}, raw=True)
+    info = req("GET", "/files/info", query={"path": "/tmp/r/f"})[2].get("/tmp/r/f", {})
+    check(data == b"a--b----c" and info.get("mode") == 640, f"every occurrence replaced, mode kept [{data!r} {info}]")
+    st, _, body = req("POST", "/files/replace", body={"/tmp/r/f": {"old": "--", "new": ""}}, raw=True)
+    data = req("GET", "/files/download", query={"path": "/tmp/r/f"}, raw=True)[2]
+    check(st == 200 and body == b"" and data == b"abc", f"replace without verbose → 200 empty [{st} {body!r} {data!r}]")
+    st, _, j = req("POST", "/files/replace", body={"/tmp/r/f": {"old": "", "new": "x"}})
+    check(st == 400 and j.get("code") == "INVALID_REQUEST_BODY" and j.get("message") == "old content must not be empty",
+          f"empty old → 400 [{st} {j}]")
+    st, _, j = req("POST", "/files/replace", body={"/tmp/r/nope": {"old": "a", "new": "b"}})
+    check(st == 404 and j.get("code") == "FILE_NOT_FOUND", f"replace in a missing file → 404 [{st} {j}]")
+    st, _, j = req("POST", "/files/replace", body={"/tmp/r": {"old": "a", "new": "b"}})
+    check(st == 500 and j.get("code") == "RUNTIME_ERROR", f"replace in a directory → 500 [{st} {j}]")
+    st, _, j = req("POST", "/files/replace", body=[{"old": "a"}])
+    check(st == 400 and j.get("code") == "INVALID_REQUEST_BODY", f"replace body not an object → 400 [{st} {j}]")
+    st, _, j = req("POST", "/files/replace", body={"/tmp/r/f": {"old": 1, "new": "b"}})
+    check(st == 400 and "'old'" in j.get("message", ""), f"replace old not a string → 400 naming it [{st} {j}]")
+
+
+def new_session(body=None):
+    st, _, j = req("POST", "/session", body=body if body is not None else {})
+    return st, j, (j or {}).get("session_id") if isinstance(j, dict) else None
+
+
+def t_sessions():
+    """Bash sessions (bash_session.go, codeinterpreting.go CreateSession/RunInSession/DeleteSession)."""
+    st, j, sid = new_session()
+    check(st == 200 and sid and len(sid) == 36 and sid.count("-") == 4, f"POST /session → {{session_id: uuid}} [{st} {j}]")
+    st, _, j = req("POST", "/session", body=b"")
+    check(st == 200 and "session_id" in (j or {}), f"POST /session with no body → 200 [{st} {j}]")
+    s, evs = run({"command": "cd /tmp; export FOO='b a\"r'; echo one; echo; echo two >&2; printf 'no-eol'"},
+                 f"/session/{sid}/run")
+    kinds = [e.get("type") for e in evs]
+    check(s.status == 200 and s.ctype.startswith("text/event-stream") and kinds[0] == "init"
+          and evs[0].get("text") == sid and kinds[-1] == "execution_complete",
+          f"run → init(session id) … execution_complete [{s.status} {kinds}]")
+    check(texts(evs, "stdout") == ["one", "two", "no-eol"] and not texts(evs, "stderr"),
+          f"run output: merged lines as stdout, empty lines and markers not sent [{texts(evs, 'stdout')}]")
+    s, evs = run({"command": "pwd; echo \"$FOO\""}, f"/session/{sid}/run")
+    check(texts(evs, "stdout") == ["/tmp", 'b a"r'], f"cwd and exported vars carry to the next run [{texts(evs, 'stdout')}]")
+    s, evs = run({"command": "pwd", "cwd": "/"}, f"/session/{sid}/run")
+    check(texts(evs, "stdout") == ["/"], f"run cwd overrides the session's [{texts(evs, 'stdout')}]")
+    s, evs = run({"command": "export LATER=1; false"}, f"/session/{sid}/run")
+    err = [e for e in evs if e.get("type") == "error"]
+    check(len(err) == 1 and err[0]["error"] == {"ename": "CommandExecError", "evalue": "1", "traceback": ["exit status 1"]}
+          and "execution_complete" not in [e.get("type") for e in evs], f"exit 1 → error event [{evs}]")
+    s, evs = run({"command": "echo \"$LATER\""}, f"/session/{sid}/run")
+    check(texts(evs, "stdout") == ["1"], f"a failed run still leaves its variables [{texts(evs, 'stdout')}]")
+    t0 = time.monotonic()
+    s, evs = run({"command": "echo before; sleep 30", "timeout": 700}, f"/session/{sid}/run")
+    rest = json.loads(s.rest) if s.rest.strip() else None
+    check(texts(evs, "stdout") == ["before"] and rest == {"code": "RUNTIME_ERROR",
+          "message": "error running in session. timeout after 700ms"} and time.monotonic() - t0 < 20,
+          f"timeout → the group killed, execd's error JSON ends the stream [{evs} {s.rest!r}]")
+    st, j, sid2 = new_session({"cwd": "/tmp/sessdir/deep"})
+    s, evs = run({"command": "pwd"}, f"/session/{sid2}/run")
+    check(st == 200 and texts(evs, "stdout") == ["/tmp/sessdir/deep"], f"create cwd is made and used [{st} {evs}]")
+    bad = [({}, "'Command' failed on the 'required' tag"), ({"command": "x", "timeout": -1}, "'gte' tag"),
+           ({"command": "x", "cwd": "/tmp/none-such"}, "working directory does not exist"),
+           ({"command": 5}, "field 'command' must be a string")]
+    for body, want in bad:
+        st, _, j = req("POST", f"/session/{sid}/run", body=body)
+        check(st == 400 and j.get("code") == "INVALID_REQUEST_BODY" and want in j.get("message", ""),
+              f"run {body} → 400 ({want}) [{st} {j}]")
+    st, _, j = req("POST", f"/session/{sid}/run", body=b"{nope", headers={"Content-Type": "application/json"})
+    check(st == 400 and j.get("message", "").startswith("error parsing request."), f"run with bad JSON → 400 [{st} {j}]")
+    st, _, j = req("POST", "/session/not-a-session/run", body={"command": "true"})
+    check(st == 500 and j == {"code": "RUNTIME_ERROR", "message": "error running in session. context not found"},
+          f"run in an unknown session → 500 context not found [{st} {j}]")
+    st, _, j = req("POST", "/session", body={"cwd": 3})
+    check(st == 400 and j.get("code") == "INVALID_REQUEST_BODY", f"create with cwd 3 → 400 [{st} {j}]")
+    st, _, j = req("POST", "/session", body={"cwd": "/proc/1/nope"})
+    check(st == 500 and j.get("code") == "RUNTIME_ERROR", f"create with an impossible cwd → 500 [{st} {j}]")
+    # DELETE while a run is going: its group is killed and its stream ends with the error
+    stream = Events({"command": "sleep 30"}, f"/session/{sid}/run")
+    first = stream.next()
+    t0 = time.monotonic()
+    st, _, body = req("DELETE", f"/session/{sid}", raw=True)
+    evs = stream.all()
+    check(first and first.get("type") == "init" and st == 200 and body == b""
+          and [e.get("type") for e in evs if e.get("type") != "ping"] == ["error"]
+          and time.monotonic() - t0 < 15, f"DELETE /session/{{id}} kills its running run [{st} {evs}]")
+    st, _, j = req("DELETE", f"/session/{sid}")
+    check(st == 404 and j == {"code": "CONTEXT_NOT_FOUND", "message": f"session {sid} not found"},
+          f"DELETE of a deleted session → 404 CONTEXT_NOT_FOUND [{st} {j}]")
+    st, _, j = req("POST", f"/session/{sid}/run", body={"command": "true"})
+    check(st == 500 and "context not found" in j.get("message", ""), f"run after delete → 500 [{st} {j}]")
+    st, _, body = req("POST", "/session//run", body={"command": "true"})
+    check(st == 404 and body == b"404 page not found", f"empty session id → gin's 404 [{st} {body!r}]")
+    req("DELETE", f"/session/{sid2}")
+    st, _, j = req("GET", "/files/search", query={"path": "/tmp", "pattern": "execd_bash_*"})
+    check(st == 200 and j == [], f"each run's script file is removed after it [{st} {j}]")
+
+
+def t_metrics():
+    """GET /metrics and GET /metrics/watch (controller/metric.go, model/metric.go)."""
+    st, _, j = req("GET", "/metrics")
+    keys = ["cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib", "timestamp"]
+    now = time.time() * 1000
+    check(st == 200 and isinstance(j, dict) and sorted(j) == sorted(keys) and j["cpu_count"] >= 1
+          and 0 <= j["cpu_used_pct"] <= 100 and j["mem_total_mib"] > j["mem_used_mib"] > 0
+          and isinstance(j["timestamp"], int) and abs(j["timestamp"] - now) < 60000,
+          f"GET /metrics → Metrics [{st} {j}]")
+    c = http.client.HTTPConnection("127.0.0.1", EXECD_PORT, timeout=30)
+    c.request("GET", "/metrics/watch", headers={"X-EXECD-ACCESS-TOKEN": TOKEN} if TOKEN else {})
+    r = c.getresponse()
+    lines = [json.loads(r.readline()) for _ in range(2)]
+    c.close()
+    check(r.status == 200 and r.getheader("Content-Type", "").startswith("text/event-stream")
+          and all(sorted(x) == sorted(keys) for x in lines) and lines[1]["timestamp"] > lines[0]["timestamp"],
+          f"GET /metrics/watch → a Metrics JSON line each second [{r.status} {lines}]")
+    st, _, body = req("POST", "/metrics", body={})
+    check(st == 404 and body == b"404 page not found", f"POST /metrics → gin's 404 [{st} {body!r}]")
+
+
 def t_token():
     global TOKEN
     c = http.client.HTTPConnection("127.0.0.1", ENVD_PORT, timeout=10)
@@ -533,7 +688,8 @@ def main():
         bad = subprocess.run([binary, "envd", "--port", "1", "--execd-port", "x"], capture_output=True, text=True)
         check(bad.returncode == 4 and "--execd-port" in bad.stderr, f"--execd-port x refused [{bad.returncode}]")
         tests = [t_ping_and_unknown, t_command_foreground, t_command_error_timeout, t_command_cwd_envs_user,
-                 t_background_status_logs_kill, t_big_output, t_long_line, t_files, t_directories, t_token]
+                 t_background_status_logs_kill, t_big_output, t_long_line, t_files, t_directories, t_search, t_replace, t_sessions,
+                 t_metrics, t_token]
         only = os.environ.get("EXECD_TESTS")
         if only:
             tests = [t for t in tests if t.__name__ in only.split(",")]

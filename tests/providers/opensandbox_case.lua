@@ -35,9 +35,14 @@ t.test("round trip: create (202, poll), commands over SSE, files, kill", functio
   sbx.files:remove("/home/user/never")
   t.eq({ sbx.files:exists("/home/user/moved/b.txt"), sbx.files:exists("/home/user/d/e") }, { false, false })
   t.eq(sbx:is_running(), true)
+  local m = sbx:get_metrics()
+  t.eq(#m, 1)
+  t.eq({ m[1].timestamp_unix, m[1].cpu_count, m[1].cpu_used_pct, m[1].mem_used, m[1].mem_total,
+    m[1].disk_total }, { 1796151600, 2, 12.5, 268959744, 1073741824, nil })
   t.eq(sbx:kill(), true)
   t.eq(sbx:kill(), false)
   t.raises("SandboxNotFound", sbx.get_info, sbx)
+  t.raises("SandboxNotFound", sbx.get_metrics, sbx)
   t.eq(sbx:is_running(), false)
 end)
 
@@ -120,7 +125,8 @@ t.test("execd token: from the endpoint's headers; a wrong one is Authentication;
   t.eq(open.commands:run("echo hi").exit_code, 0)
   t.match(open:port_url(8080), "^http://127%.0%.0%.1:%d+/sandboxes/" .. open.id:gsub("%p", "%%%0")
     .. "/port/8080$")
-  t.raises("Skipped", open.get_metrics, open)
+  -- metrics go through execd, behind its token
+  t.eq(t.raises("Authentication", function() return sbx:with({ access_token = "bad" }):get_metrics() end).status, 401)
 end)
 
 t.test("ports: sbx:http and abx.http through the endpoint, kept after kill; a missing image is NotFound", function(ctx)

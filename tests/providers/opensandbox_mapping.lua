@@ -231,7 +231,6 @@ t.test("no equivalent: Skipped with the provider's name, never a silent no-op", 
     local e = t.raises("Skipped", fn, ...)
     t.eq(e.message, string.format(want, prim))
   end
-  skipped("sbx:get_metrics", sbx.get_metrics, sbx)
   skipped("sbx:update_network", sbx.update_network, sbx, {})
   skipped("sbx:run_code", sbx.run_code, sbx, "1+1")
   skipped("sbx:create_snapshot", sbx.create_snapshot, sbx)

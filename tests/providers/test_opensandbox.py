@@ -3,7 +3,7 @@ lifecycle API (OPEN-SANDBOX-API-KEY, create 202 + Pending then Running, page/pag
 renew-expiration {expiresAt}, pause/resume 202, endpoints/{port}, {code, message} errors) and
 execd behind the endpoint's URI route (X-EXECD-ACCESS-TOKEN from the endpoint's headers, POST
 /command as SSE written in pieces, background status/logs, the files and directories API with
-its multipart upload). opensandbox_case.lua drives it through `abxlua run --provider osb`; this
+its multipart upload, GET /metrics). opensandbox_case.lua drives it through `abxlua run --provider osb`; this
 script then checks what went over the wire.
 Sources: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml, specs/execd-api.yaml.
 
@@ -253,6 +253,9 @@ class H(http.server.BaseHTTPRequestHandler):
             if cmd == "noend":
                 return self.sse([init + "\n\n", json.dumps({"type": "stdout", "text": "x"}) + "\n\n"])
             return self.err(400, "INVALID_REQUEST_BODY", "unscripted command " + cmd)
+        if path == "/metrics" and method == "GET":  # model/metric.go Metrics
+            return self.reply(200, {"cpu_count": 2.0, "cpu_used_pct": 12.5, "mem_total_mib": 1024.0,
+                                    "mem_used_mib": 256.5, "timestamp": 1796151600123})
         if path == "/command" and method == "DELETE":
             cid = q.get("id", [""])[0]
             return self.reply(200) if cid in commands else self.err(404, "INVALID_REQUEST_BODY", "no " + cid)

@@ -1115,8 +1115,13 @@ function OpenSandbox:connect(opts) end
 ---refresh(duration): Skipped: no equivalent
 function OpenSandbox:refresh() end
 
----get_metrics(opts): Skipped: no equivalent
-function OpenSandbox:get_metrics() end
+---get_metrics(opts): execd's GET /metrics: one sample of now, no disk figures
+---Resource metrics: execd's GET /metrics as one SandboxMetric (abx.client.opensandbox_execd
+---metrics: no history, so start/end do not select; no disk figures).
+---Raises: InvalidArgument (an unknown option), SandboxNotFound, Authentication, Sandbox, Protocol.
+---@param opts? {start?: number, ["end"]?: number}
+---@return table[]
+function OpenSandbox:get_metrics(opts) end
 
 ---update_network(opts): Skipped: no equivalent
 function OpenSandbox:update_network() end

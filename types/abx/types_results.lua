@@ -191,6 +191,17 @@
 ---@field exit_code integer exit code; -1 when killed by a signal
 ---@field error? string execd's error text (e.g. "exit status 2"), nil when none
 
+---One sample of an OpenSandbox sandbox's sbx:get_metrics (execd's Metrics in SandboxMetric's units). (lib/abx/client/opensandbox_execd.lua)
+---@class abx.OpenSandboxMetric
+---@field timestamp_unix integer Unix seconds (execd's timestamp is ms)
+---@field cpu_count integer CPUs
+---@field cpu_used_pct number percent
+---@field mem_used integer bytes (execd's mem_used_mib x 2^20)
+---@field mem_total integer bytes (execd's mem_total_mib x 2^20)
+---@field mem_cache? integer never set: execd reports no cache figure
+---@field disk_used? integer never set: execd reports no disk figures
+---@field disk_total? integer never set: execd reports no disk figures
+
 ---One filesystem event (watch_dir, get_events). (lib/abx/client/watch.lua)
 ---@class abx.WatchEvent
 ---@field name string path relative to the watched directory

@@ -26,7 +26,8 @@
 --   sbx:set_timeout  POST /sandboxes/{id}/renew-expiration {expiresAt = now + s, RFC 3339 UTC}.
 --   sbx:port_url, sbx:http   GET /sandboxes/{id}/endpoints/{port} (the endpoint with the API URL's
 --                    scheme when it has none, and its headers).
---   Anything else (snapshots, volumes, metrics, network update, refresh, pty, watch, code
+--   sbx:get_metrics  execd's GET /metrics (abx.client.opensandbox_execd metrics).
+--   Anything else (snapshots, volumes, network update, refresh, pty, watch, code
 --   interpreter, the agent server, host names) raises Skipped "provider <name> (opensandbox) has
 --   no equivalent of <primitive>: missing capability".
 -- api_url: the lifecycle API's base including /v1 (the spec's server URL, config/abxlua.yaml).

@@ -23,6 +23,7 @@
 --                      stdout and stderr() is "" (documented, not dropped).
 --   kill(id)           DELETE /command?id= (true; false on 404).
 -- Files: abx.client.opensandbox_files (execd's files and directories API).
+-- Metrics: M.metrics, sbx:get_metrics through GET /metrics (one sample, no disk figures).
 -- Everything else (stdin, connect, list, signals)
 -- raises Skipped "provider <name> (opensandbox) has no equivalent of <primitive>: missing
 -- capability".
@@ -408,6 +409,49 @@ function M.follow(h, on_stdout)
     h._waiters = {}
     for _, task in ipairs(waiters) do core.unpark(task) end
   end)
+end
+
+-- Metrics ----------------------------------------------------------------------------------------
+
+local METRIC = options.shape("OpenSandboxMetric", "One sample of an OpenSandbox sandbox's "
+  .. "sbx:get_metrics (execd's Metrics in SandboxMetric's units).", {
+    { "timestamp_unix", "integer", "Unix seconds (execd's timestamp is ms)" },
+    { "cpu_count", "integer", "CPUs" }, { "cpu_used_pct", "number", "percent" },
+    { "mem_used", "integer", "bytes (execd's mem_used_mib x 2^20)" },
+    { "mem_total", "integer", "bytes (execd's mem_total_mib x 2^20)" },
+    { "mem_cache", "integer?", "never set: execd reports no cache figure" },
+    { "disk_used", "integer?", "never set: execd reports no disk figures" },
+    { "disk_total", "integer?", "never set: execd reports no disk figures" },
+  })
+
+--- sbx:get_metrics of an OpenSandbox sandbox: execd's GET /metrics (execd-api.yaml Metrics
+--- {cpu_count, cpu_used_pct, mem_total_mib, mem_used_mib, timestamp ms}) as one SandboxMetric.
+--- execd has no history, so `start`/`end` do not select: the answer is the sample of now. No disk
+--- figures (the metrics_disk capability). An answer that is not execd's (the ingress's 404/502/503
+--- once the sandbox is gone) is checked against the lifecycle API: SandboxNotFound when it is.
+--- Raises: SandboxNotFound, Authentication, Sandbox, Protocol, Transport, Timeout.
+---@param sbx table
+---@return table[] one OpenSandboxMetric
+function M.metrics(sbx)
+  local resp, request = call(sbx, "GET", "/metrics")
+  if resp.status ~= 200 then
+    if resp.status == 404 or resp.status == 502 or resp.status == 503 then
+      sbx.conn:_get(sbx.id) -- raises SandboxNotFound when the sandbox is gone
+    end
+    wire.raise_error(resp, request)
+  end
+  local m = errmap.decode_ok(resp, request)
+  for _, k in ipairs({ "cpu_count", "cpu_used_pct", "mem_total_mib", "mem_used_mib", "timestamp" }) do
+    if type(m[k]) ~= "number" then
+      errmap.raise_protocol(resp.status, request, "Metrics with a number " .. k)
+    end
+  end
+  local function int(x) return math.tointeger(math.floor(x + 0.5)) end
+  return { options.strict(METRIC, {
+    timestamp_unix = math.tointeger(m.timestamp // 1000), cpu_count = int(m.cpu_count),
+    cpu_used_pct = m.cpu_used_pct, mem_used = int(m.mem_used_mib * 1048576),
+    mem_total = int(m.mem_total_mib * 1048576),
+  }) }
 end
 
 --- Refused as the E2B client refuses it for a process started without stdin = true: no execd

@@ -2,8 +2,9 @@
 -- the same fields and methods as the E2B client's Sandbox (abx.client.sandbox_object), so
 -- scenarios do not change. Lifecycle calls go through its connection; ports through the
 -- sandbox's endpoints (GET /sandboxes/{id}/endpoints/{port}, kept per handle); processes and files
--- through execd (abx.client.opensandbox_execd, abx.client.opensandbox_files).
--- A method with no OpenSandbox equivalent (metrics, network update, refresh, the code
+-- through execd (abx.client.opensandbox_execd, abx.client.opensandbox_files); get_metrics is
+-- execd's GET /metrics.
+-- A method with no OpenSandbox equivalent (network update, refresh, the code
 -- interpreter, the agent server, host names, pty) raises Skipped "provider <name> (opensandbox)
 -- has no equivalent of <primitive>: missing capability".
 -- Source: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
@@ -46,7 +47,7 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "pause(opts)", "pauses it" },
     { "connect(opts)", "connects again, resuming when paused" },
     { "refresh(duration)", "Skipped: no equivalent" },
-    { "get_metrics(opts)", "Skipped: no equivalent" },
+    { "get_metrics(opts)", "execd's GET /metrics: one sample of now, no disk figures" },
     { "update_network(opts)", "Skipped: no equivalent" },
     { "create_snapshot(opts)", "Skipped: no equivalent" },
     { "run_code(src, opts)", "Skipped: no equivalent" },
@@ -202,7 +203,17 @@ function Sandbox:with(opts)
   return attach(c)
 end
 
-for _, name in ipairs({ "refresh", "get_metrics", "update_network", "create_snapshot", "run_code",
+--- Resource metrics: execd's GET /metrics as one SandboxMetric (abx.client.opensandbox_execd
+--- metrics: no history, so start/end do not select; no disk figures).
+--- Raises: InvalidArgument (an unknown option), SandboxNotFound, Authentication, Sandbox, Protocol.
+---@param opts? {start?: number, ["end"]?: number}
+---@return table[]
+function Sandbox:get_metrics(opts)
+  options.check("sbx:get_metrics", opts)
+  return execd.metrics(self)
+end
+
+for _, name in ipairs({ "refresh", "update_network", "create_snapshot", "run_code",
   "create_code_context", "list_code_contexts", "restart_code_context", "remove_code_context",
   "server", "envd_request" }) do
   Sandbox[name] = function(self) wire.skip(self.conn.provider_name, "sbx:" .. name) end

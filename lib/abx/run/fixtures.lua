@@ -241,9 +241,15 @@ local function template_sandbox(run, ctx, name)
   local ok, sbx = pcall(ctx.sandbox_factory, { template = name })
   if not ok then
     if core.is_error(sbx) and sbx.kind == "NotFound" and not (e and e.state == "ready") then
-      core.error("Skipped", 0, string.format("template %s is not on provider %s (%s); deploy it "
+      -- a run that cannot build it says why first: the provider lacks templates_build
+      local why = ""
+      if not (run.capabilities or {}).templates_build then
+        why = string.format("provider %s lacks capability templates_build, so the run cannot "
+          .. "build it; ", run.provider_label or tostring(run.provider))
+      end
+      core.error("Skipped", 0, string.format("%stemplate %s is not on provider %s (%s); deploy it "
         .. "with `abxlua template deploy %s` or run its folder scenarios/templates/%s",
-        name, tostring(run.provider), sbx.message, name, name))
+        why, name, tostring(run.provider), sbx.message, name, name))
     end
     error(sbx, 0)
   end
