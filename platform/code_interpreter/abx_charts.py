@@ -39,6 +39,7 @@ matplotlib's category axis (or ticks 0..n-1 labelled with non-numbers); scatter 
 axis are ISO strings; NaN and infinities are null, so the result stays valid JSON.
 """
 import datetime
+import gc
 import math
 import numbers
 import re
@@ -78,6 +79,31 @@ def value(v):
     if isinstance(v, numbers.Real):
         return number(v)
     return str(v)
+
+
+def numeric(data):
+    """`data` as a 1-D float array when it is plain numbers (not masked, not dates), else None."""
+    import numpy
+    if numpy.ma.isMaskedArray(data):
+        return None
+    try:
+        a = numpy.asarray(data)
+    except Exception:  # noqa: BLE001 - ragged or odd data: not numeric
+        return None
+    return a.astype(float) if a.ndim == 1 and a.dtype.kind in "fiub" else None
+
+
+def points(xs, ys):
+    """[[x, y], ...] as JSON values; numeric data in one numpy pass (a million points in well
+    under a second on an idle machine)."""
+    import numpy
+    ax, ay = numeric(xs), numeric(ys)
+    if ax is not None and ay is not None and len(ax) == len(ay):
+        a = numpy.column_stack((ax, ay))
+        if numpy.isfinite(a).all():
+            return a.tolist()
+        return [[v if math.isfinite(v) else None for v in p] for p in a.tolist()]
+    return [[value(x), value(y)] for x, y in zip(xs, ys)]
 
 
 def text_or_none(s):
@@ -156,7 +182,7 @@ def label_at(axis, pos):
 
 def is_grid_line(line):
     """A 2-point line along an axis (axhline, axvline): a guide, not data."""
-    x, y = list(line.get_xdata()), list(line.get_ydata())
+    x, y = line.get_xdata(), line.get_ydata()
     if len(x) != 2 or len(y) != 2:
         return False
     return x[0] == x[1] or y[0] == y[1]
@@ -222,7 +248,7 @@ def line_chart(ax):
         label = line.get_label()
         if label.startswith("_child") and label[6:].isdigit():
             label = "Line %s" % label[6:]
-        pts = [[value(x), value(y)] for x, y in zip(line.get_xdata(), line.get_ydata())]
+        pts = points(line.get_xdata(), line.get_ydata())
         c["elements"].append({"label": label, "points": pts})
     return c
 
@@ -376,7 +402,13 @@ def figure_to_dict(fig):
     axes = fig.get_axes()
     if not axes or not any(ax.has_data() for ax in axes):
         return {}
-    if len(axes) == 1:
-        return axes_to_dict(axes[0])
-    return {"type": "superchart", "title": suptitle(fig),
-            "elements": [axes_to_dict(ax) for ax in axes]}
+    collecting = gc.isenabled()
+    gc.disable()  # millions of small lists: the collector would pass over them again and again
+    try:
+        if len(axes) == 1:
+            return axes_to_dict(axes[0])
+        return {"type": "superchart", "title": suptitle(fig),
+                "elements": [axes_to_dict(ax) for ax in axes]}
+    finally:
+        if collecting:
+            gc.enable()

@@ -54,7 +54,7 @@ class DataFormatter(BaseFormatter):
         pandas = sys.modules.get("pandas")  # a DataFrame exists only once pandas is imported
         try:
             if pandas is not None and isinstance(obj, pandas.DataFrame):
-                return {k: [plain_cell(v) for v in col]
+                return {k if isinstance(k, str) else str(k): [plain_cell(v) for v in col]
                         for k, col in obj.to_dict(orient="list").items()}
             return BaseFormatter.__call__(self, obj)
         except Exception:  # noqa: BLE001 - a formatter must not break the display
