@@ -6,7 +6,9 @@
 # are for the sandboxes: the `base` template takes /usr from the host (platform/template/rootfs.h) and
 # E2B's base template offers them (`python` is Debian's python-is-python3). python3-jupyter-client,
 # python3-ipykernel and python3-matplotlib are for the code-interpreter-v1 template's server
-# (platform/code_interpreter/server.py: real Jupyter kernels; matplotlib for PNG results).
+# (platform/code_interpreter/server.py: real Jupyter kernels; matplotlib for PNG results and its
+# `chart` data); python3-pandas and python3-pil for its kernels' E2B formats (abx_formats.py: a
+# DataFrame's `data`, PIL's Image.save shown) and the code_interpreter_charts test.
 # mmdebstrap builds the root of a `fromImage: debian:<suite>` template from Debian packages
 # (platform/template/image_debian.h). dpkg-dev: dpkg-shlibdeps computes the .deb Depends (cpack -G DEB).
 set -euo pipefail
@@ -23,6 +25,8 @@ pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cj
 # libnss-myhostname: `localhost` and every name under `.localhost` resolve to loopback through NSS,
 # as `abxlua serve --tls` needs for api.e2b.localhost and <port>-<id>.e2b.localhost (getent, Node's
 # dns.lookup, Python; libcurl resolves *.localhost itself).
+# the code-interpreter-v1 kernels' E2B formats: a DataFrame's `data`, PIL's save shown (above)
+pkgs+=(python3-pandas python3-pil)
 # `deps.sh fuzz` (make fuzz) adds clang and libclang-rt-14-dev, which ships libFuzzer
 # (libclang_rt.fuzzer-x86_64.a); the normal build does not need them.
 if [ "${1:-}" = fuzz ]; then pkgs+=(clang libclang-rt-14-dev); fi

@@ -13,11 +13,28 @@
 
 #include "rootfs.h"
 
-/* cmake/embed_file.cmake output: platform/code_interpreter/server.py */
-extern const unsigned char abx_code_interpreter_server[];
-extern const size_t abx_code_interpreter_server_len;
+/* cmake/embed_file.cmake outputs (CMakeLists.txt ABX_CI_FILES): platform/code_interpreter/ */
+extern const unsigned char abx_code_interpreter_server[], abx_ci_charts[], abx_ci_formats[],
+    abx_ci_startup[], abx_ci_kernel_config[];
+extern const size_t abx_code_interpreter_server_len, abx_ci_charts_len, abx_ci_formats_len,
+    abx_ci_startup_len, abx_ci_kernel_config_len;
 
 #define CI_DIR "opt/abx/code-interpreter"
+
+/* The layer's files: the server, the modules its Python kernels import at start, and the kernel
+ * config that makes every kernel run startup.py (IPython reads /etc/ipython whichever user the
+ * kernel runs as). `part` is the layer's part (rootfs.h): "root" or "etc". */
+static const struct ci_file {
+  const char *part, *path;
+  const unsigned char *data;
+  const size_t *len;
+} ci_files[] = {
+    {"root", CI_DIR "/server.py", abx_code_interpreter_server, &abx_code_interpreter_server_len},
+    {"root", CI_DIR "/abx_charts.py", abx_ci_charts, &abx_ci_charts_len},
+    {"root", CI_DIR "/abx_formats.py", abx_ci_formats, &abx_ci_formats_len},
+    {"root", CI_DIR "/startup.py", abx_ci_startup, &abx_ci_startup_len},
+    {"etc", "ipython/ipython_kernel_config.py", abx_ci_kernel_config, &abx_ci_kernel_config_len},
+};
 
 /* The server logs to stderr; start_cmd's output goes to the start log (template_start.h). */
 static const char ci_start[] = "/usr/bin/python3 /" CI_DIR "/server.py";
@@ -47,15 +64,18 @@ static int code_interpreter(char *err, size_t errlen)
   if (!t)
     return -1;
   char p[4200];
-  const char *dirs[] = {"opt", "opt/abx", CI_DIR};
+  const char *dirs[] = {"root/opt", "root/opt/abx", "root/" CI_DIR, "etc/ipython"};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-    snprintf(p, sizeof p, "%s/root/%s", t->layer, dirs[i]);
+    snprintf(p, sizeof p, "%s/%s", t->layer, dirs[i]);
     if (mkdir(p, 0755) != 0 && errno != EEXIST)
       goto fail;
   }
-  snprintf(p, sizeof p, "%s/root/" CI_DIR "/server.py", t->layer);
-  if (write_all(p, abx_code_interpreter_server, abx_code_interpreter_server_len, 0644) != 0)
-    goto fail;
+  for (size_t i = 0; i < sizeof ci_files / sizeof ci_files[0]; i++) {
+    const struct ci_file *f = &ci_files[i];
+    snprintf(p, sizeof p, "%s/%s/%s", t->layer, f->part, f->path);
+    if (write_all(p, f->data, *f->len, 0644) != 0)
+      goto fail;
+  }
   t->start_cmd = strdup(ci_start);
   t->ready_cmd = strdup(ci_ready);
   if (!t->start_cmd || !t->ready_cmd) {

@@ -9,6 +9,10 @@
  *          on http://localhost:49999/health (docs/protocol/e2b-v2-and-peers.md §2 item 3 readyCmd
  *          helpers, §3 template). The name is E2B's (same reference §3, "template
  *          code-interpreter-v1"), so `Sandbox.create()` of @e2b/code-interpreter finds it.
+ *          The layer also holds the IPython startup of its Python kernels, E2B's result formats
+ *          (chart, data, json, PIL save): abx_charts.py, abx_formats.py and startup.py next to
+ *          server.py, and /etc/ipython/ipython_kernel_config.py (its etc part), which runs
+ *          startup.py in every kernel (CMakeLists.txt ABX_CI_FILES embeds them all).
  * Errors:  0, or -1 with a message in err.
  */
 #ifndef ABX_TEMPLATE_TEMPLATES_H

@@ -90,6 +90,96 @@ await check('runCode: a matplotlib figure is a png result (display_data, not mai
   assert.ok(Buffer.from(png.png, 'base64').subarray(1, 4).toString() === 'PNG')
 })
 
+// E2B's result formats (platform/code_interpreter/abx_formats.py, abx_charts.py), as the
+// package reads them and as e2b-dev/code-interpreter js/tests/charts/*.test.ts, data.test.ts,
+// images/bar.test.ts and displayData.test.ts @ 7df1757 check them
+await check('runCode: a line chart is result.chart next to its png (E2B chart data)', async () => {
+  const ex = await sbx.runCode(`
+import datetime
+import numpy as np
+import matplotlib.pyplot as plt
+dates = [datetime.date(2023, 9, 1) + datetime.timedelta(seconds=i) for i in range(100)]
+x = np.linspace(0, 2 * np.pi, 100)
+plt.figure(figsize=(10, 6))
+plt.plot(dates, np.sin(x), label='sin(x)')
+plt.plot(dates, np.cos(x), label='cos(x)')
+plt.xlabel('Time (s)')
+plt.ylabel('Amplitude (Hz)')
+plt.title('Plot of sin(x) and cos(x)')
+plt.show()
+`)
+  assert.equal(ex.error, undefined, JSON.stringify(ex.error))
+  const r = ex.results[0]
+  assert.ok(r.png && r.text, `formats ${r.formats()}`)
+  assert.deepEqual(r.extra, {})
+  const c = r.chart
+  assert.equal(c.type, 'line')
+  assert.equal(c.title, 'Plot of sin(x) and cos(x)')
+  assert.deepEqual([c.x_label, c.y_label, c.x_unit, c.y_unit], ['Time (s)', 'Amplitude (Hz)', 's', 'Hz'])
+  assert.deepEqual([c.x_scale, c.y_scale], ['datetime', 'linear'])
+  assert.ok(c.x_ticks.every((t) => typeof t === 'string') && !isNaN(new Date(c.x_ticks[0])))
+  assert.ok(c.y_ticks.every((t) => typeof t === 'number'))
+  assert.ok([...c.x_tick_labels, ...c.y_tick_labels].every((t) => typeof t === 'string'))
+  assert.deepEqual(c.elements.map((e) => [e.label, e.points.length]), [['sin(x)', 100], ['cos(x)', 100]])
+  assert.ok(c.elements[0].points.every(([px, py]) => typeof px === 'string' && typeof py === 'number'))
+  assert.deepEqual(new Date(c.elements[0].points[0][0]), new Date('2023-09-01T00:00:00.000Z'))
+})
+
+await check('runCode: a bar chart is result.chart with its bars', async () => {
+  const ex = await sbx.runCode(`
+import matplotlib.pyplot as plt
+plt.figure(figsize=(10, 6))
+plt.bar(['Author A', 'Author B', 'Author C', 'Author D'], [100, 200, 300, 400], label='Books Sold', color='blue')
+plt.xlabel('Authors')
+plt.ylabel('Number of Books Sold')
+plt.title('Book Sales by Authors')
+plt.tight_layout()
+plt.show()
+`)
+  const c = ex.results[0].chart
+  assert.equal(c.type, 'bar')
+  assert.equal(c.title, 'Book Sales by Authors')
+  assert.deepEqual([c.x_label, c.y_label, c.x_unit, c.y_unit], ['Authors', 'Number of Books Sold', null, null])
+  assert.deepEqual(c.elements.map((b) => b.value), [100, 200, 300, 400])
+  assert.deepEqual(c.elements.map((b) => b.label), ['Author A', 'Author B', 'Author C', 'Author D'])
+  assert.deepEqual(c.elements.map((b) => b.group), Array(4).fill('Books Sold'))
+})
+
+await check('runCode: a box-and-whisker plot is result.chart with its boxes', async () => {
+  const ex = await sbx.runCode(`
+import matplotlib.pyplot as plt
+data = {'Class A': [85, 90, 78, 92, 88], 'Class B': [95, 89, 76, 91, 84, 87], 'Class C': [75, 82, 88, 79, 86]}
+fig, ax = plt.subplots(figsize=(10, 6))
+ax.set_title('Exam Scores Distribution')
+ax.set_xlabel('Class')
+ax.set_ylabel('Score')
+ax.boxplot(data.values(), labels=data.keys(), patch_artist=True)
+plt.show()
+`)
+  const c = ex.results[0].chart
+  assert.equal(c.type, 'box_and_whisker')
+  assert.deepEqual(c.elements.map((b) => [b.label, b.min, b.first_quartile, b.median, b.third_quartile, b.max, b.outliers]),
+    [['Class A', 78, 85, 88, 90, 92, []], ['Class B', 84, 84.75, 88, 90.5, 95, [76]], ['Class C', 75, 79, 82, 86, 88, []]])
+})
+
+await check('runCode: a pandas DataFrame is result.data (and html)', async () => {
+  const ex = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2, 3]})')
+  const r = ex.results[0]
+  assert.deepEqual(r.data, { a: [1, 2, 3] })
+  assert.ok(r.html?.includes('<table'), `formats ${r.formats()}`)
+  assert.equal(r.isMainResult, true)
+})
+
+await check('runCode: PIL Image.save also displays the image (png), and show() does', async () => {
+  const make = 'import numpy\nfrom PIL import Image\n' +
+    "image = Image.fromarray((numpy.random.rand(16, 16, 3) * 255).astype('uint8')).convert('RGBA')\n"
+  const saved = await sbx.runCode(make + "image.save('test.png')")
+  assert.ok(saved.results[0]?.png, `results ${JSON.stringify(saved.results.map((r) => r.formats()))}`)
+  const shown = await sbx.runCode(make + "image.show()\nprint('done')")
+  assert.equal(shown.results.length, 1)
+  assert.ok(shown.results[0].png)
+})
+
 await check('runCode: envs apply to that execution only', async () => {
   const code = "import os\nos.environ.get('ABX_CI', 'unset')"
   assert.equal((await sbx.runCode(code, { envs: { ABX_CI: 'here' } })).text, 'here')

@@ -7,7 +7,8 @@ Usage: test_code_interpreter_local.py [path/to/abxlua]
 Wire protocol: docs/protocol/envd-protocol.md §10, docs/protocol/e2b-v2-and-peers.md §3. Checked
 through the serve's ingress (E2b-Sandbox-Id / E2b-Sandbox-Port: 49999 headers): create answers only
 once the server is ready, /health, state within a context, stdout, an exception's error line with
-its traceback, the MIME mapping (text quotes stripped, a matplotlib figure as png, html), contexts
+its traceback, the MIME mapping (text quotes stripped, a matplotlib figure as png, html), E2B's
+result formats (a figure's chart, a DataFrame's data, a dict's json, PIL's save shown), contexts
 create/list/restart/delete, two isolated contexts, env_vars for one execution, the 400/404/422
 answers, a javascript request naming the missing kernel, keepalive lines during a silent 6 s
 execution, a dropped client interrupting the kernel, the start log in the sandbox, that the
@@ -117,6 +118,79 @@ def t_png(s, ctx):
     res = [r for r in of(lines, "result") if "png" in r]
     check(len(res) == 1 and res[0]["png"].startswith("iVBORw0KGgo"), "png result %r"
           % [{k: str(v)[:40] for k, v in r.items()} for r in of(lines, "result")] + str(of(lines, "error")))
+
+
+LINE_CODE = """import datetime
+import numpy as np
+import matplotlib.pyplot as plt
+dates = [datetime.date(2023, 9, 1) + datetime.timedelta(days=i) for i in range(100)]
+x = np.linspace(0, 2 * np.pi, 100)
+plt.figure(figsize=(10, 6))
+plt.plot(dates, np.sin(x), label='sin(x)')
+plt.plot(dates, np.cos(x), label='cos(x)')
+plt.xlabel('Time (s)')
+plt.ylabel('Amplitude [Hz]')
+plt.title('Plot of sin(x) and cos(x)')
+plt.show()
+"""
+
+BAR_CODE = """import matplotlib.pyplot as plt
+plt.figure(figsize=(10, 6))
+plt.bar(['Author A', 'Author B', 'Author C', 'Author D'], [100, 200, 300, 400], label='Books Sold')
+plt.xlabel('Authors')
+plt.ylabel('Number of Books Sold')
+plt.title('Book Sales by Authors')
+plt.show()
+"""
+
+
+def t_e2b_results(s, ctx):
+    """E2B's result formats (abx_formats.py, abx_charts.py, loaded by each kernel through
+    /etc/ipython/ipython_kernel_config.py): a figure's `chart` next to its png, a DataFrame's
+    `data`, a dict's `json`, a PIL image displayed on save, and plain (uncoloured) tracebacks."""
+    st, lines = execute(s, ctx, LINE_CODE)
+    res = of(lines, "result")
+    check(len(res) == 1 and res[0].get("png", "").startswith("iVBORw0KGgo") and "chart" in res[0],
+          "line: one result with png and chart: %r %r" % ([sorted(r) for r in res], of(lines, "error")))
+    c = res[0].get("chart") or {} if res else {}
+    want = {"type": "line", "title": "Plot of sin(x) and cos(x)", "x_label": "Time (s)",
+            "y_label": "Amplitude [Hz]", "x_unit": "s", "y_unit": "Hz", "x_scale": "datetime",
+            "y_scale": "linear"}
+    check({k: c.get(k) for k in want} == want, "line chart fields %r" % {k: c.get(k) for k in want})
+    els = c.get("elements") or []
+    check([e.get("label") for e in els] == ["sin(x)", "cos(x)"] and
+          all(len(e["points"]) == 100 for e in els), "line elements %r" % [str(e)[:80] for e in els])
+    check(els and els[0]["points"][0] == ["2023-09-01", 0.0] and
+          all(isinstance(t, str) for t in c.get("x_ticks", [None])) and
+          all(isinstance(t, float) for t in c.get("y_ticks", [None])) and
+          len(c.get("y_tick_labels", [])) == len(c.get("y_ticks", [])),
+          "line points and ticks %r" % {k: c.get(k) for k in ("x_ticks", "y_ticks", "y_tick_labels")})
+    st, lines = execute(s, ctx, BAR_CODE)
+    res = [r for r in of(lines, "result") if "chart" in r]
+    c = res[0]["chart"] if res else {}
+    check(c.get("type") == "bar" and c.get("x_label") == "Authors" and c.get("y_unit") is None
+          and c.get("elements") == [{"label": "Author %s" % a, "group": "Books Sold", "value": v}
+                                    for a, v in zip("ABCD", (100, 200, 300, 400))],
+          "bar chart %r" % c)
+    st, lines = execute(s, ctx, "import pandas as pd\npd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})")
+    res = of(lines, "result")
+    check(len(res) == 1 and res[0].get("data") == {"a": [1, 2, 3], "b": ["x", "y", "z"]} and
+          res[0]["is_main_result"] and "<table" in res[0].get("html", ""),
+          "DataFrame data %r %r" % (res, of(lines, "error")))
+    st, lines = execute(s, ctx, "{'k': [1, 2.5, None]}")
+    res = of(lines, "result")
+    check(res and res[0].get("json") == {"k": [1, 2.5, None]}, "dict json %r" % res)
+    st, lines = execute(s, ctx, "import os\nfrom PIL import Image\n"
+                                "Image.new('RGBA', (16, 16), (255, 0, 0, 255)).save('/tmp/abx-pil.png')\n"
+                                "print(os.path.getsize('/tmp/abx-pil.png') > 0)")
+    res = of(lines, "result")
+    check(len(res) == 1 and res[0].get("png", "").startswith("iVBORw0KGgo") and
+          [l["text"] for l in of(lines, "stdout")] == ["True\n"],
+          "PIL save displays and saves %r %r" % ([sorted(r) for r in res], lines))
+    st, lines = execute(s, ctx, "1/0")
+    errs = of(lines, "error")
+    check(errs and "\x1b[" not in errs[0]["traceback"] and "ZeroDivisionError" in errs[0]["traceback"],
+          "plain traceback (E2B's NoColor) %r" % errs)
 
 
 def t_contexts(s, ctx):
@@ -315,6 +389,7 @@ def t_builtin_not_deletable(s, ctx):
 CHECKS = [t_ready_at_create, t_state, t_stdout_stderr, t_error, t_mime, t_png, t_contexts,
           t_isolated, t_env_vars, t_errors, t_keepalive, t_disconnect_interrupts, t_start_log,
           t_builtin_not_deletable, t_default_kernel_retried, t_snapshot_starts_server, t_ready_never]
+CHECKS += [t_e2b_results]  # E2B's result formats (issue 25)
 
 
 def main():
