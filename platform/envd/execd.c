@@ -6,8 +6,9 @@
  * OpenSandbox's execd API, as opensandbox_* in platform/opensandbox/ is its lifecycle API.
  *
  * Routes:  GET /ping → 200 (empty); /command..., /files..., /directories... (execd_command.c,
- *          execd_files.c, execd_upload.c). execd routes this envd does not serve (POST|DELETE
- *          /code, /code/context(s)..., /session..., /metrics, /metrics/watch, /pty...,
+ *          execd_files.c, execd_upload.c); /code... (execd_code.c: the code interpreter's
+ *          Jupyter). execd routes this envd does not serve (/session..., /metrics,
+ *          /metrics/watch, /pty...,
  *          GET /files/search, POST /files/replace, /proxy/<port>/...) → 404
  *          {"code":"NOT_SUPPORTED","message":"..."} naming the route; any other path → gin's
  *          own 404 "404 page not found" (text/plain), as execd answers.
@@ -272,25 +273,10 @@ static enum MHD_Result send_401(struct MHD_Connection *c)
 
 /* execd routes this envd does not serve (router.go), as "METHOD path" with a trailing '*' for a
  * prefix. */
-static const char *const missing_routes[] = {"POST /code",
-                                             "DELETE /code",
-                                             "POST /code/context",
-                                             "GET /code/contexts",
-                                             "DELETE /code/contexts",
-                                             "GET /code/contexts/*",
-                                             "DELETE /code/contexts/*",
-                                             "POST /session",
-                                             "POST /session/*",
-                                             "DELETE /session/*",
-                                             "GET /metrics",
-                                             "GET /metrics/watch",
-                                             "POST /pty",
-                                             "GET /pty/*",
-                                             "DELETE /pty/*",
-                                             "GET /files/search",
-                                             "POST /files/replace",
-                                             "* /proxy/*",
-                                             NULL};
+static const char *const missing_routes[] = {
+    "POST /session",      "POST /session/*",     "DELETE /session/*", "GET /metrics",
+    "GET /metrics/watch", "POST /pty",           "GET /pty/*",        "DELETE /pty/*",
+    "GET /files/search",  "POST /files/replace", "* /proxy/*",        NULL};
 
 static bool is_missing(const char *method, const char *url)
 {
@@ -349,10 +335,12 @@ static enum MHD_Result route(struct execd_req *r)
     return execd_dirs_list(r);
   if (strcmp(u, "/directories") == 0 && (post || del))
     return post ? execd_dirs_make(r) : execd_dirs_remove(r);
+  if (strcmp(u, "/code") == 0 || strncmp(u, "/code/", 6) == 0)
+    return execd_code(r);
   if (is_missing(m, u))
     return execd_send_err(r->c, 404, "NOT_SUPPORTED",
                           "%s %s is an execd route this sandbox's envd does not serve "
-                          "(served: /ping, /command, /files, /directories; docs/PLATFORM.md "
+                          "(served: /ping, /command, /files, /directories, /code; docs/PLATFORM.md "
                           "\"execd\")",
                           m, u);
   static const char nf[] = "404 page not found";

@@ -13,9 +13,9 @@
 
 #include "rootfs.h"
 
-/* cmake/embed_file.cmake output: platform/code_interpreter/server.py */
-extern const unsigned char abx_code_interpreter_server[];
-extern const size_t abx_code_interpreter_server_len;
+/* cmake/embed_file.cmake output: platform/code_interpreter/server.py and execd_code.py */
+extern const unsigned char abx_code_interpreter_server[], abx_code_interpreter_execd_code[];
+extern const size_t abx_code_interpreter_server_len, abx_code_interpreter_execd_code_len;
 
 #define CI_DIR "opt/abx/code-interpreter"
 
@@ -23,6 +23,13 @@ extern const size_t abx_code_interpreter_server_len;
 static const char ci_start[] = "/usr/bin/python3 /" CI_DIR "/server.py";
 static const char ci_ready[] =
     "curl -s -o /dev/null -w '%{http_code}' http://localhost:49999/health | grep -q 200";
+/* The entrypoint OpenSandbox's code-interpreter image documents (sdks/code-interpreter/<lang>/
+ * README.md @3bb6fad: entrypoint ["/opt/code-interpreter/code-interpreter.sh"]): there it starts
+ * Jupyter; here start_cmd already did, so it only stays in the foreground. */
+#define OS_ENTRYPOINT "opt/code-interpreter/code-interpreter.sh"
+static const char os_entrypoint[] =
+    "#!/bin/sh\n# the code interpreter is started by the template's start_cmd (abxlua serve)\n"
+    "exec tail -f /dev/null\n";
 
 static int write_all(const char *path, const unsigned char *data, size_t n, mode_t mode)
 {
@@ -47,7 +54,7 @@ static int code_interpreter(char *err, size_t errlen)
   if (!t)
     return -1;
   char p[4200];
-  const char *dirs[] = {"opt", "opt/abx", CI_DIR};
+  const char *dirs[] = {"opt", "opt/abx", CI_DIR, "opt/code-interpreter"};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
     snprintf(p, sizeof p, "%s/root/%s", t->layer, dirs[i]);
     if (mkdir(p, 0755) != 0 && errno != EEXIST)
@@ -55,6 +62,12 @@ static int code_interpreter(char *err, size_t errlen)
   }
   snprintf(p, sizeof p, "%s/root/" CI_DIR "/server.py", t->layer);
   if (write_all(p, abx_code_interpreter_server, abx_code_interpreter_server_len, 0644) != 0)
+    goto fail;
+  snprintf(p, sizeof p, "%s/root/" CI_DIR "/execd_code.py", t->layer);
+  if (write_all(p, abx_code_interpreter_execd_code, abx_code_interpreter_execd_code_len, 0644) != 0)
+    goto fail;
+  snprintf(p, sizeof p, "%s/root/" OS_ENTRYPOINT, t->layer);
+  if (write_all(p, (const unsigned char *)os_entrypoint, sizeof os_entrypoint - 1, 0755) != 0)
     goto fail;
   t->start_cmd = strdup(ci_start);
   t->ready_cmd = strdup(ci_ready);

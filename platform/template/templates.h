@@ -9,6 +9,10 @@
  *          on http://localhost:49999/health (docs/protocol/e2b-v2-and-peers.md §2 item 3 readyCmd
  *          helpers, §3 template). The name is E2B's (same reference §3, "template
  *          code-interpreter-v1"), so `Sandbox.create()` of @e2b/code-interpreter finds it.
+ *          Beside it, execd_code.py (OpenSandbox execd's /code routes, reached through envd's
+ *          execd port) and /opt/code-interpreter/code-interpreter.sh, the entrypoint OpenSandbox's
+ *          code-interpreter SDK passes (the opensandbox flavour's image "opensandbox/code-
+ *          interpreter[:tag]" is this template, platform/opensandbox/create.c).
  * Errors:  0, or -1 with a message in err.
  */
 #ifndef ABX_TEMPLATE_TEMPLATES_H
