@@ -44,7 +44,7 @@ import json
 import os
 import socket
 import time
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 PING_S = 3.0  # sse.go ping: wait.Until(..., 3*time.Second, ...)
 DEFAULT_CWD = "/home/user"  # the Jupyter root of this template: a context created without cwd
@@ -354,7 +354,7 @@ def handle(h, method, contexts, http_error):
             return delete_language(h, contexts, http_error)
         rest = path[len("/code/contexts/"):] if path.startswith("/code/contexts/") else ""
         if rest and "/" not in rest and method in ("GET", "DELETE"):
-            return one_context(h, method, rest, contexts, http_error)
+            return one_context(h, method, unquote(rest), contexts, http_error)
         send(h, 404, b"404 page not found", "text/plain")
     except ExecdError as e:
         send_json(h, e.status, {"code": e.code, "message": e.message})

@@ -82,14 +82,15 @@ static int write_all(int fd, const char *p, size_t n)
   return 0;
 }
 
-/* RFC 3986 percent-encoding of a query key or value (unreserved characters kept). */
-static char *escape(const char *s)
+/* RFC 3986 percent-encoding of a query key or value, or of a path when `path` ('/' kept):
+ * libmicrohttpd hands both over decoded. Unreserved characters are kept. */
+static char *escape_as(const char *s, bool path)
 {
   char *o = malloc(strlen(s) * 3 + 1), *w = o;
   for (; o && *s; s++) {
     unsigned char ch = (unsigned char)*s;
     if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-        strchr("-._~", ch))
+        strchr("-._~", ch) || (path && ch == '/'))
       *w++ = (char)ch;
     else
       w += sprintf(w, "%%%02X", ch);
@@ -97,6 +98,11 @@ static char *escape(const char *s)
   if (o)
     *w = 0;
   return o;
+}
+
+static char *escape(const char *s)
+{
+  return escape_as(s, false);
 }
 
 static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
@@ -115,18 +121,21 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k
 /* The request line and head to forward: path and query as execd got them, the buffered body. */
 static char *request_head(struct execd_req *r, size_t *len)
 {
-  char *query = NULL, *head = NULL;
+  char *query = NULL, *head = NULL, *path = escape_as(r->url, true);
   size_t ql = 0;
-  FILE *q = open_memstream(&query, &ql);
-  if (!q)
+  FILE *q = path ? open_memstream(&query, &ql) : NULL;
+  if (!q) {
+    free(path);
     return NULL;
+  }
   MHD_get_connection_values(r->c, MHD_GET_ARGUMENT_KIND, add_arg, q);
   fclose(q);
   int n = asprintf(&head,
                    "%s %s%s HTTP/1.0\r\nHost: localhost:%d\r\nContent-Type: application/json\r\n"
                    "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                   r->method, r->url, query ? query : "", EXECD_CODE_PORT, r->body ? r->len : 0);
+                   r->method, path, query ? query : "", EXECD_CODE_PORT, r->body ? r->len : 0);
   free(query);
+  free(path);
   if (n < 0)
     return NULL;
   *len = (size_t)n;

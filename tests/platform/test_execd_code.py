@@ -208,6 +208,7 @@ def t_errors(x):
         ("POST", "/code/context", [], 400, "INVALID_REQUEST_BODY", "create: not an object"),
         ("GET", "/code/contexts/nope", None, 404, "CONTEXT_NOT_FOUND", "get: unknown"),
         ("DELETE", "/code/contexts/nope", None, 404, "CONTEXT_NOT_FOUND", "delete: unknown"),
+        ("GET", "/code/contexts/a%20b%3F", None, 404, "CONTEXT_NOT_FOUND", "get: an id to escape"),
         ("DELETE", "/code", None, 400, "MISSING_QUERY", "interrupt without id"),
         ("DELETE", "/code?id=nope", None, 500, "RUNTIME_ERROR", "interrupt: unknown id"),
         ("DELETE", "/code/contexts", None, 400, "MISSING_QUERY", "delete by language without it"),
