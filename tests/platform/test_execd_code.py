@@ -7,8 +7,9 @@ server's Jupyter (platform/code_interpreter/execd_code.py).
 Usage: test_execd_code.py [path/to/abxlua]
 
 Checked over real HTTP through serve's ingress (URI mode /sandboxes/<id>/port/44772/...), with the
-secureAccess token: image "opensandbox/code-interpreter:v1.1.0" and its documented entrypoint run;
-the token is required; contexts create/get/list (all, by language)/delete one/delete by language;
+secureAccess token: image "<registry>/opensandbox/code-interpreter:v1.1.0" and its documented
+entrypoint run (near misses of that name are no template); the token is required; contexts
+create/get/list (all, by language)/delete one/delete by language;
 POST /code's SSE events (init with the context id, stdout, execution_count, result with "text",
 execution_complete with execution_time; every event a JSON object then a blank line, no "data:")
 and the state a context keeps; an error ends with status "error" then error {ename, evalue,
@@ -29,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_platform as tp  # noqa: E402
 
 failures = []
-IMAGE = "opensandbox/code-interpreter:v1.1.0"
+# OpenSandbox's code-interpreter image behind its registry host (examples/code-interpreter/main.py)
+IMAGE = "sandbox-registry.cn-zhangjiakou.cr.aliyuncs.com/opensandbox/code-interpreter:v1.1.0"
 ENTRY = ["/opt/code-interpreter/code-interpreter.sh"]
 
 
@@ -241,6 +243,14 @@ def main():
     s = tp.Server(args=("--flavor", "opensandbox"))
     t0 = time.time()
     try:
+        for uri in ("opensandbox/code-interpreter-x", "other/opensandbox/code-interpreter",
+                    "opensandbox/code-interpreter:"):
+            st, _, j = s.json("POST", "/v1/sandboxes", {
+                "image": {"uri": uri}, "entrypoint": ENTRY, "timeout": 600,
+                "resourceLimits": {"cpu": "1", "memory": "1Gi"}}, key=False,
+                headers={"OPEN-SANDBOX-API-KEY": s.key})
+            check(st == 500 and j.get("code") == "DOCKER::SANDBOX_IMAGE_PULL_FAILED",
+                  "image %s is no template (%d %r)" % (uri, st, j))
         x = create(s, IMAGE, ENTRY)
         cid, cid2 = t_contexts(x)
         t_run(x, cid)
