@@ -15,7 +15,8 @@ OpenSandbox @3bb6fad):
   GET    /code/contexts?language=   [{id, language}...]; no language: every context
   DELETE /code/contexts?language=   every context of that language; 200 (empty)
   GET    /code/contexts/{id}    {id, language}; unknown: 404 CONTEXT_NOT_FOUND
-  DELETE /code/contexts/{id}    200 (empty); unknown: 404 CONTEXT_NOT_FOUND
+  DELETE /code/contexts/{id}    200 (empty); unknown: 404 CONTEXT_NOT_FOUND; code running in it
+                                is interrupted first (its stream ends with the error)
   POST   /code                  {code, context: {id?, language}} -> 200 text/event-stream, each
                                 event its JSON object then "\n\n" (no "data:"): init (text = the
                                 context id), stdout/stderr (text), execution_count + result
@@ -47,6 +48,7 @@ import time
 from urllib.parse import parse_qs, unquote, urlsplit
 
 PING_S = 3.0  # sse.go ping: wait.Until(..., 3*time.Second, ...)
+DELETE_WAIT_S = 10.0  # removing a context that runs code: interrupt it for at most this long
 DEFAULT_CWD = "/home/user"  # the Jupyter root of this template: a context created without cwd
 # runtime/language.go: the languages execd runs through Jupyter; the command ones envd runs
 JUPYTER = ("bash", "python", "java", "javascript", "typescript", "go")
@@ -180,12 +182,24 @@ def delete_language(h, contexts, http_error):
     send(h, 200, b"", None)
 
 
+def stop_running(ctx):
+    """Interrupts code running in ctx until it stops (at most DELETE_WAIT_S), so that removing
+    the context need not wait for the code's end."""
+    deadline = time.monotonic() + DELETE_WAIT_S
+    while ctx.km is not None and time.monotonic() < deadline:
+        if ctx.lock.acquire(timeout=0.5):
+            ctx.lock.release()
+            return
+        ctx.km.interrupt_kernel()
+
+
 def one_context(h, method, cid, contexts, http_error):
     ctx = find(contexts, cid, http_error)
     if ctx is None:
         raise ExecdError(404, "CONTEXT_NOT_FOUND", "context %s not found" % cid)
     if method == "GET":
         return send_json(h, 200, context_json(ctx))
+    stop_running(ctx)
     try:
         contexts.remove(cid)
     except http_error:
@@ -237,7 +251,7 @@ class Stream:
     writeSingleEvent drops events after the request's context is done)."""
 
     def __init__(self, h):
-        self.h, self.gone, self.ended = h, False, False
+        self.h, self.gone, self.ended, self.started = h, False, False, False
         self.next_ping = time.monotonic() + PING_S
         h.send_response(200)
         for k, v in (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
@@ -259,7 +273,7 @@ class Stream:
             self.gone = True
 
     def tick(self):
-        if time.monotonic() >= self.next_ping:
+        if self.started and time.monotonic() >= self.next_ping:
             self.next_ping += PING_S
             self.event("ping", text="pong")
 
@@ -297,7 +311,6 @@ def run_code(h, contexts, http_error):
         if ctx.kc is None:
             raise ExecdError(500, "RUNTIME_ERROR", "error running codes context not found")
         stream = Stream(h)
-        stream.event("init", text=ctx.id)
         try:
             execute(ctx, code, stream)
         except Exception as e:  # the kernel died or was removed: an error event ends the stream
@@ -308,14 +321,25 @@ def run_code(h, contexts, http_error):
 
 
 def execute(ctx, code, stream):
-    """Runs `code` in ctx's kernel (its lock held), turning its messages into events."""
+    """Runs `code` in ctx's kernel (its lock held), turning its messages into events. init is
+    sent once the kernel runs the code (execute_input): an interrupt after init then stops it (a
+    kernel still idle ignores SIGINT)."""
     started = time.monotonic()
     # stop_on_error=False as server.py's executions: the kernel must not abort the next request
     msg_id = ctx.kc.execute(code, allow_stdin=False, stop_on_error=False)
-    failed = []
+    failed, inited = [], []
+
+    def init():
+        if not inited:
+            inited.append(True)
+            stream.event("init", text=ctx.id)
+            stream.started = True  # pings follow init (sse.go starts them in OnExecuteInit)
+            stream.next_ping = time.monotonic() + PING_S
 
     def on_msg(msg):
         kind, c = msg["msg_type"], msg["content"]
+        if kind != "status":
+            init()
         if kind == "stream" and c.get("text"):
             stream.event("stdout" if c.get("name") == "stdout" else "stderr", text=c["text"])
         elif kind == "execute_result":
@@ -331,6 +355,7 @@ def execute(ctx, code, stream):
             stream.end()  # the error is the last event (the handler returns on OnExecuteError)
 
     ctx.wait_idle(msg_id, float("inf"), on_msg, stream.tick)
+    init()
     if not failed:
         ms = int((time.monotonic() - started) * 1000)
         stream.event("execution_complete", execution_time=max(ms, 1))

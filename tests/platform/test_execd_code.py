@@ -14,7 +14,8 @@ POST /code's SSE events (init with the context id, stdout, execution_count, resu
 execution_complete with execution_time; every event a JSON object then a blank line, no "data:")
 and the state a context keeps; an error ends with status "error" then error {ename, evalue,
 traceback}; the language's default context; a command (no language) run by execd; interrupt (a
-sleeping execution ends with KeyboardInterrupt) and "session is busy" meanwhile; the 400/404/500
+sleeping execution ends with KeyboardInterrupt) and "session is busy" meanwhile; deleting a context
+that runs code; the 400/404/500
 answers for bad input; a sandbox without a code interpreter answers 500 RUNTIME_ERROR.
 Sources: OpenSandbox @3bb6fad specs/execd-api.yaml, components/execd/pkg/web/controller/
 codeinterpreting.go, sse.go. Exit 1 when a check failed, 77 when skipped.
@@ -82,6 +83,25 @@ class Execd:
             except ValueError:
                 evs.append({"type": "UNPARSABLE", "text": c})
         return st, ct, evs
+
+
+def run_started(x, code, cid, started, out):
+    """POST /code in a thread: sets `started` once the init event came (the execution holds the
+    context), then out["evs"] = every event."""
+    c = http.client.HTTPConnection("127.0.0.1", x.s.port, timeout=120)
+    c.request("POST", "/sandboxes/%s/port/44772/code" % x.sid, json.dumps(
+        {"code": code, "context": {"id": cid, "language": "python"}}),
+        {"Content-Type": "application/json", "X-EXECD-ACCESS-TOKEN": x.token or ""})
+    r = c.getresponse()
+    evs = []
+    for line in iter(r.readline, b""):
+        if line.strip():
+            evs.append(json.loads(line))
+            if evs[-1]["type"] == "init":
+                started.set()
+    c.close()
+    started.set()
+    out["evs"] = evs
 
 
 def types(evs):
@@ -170,30 +190,21 @@ def t_run(x, cid):
 
 
 def t_interrupt(x, cid):
-    out = {}
-
-    def sleeper():
-        out["r"] = x.run("import time\nprint('sleeping', flush=True)\ntime.sleep(60)", cid=cid)
-
-    th = threading.Thread(target=sleeper)
+    out, started = {}, threading.Event()
+    th = threading.Thread(target=run_started, args=(
+        x, "import time\nprint('sleeping', flush=True)\ntime.sleep(60)", cid, started, out))
     t0 = time.time()
     th.start()
-    time.sleep(1.0)
-    busy = None
-    for _ in range(100):  # until the execution holds the context
-        busy = x.json("POST", "/code", {"code": "1", "context": {"id": cid, "language": "python"}})
-        if busy[0] == 500:
-            break
-        time.sleep(0.1)
+    started.wait(60)
+    busy = x.json("POST", "/code", {"code": "1", "context": {"id": cid, "language": "python"}})
     check(busy[0] == 500 and busy[1].get("code") == "RUNTIME_ERROR" and "session is busy" in busy[1].get("message", ""),
           "a second execution meanwhile -> 500 session is busy (%r)" % (busy,))
     st, _, body = x.req("DELETE", "/code?id=" + cid)
     check(st == 200 and body == b"", "DELETE /code?id= -> 200 empty (%d %r)" % (st, body))
     th.join(60)
-    evs = out.get("r", (0, 0, []))[2]
-    last = evs[-1] if evs else {}
-    check(time.time() - t0 < 50 and last.get("type") == "error"
-          and (last.get("error") or {}).get("ename") == "KeyboardInterrupt",
+    evs = out.get("evs") or [{}]
+    check(time.time() - t0 < 50 and evs[-1].get("type") == "error"
+          and (evs[-1].get("error") or {}).get("ename") == "KeyboardInterrupt",
           "the execution ends with KeyboardInterrupt (%r)" % (evs[-2:],))
 
 
@@ -225,6 +236,16 @@ def t_errors(x):
 
 
 def t_delete(x, cid, cid2):
+    out, started = {}, threading.Event()
+    th = threading.Thread(target=run_started, args=(x, "import time\ntime.sleep(60)", cid2, started, out))
+    t0 = time.time()
+    th.start()
+    started.wait(60)
+    st, _, _ = x.req("DELETE", "/code/contexts/" + cid2)
+    th.join(60)
+    evs = out.get("evs") or [{}]
+    check(st == 200 and time.time() - t0 < 50 and evs[-1].get("type") == "error",
+          "deleting a context that runs code interrupts it (%d %r)" % (st, evs[-1:]))
     st, _, body = x.req("DELETE", "/code/contexts/" + cid)
     check(st == 200 and body == b"", "DELETE /code/contexts/{id} -> 200 (%d)" % st)
     st, _ = x.json("GET", "/code/contexts/" + cid)
