@@ -4,7 +4,7 @@
 -- state, output, results, errors, env vars; code contexts).
 -- Fixtures: ctx.sandbox_factory (own sandbox per test), ctx.code_sandbox (template
 -- code-interpreter-v1, or E2E_CODE_TEMPLATE). Markers: none.
--- Requires: network_update (outbound rules).
+-- Requires: network_update (outbound rules), code_display (a figure as a png result).
 -- Protocol: docs/protocol/e2b-control-plane.md §3.2 (NewSandbox allow_internet_access, network
 --           allowPublicTraffic/allowOut/denyOut; SandboxNetworkUpdateConfig replaces the rules),
 --           §3.3 (trafficAccessToken), §3.4 (PUT /sandboxes/{id}/network 204), §7.1 (host
@@ -234,6 +234,9 @@ t.test("run_code keeps state, returns stdout, stderr, the main result and the ex
   local sbx = ctx.code_sandbox
   local first = sbx:run_code("x = 20")
   t.eq(first.error, nil, "x = 20")
+  -- the count of a cell with a value (OpenSandbox's execd reports a count only with a result)
+  local before = sbx:run_code("x")
+  t.eq(before.text, "20")
   local seen = {}
   local ex = sbx:run_code("import sys\nprint('hello')\nprint('warn', file=sys.stderr)\nx * 2 + 2",
     { on_stdout = function(text) seen[#seen + 1] = text end })
@@ -243,9 +246,13 @@ t.test("run_code keeps state, returns stdout, stderr, the main result and the ex
   t.eq(seen, { "hello\n" }, "on_stdout saw the line as it came")
   t.eq(#ex.results, 1)
   t.eq(ex.results[1].is_main_result, true)
-  t.ok(first.execution_count and ex.execution_count == first.execution_count + 1,
-    "execution counts " .. tostring(first.execution_count) .. " then " .. tostring(ex.execution_count))
+  t.ok(before.execution_count and ex.execution_count == before.execution_count + 1,
+    "execution counts " .. tostring(before.execution_count) .. " then " .. tostring(ex.execution_count))
   t.eq(sbx:run_code("'quoted'").text, "quoted", "one pair of surrounding quotes is stripped")
+end)
+
+t.test("run_code envs apply to that execution only", function(ctx)
+  local sbx = ctx.code_sandbox
   local env = sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')",
     { envs = { ABX_SCENARIO = ctx.run_id } })
   t.eq(env.text, ctx.run_id, "envs apply to that execution")
@@ -253,7 +260,8 @@ t.test("run_code keeps state, returns stdout, stderr, the main result and the ex
     "and only to it")
 end)
 
-t.test("run_code returns the code's exception as error and a figure as a png result", function(ctx)
+t.test("run_code returns the code's exception as error, and code reads a file envd wrote",
+  function(ctx)
   local sbx = ctx.code_sandbox
   local ex = sbx:run_code("print('before')\n1 / 0")
   t.ok(ex.error, "no error for 1 / 0")
@@ -261,17 +269,22 @@ t.test("run_code returns the code's exception as error and a figure as a png res
   t.eq(ex.error.value, "division by zero")
   t.match(ex.error.traceback, "ZeroDivisionError")
   t.eq(ex.logs.stdout, { "before\n" }, "output before the error is kept")
-  local fig = sbx:run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
-  local png
-  for _, r in ipairs(fig.results) do png = png or r.png end
-  t.ok(png, "no png among the results")
-  t.eq(png:sub(1, 11), "iVBORw0KGgo", "the png result is base64 of a PNG image (its signature)")
   -- code and files share the sandbox: a file written through envd is read by the code
   sbx.files:write("/home/user/from_envd.txt", ctx.run_id)
   t.eq(sbx:run_code("open('/home/user/from_envd.txt').read()").text, ctx.run_id)
 end)
 
-t.test("code contexts: own cwd and state, isolated from the default one, restart, remove",
+t.test("run_code returns a matplotlib figure as a png result", { requires = { "code_display" } },
+  function(ctx)
+  local sbx = ctx.code_sandbox
+  local fig = sbx:run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+  local png
+  for _, r in ipairs(fig.results) do png = png or r.png end
+  t.ok(png, "no png among the results")
+  t.eq(png:sub(1, 11), "iVBORw0KGgo", "the png result is base64 of a PNG image (its signature)")
+end)
+
+t.test("code contexts: own cwd and state, isolated from the default one, listed, removed",
   function(ctx)
   local sbx = ctx.code_sandbox
   local c = sbx:create_code_context({ language = "python", cwd = "/tmp" })
@@ -285,13 +298,21 @@ t.test("code contexts: own cwd and state, isolated from the default one, restart
   local listed = false
   for _, x in ipairs(sbx:list_code_contexts()) do listed = listed or x.id == c.id end
   t.ok(listed, "the new context is not listed")
-  sbx:restart_code_context(c)
-  local after = sbx:run_code("only_here", { context = c })
-  t.eq(after.error and after.error.name, "NameError", "a restart drops the context's state")
   sbx:remove_code_context(c)
   for _, x in ipairs(sbx:list_code_contexts()) do t.neq(x.id, c.id, "a removed context is listed") end
+  t.eq(sbx:remove_code_context(c), false, "removing it again")
   t.raises("NotFound", function() sbx:run_code("1", { context = c }) end)
   t.raises("InvalidArgument", function()
     sbx:run_code("1", { context = sbx:create_code_context({}), language = "python" })
   end)
+end)
+
+t.test("restart_code_context drops a context's state", function(ctx)
+  local sbx = ctx.code_sandbox
+  local c = sbx:create_code_context({ language = "python" })
+  sbx:run_code("only_here = 1", { context = c })
+  sbx:restart_code_context(c)
+  local after = sbx:run_code("only_here", { context = c })
+  t.eq(after.error and after.error.name, "NameError", "a restart drops the context's state")
+  sbx:remove_code_context(c)
 end)

@@ -40,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
+import execd_code  # OpenSandbox execd's /code routes, beside this file
+
 PORT = int(os.environ.get("ABX_CODE_INTERPRETER_PORT", "49999"))
 KEEPALIVE_S = 5.0          # §10: a keepalive line after 5 s of silence
 KERNEL_READY_S = 60.0      # bound on a kernel's start
@@ -317,6 +319,8 @@ class Handler(BaseHTTPRequestHandler):
         return v
 
     def route(self, method):
+        if execd_code.owns(self.path):  # reached through envd's execd port (execd_code.py)
+            return execd_code.handle(self, method, CONTEXTS, HTTPError)
         path = self.path.split("?", 1)[0]
         try:
             if method == "POST":

@@ -7,8 +7,8 @@
  *
  * Routes:  GET /ping → 200 (empty); /command..., /files..., /directories... (execd_command.c,
  *          execd_files.c, execd_search.c, execd_upload.c); /session... (execd_session.c);
- *          /metrics, /metrics/watch (execd_metrics.c). execd routes this envd does not serve
- *          (POST|DELETE /code, /code/context(s)..., /pty... (not in the spec),
+ *          /metrics, /metrics/watch (execd_metrics.c). /code... (execd_code.c: the code interpreter's Jupyter). execd routes this envd does not serve
+ *          (/pty... (not in the spec),
  *          /proxy/<port>/...) → 404
  *          {"code":"NOT_SUPPORTED","message":"..."} naming the route; any other path → gin's
  *          own 404 "404 page not found" (text/plain), as execd answers.
@@ -273,18 +273,8 @@ static enum MHD_Result send_401(struct MHD_Connection *c)
 
 /* execd routes this envd does not serve (router.go), as "METHOD path" with a trailing '*' for a
  * prefix. */
-static const char *const missing_routes[] = {"POST /code",
-                                             "DELETE /code",
-                                             "POST /code/context",
-                                             "GET /code/contexts",
-                                             "DELETE /code/contexts",
-                                             "GET /code/contexts/*",
-                                             "DELETE /code/contexts/*",
-                                             "POST /pty",
-                                             "GET /pty/*",
-                                             "DELETE /pty/*",
-                                             "* /proxy/*",
-                                             NULL};
+static const char *const missing_routes[] = {"POST /pty", "GET /pty/*", "DELETE /pty/*",
+                                             "* /proxy/*", NULL};
 
 static bool is_missing(const char *method, const char *url)
 {
@@ -389,12 +379,15 @@ static enum MHD_Result route(struct execd_req *r)
   enum MHD_Result res = route_more(r, &handled);
   if (handled)
     return res;
+  if (strcmp(u, "/code") == 0 || strncmp(u, "/code/", 6) == 0)
+    return execd_code(r);
   if (is_missing(m, u))
-    return execd_send_err(r->c, 404, "NOT_SUPPORTED",
-                          "%s %s is an execd route this sandbox's envd does not serve "
-                          "(served: /ping, /command, /files, /directories, /session, /metrics; "
-                          "docs/PLATFORM.md \"execd\")",
-                          m, u);
+    return execd_send_err(
+        r->c, 404, "NOT_SUPPORTED",
+        "%s %s is an execd route this sandbox's envd does not serve "
+        "(served: /ping, /command, /files, /directories, /session, /metrics, /code; "
+        "docs/PLATFORM.md \"execd\")",
+        m, u);
   static const char nf[] = "404 page not found";
   return envd_send(r->c, 404, "text/plain", nf, sizeof nf - 1);
 }

@@ -1,7 +1,8 @@
 /*
  * execd_int.h: OpenSandbox's execd data plane served by envd on a second listener
  * (`abxlua envd --execd-port N`): shared declarations of execd.c (listener, routing, auth,
- * errors, path and FileInfo helpers), execd_command.c (commands), execd_files.c (files and
+ * errors, path and FileInfo helpers), execd_command.c (commands), execd_code.c (/code, forwarded
+ * to the code interpreter), execd_files.c (files and
  * directories), execd_search.c (files search and replace), execd_session.c (bash sessions),
  * execd_metrics.c (metrics) and execd_upload.c (POST /files/upload).
  *
@@ -94,6 +95,17 @@ enum MHD_Result execd_command_status(struct execd_req *r, const char *id);
 /* GET /command/{id}/logs?cursor=: background output from byte `cursor`, text/plain, header
  * EXECD-COMMANDS-TAIL-CURSOR = the byte offset after it. */
 enum MHD_Result execd_command_logs(struct execd_req *r, const char *id);
+
+/* ---- execd_code.c ------------------------------------------------------------------------ */
+
+/* The code interpreter's port in the sandbox (the code-interpreter-v1 template's server,
+ * platform/template/templates.h ABX_CODE_INTERPRETER_PORT), where /code... is forwarded. */
+#define EXECD_CODE_PORT 49999
+
+/* /code, /code/context, /code/contexts[/{id}] (execd-api.yaml CodeInterpreting): forwarded to
+ * the code interpreter and its answer streamed back; POST /code of a command language runs as
+ * POST /command; no code interpreter listening: 500 RUNTIME_ERROR. */
+enum MHD_Result execd_code(struct execd_req *r);
 
 /* ---- execd_files.c ----------------------------------------------------------------------- */
 

@@ -173,10 +173,33 @@ static int platform_ok(json_t *p, char *msg, size_t n)
   return 0;
 }
 
+/* The local template an image.uri names: OpenSandbox's code-interpreter image, as its SDKs and
+ * examples name it ("opensandbox/code-interpreter:v1.1.0", or behind a registry host such as
+ * "sandbox-registry.cn-zhangjiakou.cr.aliyuncs.com/opensandbox/code-interpreter:v1.1.0";
+ * sdks/code-interpreter/javascript/README.md, examples/code-interpreter/main.py @3bb6fad), any tag
+ * or none, is code-interpreter-v1 (the same Jupyter, platform/template/templates.h); any other
+ * uri is itself a template name. */
+static const char *image_template(const char *uri)
+{
+  static const char repo[] = "opensandbox/code-interpreter";
+  const char *p = uri, *slash = strchr(uri, '/');
+  /* a registry host: a first component holding '.' or ':', or localhost (Docker's rule) */
+  if (slash &&
+      (memchr(uri, '.', (size_t)(slash - uri)) || memchr(uri, ':', (size_t)(slash - uri)) ||
+       (slash - uri == 9 && strncmp(uri, "localhost", 9) == 0)))
+    p = slash + 1;
+  size_t l = strlen(repo);
+  if (strncmp(p, repo, l) == 0 && (p[l] == 0 || (p[l] == ':' && p[l + 1] && !strchr(p + l, '/'))))
+    return "code-interpreter-v1";
+  return uri;
+}
+
 /* What image.uri may name, for the refusal: the built-ins and the built templates. */
 static void known_templates(char *out, size_t n)
 {
-  size_t w = (size_t)snprintf(out, n, "base, code-interpreter-v1");
+  size_t w = (size_t)snprintf(out, n,
+                              "base, code-interpreter-v1 (also as "
+                              "opensandbox/code-interpreter[:tag])");
   abx_tstore_lock();
   for (struct abx_ttemplate *t = abx_tstore_head(); t && w < n; t = t->next)
     w += (size_t)snprintf(out + w, n - w, ", %s", t->name);
@@ -281,7 +304,7 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
     return opensandbox_error(c, 400, code, msg);
   }
   const char *uri = json_string_value(json_object_get(json_object_get(req, "image"), "uri"));
-  struct abx_template *t = abx_template_get(uri, 1);
+  struct abx_template *t = abx_template_get(image_template(uri), 1);
   if (!t) {
     char known[300];
     known_templates(known, sizeof known);

@@ -13,6 +13,10 @@
  *          (chart, data, json, PIL save): abx_charts.py, abx_formats.py and startup.py next to
  *          server.py, and /etc/ipython/ipython_kernel_config.py (its etc part), which runs
  *          startup.py in every kernel (CMakeLists.txt ABX_CI_FILES embeds them all).
+ *          Beside it, execd_code.py (OpenSandbox execd's /code routes, reached through envd's
+ *          execd port) and /opt/code-interpreter/code-interpreter.sh, the entrypoint OpenSandbox's
+ *          code-interpreter SDK passes (the opensandbox flavour's image "opensandbox/code-
+ *          interpreter[:tag]" is this template, platform/opensandbox/create.c).
  * Errors:  0, or -1 with a message in err.
  */
 #ifndef ABX_TEMPLATE_TEMPLATES_H

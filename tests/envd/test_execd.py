@@ -120,13 +120,17 @@ def t_ping_and_unknown():
     st, _, body = req("GET", "/ping")
     check(st == 200 and body == b"", f"GET /ping → 200 empty (ping.go) [{st} {body!r}]")
     # routes execd has but this envd does not serve: 404 in execd's error shape
-    for m, p in [("POST", "/code"), ("GET", "/code/contexts"), ("POST", "/pty"),
-                 ("GET", "/proxy/8080/x")]:
+    for m, p in [("POST", "/pty"), ("GET", "/proxy/8080/x")]:
         st, _, j = req(m, p, body={} if m == "POST" else None)
         check(st == 404 and isinstance(j, dict) and j.get("code") == "NOT_SUPPORTED"
               and p in j.get("message", ""), f"{m} {p} → 404 NOT_SUPPORTED [{st} {j}]")
     st, hd, body = req("GET", "/nope")
     check(st == 404 and body == b"404 page not found", f"unknown path → gin's 404 [{st} {body!r}]")
+    # /code: no code interpreter listens here (execd_code.c), as execd without its Jupyter
+    st, _, j = req("POST", "/code/context", body={"language": "python"})
+    check(st == 500 and isinstance(j, dict) and j.get("code") == "RUNTIME_ERROR"
+          and "runtime server not configured" in j.get("message", ""),
+          f"/code without a code interpreter → 500 RUNTIME_ERROR [{st} {j}]")
 
 
 def t_command_foreground():

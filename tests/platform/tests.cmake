@@ -75,6 +75,9 @@ set_tests_properties(platform_flavors PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
 # of it waiting for two 60 s sandboxes (the spec's shortest timeout) to expire
 add_test(NAME platform_flavor_opensandbox COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_flavor_opensandbox.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_flavor_opensandbox PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+# --flavor opensandbox: execd's /code routes (envd execd_code.c -> code_interpreter/execd_code.py); ~20 s
+add_test(NAME platform_execd_code COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_execd_code.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_execd_code PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
 # issue 15 part 5: the sandbox logs routes (v1 and v2) from the per-sandbox lifecycle log
 add_test(NAME platform_sandbox_logs COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_sandbox_logs.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_sandbox_logs PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)

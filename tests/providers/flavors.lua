@@ -52,8 +52,10 @@ t.test("the flavours' capabilities are the published differences", function()
   local function caps(name) return sorted(select(2, config.provider(cfg, "local", name)).capabilities) end
   t.eq(caps("acs"), "api_key_check,connect_resume,e2b_api,env_vars,envd,pause,pty,snapshot,watch")
   t.eq(caps("cubesandbox"), "e2b_api,envd,pause,pty,refresh,short_ttl,ttl_shorten,watch")
-  t.eq(caps("alicloud-fc"), "api_key_check,code_interpreter,connect_resume,e2b_api,env_vars,envd,"
-    .. "metrics,pty,short_ttl,templates_build,ttl_shorten,watch")
+  t.eq(caps("alicloud-fc"), "api_key_check,code_display,code_interpreter,connect_resume,e2b_api,"
+    .. "env_vars,envd,metrics,pty,short_ttl,templates_build,ttl_shorten,watch")
+  -- OpenSandbox's execd serves /code, but not display outputs (figures)
+  t.eq(caps("opensandbox"), "api_key_check,code_interpreter,env_vars,metrics,pause")
   -- code_interpreter is both e2b's and the local platform's (issue 23): in the flavour; CubeSandbox
   -- lacks it, so its flavour does too
   local _, e2b = config.provider(cfg, "local", "e2b")

@@ -3,11 +3,12 @@
 -- states, SandboxInfo, SSE framing (events split across chunks, multi-line data, execd's bare
 -- JSON framing, unknown type / bad JSON / stray line -> Protocol), a command's events ->
 -- CommandResult (missing execution_complete -> Protocol), error bodies -> kinds, the endpoint
--- URL, list pagination, FileInfo -> EntryInfo, the upload body, Skipped for primitives with no
+-- URL, list pagination, FileInfo -> EntryInfo, the upload body, execd's code results -> E2B's
+-- Result and ExecutionError, Skipped for primitives with no
 -- equivalent, and provider.open choosing the adapter for protocol: opensandbox.
 -- Sources: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml, specs/execd-api.yaml.
--- Expected: 11 passed, exit 0.
--- expect-line: ^11 passed, 0 failed
+-- Expected: 12 passed, exit 0.
+-- expect-line: ^12 passed, 0 failed
 local t = require("abx.test")
 local core = require("abx.core")
 local cjson = require("cjson")
@@ -221,6 +222,38 @@ t.test("files: FileInfo -> EntryInfo (octal mode), the multipart upload body", f
     .. "Content-Type: application/octet-stream\r\n\r\nDATA\r\n\r\n--BND--\r\n")
 end)
 
+t.test("code: execd's results and error events -> E2B's Result and ExecutionError", function()
+  local oscode = require("abx.client.opensandbox_code")
+  local r = oscode.result_of({ text = "'quoted'", ["text/html"] = "<b>x</b>", ["image/png"] = "iVBO",
+    ["application/vnd.custom"] = { a = 1 } })
+  t.eq({ r.is_main_result, r.text, r.html, r.png }, { true, "quoted", "<b>x</b>", "iVBO" })
+  t.eq(r.extra, { ["application/vnd.custom"] = { a = 1 } })
+  t.eq(oscode.result_of({ text = "it's" }).text, "it's", "only a surrounding pair is removed")
+  t.eq(oscode.result_of({ text = "'" }).text, "'")
+  t.raises("InvalidArgument", function() return r.no_such end)
+  local ex = { logs = { stdout = {}, stderr = {} }, results = {} }
+  local seen = {}
+  local opts = { on_stdout = function(text) seen[#seen + 1] = text end }
+  t.eq(oscode.apply(ex, { type = "init", text = "ctx1" }, opts, "POST /code"), false)
+  t.eq(oscode.apply(ex, { type = "stdout", text = "hi\n" }, opts, "POST /code"), false)
+  t.eq(oscode.apply(ex, { type = "ping", text = "pong" }, opts, "POST /code"), false)
+  t.eq(oscode.apply(ex, { type = "execution_count", execution_count = 3 }, opts, "POST /code"), false)
+  t.eq(oscode.apply(ex, { type = "result", results = { text = "2" } }, opts, "POST /code"), false)
+  t.eq(oscode.apply(ex, { type = "status", text = "error" }, opts, "POST /code"), false)
+  t.eq(oscode.apply(ex, { type = "error", error = { ename = "NameError", evalue = "x",
+    traceback = { "a", "b" } } }, opts, "POST /code"), true, "error is the last event")
+  t.eq({ ex._id, ex.logs.stdout, seen, ex.execution_count, ex.text },
+    { "ctx1", { "hi\n" }, { "hi\n" }, 3, "2" })
+  t.eq({ ex.error.name, ex.error.value, ex.error.traceback }, { "NameError", "x", "a\nb" })
+  t.eq(oscode.apply(ex, { type = "execution_complete", execution_time = 5 }, opts, "POST /code"), true)
+  t.raises("Protocol", oscode.apply, ex, { type = "stdout" }, opts, "POST /code")
+  local conn = opensandbox.connection({ api_url = "http://127.0.0.1:1/v1", api_key = "k-0123456789" })
+  local sbx = opensandbox.new_sandbox(conn, { id = "sb1", image = { uri = "base" },
+    status = { state = "Running" } }, 300, false)
+  t.raises("InvalidArgument", sbx.run_code, sbx, "1", { context = "c1", language = "python" })
+  t.raises("InvalidArgument", sbx.run_code, sbx, 1)
+end)
+
 t.test("no equivalent: Skipped with the provider's name, never a silent no-op", function()
   local conn = opensandbox.connection({ api_url = "http://127.0.0.1:1/v1", api_key = "k-0123456789",
     provider_name = "osb" })
@@ -232,7 +265,8 @@ t.test("no equivalent: Skipped with the provider's name, never a silent no-op", 
     t.eq(e.message, string.format(want, prim))
   end
   skipped("sbx:update_network", sbx.update_network, sbx, {})
-  skipped("sbx:run_code", sbx.run_code, sbx, "1+1")
+  skipped("sbx:restart_code_context (execd cannot restart a context)", sbx.restart_code_context, sbx, "c1")
+  skipped("sbx:run_code envs (per-execution environment)", sbx.run_code, sbx, "1+1", { envs = { A = "1" } })
   skipped("sbx:create_snapshot", sbx.create_snapshot, sbx)
   skipped("sbx.pty:create", function() return sbx.pty:create({}) end)
   skipped("files:watch_dir", function() return sbx.files:watch_dir("/tmp") end)

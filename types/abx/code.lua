@@ -8,6 +8,9 @@ local code = {}
 ---@type integer
 code.PORT = nil
 
+---@type table
+code.SHAPES = nil
+
 ---@type integer
 code.TIMEOUT_S = nil
 

@@ -1129,20 +1129,23 @@ function OpenSandbox:update_network() end
 ---create_snapshot(opts): Skipped: no equivalent
 function OpenSandbox:create_snapshot() end
 
----run_code(src, opts): Skipped: no equivalent
-function OpenSandbox:run_code() end
+---run_code(src, opts): runs code through execd's POST /code: Execution
+---The code interpreter through execd's /code routes (abx.client.opensandbox_code: the mapping,
+---options and shapes of abx.client.code). restart_code_context raises Skipped.
+---Raises: as abx.client.opensandbox_code.
+function OpenSandbox:run_code(src, opts) end
 
----create_code_context(opts): Skipped: no equivalent
-function OpenSandbox:create_code_context() end
+---create_code_context(opts): POST /code/context: Context
+function OpenSandbox:create_code_context(opts) end
 
----list_code_contexts(opts): Skipped: no equivalent
-function OpenSandbox:list_code_contexts() end
+---list_code_contexts(opts): GET /code/contexts: Context[]
+function OpenSandbox:list_code_contexts(opts) end
 
 ---restart_code_context(ctx, opts): Skipped: no equivalent
 function OpenSandbox:restart_code_context() end
 
----remove_code_context(ctx, opts): Skipped: no equivalent
-function OpenSandbox:remove_code_context() end
+---remove_code_context(ctx, opts): DELETE /code/contexts/{id}: true, false when gone
+function OpenSandbox:remove_code_context(ctx, opts) end
 
 ---server(opts): Skipped: no equivalent
 function OpenSandbox:server() end

@@ -91,6 +91,10 @@ local CONTEXT = options.shape("Context", "A code context.", {
     { "cwd", "string?", "its working directory" },
   })
 
+--- The result shapes (options.shape), for adapters that build them from another wire
+--- (abx.client.opensandbox_code).
+code.SHAPES = { Execution = EXECUTION, Result = RESULT, ExecutionError = ERROR, Context = CONTEXT }
+
 --- The code interpreter's port inside a sandbox (docs/protocol/envd-protocol.md §10).
 code.PORT = 49999
 

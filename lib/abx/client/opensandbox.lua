@@ -27,8 +27,9 @@
 --   sbx:port_url, sbx:http   GET /sandboxes/{id}/endpoints/{port} (the endpoint with the API URL's
 --                    scheme when it has none, and its headers).
 --   sbx:get_metrics  execd's GET /metrics (abx.client.opensandbox_execd metrics).
---   Anything else (snapshots, volumes, network update, refresh, pty, watch, code
---   interpreter, the agent server, host names) raises Skipped "provider <name> (opensandbox) has
+--   sbx:run_code and the code contexts   execd's /code routes (abx.client.opensandbox_code).
+--   Anything else (snapshots, volumes, network update, refresh, pty, watch, restarting a
+--   code context, the agent server, host names) raises Skipped "provider <name> (opensandbox) has
 --   no equivalent of <primitive>: missing capability".
 -- api_url: the lifecycle API's base including /v1 (the spec's server URL, config/abxlua.yaml).
 -- Units: seconds. Errors: ErrorResponse {code, message} -> abx kinds (abx.client.opensandbox_wire:

@@ -3,9 +3,9 @@
 -- scenarios do not change. Lifecycle calls go through its connection; ports through the
 -- sandbox's endpoints (GET /sandboxes/{id}/endpoints/{port}, kept per handle); processes and files
 -- through execd (abx.client.opensandbox_execd, abx.client.opensandbox_files); get_metrics is
--- execd's GET /metrics.
--- A method with no OpenSandbox equivalent (network update, refresh, the code
--- interpreter, the agent server, host names, pty) raises Skipped "provider <name> (opensandbox)
+-- execd's GET /metrics; the code interpreter is execd's /code routes (abx.client.opensandbox_code).
+-- A method with no OpenSandbox equivalent (network update, refresh, restarting a code
+-- context, the agent server, host names, pty) raises Skipped "provider <name> (opensandbox)
 -- has no equivalent of <primitive>: missing capability".
 -- Source: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
 
@@ -16,6 +16,7 @@ local options = require("abx.client.options")
 local wire = require("abx.client.opensandbox_wire")
 local execd = require("abx.client.opensandbox_execd")
 local files = require("abx.client.opensandbox_files")
+local code = require("abx.client.opensandbox_code")
 
 local M = {}
 
@@ -50,11 +51,11 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "get_metrics(opts)", "execd's GET /metrics: one sample of now, no disk figures" },
     { "update_network(opts)", "Skipped: no equivalent" },
     { "create_snapshot(opts)", "Skipped: no equivalent" },
-    { "run_code(src, opts)", "Skipped: no equivalent" },
-    { "create_code_context(opts)", "Skipped: no equivalent" },
-    { "list_code_contexts(opts)", "Skipped: no equivalent" },
+    { "run_code(src, opts)", "runs code through execd's POST /code: Execution" },
+    { "create_code_context(opts)", "POST /code/context: Context" },
+    { "list_code_contexts(opts)", "GET /code/contexts: Context[]" },
     { "restart_code_context(ctx, opts)", "Skipped: no equivalent" },
-    { "remove_code_context(ctx, opts)", "Skipped: no equivalent" },
+    { "remove_code_context(ctx, opts)", "DELETE /code/contexts/{id}: true, false when gone" },
     { "server(opts)", "Skipped: no equivalent" },
     { "envd_request()", "Skipped: no envd" },
     { "with(opts)", "a copy with another execd token (options: sbx:with)" },
@@ -213,8 +214,16 @@ function Sandbox:get_metrics(opts)
   return execd.metrics(self)
 end
 
-for _, name in ipairs({ "refresh", "update_network", "create_snapshot", "run_code",
-  "create_code_context", "list_code_contexts", "restart_code_context", "remove_code_context",
+--- The code interpreter through execd's /code routes (abx.client.opensandbox_code: the mapping,
+--- options and shapes of abx.client.code). restart_code_context raises Skipped.
+--- Raises: as abx.client.opensandbox_code.
+function Sandbox:run_code(src, opts) return code.run(self, src, opts) end
+function Sandbox:create_code_context(opts) return code.create_context(self, opts) end
+function Sandbox:list_code_contexts(opts) return code.list_contexts(self, opts) end
+function Sandbox:restart_code_context() code.restart_context(self) end
+function Sandbox:remove_code_context(ctx, opts) return code.remove_context(self, ctx, opts) end
+
+for _, name in ipairs({ "refresh", "update_network", "create_snapshot",
   "server", "envd_request" }) do
   Sandbox[name] = function(self) wire.skip(self.conn.provider_name, "sbx:" .. name) end
 end

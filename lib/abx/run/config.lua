@@ -23,20 +23,22 @@ local M = {}
 -- e2b_api (E2B's control-plane wire itself: route names, 404 for an unknown template, the
 -- sandbox info's CPU and memory, the edge's 502 bodies), api_keys (managed team API keys: E2B's
 -- /api-keys routes under an admin credential, abx.client.apikey; not on Alibaba, OpenKruise,
--- CubeSandbox or OpenSandbox).
+-- CubeSandbox or OpenSandbox), code_display (the code interpreter sends display outputs, a
+-- matplotlib figure or display(), as results, as E2B's does; OpenSandbox's execd sends only the
+-- cell's value, pkg/jupyter/execute/execute.go).
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check",
-  "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk",
-  "envd", "e2b_api", "api_keys" }
+  "code_interpreter", "code_display", "metrics", "templates_build", "pty", "watch", "v2_routes",
+  "api_key_check", "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh",
+  "metrics_disk", "envd", "e2b_api", "api_keys" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
 -- The embedded local platform's capabilities when the config does not list them: every one, the
 -- code interpreter included (serve builds in code-interpreter-v1, platform/template/templates.c).
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
-  "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
-  "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd", "e2b_api",
-  "api_keys" }
+  "code_interpreter", "code_display", "metrics", "templates_build", "pty", "watch", "v2_routes",
+  "api_key_check", "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh",
+  "metrics_disk", "envd", "e2b_api", "api_keys" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
