@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build install deb run run-args test test-contention test-load test-flavors test-slow test-asan fuzz e2b-suite bench clean
+.PHONY: all deps build install deb run run-args test test-contention test-load test-flavors test-slow test-asan fuzz e2b-suite ci-kernels ci-suite bench clean
 
 all: build
 
@@ -95,6 +95,17 @@ fuzz:
 E2B_SUITE_MODE ?= tls
 e2b-suite: build
 	bash tests/e2b_suite/run.sh $(BUILD)/abxlua $(E2B_SUITE_MODE)
+
+# The code-interpreter-v1 template's kernels that come from npm (tslab: javascript, typescript);
+# scripts/ci_kernels.sh. Not in `make deps` nor `make test`: their tests skip (77) without them.
+ci-kernels:
+	bash scripts/ci_kernels.sh
+
+# E2B's code-interpreter JS suite (e2b-dev/code-interpreter js/tests, unmodified, exported from
+# the clone CI_REPO_DIR names) against `abxlua serve --tls`; prints its table and a last
+# `PEER-SUITE code-interpreter passed=N failed=N skipped=N` line. Not in `make test`.
+ci-suite: build
+	bash tests/peer_suites/code_interpreter.sh $(BUILD)/abxlua
 
 # The benchmark (issue 14, tests/bench/bench.py): every workload three ways against one `abxlua
 # serve` (abxlua, the e2b SDK 2.51.0 in Node, a libcurl floor), interleaved over rounds; prints the
