@@ -14,7 +14,7 @@
 # --filter @e2b/code-interpreter, --ignore-scripts: no downloads at install). The export and
 # install are kept (stamped by commit) and reused by the next run.
 # vitest runs the suite's own config (js/vitest.config.mts: every tests/**/*.test.ts but
-# tests/runtimes, up to 4 files at once) with a JSON report, given only E2B_API_KEY, E2B_DOMAIN
+# its runtimes/ folder, up to 4 files at once) with a JSON report, given only E2B_API_KEY, E2B_DOMAIN
 # and NODE_EXTRA_CA_CERTS (as tests/e2b_suite/run.sh, E2B's CI gives a key and a domain), and one
 # runner option: --testTimeout/--hookTimeout CI_SUITE_TEST_TIMEOUT ms (default 180000; the
 # suite's 30 s covers its per-test sandbox create, which a busy machine exceeds).

@@ -46,6 +46,11 @@ foreach(lang r javascript typescript)
   set_tests_properties(platform_code_interpreter_kernel:${lang} PROPERTIES TIMEOUT 300
                        SKIP_RETURN_CODE 77)
 endforeach()
+# E2B's code-interpreter suite runner (tests/peer_suites/code_interpreter.sh, `make ci-suite`, not
+# run here): only its refusal without a clone and its report's classes, on a report made up.
+add_test(NAME peer_suites:code-interpreter-report
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/peer_suites/check_ci_suite.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(peer_suites:code-interpreter-report PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
 # The build sandboxes' egress proxy (platform/net/build_proxy.h): a harness linking the platform
 # library links namespaces the test makes as sandboxes are linked and allows them on the proxy;
 # the test adds an "outside" server on a TEST-NET address, serve for a running sandbox's 403, and
