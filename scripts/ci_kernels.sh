@@ -10,20 +10,38 @@
 # its package (build/linux/x64), and --ignore-scripts keeps its install script from building or
 # downloading anything. E2B's template installs its own ijavascript fork from GitHub instead
 # (template/template.py @ 7df1757), which cannot be fetched here.
-# The packages go to npm's global prefix and the kernelspecs to /usr/local/share/jupyter/kernels:
-# both under the host's /usr, which the `base` template (so code-interpreter-v1) takes as its own.
+# The kernels run tslab through scripts/ci_kernels/tslab_e2b.js (copied to SHIM), which gives
+# E2B's JavaScript kernel's outputs: the last expression's value as the execute result, a thrown
+# exception as an error message, an execution count (its header says how).
+# The packages go to npm's global prefix, the shim to /usr/local/lib/abx-kernels and the
+# kernelspecs to /usr/local/share/jupyter/kernels: all under the host's /usr, which the `base`
+# template (so code-interpreter-v1) takes as its own.
 set -euo pipefail
 TSLAB_VERSION=1.0.22
 KERNELS_DIR=/usr/local/share/jupyter/kernels
+SHIM=/usr/local/lib/abx-kernels/tslab_e2b.js
+SRC_SHIM="$(cd "$(dirname "$0")" && pwd)/ci_kernels/tslab_e2b.js"
 
 installed() {
   local bin
   bin="$(npm prefix -g)/bin/tslab"
   [ -x "$bin" ] && [ "$("$bin" --version 2>/dev/null)" = "tslab $TSLAB_VERSION" ] &&
-    [ -f "$KERNELS_DIR/jslab/kernel.json" ] && [ -f "$KERNELS_DIR/tslab/kernel.json" ]
+    cmp -s "$SRC_SHIM" "$SHIM" &&
+    grep -qF "$SHIM" "$KERNELS_DIR/jslab/kernel.json" 2>/dev/null &&
+    grep -qF "$SHIM" "$KERNELS_DIR/tslab/kernel.json" 2>/dev/null
 }
 
-for tool in node npm /usr/bin/python3; do
+# kernelspec NAME DISPLAY LANGUAGE [--js]: NAME's kernel.json running the shim
+kernelspec() {
+  local args
+  args=$(node -e 'process.stdout.write(JSON.stringify({argv: [process.execPath, ...process.argv.slice(1, 3),
+      "--config-path", "{connection_file}", ...process.argv.slice(5)], display_name: process.argv[3],
+      language: process.argv[4]}))' "$SHIM" "$(npm root -g)/tslab" "$2" "$3" "${@:4}")
+  $SUDO mkdir -p "$KERNELS_DIR/$1"
+  echo "$args" | $SUDO tee "$KERNELS_DIR/$1/kernel.json" >/dev/null
+}
+
+for tool in node npm; do
   command -v "$tool" >/dev/null || { echo "ci_kernels: $tool not found (scripts/deps.sh)" >&2; exit 1; }
 done
 if [ "${1:-}" = --check ]; then
@@ -39,11 +57,12 @@ fi
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 echo "ci_kernels: installing tslab@$TSLAB_VERSION from the npm registry" >&2
 $SUDO npm install -g --ignore-scripts --no-audit --no-fund "tslab@$TSLAB_VERSION" >&2
-bin="$(npm prefix -g)/bin/tslab"
 # the prebuilt zeromq addon must load, else the kernels would die at their first start
 (cd "$(npm root -g)/tslab" && node -e 'require("zeromq")') ||
   { echo "ci_kernels: tslab's zeromq addon does not load on this machine" >&2; exit 1; }
-# an absolute binary: a sandbox's PATH need not hold npm's global bin
-$SUDO "$bin" install --python=/usr/bin/python3 --binary="$bin" --prefix=/usr/local >&2
+$SUDO install -D -m 0644 "$SRC_SHIM" "$SHIM"
+# absolute paths: a sandbox's PATH need not hold npm's global bin
+kernelspec jslab JavaScript javascript --js
+kernelspec tslab TypeScript typescript
 installed || { echo "ci_kernels: the kernelspecs are not in $KERNELS_DIR after install" >&2; exit 1; }
 echo "ci_kernels: installed tslab $TSLAB_VERSION; kernels: jslab (javascript), tslab (typescript)"

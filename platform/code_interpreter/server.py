@@ -251,6 +251,9 @@ class Context:
                 # a kernel that reports its error only in the reply (tslab prints it to stderr):
                 # E2B's messaging.py turns the execute_reply's error into an error line too
                 send(error_line(reply))
+            elif reply.get("status") == "abort":  # as E2B's messaging.py answers an abort
+                send({"type": "error", "name": "ExecutionAborted", "value": "Execution was aborted",
+                      "traceback": ""})
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             log("client left; interrupting context", self.id)
             self.km.interrupt_kernel()

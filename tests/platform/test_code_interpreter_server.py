@@ -163,18 +163,18 @@ def always_answers():
 LANG_CODE = {
     "r": ("getwd()", '[1] "%s"', "x <- 41", "x + 1", "[1] 42",
           'Sys.getenv("ABX_CI_VAR", unset = "default")', '[1] "%s"', 'stop("boom")'),
-    "javascript": ("console.log(process.cwd())", "%s", "var x = 41", "console.log(x + 1)", "42",
+    "javascript": ("process.cwd()", "%s", "var x = 41", "x + 1", "42",
                    "console.log(process.env.ABX_CI_VAR || 'default')", "%s",
-                   "throw new Error('boom')"),
-    "typescript": ("console.log(process.cwd())", "%s", "let x: number = 41",
-                   "console.log(x + 1)", "42",
+                   "throw new TypeError('boom')"),
+    "typescript": ("process.cwd()", "%s", "let x: number = 41", "x + 1", "42",
                    "console.log(process.env.ABX_CI_VAR || 'default')", "%s",
                    "const y: number = 'not a number'"),
 }
 
 
 def text_of(lines):
-    """A result's text or the stdout (IRkernel answers display_data; tslab prints)."""
+    """A result's text or the stdout (IRkernel answers display_data, tslab_e2b.js execute_result;
+    console.log and R's cat print)."""
     res = of(lines, "result")
     if res:
         return res[-1].get("text", "").strip()
@@ -208,6 +208,15 @@ def language(lang):
         st, lines = s.execute(err_code, language=lang)
         check(st == 200 and len(of(lines, "error")) == 1 and lines[-1] == {"type": "end_of_execution"},
               "%s: one error line (%r)" % (lang, lines))
+        if lang == "javascript":  # named as E2B's kernel names it (scripts/ci_kernels/tslab_e2b.js)
+            errs = of(lines, "error") if st == 200 else []
+            check(errs and errs[0]["name"] == "TypeError" and errs[0]["value"] == "boom",
+                  "javascript: the exception's name and message (%r)" % errs)
+        if lang in ("javascript", "typescript"):
+            st, lines = s.execute("await Promise.resolve('awaited')", language=lang)
+            res = of(lines, "result") if st == 200 else []
+            check(len(res) == 1 and res[0]["is_main_result"] and res[0]["text"] == "awaited",
+                  "%s: a top-level await's value is the main result (%r)" % (lang, lines))
     finally:
         s.stop()
 
