@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build install deb run run-args test test-contention test-load test-flavors test-slow test-asan fuzz e2b-suite peer-suites bench clean
+.PHONY: all deps build install deb run run-args test test-contention test-load test-flavors test-slow test-asan fuzz e2b-suite peer-suites ci-kernels ci-suite bench clean
 
 all: build
 
@@ -100,12 +100,24 @@ e2b-suite: build
 # suite, E2B's code-interpreter JS suite, E2B's CLI tests and OpenSandbox's JS SDK conformance run,
 # each from a pinned upstream commit or package version fetched at run time, against the matching
 # serve; one table of passed/failed/skipped with every failure classified. Set E2B_SDK_DIR (a clone
-# of e2b-dev/E2B) and OPENSANDBOX_SDK_DIR (a clone of opensandbox-group/OpenSandbox) first;
+# of e2b-dev/E2B), CI_REPO_DIR (a clone of e2b-dev/code-interpreter) and OPENSANDBOX_SDK_DIR (a
+# clone of opensandbox-group/OpenSandbox) first;
 # PEER_SUITES="e2b-cli opensandbox-sdk" runs some. Exits 1 on a product-gap or setup failure. Not in
 # `make test`.
 PEER_SUITES ?=
 peer-suites: build
 	bash tests/peer_suites/run.sh $(BUILD)/abxlua $(PEER_SUITES)
+
+# The code-interpreter-v1 template's kernels that come from npm (tslab: javascript, typescript);
+# scripts/ci_kernels.sh. Not in `make deps` nor `make test`: their tests skip (77) without them.
+ci-kernels:
+	bash scripts/ci_kernels.sh
+
+# E2B's code-interpreter JS suite (e2b-dev/code-interpreter js/tests, unmodified, exported from
+# the clone CI_REPO_DIR names) against `abxlua serve --tls`; prints its table and a last
+# `PEER-SUITE code-interpreter passed=N failed=N skipped=N` line. Not in `make test`.
+ci-suite: build
+	bash tests/peer_suites/code_interpreter.sh $(BUILD)/abxlua
 
 # The benchmark (issue 14, tests/bench/bench.py): every workload three ways against one `abxlua
 # serve` (abxlua, the e2b SDK 2.51.0 in Node, a libcurl floor), interleaved over rounds; prints the

@@ -9,6 +9,8 @@
 # (platform/code_interpreter/server.py: real Jupyter kernels; matplotlib for PNG results and its
 # `chart` data); python3-pandas and python3-pil for its kernels' E2B formats (abx_formats.py: a
 # DataFrame's `data`, PIL's Image.save shown) and the code_interpreter_charts test.
+# r-cran-irkernel is its R kernel (installed without recommends: r-base-core's would add compilers
+# and r-recommended). Its JavaScript/TypeScript kernels come from npm: make ci-kernels.
 # mmdebstrap builds the root of a `fromImage: debian:<suite>` template from Debian packages
 # (platform/template/image_debian.h). dpkg-dev: dpkg-shlibdeps computes the .deb Depends (cpack -G DEB).
 set -euo pipefail
@@ -34,11 +36,21 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+norec=(r-cran-irkernel)
+for p in "${norec[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "deps: installing ${missing[*]}" >&2
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  rec=() nr=()
+  for p in "${missing[@]}"; do
+    case " ${norec[*]} " in *" $p "*) nr+=("$p");; *) rec+=("$p");; esac
+  done
+  [ ${#rec[@]} -eq 0 ] || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${rec[@]}" >/dev/null
+  [ ${#nr[@]} -eq 0 ] ||
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${nr[@]}" >/dev/null
 fi
 # The package's postinst adds `myhostname` to /etc/nsswitch.conf's hosts line; a hand-written
 # nsswitch.conf may lack it (or the line): add it before `dns`, else at the end. Idempotent.

@@ -1,8 +1,10 @@
 """The code-interpreter server of the local platform's code-interpreter-v1 template.
 
 Written into the template's layer at /opt/abx/code-interpreter/server.py (platform/template/templates.c
-embeds this file at build time) and started by the template's start_cmd as root; it drops to
-`user` (uid 1000, HOME /home/user) before it starts a kernel, so code runs as E2B's template user.
+embeds this file at build time) and started by the template's start_cmd as root. The server and its
+kernels stay root, as E2B's template runs Jupyter and its kernels (template/systemd/jupyter.service,
+no User=, @ 7df1757): a context's cwd may be any directory (E2B's own tests use /root), while the
+default contexts start in /home/user (E2B's jupyter_server_config.py root_dir and main.py).
 
 Wire protocol (docs/protocol/envd-protocol.md §10, docs/protocol/e2b-v2-and-peers.md §3), on port
 49999:
@@ -14,17 +16,22 @@ Wire protocol (docs/protocol/envd-protocol.md §10, docs/protocol/e2b-v2-and-pee
   GET  /contexts                 [Context...]
   POST /contexts/{id}/restart    200 null
   DELETE /contexts/{id}          200 null
-Errors are plain text (400 both context_id and language; 404 "Context <id> not found", or a
-language without a kernel, naming it; 500 a kernel that failed to start); a malformed body is 422
-{"detail": [...]} as FastAPI answers it.
+Errors are plain text (400 both context_id and language, a cwd that is not a directory, a bad
+Content-Length; 404 "Context <id> not found", or a language without a kernel, naming it; 500 a
+kernel that failed to start, or any other failure, naming it); a malformed body is 422
+{"detail": [...]} as FastAPI answers it. Every request gets an answer: a failure before the
+stream starts is a plain-text 500 (E2B's main.py answers PlainTextResponse(str(e), 500)), one
+after it an error line and end_of_execution; the connection is never dropped without one.
 
 Contexts are real Jupyter kernels (Debian's python3-ipykernel through python3-jupyter-client),
-one KernelManager each, executions in a context one at a time. A context for a language starts
-on first use of that language; the default python context starts before the port is opened, so
-the template's ready_cmd (GET /health) succeeds only once code can run. A client that drops its
-/execute connection interrupts the kernel (SIGINT), and the server drains that execution so the
-next one starts at once. Only the kernels installed in the sandbox exist: Debian 12 has no
-JavaScript kernel, so "javascript" (and "js", "ts") answer 404 naming the missing kernel.
+one KernelManager each, started in the context's cwd, executions in a context one at a time. A
+language's default context starts on its first use (E2B's main.py default_websockets); python's
+starts before the port is opened (so the template's ready_cmd, GET /health, succeeds only once
+code can run), and javascript's too when its kernel is installed (E2B's lifespan creates both). A
+client that drops its /execute connection interrupts the kernel (SIGINT), and the server drains
+that execution so the next one starts at once. Only the kernels installed in the sandbox exist
+(KERNELS: R is Debian's r-cran-irkernel, javascript and typescript tslab's jslab and tslab from
+npm, scripts/ci_kernels.sh); any other language answers 404 naming the missing kernel.
 """
 import json
 import os
@@ -46,12 +53,17 @@ PORT = int(os.environ.get("ABX_CODE_INTERPRETER_PORT", "49999"))
 KEEPALIVE_S = 5.0          # §10: a keepalive line after 5 s of silence
 KERNEL_READY_S = 60.0      # bound on a kernel's start
 INTERRUPT_DRAIN_S = 10.0   # after an interrupt, wait this long for the kernel to go idle
-USER_UID, USER_HOME = 1000, "/home/user"
+SHELL_REPLY_S = 5.0        # after idle, wait this long for the execute_reply
+USER_HOME = os.environ.get("ABX_CODE_INTERPRETER_CWD", "/home/user")  # the default contexts' cwd
 
-# language (normalized) -> kernel name; aliases as E2B's server maps them (§10)
+# language (normalized) -> kernel names, the first installed one used; aliases as E2B's server
+# maps them (§10; template/server/contexts.py @ 7df1757). E2B's template names its kernels python3,
+# r, javascript (its ijavascript fork, also for typescript), bash and java; Debian's IRkernel
+# installs "ir", tslab "jslab" and "tslab" (a TypeScript kernel, so typescript type-checks).
 ALIASES = {"": "python", "python3": "python", "js": "javascript", "ts": "typescript"}
-KERNELS = {"python": "python3", "javascript": "javascript", "typescript": "javascript",
-           "r": "ir", "bash": "bash", "java": "java"}
+KERNELS = {"python": ("python3",), "javascript": ("javascript", "jslab"),
+           "typescript": ("tslab", "javascript"), "r": ("r", "ir"), "bash": ("bash",),
+           "java": ("java",)}
 
 # result MIME keys (api/models/result.py through §10); anything else goes to "extra"
 MIME = {"text/plain": "text", "text/html": "html", "text/markdown": "markdown",
@@ -75,17 +87,25 @@ class HTTPError(Exception):
         self.status, self.text = status, text
 
 
+def find_kernel(language):
+    """The installed kernel for `language`, or HTTPError 404 naming the ones it could use."""
+    specs = KernelSpecManager().find_kernel_specs()
+    names = KERNELS.get(language, (language,))
+    for name in names:
+        if name in specs:
+            return name
+    # 404, not 400: the official SDK shows the body of a 404 only (NotFoundError)
+    raise HTTPError(404, "language '%s' is not available in this template: no Jupyter kernel "
+                    "%s is installed (installed kernels: %s)"
+                    % (language, " or ".join("'%s'" % n for n in names),
+                       ", ".join(sorted(specs)) or "none"))
+
+
 class Context:
     """One Jupyter kernel. `lock` serializes executions (and restarts) on it."""
 
     def __init__(self, language, cwd):
-        kernel = KERNELS.get(language, language)
-        specs = KernelSpecManager().find_kernel_specs()
-        if kernel not in specs:
-            # 404, not 400: the official SDK shows the body of a 404 only (NotFoundError)
-            raise HTTPError(404, "language '%s' is not available in this template: no Jupyter "
-                            "kernel '%s' is installed (installed kernels: %s)"
-                            % (language, kernel, ", ".join(sorted(specs)) or "none"))
+        kernel = find_kernel(language)
         if not os.path.isdir(cwd):
             raise HTTPError(400, "cwd '%s' is not a directory in the sandbox" % cwd)
         self.id, self.language, self.cwd, self.kernel = str(uuid.uuid4()), language, cwd, kernel
@@ -95,15 +115,19 @@ class Context:
         self.start()
 
     def start(self):
-        self.km = KernelManager(kernel_name=self.kernel)
-        self.km.start_kernel(cwd=self.cwd)
-        self.kc = self.km.client()
-        self.kc.start_channels()
+        """Starts the kernel in the context's cwd; HTTPError 500 naming the kernel and the cause
+        when it cannot start (a missing program, a kernel that exits, no ready within
+        KERNEL_READY_S), the half-started kernel stopped."""
         try:
+            self.km = KernelManager(kernel_name=self.kernel)
+            self.km.start_kernel(cwd=self.cwd)
+            self.kc = self.km.client()
+            self.kc.start_channels()
             self.kc.wait_for_ready(timeout=KERNEL_READY_S)
-        except RuntimeError as e:
+        except Exception as e:
             self.stop()
-            raise HTTPError(500, "Failed to start the %s kernel: %s" % (self.kernel, e))
+            raise HTTPError(500, "Failed to start the %s kernel for language '%s' in %s: %s: %s"
+                            % (self.kernel, self.language, self.cwd, type(e).__name__, e))
 
     def stop(self):
         try:
@@ -144,22 +168,36 @@ class Context:
                 tick()
         return False
 
+    def shell_reply(self, msg_id):
+        """The content of `msg_id`'s execute_reply ({} when none came within SHELL_REPLY_S);
+        replies to other requests (the silent helpers') are skipped."""
+        deadline = time.monotonic() + SHELL_REPLY_S
+        while time.monotonic() < deadline:
+            try:
+                msg = self.kc.get_shell_msg(timeout=0.2)
+            except queue.Empty:
+                continue
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return msg.get("content", {})
+        return {}
+
     def silent(self, code):
         """Runs helper code that produces no output and no execution count."""
         msg_id = self.kc.execute(code, silent=True, store_history=False)
         self.wait_idle(msg_id, time.monotonic() + 30)
 
     def env_code(self, env_vars, restore):
-        if self.language != "python" or not env_vars:
+        """Code that sets `env_vars` in the kernel's process environment, or (restore) sets each
+        back to its value in the environment the kernel started with (the sandbox's, as E2B's
+        messaging.py resets to the envd's /envs) or removes it. None when there is nothing to do."""
+        if not env_vars:
             return None
-        if restore:
-            return ("for __k, __v in __abx_saved_env.items():\n"
-                    "    __abx_os.environ.pop(__k, None) if __v is None else "
-                    "__abx_os.environ.__setitem__(__k, __v)\n"
-                    "del __abx_saved_env, __k, __v")
-        return ("import os as __abx_os\n__abx_env = %s\n"
-                "__abx_saved_env = {k: __abx_os.environ.get(k) for k in __abx_env}\n"
-                "__abx_os.environ.update(__abx_env)\ndel __abx_env" % json.dumps(env_vars))
+        out = []
+        for k, v in env_vars.items():
+            v = os.environ.get(k) if restore else v
+            out.append(ENV_SNIPPETS[self.language][0 if v is not None else 1]
+                       % ((json.dumps(k), json.dumps(v)) if v is not None else (json.dumps(k),)))
+        return "\n".join(out)
 
     def execute(self, code, env_vars, emit, closed):
         """Runs `code`; emit(obj) for each stream line but end_of_execution; closed() tells when
@@ -185,6 +223,8 @@ class Context:
             emit(obj)
             last[0] = time.monotonic()
 
+        errored = [False]
+
         def on_msg(msg):
             kind, c = msg["msg_type"], msg["content"]
             ts = msg["header"].get("date")
@@ -197,8 +237,8 @@ class Context:
             elif kind in ("execute_result", "display_data"):
                 send(result_line(c.get("data", {}), kind == "execute_result"))
             elif kind == "error":
-                send({"type": "error", "name": c.get("ename", ""), "value": c.get("evalue", ""),
-                      "traceback": "\n".join(c.get("traceback", []))})
+                errored[0] = True
+                send(error_line(c))
 
         def tick():
             if closed():
@@ -208,6 +248,14 @@ class Context:
 
         try:
             self.wait_idle(msg_id, float("inf"), on_msg, tick)
+            reply = self.shell_reply(msg_id)
+            if reply.get("status") == "error" and not errored[0]:
+                # a kernel that reports its error only in the reply (tslab prints it to stderr):
+                # E2B's messaging.py turns the execute_reply's error into an error line too
+                send(error_line(reply))
+            elif reply.get("status") == "abort":  # as E2B's messaging.py answers an abort
+                send({"type": "error", "name": "ExecutionAborted", "value": "Execution was aborted",
+                      "traceback": ""})
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             log("client left; interrupting context", self.id)
             self.km.interrupt_kernel()
@@ -216,6 +264,22 @@ class Context:
                 self.stop()
                 self.start()
             raise
+
+
+# language -> (set, unset) code, from JSON string literals (valid in each of these languages), as
+# E2B's messaging.py _set_env_var_snippet / _delete_env_var_snippet do @ 7df1757
+ENV_SNIPPETS = {
+    "python": ("__import__('os').environ[%s] = %s", "__import__('os').environ.pop(%s, None)"),
+    "javascript": ("process.env[%s] = %s;", "delete process.env[%s];"),
+    "typescript": ("process.env[%s] = %s;", "delete process.env[%s];"),
+    "r": ("invisible(Sys.setenv(%s = %s))", "invisible(Sys.unsetenv(%s))"),
+}
+
+
+def error_line(c):
+    """An error line from an error message's or an execute_reply's content."""
+    return {"type": "error", "name": c.get("ename", ""), "value": c.get("evalue", ""),
+            "traceback": "\n".join(c.get("traceback", []))}
 
 
 def result_line(data, main):
@@ -242,6 +306,7 @@ class Contexts:
         self.mu = threading.Lock()
         self.by_id = {}
         self.default = {}  # language -> context id
+        self.starting = {}  # language -> lock held while its default context starts
 
     def create(self, language, cwd):
         ctx = Context(language, cwd)
@@ -258,14 +323,19 @@ class Contexts:
         return ctx
 
     def default_for(self, language):
+        """The language's default context, started on first use (one at a time per language,
+        as E2B's main.py holds default_websockets.get_lock(language))."""
         with self.mu:
-            cid = self.default.get(language)
-            if cid in self.by_id:
-                return self.by_id[cid]
-        ctx = self.create(language, USER_HOME)
-        with self.mu:
-            self.default[language] = ctx.id
-        return ctx
+            starting = self.starting.setdefault(language, threading.Lock())
+        with starting:
+            with self.mu:
+                cid = self.default.get(language)
+                if cid in self.by_id:
+                    return self.by_id[cid]
+            ctx = self.create(language, USER_HOME)
+            with self.mu:
+                self.default[language] = ctx.id
+            return ctx
 
     def remove(self, cid):
         with self.mu:
@@ -303,8 +373,17 @@ class Handler(BaseHTTPRequestHandler):
     def send_text(self, status, text):
         self.send_body(status, text.encode(), "text/plain; charset=utf-8")
 
+    def send_response(self, code, message=None):
+        self.answered = True  # route() answers a failure only before this
+        super().send_response(code, message)
+
     def body(self):
-        n = int(self.headers.get("Content-Length") or 0)
+        length = self.headers.get("Content-Length") or "0"
+        if not length.isdigit():
+            self.close_connection = True  # the body's end is unknown
+            raise HTTPError(400, "Content-Length must be a decimal number of bytes, not %r"
+                            % length)
+        n = int(length)
         raw = self.rfile.read(n) if n else b""
         if not raw:
             return {}
@@ -349,6 +428,19 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_body(422, e.text.encode(), "application/json")
             return self.send_text(e.status, e.text)
 
+    def answer_failure(self, method, e):
+        """Any failure route() did not expect: a plain-text 500 naming it (E2B's main.py answers
+        PlainTextResponse(str(e), 500)); when the answer had started, the connection closes."""
+        log("%s %s failed: %r" % (method, self.path, e))
+        self.close_connection = True
+        if getattr(self, "answered", False):
+            return
+        try:
+            self.send_text(500, "code interpreter: %s %s failed: %s: %s"
+                           % (method, self.path.split("?", 1)[0], type(e).__name__, e))
+        except OSError:
+            pass
+
     def execute(self, req):
         code = req.get("code")
         if not isinstance(code, str):
@@ -365,6 +457,9 @@ class Handler(BaseHTTPRequestHandler):
         if cid and language:
             raise HTTPError(400, "Only one of context_id or language can be provided, not both")
         ctx = CONTEXTS.get(cid) if cid else CONTEXTS.default_for(normalize(language))
+        if env_vars and ctx.language not in ENV_SNIPPETS:
+            raise HTTPError(400, "env_vars are not supported for language '%s' (supported: %s)"
+                            % (ctx.language, ", ".join(sorted(ENV_SNIPPETS))))
         self.send_response(200)  # no Content-Type: E2B's StreamingResponse sets none (§10)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
@@ -403,14 +498,21 @@ class Handler(BaseHTTPRequestHandler):
                 pass
         self.close_connection = True
 
+    def handle_method(self, method):
+        self.answered = False
+        try:
+            self.route(method)
+        except Exception as e:  # noqa: BLE001 (every request gets an answer)
+            self.answer_failure(method, e)
+
     def do_GET(self):
-        self.route("GET")
+        self.handle_method("GET")
 
     def do_POST(self):
-        self.route("POST")
+        self.handle_method("POST")
 
     def do_DELETE(self):
-        self.route("DELETE")
+        self.handle_method("DELETE")
 
 
 def field(req, name, kind, default):
@@ -422,17 +524,6 @@ def field(req, name, kind, default):
                                                      "msg": "must be a %s" % kind.__name__,
                                                      "type": "type_error"}]}))
     return v
-
-
-def drop_to_user():
-    """Started as root by the template's start_cmd: run kernels as `user`, as E2B's template does."""
-    if os.getuid() != 0:
-        return
-    os.setgroups([])
-    os.setgid(USER_UID)
-    os.setuid(USER_UID)
-    os.environ.update({"HOME": USER_HOME, "USER": "user", "LOGNAME": "user"})
-    os.chdir(USER_HOME)
 
 
 def start_default_kernel():
@@ -453,11 +544,25 @@ def start_default_kernel():
             time.sleep(1)
 
 
+def start_javascript_default():
+    """E2B's server also starts a javascript context before it serves (its contexts test lists
+    one): here when a javascript kernel is installed, once; a failure is logged and the context
+    is then started on first use."""
+    try:
+        find_kernel("javascript")
+    except HTTPError:
+        return
+    try:
+        CONTEXTS.default_for("javascript")
+    except Exception as e:  # noqa: BLE001 (started again on first use)
+        log("default javascript kernel not started: %s" % getattr(e, "text", e))
+
+
 def main():
-    drop_to_user()
     # ipykernel's debugger warns about frozen modules at every kernel start (into the start log)
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     start_default_kernel()
+    start_javascript_default()
     srv = ThreadingHTTPServer(("0.0.0.0", PORT), Handler)
     srv.daemon_threads = True
     log("listening on", PORT)

@@ -210,10 +210,17 @@ await check('runCode with context and language together is refused', async () =>
   await sbx.removeCodeContext(ctx.id)
 })
 
-await check('language javascript: no kernel in this template, a clear error naming it', async () => {
-  await assert.rejects(sbx.runCode('1 + 1', { language: 'javascript' }),
-    (e) => /javascript/.test(e.message) && /kernel/.test(e.message))
-  await assert.rejects(sbx.createCodeContext({ language: 'js' }), (e) => /kernel/.test(e.message))
+await check('language java: no kernel in this template, a clear error naming it', async () => {
+  await assert.rejects(sbx.runCode('1 + 1', { language: 'java' }),
+    (e) => /java/.test(e.message) && /kernel/.test(e.message))
+  await assert.rejects(sbx.createCodeContext({ language: 'java' }), (e) => /kernel/.test(e.message))
+})
+
+await check('code runs as root in a context whose cwd is /root (as on E2B)', async () => {
+  const ctx = await sbx.createCodeContext({ language: 'python', cwd: '/root' })
+  const ex = await sbx.runCode('import os\nos.getcwd(), os.getuid()', { context: ctx })
+  assert.equal(ex.text, "('/root', 0)")
+  await sbx.removeCodeContext(ctx.id)
 })
 
 await check('commands and files still work in a code-interpreter sandbox', async () => {

@@ -13,8 +13,8 @@
 # Each suite comes from a pinned upstream commit or package version fetched at run time (a
 # `git archive` of a clone named by a variable, or npm with a committed lockfile), never copied into
 # this repository. Variables the suites read: E2B_SDK_DIR (a clone of e2b-dev/E2B),
-# OPENSANDBOX_SDK_DIR (a clone of opensandbox-group/OpenSandbox), and whatever code_interpreter.sh
-# and e2b_cli.sh document in their headers. PEER_SUITES_OUT=DIR keeps every suite's full log there
+# OPENSANDBOX_SDK_DIR (a clone of opensandbox-group/OpenSandbox), CI_REPO_DIR (a clone of
+# e2b-dev/code-interpreter, code_interpreter.sh), and whatever e2b_cli.sh documents in its header. PEER_SUITES_OUT=DIR keeps every suite's full log there
 # (default: a temporary directory, removed at the end). PEER_SUITES_DIR=DIR takes the suite scripts
 # from DIR instead of tests/peer_suites/ (tests/peer_suites/selftest.sh gives it fakes).
 #

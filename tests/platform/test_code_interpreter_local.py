@@ -10,8 +10,9 @@ once the server is ready, /health, state within a context, stdout, an exception'
 its traceback, the MIME mapping (text quotes stripped, a matplotlib figure as png, html), E2B's
 result formats (a figure's chart, a DataFrame's data, a dict's json, PIL's save shown), contexts
 create/list/restart/delete, two isolated contexts, env_vars for one execution, the 400/404/422
-answers, a javascript request naming the missing kernel, keepalive lines during a silent 6 s
-execution, a dropped client interrupting the kernel, the start log in the sandbox, that the
+answers, a java request naming the missing kernel, keepalive lines during a silent 6 s
+execution, a dropped client interrupting the kernel, the start log in the sandbox (server and
+kernels as root), a context in /root, each other installed kernel (R, javascript, typescript), that the
 built-in template cannot be deleted, that a snapshot's sandbox starts the server again (start_cmd
 and ready_cmd are inherited), and that a template whose server never comes up fails the create
 after the 60 s ready bound with an error naming the template, the command, and the start log.
@@ -250,11 +251,11 @@ def t_errors(s, ctx):
     check(st == 404 and "no-such" in text, "unknown context %d %r" % (st, text))
     st, data = ci(s, ctx, "POST", "/execute", {"nocode": 1})
     check(st == 422 and "code" in json.loads(data)["detail"][0]["loc"], "422 %d %r" % (st, data))
-    for lang in ("javascript", "js"):
+    for lang in ("java", "cobol"):  # no kernel for either on the template
         st, text = execute(s, ctx, "1", language=lang)
-        check(st == 404 and "javascript" in text and "kernel" in text, "%s %d %r" % (lang, st, text))
-    st, data = ci(s, ctx, "POST", "/contexts", {"language": "ts"})
-    check(st == 404 and b"javascript" in data, "ts context %d %r" % (st, data))
+        check(st == 404 and lang in text and "kernel" in text, "%s %d %r" % (lang, st, text))
+    st, data = ci(s, ctx, "POST", "/contexts", {"language": "Java"})
+    check(st == 404 and b"java" in data, "java context %d %r" % (st, data))
     st, lines = execute(s, ctx, "40 + 2", language="Python ")
     check(of(lines, "result")[0]["text"] == "42", "language normalized %r" % lines)
 
@@ -295,7 +296,45 @@ def t_start_log(s, ctx):
     code, out, err = tp.run_in(s, ctx["sid"], "cat /var/log/abx/start_cmd.log; "
                                "ps -o user= -C python3 | sort -u", user="root", token=ctx.get("token"))
     check(code == 0 and "listening on 49999" in out, "start log %r %r" % (out, err))
-    check("user" in out.split() or "1000" in out.split(), "the server's kernels run as user: %r" % out)
+    users = set(out.split("listening on 49999", 1)[-1].split()) & {"root", "user", "1000"}
+    check(users == {"root"}, "the server and its kernels run as root, as on E2B: %r" % out[-300:])
+
+
+def t_cwd(s, ctx):
+    """Code runs as root (E2B's Jupyter runs as root), the default context in /home/user, and a
+    context's cwd is honoured even where `user` may not go (E2B's own contexts test uses /root;
+    it used to fail with PermissionError and a dropped connection)."""
+    st, lines = execute(s, ctx, "import os\nos.getcwd(), os.getuid()")
+    check(of(lines, "result") and of(lines, "result")[0]["text"] == "('/home/user', 0)",
+          "default context %r" % (lines,))
+    st, data = ci(s, ctx, "POST", "/contexts", {"language": "python", "cwd": "/root"})
+    check(st == 200 and json.loads(data)["cwd"] == "/root", "context in /root %d %r" % (st, data))
+    cid = json.loads(data)["id"] if st == 200 else "none"
+    st, lines = execute(s, ctx, "import os\nos.getcwd()", context_id=cid)
+    check(st == 200 and of(lines, "result") and of(lines, "result")[0]["text"] == "/root",
+          "its cwd %r %r" % (st, lines))
+    ci(s, ctx, "DELETE", "/contexts/" + cid)
+
+
+# language -> (kernels, code, its output) for the kernels other than python's (server.py KERNELS)
+OTHER_KERNELS = {"r": (("r", "ir"), "cat(6 * 7)", "42"),
+                 "javascript": (("javascript", "jslab"), "console.log(6 * 7)", "42"),
+                 "typescript": (("tslab", "javascript"), "const n: number = 6 * 7; console.log(n)", "42")}
+
+
+def t_other_kernels(s, ctx):
+    """Each other language whose kernel is installed on the host (the template's /usr is the
+    host's) runs in the sandbox; the others are named as missing."""
+    _, out, _ = tp.run_in(s, ctx["sid"], "ls /usr/share/jupyter/kernels /usr/local/share/jupyter/kernels",
+                             user="root", token=ctx.get("token"))
+    have = set(out.split())
+    for lang, (kernels, code, want) in OTHER_KERNELS.items():
+        if not have & set(kernels):
+            print("  (%s: no kernel %s installed, not checked)" % (lang, " or ".join(kernels)))
+            continue
+        st, lines = execute(s, ctx, code, language=lang)
+        got = "".join(x["text"] for x in of(lines, "stdout")) if st == 200 else lines
+        check(st == 200 and got.strip() == want, "%s in the sandbox: %d %r" % (lang, st, lines))
 
 
 def t_default_kernel_retried(s, ctx):
@@ -388,6 +427,7 @@ def t_builtin_not_deletable(s, ctx):
 
 CHECKS = [t_ready_at_create, t_state, t_stdout_stderr, t_error, t_mime, t_png, t_contexts,
           t_isolated, t_env_vars, t_errors, t_keepalive, t_disconnect_interrupts, t_start_log,
+          t_cwd, t_other_kernels,
           t_builtin_not_deletable, t_default_kernel_retried, t_snapshot_starts_server, t_ready_never]
 CHECKS += [t_e2b_results]  # E2B's result formats (issue 25)
 

@@ -34,6 +34,23 @@ set_tests_properties(platform_sudo PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 # code-interpreter-v1: start_cmd/ready_cmd and the code-interpreter server on real Jupyter kernels
 add_test(NAME platform_code_interpreter COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_code_interpreter_local.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_code_interpreter PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+# The code-interpreter server run on the host, no sandbox (issue 25): it always answers (kernels
+# that cannot start, bad input), a context's cwd; then each kernel of another language, skipped
+# (77) naming it when not installed (R: scripts/deps.sh; javascript, typescript: make ci-kernels).
+add_test(NAME platform_code_interpreter_server
+         COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_code_interpreter_server.py)
+set_tests_properties(platform_code_interpreter_server PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+foreach(lang r javascript typescript)
+  add_test(NAME platform_code_interpreter_kernel:${lang}
+           COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_code_interpreter_server.py ${lang})
+  set_tests_properties(platform_code_interpreter_kernel:${lang} PROPERTIES TIMEOUT 300
+                       SKIP_RETURN_CODE 77)
+endforeach()
+# E2B's code-interpreter suite runner (tests/peer_suites/code_interpreter.sh, `make ci-suite`, not
+# run here): only its refusal without a clone and its report's classes, on a report made up.
+add_test(NAME peer_suites:code-interpreter-report
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/peer_suites/check_ci_suite.sh ${CMAKE_SOURCE_DIR})
+set_tests_properties(peer_suites:code-interpreter-report PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
 # The build sandboxes' egress proxy (platform/net/build_proxy.h): a harness linking the platform
 # library links namespaces the test makes as sandboxes are linked and allows them on the proxy;
 # the test adds an "outside" server on a TEST-NET address, serve for a running sandbox's 403, and
