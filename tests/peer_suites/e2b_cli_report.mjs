@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs'
 
 // test full name -> [class, why]; the why is shown in the docs, the class on the line.
 const KNOWN = {
-  // tests/commands/template/create.test.ts @ b8029973, runCli(): the child CLI gets only PATH,
-  // HOME, E2B_DOMAIN and E2B_API_KEY, so NODE_EXTRA_CA_CERTS (serve --tls's private CA) never
-  // reaches it and its first request fails TLS verification ("fetch failed"). Against E2B the
+  // e2b-dev/E2B @ b8029973: packages/cli/tests/commands/template/create.test.ts, runCli(): the
+  // child CLI gets only PATH, HOME, E2B_DOMAIN and E2B_API_KEY, so NODE_EXTRA_CA_CERTS (serve
+  // --tls's private CA) never reaches it and its first request fails TLS verification ("fetch failed"). Against E2B the
   // domain's certificate is publicly trusted; no environment variable of the parent can help.
   'template create cli backend integration template create succeeds with E2B_API_KEY alone':
     ['needs-public-ca', 'the test drops NODE_EXTRA_CA_CERTS from the child CLI'],
