@@ -14,8 +14,9 @@
  *          text {timestamp, level, message, logger, service, sandboxID, instanceID, envID, and the
  *          entry's fields}, the line E2B's orchestrator writes and `e2b sandbox logs` parses
  *          (JSON.parse); an entry's `fields` are that line less timestamp, level and message.
- * Errors:  400 naming the parameter and its valid values, 404 for an unknown sandbox (running or
- *          paused sandboxes have logs; a killed one is gone, its log with it).
+ * Errors:  400 naming the parameter and its valid values, 404 for a sandbox this serve never ran
+ *          (running and paused sandboxes have logs; a killed one's log is kept, sandbox_log.h
+ *          abx_sandbox_log_keep, and answered without envID, as E2B answers a killed sandbox's).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -108,10 +109,12 @@ static int logs_query(struct abx_api_req *r, int v2, struct logs_query *q, enum 
  * the labels). A new object; NULL when out of memory. */
 static json_t *e2b_line(json_t *e, const char *id, const char *tmpl)
 {
-  json_t *line = json_pack(
-      "{s:O,s:O,s:O,s:s,s:s,s:s,s:s,s:s}", "timestamp", json_object_get(e, "timestamp"), "level",
-      json_object_get(e, "level"), "message", json_object_get(e, "message"), "logger",
-      "orchestrator", "service", "orchestrator", "sandboxID", id, "instanceID", id, "envID", tmpl);
+  json_t *line = json_pack("{s:O,s:O,s:O,s:s,s:s,s:s,s:s}", "timestamp",
+                           json_object_get(e, "timestamp"), "level", json_object_get(e, "level"),
+                           "message", json_object_get(e, "message"), "logger", "orchestrator",
+                           "service", "orchestrator", "sandboxID", id, "instanceID", id);
+  if (line && tmpl[0]) /* a killed sandbox's template is no longer known here */
+    json_object_set_new(line, "envID", json_string(tmpl));
   const char *k;
   json_t *v;
   json_object_foreach(json_object_get(e, "fields"), k, v)
@@ -172,9 +175,11 @@ static enum MHD_Result logs(struct abx_api_req *r, int v2)
     snprintf(tmpl, sizeof tmpl, "%s", sb->template_id);
   }
   abx_registry_unlock();
-  if (!dir[0])
+  /* a killed sandbox's log is kept (sandbox_log.h): E2B answers it too */
+  json_t *all = dir[0] ? abx_sandbox_log_read(dir) : abx_sandbox_log_read_kept(id);
+  if (!all && !dir[0])
     return abx_api_not_found(r->c, id);
-  json_t *all = abx_sandbox_log_read(dir), *out = json_array(), *lines = json_array();
+  json_t *out = json_array(), *lines = json_array();
   int oom = !all || !out || !lines;
   size_t n = json_array_size(all);
   for (size_t k = 0; !oom && k < n && json_array_size(out) < (size_t)q.limit; k++) {
