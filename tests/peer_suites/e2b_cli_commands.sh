@@ -93,7 +93,23 @@ try "sandbox snapshot list" "${snap:-no snapshot}" sandbox snapshot list
 try "sandbox snapshot delete" "has been deleted" sandbox snapshot delete "${snap:-none}"
 tty_try "sandbox connect" "abx-connect-42" 'echo abx-connect-$((6*7))\r' sandbox connect "$sid"
 tty_try "sandbox create" "abx-create-42" 'echo abx-create-$((6*7))\r' sandbox create base
+# --follow: streams until the sandbox is killed, then says so and exits
+(cd "$run/work" && timeout 120 "${E2B[@]}" sandbox logs -f "$sid" >"$run/logs-f.out" 2>&1) &
+lf=$!
+(cd "$run/work" && timeout 120 "${E2B[@]}" sandbox metrics -f "$sid" >"$run/metrics-f.out" 2>&1) &
+mf=$!
+sleep 8
 try "sandbox kill" "has been killed" sandbox kill "$sid"
+wait $lf
+lrc=$?
+wait $mf
+mrc=$?
+grep -q "Stopped printing logs" "$run/logs-f.out" && grep -q "sandbox started" "$run/logs-f.out" &&
+  result "sandbox logs -f (ends with the sandbox)" 1 "exit $lrc after the kill" ||
+  result "sandbox logs -f (ends with the sandbox)" 0 "exit $lrc: $(grep -m1 -E 'Error|error' "$run/logs-f.out" || tail -n 1 "$run/logs-f.out")"
+grep -q "Stopped printing metrics" "$run/metrics-f.out" && grep -q "CPU:" "$run/metrics-f.out" &&
+  result "sandbox metrics -f (ends with the sandbox)" 1 "exit $mrc after the kill" ||
+  result "sandbox metrics -f (ends with the sandbox)" 0 "exit $mrc: $(grep -m1 -E 'Error|error' "$run/metrics-f.out" || tail -n 1 "$run/metrics-f.out")"
 api POST /sandboxes '{"templateID": "base", "timeout": 900}' >/dev/null
 try "sandbox kill --all" "has been killed" sandbox kill --all
 try "sandbox list (none left)" "No (running )?sandboxes" sandbox list
