@@ -18,11 +18,15 @@ pkgs=(cmake make gcc pkg-config liblua5.4-dev lua5.4 libcurl4-openssl-dev lua-cj
       libmicrohttpd-dev libjansson-dev libssl-dev libarchive-dev lua-argparse bubblewrap valgrind time iproute2 nftables procps python3 curl
       libxml2-utils python3-jsonschema clang-format lua-check libnss-myhostname dpkg-dev
       sudo python-is-python3 git python3-jupyter-client python3-ipykernel python3-matplotlib mmdebstrap
-      nettle-dev libpng-dev xvfb x11vnc websockify xterm x11-utils x11-xserver-utils jwm chromium)
+      nettle-dev libpng-dev xvfb x11vnc websockify xterm x11-utils x11-xserver-utils jwm chromium
+      xfce4-session xfwm4 xfdesktop4 xfce4-panel xfce4-settings dbus-x11 scrot xdotool novnc net-tools
+      xdg-utils libgtk-3-bin)
 # chromium: the html:chromium test opens the --html report in headless Chromium over the DevTools
 # protocol on --remote-debugging-pipe (tests/html/cdp.py); without it that test skips (77).
 # nettle-dev, libpng-dev: the desktop runner (VNC auth DES, SHA-1, PNG; bindings/core_wire.c, core_png.c);
 # xvfb ... jwm: the desktop template's packages on the host, so a `base` sandbox runs it (quick tests)
+# xfce4-session ... libgtk-3-bin: the rest of the desktop template's packages, those E2B's desktop SDK
+# drives (XFCE, scrot, xdotool, noVNC, xdg-open, gtk-launch; tests/peer_suites/e2b_desktop.sh)
 # libarchive-dev: the local platform unpacks and checks template build uploads (layer_cache.h).
 # libnss-myhostname: `localhost` and every name under `.localhost` resolve to loopback through NSS,
 # as `abxlua serve --tls` needs for api.e2b.localhost and <port>-<id>.e2b.localhost (getent, Node's

@@ -63,6 +63,8 @@ const struct abx_api_route abx_api_routes[] = {
     {"GET", "/templates", abx_api_template_list},
     {"GET", "/templates/{id}", abx_api_template_get},
     {"DELETE", "/templates/{id}", abx_api_template_delete},
+    {"PATCH", "/templates/{id}", abx_api_template_update},
+    {"PATCH", "/v2/templates/{id}", abx_api_template_update_v2},
     {"POST", "/volumes", abx_api_volume_create},
     {"GET", "/volumes", abx_api_volume_list},
     {"GET", "/volumes/{id}", abx_api_volume_get},

@@ -156,6 +156,9 @@ enum MHD_Result abx_api_template_files(struct abx_api_req *r);
 enum MHD_Result abx_api_template_build_start(struct abx_api_req *r);
 enum MHD_Result abx_api_template_build_status(struct abx_api_req *r);
 enum MHD_Result abx_api_template_build_logs(struct abx_api_req *r);
+/* PATCH /templates/{id} and PATCH /v2/templates/{id} {public} (api_templates.c: shapes, errors). */
+enum MHD_Result abx_api_template_update(struct abx_api_req *r);
+enum MHD_Result abx_api_template_update_v2(struct abx_api_req *r);
 enum MHD_Result abx_api_template_tags_assign(struct abx_api_req *r);
 enum MHD_Result abx_api_template_tags_delete(struct abx_api_req *r);
 enum MHD_Result abx_api_template_tags_list(struct abx_api_req *r);

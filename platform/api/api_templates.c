@@ -346,7 +346,7 @@ enum MHD_Result abx_api_template_alias(struct abx_api_req *r)
   if (t && has_tag && !json_object_get(t->tags, tag))
     snprintf(msg, sizeof msg, "tag '%.64s' does not exist for template '%.64s'", tag, x);
   else if (t)
-    o = json_pack("{s:s,s:b}", "templateID", t->id, "public", 0);
+    o = json_pack("{s:s,s:b}", "templateID", t->id, "public", t->is_public);
   abx_tstore_unlock();
   if (msg[0])
     return abx_http_error(r->c, 404, msg);
@@ -388,4 +388,53 @@ enum MHD_Result abx_api_template_get(struct abx_api_req *r)
     return abx_http_error(r->c, 404, msg);
   }
   return abx_http_json(r->c, 200, o);
+}
+
+/* PATCH /templates/{templateID} (deprecated: 200, no body) and PATCH /v2/templates/{templateID}
+ * (200 TemplateUpdateResponse {names}): TemplateUpdateRequest {public?: boolean}, what `e2b
+ * template publish|unpublish` sends (e2b-dev/E2B spec/openapi.yml and packages/cli
+ * src/commands/template/publish.ts @ b8029973). serve has one team, so `public` changes only what
+ * the template list and GET /templates/aliases answer. 400 for a body that is not that object
+ * (unknown keys named), 404 for an unknown template (id or name). */
+static enum MHD_Result template_update(struct abx_api_req *r, int v2)
+{
+  enum MHD_Result sent;
+  json_t *req = abx_api_body(r, 1, &sent);
+  if (!req)
+    return sent;
+  static const char *const keys[] = {"public"};
+  char msg[300];
+  json_t *out = NULL;
+  int st = 400;
+  if (abx_tbuild_only_keys(req, keys, 1, "", msg, sizeof msg) == 0 &&
+      abx_api_check_bool(req, "public", msg, sizeof msg) == 0) {
+    json_t *pub = json_object_get(req, "public");
+    abx_tstore_lock();
+    struct abx_ttemplate *t = abx_tstore_find(r->params[0]);
+    if (t && json_is_boolean(pub))
+      t->is_public = json_is_true(pub);
+    if (t)
+      st = 200, out = json_pack("{s:[s]}", "names", t->name);
+    else
+      st = 404, snprintf(msg, sizeof msg, "template '%.64s' not found", r->params[0]);
+    abx_tstore_unlock();
+  }
+  json_decref(req);
+  if (st != 200)
+    return abx_http_error(r->c, (unsigned)st, msg);
+  if (!v2) {
+    json_decref(out);
+    out = NULL;
+  }
+  return abx_http_json(r->c, 200, out);
+}
+
+enum MHD_Result abx_api_template_update(struct abx_api_req *r)
+{
+  return template_update(r, 0);
+}
+
+enum MHD_Result abx_api_template_update_v2(struct abx_api_req *r)
+{
+  return template_update(r, 1);
 }

@@ -717,5 +717,6 @@ void abx_sandbox_stop(struct abx_sandbox *sb)
   halt(sb);
   remove_cgroups(sb);
   umount_root(sb);
+  abx_sandbox_log_keep(sb); /* E2B answers a killed sandbox's logs (sandbox_log.h) */
   remove_dir(sb);
 }

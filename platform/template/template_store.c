@@ -327,11 +327,11 @@ json_t *abx_tstore_template_json(const struct abx_ttemplate *t)
     count++;
   json_t *o = json_pack("{s:s,s:s,s:[s],s:[s],s:b,s:i,s:i,s:i,s:s,s:s,s:o,s:o,s:n,s:i,s:i}",
                         "templateID", t->id, "buildID", b ? b->id : "", "names", t->name, "aliases",
-                        t->name, "public", 0, "cpuCount", b ? b->cpu_count : 0, "memoryMB",
-                        b ? b->memory_mb : 0, "diskSizeMB", 0, "envdVersion", ABX_E2B_ENVD_VERSION,
-                        "buildStatus", b ? status_name(b->status) : "waiting", "createdAt",
-                        rfc(t->created_ns), "updatedAt", rfc(t->updated_ns), "createdBy",
-                        "spawnCount", (int)t->spawn_count, "buildCount", (int)count);
+                        t->name, "public", t->is_public, "cpuCount", b ? b->cpu_count : 0,
+                        "memoryMB", b ? b->memory_mb : 0, "diskSizeMB", 0, "envdVersion",
+                        ABX_E2B_ENVD_VERSION, "buildStatus", b ? status_name(b->status) : "waiting",
+                        "createdAt", rfc(t->created_ns), "updatedAt", rfc(t->updated_ns),
+                        "createdBy", "spawnCount", (int)t->spawn_count, "buildCount", (int)count);
   if (o)
     json_object_set_new(o, "lastSpawnedAt", t->spawn_count ? rfc(t->last_spawned_ns) : json_null());
   return o;

@@ -68,7 +68,8 @@ struct abx_ttemplate {
   char name[136];
   int64_t created_ns, updated_ns, last_spawned_ns;
   long spawn_count;
-  json_t *tags; /* {tag: {"buildID", "createdAt"}} */
+  int is_public; /* PATCH /v2/templates/{id} {public}: only what the list and aliases answer */
+  json_t *tags;  /* {tag: {"buildID", "createdAt"}} */
   struct abx_tbuild *builds;
   struct abx_ttemplate *next;
 };

@@ -8,6 +8,8 @@
 #                                          through tests/e2b_suite/run.sh
 #   code-interpreter  code_interpreter.sh  E2B's code-interpreter JS suite (e2b-dev/code-interpreter js/tests)
 #   e2b-cli           e2b_cli.sh           the tests of E2B's CLI (@e2b/cli) with serve's CA
+#   e2b-cli-commands  e2b_cli_commands.sh  every `e2b` command that works offline, @e2b/cli 2.19.0
+#   e2b-desktop       e2b_desktop.sh       @e2b/desktop 2.4.0 on the desktop template, by visible effect
 #   opensandbox-sdk   opensandbox_sdk.sh   OpenSandbox's JS SDK conformance run (tests/conformance/run.sh
 #                                          opensandbox-<version>) on `serve --flavor opensandbox`
 # Each suite comes from a pinned upstream commit or package version fetched at run time (a
@@ -30,6 +32,8 @@
 # 3. <class> is one of:
 #      needs-internet     the test reaches a host outside this machine (forbidden here; passes with
 #                         the internet)
+#      needs-public-ca    the test starts a child without serve's CA (NODE_EXTRA_CA_CERTS): it can
+#                         pass only against a publicly trusted certificate, as E2B's
 #      missing-kernel     code in a language whose Jupyter kernel the template does not install
 #      e2b-only-template  the test needs a template only E2B's cloud has (e.g. `httpbin`)
 #      product-gap        anything else: abxlua does not do what the peer expects (a bug or a
@@ -43,9 +47,9 @@
 #    `SKIP: <reason>`; anything else is a setup failure.
 # This runner prints one table (suite, passed, failed, skipped, failures per class), then every
 # PEER-FAIL line. A script that is missing, exits neither 0 nor 77, prints no PEER-SUITE line, or
-# whose counts disagree with its PEER-FAIL lines or whose classes are not the five above counts as
-# one `setup` failure. Exit status: 0 when every failure is needs-internet, missing-kernel or
-# e2b-only-template; 1 when there is a product-gap or setup failure; 2 for a bad invocation.
+# whose counts disagree with its PEER-FAIL lines or whose classes are not the six above counts as
+# one `setup` failure. Exit status: 0 when every failure is needs-internet, needs-public-ca,
+# missing-kernel or e2b-only-template; 1 when there is a product-gap or setup failure; 2 for a bad invocation.
 set -u
 ABX=${1:?usage: run.sh path/to/abxlua [suite ...]}
 shift
@@ -53,10 +57,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 [ -x "$ABX" ] || { echo "run.sh: $ABX is not an executable abxlua"; exit 2; }
 ABX=$(cd "$(dirname "$ABX")" && pwd)/$(basename "$ABX")
 declare -A SCRIPT=([e2b-js-sdk]=e2b_js_sdk.sh [code-interpreter]=code_interpreter.sh
-                   [e2b-cli]=e2b_cli.sh [opensandbox-sdk]=opensandbox_sdk.sh)
-ORDER=(e2b-js-sdk code-interpreter e2b-cli opensandbox-sdk)
-CLASSES="needs-internet missing-kernel e2b-only-template product-gap setup"
-ACCEPTED="needs-internet missing-kernel e2b-only-template"
+                   [e2b-cli]=e2b_cli.sh [e2b-cli-commands]=e2b_cli_commands.sh
+                   [e2b-desktop]=e2b_desktop.sh [opensandbox-sdk]=opensandbox_sdk.sh)
+ORDER=(e2b-js-sdk code-interpreter e2b-cli e2b-cli-commands e2b-desktop opensandbox-sdk)
+CLASSES="needs-internet needs-public-ca missing-kernel e2b-only-template product-gap setup"
+ACCEPTED="needs-internet needs-public-ca missing-kernel e2b-only-template"
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=("${ORDER[@]}")
 for s in "${suites[@]}"; do
@@ -141,7 +146,7 @@ for s in "${suites[@]}"; do
   cut -f2- "$out/$s.fails" | sed 's/^/  /'
 done
 if [ $bad = 0 ]; then
-  echo "peer-suites: every failure is needs-internet, missing-kernel or e2b-only-template"
+  echo "peer-suites: every failure is needs-internet, needs-public-ca, missing-kernel or e2b-only-template"
 else
   echo "peer-suites: product-gap or setup failures (see above)"
 fi

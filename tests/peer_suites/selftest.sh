@@ -4,7 +4,7 @@
 # its header says: PEER- lines collected per suite, a missing script, a skipped suite (77), a bad
 # class, a count that disagrees with the PEER-FAIL lines, a script without PEER-SUITE and a
 # failing exit are each a `setup` failure; exit 0 only when every failure is needs-internet,
-# missing-kernel or e2b-only-template.
+# needs-public-ca, missing-kernel or e2b-only-template.
 #   selftest.sh SOURCE_DIR
 set -u
 root=${1:?usage: selftest.sh SOURCE_DIR}
@@ -29,11 +29,14 @@ echo "PEER-SUITE e2b-js-sdk passed=344 failed=2 skipped=6"' e2b_js_sdk.sh
 suite good '[ -x "$1" ] || exit 3
 echo "PEER-FAIL code-interpreter missing-kernel r > runs R: no kernel r"
 echo "PEER-SUITE code-interpreter passed=36 failed=1 skipped=0"' code_interpreter.sh
-out=$(PEER_SUITES_DIR="$tmp/good" bash "$run" /bin/true e2b-js-sdk code-interpreter 2>&1)
+suite good 'echo "PEER-FAIL e2b-cli needs-public-ca create > with a key alone: fetch failed"
+echo "PEER-SUITE e2b-cli passed=115 failed=1 skipped=0"' e2b_cli.sh
+out=$(PEER_SUITES_DIR="$tmp/good" bash "$run" /bin/true e2b-js-sdk code-interpreter e2b-cli 2>&1)
 rc=$?
 [ $rc = 0 ] && echo "ok: accepted classes only: exit 0" || { echo "FAIL: accepted classes only: exit $rc"; echo "$out"; fail=1; }
 expect "row of e2b-js-sdk" "| e2b-js-sdk       |    344 |      2 |       6 | 1 e2b-only-template, 1 needs-internet"
 expect "row of code-interpreter" "| code-interpreter |     36 |      1 |       0 | 1 missing-kernel"
+expect "row of e2b-cli" "| e2b-cli          |    115 |      1 |       0 | 1 needs-public-ca"
 expect "failure listed" "  PEER-FAIL e2b-js-sdk needs-internet tests/a.test.ts > curls 1.1.1.1: fetch failed"
 expect "progress passed through" "  # progress"
 expect_not "other output not passed through" "noise"
@@ -67,5 +70,5 @@ expect "no PEER-SUITE line" "PEER-FAIL opensandbox-sdk setup opensandbox_sdk.sh 
 out=$(bash "$run" /bin/true nosuch 2>&1)
 rc=$?
 [ $rc = 2 ] && echo "ok: unknown suite: exit 2" || { echo "FAIL: unknown suite: exit $rc (want 2)"; fail=1; }
-expect "unknown suite named with the valid ones" "unknown suite 'nosuch' (suites: e2b-js-sdk code-interpreter e2b-cli opensandbox-sdk)"
+expect "unknown suite named with the valid ones" "unknown suite 'nosuch' (suites: e2b-js-sdk code-interpreter e2b-cli e2b-cli-commands e2b-desktop opensandbox-sdk)"
 exit $fail

@@ -76,6 +76,9 @@ add_test(NAME platform_image_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/pla
 set_tests_properties(platform_image_build PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 LABELS slow RUN_SERIAL TRUE)
 add_test(NAME platform_template_build COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_template_build.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_template_build PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
+# PATCH /v2/templates/{id} and /templates/{id} {public} (`e2b template publish`): ~2 s
+add_test(NAME platform_template_update COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_template_update.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_template_update PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 # fromImage through the build API (platform/template/image_root.c): the refusal of a non-Debian image is
 # fast; a real debian:bookworm-slim build with apt through the proxy, then a sandbox of it, is slow.
 add_test(NAME platform_from_image COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_from_image.py
