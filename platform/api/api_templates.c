@@ -411,8 +411,10 @@ static enum MHD_Result template_update(struct abx_api_req *r, int v2)
     json_t *pub = json_object_get(req, "public");
     abx_tstore_lock();
     struct abx_ttemplate *t = abx_tstore_find(r->params[0]);
-    if (t && json_is_boolean(pub))
+    if (t && json_is_boolean(pub)) {
       t->is_public = json_is_true(pub);
+      abx_tstore_save(t); /* the flag outlives this serve, as the template does */
+    }
     if (t)
       st = 200, out = json_pack("{s:[s]}", "names", t->name);
     else

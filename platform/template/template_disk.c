@@ -132,9 +132,9 @@ void abx_tstore_save(const struct abx_ttemplate *t)
       abx_slog("warning: template store: cannot remove %s: %s", path, strerror(errno));
     return;
   }
-  json_t *doc =
-      json_pack("{s:s,s:s,s:s,s:I,s:o}", "format", DISK_FORMAT, "templateID", t->id, "name",
-                t->name, "createdNs", (json_int_t)t->created_ns, "builds", builds);
+  json_t *doc = json_pack("{s:s,s:s,s:s,s:I,s:b,s:o}", "format", DISK_FORMAT, "templateID", t->id,
+                          "name", t->name, "createdNs", (json_int_t)t->created_ns, "public",
+                          t->is_public, "builds", builds);
   snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
   /* written aside, then renamed: serves sharing the store never read half a file */
   if (!doc || json_dump_file(doc, tmp, JSON_INDENT(1) | JSON_SORT_KEYS) != 0 ||
@@ -224,6 +224,7 @@ static struct abx_ttemplate *load_file(const char *path, char *why, size_t n)
   snprintf(t->id, sizeof t->id, "%s", id);
   snprintf(t->name, sizeof t->name, "%s", name);
   t->created_ns = json_integer_value(json_object_get(doc, "createdNs"));
+  t->is_public = json_is_true(json_object_get(doc, "public")); /* absent in older files: private */
   t->updated_ns = abx_now_ns();
   t->tags = json_object();
   size_t i;

@@ -61,7 +61,13 @@ def main():
         line = s.stdout.readline()
         doc = json.loads(line) if line.startswith("{") else {}
         check(doc.get("ok") is True, "sandbox serve is up (%r)" % line)
+        s.state_file = doc.get("state_file")
         return s
+
+    def ready_of(s):
+        """serve's ready line (url, api_key) from the state file `sandbox serve` wrote."""
+        with open(s.state_file) as f:
+            return json.load(f)["ready"]
 
     def serve_down(s):
         s.send_signal(signal.SIGINT)
@@ -132,6 +138,17 @@ def main():
         serve = serve_up()
         sid = open_it("restored by a later sandbox serve")
         check(cli("sandbox", "kill", sid)[0] == 0, "sandbox kill")
+        # `e2b template publish` (PATCH {public}) is kept in the store too
+        st, _ = abxtest.api(ready_of(serve), "PATCH", "/v2/templates/" + NAME, {"public": True})
+        check(st == 200, "PATCH /v2/templates/%s {public: true}: %s" % (NAME, st))
+        serve_down(serve)
+        with open(os.path.join(store, NAME + ".json")) as f:
+            check(json.load(f).get("public") is True, "the store file says public")
+        serve = serve_up()
+        st, arr = abxtest.api(ready_of(serve), "GET", "/v2/templates")
+        check([t.get("public") for t in arr or [] if t.get("aliases") == [NAME]
+               or NAME in (t.get("names") or [])] == [True],
+              "a later serve lists it public (%r)" % (arr,))
         serve_down(serve)
         serve = None
 
