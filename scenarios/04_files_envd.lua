@@ -170,6 +170,21 @@ t.test("the missing directories a write creates belong to user",
   t.eq(sbx.files:get_info(ctx.workdir .. "/x").owner, "user")
   t.eq(sbx.files:get_info(ctx.workdir .. "/x/y").owner, "user")
 end)
+
+-- A file handle is sent from its position (E2B: streamed; OpenSandbox: read into memory first,
+-- execd's upload being multipart).
+t.test("a file handle given as from is uploaded from its position", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/from.bin"
+  local f <close> = assert(io.tmpfile())
+  local bytes = "skip-me|" .. string.rep("\0\1\255abc", 1000)
+  f:write(bytes)
+  f:seek("set", #"skip-me|")
+  sbx.files:write(path, nil, { from = f })
+  t.eq(sbx.files:read(path), bytes:sub(#"skip-me|" + 1))
+  f:seek("set", 0)
+  sbx.files:write(path, f)
+  t.eq(sbx.files:read(path), bytes)
+  t.raises("InvalidArgument", function() sbx.files:write(path, "x", { from = f }) end)
   t.raises("InvalidArgument", function() sbx.files:write(path, nil, { from = "not a handle" }) end)
 end)
 
