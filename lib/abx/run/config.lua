@@ -13,7 +13,9 @@ local M = {}
 -- docs/protocol/e2b-control-plane.md §8.1): api_key_check (a wrong or missing API key is refused; CubeSandbox takes
 -- any), env_vars (create's envVars reach commands; CubeSandbox ignores them), secure (secure sandboxes: envd
 -- access tokens, signed file URLs, traffic tokens; "access tokens: not compatible" on Alibaba FC
--- and Flash, ignored by CubeSandbox), connect_resume (connect resumes a paused sandbox and
+-- and Flash, ignored by CubeSandbox), access_token (a secure sandbox's data plane refuses a request
+-- without its access token: envd's X-Access-Token, OpenSandbox's execd X-EXECD-ACCESS-TOKEN from
+-- secureAccess), connect_resume (connect resumes a paused sandbox and
 -- extends the TTL; CubeSandbox's does neither), ttl_shorten (set_timeout may shorten the TTL;
 -- OpenKruise only extends), short_ttl (TTLs of a few seconds; OpenKruise's minimum is 30 s),
 -- refresh (POST /sandboxes/{id}/refreshes; not on OpenKruise), metrics_disk (the metrics' disk
@@ -33,7 +35,7 @@ local M = {}
 -- CubeSandbox or OpenSandbox).
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check",
-  "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk",
+  "env_vars", "secure", "access_token", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk",
   "envd", "default_user", "exact_output", "process_list", "output_stream", "e2b_api", "api_keys" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
@@ -42,7 +44,7 @@ for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 -- code interpreter included (serve builds in code-interpreter-v1, platform/template/templates.c).
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
-  "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd",
+  "access_token", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd",
   "default_user", "exact_output", "process_list", "output_stream", "e2b_api", "api_keys" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
