@@ -238,7 +238,7 @@ end)
 local MIB = 1024 * 1024
 
 t.test("keep_output = false streams 128 MiB to on_stdout without keeping it",
-  { requires = { "output_stream" } }, function(ctx)
+  { requires = { "exact_output" } }, function(ctx)
   local n, got = 128 * MIB, 0
   local h = ctx.base_sandbox.commands:run("head -c " .. n .. " /dev/zero; echo e >&2", {
     background = true, keep_output = false, timeout = 120,
@@ -258,7 +258,8 @@ end)
 
 -- The accounting counts what is kept: the same kind of output, kept, is held whole, so the bound
 -- above would fail if keep_output = false kept the chunks.
-t.test("held_peak counts the output a handle keeps", { requires = { "output_stream" } }, function(ctx)
+t.test("held_peak counts the output a handle keeps", { requires = { "exact_output" } },
+  function(ctx)
   local n = 16 * MIB
   local h = ctx.base_sandbox.commands:run("head -c " .. n .. " /dev/zero",
     { background = true, timeout = 120 })

@@ -50,14 +50,14 @@ end)
 
 t.test("the flavours' capabilities are the published differences", function()
   local function caps(name) return sorted(select(2, config.provider(cfg, "local", name)).capabilities) end
-  -- default_user, exact_output, process_list, output_stream: what envd does and execd does not,
+  -- default_user, exact_output, process_list: what envd does and execd does not,
   -- claimed by every entry with envd
-  local envd_set = "default_user,e2b_api,env_vars,envd,exact_output,output_stream,pause,"
+  local envd_set = "default_user,e2b_api,env_vars,envd,exact_output,pause,"
   t.eq(caps("acs"), "api_key_check,connect_resume," .. envd_set .. "process_list,pty,snapshot,watch")
-  t.eq(caps("cubesandbox"), "default_user,e2b_api,envd,exact_output,output_stream,pause,"
+  t.eq(caps("cubesandbox"), "default_user,e2b_api,envd,exact_output,pause,"
     .. "process_list,pty,refresh,short_ttl,ttl_shorten,watch")
   t.eq(caps("alicloud-fc"), "api_key_check,code_interpreter,connect_resume,default_user,e2b_api,"
-    .. "env_vars,envd,exact_output,metrics,output_stream,process_list,pty,short_ttl,templates_build,"
+    .. "env_vars,envd,exact_output,metrics,process_list,pty,short_ttl,templates_build,"
     .. "ttl_shorten,watch")
   -- code_interpreter is both e2b's and the local platform's (issue 23): in the flavour; CubeSandbox
   -- lacks it, so its flavour does too

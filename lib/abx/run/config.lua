@@ -27,8 +27,6 @@ local M = {}
 -- in /home/user unless asked otherwise; execd runs them as its own user, root, in /),
 -- exact_output (output bytes exactly as written; execd's events are lines without their
 -- terminator), process_list (commands:list and numeric pids; execd has command ids and no list),
--- output_stream (a background command's output as a stream the engine holds bounded: keep_output,
--- held_peak; execd's is a line log polled by cursor, not mapped),
 -- e2b_api (E2B's control-plane wire itself: route names, 404 for an unknown template, the
 -- sandbox info's CPU and memory, the edge's 502 bodies), api_keys (managed team API keys: E2B's
 -- /api-keys routes under an admin credential, abx.client.apikey; not on Alibaba, OpenKruise,
@@ -36,7 +34,7 @@ local M = {}
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check",
   "env_vars", "secure", "access_token", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk",
-  "envd", "default_user", "exact_output", "process_list", "output_stream", "e2b_api", "api_keys" }
+  "envd", "default_user", "exact_output", "process_list", "e2b_api", "api_keys" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
@@ -45,7 +43,7 @@ for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "metrics", "templates_build", "pty", "watch", "v2_routes", "api_key_check", "env_vars", "secure",
   "access_token", "connect_resume", "ttl_shorten", "short_ttl", "refresh", "metrics_disk", "envd",
-  "default_user", "exact_output", "process_list", "output_stream", "e2b_api", "api_keys" }
+  "default_user", "exact_output", "process_list", "e2b_api", "api_keys" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
