@@ -10,7 +10,14 @@ t.test("a valid API key is accepted", function(ctx)
   t.eq(type(items), "table")
 end)
 
-t.test("a wrong API key is rejected with Authentication", { requires = { "api_key_check", "e2b_api" } },
+t.test("a wrong API key is rejected with Authentication", { requires = { "api_key_check" } },
+  function(ctx)
+  local bad = ctx.conn:with({ api_key = "e2b_0000000000000000000000000000000000000000" })
+  local err = t.raises("Authentication", function() bad:list() end)
+  t.eq(err.status, 401)
+end)
+
+t.test("a wrong API key is refused at E2B's GET /v2/sandboxes", { requires = { "api_key_check", "e2b_api" } },
   function(ctx)
   local bad = ctx.conn:with({ api_key = "e2b_0000000000000000000000000000000000000000" })
   local err = t.raises("Authentication", function() bad:list() end)

@@ -111,12 +111,12 @@ t.test("a sandbox is gone after its TTL expires",
   t.eq(sbx:kill(), false)
 end)
 
-t.test("envs given at create are visible to commands", { requires = { "env_vars", "envd" } }, function(ctx)
+t.test("envs given at create are visible to commands", { requires = { "env_vars" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ envs = { ABX_CREATE_VAR = "from-create" } })
-  t.eq(sbx.commands:run("printf %s \"$ABX_CREATE_VAR\"").stdout, "from-create")
+  t.eq(sbx.commands:run("printf '%s\\n' \"$ABX_CREATE_VAR\"").stdout, "from-create\n")
 end)
 
-t.test("a secure sandbox rejects envd calls without the right access token", { requires = { "secure" } },
+t.test("a secure sandbox rejects envd calls without the right access token", { requires = { "access_token" } },
   function(ctx)
   local sbx = ctx.sandbox_factory({ secure = true })
   t.ok(sbx.secure, "a secure sandbox comes with an envdAccessToken")

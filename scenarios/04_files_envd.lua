@@ -135,14 +135,13 @@ t.test("a UTF-8 file name round-trips", function(ctx)
   t.eq(sbx.commands:run("ls '" .. ctx.workdir .. "'").stdout, name .. "\n")
 end)
 
-t.test("a file name with spaces round-trips",
-  { requires = { "envd" } }, function(ctx)
+t.test("a file name with spaces round-trips", function(ctx)
   local sbx = ctx.base_sandbox
   local path = ctx.workdir .. "/my file  name.txt"
   sbx.files:write(path, "spaces")
   t.eq(sbx.files:read(path), "spaces")
   t.eq(sbx.files:get_info(path).name, "my file  name.txt")
-  t.eq(sbx.commands:run("cat '" .. path .. "'").stdout, "spaces")
+  t.eq(sbx.commands:run("cat '" .. path .. "'; echo").stdout, "spaces\n")
 end)
 
 t.test("reading a missing file gives NotFound", function(ctx)
@@ -153,14 +152,40 @@ t.test("reading a missing file gives NotFound", function(ctx)
   t.raises("NotFound", function() ctx.base_sandbox.files:get_info(ctx.workdir .. "/missing.txt") end)
 end)
 
-t.test("writing under missing directories creates them",
-  { requires = { "envd" } }, function(ctx)
+t.test("writing under missing directories creates them", function(ctx)
   local sbx = ctx.base_sandbox
   local path = ctx.workdir .. "/x/y/z/file.txt"
   sbx.files:write(path, "deep")
   t.eq(sbx.files:read(path), "deep")
   t.eq(sbx.files:get_info(ctx.workdir .. "/x/y").type, "dir")
+  t.eq(sbx.files:get_info(ctx.workdir .. "/x/y/z/file.txt").type, "file")
+end)
+
+-- envd writes as `user`, parents included; OpenSandbox's execd makes the parents as its own user
+-- (root) and gives only the file its owner (components/execd filesystem_upload.go @ 3bb6fad3).
+t.test("the missing directories a write creates belong to user",
+  { requires = { "default_user" } }, function(ctx)
+  local sbx = ctx.base_sandbox
+  sbx.files:write(ctx.workdir .. "/x/y/file.txt", "deep")
   t.eq(sbx.files:get_info(ctx.workdir .. "/x").owner, "user")
+  t.eq(sbx.files:get_info(ctx.workdir .. "/x/y").owner, "user")
+end)
+
+-- A file handle is sent from its position (E2B: streamed; OpenSandbox: read into memory first,
+-- execd's upload being multipart).
+t.test("a file handle given as from is uploaded from its position", function(ctx)
+  local sbx, path = ctx.base_sandbox, ctx.workdir .. "/from.bin"
+  local f <close> = assert(io.tmpfile())
+  local bytes = "skip-me|" .. string.rep("\0\1\255abc", 1000)
+  f:write(bytes)
+  f:seek("set", #"skip-me|")
+  sbx.files:write(path, nil, { from = f })
+  t.eq(sbx.files:read(path), bytes:sub(#"skip-me|" + 1))
+  f:seek("set", 0)
+  sbx.files:write(path, f)
+  t.eq(sbx.files:read(path), bytes)
+  t.raises("InvalidArgument", function() sbx.files:write(path, "x", { from = f }) end)
+  t.raises("InvalidArgument", function() sbx.files:write(path, nil, { from = "not a handle" }) end)
 end)
 
 t.test("a depth-2 listing includes grandchildren but not deeper entries", function(ctx)
@@ -174,11 +199,19 @@ t.test("a depth-2 listing includes grandchildren but not deeper entries", functi
   end
 end)
 
-t.test("a file written as user is owned by user, as root by root",
-  { requires = { "envd" } }, function(ctx)
+t.test("a file written by default is owned by user",
+  { requires = { "default_user" } }, function(ctx)
   local sbx = ctx.base_sandbox
   local mine = ctx.workdir .. "/mine.txt"
   sbx.files:write(mine, "u")
+  t.eq(sbx.files:get_info(mine).owner, "user")
+  t.eq(sbx.commands:run("stat -c %U '" .. mine .. "'").stdout, "user\n")
+end)
+
+t.test("a file written as user is owned by user, as root by root", function(ctx)
+  local sbx = ctx.base_sandbox
+  local mine = ctx.workdir .. "/mine.txt"
+  sbx.files:write(mine, "u", { user = "user" })
   t.eq(sbx.files:get_info(mine).owner, "user")
   t.eq(sbx.commands:run("stat -c %U '" .. mine .. "'").stdout, "user\n")
   local roots = "/tmp/abx-root-" .. ctx.run_id .. ".txt"

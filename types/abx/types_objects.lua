@@ -888,8 +888,14 @@ function OpenSandboxCommands:connect() end
 ---list(): Skipped: no equivalent
 function OpenSandboxCommands:list() end
 
----signal(pid, signal): Skipped: no equivalent
-function OpenSandboxCommands:signal() end
+---signal(pid, signal): SIGTERM: execd's interrupt (as kill); SIGKILL: Skipped, no equivalent
+---Sends a signal to a command: "SIGTERM" is execd's interrupt (Commands:kill: true, false when
+---there is no such command); "SIGKILL" cannot be sent alone (see the file header).
+---Raises: InvalidArgument (another signal name), Skipped (SIGKILL), as Commands:kill.
+---@param id string execd's command id
+---@param signal "SIGTERM"|"SIGKILL"
+---@return boolean
+function OpenSandboxCommands:signal(id, signal) end
 
 ---send_stdin(pid, data): Skipped: no equivalent
 function OpenSandboxCommands:send_stdin() end
@@ -951,8 +957,9 @@ local OpenSandboxFiles = {}
 ---write(path, data, opts): uploads bytes (options: files:write): UploadEntry
 ---Writes bytes to `path` (POST /files/upload, parents created by execd). `user` becomes the
 ---file's owner. Returns {path, name, type = "file"}.
----Raises: Skipped (metadata, gzip, content_encoding, from, a file handle), InvalidArgument (400),
----Authentication, Sandbox, Transport.
+---`data` may be an open file handle, or nil with `from` one (read into memory: M.read_from).
+---Raises: Skipped (metadata, gzip, content_encoding), InvalidArgument (400; data and from
+---together; a handle over M.MAX_FROM), Authentication, Sandbox, Transport.
 ---@param path string
 ---@param data string
 ---@param opts? abx.opts.files_write files:write's options

@@ -21,10 +21,14 @@
 --                      GET /command/status/{id} until not running, then GET /command/{id}/logs;
 --                      execd keeps one combined log of a background command, so its stderr is in
 --                      stdout and stderr() is "" (documented, not dropped).
---   kill(id)           DELETE /command?id= (true; false on 404).
+--   kill(id)           DELETE /command?id= (true; false on 404): execd's interrupt, SIGTERM to the
+--                      command's process group, SIGKILL when it outlives that
+--                      (components/execd/pkg/runtime/interrupt.go @ 3bb6fad3).
+--   signal(id, sig)    "SIGTERM" is that interrupt; "SIGKILL" has no equivalent (execd sends it only
+--                      to a group that survived SIGTERM) and raises Skipped.
 -- Files: abx.client.opensandbox_files (execd's files and directories API).
 -- Metrics: M.metrics, sbx:get_metrics through GET /metrics (one sample, no disk figures).
--- Everything else (stdin, connect, list, signals)
+-- Everything else (stdin, connect, list, SIGKILL)
 -- raises Skipped "provider <name> (opensandbox) has no equivalent of <primitive>: missing
 -- capability".
 -- Errors: execd's ErrorResponse {code, message} through abx.client.opensandbox_wire.raise_error
@@ -139,7 +143,7 @@ options.class(Commands, "OpenSandboxCommands", "sbx.commands of an OpenSandbox s
     { "kill(id)", "interrupts a command: true, false when there is none" },
     { "connect(pid, opts)", "Skipped: no equivalent" },
     { "list()", "Skipped: no equivalent" },
-    { "signal(pid, signal)", "Skipped: no equivalent" },
+    { "signal(pid, signal)", "SIGTERM: execd's interrupt (as kill); SIGKILL: Skipped, no equivalent" },
     { "send_stdin(pid, data)", "Skipped: no equivalent" },
     { "close_stdin(pid)", "Skipped: no equivalent" },
   })
@@ -308,7 +312,23 @@ function Commands:kill(id)
   wire.raise_error(resp, request)
 end
 
-for _, name in ipairs({ "connect", "list", "signal", "send_stdin", "close_stdin" }) do
+--- Sends a signal to a command: "SIGTERM" is execd's interrupt (Commands:kill: true, false when
+--- there is no such command); "SIGKILL" cannot be sent alone (see the file header).
+--- Raises: InvalidArgument (another signal name), Skipped (SIGKILL), as Commands:kill.
+---@param id string execd's command id
+---@param signal "SIGTERM"|"SIGKILL"
+---@return boolean
+function Commands:signal(id, signal)
+  if signal ~= "SIGTERM" and signal ~= "SIGKILL" then
+    errmap.raise("InvalidArgument", 0, "signal must be \"SIGTERM\" or \"SIGKILL\", got " .. tostring(signal))
+  end
+  if signal == "SIGKILL" then
+    skip(self._sbx, "commands:signal SIGKILL (execd's interrupt sends SIGTERM first)")
+  end
+  return self:kill(id)
+end
+
+for _, name in ipairs({ "connect", "list", "send_stdin", "close_stdin" }) do
   Commands[name] = function(self) skip(self._sbx, "commands:" .. name) end
 end
 

@@ -5,7 +5,8 @@
 --
 --   write    POST /files/upload multipart: a `metadata` part (JSON FileMetadata {path, mode 644,
 --            owner = user when given}, filename "metadata") then the `file` part; execd creates
---            the parents.
+--            the parents. A file handle (`data` or `from`) is read from its position into memory
+--            first (a multipart body cannot be sent from the handle), at most MAX_FROM bytes.
 --   read     GET /files/download?path=        list      GET /directories/list?path=&depth=
 --   get_info GET /files/info?path=            exists    get_info, NotFound -> false
 --   make_dir POST /directories {path: {mode: 755}} (false when it already existed)
@@ -32,6 +33,35 @@ local call = execd._call
 
 local function skip(sbx, primitive)
   wire.skip(sbx.conn.provider_name, primitive)
+end
+
+-- The most a file handle given to files:write may hold: it is read into memory (see the header).
+M.MAX_FROM = 1024 * 1024 * 1024
+
+--- The bytes of the open file handle `f` from its position to its end, for files:write's `from`.
+--- Raises: InvalidArgument (not an open handle, a read error, more than M.MAX_FROM bytes).
+---@param f file*
+---@return string
+function M.read_from(f)
+  if io.type(f) ~= "file" then
+    errmap.raise("InvalidArgument", 0, "files:write: from must be an open file handle, got "
+      .. (io.type(f) or type(f)))
+  end
+  local parts, n = {}, 0
+  while true do
+    local chunk, err = f:read(1024 * 1024)
+    if chunk == nil then
+      if err then errmap.raise("InvalidArgument", 0, "files:write: reading from: " .. tostring(err)) end
+      break
+    end
+    n = n + #chunk
+    if n > M.MAX_FROM then
+      errmap.raise("InvalidArgument", 0, string.format("files:write: from holds more than %d bytes, "
+        .. "the most an OpenSandbox upload takes from a file handle (it is sent from memory)", M.MAX_FROM))
+    end
+    parts[#parts + 1] = chunk
+  end
+  return table.concat(parts)
 end
 
 local ENTRY_TYPE = { file = "file", directory = "dir", symlink = "symlink", other = "unknown" }
@@ -145,8 +175,9 @@ end
 
 --- Writes bytes to `path` (POST /files/upload, parents created by execd). `user` becomes the
 --- file's owner. Returns {path, name, type = "file"}.
---- Raises: Skipped (metadata, gzip, content_encoding, from, a file handle), InvalidArgument (400),
---- Authentication, Sandbox, Transport.
+--- `data` may be an open file handle, or nil with `from` one (read into memory: M.read_from).
+--- Raises: Skipped (metadata, gzip, content_encoding), InvalidArgument (400; data and from
+--- together; a handle over M.MAX_FROM), Authentication, Sandbox, Transport.
 ---@param path string
 ---@param data string
 ---@param opts? table files:write's options
@@ -155,11 +186,16 @@ function Files:write(path, data, opts)
   opts = options.check("files:write", opts)
   local sbx = self._sbx
   check_path("files:write", path)
-  for _, k in ipairs({ "metadata", "gzip", "content_encoding", "from" }) do
+  for _, k in ipairs({ "metadata", "gzip", "content_encoding" }) do
     if opts[k] ~= nil then skip(sbx, "files:write " .. k) end
   end
+  if opts.from ~= nil then
+    if data ~= nil then errmap.raise("InvalidArgument", 0, "files:write takes data or from, not both") end
+    data = M.read_from(opts.from)
+  elseif io.type(data) == "file" then
+    data = M.read_from(data)
+  end
   if type(data) ~= "string" then
-    if io.type(data) == "file" then skip(sbx, "files:write from a file handle") end
     errmap.raise("InvalidArgument", 0, "files:write: data must be a string, got " .. type(data))
   end
   local meta = { path = path, mode = 644, owner = opts.user }

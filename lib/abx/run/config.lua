@@ -13,13 +13,20 @@ local M = {}
 -- docs/protocol/e2b-control-plane.md §8.1): api_key_check (a wrong or missing API key is refused; CubeSandbox takes
 -- any), env_vars (create's envVars reach commands; CubeSandbox ignores them), secure (secure sandboxes: envd
 -- access tokens, signed file URLs, traffic tokens; "access tokens: not compatible" on Alibaba FC
--- and Flash, ignored by CubeSandbox), connect_resume (connect resumes a paused sandbox and
+-- and Flash, ignored by CubeSandbox), access_token (a secure sandbox's data plane refuses a request
+-- without its access token: envd's X-Access-Token, OpenSandbox's execd X-EXECD-ACCESS-TOKEN from
+-- secureAccess), connect_resume (connect resumes a paused sandbox and
 -- extends the TTL; CubeSandbox's does neither), ttl_shorten (set_timeout may shorten the TTL;
 -- OpenKruise only extends), short_ttl (TTLs of a few seconds; OpenKruise's minimum is 30 s),
 -- refresh (POST /sandboxes/{id}/refreshes; not on OpenKruise), metrics_disk (the metrics' disk
 -- fields are real; FC: placeholders), envd (the data plane is E2B's envd: the default user `user`
 -- with home /home/user, output bytes exactly as written, numeric pids, an envd version;
--- OpenSandbox's execd runs as root and sends output line by line, docs/protocol/e2b-v2-and-peers.md §4),
+-- OpenSandbox's execd runs as root and sends output line by line, docs/protocol/e2b-v2-and-peers.md §4;
+-- a test names envd only for envd itself, its version), and what envd does that OpenSandbox's execd
+-- (specs/execd-api.yaml @ 3bb6fad3) does not: default_user (commands and file writes run as `user`
+-- in /home/user unless asked otherwise; execd runs them as its own user, root, in /),
+-- exact_output (output bytes exactly as written; execd's events are lines without their
+-- terminator), process_list (commands:list and numeric pids; execd has command ids and no list),
 -- e2b_api (E2B's control-plane wire itself: route names, 404 for an unknown template, the
 -- sandbox info's CPU and memory, the edge's 502 bodies), api_keys (managed team API keys: E2B's
 -- /api-keys routes under an admin credential, abx.client.apikey; not on Alibaba, OpenKruise,
@@ -28,8 +35,9 @@ local M = {}
 -- cell's value, pkg/jupyter/execute/execute.go).
 M.CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "code_display", "metrics", "templates_build", "pty", "watch", "v2_routes",
-  "api_key_check", "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh",
-  "metrics_disk", "envd", "e2b_api", "api_keys" }
+  "api_key_check", "env_vars", "secure", "access_token", "connect_resume", "ttl_shorten",
+  "short_ttl", "refresh", "metrics_disk", "envd", "default_user", "exact_output", "process_list",
+  "e2b_api", "api_keys" }
 M.CAPABILITY_SET = {}
 for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 
@@ -37,8 +45,9 @@ for _, c in ipairs(M.CAPABILITIES) do M.CAPABILITY_SET[c] = true end
 -- code interpreter included (serve builds in code-interpreter-v1, platform/template/templates.c).
 M.LOCAL_CAPABILITIES = { "pause", "snapshot", "volume", "file_metadata", "network_update",
   "code_interpreter", "code_display", "metrics", "templates_build", "pty", "watch", "v2_routes",
-  "api_key_check", "env_vars", "secure", "connect_resume", "ttl_shorten", "short_ttl", "refresh",
-  "metrics_disk", "envd", "e2b_api", "api_keys" }
+  "api_key_check", "env_vars", "secure", "access_token", "connect_resume", "ttl_shorten",
+  "short_ttl", "refresh", "metrics_disk", "envd", "default_user", "exact_output", "process_list",
+  "e2b_api", "api_keys" }
 
 local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
