@@ -17,13 +17,19 @@ Usage: test_code_interpreter_server.py [LANGUAGE]
                missing kernel when it is not installed.
 
 Runs server.py with /usr/bin/python3 (Debian's jupyter_client, as the template does) on a free
-port; the default contexts' cwd is a temporary directory (ABX_CODE_INTERPRETER_CWD).
+port; the default contexts' cwd is a temporary directory (ABX_CODE_INTERPRETER_CWD). The server
+runs in a PID namespace of its own (`unshare --pid --fork --kill-child`, with a parent-death
+signal on unshare): jupyter_client starts each kernel in a session of its own, so nothing but
+the namespace ends a kernel the server leaves behind (tslab keeps running, and spinning, after
+its parent is gone); stop() checks that no process of the server's tree survives it.
 Each check prints ok/FAIL; exit 1 when any failed, 77 when skipped.
 """
+import ctypes
 import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +44,29 @@ SERVER = os.path.join(HERE, "..", "..", "platform", "code_interpreter", "server.
 PY = "/usr/bin/python3"
 KERNELS = {"r": ("r", "ir"), "javascript": ("javascript", "jslab"),
            "typescript": ("tslab", "javascript")}  # as server.py's KERNELS
+
+
+def die_with_parent():
+    """preexec_fn: SIGKILL when the test dies (prctl PR_SET_PDEATHSIG), so unshare's --kill-child
+    ends the server's PID namespace even then."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
+
+
+def tree(pid):
+    """pid and every process below it (host PIDs, from /proc)."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        out.add(p)
+        todo.extend(c for c, pp in parent.items() if pp == p and c not in out)
+    return out
 
 
 def free_port():
@@ -62,8 +91,9 @@ class Server:
         env = dict(os.environ, ABX_CODE_INTERPRETER_PORT=str(self.port),
                    ABX_CODE_INTERPRETER_CWD=self.cwd, **(env_extra or {}))
         self.log = open(os.path.join(self.dir, "server.log"), "w+")
-        self.proc = subprocess.Popen([PY, SERVER], env=env, stdout=self.log, stderr=self.log,
-                                     cwd=self.dir)
+        self.proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", PY, SERVER],
+                                     env=env, stdout=self.log, stderr=self.log, cwd=self.dir,
+                                     preexec_fn=die_with_parent)
         deadline = time.time() + 180  # the default kernels start first; a busy machine is slow
         while time.time() < deadline and self.proc.poll() is None:
             try:
@@ -101,12 +131,19 @@ class Server:
         return st, [json.loads(line) for line in text.splitlines() if line.strip()]
 
     def stop(self):
+        procs = tree(self.proc.pid)
         self.proc.terminate()
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        deadline = time.time() + 30
+        while time.time() < deadline and any(os.path.exists("/proc/%d" % p) for p in procs):
+            time.sleep(0.2)
+        left = [p for p in procs if os.path.exists("/proc/%d" % p)]
+        check(not left, "no process of the server (%d, kernels included) outlives it: %s"
+              % (len(procs), left))
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
