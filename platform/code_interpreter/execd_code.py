@@ -312,18 +312,23 @@ def run_code(h, contexts, http_error):
             raise ExecdError(500, "RUNTIME_ERROR", "error running codes context not found")
         stream = Stream(h)
         try:
-            execute(ctx, code, stream)
+            last = execute(ctx, code, stream)
         except Exception as e:  # the kernel died or was removed: an error event ends the stream
-            stream.event("error", error={"ename": "RuntimeError", "evalue": str(e), "traceback": []})
-            stream.end()
+            last = ("error", {"error": {"ename": "RuntimeError", "evalue": str(e), "traceback": []}})
     finally:
         ctx.lock.release()
+    # The last event goes out once the context is free: a client that runs its next code as soon
+    # as it has read it must not find the context busy (it did, under load, while the kernel went
+    # from the error to idle).
+    stream.event(last[0], **last[1])
+    stream.end()
 
 
 def execute(ctx, code, stream):
     """Runs `code` in ctx's kernel (its lock held), turning its messages into events. init is
     sent once the kernel runs the code (execute_input): an interrupt after init then stops it (a
-    kernel still idle ignores SIGINT)."""
+    kernel still idle ignores SIGINT). Returns the last event, (kind, fields), unsent: error or
+    execution_complete; nothing follows an error (the handler returns on OnExecuteError)."""
     started = time.monotonic()
     # stop_on_error=False as server.py's executions: the kernel must not abort the next request
     msg_id = ctx.kc.execute(code, allow_stdin=False, stop_on_error=False)
@@ -338,6 +343,8 @@ def execute(ctx, code, stream):
 
     def on_msg(msg):
         kind, c = msg["msg_type"], msg["content"]
+        if failed:
+            return
         if kind != "status":
             init()
         if kind == "stream" and c.get("text"):
@@ -347,19 +354,16 @@ def execute(ctx, code, stream):
                 stream.event("execution_count", execution_count=c["execution_count"])
             if c.get("data"):
                 stream.event("result", results=results_of(c["data"]))
-        elif kind == "error" and not failed:
-            failed.append(True)
+        elif kind == "error":
             stream.event("status", text="error")
-            stream.event("error", error={"ename": c.get("ename", ""), "evalue": c.get("evalue", ""),
-                                         "traceback": list(c.get("traceback", []))})
-            stream.end()  # the error is the last event (the handler returns on OnExecuteError)
+            failed.append({"error": {"ename": c.get("ename", ""), "evalue": c.get("evalue", ""),
+                                     "traceback": list(c.get("traceback", []))}})
 
     ctx.wait_idle(msg_id, float("inf"), on_msg, stream.tick)
     init()
-    if not failed:
-        ms = int((time.monotonic() - started) * 1000)
-        stream.event("execution_complete", execution_time=max(ms, 1))
-    stream.end()
+    if failed:
+        return "error", failed[0]
+    return "execution_complete", {"execution_time": max(int((time.monotonic() - started) * 1000), 1)}
 
 
 def handle(h, method, contexts, http_error):

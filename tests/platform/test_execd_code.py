@@ -179,6 +179,14 @@ def t_run(x, cid):
     e = err.get("error") or {}
     check(e.get("ename") == "ZeroDivisionError" and e.get("evalue") == "division by zero"
           and isinstance(e.get("traceback"), list) and e["traceback"], "error {ename, evalue, traceback[]} (%r)" % (e,))
+    # the context is free once the last event is out: code run right after an error or a result
+    # never finds it busy (it did under load: the answer ended before the kernel went idle)
+    answers = []
+    for code in ("1 / 0", "1") * 10:
+        st, _, evs = x.run(code, cid=cid)
+        answers.append(types(evs)[-1] if st == 200 else "%d %r" % (st, evs))
+    check(answers == ["error", "execution_complete"] * 10,
+          "20 executions back to back, each right after the last event (%r)" % (answers,))
     st, _, a = x.run("only_default = 3")
     st, _, b = x.run("only_default")
     ia = [v["text"] for v in a if v["type"] == "init"]
