@@ -183,7 +183,11 @@ static void known_templates(char *out, size_t n)
   abx_tstore_unlock();
 }
 
-/* Validate `req` into the out-parameters; 0, or -1 with (status 400) *code and msg. */
+static int validate_rest(json_t *req, int from_snapshot, long long *timeout, int *millis,
+                         int *mem_mb, const char **code, char *msg, size_t n);
+
+/* Validate `req` into the out-parameters; 0, or -1 with (status 400) *code and msg. An absent
+ * entrypoint of a create from snapshotId is filled in (the default restore entrypoint). */
 static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, const char **code,
                     char *msg, size_t n)
 {
@@ -202,8 +206,6 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
           k);
   }
   *code = OPENSANDBOX_E_NOT_SUPPORTED;
-  if (present(req, "snapshotId"))
-    BAD("field 'snapshotId': the local opensandbox flavor has no snapshots; create from image");
   static const char *const refused[] = {"networkPolicy", "credentialProxy", "volumes"};
   for (size_t i = 0; i < 3; i++)
     if (present(req, refused[i]))
@@ -214,8 +216,10 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
         "known here)");
   *code = OPENSANDBOX_E_INVALID;
   json_t *img = json_object_get(req, "image"), *uri = json_object_get(img, "uri");
-  if (!img || json_is_null(img))
+  if (present(req, "snapshotId") == present(req, "image")) /* schema.py: exactly one */
     BAD("Exactly one of image or snapshotId must be provided.");
+  if (present(req, "snapshotId"))
+    return validate_rest(req, 1, timeout, millis, mem_mb, code, msg, n);
   json_object_foreach(img, k, v) if (strcmp(k, "uri") != 0)
   {
     *code = strcmp(k, "auth") == 0 ? OPENSANDBOX_E_NOT_SUPPORTED : OPENSANDBOX_E_INVALID;
@@ -226,7 +230,24 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
   }
   if (!json_is_object(img) || !json_is_string(uri) || !*json_string_value(uri))
     BAD("field 'image' must be {uri: string} with a non-empty uri (a local template name)");
+  return validate_rest(req, 0, timeout, millis, mem_mb, code, msg, n);
+}
+
+/* The fields after the startup source: entrypoint (optional when `from_snapshot`: then
+ * snapshot_restore.py's default), resourceLimits, env, metadata, timeout, secureAccess,
+ * platform. */
+static int validate_rest(json_t *req, int from_snapshot, long long *timeout, int *millis,
+                         int *mem_mb, const char **code, char *msg, size_t n)
+{
+  json_t *v;
+  json_t *sid = json_object_get(req, "snapshotId");
+  if (from_snapshot && (!json_is_string(sid) || !json_string_length(sid)))
+    BAD("field 'snapshotId' must be a non-empty string");
   json_t *ep = json_object_get(req, "entrypoint");
+  if ((!ep || json_is_null(ep)) && from_snapshot) {
+    ep = json_pack("[s,s,s]", "tail", "-f", "/dev/null"); /* DEFAULT_SNAPSHOT_RESTORE_ENTRYPOINT */
+    json_object_set_new(req, "entrypoint", ep);
+  }
   if (!ep || json_is_null(ep))
     BAD("Entrypoint is required when image is provided.");
   if (!json_is_array(ep))
@@ -281,7 +302,18 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
     return opensandbox_error(c, 400, code, msg);
   }
   const char *uri = json_string_value(json_object_get(json_object_get(req, "image"), "uri"));
-  struct abx_template *t = abx_template_get(uri, 1);
+  const char *snap = json_string_value(json_object_get(req, "snapshotId"));
+  if (snap && !opensandbox_snapshot_exists(snap)) { /* snapshot_restore.py */
+    snprintf(msg, sizeof msg, "Snapshot %.64s not found", snap);
+    json_decref(req);
+    return opensandbox_error(c, 404, OPENSANDBOX_E_SNAP_NOT_FOUND, msg);
+  }
+  struct abx_template *t = abx_template_get(snap ? snap : uri, 1);
+  if (!t && snap) {
+    json_decref(req);
+    return opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL,
+                             "the snapshot's template is gone from the store");
+  }
   if (!t) {
     char known[300];
     known_templates(known, sizeof known);
@@ -321,7 +353,8 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
   r->state = OPENSANDBOX_PENDING;
   r->created_ns = r->transition_ns = abx_now_ns();
   r->expires_ns = timeout > 0 ? r->created_ns + timeout * 1000000000LL : OPENSANDBOX_NEVER;
-  snprintf(r->image, sizeof r->image, "%s", uri);
+  snprintf(r->image, sizeof r->image, "%s", uri ? uri : "");
+  snprintf(r->snapshot_id, sizeof r->snapshot_id, "%s", snap ? snap : "");
   r->entrypoint = json_deep_copy(json_object_get(req, "entrypoint"));
   r->metadata = json_deep_copy(sb->metadata);
   json_t *pf = json_object_get(req, "platform");

@@ -27,7 +27,11 @@
 --   sbx:port_url, sbx:http   GET /sandboxes/{id}/endpoints/{port} (the endpoint with the API URL's
 --                    scheme when it has none, and its headers).
 --   sbx:get_metrics  execd's GET /metrics (abx.client.opensandbox_execd metrics).
---   Anything else (snapshots, volumes, network update, refresh, pty, watch, code
+--   sbx:refresh      renew-expiration to now + s only when that is later (GET, then renew: E2B's
+--                    refresh never shortens).
+--   snapshots        abx.client.opensandbox_snapshot (a template that is a snapshot id is sent as
+--                    snapshotId; 404 SNAPSHOT::NOT_FOUND is NotFound as a missing template is).
+--   Anything else (volumes, network update, pty, watch, code
 --   interpreter, the agent server, host names) raises Skipped "provider <name> (opensandbox) has
 --   no equivalent of <primitive>: missing capability".
 -- api_url: the lifecycle API's base including /v1 (the spec's server URL, config/abxlua.yaml).
@@ -44,6 +48,7 @@ local sandbox = require("abx.client.sandbox") -- its Connection:_call (retries, 
 local wire = require("abx.client.opensandbox_wire")
 local execd = require("abx.client.opensandbox_execd")
 local object = require("abx.client.opensandbox_object")
+local snapshots = require("abx.client.opensandbox_snapshot")
 
 local M = {}
 
@@ -263,6 +268,9 @@ function Connection:create(opts)
   end
   local body = wire.create_body({ template = opts.template or "base", timeout = timeout,
     envs = opts.envs, metadata = md, secure = opts.secure == true })
+  if snapshots.is_snapshot_id(body.image.uri) then -- a snapshot id: restore it (snapshotId)
+    body.snapshotId, body.image = body.image.uri, nil
+  end
   if self.hooks.before_create then self.hooks.before_create(opts) end
   local created_id
   local ok, sbx = pcall(function()
@@ -272,7 +280,7 @@ function Connection:create(opts)
       -- an image that cannot be pulled is a template the provider does not have (E2B's 404)
       local obj = errmap.decode_object(resp.body)
       local code = obj and type(obj.code) == "string" and obj.code or ""
-      if code:match("IMAGE_PULL_FAILED$") then
+      if code:match("IMAGE_PULL_FAILED$") or code == "SNAPSHOT::NOT_FOUND" then
         errmap.raise("NotFound", resp.status, type(obj.message) == "string" and obj.message
           or code, { request = request, code = code })
       end
@@ -365,6 +373,20 @@ end
 local function renew_if_later(conn, id, d, seconds, what)
   local cur = type(d.expiresAt) == "string" and semantics.parse_rfc3339(d.expiresAt) or nil
   if cur and cur < core.time() + math.ceil(seconds) then conn:_renew(id, seconds, what) end
+end
+
+--- E2B's refresh on renew-expiration: GET the sandbox, then renew to now + `seconds` only when
+--- that is later (never shortens, as E2B's POST /sandboxes/{id}/refreshes).
+--- Raises: SandboxNotFound (404), InvalidArgument, Conflict, Authentication, Protocol.
+---@param id string
+---@param seconds number
+function Connection:_refresh(id, seconds)
+  if type(seconds) ~= "number" or seconds <= 0 then
+    errmap.raise("InvalidArgument", 0, "sbx:refresh: duration must be a positive number of seconds, "
+      .. "got " .. tostring(seconds))
+  end
+  local d = self:_get(id)
+  renew_if_later(self, id, d, seconds, "sbx:refresh")
 end
 
 --- Resumes a paused sandbox: POST /sandboxes/{id}/resume (202), polled until Running, then the
@@ -482,9 +504,11 @@ function Connection:kill(id)
   return resp.status ~= 404
 end
 
-function Connection:list_snapshots() self:_skip("conn:list_snapshots") end
-function Connection:list_snapshots_page() self:_skip("conn:list_snapshots_page") end
-function Connection:delete_snapshot() self:_skip("conn:delete_snapshot") end
+--- Snapshots (abx.client.opensandbox_snapshot): GET /snapshots, DELETE /snapshots/{id}.
+--- Raises: as opensandbox_snapshot's list, list_page and delete.
+function Connection:list_snapshots(opts) return snapshots.list(self, opts) end
+function Connection:list_snapshots_page(opts) return snapshots.list_page(self, opts) end
+function Connection:delete_snapshot(id) return snapshots.delete(self, id) end
 function Connection:create_volume() self:_skip("conn:create_volume") end
 function Connection:list_volumes() self:_skip("conn:list_volumes") end
 function Connection:get_volume() self:_skip("conn:get_volume") end

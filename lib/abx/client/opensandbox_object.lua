@@ -46,10 +46,10 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "http(port, opts)", "one HTTP request to a port through its endpoint (options: sbx:http)" },
     { "pause(opts)", "pauses it" },
     { "connect(opts)", "connects again, resuming when paused" },
-    { "refresh(duration)", "Skipped: no equivalent" },
+    { "refresh(duration)", "expiry = now + duration when later (GET, renew-expiration)" },
     { "get_metrics(opts)", "execd's GET /metrics: one sample of now, no disk figures" },
     { "update_network(opts)", "Skipped: no equivalent" },
-    { "create_snapshot(opts)", "Skipped: no equivalent" },
+    { "create_snapshot(opts)", "SnapshotInfo (abx.client.opensandbox_snapshot)" },
     { "run_code(src, opts)", "Skipped: no equivalent" },
     { "create_code_context(opts)", "Skipped: no equivalent" },
     { "list_code_contexts(opts)", "Skipped: no equivalent" },
@@ -217,6 +217,21 @@ for _, name in ipairs({ "refresh", "update_network", "create_snapshot", "run_cod
   "create_code_context", "list_code_contexts", "restart_code_context", "remove_code_context",
   "server", "envd_request" }) do
   Sandbox[name] = function(self) wire.skip(self.conn.provider_name, "sbx:" .. name) end
+end
+
+--- Extends the expiry to now + `duration` seconds, never shortening it (Connection:_refresh).
+--- Raises: SandboxNotFound, InvalidArgument, Authentication, Protocol.
+---@param duration? number seconds (default 300, E2B's)
+function Sandbox:refresh(duration)
+  self.conn:_refresh(self.id, duration or 300)
+end
+
+--- Snapshots this sandbox (abx.client.opensandbox_snapshot create): a SnapshotInfo.
+--- Raises: SandboxNotFound, Conflict, InvalidArgument, Sandbox, Timeout, Protocol.
+---@param opts? {name?: string}
+---@return {snapshot_id: string, names: string[]}
+function Sandbox:create_snapshot(opts)
+  return require("abx.client.opensandbox_snapshot").create(self, opts)
 end
 
 return M
