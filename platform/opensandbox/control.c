@@ -13,6 +13,7 @@
 
 #include "e2b.h"
 #include "util/util.h"
+#include "net/net.h"
 #include "sandbox/sandbox.h"
 #include "opensandbox_int.h"
 
@@ -64,6 +65,7 @@ void opensandbox_drop(struct opensandbox_rec *r)
   json_decref(r->entrypoint);
   json_decref(r->metadata);
   json_decref(r->platform);
+  json_decref(r->egress);
   free(r);
 }
 
@@ -165,6 +167,14 @@ json_t *opensandbox_sandbox_json(const struct opensandbox_rec *r, int created)
     json_object_set_new(o, "image", json_pack("{s:s}", "uri", r->image));
   if (o && r->platform)
     json_object_set_new(o, "platform", json_deep_copy(r->platform));
+  if (o && !created && r->state == OPENSANDBOX_LIVE) { /* the local platform's extension */
+    json_t *net = json_object();
+    abx_network_json(r->id, net, 1);
+    json_t *ab = json_object_get(net, "abxNetwork");
+    if (ab)
+      json_object_set(o, "abxNetwork", ab);
+    json_decref(net);
+  }
   return o;
 }
 
@@ -514,6 +524,10 @@ enum MHD_Result abx_opensandbox_control(struct MHD_Connection *c, const char *me
 {
   if (strcmp(method, "HEAD") == 0)
     method = "GET";
+  char eid[32];
+  const char *erest;
+  if (opensandbox_egress_target(c, path, eid, sizeof eid, &erest)) /* the sidecar, no API key */
+    return opensandbox_egress(c, method, eid, erest, body, len);
   if (strcmp(path, "/health") == 0 && strcmp(method, "GET") == 0) /* main.py, no key */
     return opensandbox_send(c, 200, json_pack("{s:s}", "status", "healthy"), NULL);
   const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OPEN-SANDBOX-API-KEY");

@@ -206,8 +206,8 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
           k);
   }
   *code = OPENSANDBOX_E_NOT_SUPPORTED;
-  static const char *const refused[] = {"networkPolicy", "credentialProxy", "volumes"};
-  for (size_t i = 0; i < 3; i++)
+  static const char *const refused[] = {"credentialProxy", "volumes"};
+  for (size_t i = 0; i < 2; i++)
     if (present(req, refused[i]))
       BAD("field '%s' cannot be honoured by the local opensandbox flavor", refused[i]);
   json_t *ext = json_object_get(req, "extensions");
@@ -284,6 +284,37 @@ static int validate_rest(json_t *req, int from_snapshot, long long *timeout, int
   return pf && !json_is_null(pf) ? platform_ok(pf, msg, n) : 0;
 }
 
+/* The template of the startup source: snapshot `snap` (404 SNAPSHOT::NOT_FOUND when it is not
+ * one of this serve's) or image `uri` (500 DOCKER::SANDBOX_IMAGE_PULL_FAILED when no local
+ * template has that name); NULL with the refusal queued in *refused. */
+static struct abx_template *source_template(struct MHD_Connection *c, const char *uri,
+                                            const char *snap, enum MHD_Result *refused)
+{
+  char msg[600];
+  if (snap && !opensandbox_snapshot_exists(snap)) { /* snapshot_restore.py */
+    snprintf(msg, sizeof msg, "Snapshot %.64s not found", snap);
+    *refused = opensandbox_error(c, 404, OPENSANDBOX_E_SNAP_NOT_FOUND, msg);
+    return NULL;
+  }
+  struct abx_template *t = abx_template_get(snap ? snap : uri, 1);
+  if (!t && snap)
+    *refused = opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL,
+                                 "the snapshot's template is gone from the store");
+  if (t || snap)
+    return t;
+  char known[300];
+  known_templates(known, sizeof known);
+  /* the real Docker runtime's answer to an image it cannot pull: 500
+   * DOCKER::SANDBOX_IMAGE_PULL_FAILED "Failed to pull image X: ..." (server/opensandbox_server/
+   * services/docker/container_ops.py); here every image is a local template */
+  snprintf(msg, sizeof msg,
+           "Failed to pull image %.100s: not a local template (field "
+           "'image.uri'; known: %s)",
+           uri, known);
+  *refused = opensandbox_error(c, 500, OPENSANDBOX_E_IMAGE_PULL, msg);
+  return NULL;
+}
+
 enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, size_t len)
 {
   json_error_t je;
@@ -303,37 +334,30 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
   }
   const char *uri = json_string_value(json_object_get(json_object_get(req, "image"), "uri"));
   const char *snap = json_string_value(json_object_get(req, "snapshotId"));
-  if (snap && !opensandbox_snapshot_exists(snap)) { /* snapshot_restore.py */
-    snprintf(msg, sizeof msg, "Snapshot %.64s not found", snap);
-    json_decref(req);
-    return opensandbox_error(c, 404, OPENSANDBOX_E_SNAP_NOT_FOUND, msg);
-  }
-  struct abx_template *t = abx_template_get(snap ? snap : uri, 1);
-  if (!t && snap) {
-    json_decref(req);
-    return opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL,
-                             "the snapshot's template is gone from the store");
-  }
+  enum MHD_Result refused;
+  struct abx_template *t = source_template(c, uri, snap, &refused);
   if (!t) {
-    char known[300];
-    known_templates(known, sizeof known);
-    /* the real Docker runtime's answer to an image it cannot pull: 500
-     * DOCKER::SANDBOX_IMAGE_PULL_FAILED "Failed to pull image X: ..." (server/opensandbox_server/
-     * services/docker/container_ops.py); here every image is a local template */
-    snprintf(msg, sizeof msg,
-             "Failed to pull image %.100s: not a local template (field "
-             "'image.uri'; known: %s)",
-             uri, known);
     json_decref(req);
-    return opensandbox_error(c, 500, OPENSANDBOX_E_IMAGE_PULL, msg);
+    return refused;
   }
+  /* networkPolicy: the egress sidecar's starting policy (egress.c); none: allow-all */
+  json_t *pol = NULL, *np = json_object_get(req, "networkPolicy");
+  if (np && !json_is_null(np)
+          ? opensandbox_policy_parse(np, &pol, msg, sizeof msg) != 0
+          : !(pol = json_pack("{s:s,s:[]}", "defaultAction", "allow", "egress"))) {
+    abx_template_put(t, 1);
+    json_decref(req);
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID, msg);
+  }
+  json_t *net = opensandbox_policy_network(pol);
   int cpu = millis ? (millis + 999) / 1000 : 0; /* 0: the template's (sandbox.h) */
   if (!cpu != !mem_mb) { /* sandbox.c takes both or neither from the template */
     cpu = cpu ? cpu : t->cpu_count;
     mem_mb = mem_mb ? mem_mb : t->memory_mb;
   }
-  /* the platform's default network (spec.network NULL): open egress, no token (network.h) */
+  /* the policy's outbound rules; public traffic, no token (network.h) */
   struct abx_sandbox_spec spec = {.tmpl = t,
+                                  .network = net,
                                   .metadata = json_object_get(req, "metadata"),
                                   .secure = json_is_true(json_object_get(req, "secureAccess")),
                                   .cpu_count = cpu,
@@ -343,7 +367,9 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
   int st = 500;
   struct abx_sandbox *sb = r ? abx_sandbox_new(&spec, &st, msg, sizeof msg) : NULL;
   abx_template_put(t, 1); /* the sandbox holds its own */
+  json_decref(net);
   if (!sb) {
+    json_decref(pol);
     const char *why = r ? "cannot prepare the sandbox (randomness or network)" : "out of memory";
     free(r);
     json_decref(req);
@@ -360,6 +386,7 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
   json_t *pf = json_object_get(req, "platform");
   r->platform = json_is_object(pf) ? json_deep_copy(pf) : NULL;
   r->secure = sb->secure;
+  r->egress = pol;
   memcpy(r->token, sb->token, sizeof r->token);
   json_t *env = json_object_get(req, "env");
   json_t *env_obj = json_is_object(env) ? json_deep_copy(env) : json_object();

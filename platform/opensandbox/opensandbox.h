@@ -30,6 +30,9 @@
  *          writes them (Go http.Error, text/plain "OpenSandbox Ingress: <msg>"): 400 malformed
  *          route, 404 "sandbox not found: <id>", 503 "sandbox not ready: <id>" for a paused one,
  *          and 502 with an empty body for a port nothing listens on (httputil.ReverseProxy).
+ * Egress:  port 18080 of every sandbox (through the ingress, no API key) is OpenSandbox's egress
+ *          sidecar policy API, GET|POST|PUT|PATCH|DELETE /policy (egress.c), on the platform's
+ *          outbound rules; create's networkPolicy is its starting policy (none: allow-all).
  * Execd:   each sandbox's envd also serves OpenSandbox's execd API (flavor.h `execd`;
  *          platform/envd/execd.c), reached through the ingress on port 44772.
  */

@@ -4,6 +4,7 @@
  *
  * Files:   control.c (dispatch, auth, answers, get, list, delete, pause, resume, renew,
  *          endpoints, the tick), create.c (create's validation), snapshot.c (snapshots),
+ *          egress.c (the egress sidecar's policy API),
  *          worker.c (the worker
  *          threads: start, pause, resume, kill), front.c (the front: ingress routing, its
  *          refusals).
@@ -87,6 +88,7 @@ struct opensandbox_rec {
   json_t *platform;       /* {os, arch} or NULL, owned */
   int secure;             /* secureAccess: envd (and execd) take the sandbox's access token */
   char token[48];         /* that token, "" unless secure */
+  json_t *egress;         /* the egress sidecar's NetworkPolicy (egress.c), owned */
   char reason[48];        /* status.reason, status.message */
   char message[1100];
   struct opensandbox_rec *next;
@@ -158,6 +160,30 @@ enum MHD_Result opensandbox_snapshot_create(struct MHD_Connection *c, const char
                                             const char *body, size_t len);
 enum MHD_Result opensandbox_snapshot_route(struct MHD_Connection *c, const char *method,
                                            const char *rest);
+
+/* The egress sidecar's port (OpenSandbox components/egress: the policy API on :18080). */
+#define OPENSANDBOX_EGRESS_PORT 18080
+
+/* A NetworkPolicy (`in`, borrowed; NULL, null or {}: deny-all, as the sidecar's ParsePolicy)
+ * normalized into *out (new: {defaultAction, egress [{action, target}]}); 0, or -1 with a 400
+ * message (egress.c). */
+int opensandbox_policy_parse(json_t *in, json_t **out, char *msg, size_t n);
+
+/* The E2B-shaped network fields of a normalized policy, as net/network.h abx_network_create
+ * reads them: {allowInternetAccess: defaultAction == allow, network {allowOut: the allow
+ * targets, denyOut: the IP/CIDR deny targets}} (new). */
+json_t *opensandbox_policy_network(const json_t *pol);
+
+/* Answer one request to the egress sidecar of sandbox `id`: `rest` is the path inside it
+ * ("/policy"), `body` the whole body (egress.c). */
+enum MHD_Result opensandbox_egress(struct MHD_Connection *c, const char *method, const char *id,
+                                   const char *rest, const char *body, size_t len);
+
+/* Whether a request reached the front's control plane for the egress sidecar's port (front.c:
+ * the ingress header naming <id>-18080, or the path /sandboxes/<id>/port/18080[/rest]): 1 with
+ * id (idn bytes) and *rest (the path inside: "/rest", or "" ), else 0. */
+int opensandbox_egress_target(struct MHD_Connection *c, const char *path, char *id, size_t idn,
+                              const char **rest);
 
 /* 1 when `id` is a snapshot of this serve (create.c's snapshotId). */
 int opensandbox_snapshot_exists(const char *id);

@@ -31,7 +31,9 @@
 --                    refresh never shortens).
 --   snapshots        abx.client.opensandbox_snapshot (a template that is a snapshot id is sent as
 --                    snapshotId; 404 SNAPSHOT::NOT_FOUND is NotFound as a missing template is).
---   Anything else (volumes, network update, pty, watch, code
+--   network          abx.client.opensandbox_egress (create's networkPolicy; update_network and
+--                    get_info's rules through the egress sidecar's /policy on port 18080).
+--   Anything else (volumes, pty, watch, code
 --   interpreter, the agent server, host names) raises Skipped "provider <name> (opensandbox) has
 --   no equivalent of <primitive>: missing capability".
 -- api_url: the lifecycle API's base including /v1 (the spec's server URL, config/abxlua.yaml).
@@ -49,6 +51,7 @@ local wire = require("abx.client.opensandbox_wire")
 local execd = require("abx.client.opensandbox_execd")
 local object = require("abx.client.opensandbox_object")
 local snapshots = require("abx.client.opensandbox_snapshot")
+local egress = require("abx.client.opensandbox_egress")
 
 local M = {}
 
@@ -240,7 +243,8 @@ local function copy(t)
 end
 
 -- conn:create options OpenSandbox has an equivalent of (the rest raise Skipped when given)
-local CREATE_MAPPED = { template = true, timeout = true, metadata = true, envs = true, secure = true }
+local CREATE_MAPPED = { template = true, timeout = true, metadata = true, envs = true, secure = true,
+  network = true, allow_internet_access = true }
 
 --- Creates a sandbox: POST /sandboxes (202, Pending), polled until Running, then execd answers
 --- /ping (see the file header). Options are conn:create's (abx.client.sandbox); `template` is the
@@ -268,6 +272,13 @@ function Connection:create(opts)
   end
   local body = wire.create_body({ template = opts.template or "base", timeout = timeout,
     envs = opts.envs, metadata = md, secure = opts.secure == true })
+  if opts.network ~= nil or opts.allow_internet_access ~= nil then -- the egress sidecar's policy
+    local n = opts.network or {}
+    for k in pairs(n) do
+      if k ~= "allow_out" and k ~= "deny_out" then self:_skip("conn:create option network." .. k) end
+    end
+    body.networkPolicy = egress.policy(n.allow_out, n.deny_out, opts.allow_internet_access)
+  end
   if snapshots.is_snapshot_id(body.image.uri) then -- a snapshot id: restore it (snapshotId)
     body.snapshotId, body.image = body.image.uri, nil
   end

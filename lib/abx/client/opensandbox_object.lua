@@ -16,6 +16,7 @@ local options = require("abx.client.options")
 local wire = require("abx.client.opensandbox_wire")
 local execd = require("abx.client.opensandbox_execd")
 local files = require("abx.client.opensandbox_files")
+local egress = require("abx.client.opensandbox_egress")
 
 local M = {}
 
@@ -48,7 +49,7 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "connect(opts)", "connects again, resuming when paused" },
     { "refresh(duration)", "expiry = now + duration when later (GET, renew-expiration)" },
     { "get_metrics(opts)", "execd's GET /metrics: one sample of now, no disk figures" },
-    { "update_network(opts)", "Skipped: no equivalent" },
+    { "update_network(opts)", "replaces the rules: the egress sidecar's POST /policy" },
     { "create_snapshot(opts)", "SnapshotInfo (abx.client.opensandbox_snapshot)" },
     { "run_code(src, opts)", "Skipped: no equivalent" },
     { "create_code_context(opts)", "Skipped: no equivalent" },
@@ -108,9 +109,16 @@ function Sandbox:set_timeout(seconds)
   self.conn:_renew(self.id, seconds, "sbx:set_timeout")
 end
 
---- SandboxInfo of this sandbox. Raises: as Connection:get_info.
+--- SandboxInfo of this sandbox, with network and allow_internet_access from its egress
+--- sidecar's policy when that answers (abx.client.opensandbox_egress read).
+--- Raises: as Connection:get_info.
 ---@return table
-function Sandbox:get_info() return self.conn:get_info(self.id) end
+function Sandbox:get_info()
+  local info = self.conn:get_info(self.id)
+  local net, internet = egress.read(self) -- the egress sidecar's policy, when it answers
+  if net then info.network, info.allow_internet_access = net, internet end
+  return info
+end
 
 --- Whether it runs: its state is Running and execd answers GET /ping. A 404 (it is gone) is
 --- false. Raises: Authentication, Sandbox, Transport, Timeout.
@@ -217,6 +225,13 @@ for _, name in ipairs({ "refresh", "update_network", "create_snapshot", "run_cod
   "create_code_context", "list_code_contexts", "restart_code_context", "remove_code_context",
   "server", "envd_request" }) do
   Sandbox[name] = function(self) wire.skip(self.conn.provider_name, "sbx:" .. name) end
+end
+
+--- Replaces the outbound rules (abx.client.opensandbox_egress update).
+--- Raises: InvalidArgument, SandboxNotFound, Authentication, Protocol, Transport.
+---@param opts? {allow_out?: string[], deny_out?: string[], allow_internet_access?: boolean}
+function Sandbox:update_network(opts)
+  egress.update(self, opts)
 end
 
 --- Extends the expiry to now + `duration` seconds, never shortening it (Connection:_refresh).
