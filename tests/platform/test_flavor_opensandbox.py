@@ -8,7 +8,9 @@ E2B's routes 404, bad bodies 400 naming the field, create 202 Pending -> Running
 and resourceLimits honoured, the data plane through the ingress (URI mode and the
 OpenSandbox-Ingress-To header, envd's own port; unknown port, sandbox and route), endpoints with
 and without secureAccess, list filters and pagination, renew-expiration, pause/resume states,
-delete, snapshots (create, get, list, delete, restore from snapshotId and their refusals), and the
+delete, snapshots (create, get, list, delete, restore from snapshotId and their refusals), the egress
+sidecar's policy API on port 18080 (GET/POST/PATCH/DELETE /policy, their effect on traffic, their
+refusals) and create's networkPolicy, and the
 expiry of a running and of a paused sandbox. Sources: opensandbox-group/OpenSandbox specs/
 sandbox-lifecycle.yml and the OpenSandbox server and ingress named in platform/opensandbox/opensandbox.h.
 Exit 1 when a check failed, 77 when skipped.
@@ -174,9 +176,12 @@ def t_bad_bodies(o):
     st, _, j = o.req("POST", "/v1/sandboxes", dict({k: v for k, v in GOOD.items() if k != "image"}, snapshotId="snap_1"))
     check(st == 404 and j == {"code": "SNAPSHOT::NOT_FOUND", "message": "Snapshot snap_1 not found"},
           "create from an unknown snapshotId -> 404 SNAPSHOT::NOT_FOUND (%d %r)" % (st, j))
-    for f in ("networkPolicy", "volumes", "credentialProxy"):
-        bad({f: {"defaultAction": "deny"} if f == "networkPolicy" else ([{"name": "v"}] if f == "volumes" else {"enabled": True})},
-            [], "SANDBOX::API_NOT_SUPPORTED", f, f)
+    for f in ("volumes", "credentialProxy"):
+        bad({f: [{"name": "v"}] if f == "volumes" else {"enabled": True}}, [], "SANDBOX::API_NOT_SUPPORTED", f, f)
+    bad({"networkPolicy": {"defaultAction": "maybe"}}, [], inv, "defaultAction", "networkPolicy.defaultAction")
+    bad({"networkPolicy": {"egress": [{"action": "allow"}]}}, [], inv, "target cannot be empty", "rule without target")
+    bad({"networkPolicy": {"egress": [{"action": "allow", "target": "x.org", "port": 1}]}}, [], inv,
+        "unknown rule field port", "rule field")
     bad({"extensions": {"poolRef": "p"}}, [], "SANDBOX::API_NOT_SUPPORTED", "extensions", "extensions")
     st, _, j = o.req("POST", "/v1/sandboxes", "{not json")
     check(st == 400 and j.get("code") == inv, "body not JSON -> 400 (%d %r)" % (st, j))
@@ -391,6 +396,89 @@ def t_snapshots(o, sid, paused):
     check(st == 405, "PUT /v1/snapshots/{id} -> 405 (%d)" % st)
 
 
+PROBE = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(3)\n"
+         "try:\n    s.connect((sys.argv[1], 9)); s.send(b'x'); s.recv(1); print('answered')\n"
+         "except ConnectionRefusedError:\n    print('reached')\nexcept Exception as e:\n"
+         "    print('blocked', type(e).__name__)\n")
+
+
+def egress(o, sid, method="GET", body=None, header=False, rest="/policy"):
+    """A request to the egress sidecar (port 18080) through the ingress: URI mode or the header."""
+    if header:
+        return o.s.request(method, rest, body=None if body is None else json.dumps(body).encode(), key=False,
+                           headers={"OpenSandbox-Ingress-To": "%s-18080" % sid, "Content-Type": "application/json"})
+    return o.s.request(method, "/sandboxes/%s/port/18080%s" % (sid, rest),
+                       body=None if body is None else json.dumps(body).encode(), key=False,
+                       headers={"Content-Type": "application/json"})
+
+
+def t_egress(o, sid, paused):
+    """The egress sidecar's policy API (platform/opensandbox/egress.c) on running sandbox `sid`."""
+    s = o.s
+    st, _, g = o.req("GET", "/v1/sandboxes/" + sid)
+    host = (g.get("abxNetwork") or {}).get("hostAddress")
+    check(st == 200 and host, "GET has the abxNetwork extension with the link's host side (%r)" % (g,))
+    run_in(s, sid, "cat > /tmp/probe.py <<'EOF'\n%sEOF" % PROBE)
+    probe = lambda: run_in(s, sid, "python3 /tmp/probe.py %s" % host)[2].strip()  # noqa: E731
+    st, hd, body = egress(o, sid)
+    j = json.loads(body or b"{}")
+    check(st == 200 and j == {"status": "ok", "mode": "allow_all", "enforcementMode": "dns+nft",
+                              "policy": {"defaultAction": "allow", "egress": []}},
+          "GET /policy of a sandbox made without networkPolicy: allow-all (%d %r)" % (st, body))
+    check(probe() == "reached", "allow-all: the link's host side is reached")
+    st, _, body = egress(o, sid, "POST", {"defaultAction": "ALLOW", "egress": [{"action": "deny", "target": host}]})
+    check(st == 200 and json.loads(body) == {"status": "ok", "mode": "allow_with_rules", "enforcementMode": "dns+nft"},
+          "POST /policy replaces the policy (%d %r)" % (st, body))
+    got = probe()
+    check(got.startswith("blocked"), "a deny rule for the host side blocks it (%r)" % got)
+    st, _, body = egress(o, sid, "PATCH", [{"action": "allow", "target": host}, {"action": "deny", "target": host},
+                                           {"action": "deny", "target": "example.org"}], header=True)
+    st2, _, body2 = egress(o, sid, header=True)
+    check(st == 200 and json.loads(body2)["policy"]["egress"] == [{"action": "allow", "target": host},
+                                                                  {"action": "deny", "target": "example.org"}],
+          "PATCH through the ingress header merges: incoming first, a repeated target's first wins (%d %r)" % (st, body2))
+    check(probe() == "reached", "the patched allow rule lets traffic to the host side through")
+    st, _, body = egress(o, sid, "DELETE", [host, "not-there.org"])
+    st2, _, body2 = egress(o, sid)
+    check(st == 200 and json.loads(body2)["policy"]["egress"] == [{"action": "deny", "target": "example.org"}],
+          "DELETE removes the rules of the targets, ignores unknown ones (%d %r)" % (st, body2))
+    st, _, body = egress(o, sid, "POST", {"defaultAction": "deny"})
+    check(st == 200 and json.loads(body)["mode"] == "deny_all" and probe().startswith("blocked"),
+          "defaultAction deny: nothing leaves (%d %r)" % (st, body))
+    st, _, body = egress(o, sid, "POST")
+    check(st == 200 and json.loads(egress(o, sid)[2])["policy"] == {"defaultAction": "deny", "egress": []},
+          "POST without a body resets to deny-all (ParsePolicy) (%d %r)" % (st, body))
+    for m, b, needle in [("PATCH", [], "empty array"), ("PATCH", {"a": 1}, "array of rules"),
+                         ("POST", {"defaultAction": "maybe"}, "defaultAction"),
+                         ("POST", {"egress": [{"action": "allow", "target": "10.0.0.0/33"}]}, "10.0.0.0/33"),
+                         ("POST", {"egress": [{"action": "block", "target": "x.org"}]}, "unsupported action"),
+                         ("DELETE", [], "invalid delete targets"), ("DELETE", [1], "invalid delete targets")]:
+        st, hd, body = egress(o, sid, m, b)
+        check(st == 400 and needle in body.decode() and body.endswith(b"\n")
+              and hd.get("content-type", "").startswith("text/plain"),
+              "%s /policy %r -> 400 text naming %s (%d %r)" % (m, b, needle, st, body))
+    check(json.loads(egress(o, sid)[2])["policy"] == {"defaultAction": "deny", "egress": []},
+          "a refused change leaves the policy alone")
+    egress(o, sid, "POST", {"defaultAction": "allow"})
+    check(probe() == "reached", "defaultAction allow again: the host side is reached")
+    st, _, body = egress(o, sid, rest="/nope")
+    check(st == 404 and body == b"404 page not found\n", "GET /nope on the sidecar -> 404 (%d %r)" % (st, body))
+    st, _, body = egress(o, sid, "OPTIONS")
+    check(st == 405, "OPTIONS /policy -> 405 (%d)" % st)
+    st, _, body = egress(o, "i" + "q" * 20)
+    check(st == 404 and b"sandbox not found" in body, "the sidecar of an unknown sandbox -> 404 (%d %r)" % (st, body))
+    st, _, body = egress(o, paused)
+    check(st == 503 and b"not ready" in body, "the sidecar of a paused sandbox -> 503 (%d %r)" % (st, body))
+    st, _, c = o.create(networkPolicy={"defaultAction": "deny", "egress": [{"action": "allow", "target": "PyPI.org"}]})
+    nid = c.get("id", "")
+    check(st == 202 and o.wait(nid, "Running", ("Pending",))[0], "create with networkPolicy -> Running")
+    st, _, body = egress(o, nid)
+    check(st == 200 and json.loads(body)["policy"] == {"defaultAction": "deny",
+                                                       "egress": [{"action": "allow", "target": "PyPI.org"}]},
+          "the created sandbox's sidecar has the networkPolicy (%d %r)" % (st, body))
+    o.req("DELETE", "/v1/sandboxes/" + nid)
+
+
 def t_pause_resume(o, sid):
     s = o.s
     st, _, before = o.req("GET", "/v1/sandboxes/" + sid)
@@ -465,6 +553,7 @@ def main():
         check(st == 409 and j.get("code") == "DOCKER::INVALID_EXPIRATION", "renew without expiration -> 409 (%d %r)" % (st, j))
         t_failed(o)
         t_snapshots(o, nj["id"], b["id"])
+        t_egress(o, nj["id"], b["id"])
         if first:
             ids = t_list(o, first)
             t_renew(o, first)
