@@ -165,3 +165,21 @@ t.test("snapshots: create polls until Ready, list pages, restore by snapshotId, 
   t.eq(t.raises("SandboxNotFound", function() return clone:create_snapshot() end).status, 404)
   t.eq(t.raises("SandboxNotFound", function() return clone:refresh(30) end).status, 404)
 end)
+
+t.test("network: create's rules as networkPolicy, update_network and get_info through the egress sidecar", function(ctx)
+  local sbx = ctx.sandbox_factory({ template = "base", timeout = 120, allow_internet_access = false,
+    network = { allow_out = { "10.1.0.0/16" }, deny_out = { "10.0.0.0/8" } } })
+  local info = sbx:get_info()
+  t.eq({ info.allow_internet_access, info.network.allow_out, info.network.deny_out },
+    { false, { "10.1.0.0/16" }, { "10.0.0.0/8" } })
+  sbx:update_network({ deny_out = { "1.2.3.4" } })
+  info = sbx:get_info()
+  t.eq({ info.allow_internet_access, info.network.allow_out, info.network.deny_out }, { true, {}, { "1.2.3.4" } })
+  sbx:update_network({})
+  t.eq(sbx:get_info().network.deny_out, {})
+  local e = t.raises("InvalidArgument", sbx.update_network, sbx, { deny_out = { "10.0.0.0/33" } })
+  t.eq({ e.status, e.message }, { 400, "invalid policy: bad target" })
+  t.raises("Skipped", ctx.sandbox_factory, { network = { allow_public_traffic = false } })
+  t.eq(sbx:kill(), true)
+  t.eq(t.raises("SandboxNotFound", sbx.update_network, sbx, {}).status, 404)
+end)

@@ -231,7 +231,8 @@ t.test("no equivalent: Skipped with the provider's name, never a silent no-op", 
     local e = t.raises("Skipped", fn, ...)
     t.eq(e.message, string.format(want, prim))
   end
-  skipped("sbx:update_network", sbx.update_network, sbx, {})
+  skipped("conn:create option network.allow_public_traffic", conn.create, conn,
+    { network = { allow_public_traffic = false } })
   skipped("sbx:run_code", sbx.run_code, sbx, "1+1")
   skipped("conn:list_snapshots_page option name", conn.list_snapshots_page, conn, { name = "x" })
   skipped("sbx.pty:create", function() return sbx.pty:create({}) end)

@@ -102,6 +102,19 @@ class H(http.server.BaseHTTPRequestHandler):
         m = re.match(r"^/sandboxes/([^/]+)/port/44772(/.*)$", u.path)
         if m:
             return self.execd(method, m.group(1), m.group(2), q, hdrs, body)
+        m = re.match(r"^/sandboxes/([^/]+)/port/18080(/.*)$", u.path)
+        if m:  # the egress sidecar (specs/egress-api.yaml; POST replaces: policy_server.go)
+            s = sandboxes.get(m.group(1))
+            if not s or s["state"] != "Running" or m.group(2) != "/policy":
+                return self.reply(404, raw=b"404 page not found\n", ctype="text/plain")
+            if method == "GET":
+                return self.reply(200, {"status": "ok", "mode": "x", "policy": s.get("policy", {
+                    "defaultAction": "allow", "egress": []})})
+            pol = json.loads(body)
+            if any("/33" in r["target"] for r in pol.get("egress", [])):
+                return self.reply(400, raw=b"invalid policy: bad target\n", ctype="text/plain")
+            s["policy"] = pol
+            return self.reply(200, {"status": "ok", "mode": "x"})
         m = re.match(r"^/sandboxes/([^/]+)/port/8080(/.*)$", u.path)
         if m:  # a server inside on 8080, behind the ingress's URI route
             s = sandboxes.get(m.group(1))
@@ -133,6 +146,8 @@ class H(http.server.BaseHTTPRequestHandler):
                 sandboxes[sid] = {"state": "Pending", "body": b, "polls": 0,
                                   "created": now_rfc3339(), "expires": now_rfc3339(b["timeout"]),
                                   "secure": b.get("secureAccess") is True, "token": "tok-" + sid}
+                if "networkPolicy" in b:
+                    sandboxes[sid]["policy"] = b["networkPolicy"]
                 j = sandbox_json(sid)
                 j.pop("image", None)
                 j.pop("snapshotId", None)
@@ -396,8 +411,8 @@ case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opensandbox_cas
 r = subprocess.run([ABX, "run", case, "--provider", "osb", "-j", "1"], cwd=proj,
                    env=dict(env, ABX_TEST_OSB_KEY=KEY), capture_output=True, text=True, timeout=170)
 out = r.stdout + r.stderr
-check(r.returncode == 0 and "9 passed, 0 failed" in r.stdout,
-      "opensandbox_case.lua: 9 passed (got %d: %s)" % (r.returncode, out[-3000:]))
+check(r.returncode == 0 and "10 passed, 0 failed" in r.stdout,
+      "opensandbox_case.lua: 10 passed (got %d: %s)" % (r.returncode, out[-3000:]))
 check(KEY not in out, "the API key is never printed")
 
 creates = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes"]
@@ -430,6 +445,16 @@ check(len(dels) >= 2 and dels[0] == dels[1] and not snapshots,
       "delete_snapshot: DELETE /v1/snapshots/{id} (204, then 404); the run deleted the rest (%s)" % dels)
 refresh = [json.loads(b) for m, p, q, h, b in log if snapsrc and p == "/v1/sandboxes/%s/renew-expiration" % snapsrc[0]]
 check(len(refresh) == 1, "refresh(600) renewed, refresh(20) did not (never shortens) (%s)" % refresh)
+netsrc = [c for c in (json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes")
+          if "networkPolicy" in c]
+check([c["networkPolicy"] for c in netsrc] == [{"defaultAction": "deny", "egress": [
+    {"action": "allow", "target": "10.1.0.0/16"}, {"action": "deny", "target": "10.0.0.0/8"}]}],
+      "create: network + allow_internet_access = false -> networkPolicy, allow rules first (%s)" % netsrc)
+posts = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p.endswith("/port/18080/policy")]
+check(posts[:2] == [{"defaultAction": "allow", "egress": [{"action": "deny", "target": "1.2.3.4"}]},
+                    {"defaultAction": "allow"}],
+      "update_network: POST /policy on the egress endpoint with the whole policy (%s)" % posts)
+check(any(p.endswith("/endpoints/18080") for m, p, q, h, b in log), "the egress port's endpoint was asked")
 renews = [json.loads(b) for m, p, q, h, b in log if p.endswith("/renew-expiration")
           and not (snapsrc and p.startswith("/v1/sandboxes/%s/" % snapsrc[0]))]
 check(len(renews) == 1 and all(set(x) == {"expiresAt"} for x in renews),
@@ -457,7 +482,7 @@ check(len(eps) == 2 and len(set(eps)) == 2,
 check(not any(p.startswith("/v1/v2") or p.startswith("/sandboxes/") and "/port/" not in p
               for m, p, q, h, b in log), "no E2B route was asked")
 left = [sid for sid, s in sandboxes.items() if s["state"] != "Terminated"]
-check(len(sandboxes) == 11 and left == [],
+check(len(sandboxes) == 12 and left == [],
       "every sandbox created (%d) was deleted, the one that failed to start too (left: %s)"
       % (len(sandboxes), left))
 srv.shutdown()
