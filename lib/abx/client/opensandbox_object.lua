@@ -4,7 +4,9 @@
 -- sandbox's endpoints (GET /sandboxes/{id}/endpoints/{port}, kept per handle); processes and files
 -- through execd (abx.client.opensandbox_execd, abx.client.opensandbox_files); get_metrics is
 -- execd's GET /metrics.
--- A method with no OpenSandbox equivalent (network update, refresh, the code
+-- create_snapshot is abx.client.opensandbox_snapshot's; update_network and get_info's rules go
+-- through the egress sidecar (abx.client.opensandbox_egress); refresh is renew-expiration when
+-- later. A method with no OpenSandbox equivalent (the code
 -- interpreter, the agent server, host names, pty) raises Skipped "provider <name> (opensandbox)
 -- has no equivalent of <primitive>: missing capability".
 -- Source: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
