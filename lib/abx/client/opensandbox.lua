@@ -383,7 +383,9 @@ end
 --- Raises: as Connection:_renew.
 local function renew_if_later(conn, id, d, seconds, what)
   local cur = type(d.expiresAt) == "string" and semantics.parse_rfc3339(d.expiresAt) or nil
-  if cur and cur < core.time() + math.ceil(seconds) then conn:_renew(id, seconds, what) end
+  -- compared with the whole second _renew sends (semantics.expires_at), so an expiry equal to it
+  -- (the server's 400 "not after the current expiresAt") is never asked for
+  if cur and cur < math.floor(core.time() + math.ceil(seconds)) then conn:_renew(id, seconds, what) end
 end
 
 --- E2B's refresh on renew-expiration: GET the sandbox, then renew to now + `seconds` only when
