@@ -13,6 +13,7 @@
 
 #include "e2b.h"
 #include "util/util.h"
+#include "net/net.h"
 #include "sandbox/sandbox.h"
 #include "opensandbox_int.h"
 
@@ -64,6 +65,7 @@ void opensandbox_drop(struct opensandbox_rec *r)
   json_decref(r->entrypoint);
   json_decref(r->metadata);
   json_decref(r->platform);
+  json_decref(r->egress);
   free(r);
 }
 
@@ -159,10 +161,20 @@ json_t *opensandbox_sandbox_json(const struct opensandbox_rec *r, int created)
                 r->entrypoint, "createdAt", opensandbox_time_json(r->created_ns));
   if (o && r->expires_ns != OPENSANDBOX_NEVER) /* "Omitted when manual cleanup is enabled" */
     json_object_set_new(o, "expiresAt", opensandbox_time_json(r->expires_ns));
-  if (o && !created)
+  if (o && !created && r->snapshot_id[0])
+    json_object_set_new(o, "snapshotId", json_string(r->snapshot_id));
+  else if (o && !created)
     json_object_set_new(o, "image", json_pack("{s:s}", "uri", r->image));
   if (o && r->platform)
     json_object_set_new(o, "platform", json_deep_copy(r->platform));
+  if (o && !created && r->state == OPENSANDBOX_LIVE) { /* the local platform's extension */
+    json_t *net = json_object();
+    abx_network_json(r->id, net, 1);
+    json_t *ab = json_object_get(net, "abxNetwork");
+    if (ab)
+      json_object_set(o, "abxNetwork", ab);
+    json_decref(net);
+  }
   return o;
 }
 
@@ -228,7 +240,8 @@ static json_t *metadata_filter(const char *q)
   return dup ? o : NULL;
 }
 
-static int query_int(struct MHD_Connection *c, const char *name, long dflt, long max, long *out)
+int opensandbox_query_int(struct MHD_Connection *c, const char *name, long dflt, long max,
+                          long *out)
 {
   const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
   *out = dflt;
@@ -264,9 +277,9 @@ static enum MHD_Result list(struct MHD_Connection *c)
   if (q.bad)
     return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID,
                              "query 'state': at most 8 values of at most 15 bytes");
-  if (query_int(c, "page", 1, 1000000, &page) != 0)
+  if (opensandbox_query_int(c, "page", 1, 1000000, &page) != 0)
     return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID, "query 'page' must be an integer >= 1");
-  if (query_int(c, "pageSize", 20, 200, &size) != 0)
+  if (opensandbox_query_int(c, "pageSize", 20, 200, &size) != 0)
     return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID,
                              "query 'pageSize' must be an integer from 1 to 200");
   const char *mq = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "metadata");
@@ -511,6 +524,10 @@ enum MHD_Result abx_opensandbox_control(struct MHD_Connection *c, const char *me
 {
   if (strcmp(method, "HEAD") == 0)
     method = "GET";
+  char eid[32];
+  const char *erest;
+  if (opensandbox_egress_target(c, path, eid, sizeof eid, &erest)) /* the sidecar, no API key */
+    return opensandbox_egress(c, method, eid, erest, body, len);
   if (strcmp(path, "/health") == 0 && strcmp(method, "GET") == 0) /* main.py, no key */
     return opensandbox_send(c, 200, json_pack("{s:s}", "status", "healthy"), NULL);
   const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OPEN-SANDBOX-API-KEY");
@@ -540,6 +557,10 @@ enum MHD_Result abx_opensandbox_control(struct MHD_Connection *c, const char *me
       p += l;
     }
   }
+  static const char snaps[] = "/v1/snapshots";
+  if (nseg < 0 && strncmp(path, snaps, sizeof snaps - 1) == 0 &&
+      (!path[sizeof snaps - 1] || path[sizeof snaps - 1] == '/'))
+    return opensandbox_snapshot_route(c, method, path + sizeof snaps - 1);
   int get = strcmp(method, "GET") == 0, post = strcmp(method, "POST") == 0;
   int known = 1;
   const char *id = seg[0], *act = seg[1];
@@ -559,6 +580,9 @@ enum MHD_Result abx_opensandbox_control(struct MHD_Connection *c, const char *me
   } else if (nseg == 2 && !strcmp(act, "renew-expiration")) {
     if (post)
       return renew(c, id, body, len);
+  } else if (nseg == 2 && !strcmp(act, "snapshots")) {
+    if (post)
+      return opensandbox_snapshot_create(c, id, body, len);
   } else if (nseg == 3 && !strcmp(act, "endpoints")) {
     if (get)
       return endpoint(c, id, seg[2]);

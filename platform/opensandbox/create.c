@@ -206,7 +206,11 @@ static void known_templates(char *out, size_t n)
   abx_tstore_unlock();
 }
 
-/* Validate `req` into the out-parameters; 0, or -1 with (status 400) *code and msg. */
+static int validate_rest(json_t *req, int from_snapshot, long long *timeout, int *millis,
+                         int *mem_mb, const char **code, char *msg, size_t n);
+
+/* Validate `req` into the out-parameters; 0, or -1 with (status 400) *code and msg. An absent
+ * entrypoint of a create from snapshotId is filled in (the default restore entrypoint). */
 static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, const char **code,
                     char *msg, size_t n)
 {
@@ -225,10 +229,8 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
           k);
   }
   *code = OPENSANDBOX_E_NOT_SUPPORTED;
-  if (present(req, "snapshotId"))
-    BAD("field 'snapshotId': the local opensandbox flavor has no snapshots; create from image");
-  static const char *const refused[] = {"networkPolicy", "credentialProxy", "volumes"};
-  for (size_t i = 0; i < 3; i++)
+  static const char *const refused[] = {"credentialProxy", "volumes"};
+  for (size_t i = 0; i < 2; i++)
     if (present(req, refused[i]))
       BAD("field '%s' cannot be honoured by the local opensandbox flavor", refused[i]);
   json_t *ext = json_object_get(req, "extensions");
@@ -237,8 +239,10 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
         "known here)");
   *code = OPENSANDBOX_E_INVALID;
   json_t *img = json_object_get(req, "image"), *uri = json_object_get(img, "uri");
-  if (!img || json_is_null(img))
+  if (present(req, "snapshotId") == present(req, "image")) /* schema.py: exactly one */
     BAD("Exactly one of image or snapshotId must be provided.");
+  if (present(req, "snapshotId"))
+    return validate_rest(req, 1, timeout, millis, mem_mb, code, msg, n);
   json_object_foreach(img, k, v) if (strcmp(k, "uri") != 0)
   {
     *code = strcmp(k, "auth") == 0 ? OPENSANDBOX_E_NOT_SUPPORTED : OPENSANDBOX_E_INVALID;
@@ -249,7 +253,24 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
   }
   if (!json_is_object(img) || !json_is_string(uri) || !*json_string_value(uri))
     BAD("field 'image' must be {uri: string} with a non-empty uri (a local template name)");
+  return validate_rest(req, 0, timeout, millis, mem_mb, code, msg, n);
+}
+
+/* The fields after the startup source: entrypoint (optional when `from_snapshot`: then
+ * snapshot_restore.py's default), resourceLimits, env, metadata, timeout, secureAccess,
+ * platform. */
+static int validate_rest(json_t *req, int from_snapshot, long long *timeout, int *millis,
+                         int *mem_mb, const char **code, char *msg, size_t n)
+{
+  json_t *v;
+  json_t *sid = json_object_get(req, "snapshotId");
+  if (from_snapshot && (!json_is_string(sid) || !json_string_length(sid)))
+    BAD("field 'snapshotId' must be a non-empty string");
   json_t *ep = json_object_get(req, "entrypoint");
+  if ((!ep || json_is_null(ep)) && from_snapshot) {
+    ep = json_pack("[s,s,s]", "tail", "-f", "/dev/null"); /* DEFAULT_SNAPSHOT_RESTORE_ENTRYPOINT */
+    json_object_set_new(req, "entrypoint", ep);
+  }
   if (!ep || json_is_null(ep))
     BAD("Entrypoint is required when image is provided.");
   if (!json_is_array(ep))
@@ -286,6 +307,37 @@ static int validate(json_t *req, long long *timeout, int *millis, int *mem_mb, c
   return pf && !json_is_null(pf) ? platform_ok(pf, msg, n) : 0;
 }
 
+/* The template of the startup source: snapshot `snap` (404 SNAPSHOT::NOT_FOUND when it is not
+ * one of this serve's) or image `uri` (500 DOCKER::SANDBOX_IMAGE_PULL_FAILED when no local
+ * template has that name); NULL with the refusal queued in *refused. */
+static struct abx_template *source_template(struct MHD_Connection *c, const char *uri,
+                                            const char *snap, enum MHD_Result *refused)
+{
+  char msg[600];
+  if (snap && !opensandbox_snapshot_exists(snap)) { /* snapshot_restore.py */
+    snprintf(msg, sizeof msg, "Snapshot %.64s not found", snap);
+    *refused = opensandbox_error(c, 404, OPENSANDBOX_E_SNAP_NOT_FOUND, msg);
+    return NULL;
+  }
+  struct abx_template *t = abx_template_get(snap ? snap : image_template(uri), 1);
+  if (!t && snap)
+    *refused = opensandbox_error(c, 500, OPENSANDBOX_E_INTERNAL,
+                                 "the snapshot's template is gone from the store");
+  if (t || snap)
+    return t;
+  char known[300];
+  known_templates(known, sizeof known);
+  /* the real Docker runtime's answer to an image it cannot pull: 500
+   * DOCKER::SANDBOX_IMAGE_PULL_FAILED "Failed to pull image X: ..." (server/opensandbox_server/
+   * services/docker/container_ops.py); here every image is a local template */
+  snprintf(msg, sizeof msg,
+           "Failed to pull image %.100s: not a local template (field "
+           "'image.uri'; known: %s)",
+           uri, known);
+  *refused = opensandbox_error(c, 500, OPENSANDBOX_E_IMAGE_PULL, msg);
+  return NULL;
+}
+
 enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, size_t len)
 {
   json_error_t je;
@@ -304,27 +356,31 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
     return opensandbox_error(c, 400, code, msg);
   }
   const char *uri = json_string_value(json_object_get(json_object_get(req, "image"), "uri"));
-  struct abx_template *t = abx_template_get(image_template(uri), 1);
+  const char *snap = json_string_value(json_object_get(req, "snapshotId"));
+  enum MHD_Result refused;
+  struct abx_template *t = source_template(c, uri, snap, &refused);
   if (!t) {
-    char known[300];
-    known_templates(known, sizeof known);
-    /* the real Docker runtime's answer to an image it cannot pull: 500
-     * DOCKER::SANDBOX_IMAGE_PULL_FAILED "Failed to pull image X: ..." (server/opensandbox_server/
-     * services/docker/container_ops.py); here every image is a local template */
-    snprintf(msg, sizeof msg,
-             "Failed to pull image %.100s: not a local template (field "
-             "'image.uri'; known: %s)",
-             uri, known);
     json_decref(req);
-    return opensandbox_error(c, 500, OPENSANDBOX_E_IMAGE_PULL, msg);
+    return refused;
   }
+  /* networkPolicy: the egress sidecar's starting policy (egress.c); none: allow-all */
+  json_t *pol = NULL, *np = json_object_get(req, "networkPolicy");
+  if (np && !json_is_null(np)
+          ? opensandbox_policy_parse(np, &pol, msg, sizeof msg) != 0
+          : !(pol = json_pack("{s:s,s:[]}", "defaultAction", "allow", "egress"))) {
+    abx_template_put(t, 1);
+    json_decref(req);
+    return opensandbox_error(c, 400, OPENSANDBOX_E_INVALID, msg);
+  }
+  json_t *net = opensandbox_policy_network(pol);
   int cpu = millis ? (millis + 999) / 1000 : 0; /* 0: the template's (sandbox.h) */
   if (!cpu != !mem_mb) { /* sandbox.c takes both or neither from the template */
     cpu = cpu ? cpu : t->cpu_count;
     mem_mb = mem_mb ? mem_mb : t->memory_mb;
   }
-  /* the platform's default network (spec.network NULL): open egress, no token (network.h) */
+  /* the policy's outbound rules; public traffic, no token (network.h) */
   struct abx_sandbox_spec spec = {.tmpl = t,
+                                  .network = net,
                                   .metadata = json_object_get(req, "metadata"),
                                   .secure = json_is_true(json_object_get(req, "secureAccess")),
                                   .cpu_count = cpu,
@@ -334,7 +390,9 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
   int st = 500;
   struct abx_sandbox *sb = r ? abx_sandbox_new(&spec, &st, msg, sizeof msg) : NULL;
   abx_template_put(t, 1); /* the sandbox holds its own */
+  json_decref(net);
   if (!sb) {
+    json_decref(pol);
     const char *why = r ? "cannot prepare the sandbox (randomness or network)" : "out of memory";
     free(r);
     json_decref(req);
@@ -344,12 +402,14 @@ enum MHD_Result opensandbox_create(struct MHD_Connection *c, const char *body, s
   r->state = OPENSANDBOX_PENDING;
   r->created_ns = r->transition_ns = abx_now_ns();
   r->expires_ns = timeout > 0 ? r->created_ns + timeout * 1000000000LL : OPENSANDBOX_NEVER;
-  snprintf(r->image, sizeof r->image, "%s", uri);
+  snprintf(r->image, sizeof r->image, "%s", uri ? uri : "");
+  snprintf(r->snapshot_id, sizeof r->snapshot_id, "%s", snap ? snap : "");
   r->entrypoint = json_deep_copy(json_object_get(req, "entrypoint"));
   r->metadata = json_deep_copy(sb->metadata);
   json_t *pf = json_object_get(req, "platform");
   r->platform = json_is_object(pf) ? json_deep_copy(pf) : NULL;
   r->secure = sb->secure;
+  r->egress = pol;
   memcpy(r->token, sb->token, sizeof r->token);
   json_t *env = json_object_get(req, "env");
   json_t *env_obj = json_is_object(env) ? json_deep_copy(env) : json_object();

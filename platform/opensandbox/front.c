@@ -43,7 +43,8 @@ static void set_id(struct abx_route *route, const char *id, size_t l)
  * `OpenSandbox-Ingress-To: <id>-<port>` (or the deprecated `OPEN-SANDBOX-INGRESS`; the first DNS
  * label of the value, split at its last '-'), the path forwarded as it came; or URI mode
  * `/sandboxes/<id>/port/<port>[/rest]` (the spec's Endpoint format), `raw_uri` then rewritten in
- * place to "/rest" (query kept) or "/". 1 with `route` filled; 0 not an ingress request; -1
+ * place to "/rest" (query kept) or "/". 1 with `route` filled; 2 the same for the egress
+ * sidecar's port (raw_uri left alone: egress.c answers it); 0 not an ingress request; -1
  * malformed (msg: the 400's text). */
 static int parse_route(struct MHD_Connection *c, char *raw_uri, struct abx_route *route, char *msg,
                        size_t n)
@@ -73,7 +74,7 @@ static int parse_route(struct MHD_Connection *c, char *raw_uri, struct abx_route
     }
     set_id(route, v, (size_t)(dash - v));
     route->port = port;
-    return 1;
+    return port == OPENSANDBOX_EGRESS_PORT ? 2 : 1;
   }
   static const char pre[] = "/sandboxes/";
   if (strncmp(raw_uri, pre, sizeof pre - 1) != 0)
@@ -92,6 +93,8 @@ static int parse_route(struct MHD_Connection *c, char *raw_uri, struct abx_route
   }
   set_id(route, id, il);
   route->port = port;
+  if (port == OPENSANDBOX_EGRESS_PORT)
+    return 2; /* the sidecar: served by the control plane, the path left as it came */
   /* forward the rest: "/rest?q" as it came, "?q" as "/?q", nothing as "/" */
   char *rest = (char *)ps + pl;
   size_t rl = strlen(rest);
@@ -128,7 +131,26 @@ static enum abx_dest route(struct MHD_Connection *c, const char *method, const c
 {
   (void)method, (void)url;
   int kind = parse_route(c, raw_uri, route, msg, n);
-  return kind < 0 ? ABX_DEST_REFUSED : kind ? ABX_DEST_SANDBOX : ABX_DEST_CONTROL;
+  return kind < 0 ? ABX_DEST_REFUSED : kind == 1 ? ABX_DEST_SANDBOX : ABX_DEST_CONTROL;
+}
+
+int opensandbox_egress_target(struct MHD_Connection *c, const char *path, char *id, size_t idn,
+                              const char **rest)
+{
+  char buf[256], m[160];
+  struct abx_route r;
+  snprintf(buf, sizeof buf, "%s", path);
+  if (strlen(path) >= sizeof buf || parse_route(c, buf, &r, m, sizeof m) != 2)
+    return 0;
+  snprintf(id, idn, "%s", r.id);
+  *rest = path;
+  const char *h1 = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OpenSandbox-Ingress-To");
+  const char *h2 = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "OPEN-SANDBOX-INGRESS");
+  if (!(h1 && *h1) && !(h2 && *h2)) { /* URI mode: the path inside follows the port */
+    const char *p = strstr(path + 11, "/port/");
+    *rest = p ? p + 6 + strcspn(p + 6, "/") : "";
+  }
+  return 1;
 }
 
 /* OpenSandbox's ingress refusals (errors.go, sandbox/provider.go): 400 for a malformed route, 404

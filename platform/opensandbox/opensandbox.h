@@ -10,8 +10,10 @@
  *
  * Routes:  under /v1 only (the real server also mounts them at /): POST|GET /sandboxes,
  *          GET|DELETE /sandboxes/{id}, POST /sandboxes/{id}/{pause,resume,renew-expiration},
- *          GET /sandboxes/{id}/endpoints/{port}; GET /health {"status":"healthy"} without a key.
- *          Anything else (E2B's routes, PATCH metadata, snapshots) is 404 NOT_FOUND.
+ *          GET /sandboxes/{id}/endpoints/{port}, POST /sandboxes/{id}/snapshots, GET /snapshots,
+ *          GET|DELETE /snapshots/{id} (snapshot.c; create takes snapshotId); GET /health
+ *          {"status":"healthy"} without a key. Anything else (E2B's routes, PATCH metadata) is
+ *          404 NOT_FOUND.
  * Auth:    header OPEN-SANDBOX-API-KEY = serve's API key (the ready line's api_key); missing:
  *          401 MISSING_API_KEY, wrong: 401 INVALID_API_KEY (middleware/auth.py, messages too).
  * Answers: every one carries X-Request-ID: the request's own (trimmed) or 32 random hex digits
@@ -28,6 +30,9 @@
  *          writes them (Go http.Error, text/plain "OpenSandbox Ingress: <msg>"): 400 malformed
  *          route, 404 "sandbox not found: <id>", 503 "sandbox not ready: <id>" for a paused one,
  *          and 502 with an empty body for a port nothing listens on (httputil.ReverseProxy).
+ * Egress:  port 18080 of every sandbox (through the ingress, no API key) is OpenSandbox's egress
+ *          sidecar policy API, GET|POST|PUT|PATCH|DELETE /policy (egress.c), on the platform's
+ *          outbound rules; create's networkPolicy is its starting policy (none: allow-all).
  * Execd:   each sandbox's envd also serves OpenSandbox's execd API (flavor.h `execd`;
  *          platform/envd/execd.c), reached through the ingress on port 44772.
  */

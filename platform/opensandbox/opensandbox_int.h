@@ -3,7 +3,9 @@
  * name here carries the flavour's one prefix, opensandbox_ (OPENSANDBOX_ for constants).
  *
  * Files:   control.c (dispatch, auth, answers, get, list, delete, pause, resume, renew,
- *          endpoints, the tick), create.c (create's validation), worker.c (the worker
+ *          endpoints, the tick), create.c (create's validation), snapshot.c (snapshots),
+ *          egress.c (the egress sidecar's policy API),
+ *          worker.c (the worker
  *          threads: start, pause, resume, kill), front.c (the front: ingress routing, its
  *          refusals).
  * Records: one struct opensandbox_rec per sandbox the flavour created, on a list under
@@ -55,6 +57,9 @@ void abx_opensandbox_drain(void);
 #define OPENSANDBOX_E_METADATA "SANDBOX::INVALID_METADATA_LABEL"
 #define OPENSANDBOX_E_INTERNAL "SANDBOX::UNKNOWN_ERROR"
 #define OPENSANDBOX_E_IMAGE_PULL "DOCKER::SANDBOX_IMAGE_PULL_FAILED"
+#define OPENSANDBOX_E_SNAP_NOT_FOUND "SNAPSHOT::NOT_FOUND"         /* snapshot_service.py */
+#define OPENSANDBOX_E_SNAP_SOURCE "SNAPSHOT::INVALID_SOURCE_STATE" /* constants.py */
+#define OPENSANDBOX_E_SNAP_STATE "SNAPSHOT::INVALID_STATE"         /* snapshot_service.py */
 
 #define OPENSANDBOX_MIN_TIMEOUT_S 60   /* spec CreateSandboxRequest.timeout minimum */
 #define OPENSANDBOX_FAILED_KEEP_S 3600 /* docker_service.py PENDING_FAILURE_TTL_SECONDS default */
@@ -76,12 +81,14 @@ struct opensandbox_rec {
   int64_t created_ns;     /* CLOCK_REALTIME ns */
   int64_t transition_ns;  /* status.lastTransitionAt */
   int64_t expires_ns;     /* expiresAt, or OPENSANDBOX_NEVER (timeout null) */
-  char image[256];        /* image.uri as sent (a local template name) */
+  char image[256];        /* image.uri as sent (a local template name), "" when snapshot_id */
+  char snapshot_id[40];   /* snapshotId restored from, "" when created from image */
   json_t *entrypoint;     /* array of strings, owned */
   json_t *metadata;       /* object of strings, owned */
   json_t *platform;       /* {os, arch} or NULL, owned */
   int secure;             /* secureAccess: envd (and execd) take the sandbox's access token */
   char token[48];         /* that token, "" unless secure */
+  json_t *egress;         /* the egress sidecar's NetworkPolicy (egress.c), owned */
   char reason[48];        /* status.reason, status.message */
   char message[1100];
   struct opensandbox_rec *next;
@@ -142,6 +149,44 @@ int opensandbox_worker_op(const char *id, enum opensandbox_op op);
 
 /* Block until no worker runs (opensandbox.h abx_opensandbox_drain). */
 void opensandbox_workers_drain(void);
+
+/* Query parameter `name`: `dflt` when absent, else an integer 1..max into *out; -1 when bad. */
+int opensandbox_query_int(struct MHD_Connection *c, const char *name, long dflt, long max,
+                          long *out);
+
+/* Snapshots (snapshot.c): POST /v1/sandboxes/{id}/snapshots (CreateSnapshotRequest `body`), and
+ * the routes under /v1/snapshots (`rest`: what follows it, "" or "/{snapshotId}"). */
+enum MHD_Result opensandbox_snapshot_create(struct MHD_Connection *c, const char *id,
+                                            const char *body, size_t len);
+enum MHD_Result opensandbox_snapshot_route(struct MHD_Connection *c, const char *method,
+                                           const char *rest);
+
+/* The egress sidecar's port (OpenSandbox components/egress: the policy API on :18080). */
+#define OPENSANDBOX_EGRESS_PORT 18080
+
+/* A NetworkPolicy (`in`, borrowed; NULL, null or {}: deny-all, as the sidecar's ParsePolicy)
+ * normalized into *out (new: {defaultAction, egress [{action, target}]}); 0, or -1 with a 400
+ * message (egress.c). */
+int opensandbox_policy_parse(json_t *in, json_t **out, char *msg, size_t n);
+
+/* The E2B-shaped network fields of a normalized policy, as net/network.h abx_network_create
+ * reads them: {allowInternetAccess: defaultAction == allow, network {allowOut: the allow
+ * targets, denyOut: the IP/CIDR deny targets}} (new). */
+json_t *opensandbox_policy_network(const json_t *pol);
+
+/* Answer one request to the egress sidecar of sandbox `id`: `rest` is the path inside it
+ * ("/policy"), `body` the whole body (egress.c). */
+enum MHD_Result opensandbox_egress(struct MHD_Connection *c, const char *method, const char *id,
+                                   const char *rest, const char *body, size_t len);
+
+/* Whether a request reached the front's control plane for the egress sidecar's port (front.c:
+ * the ingress header naming <id>-18080, or the path /sandboxes/<id>/port/18080[/rest]): 1 with
+ * id (idn bytes) and *rest (the path inside: "/rest", or "" ), else 0. */
+int opensandbox_egress_target(struct MHD_Connection *c, const char *path, char *id, size_t idn,
+                              const char **rest);
+
+/* 1 when `id` is a snapshot of this serve (create.c's snapshotId). */
+int opensandbox_snapshot_exists(const char *id);
 
 /* "RFC 3339 UTC with milliseconds" of `ns`, or JSON null for OPENSANDBOX_NEVER. */
 json_t *opensandbox_time_json(int64_t ns);

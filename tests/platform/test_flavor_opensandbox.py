@@ -8,7 +8,10 @@ E2B's routes 404, bad bodies 400 naming the field, create 202 Pending -> Running
 and resourceLimits honoured, the data plane through the ingress (URI mode and the
 OpenSandbox-Ingress-To header, envd's own port; unknown port, sandbox and route), endpoints with
 and without secureAccess, list filters and pagination, renew-expiration, pause/resume states,
-delete, and the expiry of a running and of a paused sandbox. Sources: opensandbox-group/OpenSandbox specs/
+delete, snapshots (create, get, list, delete, restore from snapshotId and their refusals), the egress
+sidecar's policy API on port 18080 (GET/POST/PATCH/DELETE /policy, their effect on traffic, their
+refusals) and create's networkPolicy, and the
+expiry of a running and of a paused sandbox. Sources: opensandbox-group/OpenSandbox specs/
 sandbox-lifecycle.yml and the OpenSandbox server and ingress named in platform/opensandbox/opensandbox.h.
 Exit 1 when a check failed, 77 when skipped.
 """
@@ -122,7 +125,7 @@ def t_auth_and_shape(o):
     st, _, j = s.json("GET", "/health", key=False)
     check(st == 200 and j == {"status": "healthy"}, "GET /health without a key (%d %r)" % (st, j))
     for m, p in [("GET", "/v2/sandboxes"), ("POST", "/sandboxes"), ("GET", "/sandboxes"),
-                 ("GET", "/templates"), ("POST", "/v1/sandboxes/x/snapshots"), ("GET", "/v1/snapshots")]:
+                 ("GET", "/templates"), ("GET", "/v1/snapshots/a/b"), ("GET", "/v1/snapshotsx")]:
         st, hd, j = o.req(m, p, {} if m == "POST" else None)
         check(st == 404 and j.get("code") == "NOT_FOUND" and "x-request-id" in hd,
               "%s %s -> 404 NOT_FOUND (%d %r)" % (m, p, st, j))
@@ -168,10 +171,17 @@ def t_bad_bodies(o):
     bad({"metadata": {"k": "has space"}}, [], "SANDBOX::INVALID_METADATA_LABEL", "has space", "metadata value")
     bad({"secureAccess": "yes"}, [], inv, "secureAccess", "secureAccess not a boolean")
     bad({"platform": {"os": "windows", "arch": "amd64"}}, [], inv, "platform.os", "platform.os")
-    bad({"snapshotId": "snap_1"}, ["image"], "SANDBOX::API_NOT_SUPPORTED", "snapshotId", "snapshotId")
-    for f in ("networkPolicy", "volumes", "credentialProxy"):
-        bad({f: {"defaultAction": "deny"} if f == "networkPolicy" else ([{"name": "v"}] if f == "volumes" else {"enabled": True})},
-            [], "SANDBOX::API_NOT_SUPPORTED", f, f)
+    bad({"snapshotId": "snap_1"}, [], inv, "Exactly one of image or snapshotId", "image and snapshotId")
+    bad({"snapshotId": 7}, ["image"], inv, "snapshotId", "snapshotId not a string")
+    st, _, j = o.req("POST", "/v1/sandboxes", dict({k: v for k, v in GOOD.items() if k != "image"}, snapshotId="snap_1"))
+    check(st == 404 and j == {"code": "SNAPSHOT::NOT_FOUND", "message": "Snapshot snap_1 not found"},
+          "create from an unknown snapshotId -> 404 SNAPSHOT::NOT_FOUND (%d %r)" % (st, j))
+    for f in ("volumes", "credentialProxy"):
+        bad({f: [{"name": "v"}] if f == "volumes" else {"enabled": True}}, [], "SANDBOX::API_NOT_SUPPORTED", f, f)
+    bad({"networkPolicy": {"defaultAction": "maybe"}}, [], inv, "defaultAction", "networkPolicy.defaultAction")
+    bad({"networkPolicy": {"egress": [{"action": "allow"}]}}, [], inv, "target cannot be empty", "rule without target")
+    bad({"networkPolicy": {"egress": [{"action": "allow", "target": "x.org", "port": 1}]}}, [], inv,
+        "unknown rule field port", "rule field")
     bad({"extensions": {"poolRef": "p"}}, [], "SANDBOX::API_NOT_SUPPORTED", "extensions", "extensions")
     st, _, j = o.req("POST", "/v1/sandboxes", "{not json")
     check(st == 400 and j.get("code") == inv, "body not JSON -> 400 (%d %r)" % (st, j))
@@ -322,6 +332,153 @@ def t_renew(o, sid):
     check(st == 404 and j.get("code") == "DOCKER::SANDBOX_NOT_FOUND", "renew unknown -> 404 (%d %r)" % (st, j))
 
 
+def t_snapshots(o, sid, paused):
+    """Snapshots (platform/opensandbox/snapshot.c) of running sandbox `sid`; `paused` is a paused one."""
+    s = o.s
+    hst, code, _ = run_in(s, sid, "echo snap-v1 > /etc/abx-snap")
+    check(hst == 200 and code == 0, "write a file before the snapshot (%r %r)" % (hst, code))
+    st, hd, j = o.req("POST", "/v1/sandboxes/%s/snapshots" % sid, {"name": "first snap"})
+    snap = j.get("id", "") if isinstance(j, dict) else ""
+    check(st == 202 and re.match(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", snap)
+          and hd.get("location") == "/v1/snapshots/" + snap and j["sandboxId"] == sid and j["name"] == "first snap"
+          and j["status"]["state"] == "Ready" and "createdAt" in j,
+          "snapshot -> 202 Snapshot (uuid4 id, Location, sandboxId, name, Ready) (%d %r)" % (st, j))
+    if st != 202:
+        return
+    run_in(s, sid, "echo snap-v2 > /etc/abx-snap")  # after the snapshot: not in it
+    st, _, g = o.req("GET", "/v1/snapshots/" + snap)
+    check(st == 200 and g == j, "GET /v1/snapshots/{id} -> the Snapshot (%d %r)" % (st, g))
+    st, _, un = o.req("POST", "/v1/sandboxes/%s/snapshots" % sid)  # no body: {} (unnamed)
+    check(st == 202 and "name" not in un, "snapshot without a body -> 202, no name (%d %r)" % (st, un))
+    st, _, lj = o.req("GET", "/v1/snapshots?sandboxId=%s&pageSize=1" % sid)
+    check(st == 200 and [x["id"] for x in lj["items"]] == [un.get("id")] and lj["pagination"]["totalItems"] == 2
+          and lj["pagination"]["hasNextPage"] is True, "list ?sandboxId&pageSize=1: newest first, hasNextPage (%r)" % (lj,))
+    st, _, lj = o.req("GET", "/v1/snapshots?sandboxId=%s&page=2&pageSize=1&state=Ready" % sid)
+    check(st == 200 and [x["id"] for x in lj["items"]] == [snap] and lj["pagination"]["hasNextPage"] is False,
+          "list page 2, state=Ready (%r)" % (lj,))
+    st, _, lj = o.req("GET", "/v1/snapshots?state=Creating")
+    check(st == 200 and lj["items"] == [], "state=Creating lists none (%r)" % (lj,))
+    for q, what in [("state=Bogus", "state"), ("pageSize=201", "pageSize"), ("page=0", "page")]:
+        st, _, e = o.req("GET", "/v1/snapshots?" + q)
+        check(st == 400 and e.get("code") == "SANDBOX::INVALID_PARAMETER" and what in e.get("message", ""),
+              "list ?%s -> 400 naming %s (%d %r)" % (q, what, st, e))
+    for body, what in [({"nam": "x"}, "unknown field 'nam'"), ({"name": ""}, "'name'"), ([1], "JSON object")]:
+        st, _, e = o.req("POST", "/v1/sandboxes/%s/snapshots" % sid, body)
+        check(st == 400 and e.get("code") == "SANDBOX::INVALID_PARAMETER" and what in e.get("message", ""),
+              "snapshot body %r -> 400 naming %s (%d %r)" % (body, what, st, e))
+    st, _, e = o.req("POST", "/v1/sandboxes/%s/snapshots" % ("i" + "q" * 20))
+    check(st == 404 and e.get("code") == "DOCKER::SANDBOX_NOT_FOUND", "snapshot of an unknown sandbox -> 404 (%d %r)" % (st, e))
+    st, _, e = o.req("POST", "/v1/sandboxes/%s/snapshots" % paused)
+    check(st == 409 and e == {"code": "SNAPSHOT::INVALID_SOURCE_STATE", "message": "Snapshot can only be created from a Running sandbox."},
+          "snapshot of a paused sandbox -> 409 (%d %r)" % (st, e))
+    body = {k: v for k, v in GOOD.items() if k not in ("image", "entrypoint")}
+    st, _, c = o.req("POST", "/v1/sandboxes", dict(body, snapshotId=snap, metadata={"from": "snap"}))
+    clone = c.get("id", "") if isinstance(c, dict) else ""
+    check(st == 202 and "snapshotId" not in c and c["entrypoint"] == ["tail", "-f", "/dev/null"],
+          "create from snapshotId without entrypoint -> 202, the default restore entrypoint (%d %r)" % (st, c))
+    check(o.wait(clone, "Running", ("Pending",))[0], "the restored sandbox runs")
+    st, _, g = o.req("GET", "/v1/sandboxes/" + clone)
+    check(g.get("snapshotId") == snap and "image" not in g, "GET of the restored sandbox: snapshotId, no image (%r)" % (g,))
+    hst, code, out = run_in(s, clone, "cat /etc/abx-snap")
+    check(code == 0 and out == "snap-v1\n", "the restored sandbox has the file as it was at the snapshot (%r %r)" % (code, out))
+    st, _, e = o.req("DELETE", "/v1/snapshots/" + snap)
+    check(st == 409 and e.get("code") == "SNAPSHOT::INVALID_STATE", "delete a snapshot in use -> 409 (%d %r)" % (st, e))
+    o.req("DELETE", "/v1/sandboxes/" + clone)
+    for sn in (snap, un.get("id")):
+        st, hd, body = o.req("DELETE", "/v1/snapshots/" + sn)
+        check(st == 204 and body is None and "x-request-id" in hd, "delete snapshot -> 204 (%d %r)" % (st, body))
+    st, _, e = o.req("DELETE", "/v1/snapshots/" + snap)
+    check(st == 404 and e == {"code": "SNAPSHOT::NOT_FOUND", "message": "Snapshot %s not found" % snap},
+          "delete twice -> 404 SNAPSHOT::NOT_FOUND (%d %r)" % (st, e))
+    st, _, e = o.req("GET", "/v1/snapshots/" + snap)
+    check(st == 404 and e.get("code") == "SNAPSHOT::NOT_FOUND", "GET a deleted snapshot -> 404 (%d %r)" % (st, e))
+    st, _, e = o.req("PUT", "/v1/snapshots/" + snap)
+    check(st == 405, "PUT /v1/snapshots/{id} -> 405 (%d)" % st)
+
+
+PROBE = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(3)\n"
+         "try:\n    s.connect((sys.argv[1], 9)); s.send(b'x'); s.recv(1); print('answered')\n"
+         "except ConnectionRefusedError:\n    print('reached')\nexcept Exception as e:\n"
+         "    print('blocked', type(e).__name__)\n")
+
+
+def egress(o, sid, method="GET", body=None, header=False, rest="/policy"):
+    """A request to the egress sidecar (port 18080) through the ingress: URI mode or the header."""
+    if header:
+        return o.s.request(method, rest, body=None if body is None else json.dumps(body).encode(), key=False,
+                           headers={"OpenSandbox-Ingress-To": "%s-18080" % sid, "Content-Type": "application/json"})
+    return o.s.request(method, "/sandboxes/%s/port/18080%s" % (sid, rest),
+                       body=None if body is None else json.dumps(body).encode(), key=False,
+                       headers={"Content-Type": "application/json"})
+
+
+def t_egress(o, sid, paused):
+    """The egress sidecar's policy API (platform/opensandbox/egress.c) on running sandbox `sid`."""
+    s = o.s
+    st, _, g = o.req("GET", "/v1/sandboxes/" + sid)
+    host = (g.get("abxNetwork") or {}).get("hostAddress")
+    check(st == 200 and host, "GET has the abxNetwork extension with the link's host side (%r)" % (g,))
+    run_in(s, sid, "cat > /tmp/probe.py <<'EOF'\n%sEOF" % PROBE)
+    probe = lambda: run_in(s, sid, "python3 /tmp/probe.py %s" % host)[2].strip()  # noqa: E731
+    st, hd, body = egress(o, sid)
+    j = json.loads(body or b"{}")
+    check(st == 200 and j == {"status": "ok", "mode": "allow_all", "enforcementMode": "dns+nft",
+                              "policy": {"defaultAction": "allow", "egress": []}},
+          "GET /policy of a sandbox made without networkPolicy: allow-all (%d %r)" % (st, body))
+    check(probe() == "reached", "allow-all: the link's host side is reached")
+    st, _, body = egress(o, sid, "POST", {"defaultAction": "ALLOW", "egress": [{"action": "deny", "target": host}]})
+    check(st == 200 and json.loads(body) == {"status": "ok", "mode": "allow_with_rules", "enforcementMode": "dns+nft"},
+          "POST /policy replaces the policy (%d %r)" % (st, body))
+    got = probe()
+    check(got.startswith("blocked"), "a deny rule for the host side blocks it (%r)" % got)
+    st, _, body = egress(o, sid, "PATCH", [{"action": "allow", "target": host}, {"action": "deny", "target": host},
+                                           {"action": "deny", "target": "example.org"}], header=True)
+    st2, _, body2 = egress(o, sid, header=True)
+    check(st == 200 and json.loads(body2)["policy"]["egress"] == [{"action": "allow", "target": host},
+                                                                  {"action": "deny", "target": "example.org"}],
+          "PATCH through the ingress header merges: incoming first, a repeated target's first wins (%d %r)" % (st, body2))
+    check(probe() == "reached", "the patched allow rule lets traffic to the host side through")
+    st, _, body = egress(o, sid, "DELETE", [host, "not-there.org"])
+    st2, _, body2 = egress(o, sid)
+    check(st == 200 and json.loads(body2)["policy"]["egress"] == [{"action": "deny", "target": "example.org"}],
+          "DELETE removes the rules of the targets, ignores unknown ones (%d %r)" % (st, body2))
+    st, _, body = egress(o, sid, "POST", {"defaultAction": "deny"})
+    check(st == 200 and json.loads(body)["mode"] == "deny_all" and probe().startswith("blocked"),
+          "defaultAction deny: nothing leaves (%d %r)" % (st, body))
+    st, _, body = egress(o, sid, "POST")
+    check(st == 200 and json.loads(egress(o, sid)[2])["policy"] == {"defaultAction": "deny", "egress": []},
+          "POST without a body resets to deny-all (ParsePolicy) (%d %r)" % (st, body))
+    for m, b, needle in [("PATCH", [], "empty array"), ("PATCH", {"a": 1}, "array of rules"),
+                         ("POST", {"defaultAction": "maybe"}, "defaultAction"),
+                         ("POST", {"egress": [{"action": "allow", "target": "10.0.0.0/33"}]}, "10.0.0.0/33"),
+                         ("POST", {"egress": [{"action": "block", "target": "x.org"}]}, "unsupported action"),
+                         ("DELETE", [], "invalid delete targets"), ("DELETE", [1], "invalid delete targets")]:
+        st, hd, body = egress(o, sid, m, b)
+        check(st == 400 and needle in body.decode() and body.endswith(b"\n")
+              and hd.get("content-type", "").startswith("text/plain"),
+              "%s /policy %r -> 400 text naming %s (%d %r)" % (m, b, needle, st, body))
+    check(json.loads(egress(o, sid)[2])["policy"] == {"defaultAction": "deny", "egress": []},
+          "a refused change leaves the policy alone")
+    egress(o, sid, "POST", {"defaultAction": "allow"})
+    check(probe() == "reached", "defaultAction allow again: the host side is reached")
+    st, _, body = egress(o, sid, rest="/nope")
+    check(st == 404 and body == b"404 page not found\n", "GET /nope on the sidecar -> 404 (%d %r)" % (st, body))
+    st, _, body = egress(o, sid, "OPTIONS")
+    check(st == 405, "OPTIONS /policy -> 405 (%d)" % st)
+    st, _, body = egress(o, "i" + "q" * 20)
+    check(st == 404 and b"sandbox not found" in body, "the sidecar of an unknown sandbox -> 404 (%d %r)" % (st, body))
+    st, _, body = egress(o, paused)
+    check(st == 503 and b"not ready" in body, "the sidecar of a paused sandbox -> 503 (%d %r)" % (st, body))
+    st, _, c = o.create(networkPolicy={"defaultAction": "deny", "egress": [{"action": "allow", "target": "PyPI.org"}]})
+    nid = c.get("id", "")
+    check(st == 202 and o.wait(nid, "Running", ("Pending",))[0], "create with networkPolicy -> Running")
+    st, _, body = egress(o, nid)
+    check(st == 200 and json.loads(body)["policy"] == {"defaultAction": "deny",
+                                                       "egress": [{"action": "allow", "target": "PyPI.org"}]},
+          "the created sandbox's sidecar has the networkPolicy (%d %r)" % (st, body))
+    o.req("DELETE", "/v1/sandboxes/" + nid)
+
+
 def t_pause_resume(o, sid):
     s = o.s
     st, _, before = o.req("GET", "/v1/sandboxes/" + sid)
@@ -395,6 +552,8 @@ def main():
         st, _, j = o.req("POST", "/v1/sandboxes/%s/renew-expiration" % nj["id"], {"expiresAt": "2099-01-01T00:00:00Z"})
         check(st == 409 and j.get("code") == "DOCKER::INVALID_EXPIRATION", "renew without expiration -> 409 (%d %r)" % (st, j))
         t_failed(o)
+        t_snapshots(o, nj["id"], b["id"])
+        t_egress(o, nj["id"], b["id"])
         if first:
             ids = t_list(o, first)
             t_renew(o, first)

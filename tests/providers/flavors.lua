@@ -60,7 +60,8 @@ t.test("the flavours' capabilities are the published differences", function()
     .. "e2b_api,env_vars,envd,exact_output,metrics,process_list,pty,short_ttl,templates_build,"
     .. "ttl_shorten,watch")
   -- OpenSandbox's execd serves /code, but not display outputs (figures); it checks secureAccess's token
-  t.eq(caps("opensandbox"), "access_token,api_key_check,code_interpreter,env_vars,metrics,pause")
+  t.eq(caps("opensandbox"), "access_token,api_key_check,code_interpreter,connect_resume,env_vars,"
+    .. "metrics,network_update,pause,refresh,snapshot")
   -- code_interpreter is both e2b's and the local platform's (issue 23): in the flavour; CubeSandbox
   -- lacks it, so its flavour does too
   local _, e2b = config.provider(cfg, "local", "e2b")

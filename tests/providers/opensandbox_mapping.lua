@@ -3,12 +3,12 @@
 -- states, SandboxInfo, SSE framing (events split across chunks, multi-line data, execd's bare
 -- JSON framing, unknown type / bad JSON / stray line -> Protocol), a command's events ->
 -- CommandResult (missing execution_complete -> Protocol), error bodies -> kinds, the endpoint
--- URL, list pagination, FileInfo -> EntryInfo, the upload body, execd's code results -> E2B's
--- Result and ExecutionError, Skipped for primitives with no
+-- URL, list pagination, FileInfo -> EntryInfo, the upload body, which templates are snapshot ids,
+-- execd's code results -> E2B's Result and ExecutionError, Skipped for primitives with no
 -- equivalent, and provider.open choosing the adapter for protocol: opensandbox.
 -- Sources: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml, specs/execd-api.yaml.
--- Expected: 12 passed, exit 0.
--- expect-line: ^12 passed, 0 failed
+-- Expected: 13 passed, exit 0.
+-- expect-line: ^13 passed, 0 failed
 local t = require("abx.test")
 local core = require("abx.core")
 local cjson = require("cjson")
@@ -264,10 +264,11 @@ t.test("no equivalent: Skipped with the provider's name, never a silent no-op", 
     local e = t.raises("Skipped", fn, ...)
     t.eq(e.message, string.format(want, prim))
   end
-  skipped("sbx:update_network", sbx.update_network, sbx, {})
   skipped("sbx:restart_code_context (execd cannot restart a context)", sbx.restart_code_context, sbx, "c1")
   skipped("sbx:run_code envs (per-execution environment)", sbx.run_code, sbx, "1+1", { envs = { A = "1" } })
-  skipped("sbx:create_snapshot", sbx.create_snapshot, sbx)
+  skipped("conn:create option network.allow_public_traffic", conn.create, conn,
+    { network = { allow_public_traffic = false } })
+  skipped("conn:list_snapshots_page option name", conn.list_snapshots_page, conn, { name = "x" })
   skipped("sbx.pty:create", function() return sbx.pty:create({}) end)
   skipped("files:watch_dir", function() return sbx.files:watch_dir("/tmp") end)
   skipped("commands:send_stdin", function() return sbx.commands:send_stdin(1, "x") end)
@@ -318,4 +319,14 @@ providers:
   t.eq(conn.ttl, { mode = "expires_at", min = 60, where = "providers.osb.ttl" })
   t.eq(conn.default_metadata, { e2e = "x" })
   t.raises("Transport", conn.get_info, conn, "sb1")
+end)
+
+t.test("a template is a snapshot id when it is a uuid (snapshot_service.py uuid4 ids)", function()
+  local snaps = require("abx.client.opensandbox_snapshot")
+  t.eq(snaps.is_snapshot_id("d75954e2-6ff5-4ba3-8262-10372ace992f"), true)
+  t.eq(snaps.is_snapshot_id("D75954E2-6FF5-4BA3-8262-10372ACE992F"), true)
+  for _, x in ipairs({ "base", "python:3.11", "snap_123", "d75954e2-6ff5-4ba3-8262-10372ace992", "" }) do
+    t.eq(snaps.is_snapshot_id(x), false, x)
+  end
+  t.eq(snaps.is_snapshot_id(nil), false)
 end)

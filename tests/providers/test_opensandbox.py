@@ -33,6 +33,7 @@ files = {}       # path -> bytes
 dirs = {"/", "/home", "/home/user"}
 log = []         # (method, path, query, headers lower-case, body bytes)
 counter = [0]
+snapshots = {}   # id -> Snapshot (state Creating until its first GET)
 PORT = [0]
 
 
@@ -43,7 +44,9 @@ def now_rfc3339(delta=0):
 
 def sandbox_json(sid):
     s = sandboxes[sid]
-    return {"id": sid, "image": {"uri": s["body"]["image"]["uri"]},
+    src = {"snapshotId": s["body"]["snapshotId"]} if "snapshotId" in s["body"] else {
+        "image": {"uri": s["body"]["image"]["uri"]}}
+    return {"id": sid, **src,
             "status": {"state": s["state"], "reason": s.get("reason"), "message": s.get("message")},
             "metadata": s["body"].get("metadata", {}), "entrypoint": s["body"]["entrypoint"],
             "createdAt": s["created"], "expiresAt": s["expires"]}
@@ -99,6 +102,19 @@ class H(http.server.BaseHTTPRequestHandler):
         m = re.match(r"^/sandboxes/([^/]+)/port/44772(/.*)$", u.path)
         if m:
             return self.execd(method, m.group(1), m.group(2), q, hdrs, body)
+        m = re.match(r"^/sandboxes/([^/]+)/port/18080(/.*)$", u.path)
+        if m:  # the egress sidecar (specs/egress-api.yaml; POST replaces: policy_server.go)
+            s = sandboxes.get(m.group(1))
+            if not s or s["state"] != "Running" or m.group(2) != "/policy":
+                return self.reply(404, raw=b"404 page not found\n", ctype="text/plain")
+            if method == "GET":
+                return self.reply(200, {"status": "ok", "mode": "x", "policy": s.get("policy", {
+                    "defaultAction": "allow", "egress": []})})
+            pol = json.loads(body)
+            if any("/33" in r["target"] for r in pol.get("egress", [])):
+                return self.reply(400, raw=b"invalid policy: bad target\n", ctype="text/plain")
+            s["policy"] = pol
+            return self.reply(200, {"status": "ok", "mode": "x"})
         m = re.match(r"^/sandboxes/([^/]+)/port/8080(/.*)$", u.path)
         if m:  # a server inside on 8080, behind the ingress's URI route
             s = sandboxes.get(m.group(1))
@@ -120,6 +136,8 @@ class H(http.server.BaseHTTPRequestHandler):
                     return self.err(400, "INVALID_REQUEST", "timeout must be an integer >= 60")
                 if "entrypoint" not in b or "resourceLimits" not in b:
                     return self.err(400, "INVALID_REQUEST", "entrypoint and resourceLimits are required")
+                if "snapshotId" in b and b["snapshotId"] not in snapshots:  # snapshot_restore.py
+                    return self.err(404, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found" % b["snapshotId"])
                 if b.get("image", {}).get("uri") == "nosuch":  # as the Docker runtime answers
                     return self.err(500, "DOCKER::SANDBOX_IMAGE_PULL_FAILED",
                                     "Failed to pull image nosuch: not found")
@@ -128,8 +146,11 @@ class H(http.server.BaseHTTPRequestHandler):
                 sandboxes[sid] = {"state": "Pending", "body": b, "polls": 0,
                                   "created": now_rfc3339(), "expires": now_rfc3339(b["timeout"]),
                                   "secure": b.get("secureAccess") is True, "token": "tok-" + sid}
+                if "networkPolicy" in b:
+                    sandboxes[sid]["policy"] = b["networkPolicy"]
                 j = sandbox_json(sid)
-                del j["image"]
+                j.pop("image", None)
+                j.pop("snapshotId", None)
                 return self.reply(202, j, headers={"Location": "/v1/sandboxes/" + sid})
             if path == "/sandboxes" and method == "GET":
                 items = sorted(sandboxes)
@@ -146,6 +167,24 @@ class H(http.server.BaseHTTPRequestHandler):
                 return self.reply(200, {"items": [sandbox_json(i) for i in chunk], "pagination": {
                     "page": page, "pageSize": size, "totalItems": len(items), "totalPages": pages,
                     "hasNextPage": page < pages}})
+            if path == "/snapshots" and method == "GET":
+                items = [x for x in snapshots.values() if x["sandboxId"] == q.get("sandboxId", [None])[0]]
+                page, size = int(q.get("page", ["1"])[0]), int(q.get("pageSize", ["20"])[0])
+                pages = (len(items) + size - 1) // size
+                return self.reply(200, {"items": items[(page - 1) * size:page * size], "pagination": {
+                    "page": page, "pageSize": size, "totalItems": len(items), "totalPages": pages,
+                    "hasNextPage": page < pages}})
+            m = re.match(r"^/snapshots/([^/]+)$", path)
+            if m:
+                snap = snapshots.get(m.group(1))
+                if not snap:
+                    return self.err(404, "SNAPSHOT::NOT_FOUND", "Snapshot %s not found" % m.group(1))
+                if method == "DELETE":
+                    del snapshots[m.group(1)]
+                    return self.reply(204)
+                j = dict(snap)
+                snap["status"] = {"state": "Ready"}  # Creating for the first answer only
+                return self.reply(200, j)
             m = re.match(r"^/sandboxes/([^/]+)(/[^/]+)?(?:/(\d+))?$", path)
             if not m or m.group(1) not in sandboxes or sandboxes[m.group(1)]["state"] == "Terminated":
                 return self.err(404, "NOT_FOUND", "sandbox not found")
@@ -155,7 +194,7 @@ class H(http.server.BaseHTTPRequestHandler):
                 s["polls"] += 1
                 # Pending for one poll; "broken" fails to start; Pausing/Resuming settle on the next GET
                 if s["state"] == "Pending" and s["polls"] >= 2:
-                    if s["body"]["image"]["uri"] == "broken":
+                    if s["body"].get("image", {}).get("uri") == "broken":
                         s["state"], s["reason"], s["message"] = ("Failed", "image_pull_failed",
                                                                  "cannot pull image broken")
                     else:
@@ -186,6 +225,13 @@ class H(http.server.BaseHTTPRequestHandler):
                     return self.err(400, "INVALID_REQUEST", "expiresAt must be after the current one")
                 s["expires"] = b["expiresAt"]
                 return self.reply(200, {"expiresAt": b["expiresAt"]})
+            if action == "/snapshots" and method == "POST":
+                b = json.loads(body or b"{}")
+                counter[0] += 1
+                snid = "%08d-aaaa-4bbb-8ccc-%012d" % (counter[0], counter[0])
+                snapshots[snid] = {"id": snid, "sandboxId": sid, "status": {"state": "Creating"},
+                                   "createdAt": now_rfc3339(), **({"name": b["name"]} if "name" in b else {})}
+                return self.reply(202, snapshots[snid], headers={"Location": "/v1/snapshots/" + snid})
             if action == "/endpoints" and method == "GET" and port:
                 e = {"endpoint": "127.0.0.1:%d/sandboxes/%s/port/%s" % (PORT[0], sid, port)}
                 if s["secure"] and port == "44772":
@@ -365,8 +411,8 @@ case = os.path.join(os.path.dirname(os.path.abspath(__file__)), "opensandbox_cas
 r = subprocess.run([ABX, "run", case, "--provider", "osb", "-j", "1"], cwd=proj,
                    env=dict(env, ABX_TEST_OSB_KEY=KEY), capture_output=True, text=True, timeout=170)
 out = r.stdout + r.stderr
-check(r.returncode == 0 and "8 passed, 0 failed" in r.stdout,
-      "opensandbox_case.lua: 8 passed (got %d: %s)" % (r.returncode, out[-3000:]))
+check(r.returncode == 0 and "10 passed, 0 failed" in r.stdout,
+      "opensandbox_case.lua: 10 passed (got %d: %s)" % (r.returncode, out[-3000:]))
 check(KEY not in out, "the API key is never printed")
 
 creates = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes"]
@@ -381,7 +427,37 @@ check(first.get("image") == {"uri": "base"} and first.get("timeout") == 120
       "create body: image.uri, timeout, env, secureAccess, entrypoint, resourceLimits (%s)" % first)
 check(isinstance(first.get("metadata"), dict) and re.match(r"^[0-9a-f]{12}$", first["metadata"].get("e2e", "")),
       "create body: the run tag e2e in metadata (%s)" % first.get("metadata"))
-renews = [json.loads(b) for m, p, q, h, b in log if p.endswith("/renew-expiration")]
+snapsrc = [sid for sid, s in sandboxes.items() if s["body"].get("image", {}).get("uri") == "snapsrc"]
+snap_posts = [(p, json.loads(b or b"{}")) for m, p, q, h, b in log if m == "POST" and p.endswith("/snapshots")]
+check([b for p, b in snap_posts[:2]] == [{"name": "cp-1"}, {}] and len(snap_posts) == 3
+      and all(p == "/v1/sandboxes/%s/snapshots" % snapsrc[0] for p, b in snap_posts[:2]),
+      "create_snapshot: POST /v1/sandboxes/{id}/snapshots {name?}; the killed clone's too (%s)" % snap_posts)
+polls = [p for m, p, q, h, b in log if m == "GET" and p.startswith("/v1/snapshots/")]
+check(len(polls) >= 2, "create_snapshot polled GET /v1/snapshots/{id} until Ready (%s)" % polls)
+restores = [c for c in (json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes")
+            if "snapshotId" in c]
+check(len(restores) == 2 and all("image" not in c for c in restores),
+      "a snapshot id as template is sent as snapshotId, without image (%s)" % restores)
+check(any(m == "GET" and p == "/v1/snapshots" and q.get("sandboxId") == snapsrc and q.get("pageSize") == ["1"]
+          and q.get("page") == ["2"] for m, p, q, h, b in log), "list_snapshots: sandboxId, page, pageSize")
+dels = [p for m, p, q, h, b in log if p.startswith("/v1/snapshots/") and m == "DELETE"]
+check(len(dels) >= 2 and dels[0] == dels[1] and not snapshots,
+      "delete_snapshot: DELETE /v1/snapshots/{id} (204, then 404); the run deleted the rest (%s)" % dels)
+refresh = [json.loads(b) for m, p, q, h, b in log if snapsrc and p == "/v1/sandboxes/%s/renew-expiration" % snapsrc[0]]
+check(len(refresh) == 1, "refresh(600) renewed, refresh(20) did not (never shortens) (%s)" % refresh)
+netsrc = [c for c in (json.loads(b) for m, p, q, h, b in log if m == "POST" and p == "/v1/sandboxes")
+          if "networkPolicy" in c]
+check([c["networkPolicy"] for c in netsrc] == [{"defaultAction": "deny", "egress": [
+    {"action": "allow", "target": "10.1.0.0/16"}, {"action": "deny", "target": "10.0.0.0/8"}]}],
+      "create: network + allow_internet_access = false -> networkPolicy, allow rules first (%s)" % netsrc)
+posts = [json.loads(b) for m, p, q, h, b in log if m == "POST" and p.endswith("/port/18080/policy")]
+check(posts[:2] == [{"defaultAction": "allow", "egress": [{"action": "deny", "target": "1.2.3.4"}]},
+                    {"defaultAction": "allow"}],
+      "update_network: POST /policy on the egress endpoint with the whole policy (%s)" % posts)
+check(any(p.endswith("/endpoints/18080") for m, p, q, h, b in log), "the egress port's endpoint was asked")
+netids = [sid for sid, s in sandboxes.items() if "networkPolicy" in s["body"]]
+renews = [json.loads(b) for m, p, q, h, b in log if p.endswith("/renew-expiration")
+          and not any(p.startswith("/v1/sandboxes/%s/" % x) for x in snapsrc + netids)]
 check(len(renews) == 1 and all(set(x) == {"expiresAt"} for x in renews),
       "set_timeout sent renew-expiration {expiresAt}; connect after it kept the later expiry (%s)"
       % renews)
@@ -407,7 +483,7 @@ check(len(eps) == 2 and len(set(eps)) == 2,
 check(not any(p.startswith("/v1/v2") or p.startswith("/sandboxes/") and "/port/" not in p
               for m, p, q, h, b in log), "no E2B route was asked")
 left = [sid for sid, s in sandboxes.items() if s["state"] != "Terminated"]
-check(len(sandboxes) == 9 and left == [],
+check(len(sandboxes) == 12 and left == [],
       "every sandbox created (%d) was deleted, the one that failed to start too (left: %s)"
       % (len(sandboxes), left))
 srv.shutdown()

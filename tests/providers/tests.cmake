@@ -27,7 +27,7 @@ set_tests_properties(providers:flavors PROPERTIES TIMEOUT 120 ENVIRONMENT "ABX_F
 # closed loopback port.
 add_test(NAME providers:opensandbox_mapping
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
-          ${CMAKE_SOURCE_DIR}/tests/providers/opensandbox_mapping.lua "^12 passed, 0 failed" 0
+          ${CMAKE_SOURCE_DIR}/tests/providers/opensandbox_mapping.lua "^13 passed, 0 failed" 0
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(providers:opensandbox_mapping PROPERTIES TIMEOUT 120
   ENVIRONMENT "ABX_TEST_KEY=test-key-0123456789")

@@ -1076,7 +1076,9 @@ function OpenSandbox:kill() end
 function OpenSandbox:set_timeout(seconds) end
 
 ---get_info(): SandboxInfo
----SandboxInfo of this sandbox. Raises: as Connection:get_info.
+---SandboxInfo of this sandbox, with network and allow_internet_access from its egress
+---sidecar's policy when that answers (abx.client.opensandbox_egress read).
+---Raises: as Connection:get_info.
 ---@return abx.SandboxInfo
 function OpenSandbox:get_info() end
 
@@ -1119,8 +1121,11 @@ function OpenSandbox:pause(opts) end
 ---@return abx.OpenSandbox
 function OpenSandbox:connect(opts) end
 
----refresh(duration): Skipped: no equivalent
-function OpenSandbox:refresh() end
+---refresh(duration): expiry = now + duration when later (GET, renew-expiration)
+---Extends the expiry to now + `duration` seconds, never shortening it (Connection:_refresh).
+---Raises: SandboxNotFound, InvalidArgument, Authentication, Protocol.
+---@param duration? number seconds (default 300, E2B's)
+function OpenSandbox:refresh(duration) end
 
 ---get_metrics(opts): execd's GET /metrics: one sample of now, no disk figures
 ---Resource metrics: execd's GET /metrics as one SandboxMetric (abx.client.opensandbox_execd
@@ -1130,11 +1135,18 @@ function OpenSandbox:refresh() end
 ---@return table[]
 function OpenSandbox:get_metrics(opts) end
 
----update_network(opts): Skipped: no equivalent
-function OpenSandbox:update_network() end
+---update_network(opts): replaces the rules: the egress sidecar's POST /policy
+---Replaces the outbound rules (abx.client.opensandbox_egress update).
+---Raises: InvalidArgument, SandboxNotFound, Authentication, Protocol, Transport.
+---@param opts? {allow_out?: string[], deny_out?: string[], allow_internet_access?: boolean}
+function OpenSandbox:update_network(opts) end
 
----create_snapshot(opts): Skipped: no equivalent
-function OpenSandbox:create_snapshot() end
+---create_snapshot(opts): SnapshotInfo (abx.client.opensandbox_snapshot)
+---Snapshots this sandbox (abx.client.opensandbox_snapshot create): a SnapshotInfo.
+---Raises: SandboxNotFound, Conflict, InvalidArgument, Sandbox, Timeout, Protocol.
+---@param opts? {name?: string}
+---@return abx.SnapshotInfo
+function OpenSandbox:create_snapshot(opts) end
 
 ---run_code(src, opts): runs code through execd's POST /code: Execution
 ---The code interpreter through execd's /code routes (abx.client.opensandbox_code: the mapping,
@@ -1280,13 +1292,15 @@ function OpenSandboxConnection:kill(id) end
 function OpenSandboxConnection:endpoint(id, port) end
 
 ---list_snapshots(opts): Skipped: no equivalent
-function OpenSandboxConnection:list_snapshots() end
+---Snapshots (abx.client.opensandbox_snapshot): GET /snapshots, DELETE /snapshots/{id}.
+---Raises: as opensandbox_snapshot's list, list_page and delete.
+function OpenSandboxConnection:list_snapshots(opts) end
 
 ---list_snapshots_page(opts): Skipped: no equivalent
-function OpenSandboxConnection:list_snapshots_page() end
+function OpenSandboxConnection:list_snapshots_page(opts) end
 
 ---delete_snapshot(id): Skipped: no equivalent
-function OpenSandboxConnection:delete_snapshot() end
+function OpenSandboxConnection:delete_snapshot(id) end
 
 ---create_volume(name): Skipped: no equivalent
 function OpenSandboxConnection:create_volume() end

@@ -28,9 +28,15 @@
 --                    scheme when it has none, and its headers).
 --   sbx:get_metrics  execd's GET /metrics (abx.client.opensandbox_execd metrics).
 --   sbx:run_code and the code contexts   execd's /code routes (abx.client.opensandbox_code).
---   Anything else (snapshots, volumes, network update, refresh, pty, watch, restarting a
---   code context, the agent server, host names) raises Skipped "provider <name> (opensandbox) has
---   no equivalent of <primitive>: missing capability".
+--   sbx:refresh      renew-expiration to now + s only when that is later (GET, then renew: E2B's
+--                    refresh never shortens).
+--   snapshots        abx.client.opensandbox_snapshot (a template that is a snapshot id is sent as
+--                    snapshotId; 404 SNAPSHOT::NOT_FOUND is NotFound as a missing template is).
+--   network          abx.client.opensandbox_egress (create's networkPolicy; update_network and
+--                    get_info's rules through the egress sidecar's /policy on port 18080).
+--   Anything else (volumes, pty, watch, restarting a code context, the agent server, host
+--   names) raises Skipped "provider <name> (opensandbox) has no equivalent of <primitive>:
+--   missing capability".
 -- api_url: the lifecycle API's base including /v1 (the spec's server URL, config/abxlua.yaml).
 -- Units: seconds. Errors: ErrorResponse {code, message} -> abx kinds (abx.client.opensandbox_wire:
 -- 401/403 Authentication, 404 SandboxNotFound on sandbox routes, 400 InvalidArgument, 409
@@ -45,6 +51,8 @@ local sandbox = require("abx.client.sandbox") -- its Connection:_call (retries, 
 local wire = require("abx.client.opensandbox_wire")
 local execd = require("abx.client.opensandbox_execd")
 local object = require("abx.client.opensandbox_object")
+local snapshots = require("abx.client.opensandbox_snapshot")
+local egress = require("abx.client.opensandbox_egress")
 
 local M = {}
 
@@ -236,7 +244,8 @@ local function copy(t)
 end
 
 -- conn:create options OpenSandbox has an equivalent of (the rest raise Skipped when given)
-local CREATE_MAPPED = { template = true, timeout = true, metadata = true, envs = true, secure = true }
+local CREATE_MAPPED = { template = true, timeout = true, metadata = true, envs = true, secure = true,
+  network = true, allow_internet_access = true }
 
 --- Creates a sandbox: POST /sandboxes (202, Pending), polled until Running, then execd answers
 --- /ping (see the file header). Options are conn:create's (abx.client.sandbox); `template` is the
@@ -264,6 +273,16 @@ function Connection:create(opts)
   end
   local body = wire.create_body({ template = opts.template or "base", timeout = timeout,
     envs = opts.envs, metadata = md, secure = opts.secure == true })
+  if opts.network ~= nil or opts.allow_internet_access ~= nil then -- the egress sidecar's policy
+    local n = opts.network or {}
+    for k in pairs(n) do
+      if k ~= "allow_out" and k ~= "deny_out" then self:_skip("conn:create option network." .. k) end
+    end
+    body.networkPolicy = egress.policy(n.allow_out, n.deny_out, opts.allow_internet_access)
+  end
+  if snapshots.is_snapshot_id(body.image.uri) then -- a snapshot id: restore it (snapshotId)
+    body.snapshotId, body.image = body.image.uri, nil
+  end
   if self.hooks.before_create then self.hooks.before_create(opts) end
   local created_id
   local ok, sbx = pcall(function()
@@ -273,7 +292,7 @@ function Connection:create(opts)
       -- an image that cannot be pulled is a template the provider does not have (E2B's 404)
       local obj = errmap.decode_object(resp.body)
       local code = obj and type(obj.code) == "string" and obj.code or ""
-      if code:match("IMAGE_PULL_FAILED$") then
+      if code:match("IMAGE_PULL_FAILED$") or code == "SNAPSHOT::NOT_FOUND" then
         errmap.raise("NotFound", resp.status, type(obj.message) == "string" and obj.message
           or code, { request = request, code = code })
       end
@@ -365,7 +384,23 @@ end
 --- Raises: as Connection:_renew.
 local function renew_if_later(conn, id, d, seconds, what)
   local cur = type(d.expiresAt) == "string" and semantics.parse_rfc3339(d.expiresAt) or nil
-  if cur and cur < core.time() + math.ceil(seconds) then conn:_renew(id, seconds, what) end
+  -- compared with the whole second _renew sends (semantics.expires_at), so an expiry equal to it
+  -- (the server's 400 "not after the current expiresAt") is never asked for
+  if cur and cur < math.floor(core.time() + math.ceil(seconds)) then conn:_renew(id, seconds, what) end
+end
+
+--- E2B's refresh on renew-expiration: GET the sandbox, then renew to now + `seconds` only when
+--- that is later (never shortens, as E2B's POST /sandboxes/{id}/refreshes).
+--- Raises: SandboxNotFound (404), InvalidArgument, Conflict, Authentication, Protocol.
+---@param id string
+---@param seconds number
+function Connection:_refresh(id, seconds)
+  if type(seconds) ~= "number" or seconds <= 0 then
+    errmap.raise("InvalidArgument", 0, "sbx:refresh: duration must be a positive number of seconds, "
+      .. "got " .. tostring(seconds))
+  end
+  local d = self:_get(id)
+  renew_if_later(self, id, d, seconds, "sbx:refresh")
 end
 
 --- Resumes a paused sandbox: POST /sandboxes/{id}/resume (202), polled until Running, then the
@@ -483,9 +518,11 @@ function Connection:kill(id)
   return resp.status ~= 404
 end
 
-function Connection:list_snapshots() self:_skip("conn:list_snapshots") end
-function Connection:list_snapshots_page() self:_skip("conn:list_snapshots_page") end
-function Connection:delete_snapshot() self:_skip("conn:delete_snapshot") end
+--- Snapshots (abx.client.opensandbox_snapshot): GET /snapshots, DELETE /snapshots/{id}.
+--- Raises: as opensandbox_snapshot's list, list_page and delete.
+function Connection:list_snapshots(opts) return snapshots.list(self, opts) end
+function Connection:list_snapshots_page(opts) return snapshots.list_page(self, opts) end
+function Connection:delete_snapshot(id) return snapshots.delete(self, id) end
 function Connection:create_volume() self:_skip("conn:create_volume") end
 function Connection:list_volumes() self:_skip("conn:list_volumes") end
 function Connection:get_volume() self:_skip("conn:get_volume") end

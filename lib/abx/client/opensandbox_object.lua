@@ -4,8 +4,10 @@
 -- sandbox's endpoints (GET /sandboxes/{id}/endpoints/{port}, kept per handle); processes and files
 -- through execd (abx.client.opensandbox_execd, abx.client.opensandbox_files); get_metrics is
 -- execd's GET /metrics; the code interpreter is execd's /code routes (abx.client.opensandbox_code).
--- A method with no OpenSandbox equivalent (network update, refresh, restarting a code
--- context, the agent server, host names, pty) raises Skipped "provider <name> (opensandbox)
+-- create_snapshot is abx.client.opensandbox_snapshot's; update_network and get_info's rules go
+-- through the egress sidecar (abx.client.opensandbox_egress); refresh is renew-expiration when
+-- later. A method with no OpenSandbox equivalent (restarting a code context, the agent server,
+-- host names, pty) raises Skipped "provider <name> (opensandbox)
 -- has no equivalent of <primitive>: missing capability".
 -- Source: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
 
@@ -17,6 +19,7 @@ local wire = require("abx.client.opensandbox_wire")
 local execd = require("abx.client.opensandbox_execd")
 local files = require("abx.client.opensandbox_files")
 local code = require("abx.client.opensandbox_code")
+local egress = require("abx.client.opensandbox_egress")
 
 local M = {}
 
@@ -47,10 +50,10 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "http(port, opts)", "one HTTP request to a port through its endpoint (options: sbx:http)" },
     { "pause(opts)", "pauses it" },
     { "connect(opts)", "connects again, resuming when paused" },
-    { "refresh(duration)", "Skipped: no equivalent" },
+    { "refresh(duration)", "expiry = now + duration when later (GET, renew-expiration)" },
     { "get_metrics(opts)", "execd's GET /metrics: one sample of now, no disk figures" },
-    { "update_network(opts)", "Skipped: no equivalent" },
-    { "create_snapshot(opts)", "Skipped: no equivalent" },
+    { "update_network(opts)", "replaces the rules: the egress sidecar's POST /policy" },
+    { "create_snapshot(opts)", "SnapshotInfo (abx.client.opensandbox_snapshot)" },
     { "run_code(src, opts)", "runs code through execd's POST /code: Execution" },
     { "create_code_context(opts)", "POST /code/context: Context" },
     { "list_code_contexts(opts)", "GET /code/contexts: Context[]" },
@@ -109,9 +112,16 @@ function Sandbox:set_timeout(seconds)
   self.conn:_renew(self.id, seconds, "sbx:set_timeout")
 end
 
---- SandboxInfo of this sandbox. Raises: as Connection:get_info.
+--- SandboxInfo of this sandbox, with network and allow_internet_access from its egress
+--- sidecar's policy when that answers (abx.client.opensandbox_egress read).
+--- Raises: as Connection:get_info.
 ---@return table
-function Sandbox:get_info() return self.conn:get_info(self.id) end
+function Sandbox:get_info()
+  local info = self.conn:get_info(self.id)
+  local net, internet = egress.read(self) -- the egress sidecar's policy, when it answers
+  if net then info.network, info.allow_internet_access = net, internet end
+  return info
+end
 
 --- Whether it runs: its state is Running and execd answers GET /ping. A 404 (it is gone) is
 --- false. Raises: Authentication, Sandbox, Transport, Timeout.
@@ -223,9 +233,30 @@ function Sandbox:list_code_contexts(opts) return code.list_contexts(self, opts) 
 function Sandbox:restart_code_context() code.restart_context(self) end
 function Sandbox:remove_code_context(ctx, opts) return code.remove_context(self, ctx, opts) end
 
-for _, name in ipairs({ "refresh", "update_network", "create_snapshot",
-  "server", "envd_request" }) do
+for _, name in ipairs({ "server", "envd_request" }) do
   Sandbox[name] = function(self) wire.skip(self.conn.provider_name, "sbx:" .. name) end
+end
+
+--- Replaces the outbound rules (abx.client.opensandbox_egress update).
+--- Raises: InvalidArgument, SandboxNotFound, Authentication, Protocol, Transport.
+---@param opts? {allow_out?: string[], deny_out?: string[], allow_internet_access?: boolean}
+function Sandbox:update_network(opts)
+  egress.update(self, opts)
+end
+
+--- Extends the expiry to now + `duration` seconds, never shortening it (Connection:_refresh).
+--- Raises: SandboxNotFound, InvalidArgument, Authentication, Protocol.
+---@param duration? number seconds (default 300, E2B's)
+function Sandbox:refresh(duration)
+  self.conn:_refresh(self.id, duration or 300)
+end
+
+--- Snapshots this sandbox (abx.client.opensandbox_snapshot create): a SnapshotInfo.
+--- Raises: SandboxNotFound, Conflict, InvalidArgument, Sandbox, Timeout, Protocol.
+---@param opts? {name?: string}
+---@return {snapshot_id: string, names: string[]}
+function Sandbox:create_snapshot(opts)
+  return require("abx.client.opensandbox_snapshot").create(self, opts)
 end
 
 return M

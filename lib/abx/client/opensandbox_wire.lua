@@ -222,6 +222,10 @@ function M.info_of(d, status, request)
     metadata = type(d.metadata) == "table" and d.metadata or {},
     started_at = opt(d.createdAt),
     end_at = opt(d.expiresAt),
+    -- the local opensandbox flavour's extension (as the local E2B platform's abxNetwork)
+    abx_network = type(d.abxNetwork) == "table" and {
+      host_address = d.abxNetwork.hostAddress, sandbox_address = d.abxNetwork.sandboxAddress,
+    } or nil,
   }
   return options.strict(e2b_wire.INFO, info)
 end
