@@ -34,6 +34,7 @@ struct code_fwd {
   int fd;
   char *pre;
   size_t pre_len, pre_at;
+  uint64_t length; /* the answer's Content-Length, MHD_SIZE_UNKNOWN when it has none */
 };
 
 static void fwd_free(void *cls)
@@ -169,10 +170,18 @@ static int read_head(struct code_fwd *f, unsigned *status, char *ctype, size_t n
     return -1;
   }
   ctype[0] = 0;
+  f->length = MHD_SIZE_UNKNOWN;
   for (char *l = strstr(b, "\r\n"); l && l < end; l = strstr(l + 2, "\r\n")) {
     if (strncasecmp(l + 2, "Content-Type:", 13) == 0) {
       const char *v = l + 15 + strspn(l + 15, " ");
       snprintf(ctype, n, "%.*s", (int)strcspn(v, "\r"), v);
+    } else if (strncasecmp(l + 2, "Content-Length:", 15) == 0) {
+      /* kept, so an empty answer says Content-Length: 0 as gin's does: OpenSandbox's SDK
+       * (openapi-fetch) parses any other body as JSON ("Unexpected end of JSON input") */
+      char *e;
+      unsigned long long v = strtoull(l + 17, &e, 10);
+      if (e != l + 17 && v < MHD_SIZE_UNKNOWN)
+        f->length = v;
     }
   }
   f->pre_len = len - (size_t)(end + 4 - b);
@@ -221,7 +230,7 @@ static enum MHD_Result forward(struct execd_req *r)
   }
   free(head);
   struct MHD_Response *resp =
-      MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, fwd_read, f, fwd_free);
+      MHD_create_response_from_callback(f->length, 32 * 1024, fwd_read, f, fwd_free);
   if (!resp) {
     fwd_free(f);
     return MHD_NO;

@@ -253,10 +253,9 @@ await check('kill: the sandbox is gone; SandboxException carries code and the re
   }
 })
 
-await check('create with volumes / networkPolicy / credentialProxy: refused, the error naming the field', async () => {
+await check('create with volumes / credentialProxy: refused, the error naming the field', async () => {
   const cases = {
     volumes: { volumes: [{ name: 'data', host: { path: '/tmp' }, mountPath: '/mnt/data' }] },
-    networkPolicy: { networkPolicy: { defaultAction: 'deny', egress: [{ action: 'allow', target: 'pypi.org' }] } },
     credentialProxy: { credentialProxy: { enabled: true } },
   }
   for (const [field, opts] of Object.entries(cases)) {
@@ -267,9 +266,11 @@ await check('create with volumes / networkPolicy / credentialProxy: refused, the
 })
 
 await check('getEgressPolicy / patchEgressRules / credentialVault', async () => {
-  // They talk to the egress sidecar (port 18080) of a sandbox created with networkPolicy or
-  // credentialProxy, which this flavour refuses at create (previous check).
-  throw new Skip('needs a sandbox created with networkPolicy/credentialProxy (egress sidecar): refused by the local flavour')
+  // The egress sidecar (port 18080) and create's networkPolicy are served since issue 25
+  // (platform/opensandbox/egress.c, checked by tests/platform/test_flavor_opensandbox.py); the
+  // credential vault needs credentialProxy, which this flavour refuses (previous check). This
+  // case does not drive them through the SDK yet.
+  throw new Skip('not yet driven through the SDK: egress policy (served); credentialVault needs credentialProxy (refused)')
 })
 
 // ---- commands ---------------------------------------------------------------------------------

@@ -239,6 +239,17 @@ def t_errors(x):
         st, j = x.json(method, path, body)
         check(st == want and isinstance(j, dict) and j.get("code") == code and j.get("message"),
               "%s %s (%s) -> %d %s (%d %r)" % (method, path, what, want, code, st, j))
+    # an empty answer says so (Content-Length: 0, as gin's c.Status): OpenSandbox's SDK
+    # (openapi-fetch) parses any other 200 body as JSON, "Unexpected end of JSON input"
+    st, c = x.json("POST", "/code/context", {"language": "python"})
+    conn = http.client.HTTPConnection("127.0.0.1", x.s.port, timeout=120)
+    conn.request("DELETE", "/sandboxes/%s/port/44772/code/contexts/%s" % (x.sid, (c or {}).get("id")),
+                 headers={"X-EXECD-ACCESS-TOKEN": x.token or ""})
+    r = conn.getresponse()
+    body, length = r.read(), r.getheader("Content-Length")
+    conn.close()
+    check(r.status == 200 and body == b"" and length == "0",
+          "DELETE /code/contexts/{id} -> 200, Content-Length: 0 (%d %r %r)" % (r.status, length, body))
     st, ct, data = x.req("GET", "/code/nothing")
     check(st == 404 and data == b"404 page not found", "an unknown /code path -> gin's 404 (%d %r)" % (st, data))
 
