@@ -105,6 +105,8 @@ void execd_srun_free(struct execd_srun *r);
 /* The sessions of table t: 0 or -1; shutdown SIGKILLs their runs and frees them. */
 int execd_sessions_init(struct execd_cmds *t);
 void execd_sessions_shutdown(struct execd_cmds *t);
+/* Frees the session table once execd_sessions_shutdown ran and no run is left (no watcher). */
+void execd_sessions_free(struct execd_cmds *t);
 
 /* Drop a reference with the table's mutex held; the last one puts c on *dead for freeing. */
 void execd_cmd_unref_locked(struct execd_cmd *c, struct execd_cmd **dead);

@@ -134,6 +134,7 @@ void execd_cmds_shutdown(struct envd *e)
     dead = n;
   }
   if (left == 0) { /* a watcher still running keeps the table: freed with the process */
+    execd_sessions_free(t);
     pthread_cond_destroy(&t->idle);
     pthread_mutex_destroy(&t->mu);
     free(t);

@@ -119,7 +119,17 @@ void execd_sessions_shutdown(struct execd_cmds *t)
       break;
     kill_run(cur);
   }
-  /* runs still finishing hold their session and reach ss: it lives as long as the process */
+  /* runs still finishing hold their session and reach ss: execd_sessions_free once none is */
+}
+
+void execd_sessions_free(struct execd_cmds *t)
+{
+  struct execd_sessions *ss = t->sessions;
+  if (!ss)
+    return;
+  pthread_mutex_destroy(&ss->mu);
+  free(ss);
+  t->sessions = NULL;
 }
 
 bool execd_srun_filter(struct execd_srun *r, const char *s, size_t n)
