@@ -357,6 +357,34 @@ def t_default_kernel_retried(s, ctx):
           "no traceback, and no listening before code can run: %r" % out[-600:])
 
 
+def t_slow_default_kernel_waited(s, ctx):
+    """A default kernel slower than the start bound of a request (here ABX_KERNEL_READY_S=1 and a
+    python3 kernelspec, first on JUPYTER_PATH, that sleeps 4 s before it runs ipykernel) is waited
+    for and started once: it used to be cut off at the bound and started again from zero, so on a
+    machine where every start took longer than the bound (60 s) the server never listened (CI,
+    stop 30: code-interpreter-v1 never ready in 180 s)."""
+    script = "\n".join([
+        "d=$(mktemp -d) && mkdir -p $d/kernels/python3 && cd $d || exit 1",
+        "printf '#!/bin/sh\\necho start >> %s/starts\\nsleep 4\\n"
+        "exec python3 -m ipykernel_launcher -f \"$1\"\\n' $d > slow.sh && chmod 755 slow.sh",
+        "printf '{\"argv\": [\"%s/slow.sh\", \"{connection_file}\"], \"display_name\": \"slow\", "
+        "\"language\": \"python\"}' $d > kernels/python3/kernel.json",
+        "JUPYTER_PATH=$d ABX_KERNEL_READY_S=1 ABX_CODE_INTERPRETER_PORT=49997 "
+        "timeout 120 python3 /opt/abx/code-interpreter/server.py > log 2>&1 &",
+        "pid=$!",
+        "for i in $(seq 500); do grep -q 'listening on 49997' log && break; sleep 0.2; done",
+        "curl -s -w ' %{http_code}' http://localhost:49997/health; echo",
+        "echo starts=$(cat starts | wc -l)",
+        "kill $pid; cat log",
+    ])
+    code, out, err = tp.run_in(s, ctx["sid"], script, user="root", token=ctx.get("token"),
+                               timeout=180)
+    check('"OK" 200' in out, "the server listens once its slow kernel answered: %r %r"
+          % (out[-800:], err))
+    check("starts=1" in out and "trying again" not in out,
+          "the slow kernel is started once, not cut off and begun again: %r" % out[-800:])
+
+
 def t_snapshot_starts_server(s, ctx):
     """A snapshot inherits start_cmd/ready_cmd: its sandboxes boot cold, so the server must start."""
     st, _, j = s.json("POST", "/sandboxes/%s/snapshots" % ctx["sid"], {"name": "ci-snap"})
@@ -428,7 +456,8 @@ def t_builtin_not_deletable(s, ctx):
 CHECKS = [t_ready_at_create, t_state, t_stdout_stderr, t_error, t_mime, t_png, t_contexts,
           t_isolated, t_env_vars, t_errors, t_keepalive, t_disconnect_interrupts, t_start_log,
           t_cwd, t_other_kernels,
-          t_builtin_not_deletable, t_default_kernel_retried, t_snapshot_starts_server, t_ready_never]
+          t_builtin_not_deletable, t_default_kernel_retried, t_slow_default_kernel_waited,
+          t_snapshot_starts_server, t_ready_never]
 CHECKS += [t_e2b_results]  # E2B's result formats (issue 25)
 
 
