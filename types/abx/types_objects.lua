@@ -1166,8 +1166,14 @@ function OpenSandbox:restart_code_context() end
 ---remove_code_context(ctx, opts): DELETE /code/contexts/{id}: true, false when gone
 function OpenSandbox:remove_code_context(ctx, opts) end
 
----server(opts): Skipped: no equivalent
-function OpenSandbox:server() end
+---server(opts): a client for the agent-sandbox-server inside, through the port's endpoint (options: sbx:server)
+---A client for the agent-sandbox-server in this sandbox (abx.client.server: its options,
+---shapes and errors): its requests go through the port's endpoint (Sandbox._port_request), its
+---token is read from the server's token file through execd. Nothing is sent until a method is
+---called. Raises: InvalidArgument (bad options).
+---@param opts? abx.opts.sbx_server sbx:server's options
+---@return abx.AgentServer
+function OpenSandbox:server(opts) end
 
 ---envd_request(): Skipped: no envd
 function OpenSandbox:envd_request() end

@@ -6,9 +6,9 @@
 -- execd's GET /metrics; the code interpreter is execd's /code routes (abx.client.opensandbox_code).
 -- create_snapshot is abx.client.opensandbox_snapshot's; update_network and get_info's rules go
 -- through the egress sidecar (abx.client.opensandbox_egress); refresh is renew-expiration when
--- later. A method with no OpenSandbox equivalent (restarting a code context, the agent server,
--- host names, pty) raises Skipped "provider <name> (opensandbox)
--- has no equivalent of <primitive>: missing capability".
+-- later; the agent server (abx.client.server) through the port's endpoint. A method with no
+-- OpenSandbox equivalent (restarting a code context, host names, pty) raises Skipped "provider
+-- <name> (opensandbox) has no equivalent of <primitive>: missing capability".
 -- Source: alibaba/OpenSandbox @3bb6fad specs/sandbox-lifecycle.yml (Endpoint, renew-expiration).
 
 local core = require("abx.core")
@@ -59,7 +59,7 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "list_code_contexts(opts)", "GET /code/contexts: Context[]" },
     { "restart_code_context(ctx, opts)", "Skipped: no equivalent" },
     { "remove_code_context(ctx, opts)", "DELETE /code/contexts/{id}: true, false when gone" },
-    { "server(opts)", "Skipped: no equivalent" },
+    { "server(opts)", "a client for the agent-sandbox-server inside, through the port's endpoint (options: sbx:server)" },
     { "envd_request()", "Skipped: no envd" },
     { "with(opts)", "a copy with another execd token (options: sbx:with)" },
   })
@@ -233,9 +233,15 @@ function Sandbox:list_code_contexts(opts) return code.list_contexts(self, opts) 
 function Sandbox:restart_code_context() code.restart_context(self) end
 function Sandbox:remove_code_context(ctx, opts) return code.remove_context(self, ctx, opts) end
 
-for _, name in ipairs({ "server", "envd_request" }) do
-  Sandbox[name] = function(self) wire.skip(self.conn.provider_name, "sbx:" .. name) end
-end
+--- A client for the agent-sandbox-server in this sandbox (abx.client.server: its options,
+--- shapes and errors): its requests go through the port's endpoint (Sandbox._port_request), its
+--- token is read from the server's token file through execd. Nothing is sent until a method is
+--- called. Raises: InvalidArgument (bad options).
+---@param opts? table sbx:server's options
+---@return abx.AgentServer
+function Sandbox:server(opts) return require("abx.client.server").new(self, opts) end
+
+function Sandbox:envd_request() wire.skip(self.conn.provider_name, "sbx:envd_request") end
 
 --- Replaces the outbound rules (abx.client.opensandbox_egress update).
 --- Raises: InvalidArgument, SandboxNotFound, Authentication, Protocol, Transport.
