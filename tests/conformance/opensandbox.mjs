@@ -265,12 +265,26 @@ await check('create with volumes / credentialProxy: refused, the error naming th
   }
 })
 
-await check('getEgressPolicy / patchEgressRules / credentialVault', async () => {
-  // The egress sidecar (port 18080) and create's networkPolicy are served since issue 25
-  // (platform/opensandbox/egress.c, checked by tests/platform/test_flavor_opensandbox.py); the
-  // credential vault needs credentialProxy, which this flavour refuses (previous check). This
-  // case does not drive them through the SDK yet.
-  throw new Skip('not yet driven through the SDK: egress policy (served); credentialVault needs credentialProxy (refused)')
+await check('networkPolicy on create; getEgressPolicy / patchEgressRules: merge, the incoming rule first, defaultAction kept', async () => {
+  // README "Runtime Egress Policy Updates": the SDK resolves the endpoint of port 18080 and calls
+  // the egress sidecar's /policy (platform/opensandbox/egress.c serves it on every sandbox)
+  const net = await create({ networkPolicy: { defaultAction: 'deny', egress: [{ action: 'allow', target: 'pypi.org' }] } })
+  const before = await net.getEgressPolicy()
+  assert.equal(before.defaultAction, 'deny')
+  assert.deepEqual(before.egress, [{ action: 'allow', target: 'pypi.org' }])
+  await net.patchEgressRules([
+    { action: 'allow', target: 'www.github.com' },
+    { action: 'deny', target: 'pypi.org' },
+  ])
+  const after = await net.getEgressPolicy()
+  assert.equal(after.defaultAction, 'deny', 'the patch keeps defaultAction')
+  const byTarget = Object.fromEntries(after.egress.map((r) => [r.target, r.action]))
+  assert.deepEqual(byTarget, { 'www.github.com': 'allow', 'pypi.org': 'deny' }, JSON.stringify(after.egress))
+})
+
+await check('credentialVault', async () => {
+  // it needs a sandbox created with credentialProxy, which this flavour refuses (checked above)
+  throw new Skip('credentialVault needs credentialProxy, which the local flavour refuses (API_NOT_SUPPORTED)')
 })
 
 // ---- commands ---------------------------------------------------------------------------------
