@@ -85,6 +85,12 @@ printf 'defaults:\n  keep_failed_tll: 100\n' >"$tmp/cfg/config/abxlua.yaml"
 "$abxlua" cleanup --kept --config "$tmp/cfg/config/abxlua.yaml" >"$tmp/cfg3" 2>&1
 check grep -q "unknown key defaults.keep_failed_tll, did you mean 'keep_failed_ttl'?" "$tmp/cfg3"
 
+# a flavoured run cannot keep yet (`abxlua sandbox serve` runs the default flavour): a usage error
+# naming the way out, before anything starts; it was the platform's 401 to the other wire
+"$abxlua" run tests/runner/keep_failed_case.lua --keep-failed --flavor opensandbox >"$tmp/fl" 2>&1
+[ $? = 4 ] || problems+=("--keep-failed --flavor opensandbox is not a usage error: $(cat "$tmp/fl")")
+check grep -q -- "--keep-failed cannot keep the sandboxes of a --flavor opensandbox run" "$tmp/fl"
+
 if [ ${#problems[@]} -gt 0 ]; then
   printf 'FAILED CHECK: %s\n' "${problems[@]}"
   echo "----- run stdout -----"; cat "$tmp/out"; echo "----- run stderr -----"; cat "$tmp/err"

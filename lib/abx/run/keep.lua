@@ -67,13 +67,21 @@ end
 ---file header). Returns conn and an info table like abx.run.provider.open's ({endpoint,
 ---base_url, ready, stop = function(kept_count)}, plus `serve_pid` and `started` when this run
 ---started it).
----Raises: InvalidArgument (ABX_LOCAL_URL misconfigured), Transport (no platform came up).
+---Raises: InvalidArgument (ABX_LOCAL_URL misconfigured, or a flavoured provider: `sandbox serve`
+---has the default flavour only), Transport (no platform came up).
 ---@param pname string
 ---@param p table provider settings (kind local)
 ---@param run table { run_id =, defaults = }
 ---@param cfg_path string|nil the config file the run read (handed to `sandbox serve`)
 ---@return table conn, table info
 function M.open_local(pname, p, run, cfg_path)
+  if p.flavor then
+    -- `abxlua sandbox serve` (the platform that outlives the run) has the default flavour: a
+    -- client of another flavour's wire would be refused by it (an OpenSandbox client: 401)
+    core.error("InvalidArgument", 0, string.format("--keep-failed cannot keep the sandboxes of a "
+      .. "--flavor %s run: the platform that outlives the run (`abxlua sandbox serve`) runs the "
+      .. "default flavour; run without --keep-failed, or without --flavor", p.flavor))
+  end
   local info = { name = pname, kind = "local", capabilities = p.capabilities or {} }
   local conn, url = common.attach_running(pname, p, run)
   local doc = common.read_state(pname)
