@@ -1166,7 +1166,7 @@ function OpenSandbox:restart_code_context() end
 ---remove_code_context(ctx, opts): DELETE /code/contexts/{id}: true, false when gone
 function OpenSandbox:remove_code_context(ctx, opts) end
 
----server(opts): a client for the agent-sandbox-server inside, through the port's endpoint (options: sbx:server)
+---server(opts): the agent-sandbox-server client, through the endpoint (options: sbx:server)
 ---A client for the agent-sandbox-server in this sandbox (abx.client.server: its options,
 ---shapes and errors): its requests go through the port's endpoint (Sandbox._port_request), its
 ---token is read from the server's token file through execd. Nothing is sent until a method is

@@ -59,7 +59,7 @@ options.class(Sandbox, "OpenSandbox", "One OpenSandbox sandbox: the Sandbox of a
     { "list_code_contexts(opts)", "GET /code/contexts: Context[]" },
     { "restart_code_context(ctx, opts)", "Skipped: no equivalent" },
     { "remove_code_context(ctx, opts)", "DELETE /code/contexts/{id}: true, false when gone" },
-    { "server(opts)", "a client for the agent-sandbox-server inside, through the port's endpoint (options: sbx:server)" },
+    { "server(opts)", "the agent-sandbox-server client, through the endpoint (options: sbx:server)" },
     { "envd_request()", "Skipped: no envd" },
     { "with(opts)", "a copy with another execd token (options: sbx:with)" },
   })
