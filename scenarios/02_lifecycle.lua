@@ -92,8 +92,6 @@ t.test("after kill get_info gives SandboxNotFound and is_running is false", func
 end)
 
 -- two tests: every provider moves end_at later; only some move it earlier (ttl_shorten)
-local function end_at(sbx) return sandbox.parse_time(sbx:get_info().end_at) end
-
 t.test("set_timeout moves end_at later", function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 120 })
   local before = end_at(sbx)
