@@ -46,7 +46,9 @@ t.test("the agent server answers health without a token and 401 without the righ
   t.eq(srv:hello().message, "hello from python-hello")
 end)
 
-t.test("a server sandbox created with AGENT_SERVER_TOKEN takes that token", function(ctx)
+-- env_vars: the token reaches the server as a create-time environment variable
+t.test("a server sandbox created with AGENT_SERVER_TOKEN takes that token",
+  { requires = { "env_vars" } }, function(ctx)
   ctx.server_sandbox:kill() -- on a provider without the template the fixture has skipped already
   local token = "e2e-" .. ctx.run_id .. "-" .. tostring(math.random(1, 1e9))
   local sbx = ctx.sandbox_factory({ template = fixtures.template("server_sandbox"),
