@@ -1,14 +1,15 @@
 // The code-interpreter suite's result (tests/peer_suites/code_interpreter.sh): reads vitest's JSON
 // report and prints the per-file table (file, passed, failed, skipped), the totals per language
-// the test runs, each failing test with the first line of its error and its class, and a last
-// machine-readable line `PEER-SUITE code-interpreter passed=N failed=N skipped=N`.
+// the test runs, and the machine-readable lines of tests/peer_suites/run.sh's protocol: a
+// `PEER-FAIL code-interpreter <class> <file> > <test>: <first line of its error>` per failing test
+// and a last `PEER-SUITE code-interpreter passed=N failed=N skipped=N`.
 //   node ci_report.mjs REPORT.json SUITE_JS_DIR "KERNEL ..."
 // A test's language: env_vars/<lang>.test.ts, the `cwd <lang>` tests, defaultKernels' js and ts
-// tests; every other test runs python. A failure's class:
-//   missing kernel  the server named a missing kernel, or the test's language (or a default
+// tests; every other test runs python. A failure's class (run.sh's class names):
+//   missing-kernel  the server named a missing kernel, or the test's language (or a default
 //                   context it expects) has no kernel among KERNEL ... (the host's kernelspecs)
-//   needs internet  a name that did not resolve or a network that is unreachable
-//   product gap     anything else: what abxlua's code-interpreter-v1 does differently from E2B's
+//   needs-internet  a name that did not resolve or a network that is unreachable
+//   product-gap     anything else: what abxlua's code-interpreter-v1 does differently from E2B's
 import { readFileSync } from 'node:fs'
 import { relative } from 'node:path'
 
@@ -32,12 +33,12 @@ function languageOf(file, title) {
 }
 
 function classify(lang, message) {
-  if (/is not available in this template|no Jupyter kernel/.test(message)) return 'missing kernel'
-  if (!hasKernel(lang)) return 'missing kernel'
-  if (/to include 'javascript'/.test(message) && !hasKernel('javascript')) return 'missing kernel'
+  if (/is not available in this template|no Jupyter kernel/.test(message)) return 'missing-kernel'
+  if (!hasKernel(lang)) return 'missing-kernel'
+  if (/to include 'javascript'/.test(message) && !hasKernel('javascript')) return 'missing-kernel'
   if (/ENOTFOUND|EAI_AGAIN|ENETUNREACH|getaddrinfo|name resolution|Could not resolve host/.test(message))
-    return 'needs internet'
-  return 'product gap'
+    return 'needs-internet'
+  return 'product-gap'
 }
 
 const files = []
@@ -62,7 +63,7 @@ for (const suite of data.testResults ?? []) {
   }
   if (!results.length && suite.status === 'failed') { // a file that failed to load
     row.failed++
-    failures.push({ file, name: '(the file failed to load)', lang: '-', cls: 'product gap',
+    failures.push({ file, name: '(the file failed to load)', lang: '-', cls: 'product-gap',
       message: String(suite.message ?? '').split('\n')[0].slice(0, 240) })
   }
   for (const k of ['passed', 'failed', 'skipped']) total[k] += row[k]
@@ -91,4 +92,8 @@ if (failures.length) {
   for (const f of failures) console.log(`- [${f.cls}] ${f.file} > ${f.name} (${f.lang})\n    ${f.message}`)
   console.log()
 }
+// one line each, no newline inside (run.sh reads them line by line)
+const flat = (x) => String(x).replace(/\s+/g, ' ').trim()
+for (const f of failures)
+  console.log(`PEER-FAIL code-interpreter ${f.cls} ${flat(`${f.file} > ${f.name}`)}: ${flat(f.message)}`)
 console.log(`PEER-SUITE code-interpreter passed=${total.passed} failed=${total.failed} skipped=${total.skipped}`)

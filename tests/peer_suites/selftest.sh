@@ -4,7 +4,8 @@
 # its header says: PEER- lines collected per suite, a missing script, a skipped suite (77), a bad
 # class, a count that disagrees with the PEER-FAIL lines, a script without PEER-SUITE and a
 # failing exit are each a `setup` failure; exit 0 only when every failure is needs-internet,
-# needs-public-ca, missing-kernel or e2b-only-template.
+# needs-public-ca, missing-kernel or e2b-only-template. Then the code-interpreter suite's report
+# script (ci_report.mjs) on a small vitest report: its PEER- lines agree with its counts.
 #   selftest.sh SOURCE_DIR
 set -u
 root=${1:?usage: selftest.sh SOURCE_DIR}
@@ -71,4 +72,29 @@ out=$(bash "$run" /bin/true nosuch 2>&1)
 rc=$?
 [ $rc = 2 ] && echo "ok: unknown suite: exit 2" || { echo "FAIL: unknown suite: exit $rc (want 2)"; fail=1; }
 expect "unknown suite named with the valid ones" "unknown suite 'nosuch' (suites: e2b-js-sdk code-interpreter e2b-cli e2b-cli-commands e2b-desktop opensandbox-sdk)"
+# ---- the code-interpreter suite's report (ci_report.mjs) speaks run.sh's protocol ----------
+# a vitest JSON report with a python product gap, an R test without its kernel and a pass: one
+# PEER-FAIL line per failure with run.sh's class names, and counts that agree (a report without
+# PEER-FAIL lines was a `setup` failure of the whole suite)
+if command -v node >/dev/null; then
+  mkdir -p "$tmp/ci/js/tests"
+  cat >"$tmp/ci/report.json" <<EOF
+{"testResults": [
+ {"name": "$tmp/ci/js/tests/basic.test.ts", "status": "failed", "assertionResults": [
+   {"title": "basic", "fullName": "basic", "status": "passed"},
+   {"title": "chart", "fullName": "charts > bar", "status": "failed",
+    "failureMessages": ["AssertionError: expected undefined\n  at x.ts:1"]}]},
+ {"name": "$tmp/ci/js/tests/env_vars/r.test.ts", "status": "failed", "assertionResults": [
+   {"title": "env r", "fullName": "env r", "status": "failed", "failureMessages": ["NotFoundError: no kernel"]}]}
+]}
+EOF
+  out=$(node "$root/tests/peer_suites/ci_report.mjs" "$tmp/ci/report.json" "$tmp/ci/js" "python3" 2>&1)
+  expect "ci_report: a product gap" "PEER-FAIL code-interpreter product-gap tests/basic.test.ts > charts > bar: AssertionError: expected undefined"
+  expect "ci_report: a missing kernel" "PEER-FAIL code-interpreter missing-kernel tests/env_vars/r.test.ts > env r: NotFoundError: no kernel"
+  expect "ci_report: counts" "PEER-SUITE code-interpreter passed=1 failed=2 skipped=0"
+  [ "$(grep -c '^PEER-FAIL ' <<<"$out")" = 2 ] && echo "ok: ci_report: a PEER-FAIL line per failure" ||
+    { echo "FAIL: ci_report: PEER-FAIL lines:"; sed 's/^/  | /' <<<"$out"; fail=1; }
+else
+  echo "ok: ci_report not checked (no node)"
+fi
 exit $fail
