@@ -51,6 +51,17 @@ try() {
   if [ $rc = 0 ] && grep -qE -- "$re" <<<"$out"; then result "$name" 1 "matched /$re/"
   else result "$name" 0 "exit $rc: $(tr '\n' ' ' <<<"$out" | tr -s ' ' | cut -c1-200)"; fi
 }
+# try_without NAME REGEX ABSENT ARGS...: as try, and nothing in its output matches ABSENT
+try_without() {
+  local name=$1 re=$2 absent=$3
+  shift 3
+  local out rc
+  out=$(cd "${TRY_DIR:-$run/work}" && timeout 600 "${E2B[@]}" "$@" 2>&1)
+  rc=$?
+  if [ $rc = 0 ] && grep -qE -- "$re" <<<"$out" && ! grep -qE -- "$absent" <<<"$out"; then
+    result "$name" 1 "matched /$re/, no /$absent/"
+  else result "$name" 0 "exit $rc: $(tr '\n' ' ' <<<"$out" | tr -s ' ' | cut -c1-200)"; fi
+}
 # tty_try NAME REGEX KEYS ARGS...: the command under script(1), KEYS typed after 6 s; REGEX must
 # match only what the typed command prints (not the echo of the line typed)
 tty_try() {
@@ -124,7 +135,8 @@ try "template publish" "Publishing sandbox template abx-cli-tpl" template publis
 try "template list (public)" "Public +[a-z0-9]+ +abx-cli-tpl" template list
 try "template unpublish" "Unpublishing sandbox template abx-cli-tpl" template unpublish abx-cli-tpl --yes
 try "template delete" "Deleting sandbox template abx-cli-tpl" template delete abx-cli-tpl --yes
-try "template list (deleted)" "No templates found" template list
+# the store is the shared one (other templates of this host may be listed): the deleted one is gone
+try_without "template list (deleted)" "No templates found|TEMPLATE ID" "abx-cli-tpl" template list
 try "template init" "template.ts|Template" template init -p "$run/work/init" -n abx-init -l typescript
 mkdir -p "$run/work/mig" && printf 'FROM debian:bookworm\nRUN echo m\n' >"$run/work/mig/e2b.Dockerfile"
 TRY_DIR="$run/work/mig" try "template migrate" "Template SDK|Migration" template migrate -n abx-mig -l typescript
