@@ -37,21 +37,37 @@ local function check_deadline(deadline, what)
   if core.now() > deadline then fail("Timeout", "WebSocket: no " .. what .. " before the deadline") end
 end
 
--- Reads what the wire has (up to 256 KiB) into self.inbuf; waits while there is nothing.
-local function fill(self, what)
+-- What the wire has (up to 256 KiB, never empty); waits while there is nothing.
+local function recv_some(self, what)
   while true do
     local b = self.wire:recv(256 * 1024)
     if b == nil then
       self.eof = true
       fail("Transport", "WebSocket: the connection ended while waiting for " .. what)
     end
-    if #b > 0 then
-      self.inbuf = self.inbuf .. b
-      return
-    end
+    if #b > 0 then return b end
     check_deadline(self.deadline, what)
     core.sleep(M.POLL)
   end
+end
+
+-- Reads what the wire has into self.inbuf (the answer's head: at most 16 KiB).
+local function fill(self, what)
+  self.inbuf = self.inbuf .. recv_some(self, what)
+end
+
+-- Waits until self.inbuf holds at least n bytes. The reads are kept in a list and joined once: a
+-- frame of megabytes (a Raw update) comes in many reads, and joining each to inbuf copied it
+-- again each time (quadratic: 21 s for one 3 MiB update, minutes under AddressSanitizer).
+local function need(self, n, what)
+  if #self.inbuf >= n then return end
+  local parts, have = { self.inbuf }, #self.inbuf
+  while have < n do
+    local b = recv_some(self, what)
+    parts[#parts + 1] = b
+    have = have + #b
+  end
+  self.inbuf = table.concat(parts)
 end
 
 local function send_raw(self, s)
@@ -97,7 +113,7 @@ function M.connect(o)
   local scheme, host, path = o.url:match("^(https?)://([^/]+)(/?.*)$")
   if not scheme then fail("InvalidArgument", "WebSocket: not an http(s) URL: " .. tostring(o.url)) end
   if path == "" then path = "/" end
-  local self = setmetatable({ inbuf = "", pieces = {}, have = 0, deadline = o.deadline,
+  local self = setmetatable({ inbuf = "", pieces = {}, pos = 1, have = 0, deadline = o.deadline,
     url = o.url, frames = 0, closed = false }, WS)
   self.wire = core.wire_open({ url = o.url, connect_to = o.connect_to,
     connect_timeout = math.max(1, math.min(600, o.deadline - core.now())) })
@@ -160,17 +176,17 @@ end
 
 -- Parses one frame from inbuf (waiting for its bytes); returns opcode, payload, fin.
 local function next_frame(self)
-  while #self.inbuf < 2 do fill(self, "a frame") end
+  need(self, 2, "a frame")
   local b1, b2 = self.inbuf:byte(1, 2)
   local fin, rsv, op = b1 & 0x80 ~= 0, b1 & 0x70, b1 & 0x0f
   local masked, len, hl = b2 & 0x80 ~= 0, b2 & 0x7f, 2
   if rsv ~= 0 then fail("Protocol", "WebSocket: a frame with RSV bits set (no extension was negotiated)") end
   if masked then fail("Protocol", "WebSocket: a masked frame from the server (RFC 6455 §5.1)") end
   if len == 126 then
-    while #self.inbuf < 4 do fill(self, "a frame length") end
+    need(self, 4, "a frame length")
     len, hl = string.unpack(">I2", self.inbuf, 3), 4
   elseif len == 127 then
-    while #self.inbuf < 10 do fill(self, "a frame length") end
+    need(self, 10, "a frame length")
     local hi = string.unpack(">I4", self.inbuf, 3)
     if hi ~= 0 then fail("Protocol", "WebSocket: a frame over 16 MiB") end
     len, hl = string.unpack(">I4", self.inbuf, 7), 10
@@ -179,7 +195,7 @@ local function next_frame(self)
   if op >= 8 and (len > 125 or not fin) then
     fail("Protocol", "WebSocket: a control frame over 125 bytes or fragmented (RFC 6455 §5.5)")
   end
-  while #self.inbuf < hl + len do fill(self, "a frame's payload") end
+  need(self, hl + len, "a frame's payload")
   local payload = self.inbuf:sub(hl + 1, hl + len)
   self.inbuf = self.inbuf:sub(hl + len + 1)
   self.frames = self.frames + 1
@@ -245,11 +261,21 @@ end
 function WS:read(n)
   if n == 0 then return "" end
   want(self, n)
-  local all = #self.pieces == 1 and self.pieces[1] or table.concat(self.pieces)
-  local out = all:sub(1, n)
-  local rest = all:sub(n + 1)
-  self.pieces = #rest > 0 and { rest } or {}
-  self.have = #rest
+  -- the unread bytes are pieces[1] from self.pos on, then the other pieces: a read takes its
+  -- bytes from pieces[1] at an offset (copying the rest of a megabyte frame at every read of a
+  -- row was quadratic); only a read that spans pieces joins them
+  local first = self.pieces[1]
+  if #first - self.pos + 1 < n then
+    first = table.concat(self.pieces):sub(self.pos)
+    self.pieces, self.pos = { first }, 1
+  end
+  local out = first:sub(self.pos, self.pos + n - 1)
+  self.pos = self.pos + n
+  if self.pos > #first then
+    table.remove(self.pieces, 1)
+    self.pos = 1
+  end
+  self.have = self.have - n
   return out
 end
 
@@ -279,8 +305,8 @@ end
 ---@param deadline? number core.now() seconds (default: none)
 ---@return table ws
 function M._over(wire, deadline)
-  return setmetatable({ inbuf = "", pieces = {}, have = 0, deadline = deadline or math.huge, url = "",
-    frames = 0, closed = false, wire = wire }, WS)
+  return setmetatable({ inbuf = "", pieces = {}, pos = 1, have = 0, deadline = deadline or math.huge,
+    url = "", frames = 0, closed = false, wire = wire }, WS)
 end
 
 M._frame = frame -- tests: the client's framing
