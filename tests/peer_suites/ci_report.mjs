@@ -86,10 +86,11 @@ for (const [lang, r] of Object.entries(byLang).sort())
   console.log(line(`${lang} (${hasKernel(lang) ? 'yes' : 'no'})`, r.passed, r.failed, r.skipped))
 console.log()
 const classes = {}
-for (const f of failures) classes[f.cls] = (classes[f.cls] ?? 0) + 1
+const words = (cls) => cls.replaceAll('-', ' ') // the human list: "product gap"
+for (const f of failures) classes[words(f.cls)] = (classes[words(f.cls)] ?? 0) + 1
 if (failures.length) {
   console.log(`failing tests (${failures.length}: ${Object.entries(classes).map(([c, n]) => `${n} ${c}`).join(', ')}):`)
-  for (const f of failures) console.log(`- [${f.cls}] ${f.file} > ${f.name} (${f.lang})\n    ${f.message}`)
+  for (const f of failures) console.log(`- [${words(f.cls)}] ${f.file} > ${f.name} (${f.lang})\n    ${f.message}`)
   console.log()
 }
 // one line each, no newline inside (run.sh reads them line by line)
