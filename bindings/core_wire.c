@@ -30,6 +30,7 @@
 #include <nettle/des.h>
 #include <nettle/sha1.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
@@ -47,6 +48,8 @@ struct wire {
   int connected;
   char url[512];
   char err[CURL_ERROR_SIZE];
+  char *rbuf;  /* recv's buffer, kept: a fresh one of up to 1 MiB at every call (most calls get */
+  size_t rcap; /* nothing or a few KiB) cost an mmap and its page faults each time */
 };
 
 static struct wire *check_wire(lua_State *L)
@@ -68,6 +71,9 @@ static void wire_free(struct wire *w)
   curl_slist_free_all(w->connect_to);
   w->connect_to = NULL;
   w->connected = 0;
+  free(w->rbuf);
+  w->rbuf = NULL;
+  w->rcap = 0;
 }
 
 static int raise_(lua_State *L, const char *kind, const char *fmt, const char *a, const char *b)
@@ -183,10 +189,16 @@ static int wire_recv(lua_State *L)
     return raise_(L, "InvalidArgument", "wire: recv before the connection is up%s%s", "", "");
   if (max < 1 || max > WIRE_MAX_RECV)
     return raise_(L, "InvalidArgument", "wire: recv size must be 1..1048576%s%s", "", "");
-  luaL_Buffer b;
-  char *buf = luaL_buffinitsize(L, &b, (size_t)max);
+  if (w->rcap < (size_t)max) {
+    char *nb = realloc(w->rbuf, (size_t)max);
+    if (!nb)
+      return raise_(L, "Internal", "wire: out of memory for a %s of %s", "recv buffer",
+                    "up to 1 MiB");
+    w->rbuf = nb;
+    w->rcap = (size_t)max;
+  }
   size_t got = 0;
-  CURLcode rc = curl_easy_recv(w->easy, buf, (size_t)max, &got);
+  CURLcode rc = curl_easy_recv(w->easy, w->rbuf, (size_t)max, &got);
   if (rc == CURLE_AGAIN) {
     lua_pushliteral(L, "");
     return 1;
@@ -197,7 +209,7 @@ static int wire_recv(lua_State *L)
     lua_pushnil(L);
     return 1;
   }
-  luaL_pushresultsize(&b, got);
+  lua_pushlstring(L, w->rbuf, got);
   return 1;
 }
 
