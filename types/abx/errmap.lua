@@ -31,12 +31,14 @@ function errmap.connect_kind(code) end
 function errmap.decode_object(body) end
 
 ---Decodes a success body that must be a JSON object (or a JSON array when `array`).
----Raises: Protocol (naming `request` and the shape expected).
+---Raises: Protocol (naming `request` and the shape expected: `what`, default "a JSON array" or
+---"a JSON object").
 ---@param resp {status: integer, body: string|nil}
 ---@param request string "METHOD path"
 ---@param array? boolean
+---@param what? string the shape expected, as the error names it
 ---@return table
-function errmap.decode_ok(resp, request, array) end
+function errmap.decode_ok(resp, request, array, what) end
 
 ---The kind of an answer of the edge proxy itself (not of the server behind it), told by its
 ---documented shape, never by its message text: a JSON object with a string `sandboxId` and

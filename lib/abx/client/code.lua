@@ -272,10 +272,7 @@ function code.list_contexts(sbx, opts)
   local request = "GET /contexts"
   local resp = call(sbx, "GET", "/contexts", nil, opts)
   if resp.status ~= 200 then errmap.raise_code(resp.status, resp.body, request) end
-  local ok, list = pcall(cjson.decode, resp.body or "")
-  if not ok or type(list) ~= "table" or (next(list) ~= nil and list[1] == nil) then
-    errmap.raise_protocol(resp.status, request, "a JSON array of Contexts")
-  end
+  local list = errmap.decode_ok(resp, request, true, "a JSON array of Contexts")
   local out = {}
   for i, v in ipairs(list) do out[i] = context_of(v, resp.status, request) end
   return out

@@ -203,15 +203,17 @@ function errmap.raise_protocol(status, request, what)
 end
 
 --- Decodes a success body that must be a JSON object (or a JSON array when `array`).
---- Raises: Protocol (naming `request` and the shape expected).
+--- Raises: Protocol (naming `request` and the shape expected: `what`, default "a JSON array" or
+--- "a JSON object").
 ---@param resp {status: integer, body: string|nil}
 ---@param request string "METHOD path"
 ---@param array? boolean
+---@param what? string the shape expected, as the error names it
 ---@return table
-function errmap.decode_ok(resp, request, array)
+function errmap.decode_ok(resp, request, array, what)
   local ok, v = pcall(cjson.decode, resp.body or "")
   if not ok or type(v) ~= "table" or (array and next(v) ~= nil and v[1] == nil) then
-    errmap.raise_protocol(resp.status, request, array and "a JSON array" or "a JSON object")
+    errmap.raise_protocol(resp.status, request, what or (array and "a JSON array" or "a JSON object"))
   end
   return v
 end

@@ -245,10 +245,7 @@ function M.list_contexts(sbx, opts)
   opts = options.check("sbx:list_code_contexts", opts)
   local resp, request = json_call(sbx, "GET", "/code/contexts", nil, nil, opts.request_timeout)
   if resp.status ~= 200 then wire.raise_error(resp, request) end
-  local ok, list = pcall(cjson.decode, resp.body or "")
-  if not ok or type(list) ~= "table" or (next(list) ~= nil and list[1] == nil) then
-    errmap.raise_protocol(resp.status, request, "a JSON array of CodeContexts")
-  end
+  local list = errmap.decode_ok(resp, request, true, "a JSON array of CodeContexts")
   local out = {}
   for i, v in ipairs(list) do out[i] = context_of(v, resp.status, request) end
   return out
