@@ -67,34 +67,16 @@ fi
 
 # ---- the server ------------------------------------------------------------------------------
 run=$(mktemp -d "${TMPDIR:-/tmp}/abxlua-ci-suite-run.XXXXXX")
-serve_pid=
+# shellcheck source=tests/peer_suites/e2b_serve_tls.sh
+. "$HERE/e2b_serve_tls.sh"
 cleanup() {
-  if [ -n "$serve_pid" ] && kill -0 "$serve_pid" 2>/dev/null; then
-    kill -TERM "$serve_pid" 2>/dev/null
-    for _ in $(seq 1 300); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$serve_pid" 2>/dev/null
-  fi
+  serve_tls_stop
   [ -n "${CI_SUITE_KEEP:-}" ] && echo "# kept $run" || rm -rf "$run"
 }
 trap cleanup EXIT
-env -u ABX_LOCAL_API_KEY "$ABX" serve --tls --port 0 --ready-fd 3 3>"$run/ready" >"$run/serve.log" 2>&1 &
-serve_pid=$!
-for _ in $(seq 1 300); do
-  [ "$(tail -c1 "$run/ready" 2>/dev/null | od -An -c | tr -d ' ')" = '\n' ] && break
-  kill -0 "$serve_pid" 2>/dev/null || break
-  sleep 0.1
-done
-ready=$(head -n1 "$run/ready" 2>/dev/null)
-if [ -z "$ready" ]; then
-  echo "abxlua serve --tls did not write its ready line; its output:"
-  sed 's/^/  | /' "$run/serve.log"
-  exit 1
-fi
-field() { node -e 'const r = JSON.parse(process.argv[1]); const v = r[process.argv[2]]; process.stdout.write(v === undefined ? "" : String(v))' "$ready" "$1"; }
-key=$(field api_key) domain=$(field domain) port=$(field port) ca=$(field ca_cert)
-[ -n "$ca" ] && [ -f "$ca" ] || { echo "serve --tls: no CA file in the ready line's ca_cert: $ready"; exit 1; }
-case "$domain" in *:*) ;; *) domain="$domain:$port";; esac
-echo "# abxlua serve --tls (pid $serve_pid): E2B_DOMAIN=$domain NODE_EXTRA_CA_CERTS=$ca"
+serve_tls_start "$ABX" "$run" || exit 1
+# E2B_ENV[2], [3]: E2B_DOMAIN and NODE_EXTRA_CA_CERTS ([0], [1] are the keys)
+echo "# abxlua serve --tls (pid $SERVE_PID): ${E2B_ENV[*]:2}"
 kernels=$(ls /usr/share/jupyter/kernels /usr/local/share/jupyter/kernels 2>/dev/null | grep -v ':$' | sort -u | tr '\n' ' ')
 echo "# kernels on the host (the template's /usr): ${kernels:-none}"
 
@@ -102,7 +84,7 @@ echo "# kernels on the host (the template's /usr): ${kernels:-none}"
 echo "# e2b-dev/code-interpreter@${CI_COMMIT:0:8} js/tests${*:+ (files matching: $*)}"
 t0=$(date +%s)
 (cd "$WORK/js" && env -i PATH="$PATH" HOME="${HOME:-/root}" TMPDIR="${TMPDIR:-/tmp}" \
-   E2B_API_KEY="$key" E2B_DOMAIN="$domain" NODE_EXTRA_CA_CERTS="$ca" \
+   "${E2B_ENV[@]}" \
    timeout -k 10 "$RUN_TIMEOUT" ./node_modules/.bin/vitest run --reporter=json \
    --outputFile="$run/report.json" --testTimeout="$TEST_TIMEOUT" --hookTimeout="$TEST_TIMEOUT" \
    "$@" >"$run/vitest.log" 2>&1)

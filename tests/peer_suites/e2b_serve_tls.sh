@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by the e2b-cli and e2b-desktop peer suites (tests/peer_suites/e2b_*.sh): starts one
+# Sourced by the e2b-cli, e2b-desktop and code-interpreter peer suites (tests/peer_suites/): starts one
 # `abxlua serve --tls` as tests/e2b_suite/run.sh does and sets what E2B's clients need.
 #   serve_tls_start ABXLUA RUN_DIR [serve args...]
 # Sets SERVE_PID, E2B_ENV (an array: E2B_API_KEY, E2B_ACCESS_TOKEN, E2B_DOMAIN=<domain>:<port>,
