@@ -2,8 +2,8 @@
 -- port, content served by code running in the sandbox), the traffic access token, outbound
 -- network rules (deny and restore), and code execution in the code interpreter (sbx:run_code:
 -- state, output, results, errors, env vars; code contexts).
--- Fixtures: ctx.sandbox_factory (own sandbox per test), ctx.code_sandbox (template
--- code-interpreter-v1, or E2E_CODE_TEMPLATE). Markers: none.
+-- Fixtures: ctx.sandbox_factory (own sandbox per test), code (file: one ctx.code_sandbox, template
+-- code-interpreter-v1 or E2E_CODE_TEMPLATE, shared by the code tests). Markers: none.
 -- Requires: network_update (outbound rules), code_display (a figure as a png result).
 -- Protocol: docs/protocol/e2b-control-plane.md §3.2 (NewSandbox allow_internet_access, network
 --           allowPublicTraffic/allowOut/denyOut; SandboxNetworkUpdateConfig replaces the rules),
@@ -237,19 +237,28 @@ t.test("without public traffic a non-envd port needs the traffic access token; e
   t.eq(ctx.conn:connect(sbx.id, { timeout = 300 }).traffic_access_token, sbx.traffic_access_token)
 end)
 
--- ---- code execution (ctx.code_sandbox: the code interpreter on port 49999) --------------------
+-- ---- code execution (the code interpreter on port 49999) ---------------------------------------
+
+-- One code-interpreter sandbox for the file's code tests: each boots Jupyter and a kernel (about
+-- 1.3 s of CPU), and six of them at once, beside a second suite on a busy 2-core machine, took
+-- longer than the template's 180 s ready timeout (CI, `make test-contention`). The tests run at
+-- once on it, so each one that counts executions or keeps state does so in a context of its own;
+-- the default context only gets code whose result does not depend on another test's.
+t.fixture("code", { scope = "file" }, function(ctx) return ctx.code_sandbox end)
 
 t.test("run_code keeps state, returns stdout, stderr, the main result and the execution count",
   function(ctx)
-  local sbx = ctx.code_sandbox
-  local first = sbx:run_code("x = 20")
+  local sbx = ctx.code
+  -- a context of its own: the other tests run code on this sandbox at the same time
+  local c = sbx:create_code_context({ language = "python" })
+  local first = sbx:run_code("x = 20", { context = c })
   t.eq(first.error, nil, "x = 20")
   -- the count of a cell with a value (OpenSandbox's execd reports a count only with a result)
-  local before = sbx:run_code("x")
+  local before = sbx:run_code("x", { context = c })
   t.eq(before.text, "20")
   local seen = {}
   local ex = sbx:run_code("import sys\nprint('hello')\nprint('warn', file=sys.stderr)\nx * 2 + 2",
-    { on_stdout = function(text) seen[#seen + 1] = text end })
+    { context = c, on_stdout = function(text) seen[#seen + 1] = text end })
   t.eq(ex.text, "42", "the main result's text")
   t.eq(ex.logs.stdout, { "hello\n" })
   t.eq(ex.logs.stderr, { "warn\n" })
@@ -259,10 +268,11 @@ t.test("run_code keeps state, returns stdout, stderr, the main result and the ex
   t.ok(before.execution_count and ex.execution_count == before.execution_count + 1,
     "execution counts " .. tostring(before.execution_count) .. " then " .. tostring(ex.execution_count))
   t.eq(sbx:run_code("'quoted'").text, "quoted", "one pair of surrounding quotes is stripped")
+  sbx:remove_code_context(c)
 end)
 
 t.test("run_code envs apply to that execution only", function(ctx)
-  local sbx = ctx.code_sandbox
+  local sbx = ctx.code
   local env = sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')",
     { envs = { ABX_SCENARIO = ctx.run_id } })
   t.eq(env.text, ctx.run_id, "envs apply to that execution")
@@ -272,7 +282,7 @@ end)
 
 t.test("run_code returns the code's exception as error, and code reads a file envd wrote",
   function(ctx)
-  local sbx = ctx.code_sandbox
+  local sbx = ctx.code
   local ex = sbx:run_code("print('before')\n1 / 0")
   t.ok(ex.error, "no error for 1 / 0")
   t.eq(ex.error.name, "ZeroDivisionError")
@@ -286,7 +296,7 @@ end)
 
 t.test("run_code returns a matplotlib figure as a png result", { requires = { "code_display" } },
   function(ctx)
-  local sbx = ctx.code_sandbox
+  local sbx = ctx.code
   local fig = sbx:run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
   local png
   for _, r in ipairs(fig.results) do png = png or r.png end
@@ -296,7 +306,7 @@ end)
 
 t.test("code contexts: own cwd and state, isolated from the default one, listed, removed",
   function(ctx)
-  local sbx = ctx.code_sandbox
+  local sbx = ctx.code
   local c = sbx:create_code_context({ language = "python", cwd = "/tmp" })
   t.eq(c.language, "python")
   t.eq(c.cwd, "/tmp")
@@ -318,7 +328,7 @@ t.test("code contexts: own cwd and state, isolated from the default one, listed,
 end)
 
 t.test("restart_code_context drops a context's state", function(ctx)
-  local sbx = ctx.code_sandbox
+  local sbx = ctx.code
   local c = sbx:create_code_context({ language = "python" })
   sbx:run_code("only_here = 1", { context = c })
   sbx:restart_code_context(c)

@@ -41,12 +41,20 @@ def read_run(json_path, log_path):
     return counts, []
 
 
+# how much of the first failure's error the report prints whole
+FULL_ERROR_CHARS = 6000
+
+
+def whole_reason(test):
+    """A failed test's error as the report has it: "Kind: message" ("" without one)."""
+    err = test.get("error") or {}
+    return ("%s: %s" % (err["kind"], err.get("message") or "") if err.get("kind") else
+            err.get("message") or "")
+
+
 def reason(test):
     """The first 300 characters of a failed test's error, on one line ("" without one)."""
-    err = test.get("error") or {}
-    msg = ("%s: %s" % (err["kind"], err.get("message") or "") if err.get("kind") else
-           err.get("message") or "")
-    return " ".join(msg.split())[:300]
+    return " ".join(whole_reason(test).split())[:300]
 
 
 def template_of(test_id):
@@ -101,6 +109,15 @@ def main():
             print("  run %s: %s%s" % (r["n"], n, names[n] and " - " + names[n]))
     if not any_failed:
         print("  none")
+    # the first failure's whole error (up to FULL_ERROR_CHARS): a platform's error carries its
+    # evidence past the first 300 characters (a template's start log tail after a ready timeout),
+    # and CI keeps only this output
+    first = next((t for r in main_runs for t in r["tests"]
+                  if t["outcome"] in ("failed", "xpassed") and whole_reason(t)), None)
+    if first:
+        print("\nthe first failed test's whole error (%s):" % first["id"])
+        for line in whole_reason(first)[:FULL_ERROR_CHARS].splitlines():
+            print("  | " + line)
     tmpl = [r for r in runs if r["kind"] == "templates"]
     if tmpl:
         r = tmpl[0]

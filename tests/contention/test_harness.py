@@ -5,7 +5,8 @@ need no sandbox (ABX_RUN_ARGS), so that it is quick on a busy machine:
     second-suite run, and afterwards no CPU loop, second suite or mount of the harness left;
   - a selection with a planted failure, --quiet: exit 1, the failed test named, "load: none";
   - report.py alone on recorded runs: a template failure on the allow-list is printed as allowed
-    and exits 0, one outside it (openclaw) exits 1 naming it, a main run without a report exits 1;
+    and exits 0, one outside it (openclaw) exits 1 naming it, a main run without a report exits 1,
+    a failure whose error is longer than the list's 300 characters is printed whole below it;
   - an unknown option: exit 2 naming the valid ones.
 Usage: test_harness.py ABXLUA"""
 import json
@@ -110,6 +111,9 @@ def tsv(rows):
 
 
 main_ok = report("main", [test("scenarios/01_platform.lua::a", "passed")])
+long_tail = test("scenarios/05_network_and_code.lua::b", "failed")
+long_tail["error"]["message"] = "ready timeout " + "x" * 400 + "\nstart log tail: kernel still importing"
+main_long = report("main-long", [long_tail])
 allowed = report("tmpl-allowed", [test("scenarios/templates/deepseek-harness/deepseek-harness.lua::x", "failed"),
                                   test("scenarios/templates/openclaw/openclaw.lua::y", "passed")])
 not_allowed = report("tmpl-bad", [test("scenarios/templates/hermes-agent/hermes-agent.lua::x", "failed"),
@@ -121,7 +125,8 @@ for rows, want, what in [
         ([("main", 1, main_ok, "-", 1.0, 0), ("templates", 1, not_allowed, "-", 2.0, 1)], 1,
          "a template failure outside the allow-list exits 1"),
         ([("main", 1, os.path.join(rep_dir, "missing.json"), os.path.join(rep_dir, "missing.log"), 1.0, 137)], 1,
-         "a main run without a report exits 1")]:
+         "a main run without a report exits 1"),
+        ([("main", 1, main_long, "-", 1.0, 1)], 1, "a failed main run exits 1")]:
     p = subprocess.run([sys.executable, os.path.join(here, "report.py"), tsv(rows), allow, "5"],
                        capture_output=True, text=True)
     print(p.stdout + p.stderr)
@@ -132,6 +137,11 @@ for rows, want, what in [
     elif rows[-1][0] == "templates":
         check("FAILED:  scenarios/templates/openclaw/openclaw.lua::y" in p.stdout and
               "allowed: scenarios/templates/hermes-agent/" in p.stdout, "openclaw's failure is named")
+    elif rows[-1][2] == main_long:
+        # the failed list keeps 300 characters; the first failure is printed whole below it
+        check("  | start log tail: kernel still importing" in p.stdout and
+              "the first failed test's whole error (scenarios/05_network_and_code.lua::b)" in p.stdout,
+              "the first failure's whole error, past its first 300 characters, is printed")
     else:
         check("(no report: see" in p.stdout, "the missing report is named")
 
