@@ -174,3 +174,10 @@ add_test(NAME runner:keep_failed COMMAND bash ${ABX_RUNNER_DIR}/keep_failed.sh $
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:keep_failed PROPERTIES TIMEOUT 300)
 abx_runner_case(keep_unit "^3 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+
+# `abxlua bench` (issue 26): its statistics, thresholds and --compare without a platform, then the
+# command end to end against the local platform (modes, operations, --json, exit 0/1/4/99).
+abx_runner_case(bench_unit "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+add_test(NAME runner:bench_cli COMMAND bash ${ABX_RUNNER_DIR}/bench_cli.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runner:bench_cli PROPERTIES TIMEOUT 600)

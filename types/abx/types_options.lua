@@ -304,7 +304,7 @@
 ---@field hooks? table as sandbox.connection's: before_create, created, create_failed, killed, gone
 ---@field ttl? table {mode = "expires_at", min?, max?, where?}: bounds checked before create and set_timeout (OpenSandbox: min 60)
 ---@field pagination? string "page" (page + pageSize; the only style OpenSandbox speaks)
----@field create? table {mode = "poll", deadline = s, interval = s}: how long create, resume and pause wait for the state (default deadline 120, interval 1)
+---@field create? table {mode = "poll", deadline = s, interval = s}: how long create, resume and pause wait for the state (default deadline 120, interval 0.2: the OpenSandbox SDK's healthCheckPollingInterval)
 ---@field provider_name? string the provider's name, in Skipped messages (default opensandbox)
 ---@field domain? string not used (endpoints name their host)
 ---@field envd_routing? string not used (endpoints name their host)

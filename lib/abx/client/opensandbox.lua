@@ -5,7 +5,7 @@
 --
 --   local opensandbox = require("abx.client.opensandbox")
 --   local conn = opensandbox.connection{ api_url = "http://127.0.0.1:8080/v1", api_key = "...",
---     auth_header = "OPEN-SANDBOX-API-KEY", create = { mode = "poll", deadline = 120, interval = 1 },
+--     auth_header = "OPEN-SANDBOX-API-KEY", create = { mode = "poll", deadline = 120, interval = 0.2 },
 --     ttl = { mode = "expires_at", min = 60 }, pagination = "page" }
 --   local sbx = conn:create{ template = "base", timeout = 300 }
 --   sbx.commands:run("echo hi"); sbx.files:write("/tmp/a", "x"); sbx:kill()
@@ -67,7 +67,8 @@ local CONNECTION_FIELDS = {
     .. "set_timeout (OpenSandbox: min 60)" },
   { "pagination", "string", "\"page\" (page + pageSize; the only style OpenSandbox speaks)" },
   { "create", "table", "{mode = \"poll\", deadline = s, interval = s}: how long create, resume and "
-    .. "pause wait for the state (default deadline 120, interval 1)" },
+    .. "pause wait for the state (default deadline 120, interval 0.2: the OpenSandbox SDK's "
+    .. "healthCheckPollingInterval)" },
   { "provider_name", "string", "the provider's name, in Skipped messages (default opensandbox)" },
   -- accepted so the E2B provider options can be handed over unchanged; OpenSandbox routes through
   -- endpoints, so these are not used
@@ -108,13 +109,17 @@ options.class(Connection, "OpenSandboxConnection", "An OpenSandbox control plane
   })
 M.Connection = Connection
 
+-- The poll interval, seconds: the official SDK's healthCheckPollingInterval, 200 ms
+-- (sdks/sandbox/javascript/README.md @ 3bb6fad3, opensandbox-group/OpenSandbox).
+local POLL_INTERVAL = 0.2
+
 local function check_create_mode(c, where)
-  if c == nil then return { deadline = 120, interval = 1 } end
+  if c == nil then return { deadline = 120, interval = POLL_INTERVAL } end
   if c.mode ~= nil and c.mode ~= "poll" then
     errmap.raise("InvalidArgument", 0, where .. ": create.mode must be poll (OpenSandbox answers "
       .. "create with 202 and the client polls), got " .. tostring(c.mode))
   end
-  local d, i = c.deadline or 120, c.interval or 1
+  local d, i = c.deadline or 120, c.interval or POLL_INTERVAL
   if type(d) ~= "number" or d <= 0 or type(i) ~= "number" or i <= 0 then
     errmap.raise("InvalidArgument", 0, where .. ": create.deadline and create.interval must be "
       .. "positive numbers of seconds")
