@@ -328,7 +328,7 @@ static void usage(FILE *f)
   fputs(
       "usage: abxlua serve [--host 127.0.0.1] [--port 0] [--domain localhost] [--state-dir DIR]\n"
       "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]\n"
-      "                    [--git-root DIR]\n"
+      "                    [--git-root DIR] [--pool TEMPLATE=N[,TEMPLATE=N...]|none]\n"
       "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox|\n"
       "                    opensandbox] [--help]\n"
       "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
@@ -352,6 +352,10 @@ static void usage(FILE *f)
       "--git-root DIR: serve the bare repositories under DIR read-only to sandboxes, as\n"
       "  git://<hub end of the sandbox's link>:9418/<name> (get_info abxNetwork.hostAddress;\n"
       "  platform/net/git_server.h). Serve does not start when it cannot listen there.\n"
+      "--pool TEMPLATE=N,...: keep N started, ready sandboxes of each TEMPLATE (N 0..8) that a\n"
+      "  create claims instead of booting one (platform/sandbox/warm_pool.h); booted at a low\n"
+      "  CPU weight, never listed. Default: code-interpreter-v1=1, filled after its first\n"
+      "  create; none: no pool.\n"
       "--flavor NAME: reproduce another E2B-compatible platform's wire (default e2b):\n"
       "  alicloud-fc, alicloud-express (Alibaba FC Agent Sandbox and its Flash edition: no\n"
       "  volumes, pause behind an allowlist, partial or no metrics), acs (OpenKruise\n"
@@ -379,6 +383,7 @@ static int key_valid(const char *k)
 /* serve's options and what it checked before starting anything. */
 struct serve_opts {
   const char *host, *domain, *state_dir, *faults, *build_cache, *git_root;
+  const char *pool; /* --pool's value; NULL: the default (sandbox/warm_pool.h) */
   long port;
   int ready_fd, tls;
   struct sockaddr_in addr; /* host:port, a loopback address */
@@ -419,6 +424,8 @@ static int parse_args(int argc, char **argv, struct serve_opts *o)
       o->build_cache = v;
     else if (strcmp(a, "--git-root") == 0)
       o->git_root = v;
+    else if (strcmp(a, "--pool") == 0)
+      o->pool = v;
     else if (strcmp(a, "--flavor") == 0) {
       char ferr[200];
       if (abx_flavor_set(v, ferr, sizeof ferr) != 0) {
@@ -479,6 +486,11 @@ static int check_options(struct serve_opts *o)
   if (o->tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
     abx_slog("--tls: this libmicrohttpd was built without TLS support");
     return 1;
+  }
+  char perr[200];
+  if (abx_warm_pool_configure(o->pool, perr, sizeof perr) != 0) {
+    abx_slog("%s", perr);
+    return 4;
   }
   char ferr[512];
   if (o->faults && abx_faults_load(o->faults, ferr, sizeof ferr) != 0) {
@@ -797,6 +809,22 @@ static void stop_work(struct serve *s)
   abx_lifecycle_shutdown();
 }
 
+/* The warm pool (sandbox/warm_pool.h): its filler starts once the templates are there; it stops
+ * before the work's stop, so its boot in progress is cancelled and its sandboxes killed before
+ * the sandboxes' own shutdown. */
+static int start_warm_pool(struct serve *s)
+{
+  (void)s;
+  abx_warm_pool_start(); /* without its thread there is no pool: every create boots */
+  return 0;
+}
+
+static void stop_warm_pool(struct serve *s)
+{
+  (void)s;
+  abx_warm_pool_stop();
+}
+
 static void stop_faults(struct serve *s)
 {
   (void)s;
@@ -894,6 +922,7 @@ static const struct serve_row rows[] = {
     {"front", NULL, stop_front},
     {"daemon", start_daemon, stop_daemon},
     {"work", NULL, stop_work},
+    {"warm pool", start_warm_pool, stop_warm_pool},
     {"faults", NULL, stop_faults},
     {"build proxy", start_build_proxy, NULL},
     {"git server", start_git_server, NULL},

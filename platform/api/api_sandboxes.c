@@ -205,7 +205,10 @@ static enum MHD_Result create(struct abx_api_req *r, int v2)
   if (st == 0)
     st = check_volumes(spec.volume_mounts, &volumes, msg, sizeof msg);
   spec.volume_mounts = volumes;
-  struct abx_sandbox *sb = st == 0 ? abx_sandbox_new(&spec, &st, msg, sizeof msg) : NULL;
+  /* a ready sandbox of the warm pool when there is one (sandbox/warm_pool.h), else a new one */
+  struct abx_sandbox *sb = st == 0 ? abx_warm_pool_claim(&spec, req, &st, msg, sizeof msg) : NULL;
+  if (!sb && st == 0)
+    sb = abx_sandbox_new(&spec, &st, msg, sizeof msg);
   abx_template_put(spec.tmpl, 1); /* the sandbox holds its own */
   json_decref(volumes);
   json_decref(req);

@@ -293,6 +293,13 @@ int abx_cgroup_set_cpu_millis(const char *id, int millis, char *err, size_t errl
   return set_weight(id, (uint64_t)(millis > 0 ? millis : 1), err, errlen);
 }
 
+int abx_cgroup_set_weight(const char *id, int millis, char *err, size_t errlen)
+{
+  if (!g_abx[H_CPU][0])
+    return 0;
+  return set_weight(id, (uint64_t)(millis > 0 ? millis : 1), err, errlen);
+}
+
 int abx_cgroup_freeze(const char *id, int64_t deadline_mono)
 {
   if (!abx_cgroup_can_freeze())

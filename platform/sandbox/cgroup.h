@@ -74,6 +74,12 @@ int abx_cgroup_set_limits(const char *id, int cpu_count, int memory_mb, char *er
  * Skipped when the cpu hierarchy is not usable, as abx_cgroup_set_limits. 0, or -1 with err. */
 int abx_cgroup_set_cpu_millis(const char *id, int millis, char *err, size_t errlen);
 
+/* Set only the sandbox's CPU weight (Weights above) to `millis` thousandths of a CPU (at least
+ * the kernel's minimum of 2 shares) and rebalance serve's and abxlua's groups; its CPU limit is
+ * left alone. A warm pool's sandbox boots at a low weight and gets its own back when a create
+ * claims it (warm_pool.h). Skipped (0) when the cpu hierarchy is not usable. 0, or -1 with err. */
+int abx_cgroup_set_weight(const char *id, int millis, char *err, size_t errlen);
+
 /* Freeze every process of the sandbox and wait until the freezer reports FROZEN (deadline
  * CLOCK_MONOTONIC ns). On failure the sandbox is thawed again and -1 returned. */
 int abx_cgroup_freeze(const char *id, int64_t deadline_mono);

@@ -53,6 +53,9 @@ struct abx_sandbox {
   int skip_start;            /* a build sandbox (template_build.h): no start_cmd/ready_cmd */
   const char *origin;        /* static: why it starts, for serve's log ("forked", "build" for a
                               * build's sandbox, id "b..."; NULL: "created") */
+  int pooled;                /* booted for the warm pool, not yet claimed (warm_pool.h): a low
+                              * CPU weight, never listed */
+  volatile int start_cancel; /* non-zero: its start's readiness wait ends (template_start.h) */
   int refs;                  /* atomic: the list's ref + abx_sandbox_get()s (sandbox.h) */
   int listed;
   pthread_mutex_t op; /* serializes pause/resume/snapshot/kill of this sandbox */

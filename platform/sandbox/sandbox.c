@@ -446,7 +446,8 @@ static int readiness(struct abx_sandbox *sb, char *err, size_t errlen)
 {
   int has = abx_template_start_cmd(sb->tmpl) || abx_template_ready_cmd(sb->tmpl);
   int64_t t0 = abx_mono_ns();
-  int rc = abx_template_start(sb->tmpl, sb->netns_fd, sb->secure ? sb->token : NULL, err, errlen);
+  int rc = abx_template_start(sb->tmpl, sb->netns_fd, sb->secure ? sb->token : NULL,
+                              &sb->start_cancel, err, errlen);
   long long ms = (long long)((abx_mono_ns() - t0) / 1000000);
   if (has && rc == 0)
     abx_slog("sandbox %s: template %s ready after %lld ms (start/ready commands)", sb->id,
@@ -539,6 +540,9 @@ static int make_cgroups(struct abx_sandbox *sb, int fresh, struct boot *b, struc
     sb->memory_mb = sb->tmpl->memory_mb;
   }
   if (abx_cgroup_set_limits(sb->id, sb->cpu_count, sb->memory_mb, err, errlen) != 0)
+    return -1;
+  /* a warm pool's boot yields to every other sandbox (warm_pool.h); its claim restores it */
+  if (sb->pooled && abx_cgroup_set_weight(sb->id, ABX_WARM_POOL_CPU_MILLIS, err, errlen) != 0)
     return -1;
   abx_metrics_begin(sb->id);
   return 0;
@@ -661,6 +665,22 @@ static int boot(struct abx_sandbox *sb, json_t *env_vars, int fresh, char *err, 
   if (rc != 0)
     cleanup_run(&undo, sb);
   return rc != 0 ? -1 : 0;
+}
+
+int abx_sandbox_init_again(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen)
+{
+  json_t *copy = json_deep_copy(env_vars);
+  if (!copy) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  if (init_envd(sb, env_vars, err, errlen) != 0) {
+    json_decref(copy);
+    return -1;
+  }
+  json_decref(sb->env_vars);
+  sb->env_vars = copy; /* for reboots */
+  return 0;
 }
 
 int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen)

@@ -90,6 +90,13 @@ void abx_sandbox_put(struct abx_sandbox *sb);
  * fields are reset, and -1 is returned with err set (give ABX_START_ERR_MAX bytes). */
 int abx_sandbox_start(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen);
 
+/* POST /init to a running sandbox's envd again, as its start did: `env_vars` (object, borrowed;
+ * the template's ENV under them), the default user and workdir, and sb->token when sb->secure
+ * (envd replaces its env vars and token: envd.c handle_init). A copy of env_vars is kept for
+ * reboots. For a claim from the warm pool (warm_pool.h): the create's envVars and token reach
+ * every later command. 0, or -1 with err. The caller holds the only reference. */
+int abx_sandbox_init_again(struct abx_sandbox *sb, json_t *env_vars, char *err, size_t errlen);
+
 /* The error buffer a caller of abx_sandbox_start / abx_sandbox_reboot gives: room for the
  * readiness error with its probe output and start log tail (template_start.h). */
 #define ABX_START_ERR_MAX 1024
@@ -126,5 +133,6 @@ void abx_sandbox_drain_trash(void);
 #include "spawner.h"
 #include "envd_client.h"
 #include "template_start.h"
+#include "warm_pool.h"
 
 #endif

@@ -119,10 +119,11 @@ struct probes {
 static int launch(const char *nm, int netns_fd, const char *token, const char *start,
                   const char *user, const char *cwd, char *err, size_t errlen);
 static int wait_ready(int netns_fd, const char *token, const char *user, const char *ready_run,
-                      json_t *ready_env, int timeout_s, struct probes *p);
+                      json_t *ready_env, int timeout_s, const volatile int *cancel,
+                      struct probes *p);
 
-int abx_template_start(const struct abx_template *t, int netns_fd, const char *token, char *err,
-                       size_t errlen)
+int abx_template_start(const struct abx_template *t, int netns_fd, const char *token,
+                       const volatile int *cancel, char *err, size_t errlen)
 {
   const char *start = abx_template_start_cmd(t), *ready = abx_template_ready_cmd(t);
   /* The commands run in the context of the build that set them (E2B keeps Start.Context with
@@ -148,12 +149,18 @@ int abx_template_start(const struct abx_template *t, int netns_fd, const char *t
   int timeout_s = abx_template_ready_timeout(t);
   struct probes p = {0};
   int64_t t0 = abx_mono_ns();
-  int rc = wait_ready(netns_fd, token, user, ready_in ? ready_in : ready, ready_env, timeout_s, &p);
+  int rc = wait_ready(netns_fd, token, user, ready_in ? ready_in : ready, ready_env, timeout_s,
+                      cancel, &p);
   double waited = (double)(abx_mono_ns() - t0) / 1e9;
   free(ready_in);
   json_decref(ready_env);
   if (rc == 0)
     return 0;
+  if (cancel && *cancel) {
+    snprintf(err, errlen, "template %s: its start was cancelled after %.1f s (serve is stopping)",
+             nm, waited);
+    return -1;
+  }
   /* the whole message fits ABX_START_ERR_MAX: the command's first 160 bytes, the last 200 of
    * the probe's output, the last LOG_TAIL_BYTES of the start log */
   char last[300], log[LOG_TAIL_BYTES + 8] = "";
@@ -210,10 +217,12 @@ static int launch(const char *nm, int netns_fd, const char *token, const char *s
   return 0;
 }
 
-/* Probe `ready_run` every READY_POLL_MS until it exits 0 (0) or `timeout_s` has passed (-1);
- * an envd call that fails is counted in p->failed_calls and tried again, never the verdict. */
+/* Probe `ready_run` every READY_POLL_MS until it exits 0 (0), `timeout_s` has passed or
+ * *cancel is set (-1); an envd call that fails is counted in p->failed_calls and tried again,
+ * never the verdict. */
 static int wait_ready(int netns_fd, const char *token, const char *user, const char *ready_run,
-                      json_t *ready_env, int timeout_s, struct probes *p)
+                      json_t *ready_env, int timeout_s, const volatile int *cancel,
+                      struct probes *p)
 {
   int64_t deadline = abx_mono_ns() + (int64_t)timeout_s * 1000000000LL;
   long bound = (long)timeout_s * 250;
@@ -234,7 +243,7 @@ static int wait_ready(int netns_fd, const char *token, const char *user, const c
       p->code = code;
       memcpy(p->out, out, sizeof out);
     }
-    if (abx_mono_ns() >= deadline)
+    if (abx_mono_ns() >= deadline || (cancel && *cancel))
       return -1;
     struct timespec ts = {0, ABX_READY_POLL_MS * 1000000L};
     nanosleep(&ts, NULL);

@@ -53,8 +53,10 @@ int abx_template_ready_timeout(const struct abx_template *t);
 
 /* Run t's start_cmd, then wait for its ready_cmd, in the sandbox whose network namespace is
  * `netns_fd` (envd reachable on 127.0.0.1:49983 there). `token`: envd's access token or NULL.
- * 0 when ready (or the template has neither command). */
-int abx_template_start(const struct abx_template *t, int netns_fd, const char *token, char *err,
-                       size_t errlen);
+ * `cancel` (NULL: none): the wait ends at the next probe once *cancel is non-zero, -1 with an
+ * error saying so (a warm pool's boot when serve stops, warm_pool.h). 0 when ready (or the
+ * template has neither command). */
+int abx_template_start(const struct abx_template *t, int netns_fd, const char *token,
+                       const volatile int *cancel, char *err, size_t errlen);
 
 #endif

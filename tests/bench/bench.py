@@ -52,13 +52,14 @@ JOBS = {
     "file_big": (4, WAYS, {"BENCH_BYTES": (100 * MiB, 8 * MiB)}),
     "files_small": (4, WAYS, {"BENCH_N": (1000, 40)}),
     "fanout": (5, WAYS, {"BENCH_SANDBOXES": (50, 4), "BENCH_CMDS": (20, 4), "BENCH_FILEOPS": (5, 5)}),
+    "tti_pool": (8, ("abxlua",), {"BENCH_N": (8, 3)}),
     "list200": (6, ("abxlua",), {"BENCH_FILES": (200, 20), "BENCH_REPS": (5, 2)}),
     "make_run": (6, ("abxlua",), {}),
     "scale": (7, ("abxlua",), {"BENCH_SANDBOXES": (200, 4), "BENCH_PER": (10, 3), "BENCH_IDLE_S": (12, 4)}),
     "machine": (0, ("floor",), {"BENCH_BYTES": (1024 * MiB, 64 * MiB), "BENCH_N": (100, 10)}),
 }
 ORDER = ["machine", "ttfc", "cmd", "stream_collect", "stream_cb", "file_big", "files_small", "fanout",
-         "list200", "make_run", "scale"]
+         "tti_pool", "list200", "make_run", "scale"]
 
 
 def parse_args(argv):
@@ -239,6 +240,63 @@ def run_list200(opts, sizes, work):
     return s
 
 
+# `abxlua bench` on a local platform of its own, with the warm pool (issue 26) and without: time to
+# interactive of base and of code-interpreter-v1 (sequential, -n samples, the pool as large as -n
+# and full before the first: --settle), and one command's round trip on base (its operations).
+TTI_POOL_CONFIG = """providers:
+  benchlocal:
+    kind: local
+    domain: localhost
+    envd_routing: headers
+    capabilities: [pause, code_interpreter]
+    pool: "%s"
+"""
+TTI_POOL_SETTLE_S = {"base": 3, "code-interpreter-v1": 40}
+
+
+def abxlua_bench(opts, work, pool, template, n, ops):
+    """One `abxlua bench` run; returns its --json document, or raises RuntimeError naming why."""
+    tag = "%s-%s" % ("pool" if pool != "none" else "nopool", template)
+    cfg = os.path.join(work, "tti-%s.yaml" % tag)
+    with open(cfg, "w") as f:
+        f.write(TTI_POOL_CONFIG % pool)
+    out = os.path.join(work, "tti-%s-%d.json" % (tag, len(os.listdir(work))))
+    argv = [opts["abxlua"], "bench", "--config", cfg, "--provider", "benchlocal", "--template", template,
+            "-n", str(n), "--mode", "sequential", "--json", out,
+            "--settle", str(TTI_POOL_SETTLE_S[template] if pool != "none" else 0)]
+    argv += ["--iterations", str(n)] if ops else ["--no-ops"]
+    env = {k: v for k, v in os.environ.items() if k not in ("ABX_CONFIG", "ABX_PROVIDER")}
+    env["NO_COLOR"] = "1"
+    res = bench_proc.run_child(argv, ROOT, env, os.path.join(work, "tti-%s.log" % tag), 600)
+    if res["status"] != 0:
+        raise RuntimeError("abxlua bench (%s, pool %s): %s: %s" % (template, pool, res["how"], res["tail"]))
+    with open(out) as f:
+        return json.load(f)
+
+
+def ok_ms(stat):
+    return [x["ms"] for x in stat["samples"] if x["ok"]]
+
+
+def run_tti_pool(opts, sizes, work):
+    n = int(sizes["BENCH_N"])
+    s = {"ok": True, "metrics": {}, "rss_mib": 0.0, "wall_s": 0.0, "error": None}
+    try:
+        for pool, suffix in (("base=%d,code-interpreter-v1=%d" % (n, n), ""), ("none", "_nopool")):
+            base = abxlua_bench(opts, work, pool, "base", n, True)
+            ci = abxlua_bench(opts, work, pool, "code-interpreter-v1", n, False)
+            s["metrics"]["base_tti%s_ms" % suffix] = ok_ms(base["tti"]["sequential"])
+            s["metrics"]["ci_tti%s_ms" % suffix] = ok_ms(ci["tti"]["sequential"])
+            s["metrics"]["cmd%s_ms" % suffix] = ok_ms(base["ops"]["command"])
+            for doc in (base, ci):
+                if doc["tti"]["sequential"]["success"] < 1:
+                    raise RuntimeError("%s: %d of %d TTI samples failed" % (
+                        doc["template"], doc["tti"]["sequential"]["failed"], n))
+    except (RuntimeError, OSError, ValueError, KeyError) as e:
+        s.update(ok=False, error=str(e))
+    return s
+
+
 MAKE_RUN_ARGS = ["run", "scenarios/", "scenarios/templates/code-interpreter-v1", "scenarios/templates/python-hello",
                  "scenarios/templates/node-web"]  # the Makefile's `run` recipe
 
@@ -279,7 +337,7 @@ def main():
     meta["sizes"] = {j: {k: v[q] for k, v in JOBS[j][2].items()} for j in jobs}
     results = {}  # job -> way -> [samples]
     serve = None
-    need_serve = any(j not in ("machine", "list200", "make_run") for j in jobs)
+    need_serve = any(j not in ("machine", "list200", "make_run", "tti_pool") for j in jobs)
     try:
         if need_serve:
             serve = bench_proc.Serve(opts["abxlua"], os.path.join(work, "state"), os.path.join(work, "serve.log"))
@@ -289,7 +347,9 @@ def main():
             sizes = {k: v[q] for k, v in spec.items()}
             results[job] = {w: [] for w in ways}
             t_job = time.monotonic()
-            if job == "list200":
+            if job == "tti_pool":
+                results[job]["abxlua"].append(run_tti_pool(opts, sizes, work))
+            elif job == "list200":
                 for _ in range(opts["rounds"]):
                     results[job]["abxlua"].append(run_list200(opts, sizes, work))
             elif job == "make_run":

@@ -10,7 +10,8 @@ import math
 
 # (job, metric, label, unit, higher_is_better, targets)
 # targets: ("abs", op, value) on abxlua's median; ("floor", 1.25); ("sdk", 2.0);
-# ("rss", op, MiB) on abxlua's peak RSS; ("rss_vs_sdk", 1/3) abxlua's peak RSS over the SDK's.
+# ("rss", op, MiB) on abxlua's peak RSS; ("rss_vs_sdk", 1/3) abxlua's peak RSS over the SDK's;
+# ("rel", metric, k): abxlua's median at most k times that of another metric of the same job.
 ROWS = [
     ("ttfc", "ttfc_ms", "1 time to first command (create → first run returns), ×{n}", "ms", False,
      [("abs", "<=", 40)]),
@@ -30,6 +31,13 @@ ROWS = [
     ("fanout", "fanout_s", "5 fan-out: {sb} sandboxes at once × ({cmds} commands + {ops} file ops), wall", "s", False,
      [("sdk", 2.0), ("rss_vs_sdk", 1 / 3.0)]),
     ("fanout", "serve_peak_mib", "5 serve peak RSS during the fan-out", "MiB", False, []),
+    ("tti_pool", "base_tti_ms", "8 TTI of base (`abxlua bench`, sequential ×{n}), warm pool", "ms", False,
+     [("rel", "cmd_ms", 1.5)]),
+    ("tti_pool", "ci_tti_ms", "8 TTI of code-interpreter-v1, warm pool", "ms", False, [("rel", "base_tti_ms", 2.0)]),
+    ("tti_pool", "cmd_ms", "8 one command's round trip on base (the same run)", "ms", False, []),
+    ("tti_pool", "base_tti_nopool_ms", "8 TTI of base, no pool", "ms", False, []),
+    ("tti_pool", "ci_tti_nopool_ms", "8 TTI of code-interpreter-v1, no pool", "ms", False, []),
+    ("tti_pool", "cmd_nopool_ms", "8 one command's round trip on base, no pool", "ms", False, []),
     ("list200", "list_ms", "6 `abxlua list`, {files} generated files ({tests} tests)", "ms", False, [("abs", "<=", 100)]),
     ("make_run", "make_run_s", "6 `make run` command line, warm", "s", False, [("abs", "<=", 15)]),
     ("scale", "serve_threads", "7 serve threads, {sb} sandboxes / {streams} open streams", "threads", False,
@@ -137,6 +145,10 @@ def build(results, meta, jobs):
             elif t[0] == "rss":
                 tg.append({"text": "abxlua RSS %s %d MiB" % (t[1].replace("<=", "≤"), t[2]),
                            "met": check(t[1], ways["abxlua"]["peak_rss_mib"], t[2])})
+            elif t[0] == "rel":  # this row's abxlua median over another row's of the same job
+                other = way_stats(results[job].get("abxlua", []), t[1], higher)["median"]
+                tg.append({"text": "≤ %s× the %s row" % (tfmt(t[2]), t[1]),
+                           "met": check("<=", a / other if a is not None and other else None, t[2])})
             elif t[0] == "rss_vs_sdk":
                 ra, rb = ways["abxlua"]["peak_rss_mib"], ways.get("sdk", {}).get("peak_rss_mib")
                 tg.append({"text": "abxlua RSS ≤ ⅓ of the SDK's",

@@ -247,8 +247,16 @@ end)
 t.test("config: unknown keys and bad values are refused with exact messages", function()
   t.eq(config_error("    kind: remote\n    regoin: x\n"), "F: providers.x: unknown key \"regoin\" "
     .. "(known: api_url, auth_header, ca_file, capabilities, create, credential_env, description, "
-    .. "domain, envd_routing, envd_url, flavor, kind, pagination, protocol, region, region_env, "
-    .. "route_version, tls, ttl)")
+    .. "domain, envd_routing, envd_url, flavor, kind, pagination, pool, protocol, region, "
+    .. "region_env, route_version, tls, ttl)")
+  -- pool: serve's --pool, on a local provider only, in its form
+  t.eq(config_error("    kind: remote\n    pool: base=1\n"),
+    "F: providers.x.pool applies to kind local only (the local platform's warm pool)")
+  t.eq(config_error("    kind: local\n    pool: base\n"), "F: providers.x.pool must be none or "
+    .. "TEMPLATE=N[,TEMPLATE=N...] with N 0..8 (e.g. code-interpreter-v1=1), got \"base\"")
+  t.eq(config_error("    kind: local\n    pool: base=1,code-interpreter-v1=9\n"), "F: providers.x.pool "
+    .. "must be none or TEMPLATE=N[,TEMPLATE=N...] with N 0..8 (e.g. code-interpreter-v1=1), got "
+    .. "\"base=1,code-interpreter-v1=9\"")
   t.eq(config_error("    kind: remote\n    envd_routing: dns\n"),
     "F: providers.x.envd_routing must be one of host, headers, path, got dns")
   t.eq(config_error("    kind: remote\n    protocol: grpc\n"),

@@ -85,6 +85,7 @@ usage "unknown statistic 'p90' (valid: min, p50, p95, p99, max, mean, success, s
 usage "names mode burst, which --mode leaves out" --mode sequential --threshold 'tti.burst.p50<1'
 usage "names an operation, which --no-ops leaves out" --no-ops --threshold 'ops.kill.p50<1'
 usage "-n must be a whole number >= 1, got '0'" -n 0
+usage "--settle must be a number of seconds >= 0" --settle=-1
 echo '{"kind":"something else"}' >"$tmp/other.json"
 usage "not the --json output of abxlua bench" --compare "$tmp/other.json"
 

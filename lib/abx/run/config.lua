@@ -53,7 +53,7 @@ local PROVIDER_KEYS = { kind = "string", api_url = "string", domain = "string",
   envd_routing = "string", envd_url = "string", capabilities = "table", description = "string",
   tls = "boolean", protocol = "string", region = "string", region_env = "string",
   auth_header = "string", credential_env = "table", route_version = "string", create = "table",
-  ttl = "table", pagination = "string", ca_file = "string", flavor = "string" }
+  ttl = "table", pagination = "string", ca_file = "string", flavor = "string", pool = "string" }
 M.PROVIDER_KEYS = {}
 for k in pairs(PROVIDER_KEYS) do M.PROVIDER_KEYS[#M.PROVIDER_KEYS + 1] = k end
 table.sort(M.PROVIDER_KEYS)
@@ -288,9 +288,32 @@ local function check_provider_shape(where, p)
   end
 end
 
+-- pool (kind local): serve's --pool (platform/sandbox/warm_pool.h): "none" or
+-- "TEMPLATE=N[,TEMPLATE=N...]" with N 0..8.
+local function check_pool(where, p)
+  if p.pool == nil then return end
+  if p.kind ~= "local" then
+    core.error("InvalidArgument", 0, where .. ".pool applies to kind local only (the local "
+      .. "platform's warm pool)")
+  end
+  local ok = p.pool == "none"
+  if not ok then
+    ok = true
+    for part in (p.pool .. ","):gmatch("([^,]*),") do
+      local name, n = part:match("^([%w._:-]+)=(%d+)$")
+      ok = ok and name ~= nil and tonumber(n) <= 8
+    end
+  end
+  if not ok then
+    core.error("InvalidArgument", 0, string.format("%s.pool must be none or TEMPLATE=N[,TEMPLATE=N...] "
+      .. "with N 0..8 (e.g. code-interpreter-v1=1), got %q", where, p.pool))
+  end
+end
+
 -- The keys of a remote provider's wire are refused on kind local (its wire is E2B's); flavor
 -- names the local flavour a remote provider is reproduced by.
 local function check_provider_kind_keys(where, p)
+  check_pool(where, p)
   if p.kind == "local" then
     for _, k in ipairs({ "protocol", "region", "region_env", "auth_header", "credential_env",
       "route_version", "create", "ttl", "pagination", "ca_file" }) do

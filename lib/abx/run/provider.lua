@@ -362,12 +362,16 @@ local function connection(name, p, opts)
   return sandbox.connection(opts)
 end
 
--- serve's command line for provider settings `p` (domain, TLS, flavour, build cache, the
--- caller's run.serve_args); notes the flavour and the build cache in `info`. `dir`: the state dir.
+-- serve's command line for provider settings `p` (domain, TLS, warm pool, flavour, build cache,
+-- the caller's run.serve_args); notes the flavour and the build cache in `info`. `dir`: the state dir.
 local function serve_args(p, run, info, dir)
   local tls = p.tls == true
   local args = { "--domain", p.domain or (tls and "e2b.localhost" or "localhost") }
   if tls then args[#args + 1] = "--tls" end
+  if p.pool then -- serve's warm pool (platform/sandbox/warm_pool.h); default: its own
+    args[#args + 1] = "--pool"
+    args[#args + 1] = p.pool
+  end
   if p.flavor then -- abx.run.flavor: serve reproduces that platform's wire
     args[#args + 1] = "--flavor"
     args[#args + 1] = p.flavor

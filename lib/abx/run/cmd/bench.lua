@@ -45,6 +45,8 @@ function M.configure(parser)
     .. "and read, list of 100 entries, pause, resume, kill).", "10"):argname("K")
   cmd:flag("--no-ops", "Measure time to interactive only, not the operations."):target("no_ops")
   cmd:option("--timeout", "Seconds one sample may take before it counts as failed.", "120"):argname("S")
+  cmd:option("--settle", "Seconds to wait once the provider is up, before the first sample (a "
+    .. "local platform's warm pool fills meanwhile).", "0"):argname("S")
   cmd:option("--threshold", "A criterion METRIC OP VALUE, e.g. 'tti.sequential.p95<200' (ms), "
     .. "'success>=0.99'; a crossed one exits 99. Repeatable."):count("*"):argname("EXPR")
   cmd:option("--json", "Write the result, samples included, to FILE."):argname("FILE")
@@ -107,6 +109,8 @@ local function options(args, cfg)
   if not o.stagger_ms then return nil, err end
   o.timeout = tonumber(args.timeout)
   if not o.timeout or o.timeout <= 0 then return nil, "--timeout must be a positive number of seconds" end
+  o.settle = tonumber(args.settle)
+  if not o.settle or o.settle < 0 then return nil, "--settle must be a number of seconds >= 0" end
   o.modes, err = modes_of(args.mode)
   if not o.modes then return nil, err end
   if not o.command:match("%S") then return nil, "--command must not be empty" end
@@ -202,6 +206,10 @@ function M.run(o)
     command = o.command, n = o.n, stagger_ms = o.stagger_ms, iterations = o.iterations,
     modes = o.modes, op_names = ops.NAMES, run_id = o.run_id, tti = {},
     started_at = os.date("!%Y-%m-%dT%H:%M:%SZ") }
+  if o.settle > 0 then
+    progress("settling for %g s before the first sample", o.settle)
+    core.sleep(o.settle)
+  end
   measure(b, r, args.no_ops)
   local rep = cleanup(b, tracker)
   if info.stop then info.stop(false) end
