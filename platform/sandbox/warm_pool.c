@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,8 @@
 /* A failed boot is tried again after this many seconds (a template that cannot start is not
  * booted in a loop). */
 #define RETRY_S 30
+/* The warm-up command's bound (a loaded machine can take seconds). */
+#define WARM_CMD_MS 30000
 
 struct entry {
   char name[64];              /* the template as --pool names it */
@@ -136,6 +139,14 @@ static struct abx_sandbox *boot_one(struct abx_template *t)
     abx_sandbox_put(sb);
     return NULL;
   }
+  /* one command as the default user, as a create's first command would: its shell's files are
+   * then in the page cache, so a claim's first command costs what a later one does. Its
+   * failure is no failure of the boot (the claim's commands say what is wrong). */
+  char out[64], e[128];
+  int code = 0;
+  if (abx_envd_run(sb->netns_fd, NULL, "user", "true", NULL, WARM_CMD_MS, &code, out, sizeof out, e,
+                   sizeof e) != 0)
+    abx_slog("warm pool: sandbox %s: its warm-up command failed: %s", sb->id, e);
   return sb;
 }
 
@@ -198,6 +209,12 @@ static int fill_once(void)
 static void *filler(void *arg)
 {
   (void)arg;
+  /* the boots' serve-side work (mounts, cgroups, the envd probes) runs only on an idle CPU, so
+   * a refill right after a claim does not slow that sandbox's first commands (sched(7)
+   * SCHED_IDLE; per thread on Linux). Best effort: without it the weight still applies. */
+  struct sched_param sp = {.sched_priority = 0};
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
+    abx_slog("warm pool: its thread keeps the normal scheduling class");
   for (;;) {
     pthread_mutex_lock(&g.mu);
     int stop = g.stop;

@@ -16,7 +16,9 @@ Usage: bench.py [--abxlua PATH] [--only JOB[,JOB..]] [--rounds N] [--quick] [--o
    --floor is given). Each way times its own workload and verifies its result; a non-zero exit or
    a missing result is a failed sample, never a number. The peak RSS of each child is its
    ru_maxrss (os.wait4); serve's threads, fds and RSS come from /proc.
-3. abxlua-only jobs: `abxlua list` over 200 generated files, the `make run` command line warm (one
+3. abxlua-only jobs: time to interactive of base and code-interpreter-v1 through `abxlua bench`
+   (each on a local platform of its own, with a warm pool of -n sandboxes of that template and
+   without one), with one command's round trip on base beside them (tti_pool); `abxlua list` over 200 generated files, the `make run` command line warm (one
    unmeasured run first), and the platform at scale (200 sandboxes, 2,000 concurrent streams held
    open at a gate: serve's peak threads, RSS and fds, idle envd RSS, idle CPU per stream).
 4. The machine floors (`abx-bench-floor machine`): pipe and loopback TCP throughput, fork+exec of
@@ -256,7 +258,7 @@ TTI_POOL_SETTLE_S = {"base": 3, "code-interpreter-v1": 40}
 
 def abxlua_bench(opts, work, pool, template, n, ops):
     """One `abxlua bench` run; returns its --json document, or raises RuntimeError naming why."""
-    tag = "%s-%s" % ("pool" if pool != "none" else "nopool", template)
+    tag = "%s-%s" % ("nopool" if pool == "none" else "pool", template)
     cfg = os.path.join(work, "tti-%s.yaml" % tag)
     with open(cfg, "w") as f:
         f.write(TTI_POOL_CONFIG % pool)
@@ -282,9 +284,12 @@ def run_tti_pool(opts, sizes, work):
     n = int(sizes["BENCH_N"])
     s = {"ok": True, "metrics": {}, "rss_mib": 0.0, "wall_s": 0.0, "error": None}
     try:
-        for pool, suffix in (("base=%d,code-interpreter-v1=%d" % (n, n), ""), ("none", "_nopool")):
-            base = abxlua_bench(opts, work, pool, "base", n, True)
-            ci = abxlua_bench(opts, work, pool, "code-interpreter-v1", n, False)
+        for pooled, suffix in ((True, ""), (False, "_nopool")):
+            # each run's serve pools only the template it measures (a pool of the other would boot
+            # in the background of the measurement)
+            base = abxlua_bench(opts, work, "base=%d" % n if pooled else "none", "base", n, True)
+            ci = abxlua_bench(opts, work, "code-interpreter-v1=%d" % n if pooled else "none",
+                              "code-interpreter-v1", n, False)
             s["metrics"]["base_tti%s_ms" % suffix] = ok_ms(base["tti"]["sequential"])
             s["metrics"]["ci_tti%s_ms" % suffix] = ok_ms(ci["tti"]["sequential"])
             s["metrics"]["cmd%s_ms" % suffix] = ok_ms(base["ops"]["command"])
