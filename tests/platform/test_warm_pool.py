@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_platform as tp  # noqa: E402  (Server, run_in, check, alive)
 
 check = tp.check
-READY = re.compile(rb"sandbox (i[a-z0-9]{20}) started: warm pool from template base")
+STARTED = re.compile(rb"sandbox (i[a-z0-9]{20}) started: warm pool from template base")
+READY = re.compile(rb"warm pool: a sandbox of base is ready")
 
 
 class Log:
@@ -50,7 +51,8 @@ def logs_of(s, sid):
 
 
 def t_pooled_not_listed(s, ctx):
-    ids = ctx["log"].wait(READY)
+    ctx["log"].wait(READY)
+    ids = re.findall(STARTED, ctx["log"].buf)
     check(len(ids) == 1, "no 'started: warm pool' line in serve's log: %r" % ctx["log"].buf[-800:])
     ctx["pooled"] = ids[0].decode()
     st, _, j = s.json("GET", "/sandboxes")
@@ -86,7 +88,8 @@ def t_claim_applies_the_create(s, ctx):
 
 
 def t_refills(s, ctx):
-    ids = ctx["log"].wait(READY, count=2)
+    ctx["log"].wait(READY, count=2)
+    ids = re.findall(STARTED, ctx["log"].buf)
     check(len(ids) >= 2, "the pool did not refill after the claim: %r" % ctx["log"].buf[-800:])
     ctx["pooled"] = ids[1].decode()
     check(ctx["pooled"] != ctx["claimed"], "the refill reused the claimed id")
