@@ -32,6 +32,8 @@ local TEST_OPTIONS = options.define("t.test", "Registers a test (the options tab
   { "raises", "string", "with known_issue: the error kind the known issue raises" },
   { "skip", "string", "skip the test with this reason" },
   { "sandboxes", "integer", "sandboxes the test holds at once (default 1), for max_sandboxes" },
+  { "thresholds", "table", "k6-style criteria on the test's t.measure statistics: {\"p(95)<500\", "
+    .. "\"rate<0.01\"} for every measurement, or {name = {...}}; a crossed one fails the test" },
 })
 
 ---Registers a test. The test function gets ctx (the fixtures) and passes unless it raises.
@@ -84,6 +86,10 @@ function M._register(name, opts, fn, line, level)
   if opts.sandboxes ~= nil and (math.type(opts.sandboxes) ~= "integer" or opts.sandboxes < 1) then
     error(string.format("t.test(%q): option \"sandboxes\" must be a whole number >= 1 (the "
       .. "sandboxes the test holds at once)", name), level)
+  end
+  if opts.thresholds ~= nil then
+    local ok, err = require("abx.run.measure").check_option(opts.thresholds)
+    if not ok then error(string.format("t.test(%q): %s", name, err), level) end
   end
   if not collector then
     error("t.test must be called while abxlua collects a scenario file", level)
@@ -193,6 +199,21 @@ function M.secret(name)
   local v = require("abx.run.provider").lookup(name)
   if v then core.add_secret(v) end
   return v
+end
+
+---Runs fn(i) under load and returns the statistics of its iterations (abx.run.measure): times in
+---ms (min, med, avg, max, p90, p95, p99), count, ok, failed, rate (failed / count), errors,
+---samples. They are recorded on the test for its `thresholds` and the reports.
+---  local s = t.measure("command", function() sbx.commands:run("true") end, { iterations = 50 })
+---@param name string the measurement's name (thresholds = { name = {...} } names it)
+---@param fn fun(i: integer) one iteration; an error is a failed iteration, never a time
+---@param opts {iterations?: integer, duration?: number, concurrency?: integer, rate?: number}
+---  iterations = N or duration = S (seconds); concurrency (default 1) at once; rate: starts per
+---  second at most
+---@return table stats
+---Raises: a Lua error for bad options; the test's deadline or an interrupt, as they come
+function M.measure(name, fn, opts)
+  return require("abx.run.measure").measure(name, fn, opts)
 end
 
 ---Calls fn until it returns without raising, at most `timeout` seconds, sleeping `interval`

@@ -17,12 +17,12 @@ end
 t.test("t.test's options are declared for the reference and the editor types", function()
   local spec = options.spec("t.test")
   t.ok(spec, "t.test is a declared call")
-  t.eq(table.concat(spec.names, ", "), "known_issue, markers, raises, requires, sandboxes, skip, timeout")
+  t.eq(table.concat(spec.names, ", "), "known_issue, markers, raises, requires, sandboxes, skip, thresholds, timeout")
 end)
 
 t.test("an unknown option names the known ones", function()
   t.match(declare({ timout = 5 }), 't%.test%("x"%): unknown option "timout", did you mean '
-    .. "'timeout'%? %(known: known_issue, markers, raises, requires, sandboxes, skip, timeout%)")
+    .. "'timeout'%? %(known: known_issue, markers, raises, requires, sandboxes, skip, thresholds, timeout%)")
 end)
 
 t.test("markers and requires must be arrays of strings, sandboxes an integer", function()

@@ -181,3 +181,8 @@ abx_runner_case(bench_unit "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\
 add_test(NAME runner:bench_cli COMMAND bash ${ABX_RUNNER_DIR}/bench_cli.sh $<TARGET_FILE:abxlua>
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:bench_cli PROPERTIES TIMEOUT 600)
+
+# t.measure and tests' k6-style thresholds (issue 26 part 2): statistics, options, and a run that
+# fails through thresholds alone exits 99
+abx_runner_case(measure_unit "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)
+abx_runner_case(thresholds "^2 passed, 2 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 99)

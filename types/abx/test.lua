@@ -47,6 +47,17 @@ function t.fixture(name, opts, fn) end
 ---Raises: Assertion
 function t.match(s, pattern, msg) end
 
+---Runs fn(i) under load and returns the statistics of its iterations (abx.run.measure): times in
+---ms (min, med, avg, max, p90, p95, p99), count, ok, failed, rate (failed / count), errors,
+---samples. They are recorded on the test for its `thresholds` and the reports.
+--- local s = t.measure("command", function() sbx.commands:run("true") end, { iterations = 50 })
+---Raises: a Lua error for bad options; the test's deadline or an interrupt, as they come
+---@param name string the measurement's name (thresholds = { name = {...} } names it)
+---@param fn fun(i: integer) one iteration; an error is a failed iteration, never a time
+---@param opts {iterations?: integer, duration?: number, concurrency?: integer, rate?: number} iterations = N or duration = S (seconds); concurrency (default 1) at once; rate: starts per second at most
+---@return table stats
+function t.measure(name, fn, opts) end
+
 ---Fails when actual equals unexpected.
 ---Raises: Assertion
 function t.neq(actual, unexpected, msg) end

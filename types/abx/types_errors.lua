@@ -20,6 +20,7 @@
 ---| "Transport" # the connection failed (refused, reset, DNS)
 ---| "Sandbox" # any other platform error (500 and unmapped statuses)
 ---| "Assertion" # a failed check (t.eq, t.ok, ...)
+---| "Threshold" # a test's threshold (thresholds = {...}) crossed by its t.measure statistics
 ---| "Skipped" # t.skip: the runner turns it into the outcome skipped
 ---| "Interrupted" # the run was interrupted (SIGINT/SIGTERM)
 ---| "Internal" # an engine failure: deadlock, out of memory, the run ended under a task

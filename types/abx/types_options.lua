@@ -12,6 +12,7 @@
 ---@field raises? string with known_issue: the error kind the known issue raises
 ---@field skip? string skip the test with this reason
 ---@field sandboxes? integer sandboxes the test holds at once (default 1), for max_sandboxes
+---@field thresholds? table k6-style criteria on the test's t.measure statistics: {"p(95)<500", "rate<0.01"} for every measurement, or {name = {...}}; a crossed one fails the test
 
 ---Snapshots the sandbox (POST /sandboxes/{id}/snapshots): a SnapshotInfo. (lib/abx/client/snapshot.lua)
 ---@class abx.opts.sbx_create_snapshot

@@ -36,7 +36,8 @@ local function build_parser()
     :epilog("Also: `abxlua serve` (the embedded local E2B platform) and `abxlua envd` (the\n"
       .. "in-sandbox daemon); `abxlua help serve` shows their options.\n"
       .. "Run `abxlua <command> --help` for a command's options.\n"
-      .. "Exit codes: 0 ok, 1 failures/errors, 2 interrupted, 3 internal error, 4 usage error, 5 nothing collected.")
+      .. "Exit codes: 0 ok, 1 failures/errors, 2 interrupted, 3 internal error, 4 usage error, 5 nothing collected,\n"
+      .. "99 only thresholds failed.")
   p:flag("--version", "Print the version and exit.")
   p:command_target("command")
   p:require_command(false)

@@ -28,6 +28,7 @@
 local core = require("abx.core")
 local suggest = require("abx.suggest")
 local provider = require("abx.run.provider")
+local measure = require("abx.run.measure")
 
 local M = {}
 
@@ -377,11 +378,31 @@ end
 ---@return function body(ctx)
 function M.body(test, state)
   local before = test.before_each or {}
-  if #before == 0 and #(test.after_each or {}) == 0 then return test.fn end
+  local thresholds = test.opts.thresholds
+  if #before == 0 and #(test.after_each or {}) == 0 and not thresholds then
+    return function(ctx)
+      measure.begin(core.current()) -- t.measure records on the test (abx.run.measure)
+      return test.fn(ctx)
+    end
+  end
   return function(ctx)
+    measure.begin(core.current())
     for _, hook in ipairs(before) do hook(ctx) end
     state.hooks_ran = true
-    return test.fn(ctx)
+    test.fn(ctx)
+    if thresholds then -- k6's thresholds, once the body returned (abx.run.measure)
+      local source = test.file .. ":" .. tostring(test.line)
+      local list, held = measure.evaluate(measure.check_option(thresholds),
+        measure.peek(core.current()), source)
+      state.thresholds = list
+      if not held then
+        local crossed = {}
+        for _, e in ipairs(list) do
+          if not e.ok then crossed[#crossed + 1] = measure.describe(e) end
+        end
+        core.error("Threshold", 0, table.concat(crossed, "; "), { where = source })
+      end
+    end
   end
 end
 

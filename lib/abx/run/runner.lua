@@ -99,6 +99,23 @@ local function message_handler_for(test)
   end
 end
 
+-- The exit code of a run whose only failures are crossed thresholds (k6's ThresholdsHaveFailed,
+-- errext/exitcodes.go).
+M.EXIT_THRESHOLDS = 99
+
+---Whether the run failed through thresholds alone: failed tests, each with a Threshold failure,
+---no errors and a clean cleanup.
+---@return boolean
+function M.only_thresholds(results, counts, cleanup)
+  if counts.failed == 0 or counts.errors > 0 or #cleanup.errors > 0 then return false end
+  local crossed = 0
+  for _, r in ipairs(results) do
+    if r.teardown_errors then return false end
+    if r.outcome == "failed" and r.failure and r.failure.kind == "Threshold" then crossed = crossed + 1 end
+  end
+  return crossed == counts.failed -- an XPASS, a failed template or a Lua error: exit 1
+end
+
 ---Turns an error value into { error, kind, message, traceback }.
 function M.describe(e)
   local info = { error = e }
@@ -171,6 +188,13 @@ local function run_test(test, run)
     end
   end
   result.call_duration = core.now() - result.started
+  -- t.measure's statistics and the thresholds evaluated on them (abx.run.measure), for the reports
+  local rec = require("abx.run.measure").take(me)
+  if rec and #rec.order > 0 then
+    result.measurements = {}
+    for _, n in ipairs(rec.order) do result.measurements[#result.measurements + 1] = rec[n] end
+  end
+  result.thresholds = state.thresholds
   local entry = test.opts.known_issue and run.catalog and run.catalog.entries[test.opts.known_issue]
   known_issues.classify(result, entry, run.provider, test.opts.raises)
   local teardown_started = core.now()
@@ -593,7 +617,7 @@ local function run_tests(s)
   local code = 0
   if run.interrupted then code = 2
   elseif not ok then code = 3
-  elseif not clean then code = 1 end
+  elseif not clean then code = M.only_thresholds(run.results, counts, cleanup) and M.EXIT_THRESHOLDS or 1 end
   return { code = code, counts = counts, cleanup = cleanup }
 end
 

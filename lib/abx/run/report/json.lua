@@ -7,7 +7,9 @@
 --   tests [{id, file, name, line, markers[], known_issue, raises, outcome, duration, reason,
 --           error {kind, status, message, traceback} | null, teardown_errors [{phase, message}],
 --           sandboxes[], reruns [{duration, error, teardown_errors}], output, started, worker,
---           trace [exchange] | null, trace_dropped, reproducer}],
+--           trace [exchange] | null, trace_dropped, reproducer, measurements [{name, count, ok,
+--           failed, rate, min, med, avg, max, p90, p95, p99, wall_s, errors, samples}] | null,
+--           thresholds [{measurement, expr, value, ok, source}] | null}],
 --   sandboxes [{id, template, test, created, killed}] }
 -- output: the captured stdout then stderr (abx.run.capture, bounded as JUnit's system-out);
 -- started: s since the run's start; worker: the -j slot 1..jobs; trace: the test's HTTP exchanges
@@ -90,6 +92,34 @@ local function output_doc(r)
   return mask((out or "") .. (err or ""))
 end
 
+
+-- t.measure's statistics of a test (abx.run.measure), or null.
+local function measurements_doc(r)
+  if not r.measurements then return NULL end
+  local out = array()
+  for _, m in ipairs(r.measurements) do
+    local samples, errors = array(), array()
+    for i, v in ipairs(m.samples) do samples[i] = v end
+    for i, e in ipairs(m.errors or {}) do errors[i] = { error = mask(e.error), count = e.count } end
+    out[#out + 1] = { name = mask(m.name), count = m.count, ok = m.ok, failed = m.failed,
+      rate = m.rate, min = opt(m.min), med = opt(m.med), avg = opt(m.avg), max = opt(m.max),
+      p90 = opt(m.p90), p95 = opt(m.p95), p99 = opt(m.p99), wall_s = m.wall_s, errors = errors,
+      samples = samples }
+  end
+  return out
+end
+
+-- The test's thresholds as evaluated, or null.
+local function thresholds_doc(r)
+  if not r.thresholds then return NULL end
+  local out = array()
+  for _, e in ipairs(r.thresholds) do
+    out[#out + 1] = { measurement = mask(e.measurement), expr = mask(e.expr), value = opt(e.value),
+      ok = e.ok, source = mask(e.source) }
+  end
+  return out
+end
+
 local function test_entry(r, origin)
   local t = r.test
   local markers = array()
@@ -123,6 +153,7 @@ local function test_entry(r, origin)
     output = output_doc(r), started = math.max(0, (r.run_started or r.started or origin) - origin),
     worker = opt(r.worker), trace = M.trace_doc(r), trace_dropped = r.trace_dropped or 0,
     reproducer = opt(mask(r.reproducer)),
+    measurements = measurements_doc(r), thresholds = thresholds_doc(r),
   }
 end
 
