@@ -25,11 +25,11 @@
 #define WARM_CMD_MS 30000
 
 struct entry {
-  char name[64];              /* the template as --pool names it */
-  int want;                   /* sandboxes to keep ready */
-  int active;                 /* filled now (--pool), or after the first create (the default) */
-  int64_t retry_at;           /* CLOCK_MONOTONIC ns: no boot before this (after a failure) */
-  struct abx_template *tmpl;  /* the record the ready ones were booted from (a ref), or NULL */
+  char name[64];             /* the template as --pool names it */
+  int want;                  /* sandboxes to keep ready */
+  int active;                /* filled now (--pool), or after the first create (the default) */
+  int64_t retry_at;          /* CLOCK_MONOTONIC ns: no boot before this (after a failure) */
+  struct abx_template *tmpl; /* the record the ready ones were booted from (a ref), or NULL */
   struct abx_sandbox *ready[ABX_WARM_POOL_MAX];
   int n_ready;
 };
@@ -114,8 +114,8 @@ static struct entry *entry_of(const struct abx_template *t)
 /* Boots one sandbox of `t` for the pool (lock not held). NULL on failure, logged. */
 static struct abx_sandbox *boot_one(struct abx_template *t)
 {
-  struct abx_sandbox_spec spec = {.tmpl = t, .origin = "warm pool", .defer_start = 1,
-                                  .auto_pause_memory = 1};
+  struct abx_sandbox_spec spec = {
+      .tmpl = t, .origin = "warm pool", .defer_start = 1, .auto_pause_memory = 1};
   char err[ABX_START_ERR_MAX + 64];
   int st = 0;
   struct abx_sandbox *sb = abx_sandbox_new(&spec, &st, err, sizeof err);
@@ -351,7 +351,8 @@ struct abx_sandbox *abx_warm_pool_claim(const struct abx_sandbox_spec *spec, jso
     *status = st == 400 ? 400 : 0; /* a bad request is the caller's answer; else boot anew */
     return NULL;
   }
-  abx_sandbox_log(sb, "info", "sandbox claimed from the warm pool (started earlier from template %s)",
+  abx_sandbox_log(sb, "info",
+                  "sandbox claimed from the warm pool (started earlier from template %s)",
                   sb->template_id);
   abx_slog("sandbox %s claimed from the warm pool of %s in %lld ms", sb->id, e->name,
            (long long)((abx_mono_ns() - t0) / 1000000));

@@ -36,10 +36,10 @@
 struct abx_sandbox;
 struct abx_sandbox_spec;
 
-#define ABX_WARM_POOL_MAX 8                            /* sandboxes kept per template, at most */
+#define ABX_WARM_POOL_MAX 8                           /* sandboxes kept per template, at most */
 #define ABX_WARM_POOL_DEFAULT "code-interpreter-v1=1" /* filled after the first create */
-#define ABX_WARM_POOL_CPU_MILLIS 10                    /* a pooled sandbox's CPU weight */
-#define ABX_WARM_POOL_TEMPLATES 8                      /* templates with a pool, at most */
+#define ABX_WARM_POOL_CPU_MILLIS 10                   /* a pooled sandbox's CPU weight */
+#define ABX_WARM_POOL_TEMPLATES 8                     /* templates with a pool, at most */
 
 /* Read --pool's value (NULL: the default, filled on first use). Call once before
  * abx_warm_pool_start. 0, or -1 with err naming the bad part and the form. */

@@ -5,6 +5,8 @@
 #   - a threshold that holds exits 0; a crossed one exits 99 (k6's code) naming its value;
 #   - a first command that fails makes every sample a failed one: success 0 %, exit 1, no time;
 #   - --compare prints the change against the earlier --json;
+#   - --segment K/N runs its share, and merge-reports joins the segments into the whole (every
+#     sample, statistics computed again, thresholds evaluated once), refusing a missing segment;
 #   - usage errors exit 4 naming the valid forms (a mode, a metric, a threshold on a mode left
 #     out, a --compare file that is not a bench result).
 # Usage: bench_cli.sh ABXLUA. Run from the source root. Exit 0, or 1 naming each failed check.
@@ -71,7 +73,45 @@ check "a bench where no sample succeeded exits 1 (got $code)" test "$code" = 1
 check "its rows show 0 % success and no time" grep -qE '^  sequential +- +- +- +- +- +0% ' "$tmp/c.out"
 check "the failure says why" grep -qF '2 failed: the command `exit 3` exited 3' "$tmp/c.out"
 
-# 4. usage errors
+# 4. segments: two parts of one benchmark, joined by merge-reports into the whole
+for k in 1 2; do
+  "$abxlua" bench -n 3 --mode sequential,burst --iterations 2 --segment $k/2 --json "$tmp/seg$k.json" \
+    --threshold 'success>=1' >"$tmp/seg$k.out" 2>&1 || echo "segment $k exited $?"
+done
+check "a segment says its thresholds are evaluated at the merge" grep -qF 'segment 1/2: its 1 threshold(s) are evaluated by `abxlua merge-reports`' "$tmp/seg1.out"
+"$abxlua" merge-reports "$tmp/seg1.json" "$tmp/seg2.json" --json "$tmp/merged.json" >"$tmp/m.out" 2>"$tmp/m.err"
+code=$?
+cat "$tmp/m.out" "$tmp/m.err"
+check "merging the segments exits 0 (got $code)" test "$code" = 0
+check "the merge says what it joined" grep -qF 'abxlua: merged 2 of 2 segments of a benchmark' "$tmp/m.err"
+check "the merged thresholds are evaluated on the whole" grep -qF 'ok       success>=1 (value 1; from --threshold (segments))' "$tmp/m.out"
+python3 - "$tmp" <<'EOF2' || { echo "FAIL the merged document"; fails=$((fails + 1)); }
+import json, sys
+d = lambda n: json.load(open("%s/%s.json" % (sys.argv[1], n)))
+s1, s2, m = d("seg1"), d("seg2"), d("merged")
+assert s1["segment"] == {"index": 1, "total": 2} and s2["segment"] == {"index": 2, "total": 2}
+# samples 1 and 3 in segment 1, sample 2 in segment 2 (the split of abx.bench.tti.indices)
+assert s1["tti"]["burst"]["count"] == 2 and s2["tti"]["burst"]["count"] == 1, (s1["tti"]["burst"]["count"], s2["tti"]["burst"]["count"])
+for mode in ("sequential", "burst"):
+    t = m["tti"][mode]
+    assert t["count"] == 3 and len(t["samples"]) == 3, (mode, t["count"])
+    both = sorted(x["ms"] for x in s1["tti"][mode]["samples"] + s2["tti"][mode]["samples"])
+    assert sorted(x["ms"] for x in t["samples"]) == both, mode
+    assert t["min"] == both[0] and t["max"] == both[-1], mode
+assert m["ops"]["command"]["count"] == 2, m["ops"]["command"]
+assert m["segment"] is None and m["merged"]["total"] == 2 and m["merged"]["missing"] == []
+print("ok   the merged document holds every segment's samples, its statistics computed from them")
+EOF2
+"$abxlua" merge-reports "$tmp/seg1.json" >"$tmp/m1.out" 2>&1
+code=$?
+check "one of two segments is refused, naming the missing one (exit $code)" \
+  bash -c "[ $code = 4 ] && grep -qF 'segments missing: 2 of 2 (--allow-partial merges anyway)' '$tmp/m1.out'"
+"$abxlua" merge-reports "$tmp/seg1.json" "$tmp/a.json" >"$tmp/m2.out" 2>&1
+code=$?
+check "a whole bench result beside a segment is refused (exit $code)" \
+  bash -c "[ $code = 4 ] && grep -qF 'a.json is not a segment (abxlua bench --segment K/N)' '$tmp/m2.out'"
+
+# 5. usage errors
 usage() { # usage EXPECTED-TEXT ARGS...: exit 4 and the text on stderr
   local want=$1; shift
   "$abxlua" bench "$@" >"$tmp/u.out" 2>"$tmp/u.err"
@@ -86,6 +126,8 @@ usage "names mode burst, which --mode leaves out" --mode sequential --threshold 
 usage "names an operation, which --no-ops leaves out" --no-ops --threshold 'ops.kill.p50<1'
 usage "-n must be a whole number >= 1, got '0'" -n 0
 usage "--settle must be a number of seconds >= 0" --settle=-1
+usage "--segment must be K/N with 1 <= K <= N" --segment 3/2 --json "$tmp/x.json"
+usage "--segment needs --json FILE" --segment 1/2
 echo '{"kind":"something else"}' >"$tmp/other.json"
 usage "not the --json output of abxlua bench" --compare "$tmp/other.json"
 

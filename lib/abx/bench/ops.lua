@@ -50,7 +50,7 @@ end
 
 -- create and kill: `iterations` sandboxes, one at a time.
 local function create_kill(b, samples)
-  for _ = 1, b.iterations do
+  for _ = 1, b.share do
     local sbx
     push(samples, "create", timed(b, function()
       sbx = b.conn:create({ template = b.template, timeout = b.ttl })
@@ -75,28 +75,28 @@ end
 -- The operations on one sandbox.
 local function on_one(b, sbx, samples)
   local id = sbx.id
-  for _ = 1, b.iterations do
+  for _ = 1, b.share do
     push(samples, "connect", timed(b, function()
       return b.conn:connect(id, { timeout = b.ttl })
     end, function(r)
       if r.id ~= id then error("connect answered sandbox " .. tostring(r.id) .. ", not " .. id, 0) end
     end))
   end
-  for _ = 1, b.iterations do
+  for _ = 1, b.share do
     push(samples, "command", timed(b, function() return sbx.commands:run("true") end, must_succeed))
   end
   local data = string.rep(core.random_hex(256), MIB // 512) -- 512 hex digits, repeated
-  for _ = 1, b.iterations do
+  for _ = 1, b.share do
     push(samples, "write_1mib", timed(b, function() return sbx.files:write(FILE, data) end))
   end
-  for _ = 1, b.iterations do
+  for _ = 1, b.share do
     push(samples, "read_1mib", timed(b, function() return sbx.files:read(FILE) end, function(r)
       if r ~= data then error(string.format("read %d bytes that differ from the %d written", #r, #data), 0) end
     end))
   end
   must_succeed(sbx.commands:run("mkdir -p " .. LIST_DIR .. " && cd " .. LIST_DIR
     .. " && for i in $(seq 1 100); do : > f$i; done"))
-  for _ = 1, b.iterations do
+  for _ = 1, b.share do
     push(samples, "list_100", timed(b, function() return sbx.files:list(LIST_DIR) end, function(r)
       if #r ~= 100 then error(string.format("listed %d entries, not 100", #r), 0) end
     end))
@@ -106,7 +106,7 @@ end
 -- pause and resume, `iterations` times each, alternately; a command after each resume (untimed)
 -- checks that the sandbox runs again.
 local function pause_resume(b, sbx, samples)
-  for _ = 1, b.iterations do
+  for _ = 1, b.share do
     local p = timed(b, function() return b.conn:pause(sbx.id) end, function(r)
       if r ~= true then error("pause answered that the sandbox was already paused", 0) end
     end)
@@ -129,7 +129,10 @@ end
 ---@return table
 function M.run(b, progress)
   local samples = {}
-  progress(string.format("operations: create and kill, %d each", b.iterations))
+  -- a segment's share of the iterations (abx.bench.tti.indices: the same split as the samples)
+  local seg = b.segment or { index = 1, total = 1 }
+  b.share = #require("abx.bench.tti").indices(b.iterations, seg.index, seg.total)
+  progress(string.format("operations: create and kill, %d each", b.share))
   create_kill(b, samples)
   local skipped = {}
   local ok, sbx = pcall(b.conn.create, b.conn, { template = b.template, timeout = b.ttl })

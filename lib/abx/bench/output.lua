@@ -26,7 +26,8 @@ function M.tables(r)
   local out = {}
   if next(r.tti) then
     out[#out + 1] = string.format("time to interactive (create until `%s` succeeded), %d samples "
-      .. "a mode, template %s:", r.command, r.n, r.template)
+      .. "a mode%s, template %s:", r.command, r.n, r.segment and string.format(" (segment %d/%d: "
+      .. "its share)", r.segment.index, r.segment.total) or "", r.template)
     out[#out + 1] = string.format("  %-11s %9s %9s %9s %9s %9s %8s %6s %9s", "mode", "min", "p50",
       "p95", "p99", "max", "success", "score", "wall")
     for _, mode in ipairs(r.modes) do
@@ -65,7 +66,9 @@ function M.document(r)
     flavor = r.flavor or json.null, template = r.template, command = r.command, n = r.n,
     stagger_ms = r.stagger_ms, iterations = r.ops and r.iterations or json.null,
     modes = r.modes, run_id = r.run_id, started_at = r.started_at, success = r.success,
-    tti = r.tti, ops = r.ops or json.null, thresholds = r.thresholds or {} }
+    tti = r.tti, ops = r.ops or json.null, thresholds = r.thresholds or json.array(),
+    threshold_exprs = json.array(r.threshold_exprs or {}), segment = r.segment or json.null,
+    merged = r.merged or json.null }
   return json.encode(doc)
 end
 

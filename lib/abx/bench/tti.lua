@@ -8,6 +8,10 @@
 --   burst       every sample starts at once
 -- A sample that fails (create refused, the command's exit code not 0, its deadline passed) is a
 -- failed sample with its error: it counts against the success rate, never as a time.
+-- Segments (`abxlua bench --segment K/N`, k6-operator's execution segments): segment K runs the
+-- samples i (1..n) with (i - 1) % N == K - 1, each at its place in the whole schedule (a
+-- staggered sample i still starts (i - 1) x stagger_ms after the mode's start), so N machines
+-- started together run the whole benchmark; sequential then means one sandbox at a time on each.
 local core = require("abx.core")
 local stats = require("abx.bench.stats")
 
@@ -45,15 +49,28 @@ function M.sample(b)
   return { ok = false, error = v }
 end
 
--- Runs fn(i) for i = 1..n in tasks of their own, task i started i x gap seconds after the first;
--- yields until all have ended. Returns their results in order.
-local function concurrent(n, gap, fn)
-  local results, left, waiter = {}, n, core.current()
+---The sample indices (1..n) of segment k of `total` (abx.bench.tti's header).
+---@param n integer
+---@param k integer
+---@param total integer
+---@return integer[]
+function M.indices(n, k, total)
+  local out = {}
   for i = 1, n do
+    if (i - 1) % total == k - 1 then out[#out + 1] = i end
+  end
+  return out
+end
+
+-- Runs fn(i) for each index i in tasks of their own, sample i started (i - 1) x gap seconds
+-- after the first; yields until all have ended. Returns their results in the indices' order.
+local function concurrent(indices, gap, fn)
+  local results, left, waiter = {}, #indices, core.current()
+  for j, i in ipairs(indices) do
     core.spawn(function()
       if gap > 0 and i > 1 then core.sleep((i - 1) * gap) end
       local ok, r = pcall(fn, i)
-      results[i] = ok and r or { ok = false, error = handler(r) }
+      results[j] = ok and r or { ok = false, error = handler(r) }
       left = left - 1
       if left == 0 then core.unpark(waiter) end
     end)
@@ -64,23 +81,25 @@ end
 
 ---Runs one mode: n samples. Returns the summary (abx.bench.stats.summary) with `wall` (ms, the
 ---mode's whole run) and `samples`.
----@param b table the bench (M.sample's, plus n and stagger_ms)
+---@param b table the bench (M.sample's, plus n, stagger_ms and segment {index, total} or nil)
 ---@param mode string "sequential", "staggered" or "burst"
 ---@param progress fun(text: string)
 ---@return table
 function M.run_mode(b, mode, progress)
   local samples
   local t0 = core.now()
+  local seg = b.segment or { index = 1, total = 1 }
+  local indices = M.indices(b.n, seg.index, seg.total)
   if mode == "sequential" then
     samples = {}
-    for i = 1, b.n do
-      samples[i] = M.sample(b)
-      if i % 10 == 0 and i < b.n then progress(string.format("%s: %d of %d", mode, i, b.n)) end
+    for j = 1, #indices do
+      samples[j] = M.sample(b)
+      if j % 10 == 0 and j < #indices then progress(string.format("%s: %d of %d", mode, j, #indices)) end
     end
   elseif mode == "staggered" then
-    samples = concurrent(b.n, b.stagger_ms / 1000, function() return M.sample(b) end)
+    samples = concurrent(indices, b.stagger_ms / 1000, function() return M.sample(b) end)
   elseif mode == "burst" then
-    samples = concurrent(b.n, 0, function() return M.sample(b) end)
+    samples = concurrent(indices, 0, function() return M.sample(b) end)
   else
     error("abx.bench.tti: unknown mode " .. tostring(mode))
   end

@@ -49,6 +49,8 @@ function M.configure(parser)
     .. "local platform's warm pool fills meanwhile).", "0"):argname("S")
   cmd:option("--threshold", "A criterion METRIC OP VALUE, e.g. 'tti.sequential.p95<200' (ms), "
     .. "'success>=0.99'; a crossed one exits 99. Repeatable."):count("*"):argname("EXPR")
+  cmd:option("--segment", "Run the K-th of N equal parts of the benchmark (k6-operator's execution "
+    .. "segments), for N machines; `abxlua merge-reports` joins their --json results."):argname("K/N")
   cmd:option("--json", "Write the result, samples included, to FILE."):argname("FILE")
   cmd:option("--compare", "Print the change against an earlier --json FILE."):argname("FILE")
   cmd:epilog("Metrics of --threshold: success; tti.<mode>.<stat> (stat: "
@@ -128,6 +130,12 @@ local function options(args, cfg)
     end
     o.thresholds[#o.thresholds + 1] = th
   end
+  if args.segment then
+    local k, n = require("abx.run.shard").parse(args.segment)
+    if not k then return nil, (n:gsub("^%-%-shard", "--segment")) end
+    o.segment = { index = k, total = n }
+    if not args.json then return nil, "--segment needs --json FILE (merge-reports joins the segments' results)" end
+  end
   if args.json and core.isdir(args.json) then return nil, "--json " .. args.json .. " is a directory" end
   if args.compare then
     o.compare, err = read_compare(args.compare)
@@ -193,7 +201,8 @@ function M.run(o)
   end
   local b = { conn = conn, template = o.template, command = o.command, timeout = o.timeout,
     ttl = M.SANDBOX_TTL, n = o.n, stagger_ms = o.stagger_ms, iterations = o.iterations,
-    capabilities = o.settings.capability_set or {}, kill_errors = {}, run_id = o.run_id }
+    capabilities = o.settings.capability_set or {}, kill_errors = {}, run_id = o.run_id,
+    segment = o.segment }
   local tracker = Tracker.new(o.n + 4, o.run_id)
   conn.hooks = tracker:hooks(function() return nil end)
   core.on_interrupt(function()
@@ -205,7 +214,9 @@ function M.run(o)
   local r = { provider = o.name, flavor = o.settings.flavor, template = o.template,
     command = o.command, n = o.n, stagger_ms = o.stagger_ms, iterations = o.iterations,
     modes = o.modes, op_names = ops.NAMES, run_id = o.run_id, tti = {},
-    started_at = os.date("!%Y-%m-%dT%H:%M:%SZ") }
+    started_at = os.date("!%Y-%m-%dT%H:%M:%SZ"), segment = o.segment,
+    threshold_exprs = {} }
+  for i, th in ipairs(o.thresholds) do r.threshold_exprs[i] = th.expr end
   if o.settle > 0 then
     progress("settling for %g s before the first sample", o.settle)
     core.sleep(o.settle)
@@ -214,7 +225,12 @@ function M.run(o)
   local rep = cleanup(b, tracker)
   if info.stop then info.stop(false) end
   for _, line in ipairs(output.tables(r)) do core.write(line .. "\n") end
-  local evaluated, held = threshold.evaluate(r, o.thresholds)
+  -- a segment's thresholds are evaluated by merge-reports over every segment (the whole sample)
+  local evaluated, held = threshold.evaluate(r, o.segment and {} or o.thresholds)
+  if o.segment and #o.thresholds > 0 then
+    core.write(string.format("segment %d/%d: its %d threshold(s) are evaluated by `abxlua merge-reports` "
+      .. "over every segment\n", o.segment.index, o.segment.total, #o.thresholds))
+  end
   r.thresholds = json.array(evaluated)
   if #evaluated > 0 then core.write("thresholds:\n") end
   for _, e in ipairs(evaluated) do core.write("  " .. threshold.line(e) .. "\n") end

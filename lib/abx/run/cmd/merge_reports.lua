@@ -6,8 +6,11 @@
 -- Prints the merged shards on stderr and the counts line of `abxlua run` on stdout.
 -- Exit codes: 0 merged and written, 3 a report could not be written, 4 usage error or inputs
 -- that are not the shards of one run (the error names the files).
+-- The --json results of `abxlua bench --segment K/N` merge too (abx.bench.merge): the tables and
+-- thresholds of the whole benchmark, --json only; exit 99 when a threshold is crossed.
 local core = require("abx.core")
 local common = require("abx.run.report.common")
+local json = require("abx.json")
 
 local M = {}
 
@@ -18,7 +21,8 @@ local HTML_MODULE = "abx.run.report.html"
 function M.configure(parser)
   local cmd = parser:command("merge-reports", "Merge the --json reports of the shards of one run "
     .. "(abxlua run --shard K/N --json FILE) into the reports of one run.")
-  cmd:argument("inputs", "Shard reports: FILEs, and DIRs (every *.json in them)."):args("+")
+  cmd:argument("inputs", "Shard reports, or the --json results of `abxlua bench --segment K/N`: "
+    .. "FILEs, and DIRs (every *.json in them)."):args("+")
   cmd:option("--json", "Write the merged JSON report to FILE."):argname("FILE")
   cmd:option("--junit", "Write a JUnit XML report to FILE."):argname("FILE")
   cmd:option("--tap", "Write a TAP version 13 report to FILE."):argname("FILE")
@@ -90,9 +94,56 @@ end
 ---@param args table argparse's result
 ---@return integer|nil exit code (0 written, 3 a report not written), or nil and a usage error
 ---@return string|nil
+-- The decoded inputs when they are `abxlua bench --segment` results (abx.bench.merge), else nil.
+local function bench_segments(inputs)
+  local paths = require("abx.run.merge").files(inputs)
+  local docs = {}
+  for i, p in ipairs(paths) do
+    local f = io.open(p, "rb")
+    local doc = f and json.decode(f:read("a"))
+    if f then f:close() end
+    if not require("abx.bench.merge").is_bench(doc) then
+      if i == 1 then return nil end
+      core.error("InvalidArgument", 0, string.format("%s is not an abxlua bench result while %s is: "
+        .. "merge the segments of one benchmark, or the shards of one run", p, paths[1]))
+    end
+    docs[i] = doc
+  end
+  return docs, paths
+end
+
+-- The segments of one benchmark joined: its tables and thresholds printed, --json written.
+-- 0, 99 when a threshold is crossed (abxlua bench's codes), 3 a file not written.
+local function merge_bench(args, docs, paths)
+  for _, o in ipairs(OUTPUTS) do
+    if o[2] ~= "json" and args[o[2]] then
+      return nil, o[1] .. " is a report of a run; the segments of a benchmark merge into --json only"
+    end
+  end
+  if args.evidence then return nil, "--evidence is a report of a run; give --json for a benchmark" end
+  local output = require("abx.bench.output")
+  local r, evaluated, held = require("abx.bench.merge").run(docs, paths, { allow_partial = args.allow_partial })
+  core.ewrite(string.format("abxlua: merged %d of %d segments of a benchmark%s\n", #docs, r.merged.total,
+    #r.merged.missing > 0 and ("; missing (--allow-partial): " .. table.concat(r.merged.missing, ", ")) or ""))
+  for _, line in ipairs(output.tables(r)) do core.write(line .. "\n") end
+  if #evaluated > 0 then core.write("thresholds:\n") end
+  local threshold = require("abx.bench.threshold")
+  for _, e in ipairs(evaluated) do core.write("  " .. threshold.line(e) .. "\n") end
+  if args.json then
+    local ok, e = pcall(common.write_file, "JSON result", args.json, output.document(r) .. "\n")
+    if not ok then
+      core.ewrite("abxlua: --json: " .. (core.is_error(e) and e.message or tostring(e)) .. "\n")
+      return 3
+    end
+  end
+  return held and 0 or require("abx.run.cmd.bench").EXIT_THRESHOLDS
+end
+
 function M.execute(args)
   local err = check_outputs(args)
   if err then return nil, err end
+  local bench_docs, bench_paths = bench_segments(args.inputs)
+  if bench_docs then return merge_bench(args, bench_docs, bench_paths) end
   local merged = require("abx.run.merge").run(args.inputs, { allow_partial = args.allow_partial })
   core.ewrite(describe(merged) .. "\n")
   local record = require("abx.run.report.record").from_document(merged)
