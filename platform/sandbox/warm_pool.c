@@ -359,6 +359,32 @@ struct abx_sandbox *abx_warm_pool_claim(const struct abx_sandbox_spec *spec, jso
   return sb;
 }
 
+/* Ends the filler: its boot in progress is cancelled and its processes killed, again every
+ * JOIN_POLL_MS until the thread has ended, so no wait of the boot (envd's health, /init, the
+ * warm-up command, the ready probes: each bounded in seconds) holds serve's stop: a dead envd
+ * fails each of them at once. */
+#define JOIN_POLL_MS 100
+static void end_filler(void)
+{
+  for (;;) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += JOIN_POLL_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_timedjoin_np(g.filler, NULL, &ts) == 0)
+      return;
+    pthread_mutex_lock(&g.mu);
+    if (g.booting) { /* cleared under the lock before the filler puts it: alive while we hold it */
+      g.booting->start_cancel = 1;
+      abx_cgroup_kill_all(g.booting->id);
+    }
+    pthread_mutex_unlock(&g.mu);
+  }
+}
+
 void abx_warm_pool_stop(void)
 {
   pthread_mutex_lock(&g.mu);
@@ -370,7 +396,7 @@ void abx_warm_pool_stop(void)
   pthread_cond_broadcast(&g.cv);
   pthread_mutex_unlock(&g.mu);
   if (started)
-    pthread_join(g.filler, NULL);
+    end_filler();
   for (int i = 0; i < g.n; i++) {
     struct abx_sandbox *all[ABX_WARM_POOL_MAX];
     pthread_mutex_lock(&g.mu);

@@ -7,8 +7,8 @@ With `--pool base=1`: the pooled sandbox is booted and never listed; a create cl
 exactly what it asked for (metadata, envVars in later commands, secure with a new access token
 that envd then requires, outbound rules and internet access), its logs say it was claimed, the
 pool refills, and a create the pool cannot serve (public traffic off) boots a sandbox of its own.
-serve stops every pooled sandbox; a bad --pool is a usage error (exit 4); without --pool the
-default pool (code-interpreter-v1) waits for its template's first create. Each check prints
+serve stops every pooled sandbox, also one still booting; a bad --pool is a usage error (exit 4);
+without --pool the default pool (code-interpreter-v1) waits for its template's first create. Each check prints
 PASS/FAIL; exit 1 when any failed, 77 when skipped (not root, or envd not usable).
 """
 import os
@@ -145,8 +145,24 @@ def t_default_waits_for_first_use(_s, _ctx):
         s.stop()
 
 
+def t_stop_during_a_boot(_s, _ctx):
+    """serve stops at once while the pool boots code-interpreter-v1 (Jupyter: seconds): the boot
+    is cancelled and its processes killed, serve exits 0 and leaves nothing."""
+    s = tp.Server(args=("--pool", "code-interpreter-v1=1"))
+    log = Log(s)
+    log.wait(rb"started: warm pool|warm pool: 1 sandbox", timeout=10)
+    time.sleep(0.5)  # inside the boot: its root, envd, or the start command
+    pids = tp.sandbox_pids(s.state_dir)
+    rc, _, err = s.stop()
+    check(rc == 0, "serve exit %r during a pool boot: %r" % (rc, err[-400:]))
+    left = [p for p in pids if tp.alive(p)]
+    check(not left, "processes left after a stop during a pool boot: %r" % left)
+    check(not os.path.exists(s.state_dir), "state dir left: %s" % s.state_dir)
+
+
 CHECKS = [t_pooled_not_listed, t_claim_applies_the_create, t_refills, t_miss_boots_its_own,
-          t_stop_kills_the_pool, t_bad_pool_option, t_default_waits_for_first_use]
+          t_stop_kills_the_pool, t_bad_pool_option, t_default_waits_for_first_use,
+          t_stop_during_a_boot]
 
 
 def main():
