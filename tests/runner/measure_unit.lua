@@ -75,4 +75,7 @@ t.test("thresholds parse k6's statistics and refuse the rest", function()
   t.eq(#parsed.named.create, 1)
   local _, e5 = measure.check_option({ create = "p(99)<10" })
   t.match(e5, "thresholds.create must be a list")
+  -- a list part and named parts together: both kept, whatever order pairs() gives
+  local both = assert(measure.check_option({ "rate<0.5", "count>1", create = { "med<9" } }))
+  t.eq({ #both.all, #both.named.create }, { 2, 1 })
 end)

@@ -87,16 +87,18 @@ function M.check_option(v)
     end
     return nil
   end
+  local err = list(out.all, v, "thresholds") -- the list part (every measurement)
+  if err then return nil, err end
   for k in pairs(v) do
     if math.type(k) == "integer" then
-      local err = list(out.all, v, "thresholds")
+      if k < 1 or k > #v then return nil, "thresholds: the list part must be a sequence" end
+    elseif type(k) ~= "string" then
+      return nil, "thresholds: keys must be measurement names"
+    else
+      out.named[k] = {}
+      err = list(out.named[k], v[k], "thresholds." .. k)
       if err then return nil, err end
-      break
     end
-    if type(k) ~= "string" then return nil, "thresholds: keys must be measurement names" end
-    out.named[k] = {}
-    local err = list(out.named[k], v[k], "thresholds." .. k)
-    if err then return nil, err end
   end
   return out
 end
