@@ -23,7 +23,7 @@ check() { # check WHAT COMMAND...: a failed check is named, the run goes on
 }
 
 # 1. a whole bench, a threshold that holds
-"$abxlua" bench -n 3 --iterations 2 --json "$tmp/a.json" --threshold 'success>=1' \
+"$abxlua" bench -n 3 --iterations 2 --json "$tmp/a.json" --html "$tmp/a.html" --threshold 'success>=1' \
   --threshold 'tti.burst.p50<60000' >"$tmp/a.out" 2>"$tmp/a.err"
 code=$?
 cat "$tmp/a.out" "$tmp/a.err"
@@ -52,6 +52,28 @@ for op in ["create", "connect", "command", "write_1mib", "read_1mib", "list_100"
 assert [t["expr"] for t in d["thresholds"]] == ["success>=1", "tti.burst.p50<60000"], d["thresholds"]
 assert all(t["ok"] for t in d["thresholds"])
 print("ok   the --json document has every mode and operation, its samples and thresholds")
+EOF
+
+python3 - "$tmp/a.html" <<'EOF' || { echo "FAIL the --html page"; fails=$((fails + 1)); }
+import html.parser, sys
+class P(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.count, self.text = {}, []
+    def handle_starttag(self, tag, attrs):
+        key = tag + "." + (dict(attrs).get("class") or "")
+        self.count[key] = self.count.get(key, 0) + 1
+    def handle_data(self, d):
+        self.text.append(d)
+p = P()
+p.feed(open(sys.argv[1]).read())
+c, text = p.count, "".join(p.text)
+assert c.get("svg.mode") == 3, c            # a chart per mode
+assert c.get("circle.dot") == 9, c          # 3 samples a mode, each a dot
+assert c.get("line.p50") == 3 and c.get("line.p95") == 3, c
+assert c.get("svg.ops") == 1 and c.get("rect.bar") == 9, c  # nine operations as bars
+assert c.get("li.ok") == 2 and "success>=1 (value 1; from --threshold)" in text, text[-300:]
+print("ok   the --html page has a chart per mode (a dot per sample), the operations and the thresholds")
 EOF
 
 # 2. a crossed threshold: exit 99, the value named; --compare against the first result

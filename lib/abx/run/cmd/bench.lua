@@ -52,6 +52,8 @@ function M.configure(parser)
   cmd:option("--segment", "Run the K-th of N equal parts of the benchmark (k6-operator's execution "
     .. "segments), for N machines; `abxlua merge-reports` joins their --json results."):argname("K/N")
   cmd:option("--json", "Write the result, samples included, to FILE."):argname("FILE")
+  cmd:option("--html", "Write a page of the result with a chart of every mode's samples and the "
+    .. "operations to FILE."):argname("FILE")
   cmd:option("--compare", "Print the change against an earlier --json FILE."):argname("FILE")
   cmd:epilog("Metrics of --threshold: success; tti.<mode>.<stat> (stat: "
     .. table.concat(threshold.TTI_STATS, ", ") .. "); ops.<operation>.<stat> (operation: "
@@ -137,6 +139,7 @@ local function options(args, cfg)
     if not args.json then return nil, "--segment needs --json FILE (merge-reports joins the segments' results)" end
   end
   if args.json and core.isdir(args.json) then return nil, "--json " .. args.json .. " is a directory" end
+  if args.html and core.isdir(args.html) then return nil, "--html " .. args.html .. " is a directory" end
   if args.compare then
     o.compare, err = read_compare(args.compare)
     if not o.compare then return nil, err end
@@ -246,6 +249,16 @@ function M.run(o)
     f:write(output.document(r), "\n")
     f:close()
     progress("result written to %s", args.json)
+  end
+  if args.html then
+    local f, ferr = io.open(args.html, "wb")
+    if not f then
+      core.ewrite("abxlua: error: --html " .. args.html .. ": " .. tostring(ferr) .. "\n")
+      return 3
+    end
+    f:write(require("abx.bench.html").page(r))
+    f:close()
+    progress("page written to %s", args.html)
   end
   if b.interrupted then return 2 end
   if r.success == 0 and next(r.tti) then

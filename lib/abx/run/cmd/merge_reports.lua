@@ -7,7 +7,7 @@
 -- Exit codes: 0 merged and written, 3 a report could not be written, 4 usage error or inputs
 -- that are not the shards of one run (the error names the files).
 -- The --json results of `abxlua bench --segment K/N` merge too (abx.bench.merge): the tables and
--- thresholds of the whole benchmark, --json only; exit 99 when a threshold is crossed.
+-- thresholds of the whole benchmark, --json and --html only; exit 99 when a threshold is crossed.
 local core = require("abx.core")
 local common = require("abx.run.report.common")
 local json = require("abx.json")
@@ -116,8 +116,9 @@ end
 -- 0, 99 when a threshold is crossed (abxlua bench's codes), 3 a file not written.
 local function merge_bench(args, docs, paths)
   for _, o in ipairs(OUTPUTS) do
-    if o[2] ~= "json" and args[o[2]] then
-      return nil, o[1] .. " is a report of a run; the segments of a benchmark merge into --json only"
+    if o[2] ~= "json" and o[2] ~= "html" and args[o[2]] then
+      return nil, o[1] .. " is a report of a run; the segments of a benchmark merge into --json "
+        .. "and --html only"
     end
   end
   if args.evidence then return nil, "--evidence is a report of a run; give --json for a benchmark" end
@@ -129,11 +130,14 @@ local function merge_bench(args, docs, paths)
   if #evaluated > 0 then core.write("thresholds:\n") end
   local threshold = require("abx.bench.threshold")
   for _, e in ipairs(evaluated) do core.write("  " .. threshold.line(e) .. "\n") end
-  if args.json then
-    local ok, e = pcall(common.write_file, "JSON result", args.json, output.document(r) .. "\n")
-    if not ok then
-      core.ewrite("abxlua: --json: " .. (core.is_error(e) and e.message or tostring(e)) .. "\n")
-      return 3
+  for _, w in ipairs({ { "json", "JSON result", function() return output.document(r) .. "\n" end },
+    { "html", "HTML page", function() return require("abx.bench.html").page(r) end } }) do
+    if args[w[1]] then
+      local ok, e = pcall(common.write_file, w[2], args[w[1]], w[3]())
+      if not ok then
+        core.ewrite("abxlua: --" .. w[1] .. ": " .. (core.is_error(e) and e.message or tostring(e)) .. "\n")
+        return 3
+      end
     end
   end
   return held and 0 or require("abx.run.cmd.bench").EXIT_THRESHOLDS
