@@ -242,9 +242,35 @@ end)
 -- One code-interpreter sandbox for the file's code tests: each boots Jupyter and a kernel (about
 -- 1.3 s of CPU), and six of them at once, beside a second suite on a busy 2-core machine, took
 -- longer than the template's 180 s ready timeout (CI, `make test-contention`). The tests run at
--- once on it, so each one that counts executions or keeps state does so in a context of its own;
--- the default context only gets code whose result does not depend on another test's.
+-- once on it, so each one that counts executions or keeps state does so in a context of its own.
 t.fixture("code", { scope = "file" }, function(ctx) return ctx.code_sandbox end)
+
+-- The default context is one for the whole sandbox: the tests take turns in it (default_turn).
+-- OpenSandbox's execd refuses code for a context that is running code ("session is busy":
+-- components/execd/pkg/runtime/jupyter.go @3bb6fad, kernel.mu.TryLock), where E2B's server
+-- queues it; a test's code in the default context must not meet another test's there.
+local default_turn
+do
+  local core = require("abx.core")
+  local busy, waiting = false, {}
+  local function release()
+    while #waiting > 0 do -- the turn passes to the next waiter still parked (one whose deadline
+      if core.unpark(table.remove(waiting, 1)) then return end -- passed left the queue's head)
+    end
+    busy = false
+  end
+  default_turn = function(fn)
+    if busy then
+      waiting[#waiting + 1] = core.current()
+      core.park()
+    end
+    busy = true
+    local res = table.pack(pcall(fn))
+    release()
+    if not res[1] then error(res[2], 0) end
+    return table.unpack(res, 2, res.n)
+  end
+end
 
 t.test("run_code keeps state, returns stdout, stderr, the main result and the execution count",
   function(ctx)
@@ -267,37 +293,43 @@ t.test("run_code keeps state, returns stdout, stderr, the main result and the ex
   t.eq(ex.results[1].is_main_result, true)
   t.ok(before.execution_count and ex.execution_count == before.execution_count + 1,
     "execution counts " .. tostring(before.execution_count) .. " then " .. tostring(ex.execution_count))
-  t.eq(sbx:run_code("'quoted'").text, "quoted", "one pair of surrounding quotes is stripped")
+  t.eq(sbx:run_code("'quoted'", { context = c }).text, "quoted", "one pair of surrounding quotes is stripped")
   sbx:remove_code_context(c)
 end)
 
 t.test("run_code envs apply to that execution only", function(ctx)
   local sbx = ctx.code
-  local env = sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')",
-    { envs = { ABX_SCENARIO = ctx.run_id } })
-  t.eq(env.text, ctx.run_id, "envs apply to that execution")
-  t.eq(sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')").text, "unset",
-    "and only to it")
+  default_turn(function()
+    local env = sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')",
+      { envs = { ABX_SCENARIO = ctx.run_id } })
+    t.eq(env.text, ctx.run_id, "envs apply to that execution")
+    t.eq(sbx:run_code("import os\nos.environ.get('ABX_SCENARIO', 'unset')").text, "unset",
+      "and only to it")
+  end)
 end)
 
 t.test("run_code returns the code's exception as error, and code reads a file envd wrote",
   function(ctx)
   local sbx = ctx.code
-  local ex = sbx:run_code("print('before')\n1 / 0")
-  t.ok(ex.error, "no error for 1 / 0")
-  t.eq(ex.error.name, "ZeroDivisionError")
-  t.eq(ex.error.value, "division by zero")
-  t.match(ex.error.traceback, "ZeroDivisionError")
-  t.eq(ex.logs.stdout, { "before\n" }, "output before the error is kept")
-  -- code and files share the sandbox: a file written through envd is read by the code
-  sbx.files:write("/home/user/from_envd.txt", ctx.run_id)
-  t.eq(sbx:run_code("open('/home/user/from_envd.txt').read()").text, ctx.run_id)
+  default_turn(function()
+    local ex = sbx:run_code("print('before')\n1 / 0")
+    t.ok(ex.error, "no error for 1 / 0")
+    t.eq(ex.error.name, "ZeroDivisionError")
+    t.eq(ex.error.value, "division by zero")
+    t.match(ex.error.traceback, "ZeroDivisionError")
+    t.eq(ex.logs.stdout, { "before\n" }, "output before the error is kept")
+    -- code and files share the sandbox: a file written through envd is read by the code
+    sbx.files:write("/home/user/from_envd.txt", ctx.run_id)
+    t.eq(sbx:run_code("open('/home/user/from_envd.txt').read()").text, ctx.run_id)
+  end)
 end)
 
 t.test("run_code returns a matplotlib figure as a png result", { requires = { "code_display" } },
   function(ctx)
   local sbx = ctx.code
-  local fig = sbx:run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+  local fig = default_turn(function()
+    return sbx:run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+  end)
   local png
   for _, r in ipairs(fig.results) do png = png or r.png end
   t.ok(png, "no png among the results")
@@ -313,7 +345,7 @@ t.test("code contexts: own cwd and state, isolated from the default one, listed,
   t.eq(sbx:run_code("import os\nos.getcwd()", { context = c }).text, "/tmp")
   sbx:run_code("only_here = 1", { context = c })
   t.eq(sbx:run_code("only_here", { context = c }).text, "1")
-  local other = sbx:run_code("only_here")
+  local other = default_turn(function() return sbx:run_code("only_here") end)
   t.eq(other.error and other.error.name, "NameError", "the default context sees another's state")
   local listed = false
   for _, x in ipairs(sbx:list_code_contexts()) do listed = listed or x.id == c.id end
