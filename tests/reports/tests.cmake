@@ -15,3 +15,8 @@ foreach(mode merge merge_refusals ctrf annotations)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(reports:${mode} PROPERTIES TIMEOUT 300)
 endforeach()
+
+# every report of a run carries its tests' thresholds and t.measure statistics (issue 26)
+add_test(NAME reports:thresholds COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/reports/check_thresholds.py $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(reports:thresholds PROPERTIES TIMEOUT 300)

@@ -143,6 +143,28 @@ function M.trace_text(r)
 end
 
 ---The results of a record grouped by file, in collection order: { {file=, results={...}}, ... }.
+---The lines of a test's thresholds and t.measure statistics (abx.run.measure), the same in every
+---report: "ok|CROSSED EXPR (MEASUREMENT: VALUE; from SOURCE)" and "NAME: N iterations, F failed,
+---med X ms, p95 Y ms, p99 Z ms". Takes a run record's result or a JSON report's test (the same
+---field names; JSON null reads as absent).
+---@param r table
+---@return string[] thresholds, string[] measurements
+function M.threshold_lines(r)
+  local null = require("cjson").null
+  local function v(x) if x == null then return nil end return x end
+  local function num(x) return x == nil and "none" or string.format("%.6g", x) end
+  local th, ms = {}, {}
+  for _, e in ipairs(v(r.thresholds) or {}) do
+    th[#th + 1] = string.format("%s %s (%s: %s; from %s)", e.ok and "ok" or "CROSSED", e.expr,
+      e.measurement, num(v(e.value)), e.source)
+  end
+  for _, m in ipairs(v(r.measurements) or {}) do
+    ms[#ms + 1] = string.format("%s: %d iterations, %d failed, med %s ms, p95 %s ms, p99 %s ms",
+      m.name, m.count, m.failed, num(v(m.med)), num(v(m.p95)), num(v(m.p99)))
+  end
+  return th, ms
+end
+
 function M.by_file(record)
   local groups, index = {}, {}
   for _, r in ipairs(record.results or {}) do

@@ -68,6 +68,9 @@ local function extra_of(t)
   if #(val(t.teardown_errors) or {}) > 0 then e.teardown_errors = t.teardown_errors end
   if #(val(t.sandboxes) or {}) > 0 then e.sandboxes = t.sandboxes end
   e.reproducer = val(t.reproducer)
+  local th, measured = common.threshold_lines(t) -- abx.run.measure
+  if #th > 0 then e.thresholds = th end
+  if #measured > 0 then e.measurements = measured end
   if next(e) == nil then return nil end
   return e
 end

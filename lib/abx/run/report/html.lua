@@ -130,6 +130,9 @@ local function test_body(t, n)
     h[#h + 1] = string.format("<h4>attempt %d (%s)</h4>", i, seconds(a.duration))
       .. message_pre((ae.kind or "Error") .. ": " .. (get(ae.message) or ""))
   end
+  local th, ms = common.threshold_lines(t) -- abx.run.measure
+  if #th > 0 then h[#h + 1] = "<h4>thresholds</h4>" .. pre(table.concat(th, "\n"), "thresholds") end
+  if #ms > 0 then h[#h + 1] = "<h4>measurements</h4>" .. pre(table.concat(ms, "\n"), "measurements") end
   if get(t.output) and t.output ~= "" then h[#h + 1] = "<h4>output</h4>" .. pre(t.output, "output") end
   local tr = trace.section(get(t.trace), n, TRACE_MAX)
   if tr then h[#h + 1] = tr end

@@ -15,6 +15,7 @@
 --                                                                    then passed (Maven Surefire's
 --                                                                    rerun elements)
 --         <error message type="teardown">...</error>               a teardown error
+--         <properties> threshold, measurement (a test with thresholds or t.measure) </properties>
 --         <system-out>captured stdout, then "sandboxes: id ...", then the trace and reproducer
 --                     (common.trace_text: --trace, abx.run.trace)</system-out>
 --         <system-err>captured stderr</system-err>              (abx.run.capture; masked)
@@ -89,6 +90,18 @@ local function testcase(r, out)
   local t = r.test
   local counts = { failures = 0, errors = 0, skipped = 0 }
   local body = {}
+  -- the test's thresholds and measurements (abx.run.measure) as testcase properties, where
+  -- pytest's record_property puts them
+  local th, ms = common.threshold_lines(r)
+  if #th + #ms > 0 then
+    body[#body + 1] = "<properties>"
+    for _, pair in ipairs({ { "threshold", th }, { "measurement", ms } }) do
+      for _, l in ipairs(pair[2]) do
+        body[#body + 1] = tag("property", { { "name", pair[1] }, { "value", l } }) .. "/>"
+      end
+    end
+    body[#body + 1] = "</properties>"
+  end
   if r.outcome == "failed" then
     local f = common.failure(r) or { kind = "Error", message = "?" }
     body[#body + 1] = tag("failure", { { "message", f.message }, { "type", f.kind } }) .. ">"

@@ -52,6 +52,7 @@ local function result(t)
     outcome = t.outcome, duration = t.duration, reason = val(t.reason),
     failure = failure(t.error), teardown_errors = teardown_errors(t.teardown_errors),
     sandboxes = list(t.sandboxes), reruns = #reruns > 0 and reruns or nil,
+    thresholds = val(t.thresholds), measurements = val(t.measurements),
     captured = type(output) == "string" and output ~= "" and
       { stdout = output, stderr = "", dropped_stdout = 0, dropped_stderr = 0 } or nil,
   }

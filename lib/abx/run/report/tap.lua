@@ -53,8 +53,15 @@ function M.render(record)
     n = n + 1
     local name = desc(r.test.id)
     local td = r.teardown_errors and #r.teardown_errors > 0
+    local th, ms = common.threshold_lines(r)
+    local function measured(fields)
+      for i, l in ipairs(th) do fields[#fields + 1] = { "threshold_" .. i, l } end
+      for i, l in ipairs(ms) do fields[#fields + 1] = { "measurement_" .. i, l } end
+      return fields
+    end
     if r.outcome == "passed" and not td then
       body[#body + 1] = string.format("ok %d - %s", n, name)
+      if #th + #ms > 0 then diagnostics(body, measured({})) end -- TAP 13: YAML after any test line
     elseif r.outcome == "skipped" and not td then
       body[#body + 1] = string.format("ok %d - %s # SKIP %s", n, name, desc(r.reason or ""))
     elseif r.outcome == "xfailed" and not td then
@@ -76,7 +83,7 @@ function M.render(record)
       for i, e in ipairs(r.teardown_errors or {}) do
         fields[#fields + 1] = { "teardown_error_" .. i, "(" .. tostring(e.phase) .. ") " .. e.message }
       end
-      diagnostics(body, fields)
+      diagnostics(body, measured(fields))
     end
   end
   out[1] = "TAP version 13"
