@@ -240,25 +240,19 @@ function M.run(o)
   if o.compare then
     for _, line in ipairs(output.compare(o.compare, r, args.compare)) do core.write(line .. "\n") end
   end
-  if args.json then
-    local f, ferr = io.open(args.json, "wb")
-    if not f then
-      core.ewrite("abxlua: error: --json " .. args.json .. ": " .. tostring(ferr) .. "\n")
-      return 3
+  for _, w in ipairs({ { "json", "result", function() return output.document(r) .. "\n" end },
+    { "html", "page", function() return require("abx.bench.html").page(r) end } }) do
+    local path = args[w[1]]
+    if path then
+      local f, ferr = io.open(path, "wb")
+      if not f then
+        core.ewrite("abxlua: error: --" .. w[1] .. " " .. path .. ": " .. tostring(ferr) .. "\n")
+        return 3
+      end
+      f:write(w[3]())
+      f:close()
+      progress("%s written to %s", w[2], path)
     end
-    f:write(output.document(r), "\n")
-    f:close()
-    progress("result written to %s", args.json)
-  end
-  if args.html then
-    local f, ferr = io.open(args.html, "wb")
-    if not f then
-      core.ewrite("abxlua: error: --html " .. args.html .. ": " .. tostring(ferr) .. "\n")
-      return 3
-    end
-    f:write(require("abx.bench.html").page(r))
-    f:close()
-    progress("page written to %s", args.html)
   end
   if b.interrupted then return 2 end
   if r.success == 0 and next(r.tti) then
