@@ -164,10 +164,10 @@ static int fill_once(void)
 {
   struct abx_sandbox *stale[ABX_WARM_POOL_MAX];
   int n_stale = 0;
-  struct entry *todo = NULL;
+  struct entry *lacking = NULL;
   struct abx_template *t = NULL;
   pthread_mutex_lock(&g.mu);
-  for (int i = 0; i < g.n && !todo && !g.stop; i++) {
+  for (int i = 0; i < g.n && !lacking && !g.stop; i++) {
     struct entry *e = &g.e[i];
     if (!e->active || e->n_ready >= e->want || abx_mono_ns() < e->retry_at)
       continue;
@@ -180,25 +180,25 @@ static int fill_once(void)
       abx_template_ref(t, 0);
     }
     if (t)
-      todo = e;
+      lacking = e;
     else
       e->retry_at = abx_mono_ns() + (int64_t)RETRY_S * 1000000000LL; /* not (yet) a template */
   }
   pthread_mutex_unlock(&g.mu);
   for (int i = 0; i < n_stale; i++)
     abx_sandbox_put(stale[i]);
-  if (!todo)
+  if (!lacking)
     return 0;
   int64_t t0 = abx_mono_ns();
   struct abx_sandbox *sb = boot_one(t);
   pthread_mutex_lock(&g.mu);
-  if (sb && !g.stop && todo->tmpl == t && todo->n_ready < todo->want) {
-    todo->ready[todo->n_ready++] = sb;
-    abx_slog("warm pool: a sandbox of %s is ready (%d of %d, booted in %lld ms)", todo->name,
-             todo->n_ready, todo->want, (long long)((abx_mono_ns() - t0) / 1000000));
+  if (sb && !g.stop && lacking->tmpl == t && lacking->n_ready < lacking->want) {
+    lacking->ready[lacking->n_ready++] = sb;
+    abx_slog("warm pool: a sandbox of %s is ready (%d of %d, booted in %lld ms)", lacking->name,
+             lacking->n_ready, lacking->want, (long long)((abx_mono_ns() - t0) / 1000000));
     sb = NULL;
   } else if (!sb) {
-    todo->retry_at = abx_mono_ns() + (int64_t)RETRY_S * 1000000000LL;
+    lacking->retry_at = abx_mono_ns() + (int64_t)RETRY_S * 1000000000LL;
   }
   pthread_mutex_unlock(&g.mu);
   abx_sandbox_put(sb); /* not kept (serve stops, or the template changed meanwhile) */

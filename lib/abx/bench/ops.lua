@@ -24,10 +24,7 @@ local MIB = 1024 * 1024
 local LIST_DIR = "/tmp/abx-bench-list"
 local FILE = "/tmp/abx-bench-1mib"
 
-local function handler(e)
-  if core.is_error(e) then return e.kind .. ": " .. tostring(e.message) end
-  return tostring(e)
-end
+local handler = require("abx.bench.tti").error_text
 
 -- One timed call of fn() under the sample deadline: { ok, ms } or { ok = false, error }. `check`
 -- (optional) runs after the clock stopped, on fn's result, and raises when it is wrong.

@@ -18,6 +18,26 @@ M.TTI_STATS = { "min", "p50", "p95", "p99", "max", "mean", "success", "score", "
 M.OP_STATS = { "min", "p50", "p95", "max", "mean", "success" }
 local OPS = { "<=", ">=", "==", "!=", "<", ">" }
 
+-- The operators, longest first (so "<=" is not read as "<").
+M.OPERATORS = OPS
+
+---Splits "LHS OP VALUE" (spaces ignored) at its first operator: the left side, the operator, the
+---value's text and its number (nil unless the text is a plain number: no unit). Nothing when the
+---text has no operator. abxlua bench's thresholds and t.test's (abx.run.measure) share it.
+---@param expr string
+---@return string|nil lhs, string|nil op, string|nil value, number|nil limit
+function M.split(expr)
+  local s = expr:gsub("%s+", "")
+  for _, o in ipairs(OPS) do
+    local at = s:find(o, 1, true)
+    if at then
+      local value = s:sub(at + #o)
+      return s:sub(1, at - 1), o, value, not value:find("[^%d.eE+-]") and tonumber(value) or nil
+    end
+  end
+  return nil
+end
+
 local function member(list, v)
   for _, x in ipairs(list) do if x == v then return true end end
   return false
@@ -62,18 +82,9 @@ end
 ---@return string|nil error a usage error naming the input and the valid forms
 function M.parse(expr, op_names)
   local ok, r = pcall(function()
-    local s = expr:gsub("%s+", "")
-    local metric, op, value
-    for _, o in ipairs(OPS) do
-      local at = s:find(o, 1, true)
-      if at then
-        metric, op, value = s:sub(1, at - 1), o, s:sub(at + #o)
-        break
-      end
-    end
+    local metric, op, value, limit = M.split(expr)
     if not op then usage(expr, "no operator (write METRIC OP VALUE, OP one of " .. table.concat(OPS, " ") .. ")") end
-    local limit = tonumber(value)
-    if not limit or value:find("[^%d.eE+-]") then
+    if not limit then
       usage(expr, "'" .. value .. "' is not a number (times are milliseconds, rates 0..1)")
     end
     return { expr = expr, metric = metric, parts = check_metric(expr, metric, op_names), op = op,
@@ -89,6 +100,13 @@ local COMPARE = {
   [">"] = function(a, b) return a > b end, [">="] = function(a, b) return a >= b end,
   ["=="] = function(a, b) return a == b end, ["!="] = function(a, b) return a ~= b end,
 }
+
+---Whether `v OP limit` holds; false when v is nil (nothing measured).
+---@param v number|nil
+---@param op string one of M.OPERATORS
+---@param limit number
+---@return boolean
+function M.holds(v, op, limit) return v ~= nil and COMPARE[op](v, limit) end
 
 ---The value a threshold's metric has in a bench result (abx.bench.run's), or nil.
 ---@param result table
@@ -111,7 +129,7 @@ function M.evaluate(result, list)
   local out, all = {}, true
   for _, th in ipairs(list) do
     local v = M.value(result, th)
-    local ok = v ~= nil and COMPARE[th.op](v, th.limit)
+    local ok = M.holds(v, th.op, th.limit)
     all = all and ok
     out[#out + 1] = { expr = th.expr, metric = th.metric, op = th.op, limit = th.limit, value = v,
       ok = ok, source = th.source or "--threshold" }

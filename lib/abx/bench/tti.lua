@@ -17,10 +17,14 @@ local stats = require("abx.bench.stats")
 
 local M = {}
 
-local function handler(e)
+---A failed sample's or iteration's error as text: "Kind: message" for an abx error.
+---@param e any
+---@return string
+function M.error_text(e)
   if core.is_error(e) then return e.kind .. ": " .. tostring(e.message) end
   return tostring(e)
 end
+local handler = M.error_text
 
 -- Kills a sample's sandbox, untimed; a failure is kept for the cleanup line (the tracker's sweep
 -- kills what is left).

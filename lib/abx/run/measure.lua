@@ -14,24 +14,21 @@
 -- Statistics (milliseconds): count, ok, failed, rate (failed / count: k6's rate of a failure
 -- metric), min, med, avg, max, p90, p95, p99 (abx.bench.stats: linear interpolation), errors (the
 -- distinct ones, first 5) and samples (each iteration's ms, or false when it failed).
--- Thresholds: `STAT OP VALUE` with STAT one of p(N) (0 <= N <= 100), med, avg, min, max, count,
--- rate; OP <, <=, >, >=, ==, !=; VALUE a number (ms for times). A list applies to every
+-- Thresholds: `STAT OP VALUE` (split and compared as abxlua bench's, abx.bench.threshold), STAT
+-- one of p(N) (0 <= N <= 100), med, avg, min, max, count, rate; OP <, <=, >, >=, ==, !=; VALUE a
+-- number (ms for times). A list applies to every
 -- measurement of the test; a map { [measurement name] = list } to the one it names. A crossed
 -- threshold, one whose measurement the test never made, or one over a statistic without a value
 -- (no successful iteration) fails the test with kind Threshold, naming the value, the threshold
 -- and its source (file:line of the test); the run exits 99 when thresholds alone failed.
 local core = require("abx.core")
 local stats = require("abx.bench.stats")
+local bench_threshold = require("abx.bench.threshold")
+local tti = require("abx.bench.tti")
 
 local M = {}
 
 M.STATS = { "p(N)", "med", "avg", "min", "max", "count", "rate" }
-local OPS = { "<=", ">=", "==", "!=", "<", ">" }
-local COMPARE = {
-  ["<"] = function(a, b) return a < b end, ["<="] = function(a, b) return a <= b end,
-  [">"] = function(a, b) return a > b end, [">="] = function(a, b) return a >= b end,
-  ["=="] = function(a, b) return a == b end, ["!="] = function(a, b) return a ~= b end,
-}
 
 -- task -> { [name] = stats, order = {names} }: the measurements of the test running in that task
 local by_task = setmetatable({}, { __mode = "k" })
@@ -43,32 +40,27 @@ local by_task = setmetatable({}, { __mode = "k" })
 ---@return string|nil
 function M.parse(expr)
   if type(expr) ~= "string" then return nil, "a threshold must be a string like \"p(95)<500\"" end
-  local s = expr:gsub("%s+", "")
-  for _, op in ipairs(OPS) do
-    local at = s:find(op, 1, true)
-    if at then
-      local stat, value = s:sub(1, at - 1), s:sub(at + #op)
-      local limit = tonumber(value)
-      if not limit or value:find("[^%d.eE+-]") then
-        return nil, string.format("threshold %q: '%s' is not a number (times are ms)", expr, value)
-      end
-      local p = stat:match("^p%(([%d.]+)%)$")
-      if p then
-        p = tonumber(p)
-        if not p or p < 0 or p > 100 then
-          return nil, string.format("threshold %q: p(N) needs 0 <= N <= 100", expr)
-        end
-        return { expr = expr, stat = stat, p = p, op = op, limit = limit }
-      end
-      for _, k in ipairs(M.STATS) do
-        if k == stat then return { expr = expr, stat = stat, op = op, limit = limit } end
-      end
-      return nil, string.format("threshold %q: unknown statistic '%s' (valid: %s)", expr, stat,
-        table.concat(M.STATS, ", "))
-    end
+  local stat, op, value, limit = bench_threshold.split(expr)
+  if not op then
+    return nil, string.format("threshold %q has no operator (write STAT OP VALUE, e.g. p(95)<500; "
+      .. "OP one of %s)", expr, table.concat(bench_threshold.OPERATORS, " "))
   end
-  return nil, string.format("threshold %q has no operator (write STAT OP VALUE, e.g. p(95)<500; "
-    .. "OP one of %s)", expr, table.concat(OPS, " "))
+  if not limit then
+    return nil, string.format("threshold %q: '%s' is not a number (times are ms)", expr, value)
+  end
+  local p = stat:match("^p%(([%d.]+)%)$")
+  if p then
+    p = tonumber(p)
+    if not p or p < 0 or p > 100 then
+      return nil, string.format("threshold %q: p(N) needs 0 <= N <= 100", expr)
+    end
+    return { expr = expr, stat = stat, p = p, op = op, limit = limit }
+  end
+  for _, k in ipairs(M.STATS) do
+    if k == stat then return { expr = expr, stat = stat, op = op, limit = limit } end
+  end
+  return nil, string.format("threshold %q: unknown statistic '%s' (valid: %s)", expr, stat,
+    table.concat(M.STATS, ", "))
 end
 
 ---Checks a test's `thresholds` option: a list of expressions, or a map of measurement names to
@@ -103,10 +95,6 @@ function M.check_option(v)
   return out
 end
 
-local function message(e)
-  if core.is_error(e) then return e.kind .. ": " .. tostring(e.message) end
-  return tostring(e)
-end
 
 -- The test's own deadline or an interrupt: not an iteration's failure.
 local function fatal(e)
@@ -170,7 +158,7 @@ function M.measure(name, fn, opts)
         stop = stop or err
         return
       else
-        samples[i] = { ok = false, error = message(err) }
+        samples[i] = { ok = false, error = tti.error_text(err) }
       end
     end
   end
@@ -241,7 +229,7 @@ function M.evaluate(parsed, rec, source)
   local function one(mname, th)
     local m = rec and rec[mname]
     local v = m and value_of(m, th)
-    local ok = v ~= nil and COMPARE[th.op](v, th.limit)
+    local ok = bench_threshold.holds(v, th.op, th.limit)
     all = all and ok
     out[#out + 1] = { measurement = mname, expr = th.expr, value = v, ok = ok, source = source,
       missing = m == nil }
