@@ -302,15 +302,26 @@ def run_tti_pool(opts, sizes, work):
     return s
 
 
-MAKE_RUN_ARGS = ["run", "scenarios/", "scenarios/templates/code-interpreter-v1", "scenarios/templates/python-hello",
-                 "scenarios/templates/node-web"]  # the Makefile's `run` recipe
+def make_run_args():
+    """The arguments of `make run` (the Makefile's RUN_ARGS, through `make -s run-args`, as the
+    contention harness reads them): the job times what `make run` runs, with its -j and
+    --slow-first, not a default run of the same paths."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "run-args"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    if not out:
+        raise RuntimeError("make -s run-args printed nothing")
+    return ["run"] + out
 
 
 def run_make_run(opts, work, warm):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("E2B_", "ABX_SANDBOX_", "BENCH_")) and k not in ("ABX_PROVIDER", "ABX_CONFIG")}
     env["NO_COLOR"] = "1"
-    res = bench_proc.run_child([opts["abxlua"]] + MAKE_RUN_ARGS, ROOT, env,
+    try:
+        args = make_run_args()
+    except (subprocess.SubprocessError, RuntimeError, OSError) as e:
+        return {"ok": False, "metrics": {}, "rss_mib": 0.0, "wall_s": 0.0, "error": "make -s run-args: %s" % e}
+    res = bench_proc.run_child([opts["abxlua"]] + args, ROOT, env,
                                os.path.join(work, "make_run%s.log" % ("-warmup" if warm else "")), 1500)
     s = {"ok": res["status"] == 0, "metrics": {"make_run_s": [res["wall_s"]]} if res["status"] == 0 else {},
          "rss_mib": res["maxrss_kb"] / 1024.0, "wall_s": res["wall_s"], "error": None}

@@ -144,7 +144,7 @@ abx_runner_case(fixture_builtin "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 er
 abx_runner_case(fixture_scope "^0 passed, 0 failed, 0 skipped, 0 xfailed, 1 errors in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(hooks "^4 passed, 3 failed, 0 skipped, 0 xfailed, 2 errors in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(fixture_exitfirst "^0 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
-abx_runner_case(fixture_misuse "^2 passed, 5 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
+abx_runner_case(fixture_misuse "^2 passed, 6 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 abx_runner_case(fixture_deadlock "^1 passed, 1 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 1)
 
 # A hung test is visible and its limit explained (issue 22, item 3): a Timeout names the limit,

@@ -3,7 +3,8 @@
 --   ctx.code_sandbox       likewise, template E2E_CODE_TEMPLATE (default code-interpreter-v1)
 --   ctx.server_sandbox     likewise, template E2E_SERVER_TEMPLATE (default python-hello)
 --   ctx.template_sandbox   in a template folder's script: a sandbox of that folder's template
---                          (after the run deployed it); the three template fixtures skip the
+--                          (after the run deployed it; a test's, or a file-scoped fixture's
+--                          to share one among the script's tests); the three template fixtures skip the
 --                          test, naming the template, when the provider lacks it and the run
 --                          did not build it
 --   ctx.sandbox_factory(o) creates a tracked sandbox with options `o` (as conn:create)
@@ -268,12 +269,14 @@ local function lazy_fixtures(run, ctx, test, scope)
     code_sandbox = function() return template_sandbox(run, ctx, M.template("code_sandbox")) end,
     server_sandbox = function() return template_sandbox(run, ctx, M.template("server_sandbox")) end,
     template_sandbox = function()
+      -- a file scope is one script's, so one folder's template; a run scope spans folders
+      if scope == "run" then
+        error("ctx.template_sandbox is a template folder's: a test's or a file-scoped "
+          .. "fixture's, not a run-scoped one's", 3)
+      end
       if not test.recipe then
         error("ctx.template_sandbox is a template folder's fixture: only the tests of "
           .. "scenarios/templates/<name>/<name>.lua have it (a sandbox of <name>)", 3)
-      end
-      if scope ~= "test" then
-        error("ctx.template_sandbox is a test's fixture, not a " .. scope .. "-scoped one's", 3)
       end
       return template_sandbox(run, ctx, test.recipe.name)
     end,
