@@ -167,6 +167,8 @@ enum MHD_Result abx_api_snapshot_list(struct abx_api_req *r)
 enum MHD_Result abx_api_template_delete(struct abx_api_req *r)
 {
   char msg[200];
+  /* the warm pool's sandboxes of it are no use of it (sandbox/warm_pool.h) */
+  abx_warm_pool_release(r->params[0]);
   /* a built template (template_build.h) by id or name, else a snapshot or a built-in */
   int rc = abx_tstore_delete(r->params[0], msg, sizeof msg);
   if (rc == 404)

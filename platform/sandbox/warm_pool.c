@@ -43,6 +43,8 @@ static struct {
   int started;
   pthread_t filler;
   struct abx_sandbox *booting; /* the filler's boot in progress (its start can be cancelled) */
+  const struct abx_template *boot_tmpl; /* the template of the boot under way: set from its
+                                          * choice until its sandbox is kept or put */
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 /* ---- configuration -------------------------------------------------------------------------- */
@@ -132,10 +134,10 @@ static struct abx_sandbox *boot_one(struct abx_template *t)
   json_t *env = json_object();
   int rc = stopping || !env ? -1 : abx_sandbox_start(sb, env, err, sizeof err);
   json_decref(env);
-  pthread_mutex_lock(&g.mu);
-  g.booting = NULL;
-  pthread_mutex_unlock(&g.mu);
   if (rc != 0) {
+    pthread_mutex_lock(&g.mu);
+    g.booting = NULL; /* cleared before the put: a holder of the lock may kill it meanwhile */
+    pthread_mutex_unlock(&g.mu);
     abx_sandbox_put(sb);
     return NULL;
   }
@@ -180,18 +182,18 @@ static int fill_once(void)
       abx_template_ref(t, 0);
     }
     if (t)
-      lacking = e;
-    else
-      e->retry_at = abx_mono_ns() + (int64_t)RETRY_S * 1000000000LL; /* not (yet) a template */
+      lacking = e; /* else not (yet) a template: looked up again at the next wake-up (1 s) */
   }
+  g.boot_tmpl = lacking ? t : NULL;
   pthread_mutex_unlock(&g.mu);
   for (int i = 0; i < n_stale; i++)
     abx_sandbox_put(stale[i]);
   if (!lacking)
     return 0;
   int64_t t0 = abx_mono_ns();
-  struct abx_sandbox *sb = boot_one(t);
+  struct abx_sandbox *sb = boot_one(t); /* g.booting is still sb (its warm-up included) */
   pthread_mutex_lock(&g.mu);
+  g.booting = NULL;
   if (sb && !g.stop && lacking->tmpl == t && lacking->n_ready < lacking->want) {
     lacking->ready[lacking->n_ready++] = sb;
     abx_slog("warm pool: a sandbox of %s is ready (%d of %d, booted in %lld ms)", lacking->name,
@@ -201,8 +203,12 @@ static int fill_once(void)
     lacking->retry_at = abx_mono_ns() + (int64_t)RETRY_S * 1000000000LL;
   }
   pthread_mutex_unlock(&g.mu);
-  abx_sandbox_put(sb); /* not kept (serve stops, or the template changed meanwhile) */
+  abx_sandbox_put(sb); /* not kept (serve stops, the template changed or is being deleted) */
   abx_template_put(t, 0);
+  pthread_mutex_lock(&g.mu);
+  g.boot_tmpl = NULL; /* a release waiting for this boot's end may go on (end_boot_of) */
+  pthread_cond_broadcast(&g.cv);
+  pthread_mutex_unlock(&g.mu);
   return 1;
 }
 
@@ -357,6 +363,65 @@ struct abx_sandbox *abx_warm_pool_claim(const struct abx_sandbox_spec *spec, jso
   abx_slog("sandbox %s claimed from the warm pool of %s in %lld ms", sb->id, e->name,
            (long long)((abx_mono_ns() - t0) / 1000000));
   return sb;
+}
+
+/* ---- release (before a template delete) --------------------------------------------------- */
+
+/* How long a release waits for a cancelled boot to let its sandbox go (with its processes killed,
+ * each of its waits fails at once; the bound only keeps a stuck boot from holding a delete). */
+#define RELEASE_WAIT_MS 10000
+
+/* Waits (lock held) until the filler's boot of `t`, if one is under way, has ended and let its
+ * sandbox go: cancelled and its processes killed again every 100 ms, as at serve's stop. */
+static void end_boot_of(const struct abx_template *t)
+{
+  int64_t end = abx_mono_ns() + (int64_t)RELEASE_WAIT_MS * 1000000LL;
+  while (g.boot_tmpl == t && abx_mono_ns() < end) {
+    if (g.booting) {
+      g.booting->start_cancel = 1;
+      abx_cgroup_kill_all(g.booting->id);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g.cv, &g.mu, &ts);
+  }
+}
+
+int abx_warm_pool_release(const char *ref)
+{
+  struct abx_template *t = ref ? abx_template_get(ref, 0) : NULL;
+  if (!t)
+    return 0;
+  struct abx_sandbox *gone[ABX_WARM_POOL_MAX];
+  struct abx_template *held = NULL;
+  int n = 0;
+  pthread_mutex_lock(&g.mu);
+  struct entry *e = g.started ? entry_of(t) : NULL;
+  if (e) {
+    if (e->tmpl == t) { /* a boot of it that ends now is not kept (fill_once) */
+      held = e->tmpl;
+      e->tmpl = NULL;
+    }
+    e->retry_at = abx_mono_ns() + (int64_t)RETRY_S * 1000000000LL;
+    end_boot_of(t);
+    n = take_ready(e, gone, ABX_WARM_POOL_MAX);
+  }
+  pthread_mutex_unlock(&g.mu);
+  for (int i = 0; i < n; i++)
+    abx_sandbox_put(gone[i]);
+  if (held)
+    abx_template_put(held, 0);
+  if (e)
+    abx_slog("warm pool: %d sandbox(es) of %s let go (its template is being deleted; refilled "
+             "from %d s on if it still exists)",
+             n, e->name, RETRY_S);
+  abx_template_put(t, 0);
+  return n;
 }
 
 /* Ends the filler: its boot in progress is cancelled and its processes killed, again every

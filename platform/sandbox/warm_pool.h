@@ -23,7 +23,8 @@
  *          only (not the create's envVars), and its output, its start log and the sandbox's
  *          first log lines belong to that boot; the id was made at that boot.
  * Never listed, never counted: a pooled sandbox is not in the registry (no list, no TTL, no API
- *          route reaches it) until claimed; abx_warm_pool_stop kills every one.
+ *          route reaches it) until claimed; abx_warm_pool_stop kills every one, and
+ *          abx_warm_pool_release those of a template about to be deleted.
  * Threads: claims from request threads, the filler thread; one mutex guards the pool.
  * Errors:  abx_warm_pool_configure returns 0, or -1 with a message naming the spec and its form.
  */
@@ -58,6 +59,14 @@ int abx_warm_pool_start(void);
  * marks the template used, which starts filling a default pool. */
 struct abx_sandbox *abx_warm_pool_claim(const struct abx_sandbox_spec *spec, json_t *req,
                                         int *status, char *err, size_t errlen);
+
+/* Before a template is deleted (the API's DELETE /templates/{id}): the pooled sandboxes of the
+ * template `ref` names (id, alias or build name, as abx_template_get takes it) are killed, a boot
+ * of it under way is cancelled and waited for (at most 10 s), and its pool is not refilled for
+ * 30 s (then again only if the template still exists: a refused delete gets its pool back). So
+ * the pool's own sandboxes never keep a template from being deleted. Returns how many ready
+ * sandboxes were let go; 0 when `ref` is unknown or has no pool. */
+int abx_warm_pool_release(const char *ref);
 
 /* Stop the filler (a boot in progress is cancelled: template_start.h) and kill every pooled
  * sandbox. Idempotent. */

@@ -20,6 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_platform as tp  # noqa: E402  (Server, run_in, check, alive)
+import test_template_build as tb  # noqa: E402  (build: a template through the build API)
 
 check = tp.check
 STARTED = re.compile(rb"sandbox (i[a-z0-9]{20}) started: warm pool from template base")
@@ -160,9 +161,46 @@ def t_stop_during_a_boot(_s, _ctx):
     check(not os.path.exists(s.state_dir), "state dir left: %s" % s.state_dir)
 
 
+def t_delete_pooled_template(_s, _ctx):
+    """A template with a pool is deleted while serve runs: its ready sandbox is let go (its
+    processes end), the delete answers 204, the template is gone and the pool does not boot it
+    again; a second one is deleted right after its build, while its pool may be booting it."""
+    s = tp.Server(args=("--pool", "pool-a=1,pool-b=1"))
+    try:
+        log = Log(s)
+        spec = {"fromTemplate": "base", "steps": [{"type": "RUN", "args": ["echo built > ~/built"]}]}
+        status = tb.build(s, "pool-a", spec)[1][0]
+        check(status == "ready", "build pool-a: %s" % status)
+        ready = log.wait(rb"warm pool: a sandbox of pool-a is ready")
+        check(ready, "pool-a was not filled: %r" % log.buf[-600:])
+        pooled = [p for p in tp.sandbox_pids(s.state_dir) if tp.alive(p)]
+        check(pooled, "no process of pool-a's pooled sandbox")
+        st, _, body = s.request("DELETE", "/templates/pool-a")
+        check(st == 204, "DELETE /templates/pool-a with a pooled sandbox: %d %r" % (st, body))
+        check(log.wait(rb"warm pool: 1 sandbox\(es\) of pool-a let go", timeout=5),
+              "no 'let go' line: %r" % log.buf[-600:])
+        deadline = time.time() + 10
+        while time.time() < deadline and any(tp.alive(p) for p in pooled):
+            time.sleep(0.1)
+        check(not any(tp.alive(p) for p in pooled), "pool-a's pooled sandbox outlived the delete")
+        st, _, j = s.create(templateID="pool-a")
+        check(st == 404, "create of the deleted pool-a: %d %r" % (st, j))
+        n_started = len(re.findall(rb"started: warm pool", log.buf))
+        status = tb.build(s, "pool-b", spec)[1][0]
+        check(status == "ready", "build pool-b: %s" % status)
+        st, _, body = s.request("DELETE", "/templates/pool-b")
+        check(st == 204, "DELETE /templates/pool-b right after its build: %d %r" % (st, body))
+        time.sleep(2)
+        log.wait(rb"\Z\A", timeout=0.5)  # read what serve logged meanwhile
+        later = re.findall(rb"started: warm pool", log.buf)[n_started:]
+        check(len(later) <= 1, "the pool booted a deleted template again: %r" % log.buf[-800:])
+    finally:
+        s.stop()
+
+
 CHECKS = [t_pooled_not_listed, t_claim_applies_the_create, t_refills, t_miss_boots_its_own,
           t_stop_kills_the_pool, t_bad_pool_option, t_default_waits_for_first_use,
-          t_stop_during_a_boot]
+          t_stop_during_a_boot, t_delete_pooled_template]
 
 
 def main():
