@@ -12,10 +12,13 @@
 
 #define END NULL
 
-/* The flavours of E2B's family (flavor.h): the api mutants change the E2B front, the ingress and
- * envd mutants envd's E2B data plane; OpenSandbox's own API and execd have neither. */
+/* The flavours of E2B's family (flavor.h): the api mutants change the E2B front and the ingress
+ * mutants requests to envd's port (49983); OpenSandbox's own API and execd port have neither. */
 #define E2B_FAMILY "e2b", "alicloud-fc", "alicloud-express", "acs", "cubesandbox"
 static const char *const e2b_family[] = {E2B_FAMILY, END};
+/* envd's lies reach OpenSandbox's execd routes too (envd's execd*.c serve them from the same
+ * process table and files): every flavour. */
+static const char *const every_flavor[] = {E2B_FAMILY, "opensandbox", END};
 /* Pause is behind an allowlist on Alibaba's flavours (flavor.h pause_needs_allowlist): no paused
  * sandbox to resume there. */
 static const char *const can_pause[] = {"e2b", "acs", "cubesandbox", END};
@@ -84,25 +87,27 @@ static const struct abx_mutant_row rows[ABX_MUT_COUNT] = {
                                "text/html " ABX_MUT_BARE_502 " and not forwarded",
                                e2b_family, nothing, ABX_MUT_LAYER_INGRESS, 7, 1, 1000},
     [ABX_MUT_BINARY_READ_MANGLED] = {"binary-read-mangled", CUBE "issues/1570",
-                                     "file reads (GET /files) come back with every invalid UTF-8 "
-                                     "byte replaced by U+FFFD",
-                                     e2b_family, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
+                                     "file reads (envd's GET /files, execd's GET /files/download) "
+                                     "come back with every invalid UTF-8 byte replaced by U+FFFD",
+                                     every_flavor, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
     [ABX_MUT_LARGE_UPLOAD_DROPPED] = {"large-upload-dropped", OSB "issues/1016",
-                                      "an upload (POST /files) over 18 KiB answers success and "
-                                      "writes nothing",
-                                      e2b_family, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
+                                      "an upload (envd's POST /files, execd's POST /files/upload) "
+                                      "over 18 KiB answers success and writes nothing",
+                                      every_flavor, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
     [ABX_MUT_EXIT_CODE_ZERO] = {"exit-code-zero", ISSUE27,
-                                "every process end event reports exit code 0", e2b_family, nothing,
-                                ABX_MUT_LAYER_ENVD, 0, 0, 0},
+                                "every process end event (execd's execution_complete) reports "
+                                "exit code 0",
+                                every_flavor, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
     [ABX_MUT_STDERR_AS_STDOUT] = {"stderr-as-stdout", ISSUE27,
-                                  "a process's stderr data is sent as stdout", e2b_family, nothing,
-                                  ABX_MUT_LAYER_ENVD, 0, 0, 0},
+                                  "a process's stderr data is sent as stdout", every_flavor,
+                                  nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
     [ABX_MUT_STREAM_NO_END] = {"stream-no-end", OSB "issues/1277",
-                               "a process stream never sends its end event (it stays open)",
-                               e2b_family, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
+                               "a process stream (envd's Start and Connect, execd's command "
+                               "SSE) never sends its end event (it stays open)",
+                               every_flavor, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
     [ABX_MUT_COMMAND_TAIL_1S] = {"command-tail-1s", OSB "issues/1661",
                                  "every process's end event is sent 1 s after the process ended",
-                                 e2b_family, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
+                                 every_flavor, nothing, ABX_MUT_LAYER_ENVD, 0, 0, 0},
 };
 
 /* What is on: 0 off, else 1 + the parameter (a row without one: 1). Set before serving. */

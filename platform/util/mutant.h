@@ -14,8 +14,9 @@
  *                   variable ABX_ENVD_MUTANTS="name,name" (abx_mutant_names_on), and envd refuses
  *                   an unknown name at start.
  * Flavours: each row names the serve flavours (flavor.h) it applies to; serve refuses a mutant that
- *          does not apply to the flavour served (the api mutants live in the E2B front only, and
- *          OpenSandbox's execd has none of envd's routes the envd mutants change).
+ *          does not apply to the flavour served (the api mutants live in the E2B front only, the
+ *          ingress one counts requests to envd's port 49983 only; the envd mutants change
+ *          OpenSandbox's execd routes too, so they apply to every flavour).
  * Requires: the abxlua capabilities (lib/abx/run/config.lua CAPABILITIES) a suite needs to see the
  *          mutant: `abxlua mutate` scores only the mutants whose capabilities the provider has.
  * Threads: abx_mutant_enable before serving (the main thread); the queries are then read-only and
