@@ -12,6 +12,10 @@
  * --build-cache: the template build cache (layer_cache.h; default <state>/build-cache with
  *          --state-dir, else $XDG_CACHE_HOME/abxlua/build-cache or ~/.cache/abxlua/build-cache);
  *          a dir that cannot be created is a startup failure (exit 1).
+ * --mutant NAME[:N][,NAME...]: the platform lies as each named mutant's row says (util/mutant.h,
+ *          docs/mutants.md); the first log line is "mutants on: NAME[, NAME...] (docs/mutants.md)";
+ *          an unknown name or one of another flavour is exit 4; `--mutant list` prints the
+ *          catalogue as a JSON array on stdout and exits 0.
  * Log:     every line serve writes (stdout and stderr) is "<UTC time> abxlua serve: <message>"
  *          (util/log.h: the time is ISO 8601 with ms; requests, sandbox starts and stops).
  * Startup: prints "listening on http://127.0.0.1:PORT (domain DOMAIN)" and

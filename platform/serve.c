@@ -330,7 +330,7 @@ static void usage(FILE *f)
       "                    [--build-cache DIR] [--tls] [--ready-fd FD] [--faults FILE]\n"
       "                    [--git-root DIR] [--pool TEMPLATE=N[,TEMPLATE=N...]|none]\n"
       "                    [--flavor e2b|alicloud-fc|alicloud-express|acs|cubesandbox|\n"
-      "                    opensandbox] [--help]\n"
+      "                    opensandbox] [--mutant NAME[:N][,NAME...]|list] [--help]\n"
       "Runs a local E2B-compatible platform (control plane and sandbox ingress on one loopback\n"
       "port). Sandboxes are bubblewrap process trees running `abxlua envd`.\n"
       "The API key is printed; set ABX_LOCAL_API_KEY=e2b_<hex> to choose it. So is the access\n"
@@ -365,6 +365,12 @@ static void usage(FILE *f)
       "  API under /v1 with OPEN-SANDBOX-API-KEY = the api key, create 202 then poll, execd on\n"
       "  port 44772, ingress /sandboxes/<id>/port/<port>/...). Details: docs/PLATFORM.md\n"
       "  \"Flavours\".\n"
+      "--mutant NAME[,NAME...]: make the platform lie in one documented way per mutant, each\n"
+      "  reproducing a publicly reported platform bug (for `abxlua mutate` and suite authors;\n"
+      "  off by default). The first log line names the mutants on. NAME:N sets a mutant's\n"
+      "  parameter where its row allows one (transient-502:N, every Nth envd request).\n"
+      "  --mutant may be repeated. --mutant list prints the catalogue as JSON and exits.\n"
+      "  Mutants: docs/mutants.md (platform/util/mutant.h).\n"
       "On start, what crashed predecessors left (processes, mounts, cgroups, state dirs) is\n"
       "removed (platform/sandbox/recover.h).\n",
       f);
@@ -383,7 +389,8 @@ static int key_valid(const char *k)
 /* serve's options and what it checked before starting anything. */
 struct serve_opts {
   const char *host, *domain, *state_dir, *faults, *build_cache, *git_root;
-  const char *pool; /* --pool's value; NULL: the default (sandbox/warm_pool.h) */
+  const char *pool;   /* --pool's value; NULL: the default (sandbox/warm_pool.h) */
+  char mutants[1024]; /* every --mutant value, joined by ',' (util/mutant.h); "" none */
   long port;
   int ready_fd, tls;
   struct sockaddr_in addr; /* host:port, a loopback address */
@@ -391,6 +398,30 @@ struct serve_opts {
   char token[64];          /* the access token of /api-keys (apikeys.h) */
   char exe[4096];          /* /proc/self/exe: what each sandbox runs as envd */
 };
+
+/* One --mutant value: "list" prints the catalogue (stdout) and ends serve (0); a list of names
+ * is kept for check_options, which checks it once the flavour is known. -1 to go on, else serve's
+ * exit code (0, 1 out of memory, 4 too long). */
+static int add_mutants(struct serve_opts *o, const char *v)
+{
+  if (strcmp(v, "list") == 0) {
+    char *json = abx_mutant_catalogue_json();
+    if (!json) {
+      abx_slog("--mutant list: out of memory");
+      return 1;
+    }
+    fputs(json, stdout);
+    free(json);
+    return 0;
+  }
+  size_t k = strlen(o->mutants);
+  if (k + strlen(v) + 2 > sizeof o->mutants) {
+    abx_slog("--mutant: the list is too long (valid mutants are %s)", abx_mutant_names());
+    return 4;
+  }
+  snprintf(o->mutants + k, sizeof o->mutants - k, "%s%s", k ? "," : "", v);
+  return -1;
+}
 
 /* The command line into `o`. -1 to go on, else serve's exit code (0 after --help, 4). */
 static int parse_args(int argc, char **argv, struct serve_opts *o)
@@ -426,7 +457,11 @@ static int parse_args(int argc, char **argv, struct serve_opts *o)
       o->git_root = v;
     else if (strcmp(a, "--pool") == 0)
       o->pool = v;
-    else if (strcmp(a, "--flavor") == 0) {
+    else if (strcmp(a, "--mutant") == 0) {
+      int rc = add_mutants(o, v);
+      if (rc >= 0)
+        return rc;
+    } else if (strcmp(a, "--flavor") == 0) {
       char ferr[200];
       if (abx_flavor_set(v, ferr, sizeof ferr) != 0) {
         abx_slog("--flavor: %s", ferr);
@@ -455,10 +490,21 @@ static int parse_args(int argc, char **argv, struct serve_opts *o)
   return -1;
 }
 
-/* The address, the domain and TLS's needs, then the --faults rules loaded. -1 when all is well,
+/* The mutants (logged as serve's first line), the address, the domain and TLS's needs, then the
+ * --faults rules loaded. -1 when all is well,
  * else serve's exit code (4 a bad option, 1 no TLS in libmicrohttpd). */
 static int check_options(struct serve_opts *o)
 {
+  if (o->mutants[0]) { /* util/mutant.h: checked against the flavour, then serve's first line */
+    char merr[1024], on[1024];
+    if (abx_mutant_enable(o->mutants, abx_flavor()->name, ABX_MUT_ALL_LAYERS, merr, sizeof merr) !=
+        0) {
+      abx_slog("--mutant: %s", merr);
+      return 4;
+    }
+    abx_mutant_names_on(ABX_MUT_ALL_LAYERS, ", ", 1, on, sizeof on);
+    abx_slog("mutants on: %s (docs/mutants.md)", on);
+  }
   o->addr = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
   if (strcmp(o->host, "localhost") == 0)
     o->host = "127.0.0.1";

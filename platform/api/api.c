@@ -153,6 +153,8 @@ enum MHD_Result abx_api_handle(struct MHD_Connection *c, const char *method, con
       return abx_http_error(c, 400, "validation error: path parameter has a bad %-escape");
   if (st == 0 && !abx_flavor_serves(route->method, route->pattern))
     st = 404; /* a route this platform does not have (flavor.h) */
+  if (route && abx_mutant_on(ABX_MUT_V2_ROUTES_405) && strcmp(route->pattern, "/v2/sandboxes") == 0)
+    st = 405; /* mutant v2-routes-405: POST and GET /v2/sandboxes, served or not */
   switch (st) {
   case 0: return route->fn(&r);
   case 400: return abx_http_error(c, 400, "validation error: path parameter is too long");
@@ -371,6 +373,8 @@ json_t *abx_api_listed_json(const struct abx_sandbox *sb, int detail)
       "cpuCount", (json_int_t)sb->cpu_count, "memoryMB", (json_int_t)sb->memory_mb, "diskSizeMB",
       (json_int_t)disk_mb(), "state", sb->paused ? "paused" : "running", "envdVersion",
       envd_version(), "metadata", sb->metadata);
+  if (o && abx_mutant_on(ABX_MUT_END_AT_MISSING)) /* mutant end-at-missing (util/mutant.h) */
+    json_object_del(o, "endAt");
   if (o && sb->volume_mounts)
     json_object_set_new(o, "volumeMounts", json_deep_copy(sb->volume_mounts));
   if (o && detail) {

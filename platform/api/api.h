@@ -14,6 +14,12 @@
  * Units:   timeouts in seconds (TTL), times RFC3339 UTC.
  * Errors:  400 validation / bad id / bad token, 401 key, 404 unknown, 405 method, 409 wrong state
  *          (pause of a paused sandbox, resume of a running one, duplicate volume), 500 start failure.
+ * Mutants: with `serve --mutant` (util/mutant.h, docs/mutants.md) the control plane lies as the
+ *          api rows say, each where its route is answered: resume-noop and connect-shortens-ttl
+ *          (api_lifecycle.c), kill-noop, set-timeout-noop, the list's next-token-ignored,
+ *          metadata-filter-ignored and state-filter-ignored, metadata-dropped (api_sandboxes.c),
+ *          end-at-missing (abx_api_listed_json) and v2-routes-405 (abx_api_handle).
+ *          create-before-ready is answered by the ingress (ingress.h "Mutants").
  */
 #ifndef ABX_API_API_H
 #define ABX_API_API_H

@@ -87,10 +87,16 @@ static enum MHD_Result reattach(struct abx_api_req *r, enum reattach how)
   if (was_paused && t < fl->resume_min_ttl)
     /* OpenKruise: "min resume timeout 300" (docs/protocol/e2b-v2-and-peers.md §5) */
     t = fl->resume_min_ttl;
-  int rc = abx_lifecycle_reattach(s, t, how == RESUME_V1, keep, fl->connect_extends, &resumed);
+  int rc = 0;
+  if (was_paused && abx_mutant_on(ABX_MUT_RESUME_NOOP))
+    resumed = 1; /* mutant resume-noop: answered as resumed, left paused */
+  else
+    rc = abx_lifecycle_reattach(s, t, how == RESUME_V1, keep, fl->connect_extends, &resumed);
   json_t *out = NULL;
   if (rc == 0) {
     abx_registry_lock();
+    if (how != RESUME_V1 && !s->paused && abx_mutant_on(ABX_MUT_CONNECT_SHORTENS_TTL))
+      s->end_ns = abx_now_ns() + (int64_t)t * 1000000000LL; /* mutant: even when shorter */
     out = abx_api_sandbox_json(s);
     abx_registry_unlock();
   }

@@ -174,7 +174,9 @@ static int read_create(json_t *req, int v2, struct abx_sandbox_spec *spec, long 
     return 400;
   }
   spec->volume_mounts = vmreq; /* checked by check_volumes, after the template is found */
-  spec->metadata = json_object_get(req, "metadata");
+  /* mutant metadata-dropped (util/mutant.h): checked above, stored nowhere */
+  spec->metadata =
+      abx_mutant_on(ABX_MUT_METADATA_DROPPED) ? NULL : json_object_get(req, "metadata");
   spec->secure = extras && (v2 || json_is_true(json_object_get(req, "secure")));
   spec->network = req;
   spec->env_vars = extras ? json_object_get(req, "envVars") : NULL;
@@ -385,6 +387,8 @@ static const char *read_list_query(struct MHD_Connection *c, int v2, struct list
   q->want = abx_api_parse_metadata_filter(query_arg(c, "metadata"));
   if (!q->want)
     return "Invalid metadata";
+  if (abx_mutant_on(ABX_MUT_METADATA_FILTER_IGNORED)) /* mutant: checked, then not applied */
+    json_object_clear(q->want);
   const char *bad = NULL;
   if (v2 && sq && *sq && read_states(sq, q) != 0)
     bad = "validation error: invalid state value";
@@ -392,6 +396,11 @@ static const char *read_list_query(struct MHD_Connection *c, int v2, struct list
     bad = "validation error: limit must be between 1 and 100";
   else if (v2 && tq && *tq && read_cursor(tq, q) != 0)
     bad = "Invalid next token";
+  /* mutants state-filter-ignored and next-token-ignored (util/mutant.h): checked, not applied */
+  if (v2 && sq && *sq && abx_mutant_on(ABX_MUT_STATE_FILTER_IGNORED))
+    q->want_running = q->want_paused = 1; /* as without a state: v2's default */
+  if (abx_mutant_on(ABX_MUT_NEXT_TOKEN_IGNORED))
+    q->have_cursor = 0; /* every page is the first */
   if (bad) {
     json_decref(q->want);
     q->want = NULL;
@@ -516,8 +525,8 @@ enum MHD_Result abx_api_sandbox_kill(struct abx_api_req *r)
   if (abx_api_sandbox_id(r, id, &sent) != 0)
     return sent;
   struct abx_sandbox *s = abx_sandbox_get(id);
-  /* a paused sandbox is thawed and killed */
-  int rc = s ? abx_lifecycle_kill(s, "killed by API") : 404;
+  /* a paused sandbox is thawed and killed; mutant kill-noop: answered as killed, left alone */
+  int rc = !s ? 404 : abx_mutant_on(ABX_MUT_KILL_NOOP) ? 0 : abx_lifecycle_kill(s, "killed by API");
   if (s)
     abx_sandbox_put(s);
   return rc == 0 ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);
@@ -536,7 +545,8 @@ enum MHD_Result abx_api_sandbox_timeout(struct abx_api_req *r)
   abx_registry_lock();
   struct abx_sandbox *s = abx_registry_find(id);
   int ok = s && !s->paused;
-  if (ok && (!abx_flavor()->timeout_extends_only || end > s->end_ns))
+  if (ok && (!abx_flavor()->timeout_extends_only || end > s->end_ns) &&
+      !abx_mutant_on(ABX_MUT_SET_TIMEOUT_NOOP)) /* mutant set-timeout-noop: 204, TTL kept */
     s->end_ns = end;
   abx_registry_unlock();
   return ok ? abx_http_json(r->c, 204, NULL) : abx_api_not_found(r->c, id);

@@ -161,6 +161,29 @@ static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id, 
   return edge_error(c, ABX_EDGE_PAUSED, id, 0, NULL, can_resume);
 }
 
+/* ---- the mutants of the edge (util/mutant.h, ingress.h "Mutants") --------------------------- */
+
+/* 1 when this envd request into sandbox `id` is to be answered with a gateway's bare 502 instead
+ * of forwarded: create-before-ready while the sandbox is in its first 2 s (since its started_ns,
+ * set when its create or fork answered), else transient-502 on every Nth envd request (one
+ * counter for every sandbox; the 502s of create-before-ready are not counted). */
+static int mutant_bare_502(const char *id)
+{
+  if (abx_mutant_on(ABX_MUT_CREATE_BEFORE_READY)) {
+    abx_registry_lock();
+    struct abx_sandbox *sb = abx_registry_find(id);
+    int young = sb && abx_now_ns() - sb->started_ns < 2000000000LL;
+    abx_registry_unlock();
+    if (young)
+      return 1;
+  }
+  if (!abx_mutant_on(ABX_MUT_TRANSIENT_502))
+    return 0;
+  static unsigned long count;
+  unsigned long k = __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
+  return k % (unsigned long)abx_mutant_param(ABX_MUT_TRANSIENT_502) == 0;
+}
+
 /* ---- the request's setup ------------------------------------------------------------------- */
 
 /* Constant time over the expected token's length. */
@@ -297,6 +320,10 @@ enum MHD_Result abx_ingress_handle(struct MHD_Connection *c, const struct abx_ro
     close(netns);
     return abx_http_json(
         c, 403, json_pack("{s:s,s:s,s:i}", "sandboxId", route->id, "message", denied, "code", 403));
+  }
+  if (route->port == ABX_E2B_ENVD_PORT && mutant_bare_502(route->id)) {
+    close(netns);
+    return abx_http_text(c, 502, "text/html", ABX_MUT_BARE_502, strlen(ABX_MUT_BARE_502));
   }
   struct abx_stream *p = abx_stream_new();
   if (!p) {

@@ -44,6 +44,11 @@
  *          400 for half or malformed routing info; 413 for bodies over the limit (serve.c).
  *          The 403s, the 503 of too many upgrades and an upgrade's bad answer are E2B's shape for
  *          every family.
+ * Mutants: with `serve --mutant` (util/mutant.h, docs/mutants.md) a request to envd's port
+ *          (49983) of a running sandbox, once its traffic credentials passed, may be answered
+ *          502 text/html ABX_MUT_BARE_502 and not forwarded: transient-502[:N] every Nth such
+ *          request (one count for all sandboxes, so a test is reproducible), create-before-ready
+ *          in the 2 s after the sandbox's create (or fork) answered.
  */
 #ifndef ABX_INGRESS_INGRESS_H
 #define ABX_INGRESS_INGRESS_H

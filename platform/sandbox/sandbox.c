@@ -560,8 +560,14 @@ static int spawn(struct abx_sandbox *sb, struct boot *b, char *err, size_t errle
     return -1;
   }
   build_argv(&b->a, sb);
+  /* `serve --mutant`'s envd mutants (util/mutant.h) reach envd as ABX_ENVD_MUTANTS, in every
+   * sandbox but a template build's, whose steps must not be lied to */
+  char mutants[600] = "ABX_ENVD_MUTANTS=";
+  size_t k = strlen(mutants);
+  int lie = sb->id[0] != 'b' &&
+            abx_mutant_names_on(ABX_MUT_LAYERS(ENVD), ",", 0, mutants + k, sizeof mutants - k) > 0;
   char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
-                  "LANG=C.UTF-8", NULL};
+                  "LANG=C.UTF-8", lie ? mutants : NULL, NULL};
   sb->pid = abx_spawner_run(BWRAP, b->a.v, envp, b->pipefd[1], b->logfd, b->cgroups, KEEP_CAPS);
   close(b->pipefd[1]);
   b->pipefd[1] = -1;

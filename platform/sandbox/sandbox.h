@@ -6,7 +6,9 @@
  *          sandbox's template (rootfs.h: /home/user uid 1000 0755, /root 0700, /tmp 1777, /usr and
  *          /etc writable copy-on-write); /opt/abx/abxlua (read-only) is abxlua-envd when it sits
  *          beside the serving abxlua (envd and sudo only, fewer libraries), else abxlua itself, and
- *          runs `envd --port 49983`; volumes are bound at their paths (read-only when asked); boot_id (a
+ *          runs `envd --port 49983` (with ABX_ENVD_MUTANTS="name,..." in its environment when
+ *          `serve --mutant` turned envd mutants on, util/mutant.h; never in a build's sandbox);
+ *          volumes are bound at their paths (read-only when asked); boot_id (a
  *          UUID made for each boot) is bound read-only over /proc/sys/kernel/random/boot_id. The state
  *          dir, host /root, /home, /work and /tmp are never mounted in. Every process is in the
  *          sandbox's cgroups (cgroup.h) from the start. Network: a namespace of its own with

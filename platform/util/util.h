@@ -1,6 +1,7 @@
 /*
  * util/util.h: the door of platform/util/, the platform's shared plumbing: the serve log, clocks, files, random ids, text codecs,
- * HTTP answers and their --faults rules, TLS and the worker pool. Every wing may include it.
+ * HTTP answers and their --faults rules, TLS, the worker pool, the flavour table and the mutant
+ * catalogue. Every wing may include it.
  *
  * Other wings include this header alone (tests/layout/wings.py); the headers it names are the
  * wing's contract, each with its own comment. The wing's other headers are its own.
@@ -18,5 +19,6 @@
 #include "tls.h"
 #include "pool.h"
 #include "flavor.h"
+#include "mutant.h"
 
 #endif

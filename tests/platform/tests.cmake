@@ -123,3 +123,8 @@ set_tests_properties(platform_serve_log PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 
 # what it cannot serve, dies with serve; the default pool waits for its template's first create
 add_test(NAME platform_warm_pool COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_warm_pool.py $<TARGET_FILE:abxlua>)
 set_tests_properties(platform_warm_pool PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+# serve --mutant (issue 27, platform/util/mutant.h): each api and ingress mutant fires on a serve
+# with it and not on a truthful one; usage errors, --mutant list, the first log line, and the envd
+# mutants in envd's environment (ABX_ENVD_MUTANTS). About 10 s.
+add_test(NAME platform_mutants COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/platform/test_mutants.py $<TARGET_FILE:abxlua>)
+set_tests_properties(platform_mutants PROPERTIES TIMEOUT 240 SKIP_RETURN_CODE 77)
