@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #endif
 #include "envd/envd_int.h"
+#include "envd/mutants.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -273,11 +274,14 @@ enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c)
     res = envd_send_rest_err(c, 400, msg);
   } else {
     fcntl(fd, F_SETFL, 0);
+    if (envd_mutant_on(e, ENVD_MUT_BINARY_READ_MANGLED))
+      fd = envd_mutant_mangle_fd(fd, &st);
     bool gz = wants_gzip(c);
-    struct MHD_Response *r =
-        gz ? gzip_response(fd) : MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+    struct MHD_Response *r = fd < 0 ? NULL
+                             : gz   ? gzip_response(fd)
+                                    : MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
     if (!r) {
-      if (!gz)
+      if (!gz && fd >= 0)
         close(fd);
     } else {
       if (gz)
