@@ -23,6 +23,7 @@
  * Files:   missing parents created (0755) as root and chowned to the user, as E2B's envd does
  *          (only the directories created; envd_mkdir_p); files created (0666 & ~umask 022) as
  *          the user, so owned by the user; existing files truncated and fchown'ed to the user.
+ * Mutants: binary-read-mangled (GET) and large-upload-dropped (POST) lie here (mutants.h).
  * Source:  docs/protocol/envd-protocol.md §7 (/files), §8 (signatures), §6.1.
  */
 #ifndef _GNU_SOURCE

@@ -34,9 +34,13 @@
  *   command-tail-1s      opensandbox-group/OpenSandbox#1661: every process's end event is queued
  *                        ENVD_MUT_TAIL_MS (1 s) after envd saw the process end and its output
  *                        drained, so every command takes at least 1 s.
- * execd:   on OpenSandbox's execd routes (--execd-port, execd*.c) only what comes through the
- *          process table shows: a command's exit 0, stderr as stdout, the final event 1 s late;
- *          the file and stream mutants apply to the E2B envd routes only.
+ * execd:   OpenSandbox's execd routes (--execd-port, execd*.c) show the same facts: GET
+ *          /files/download is mangled (Range and offset/limit apply to the mangled bytes),
+ *          POST /files/upload drops a file over 18 KiB, and a command's events (built on the
+ *          process table) report exit 0 (execution_complete), stderr as stdout, the final event
+ *          1 s late (execd's own 1 s linger follows it); stream-no-end keeps a POST /command (or
+ *          session run) SSE stream open with its pings and without its final event, while the
+ *          command's status says it ended.
  * Scope:   the lies apply to every caller of envd, serve's own process runs through envd
  *          (template start and ready commands) included.
  * Source:  issue 27's mutant catalogue (`abxlua serve --mutant list` prints it); the public
