@@ -14,6 +14,8 @@
  * Limits:  request messages over ENVD_MAX_MSG are not buffered (resource_exhausted).
  * Signals: SIGTERM/SIGINT stop the daemon; live processes are killed; SIGCHLD goes to the reaper.
  * sudo:    as root, envd first forks its sudo broker (sudo_broker.c, contract in sudo.h).
+ * Mutants: ABX_ENVD_MUTANTS="name,..." turns on envd's lies (mutants.h); an unknown name is a
+ *          usage error (exit 4) naming the valid ones; the ones on are logged at start.
  * Source:  docs/protocol/envd-protocol.md §1, §6.1, §7, §9.
  */
 #ifndef _GNU_SOURCE
@@ -33,6 +35,7 @@
 
 #include "envd/envd_int.h"
 #include "envd/execd_int.h"
+#include "envd/mutants.h"
 #include "envd/process.h"
 #include "envd/sudo.h"
 
@@ -268,6 +271,9 @@ static void usage(FILE *f)
              "                     opensandbox flavour); X-EXECD-ACCESS-TOKEN must equal the\n"
              "                     access token /init set, when one is set (docs/PLATFORM.md)\n"
              "  --version     print the envd version (" ABX_E2B_ENVD_VERSION ") and exit\n");
+  fputs("  Environment: ABX_ENVD_MUTANTS=NAME[,NAME...] makes envd lie in the named ways, to\n"
+        "  test a suite (serve sets it for its envd mutants; an unknown name is refused)\n",
+        f);
 }
 
 /* envd's command line. */
@@ -396,6 +402,12 @@ int abx_envd_main(int argc, char **argv)
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0)
     return rc;
+  unsigned mutants = 0;
+  char mmsg[512];
+  if (envd_mutants_parse(getenv("ABX_ENVD_MUTANTS"), &mutants, mmsg, sizeof mmsg) < 0) {
+    fprintf(stderr, "envd: %s\n", mmsg);
+    return 4;
+  }
   /* Signals are handled synchronously: every thread inherits this mask. */
   sigset_t set;
   sigemptyset(&set);
@@ -408,7 +420,7 @@ int abx_envd_main(int argc, char **argv)
 
   /* Before any thread: the broker is a single-threaded child (sudo.h). */
   pid_t broker = envd_sudo_broker_start();
-  struct envd e = {0};
+  struct envd e = {.mutants = mutants};
   pthread_mutex_init(&e.mu, NULL);
   if (envd_procs_init(&e) < 0 || envd_watchers_init(&e) < 0) {
     fprintf(stderr, "envd: cannot start the process or watcher table\n");
@@ -420,6 +432,10 @@ int abx_envd_main(int argc, char **argv)
   rc = start_listeners(&e, &a, &d, &xd);
   if (rc == 0) {
     fprintf(stderr, "envd %s listening on %s:%ld\n", ABX_E2B_ENVD_VERSION, a.host, a.port);
+    if (mutants) {
+      envd_mutants_names(mutants, mmsg, sizeof mmsg);
+      fprintf(stderr, "envd: mutants on (it lies on purpose): %s\n", mmsg);
+    }
     serve_until_signal(&e, d, xd);
   }
   envd_teardown(&e, broker);

@@ -48,6 +48,7 @@ struct envd {
   struct envd_cpu_prev {
     unsigned long long total, idle;
   } cpu_prev;
+  unsigned mutants; /* mutants.h: the lies of ABX_ENVD_MUTANTS, a bit each; 0: none */
 };
 
 /* A Connect error: code is a static Connect code name, msg is malloc'd (may be NULL). */

@@ -3,7 +3,8 @@
  * background log file; then the exit recorded and the final event) and the text/event-stream
  * answer (init, queued events, a ping every 3 s, the 1 s linger). Wire in execd_command.c; a bash
  * session's run (execd_session.c) goes through the same watcher and answer, its lines split as
- * bufio.ScanLines does and filtered by the session.
+ * bufio.ScanLines does and filtered by the session. Mutants: stream-no-end keeps the answer open
+ * without its final event (mutants.h).
  * Source: components/execd/pkg/runtime/command.go, command_common.go (readFromPos),
  *   web/controller/sse.go, model/codeinterpreting.go @3bb6fad.
  */
@@ -11,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include "envd/execd_cmd_int.h"
+#include "envd/mutants.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -234,7 +236,10 @@ static void queue_final_events(struct execd_cmd *c, struct watch *w)
                           "traceback", w->status);
     evb = execd_event_bytes("error", NULL, x, &len);
   }
-  push_event(c, evb, len);
+  if (envd_mutant_on(c->tab->e, ENVD_MUT_STREAM_NO_END))
+    free(evb); /* stream-no-end: the final event is never sent */
+  else
+    push_event(c, evb, len);
 }
 
 /* Record the end in c (under the table's mutex, waking its waiters), drop the watcher's
@@ -359,8 +364,9 @@ static ssize_t sse_cb(void *cls, uint64_t pos, char *buf, size_t max)
       execd_kill_on_gone(c);
       return MHD_CONTENT_READER_END_WITH_ERROR;
     }
+    bool no_end = envd_mutant_on(c->tab->e, ENVD_MUT_STREAM_NO_END); /* pings, never closes */
     pthread_mutex_lock(&c->tab->mu);
-    if (!c->head && !c->final_queued) {
+    if (!c->head && (!c->final_queued || no_end)) {
       int64_t until = s->next_ping < now + 1000 ? s->next_ping : now + 1000;
       execd_wait_until(&c->cond, &c->tab->mu, until);
     }
@@ -372,7 +378,7 @@ static ssize_t sse_cb(void *cls, uint64_t pos, char *buf, size_t max)
       c->qbytes -= i->len;
       pthread_cond_broadcast(&c->cond);
     }
-    bool fin = !i && c->final_queued;
+    bool fin = !i && c->final_queued && !no_end;
     pthread_mutex_unlock(&c->tab->mu);
     now = envd_now_ms();
     if (i) {

@@ -16,6 +16,7 @@
  *          INVALID_FILE_METADATA; write or chmod failures → 500 RUNTIME_ERROR. Unlike execd,
  *          which checks the counts before writing, files before a late error stay written.
  * Download: see execd_files.c's header (Range, offset/limit). Bodies stream from the file.
+ * Mutants: binary-read-mangled and large-upload-dropped change both routes (mutants.h).
  * Source:  components/execd/pkg/web/controller/filesystem_upload.go, filesystem_download.go,
  *          utils.go ParseRange @3bb6fad; opensandbox-group/OpenSandbox specs/execd-api.yaml.
  */
@@ -23,6 +24,7 @@
 #define _GNU_SOURCE
 #endif
 #include "envd/execd_int.h"
+#include "envd/mutants.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -207,6 +209,8 @@ static enum MHD_Result part_iter(void *cls, enum MHD_ValueKind kind, const char 
     u->meta = m;
     u->meta_len += size;
   } else if (u->kind == 2 && u->fd >= 0) {
+    if (envd_mutant_upload_drop(u->e, &u->fd, u->path, NULL, u->bytes))
+      return MHD_YES; /* large-upload-dropped: no file, the usual answer */
     while (size > 0) {
       ssize_t w = write(u->fd, data, size);
       if (w < 0 && errno == EINTR)
@@ -555,6 +559,9 @@ enum MHD_Result execd_files_download(struct execd_req *r)
     close(fd);
     res = execd_send_err(c, 500, "RUNTIME_ERROR", "error accessing file: read %s: is a directory",
                          path);
+  } else if (envd_mutant_on(r->e, ENVD_MUT_BINARY_READ_MANGLED) &&
+             (fd = envd_mutant_mangle_fd(fd, &st)) < 0) {
+    res = execd_send_err(c, 500, "RUNTIME_ERROR", "error accessing file: read %s", path);
   } else if (lines) {
     res = answer_lines(c, fd, ro, rl);
   } else {

@@ -23,12 +23,14 @@
  * Files:   missing parents created (0755) as root and chowned to the user, as E2B's envd does
  *          (only the directories created; envd_mkdir_p); files created (0666 & ~umask 022) as
  *          the user, so owned by the user; existing files truncated and fchown'ed to the user.
+ * Mutants: binary-read-mangled (GET) and large-upload-dropped (POST) lie here (mutants.h).
  * Source:  docs/protocol/envd-protocol.md §7 (/files), §8 (signatures), §6.1.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "envd/envd_int.h"
+#include "envd/mutants.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -273,11 +275,14 @@ enum MHD_Result envd_files_get(struct envd *e, struct MHD_Connection *c)
     res = envd_send_rest_err(c, 400, msg);
   } else {
     fcntl(fd, F_SETFL, 0);
+    if (envd_mutant_on(e, ENVD_MUT_BINARY_READ_MANGLED))
+      fd = envd_mutant_mangle_fd(fd, &st);
     bool gz = wants_gzip(c);
-    struct MHD_Response *r =
-        gz ? gzip_response(fd) : MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
+    struct MHD_Response *r = fd < 0 ? NULL
+                             : gz   ? gzip_response(fd)
+                                    : MHD_create_response_from_fd64((uint64_t)st.st_size, fd);
     if (!r) {
-      if (!gz)
+      if (!gz && fd >= 0)
         close(fd);
     } else {
       if (gz)

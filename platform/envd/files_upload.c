@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include "envd/envd_int.h"
+#include "envd/mutants.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -158,6 +159,8 @@ static bool open_target(struct envd_upload *up, const char *target)
 
 static bool write_all(struct envd_upload *up, const char *data, size_t len)
 {
+  if (envd_mutant_upload_drop(up->e, &up->fd, up->cur, &up->user, up->cur_written + len))
+    return true; /* large-upload-dropped: no file, the usual answer */
   while (len > 0) {
     ssize_t n = write(up->fd, data, len);
     if (n < 0 && errno == EINTR)
@@ -342,7 +345,7 @@ static bool post_plain(struct envd_upload *up, const char *data, size_t len)
       up_fail(up, 400, "malformed multipart body%s%s", "", NULL);
     return !up->fail_status;
   }
-  return up->fd >= 0 && write_all(up, data, len);
+  return up->fd < 0 || write_all(up, data, len); /* fd < 0 here: the file was dropped */
 }
 
 void envd_files_post_free(struct envd_upload *up)

@@ -9,6 +9,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "envd/mutants.h"
 #include "envd/process_int.h"
 
 #include <errno.h>
@@ -228,7 +229,9 @@ static void publish_end(struct envd_proc *p)
   }
   if (!p->exited)
     p->wstatus = SIGKILL; /* shutting down: report as killed */
-  json_t *j = end_event(p->wstatus);
+  struct envd *e = p->tab->e;
+  envd_mutant_hold_end(e, &p->cond, &p->mu, &p->tab->stop); /* command-tail-1s */
+  json_t *j = end_event(envd_mutant_on(e, ENVD_MUT_EXIT_CODE_ZERO) ? 0 : p->wstatus);
   p->end_env = envd_envelope(0, j, &p->end_len);
   json_decref(j);
   for (struct envd_sub *s = p->subs; s; s = s->next) {
@@ -250,9 +253,10 @@ static void publish_end(struct envd_proc *p)
 void *envd_proc_reader_main(void *arg)
 {
   struct envd_proc *p = arg;
+  bool err_as_out = envd_mutant_on(p->tab->e, ENVD_MUT_STDERR_AS_STDOUT); /* mutants.h */
   struct reader r = {.p = p,
                      .fds = {p->out_fd, p->err_fd},
-                     .names = {p->pty ? "pty" : "stdout", "stderr"},
+                     .names = {p->pty ? "pty" : "stdout", err_as_out ? "stdout" : "stderr"},
                      .chunk = p->pty ? ENVD_PTY_CHUNK : ENVD_CHUNK};
   r.buf = malloc(r.chunk);
   int64_t quiet_since = 0;

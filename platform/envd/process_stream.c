@@ -12,6 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "envd/mutants.h"
 #include "envd/process.h"
 
 #include <poll.h>
@@ -85,6 +86,7 @@ struct pstream {
   int phase; /* 0: start pending, 1: events, 2: end-stream sent */
   int64_t keepalive, last_send, deadline;
   bool start_call; /* Start with a process deadline */
+  bool end_held;   /* stream-no-end (mutants.h): the end event came and was not sent */
   int fd;          /* client socket, for disconnect checks */
 };
 
@@ -111,6 +113,18 @@ static void end_stream(struct pstream *st, const char *code, const char *msg)
   char *b = envd_end_envelope(&err, &len);
   set_out(st, b, len);
   st->phase = 2;
+}
+
+/* stream-no-end (mutants.h): the end event was held back, so nothing more comes from the process;
+ * wait until until_ms or until the client hangs up (socket fd), whichever is first. Returns 0,
+ * envd_sub_next's "nothing yet". */
+static int idle_until(int fd, int64_t until_ms)
+{
+  int64_t left = until_ms - envd_now_ms();
+  struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
+  if (left > 0)
+    poll(&pf, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+  return 0;
 }
 
 static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -150,9 +164,13 @@ static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
     if (st->deadline && until > st->deadline)
       until = st->deadline;
     char *b = NULL;
-    int rc = envd_sub_next(st->p, st->s, until, &b, &len);
+    int rc =
+        st->end_held ? idle_until(st->fd, until) : envd_sub_next(st->p, st->s, until, &b, &len);
     now = envd_now_ms();
-    if (rc == 1) {
+    if (rc == 1 && envd_mutant_hides_end(st->e, b, len)) {
+      free(b);
+      st->end_held = true;
+    } else if (rc == 1) {
       set_out(st, b, len);
       st->last_send = now;
     } else if (rc == 2) {

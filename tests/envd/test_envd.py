@@ -3,7 +3,8 @@
 
 Usage: test_envd.py <path to abxlua>. Runs envd in a bwrap sandbox (own pid namespace, a
 throwaway /etc/passwd with root and user:1000, /home/user on a temp dir) on a free loopback
-port, then checks the process and filesystem Connect services, /files, /init and auth.
+port, then checks the process and filesystem Connect services, /files, /init and auth, and
+(t_mutants) that each envd mutant of ABX_ENVD_MUTANTS lies only when named, on an envd of its own.
 Protocol source: docs/protocol/envd-protocol.md (sections cited per check).
 Exit code 0 when every check passes; 77 (skip) when bwrap is missing or cannot run.
 """
@@ -1063,6 +1064,202 @@ def t_metrics():
     check(out == ENVD_VERSION, f"envd --version prints {ENVD_VERSION} ({out!r})")
 
 
+# ---- mutants (platform/envd/mutants.h): ABX_ENVD_MUTANTS makes envd lie in a named way ---------
+# Each probe runs against the envd at PORT and says "clean" (the truth, byte for byte),
+# "mutated" (exactly the documented lie) or what else it saw. t_mutants runs each probe on the
+# main envd (no ABX_ENVD_MUTANTS: must be clean) and on an envd started with that one mutant
+# (must be mutated).
+ENVD_MUTANTS = ["binary-read-mangled", "large-upload-dropped", "exit-code-zero", "stderr-as-stdout",
+                "stream-no-end", "command-tail-1s"]
+
+
+def get_gzip(path):
+    import gzip
+    c = conn()
+    c.request("GET", "/files?" + urllib.parse.urlencode({"path": path}),
+              headers=hdrs(None, TOKEN, {"Accept-Encoding": "gzip"}))
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, gzip.decompress(body) if r.getheader("Content-Encoding") == "gzip" else body
+
+
+def probe_binary_read_mangled():
+    """CubeSandbox#1570: a read decoded as UTF-8 text, invalid sequences as U+FFFD."""
+    import random
+    rnd = random.Random(1570)
+    data = (b"\x89PNG\r\n\x1a\n\x00\xff\xfe text \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80 \xed\xa0\x80"
+            b"\xf4\x90\x80\x80\xc0\xaf\xe0\x80\xaf\xf8\x88\x80\x80\x80" +
+            bytes(rnd.getrandbits(8) for _ in range(200000)) + "é€😀".encode() * 30000 + b"\xe2\x82")
+    mangled = data.decode("utf-8", "replace").encode("utf-8")
+    st, j = files_post("/tmp/mut/bin.dat", data)
+    if st != 200:
+        return f"upload {st} {j}"
+    got = [files_get("/tmp/mut/bin.dat"), get_gzip("/tmp/mut/bin.dat")]
+    if all(g == (200, data) for g in got):
+        return "clean"
+    if all(g == (200, mangled) for g in got):
+        return "mutated"
+    return f"other: {[(g[0], len(g[1])) for g in got]} want {len(data)} or {len(mangled)}"
+
+
+def probe_large_upload_dropped():
+    """OpenSandbox#1016: an upload over 18 KiB answers success and leaves no file."""
+    import gzip
+    big, edge = os.urandom(18433), os.urandom(18432)
+    inflated = b"a line of text that compresses well\n" * 2000  # 72000 bytes, gzip'd far below 18 KiB
+    bnd = "mutbnd"
+    mp = (f"--{bnd}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/mut/mp.bin\"\r\n"
+          f"Content-Type: application/octet-stream\r\n\r\n").encode() + big + f"\r\n--{bnd}--\r\n".encode()
+    files_post("/tmp/mut/old.bin", b"was here")
+    ups = [files_post("/tmp/mut/big.bin", big), files_post("/tmp/mut/edge.bin", edge),
+           files_post("/tmp/mut/old.bin", big),
+           files_post(None, mp, ctype=f"multipart/form-data; boundary={bnd}"),
+           files_post_h("/tmp/mut/gz.txt", gzip.compress(inflated), {"Content-Encoding": "gzip"},
+                        user="root")]
+    names = ["big.bin", "edge.bin", "old.bin", "mp.bin", "gz.txt"]
+    want = [(200, [{"path": "/tmp/mut/" + n, "name": n, "type": "file"}]) for n in names]
+    if ups != want:
+        return f"answers {ups}"
+    reads = [files_get("/tmp/mut/" + n) for n in names]
+    bodies = [big, edge, big, big, inflated]
+    if all(r == (200, b) for r, b in zip(reads, bodies)):
+        return "clean"
+    if [r[0] for r in reads] == [404, 200, 404, 404, 404] and reads[1][1] == edge:
+        return "mutated"
+    return f"other: {[(r[0], len(r[1])) for r in reads]}"
+
+
+def probe_exit_code_zero():
+    """Every end event says exit 0."""
+    ends = [run("sh", ["-c", "echo x; exit 3"])["end"], run("sh", ["-c", "kill -9 $$"])["end"]]
+    if ends == [{"exitCode": 3, "exited": True, "status": "exit status 3", "error": "exit status 3"},
+                {"exitCode": -1, "status": "signal: killed", "error": "signal: killed"}]:
+        return "clean"
+    if ends == [{"exited": True, "status": "exit status 0"}] * 2:
+        return "mutated"
+    return f"other: {ends}"
+
+
+def probe_stderr_as_stdout():
+    """stderr's bytes come as stdout data events."""
+    r = run("sh", ["-c", "echo out; echo err >&2"])
+    if (r["stdout"], r["stderr"]) == (b"out\n", b"err\n"):
+        return "clean"
+    if r["stderr"] == b"" and sorted(r["stdout"].splitlines()) == [b"err", b"out"]:
+        return "mutated"
+    return f"other: {r['stdout']!r} {r['stderr']!r}"
+
+
+def probe_stream_no_end():
+    """OpenSandbox#1277: the stream never sends its end; keepalives go on; the process ends."""
+    s = Stream("/process.Process/Start", {"process": {"cmd": "sh", "args": ["-c", "echo x"]}},
+               extra={"Keepalive-Ping-Interval": "1"})
+    evs, after_exit = [], 0
+    try:
+        while True:
+            e = s.next()
+            if e is None:
+                break
+            evs.append(e)
+            ev = e[1].get("event", {})
+            if "end" in ev or e[0] == 2:
+                continue
+            pid = evs[0][1].get("event", {}).get("start", {}).get("pid")
+            if "keepalive" in ev and pid not in list_pids()[1]:
+                after_exit += 1  # a keepalive after the process was gone from List
+                if after_exit == 2:
+                    break
+    finally:
+        s.close()
+    r = summarize(200, evs)
+    if r["end"] == {"exited": True, "status": "exit status 0"} and r["trailer"] == {} and r["order_ok"]:
+        return "clean"
+    if r["end"] is None and r["trailer"] is None and after_exit == 2 and r["stdout"] == b"x\n":
+        return "mutated"
+    return f"other: {evs}"
+
+
+def end_gap():
+    """Seconds from a process's last act (its own wall clock) to its end event's arrival."""
+    s = Stream("/process.Process/Start", {"process": {"cmd": "sh", "args": ["-c", "date +%s.%N"]}})
+    out, t_end = b"", None
+    while True:
+        e = s.next()
+        if e is None:
+            break
+        ev = e[1].get("event", {})
+        if "data" in ev:
+            out += base64.b64decode(ev["data"].get("stdout", ""))
+        if "end" in ev:
+            t_end = time.time()
+    s.close()
+    return t_end - float(out) if t_end is not None and out.strip() else None
+
+
+def probe_command_tail_1s():
+    """OpenSandbox#1661: the end event comes 1 s after the process ended. With the tail every
+    gap is at least 1 s (envd holds the end 1 s of CLOCK_MONOTONIC; 5 ms of slack for the wall
+    clock); without it one of up to 5 tries is under 1 s (no bound on a busy machine)."""
+    gaps = []
+    for _ in range(5):
+        gaps.append(end_gap())
+        if None in gaps:
+            return f"other: {gaps}"
+        if gaps[-1] < 0.995:
+            return "clean"
+        if len(gaps) == 2:
+            return "mutated"
+    return f"other: {gaps}"
+
+
+PROBES = {"binary-read-mangled": probe_binary_read_mangled,
+          "large-upload-dropped": probe_large_upload_dropped,
+          "exit-code-zero": probe_exit_code_zero, "stderr-as-stdout": probe_stderr_as_stdout,
+          "stream-no-end": probe_stream_no_end, "command-tail-1s": probe_command_tail_1s}
+
+
+def t_mutants():
+    global PORT
+    main_port = PORT
+    for name in ENVD_MUTANTS:
+        got = PROBES[name]()
+        check(got == "clean", f"{name}: envd without ABX_ENVD_MUTANTS tells the truth ({got})")
+        port = free_port()
+        proc, log = start_envd(BINARY, TMP, port, {"ABX_ENVD_MUTANTS": name}, f"{TMP}/mut-{name}.log")
+        try:
+            PORT = port
+            up = wait_up(proc, port)
+            check(up, f"{name}: envd with ABX_ENVD_MUTANTS={name} starts")
+            if up:
+                got = PROBES[name]()
+                check(got == "mutated", f"{name}: ABX_ENVD_MUTANTS={name} makes envd lie ({got})")
+            stop_envd(proc, f"{name}: envd with the mutant")
+        finally:
+            PORT = main_port
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+        text = open(f"{TMP}/mut-{name}.log").read()
+        check(f"mutants on (it lies on purpose): {name}" in text, f"{name}: its envd logs it ({text[-300:]!r})")
+    # fail closed: an unknown name (an api mutant's too) is refused at start, naming the valid ones
+    for bad, named in (("exit-code-zero,kill-noop", "kill-noop"), ("bogus", "bogus")):
+        port = free_port()
+        proc, log = start_envd(BINARY, TMP, port, {"ABX_ENVD_MUTANTS": bad}, f"{TMP}/mut-bad.log")
+        try:
+            up = wait_up(proc, port)  # the unmutated envd would come up: then this check fails
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            rc = proc.wait()
+            log.close()
+        text = open(f"{TMP}/mut-bad.log").read()
+        check(not up and rc == 4 and f"unknown envd mutant '{named}'" in text
+              and all(n in text for n in ENVD_MUTANTS),
+              f"ABX_ENVD_MUTANTS={bad} refused at start, naming the valid ones (rc {rc}: {text.strip()!r})")
+
+
 def find_envd(root):
     """Host pid of the envd process below bwrap (pid `root`)."""
     todo = [root]
@@ -1084,6 +1281,60 @@ BINARY = None
 TMP = None
 
 
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_envd(binary, tmp, port, env, logpath):
+    """envd of `binary` in a bwrap sandbox on 127.0.0.1:port with the environment variables env
+    (besides ENVD_SECRET_VAR), its output in logpath. -> (the bwrap Popen, the open log)."""
+    envs = ["--setenv", "ENVD_SECRET_VAR", "x"]
+    for k, v in (env or {}).items():
+        envs += ["--setenv", k, v]
+    cmd = ["bwrap", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--die-with-parent",
+           "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+           "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+           "--ro-bind", "/etc", "/etc", "--ro-bind", f"{tmp}/passwd", "/etc/passwd",
+           "--ro-bind", f"{tmp}/group", "/etc/group", "--perms", "0755", "--dir", "/home", "--bind", f"{tmp}/home", "/home/user",
+           "--perms", "0700", "--dir", "/root", "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev",
+           "--ro-bind", binary, "/opt/abx/abxlua", "--clearenv"] + envs + [
+           "/opt/abx/abxlua", "envd", "--port", str(port), "--host", "127.0.0.1"]
+    log = open(logpath, "w")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log
+
+
+def wait_up(proc, port):
+    """True once envd on port answers GET /health 204; False when it exited first."""
+    while proc.poll() is None:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("GET", "/health")
+            ok = c.getresponse().status == 204
+            c.close()
+            if ok:
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def stop_envd(proc, what):
+    """SIGTERM the envd below bwrap proc; it must exit 0."""
+    pid = find_envd(proc.pid)
+    check(pid is not None, f"{what}: envd process found under bwrap")
+    if pid:
+        os.kill(pid, 15)
+    try:
+        rc = proc.wait(timeout=60)
+        check(rc == 0, f"{what}: exits 0 on SIGTERM (rc {rc})")
+    except subprocess.TimeoutExpired:
+        check(False, f"{what}: stops on SIGTERM")
+
+
 def main():
     global PORT, ENVD_PID, BINARY, TMP
     binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/abxlua")
@@ -1098,20 +1349,8 @@ def main():
         f.write("root:x:0:\nuser:x:1000:\n")
     os.mkdir(f"{tmp}/home")
     os.chown(f"{tmp}/home", 1000, 1000)
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    PORT = s.getsockname()[1]
-    s.close()
-    cmd = ["bwrap", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--die-with-parent",
-           "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-           "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
-           "--ro-bind", "/etc", "/etc", "--ro-bind", f"{tmp}/passwd", "/etc/passwd",
-           "--ro-bind", f"{tmp}/group", "/etc/group", "--perms", "0755", "--dir", "/home", "--bind", f"{tmp}/home", "/home/user",
-           "--perms", "0700", "--dir", "/root", "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev",
-           "--ro-bind", binary, "/opt/abx/abxlua", "--clearenv", "--setenv", "ENVD_SECRET_VAR", "x",
-           "/opt/abx/abxlua", "envd", "--port", str(PORT), "--host", "127.0.0.1"]
-    log = open(f"{tmp}/envd.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    PORT = free_port()
+    proc, log = start_envd(binary, tmp, PORT, None, f"{tmp}/envd.log")
     try:
         deadline = time.time() + 10
         while time.time() < deadline:
@@ -1135,7 +1374,7 @@ def main():
                  t_timeout,
                  t_stdin_signal_connect, t_big_output, t_streams_more, t_filesystem, t_files,
                  t_pty, t_stream_input, t_watch_dir, t_watchers, t_metadata, t_gzip, t_metrics,
-                 t_default_user]
+                 t_default_user, t_mutants]
         only = os.environ.get("ENVD_TESTS")  # e.g. ENVD_TESTS=t_pty,t_gzip (t_health_init always)
         if only:
             tests = [t for t in tests if t.__name__ in only.split(",") or t is t_health_init]

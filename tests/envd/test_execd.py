@@ -5,8 +5,9 @@
 Usage: test_execd.py <path to abxlua>. Runs envd in a bwrap sandbox (own pid namespace, a
 throwaway /etc/passwd with root and user:1000) with the envd port and an execd port on loopback,
 then checks every execd route envd serves (commands, files, directories, search and replace, bash
-sessions, metrics), the token rule, and the 404s of the routes it does not serve. Wire source: opensandbox-group/OpenSandbox specs/execd-api.yaml and OpenSandbox @3bb6fad
-components/execd/pkg (web/controller, web/model, runtime), cited per check.
+sessions, metrics), the token rule, the 404s of the routes it does not serve, and (t_mutants) that
+each envd mutant of ABX_ENVD_MUTANTS lies on execd's routes only when named. Wire source:
+opensandbox-group/OpenSandbox specs/execd-api.yaml and OpenSandbox @3bb6fad components/execd/pkg (web/controller, web/model, runtime), cited per check.
 Exit code 0 when every check passes; 77 (skip) when bwrap is missing.
 """
 import http.client
@@ -629,6 +630,172 @@ def t_token():
     check(texts(evs, "stdout") == ["authed"], "a command with the token runs")
 
 
+# ---- mutants (platform/envd/mutants.h) on execd's routes ----------------------------------------
+# Each probe runs against the execd at EXECD_PORT and says "clean" (the truth), "mutated" (exactly
+# the documented lie) or what else it saw; t_mutants runs it on the main envd (no
+# ABX_ENVD_MUTANTS: clean) and on an envd started with that one mutant (mutated).
+MUTANTS = ["binary-read-mangled", "large-upload-dropped", "exit-code-zero", "stderr-as-stdout",
+           "stream-no-end", "command-tail-1s"]
+
+
+def upload(files):
+    """POST /files/upload of [(path, bytes)], each a metadata part then its file part."""
+    boundary = "MuTbNd"
+    parts = []
+    for path, data in files:
+        parts.append(f"--{boundary}\r\nContent-Disposition: form-data; name=\"metadata\"; filename=\"metadata\"\r\n"
+                     f"Content-Type: application/json\r\n\r\n".encode() + json.dumps({"path": path}).encode() + b"\r\n")
+        parts.append(f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{path}\"\r\n"
+                     f"Content-Type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+    return req("POST", "/files/upload", body=body,
+               headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+
+
+def probe_binary_read_mangled():
+    """CubeSandbox#1570 on GET /files/download: invalid UTF-8 as U+FFFD, Range on the result."""
+    data = bytes(range(256)) * 100 + "é€😀".encode() * 1000 + b"\xf0\x9f"
+    mangled = data.decode("utf-8", "replace").encode("utf-8")
+    st, _, j = upload([("/tmp/mut/bin.dat", data)])
+    if st != 200:
+        return f"upload {st} {j}"
+    whole = req("GET", "/files/download", query={"path": "/tmp/mut/bin.dat"}, raw=True)
+    part = req("GET", "/files/download", query={"path": "/tmp/mut/bin.dat"},
+               headers={"Range": "bytes=120-139"}, raw=True)
+    got = [(whole[0], whole[2]), (part[0], part[2])]
+    if got == [(200, data), (206, data[120:140])]:
+        return "clean"
+    if got == [(200, mangled), (206, mangled[120:140])]:
+        return "mutated"
+    return f"other: {[(g[0], len(g[1])) for g in got]}"
+
+
+def probe_large_upload_dropped():
+    """OpenSandbox#1016 on POST /files/upload: a file over 18 KiB answers 200, is not there."""
+    big, edge = os.urandom(18433), os.urandom(18432)
+    st, _, body = upload([("/tmp/mut/big.bin", big), ("/tmp/mut/edge.bin", edge)])
+    if (st, body) != (200, b""):
+        return f"upload {st} {body}"
+    got = [req("GET", "/files/download", query={"path": p}, raw=True)[0::2]
+           for p in ("/tmp/mut/big.bin", "/tmp/mut/edge.bin")]
+    if got == [(200, big), (200, edge)]:
+        return "clean"
+    if got[0][0] == 404 and got[1] == (200, edge):
+        return "mutated"
+    return f"other: {[(g[0], len(g[1])) for g in got]}"
+
+
+def probe_exit_code_zero():
+    """exit 3 reported as a success: execution_complete, status exit_code 0."""
+    s, evs = run({"command": "echo out; exit 3"})
+    kinds = [e["type"] for e in evs if e["type"] != "ping"]
+    st, _, j = req("GET", f"/command/status/{evs[0]['text']}") if evs else (0, None, None)
+    if kinds[-1:] == ["error"] and evs[-1]["error"]["evalue"] == "3" and j.get("exit_code") == 3:
+        return "clean"
+    if kinds == ["init", "stdout", "execution_complete"] and j.get("exit_code") == 0 and not j.get("error"):
+        return "mutated"
+    return f"other: {evs} {j}"
+
+
+def probe_stderr_as_stdout():
+    s, evs = run({"command": "echo out; echo err >&2"})
+    out, err = texts(evs, "stdout"), texts(evs, "stderr")
+    if (out, err) == (["out"], ["err"]):
+        return "clean"
+    if err == [] and sorted(out) == ["err", "out"]:
+        return "mutated"
+    return f"other: {out} {err}"
+
+
+def probe_stream_no_end():
+    """OpenSandbox#1277: no final event, the stream stays open with its pings once the command
+    has ended (its status says so)."""
+    s = Events({"command": "echo x"})
+    evs, cid, ended = [], None, False
+    try:
+        while True:
+            e = s.next()
+            if e is None:
+                break
+            evs.append(e)
+            cid = cid or e.get("text")
+            if e["type"] in ("execution_complete", "error"):
+                continue
+            if e["type"] == "ping" and ended:
+                break  # a ping after the command ended, and no final event
+            st, _, j = req("GET", f"/command/status/{cid}")
+            ended = st == 200 and j.get("running") is False and j.get("exit_code") == 0
+    finally:
+        s.close()
+    kinds = [e["type"] for e in evs]
+    if kinds == ["init", "stdout", "execution_complete"]:
+        return "clean"
+    if ended and kinds[:2] == ["init", "stdout"] and kinds[-1] == "ping" and set(kinds[2:]) == {"ping"}:
+        return "mutated"
+    return f"other: {kinds}"
+
+
+def final_gap():
+    """Seconds from a command's last act (its wall clock) to its final event's arrival."""
+    s = Events({"command": "date +%s.%N"})
+    out, t_fin = None, None
+    while True:
+        e = s.next()
+        if e is None:
+            break
+        if e["type"] == "stdout":
+            out = e["text"]
+        if e["type"] in ("execution_complete", "error"):
+            t_fin = time.time()
+    s.close()
+    return t_fin - float(out) if t_fin is not None and out else None
+
+
+def probe_command_tail_1s():
+    """OpenSandbox#1661: the final event 1 s after the command ended (every gap at least 1 s with
+    the tail; without it one of up to 5 tries under 1 s: no bound on a busy machine)."""
+    gaps = []
+    for _ in range(5):
+        gaps.append(final_gap())
+        if None in gaps:
+            return f"other: {gaps}"
+        if gaps[-1] < 0.995:
+            return "clean"
+        if len(gaps) == 2:
+            return "mutated"
+    return f"other: {gaps}"
+
+
+PROBES = {"binary-read-mangled": probe_binary_read_mangled,
+          "large-upload-dropped": probe_large_upload_dropped,
+          "exit-code-zero": probe_exit_code_zero, "stderr-as-stdout": probe_stderr_as_stdout,
+          "stream-no-end": probe_stream_no_end, "command-tail-1s": probe_command_tail_1s}
+
+
+def t_mutants():
+    global ENVD_PORT, EXECD_PORT, TOKEN
+    main = (ENVD_PORT, EXECD_PORT, TOKEN)
+    for name in MUTANTS:
+        got = PROBES[name]()
+        check(got == "clean", f"{name}: execd without ABX_ENVD_MUTANTS tells the truth ({got})")
+        ports = (free_port(), free_port())
+        proc, log = start_envd(BINARY, TMP, *ports, {"ABX_ENVD_MUTANTS": name}, f"{TMP}/mut-{name}.log")
+        try:
+            ENVD_PORT, EXECD_PORT, TOKEN = ports[0], ports[1], None
+            up = wait_up(proc)
+            check(up, f"{name}: envd with ABX_ENVD_MUTANTS={name} starts")
+            if up:
+                got = PROBES[name]()
+                check(got == "mutated", f"{name}: ABX_ENVD_MUTANTS={name} makes execd lie ({got})")
+            stop_envd(proc, f"{name}: envd with the mutant")
+        finally:
+            ENVD_PORT, EXECD_PORT, TOKEN = main
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            log.close()
+
+
 def find_envd(root):
     """Host pid of the envd process below bwrap (pid `root`): bwrap itself does not pass a
     SIGTERM on."""
@@ -647,33 +814,67 @@ def find_envd(root):
 
 
 BWRAP_PID = None
+BINARY = None
+TMP = None
 
 
-def main():
-    global ENVD_PORT, EXECD_PORT, BWRAP_PID
-    binary = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/abxlua")
-    if not shutil.which("bwrap"):
-        print("SKIP: bwrap not installed")
-        return 77
-    tmp = tempfile.mkdtemp(prefix="execd-test-")
-    os.chmod(tmp, 0o755)
-    with open(f"{tmp}/passwd", "w") as f:
-        f.write("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n")
-    with open(f"{tmp}/group", "w") as f:
-        f.write("root:x:0:\nuser:x:1000:\n")
-    ENVD_PORT, EXECD_PORT = free_port(), free_port()
+def start_envd(binary, tmp, envd_port, execd_port, env, logpath):
+    """envd of `binary` with execd in a bwrap sandbox on 127.0.0.1 (envd_port, execd_port), the
+    environment variables env besides HOME and PATH, its output in logpath. -> (Popen, log)."""
+    envs = ["--setenv", "HOME", "/root", "--setenv", "PATH", "/usr/bin:/bin"]
+    for k, v in (env or {}).items():
+        envs += ["--setenv", k, v]
     cmd = ["bwrap", "--unshare-pid", "--unshare-uts", "--unshare-ipc", "--die-with-parent",
            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
            "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
            "--ro-bind", "/etc", "/etc", "--ro-bind", f"{tmp}/passwd", "/etc/passwd",
            "--ro-bind", f"{tmp}/group", "/etc/group", "--perms", "0700", "--dir", "/root",
            "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev", "--chdir", "/",
-           "--ro-bind", binary, "/opt/abx/abxlua", "--clearenv", "--setenv", "HOME", "/root",
-           "--setenv", "PATH", "/usr/bin:/bin",
-           "/opt/abx/abxlua", "envd", "--port", str(ENVD_PORT), "--host", "127.0.0.1",
-           "--execd-port", str(EXECD_PORT)]
-    log = open(f"{tmp}/envd.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+           "--ro-bind", binary, "/opt/abx/abxlua", "--clearenv"] + envs + [
+           "/opt/abx/abxlua", "envd", "--port", str(envd_port), "--host", "127.0.0.1",
+           "--execd-port", str(execd_port)]
+    log = open(logpath, "w")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log
+
+
+def wait_up(proc):
+    """True once execd at EXECD_PORT answers GET /ping 200; False when proc exited first."""
+    while proc.poll() is None:
+        try:
+            if req("GET", "/ping")[0] == 200:
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def stop_envd(proc, what):
+    """SIGTERM the envd below bwrap proc; it must exit 0."""
+    pid = find_envd(proc.pid)
+    check(pid is not None, f"{what}: envd process found under bwrap")
+    if pid:
+        os.kill(pid, 15)
+    try:
+        rc = proc.wait(timeout=60)
+        check(rc == 0, f"{what}: exits 0 on SIGTERM (rc {rc})")
+    except subprocess.TimeoutExpired:
+        check(False, f"{what}: stops on SIGTERM")
+
+
+def main():
+    global ENVD_PORT, EXECD_PORT, BWRAP_PID, BINARY, TMP
+    binary = BINARY = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/abxlua")
+    if not shutil.which("bwrap"):
+        print("SKIP: bwrap not installed")
+        return 77
+    tmp = TMP = tempfile.mkdtemp(prefix="execd-test-")
+    os.chmod(tmp, 0o755)
+    with open(f"{tmp}/passwd", "w") as f:
+        f.write("root:x:0:0:root:/root:/bin/bash\nuser:x:1000:1000::/home/user:/bin/bash\n")
+    with open(f"{tmp}/group", "w") as f:
+        f.write("root:x:0:\nuser:x:1000:\n")
+    ENVD_PORT, EXECD_PORT = free_port(), free_port()
+    proc, log = start_envd(binary, tmp, ENVD_PORT, EXECD_PORT, None, f"{tmp}/envd.log")
     BWRAP_PID = proc.pid
     try:
         deadline = time.time() + 10
@@ -693,7 +894,7 @@ def main():
         check(bad.returncode == 4 and "--execd-port" in bad.stderr, f"--execd-port x refused [{bad.returncode}]")
         tests = [t_ping_and_unknown, t_command_foreground, t_command_error_timeout, t_command_cwd_envs_user,
                  t_background_status_logs_kill, t_big_output, t_long_line, t_files, t_directories, t_search, t_replace, t_sessions,
-                 t_metrics, t_token]
+                 t_metrics, t_token, t_mutants]
         only = os.environ.get("EXECD_TESTS")
         if only:
             tests = [t for t in tests if t.__name__ in only.split(",")]
