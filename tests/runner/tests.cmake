@@ -182,6 +182,11 @@ add_test(NAME runner:bench_cli COMMAND bash ${ABX_RUNNER_DIR}/bench_cli.sh $<TAR
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runner:bench_cli PROPERTIES TIMEOUT 600)
 
+# `abxlua mutate` and `abxlua run --mutant` (issue 27 part 2) against the local platform's mutants
+add_test(NAME runner:mutate_cli COMMAND bash ${ABX_RUNNER_DIR}/mutate_cli.sh $<TARGET_FILE:abxlua>
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runner:mutate_cli PROPERTIES TIMEOUT 600)
+
 # t.measure and tests' k6-style thresholds (issue 26 part 2): statistics, options, and a run that
 # fails through thresholds alone exits 99
 abx_runner_case(measure_unit "^5 passed, 0 failed, 0 skipped, 0 xfailed in [0-9]+\\.[0-9]{2}s$" 0)

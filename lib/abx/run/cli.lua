@@ -25,7 +25,7 @@ for public, internal in pairs(M.PUBLIC) do
 end
 
 local COMMANDS = { "run", "list", "new", "known-issues", "api", "types", "cleanup", "doctor", "template",
-  "providers", "accept", "sandbox", "mcp", "merge-reports", "bench" }
+  "providers", "accept", "sandbox", "mcp", "merge-reports", "bench", "mutate" }
 
 local function module_for(name)
   return require("abx.run.cmd." .. name:gsub("%-", "_"))

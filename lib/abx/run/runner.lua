@@ -492,6 +492,10 @@ local function resolve_provider(s)
   run.provider_info = { name = pname, kind = psettings.kind, flavor = psettings.flavor,
     tls = psettings.tls == true }
   run.capabilities = psettings.capability_set or {}
+  if opts.mutants then -- `abxlua run --mutant`: the local platform lies (abx.run.mutants)
+    run.mutants = opts.mutants
+    run.serve_args = { "--mutant", opts.mutants }
+  end
   if opts.keep_failed then
     -- abx.run.keep: the tags every create adds, and the TTL a failed test's sandboxes get
     run.keep = { ttl = opts.keep_failed.ttl, kept = {}, config_arg = opts.keep_failed.config_arg,
@@ -522,7 +526,8 @@ local function open_provider(s)
   end
   s.conn, s.pinfo = conn, pinfo
   s.record = new_record(run, s.opts, s.pname, pinfo, s.tests, s.collection_errors, s.started_wall)
-  s.out:header(run.provider_label, pinfo, run.run_id, #s.tests, s.opts.jobs)
+  local label = run.provider_label .. (run.mutants and (" with mutant " .. run.mutants) or "")
+  s.out:header(label, pinfo, run.run_id, #s.tests, s.opts.jobs)
   for _, l in ipairs(s.opts.notes or {}) do s.out:line(l) end
 end
 

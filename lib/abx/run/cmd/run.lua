@@ -17,6 +17,9 @@ function M.configure(parser)
   run:option("--provider", "Provider from config/abxlua.yaml (default: ABX_PROVIDER or config).")
   suite.add_flavor_option(run)
   run:option("--timeout", "Seconds per test unless a test sets its own."):convert(tonumber)
+  run:option("--mutant", "Run against a local platform that lies in these documented ways "
+    .. "(NAME[:N],...: `abxlua serve --mutant list`, docs/mutants.md); local providers only. "
+    .. "`abxlua mutate` runs a selection once per mutant."):argname("NAMES")
   run:flag("--require-credentials", "Missing credentials of a remote provider end the run with "
     .. "exit 4 naming the variables, instead of skipping every test (the default when CI is set).")
     :target("require_credentials")
@@ -112,7 +115,7 @@ local function command_line(args)
   opt("--config", args.config); opt("--provider", args.provider)
   opt("--flavor", args.flavor); opt("-j", args.jobs); opt("--max-sandboxes", args.max_sandboxes)
   opt("-k", args.keyword); opt("-m", args.markexpr); opt("--profile", args.profile)
-  opt("--shard", args.shard); opt("--timeout", args.timeout)
+  opt("--shard", args.shard); opt("--timeout", args.timeout); opt("--mutant", args.mutant)
   if args.exitfirst then parts[#parts + 1] = "-x" end
   if args.keep_failed then parts[#parts + 1] = "--keep-failed" end
   opt("--maxfail", args.maxfail); opt("--reruns", args.reruns); opt("--durations", args.durations)
@@ -260,6 +263,40 @@ local function after_run(args, s, record, code)
   return code
 end
 
+---A usage error for `--mutant NAMES` on provider `name` (settings `p`), or nil: a local provider,
+---mutant names of serve's catalogue (abx.run.mutants), each applying to the run's flavour.
+---@param names string
+---@param name string
+---@param p table
+---@return string|nil
+function M.check_mutants(names, name, p)
+  if p.kind ~= "local" then
+    return string.format("--mutant needs a local provider (abxlua serve is what lies); provider "
+      .. "%s is kind %s", name, tostring(p.kind))
+  end
+  if names == "all" then
+    return "--mutant all would make every lie at once; name the mutants (abxlua mutate runs "
+      .. "each in turn)"
+  end
+  local mutants = require("abx.run.mutants")
+  local err
+  local ok, errs = core.run(function()
+    local cok, cerr = pcall(function()
+      local sel, serr = mutants.select(mutants.catalogue(), names)
+      err = serr
+      for _, m in ipairs(sel or {}) do
+        local why = mutants.not_applicable(m.row, p.flavor, {})
+        if why and why:match("^not on flavour") then
+          err = err or string.format("--mutant %s: %s", m.row.name, why)
+        end
+      end
+    end)
+    if not cok then err = "--mutant: " .. (core.is_error(cerr) and cerr.message or tostring(cerr)) end
+  end)
+  if not ok then return "--mutant: " .. tostring(errs) .. " internal task error(s)" end
+  return err
+end
+
 function M.execute(args)
   local chars_ok, chars_err = console.report_chars(args.report_chars)
   if not chars_ok then return nil, chars_err end
@@ -297,6 +334,8 @@ function M.execute(args)
     keep_failed = { ttl = math.tointeger(cfg.defaults.keep_failed_ttl), config_path = cfg.path,
       config_arg = args.config, provider_arg = provider_name ~= cfg.provider and provider_name or nil }
   end
+  local merr = args.mutant and M.check_mutants(args.mutant, provider_name, psettings)
+  if merr then return nil, merr end
   local runner = require("abx.run.runner")
   console.configure({ report_chars = args.report_chars, maxfail = maxfail,
     maxfail_flag = maxfail_flag, durations = args.durations and math.tointeger(args.durations),
@@ -310,7 +349,8 @@ function M.execute(args)
       run_id = run_id, verbose = args.verbose > 0, selection = s.selection,
       report_chars = args.report_chars, reruns = args.reruns and math.tointeger(args.reruns) or 0,
       first = s.first, notes = s.notes, empty = s.empty, require_credentials = require_credentials,
-      capture = not args.no_capture, keep_failed = keep_failed, trace = trace_mode })
+      capture = not args.no_capture, keep_failed = keep_failed, trace = trace_mode,
+      mutants = args.mutant })
   end)
   if not ok then
     core.ewrite("abxlua: " .. errs .. " internal task error(s)\n")
