@@ -178,6 +178,44 @@ t.test("list with state paused alone returns the paused sandbox and not the runn
   t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 2, "no state filter lists running and paused")
 end)
 
+-- A second check of the state filter (CubeSandbox#177: ignored): one sandbox moves between the
+-- running and the paused lists as it is paused and connected again.
+t.test("a paused sandbox leaves the running list for the paused one, and connect moves it back",
+  { requires = { "pause", "connect_resume" } }, function(ctx)
+  local tag = unique(ctx, "state-move")
+  local sbx = ctx.sandbox_factory({ metadata = { abx_case = tag } })
+  local function listed(state)
+    local out = {}
+    for _, it in ipairs(ctx.conn:list({ state = { state }, metadata = { abx_case = tag } })) do
+      out[#out + 1] = it.sandbox_id
+    end
+    return table.concat(out, ",")
+  end
+  t.eq(listed("running"), sbx.id, "running, before the pause")
+  t.eq(listed("paused"), "", "paused, before the pause")
+  t.eq(sbx:pause(), true)
+  t.eq(listed("running"), "", "running, once paused")
+  t.eq(listed("paused"), sbx.id, "paused, once paused")
+  sbx:connect({})
+  t.eq(sbx.resumed, true, "connect resumed it")
+  t.eq(listed("running"), sbx.id, "running, after connect")
+  t.eq(listed("paused"), "", "paused, after connect")
+end)
+
+-- Connect keeps the later of the two ends (openkruise/agents#304: connect shortened it), checked
+-- on every provider that connects, also one that cannot shorten a TTL at all.
+t.test("connect with a shorter timeout keeps a running sandbox's later end_at",
+  { requires = { "connect_resume" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({ timeout = 600 })
+  local before = end_at(sbx)
+  for _, timeout in ipairs({ 60, 120 }) do -- 60 s: the lowest TTL of every flavour (opensandbox)
+    ctx.conn:connect(sbx.id, { timeout = timeout })
+    local after = end_at(sbx)
+    t.ok(after >= before - 1, string.format("connect(timeout = %d) moved end_at back by %.0f s",
+      timeout, before - after))
+  end
+end)
+
 t.test("connect never shortens the TTL while set_timeout can",
   { requires = { "connect_resume", "ttl_shorten" } }, function(ctx)
   local sbx = ctx.sandbox_factory({ timeout = 600 })

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -163,10 +164,22 @@ static enum MHD_Result sandbox_paused(struct MHD_Connection *c, const char *id, 
 
 /* ---- the mutants of the edge (util/mutant.h, ingress.h "Mutants") --------------------------- */
 
+/* splitmix64's finalizer (Steele, Lea, Flood: "Fast splittable pseudorandom number generators",
+ * OOPSLA 2014): a request number mixed into an evenly spread 64-bit value. */
+static uint64_t mix64(uint64_t z)
+{
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
 /* 1 when this envd request into sandbox `id` is to be answered with a gateway's bare 502 instead
  * of forwarded: create-before-ready while the sandbox is in its first 2 s (since its started_ns,
- * set when its create or fork answered), else transient-502 on every Nth envd request (one
- * counter for every sandbox; the 502s of create-before-ready are not counted). */
+ * set when its create or fork answered), else transient-502 on 1 in N envd requests, drawn from
+ * the request's number (one counter for every sandbox) mixed by a fixed function: the same order
+ * of requests gets the same 502s in every run, and a retry is not always the lucky next request
+ * (as with every Nth), so N = 2 also shows calls that fail every attempt. The 502s of
+ * create-before-ready are not counted. */
 static int mutant_bare_502(const char *id)
 {
   if (abx_mutant_on(ABX_MUT_CREATE_BEFORE_READY)) {
@@ -181,7 +194,7 @@ static int mutant_bare_502(const char *id)
     return 0;
   static unsigned long count;
   unsigned long k = __atomic_add_fetch(&count, 1, __ATOMIC_RELAXED);
-  return k % (unsigned long)abx_mutant_param(ABX_MUT_TRANSIENT_502) == 0;
+  return mix64((uint64_t)k) % (uint64_t)abx_mutant_param(ABX_MUT_TRANSIENT_502) == 0;
 }
 
 /* ---- the request's setup ------------------------------------------------------------------- */

@@ -46,8 +46,9 @@
  *          every family.
  * Mutants: with `serve --mutant` (util/mutant.h, docs/mutants.md) a request to envd's port
  *          (49983) of a running sandbox, once its traffic credentials passed, may be answered
- *          502 text/html ABX_MUT_BARE_502 and not forwarded: transient-502[:N] every Nth such
- *          request (one count for all sandboxes, so a test is reproducible), create-before-ready
+ *          502 text/html ABX_MUT_BARE_502 and not forwarded: transient-502[:N] 1 in N such
+ *          requests (drawn from one count for all sandboxes by a fixed mix, so the same order of
+ *          requests gets the same answers), create-before-ready
  *          in the 2 s after the sandbox's create (or fork) answered.
  */
 #ifndef ABX_INGRESS_INGRESS_H

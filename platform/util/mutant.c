@@ -82,10 +82,11 @@ static const struct abx_mutant_row rows[ABX_MUT_COUNT] = {
                                      "first 2 s after its create (or fork) answered",
                                      e2b_family, nothing, ABX_MUT_LAYER_API, 0, 0, 0},
     [ABX_MUT_TRANSIENT_502] = {"transient-502", "https://github.com/e2b-dev/E2B/issues/1262",
-                               "every Nth envd request through the ingress (default 7, NAME:N, N "
-                               "1..1000; counted over all sandboxes) is answered with a bare "
+                               "1 in N envd requests through the ingress (default 2, NAME:N, N "
+                               "1..1000; drawn from the request's number over all sandboxes by a "
+                               "fixed function, so a run is reproducible) is answered with a bare "
                                "text/html " ABX_MUT_BARE_502 " and not forwarded",
-                               e2b_family, nothing, ABX_MUT_LAYER_INGRESS, 7, 1, 1000},
+                               e2b_family, nothing, ABX_MUT_LAYER_INGRESS, 2, 1, 1000},
     [ABX_MUT_BINARY_READ_MANGLED] = {"binary-read-mangled", CUBE "issues/1570",
                                      "file reads (envd's GET /files, execd's GET /files/download) "
                                      "come back with every invalid UTF-8 byte replaced by U+FFFD",

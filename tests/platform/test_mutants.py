@@ -181,7 +181,7 @@ def p_create_before_ready(s):
 def p_transient_502(s):
     sid = created(s)
     seen = []
-    for i in range(1, 10):
+    for i in range(1, 91):
         st, hd, body = envd(s, sid)
         if st == 502:
             check(body == BARE and hd.get("content-type", "").startswith("text/html"),
@@ -189,7 +189,9 @@ def p_transient_502(s):
             seen.append(i)
         else:
             check(st == 204, "request %d: %d %r" % (i, st, body[:200]))
-    return seen == [3, 6, 9], "bare 502s at requests %r of 9 (transient-502:3)" % seen
+    # 1 in 3 drawn per request: about 30 of 90, and some back to back (a retry can meet another)
+    twice = any(b - a == 1 for a, b in zip(seen, seen[1:]))
+    return 15 <= len(seen) <= 50 and twice, "bare 502s at requests %r of 90 (transient-502:3)" % seen
 
 
 PROBES = {"resume-noop": p_resume_noop, "kill-noop": p_kill_noop,
@@ -271,7 +273,7 @@ def t_list_is_the_catalogue(_s, _ctx):
         want = "api" if r["name"] in API else "ingress" if r["name"] in INGRESS else "envd"
         check(r.get("layer") == want, "%s: layer %r, not %s" % (r["name"], r.get("layer"), want))
     t502 = rows[len(API)]
-    check(t502.get("parameter") == {"default": 7, "min": 1, "max": 1000},
+    check(t502.get("parameter") == {"default": 2, "min": 1, "max": 1000},
           "transient-502's parameter: %r" % t502.get("parameter"))
     check(all("parameter" not in r for r in rows if r["name"] != "transient-502"),
           "a row without a parameter has one")
@@ -294,7 +296,7 @@ def t_first_log_line(_s, _ctx):
         line = first_line(s.proc)
     finally:
         s.stop()
-    check(line.rstrip().endswith("abxlua serve: mutants on: kill-noop, transient-502:7 (docs/mutants.md)"),
+    check(line.rstrip().endswith("abxlua serve: mutants on: kill-noop, transient-502:2 (docs/mutants.md)"),
           "first line: %r" % line)
     s = tp.Server()
     try:
