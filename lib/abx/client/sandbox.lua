@@ -38,6 +38,7 @@ local semantics = require("abx.client.semantics")
 local options = require("abx.client.options")
 local object = require("abx.client.sandbox_object")
 local api_call = require("abx.client.api_call")
+local pages = require("abx.client.pages")
 
 local sandbox = {}
 
@@ -497,19 +498,17 @@ function Connection:list_page(opts)
   return items, semantics.next_token(self.pagination, resp.headers, body)
 end
 
---- Every sandbox matching the filters, following X-Next-Token until exhausted.
---- Raises: as list_page.
+--- Every sandbox matching the filters, following X-Next-Token until exhausted (abx.client.pages:
+--- a repeated next token or sandbox id, or more than pages.MAX_PAGES pages, is a Protocol error).
+--- Raises: as list_page; Protocol (a list that does not page honestly).
 ---@param opts? {metadata?: table<string,string>, state?: string[], limit?: integer}
 ---@return table[] infos
 function Connection:list(opts)
   opts = copy(options.check(LIST, opts))
-  local all = {}
-  repeat
-    local items, token = self:list_page(opts)
-    for _, it in ipairs(items) do all[#all + 1] = it end
+  return pages.follow("GET /v2/sandboxes", self.pagination, function(token)
     opts.next_token = token
-  until not token
-  return all
+    return self:list_page(opts)
+  end, function(info) return info.sandbox_id end)
 end
 
 --- Kills a sandbox: DELETE /sandboxes/{id}. true on 204, false on 404 (reference §3.4). Calls
