@@ -371,11 +371,58 @@ local function delete_all(set, del, report, field)
   end
 end
 
----Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
----the tracked snapshots, volumes and managed API keys, and the volumes whose name carries the run id.
----@return table { tracked, swept, snapshots, volumes, api_keys, errors = {...} }
+-- The waits before listing by tag once more while a sandbox the cleanup killed is still listed
+-- (a platform may take a moment to drop a killed sandbox from its list); then what is left is a
+-- failure. Seconds; a test may shorten them.
+Tracker.VERIFY_WAITS = { 1, 2 }
+-- At most this many ids are named in the cleanup's line and error.
+Tracker.ALIVE_NAMED = 5
+
+---The cleanup's error for sandboxes still listed after it: their number, the tag and a few ids.
+---@param ids string[]
+---@param run_id string
+---@return string
+function Tracker.alive_text(ids, run_id)
+  local shown = {}
+  for i = 1, math.min(#ids, Tracker.ALIVE_NAMED) do shown[i] = ids[i] end
+  local more = #ids > #shown and string.format(" (and %d more)", #ids - #shown) or ""
+  return string.format("%d sandboxes still alive after the cleanup (listed by tag e2e=%s): %s%s",
+    #ids, run_id, table.concat(shown, ", "), more)
+end
+
+-- The cleanup checks itself: a kill answered 204 that killed nothing (openkruise/agents#535)
+-- must not read as done. Lists by tag again (after VERIFY_WAITS while something is listed);
+-- sandboxes still listed, other than kept ones, are report.alive and an error (the run fails).
+local function verify(self, conn, report)
+  local ids
+  for attempt = 0, #Tracker.VERIFY_WAITS do
+    if attempt > 0 then core.sleep(Tracker.VERIFY_WAITS[attempt]) end
+    local ok, items = pcall(conn.list, conn, { metadata = { e2e = self.run_id } })
+    if not ok then
+      report.errors[#report.errors + 1] = "cleanup check (list by tag): " .. tostring(items)
+      return
+    end
+    ids = {}
+    for _, info in ipairs(items) do
+      if not (self.kept and self.kept[info.sandbox_id]) then ids[#ids + 1] = info.sandbox_id end
+    end
+    if #ids == 0 then return end
+  end
+  table.sort(ids)
+  report.alive = ids
+  report.alive_error = Tracker.alive_text(ids, self.run_id)
+  report.errors[#report.errors + 1] = report.alive_error
+end
+
+---Kills everything still tracked and lists sandboxes by tag and kills what remains, then lists by
+---tag once more: what is still there is `alive` and an error (a kill answered but not done);
+---then deletes the tracked snapshots, volumes and managed API keys, and the volumes whose name
+---carries the run id.
+---@return table { tracked, swept, snapshots, volumes, api_keys, alive = {ids}, alive_error =
+---  (its text in errors) | nil, errors = {...} }
 function Tracker:cleanup(conn)
-  local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, api_keys = 0, errors = {} }
+  local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, api_keys = 0, errors = {},
+    alive = {} }
   for id, a in pairs(self.alive) do
     local ok, r = pcall(a.sbx.kill, a.sbx)
     if ok then
@@ -396,6 +443,7 @@ function Tracker:cleanup(conn)
           if not kok then report.errors[#report.errors + 1] = tostring(r) end
         end
       end
+      verify(self, conn, report)
     else
       report.errors[#report.errors + 1] = "sweep: " .. tostring(items)
     end
