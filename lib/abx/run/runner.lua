@@ -489,6 +489,9 @@ local function resolve_provider(s)
     pname, psettings = require("abx.run.config").provider(opts.config, opts.provider_name, opts.flavor)
   end
   s.pname, s.psettings = pname, psettings
+  -- every child a test starts reads the run's config, provider and flavour (issue 27:
+  -- `abxlua sandbox ...` under 19_named_string_array named an unknown provider with --config)
+  require("abx.run.config").export(opts.config, pname, psettings.flavor)
   run.provider = pname
   -- a flavoured local run names its flavour wherever the provider is named (abx.run.flavor)
   run.provider_label = psettings.flavor and string.format("%s --flavor %s", pname, psettings.flavor)
