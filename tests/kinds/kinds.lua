@@ -149,6 +149,9 @@ t.test("a gateway's bare 502/503/504 is Unavailable on every path, quoting one l
   end)
   t.eq(e.message, "(empty body) (a gateway's answer, no platform JSON) after 1 attempt (not "
     .. "retried: POST /process.Process/Start starts work)")
+  -- a text page: its first line only
+  e = err_of(function() errmap.raise_code(503, "Service Unavailable\nretry later\n", "GET /x") end)
+  t.eq(e.message, "Service Unavailable (a gateway's answer, no platform JSON) after 1 attempt")
   -- the platform's own JSON 502/503 keeps its documented kind
   t.eq(err_of(function()
     errmap.raise_api({ status = 502, body = '{"code":502,"message":"sandbox gone"}' }, "GET /sandboxes/x")

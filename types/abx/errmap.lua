@@ -147,9 +147,9 @@ function errmap.raise_protocol(status, request, what) end
 ---@param request string "METHOD path"
 function errmap.raise_server(status, body, request) end
 
----Raises Unavailable for a gateway's bare answer (errmap.bare_gateway): "<one line of the body>
----(a gateway's answer, no platform JSON) after N attempts", and why it was not retried when
----`not_retried` says so. The error's `attempts` field is N.
+---Raises Unavailable for a gateway's bare answer (errmap.bare_gateway): "<one line of the body,
+---at most 200 bytes> (a gateway's answer, no platform JSON) after N attempts", and why it was
+---not retried when `not_retried` says so. The error's `attempts` field is N.
 ---Raises: Unavailable, always.
 ---@param status integer
 ---@param body string|nil

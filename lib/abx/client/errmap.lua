@@ -179,9 +179,9 @@ function errmap.bare_gateway(status, body)
   return GATEWAY[status] == true and errmap.decode_object(body) == nil
 end
 
---- Raises Unavailable for a gateway's bare answer (errmap.bare_gateway): "<one line of the body>
---- (a gateway's answer, no platform JSON) after N attempts", and why it was not retried when
---- `not_retried` says so. The error's `attempts` field is N.
+--- Raises Unavailable for a gateway's bare answer (errmap.bare_gateway): "<one line of the body,
+--- at most 200 bytes> (a gateway's answer, no platform JSON) after N attempts", and why it was
+--- not retried when `not_retried` says so. The error's `attempts` field is N.
 --- Raises: Unavailable, always.
 ---@param status integer
 ---@param body string|nil
@@ -190,8 +190,10 @@ end
 ---@param not_retried? string why the call was sent once (it starts work)
 function errmap.raise_unavailable(status, body, request, attempts, not_retried)
   local n = math.tointeger(attempts) or 1
+  -- one line of the body, whatever it is: a gateway's page is not the platform's message
+  local line = body_message(nil, body):match("^%s*([^\r\n]*)"):sub(1, 200)
   local msg = string.format("%s (a gateway's answer, no platform JSON) after %d attempt%s",
-    body_message(nil, body), n, n == 1 and "" or "s")
+    line ~= "" and line or "(empty body)", n, n == 1 and "" or "s")
   if not_retried then msg = msg .. " (not retried: " .. not_retried .. ")" end
   errmap.raise("Unavailable", status, msg, { request = request, attempts = n })
 end
