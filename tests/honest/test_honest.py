@@ -11,7 +11,7 @@ cases of honest_case.lua against honest_api.py, one mode at a time, as a remote 
     count the retries); on every get it is Unavailable after 4 attempts, never SandboxGone, with
     one line of the HTML;
   - a DELETE answered 204 that kills nothing: the cleanup lists by tag again, its line says how
-    many sandboxes are still alive and which, and the run exits 1.
+    many sandboxes are still alive and which, and the run exits 1; so does `abxlua cleanup`.
 
 Usage: test_honest.py ABXLUA"""
 import json, os, re, subprocess, sys, tempfile
@@ -29,9 +29,9 @@ DEFAULTS = "defaults:\n  test_timeout: 40\n  jobs: 1\n"
 REPORTS = ("json", "junit", "tap", "html", "ctrf")
 
 
-def run(mode, k, extra=""):
-    """Runs the cases matching -k against a fake in `mode`. Returns (process, output, reports
-    {name: text}, the fake's state)."""
+def run(mode, k, extra="", after=None):
+    """Runs the cases matching -k against a fake in `mode`, then after(env, proj, reports) while
+    the fake still answers. Returns (process, output, reports {name: text}, the fake's state)."""
     srv = honest_api.start(mode)
     proj = project(DEFAULTS + remote_config("fake", extra))
     out_dir = tempfile.mkdtemp()
@@ -47,7 +47,6 @@ def run(mode, k, extra=""):
     except subprocess.TimeoutExpired as e:  # a loop that never ends: killed, counted as exit -1
         p = subprocess.CompletedProcess(argv, -1, (e.stdout or b"").decode(errors="replace"),
                                         (e.stderr or b"").decode(errors="replace"))
-    srv.shutdown()
     out = p.stdout + p.stderr
     print("--- %s (-k %r): exit %d" % (mode, k, p.returncode))
     print(out)
@@ -58,6 +57,9 @@ def run(mode, k, extra=""):
                 reports[r] = f.read()
         except OSError:
             reports[r] = ""
+    if after:
+        after(env, proj, reports)
+    srv.shutdown()
     check(KEY not in out, mode + ": the key is masked")
     return p, out, reports, srv.state
 
@@ -133,7 +135,21 @@ check("SandboxGone" not in out and "<html" not in out and "<center>" not in out,
 check(test_error(reports).get("kind") == "Unavailable", "bare-502 always: the JSON error's kind")
 
 # --- cleanup verifies -----------------------------------------------------------------------------
-p, out, reports, st = run("kill-noop", "cleanup kill-noop")
+def janitor(env, proj, reports):
+    """`abxlua cleanup --run-id ID --yes` on what the run left: it must not believe the 204."""
+    try:
+        run_id = json.loads(reports["json"])["run_id"]
+    except (ValueError, KeyError):
+        run_id = "none"
+    j = subprocess.run([abx, "cleanup", "--run-id", run_id, "--yes"], cwd=proj, env=env,
+                       capture_output=True, text=True, timeout=120)
+    print(j.stdout + j.stderr)
+    check(j.returncode == 1, "kill-noop: abxlua cleanup --yes exits 1 (got %d)" % j.returncode)
+    check(re.search(r"^cleanup: 1 sandbox\(es\) still alive after the kills: ifake\d+$", j.stdout,
+                    re.M) is not None, "kill-noop: abxlua cleanup names the sandbox still alive")
+
+
+p, out, reports, st = run("kill-noop", "cleanup kill-noop", after=janitor)
 alive = sorted(st.sandboxes)
 check(len(alive) == 1, "kill-noop: the fake kept its sandbox (%s)" % alive)
 check(p.returncode == 1, "kill-noop: the run's exit status is 1 (got %d)" % p.returncode)
