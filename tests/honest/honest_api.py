@@ -9,6 +9,8 @@
                 (CubeSandbox#1784); POST /sandboxes works
   bare-502:N    every Nth GET /sandboxes/{id} is a bare HTML 502 (e2b-dev/E2B#1262); N = 1: all
   kill-noop     DELETE /sandboxes/{id} answers 204 and kills nothing (openkruise/agents#535)
+  filter-ignored GET /v2/sandboxes ignores the metadata filter: it lists every sandbox
+                (agent-sandbox PR#11)
   honest        none of these
 
 Sandboxes are records only (no envd). state.log holds (method, path, status) per request."""
@@ -61,6 +63,8 @@ class Handler(BaseHTTPRequestHandler):
         st = self.server.state
         q = urllib.parse.parse_qs(url.query)
         want = dict(urllib.parse.parse_qsl(q.get("metadata", [""])[0]))
+        if st.mode == "filter-ignored":
+            want = {}
         limit = int(q.get("limit", ["100"])[0])
         token = q.get("nextToken", [None])[0]
         with st.lock:

@@ -11,7 +11,9 @@ cases of honest_case.lua against honest_api.py, one mode at a time, as a remote 
     count the retries); on every get it is Unavailable after 4 attempts, never SandboxGone, with
     one line of the HTML;
   - a DELETE answered 204 that kills nothing: the cleanup lists by tag again, its line says how
-    many sandboxes are still alive and which, and the run exits 1; so does `abxlua cleanup`.
+    many sandboxes are still alive and which, and the run exits 1; so does `abxlua cleanup`;
+  - a list that ignores the metadata filter: the sweep kills no sandbox without the run's tag and
+    says so, and the run exits 1.
 
 Usage: test_honest.py ABXLUA"""
 import json, os, re, subprocess, sys, tempfile
@@ -29,10 +31,13 @@ DEFAULTS = "defaults:\n  test_timeout: 40\n  jobs: 1\n"
 REPORTS = ("json", "junit", "tap", "html", "ctrf")
 
 
-def run(mode, k, extra="", after=None):
-    """Runs the cases matching -k against a fake in `mode`, then after(env, proj, reports) while
-    the fake still answers. Returns (process, output, reports {name: text}, the fake's state)."""
+def run(mode, k, extra="", after=None, seed=()):
+    """Runs the cases matching -k against a fake in `mode` holding the sandboxes `seed` ({id,
+    metadata} each) first, then after(env, proj, reports) while the fake still answers. Returns
+    (process, output, reports {name: text}, the fake's state)."""
     srv = honest_api.start(mode)
+    for sbx in seed:
+        srv.state.sandboxes[sbx["id"]] = sbx
     proj = project(DEFAULTS + remote_config("fake", extra))
     out_dir = tempfile.mkdtemp()
     env = dict(os.environ, ABX_SANDBOX_API_KEY=KEY, NO_COLOR="1",
@@ -162,4 +167,15 @@ try:
 except (ValueError, KeyError):
     cleanup = {}
 check((cleanup or {}).get("alive") == alive, "kill-noop: the JSON report's cleanup.alive names it")
+
+# a list that ignores the metadata filter: the sweep kills only what carries the run's tag
+OTHER = {"id": "iotherrun00000000001", "metadata": {"e2e": "another-run"}}
+p, out, reports, st = run("filter-ignored", "cleanup kill-noop", seed=[OTHER])
+check(OTHER["id"] in st.sandboxes, "filter-ignored: another run's sandbox was not killed")
+check(not any(e[0] == "DELETE" and OTHER["id"] in e[1] for e in st.log),
+      "filter-ignored: no DELETE was sent for it")
+check(p.returncode == 1, "filter-ignored: the run fails (exit %d)" % p.returncode)
+check(re.search(r"^cleanup error: the list by tag e2e=\S+ also gave 1 sandboxes without that tag "
+                r"\(the platform ignores the metadata filter\): not killed$", p.stdout, re.M)
+      is not None, "filter-ignored: the cleanup says the list ignored its filter")
 finish()

@@ -29,8 +29,9 @@ function tracker.alive_text(ids, run_id) end
 ---@return table owner
 function tracker.begin_build(self, name) end
 
----Kills everything still tracked and lists sandboxes by tag and kills what remains, then lists by
----tag once more: what is still there is `alive` and an error (a kill answered but not done);
+---Kills everything still tracked and lists sandboxes by tag and kills what remains (only those
+---that carry the tag: a sandbox the list gives without it is an error, never killed), then lists
+---by tag once more: what is still there is `alive` and an error (a kill answered but not done);
 ---then deletes the tracked snapshots, volumes and managed API keys, and the volumes whose name
 ---carries the run id.
 ---@return table { tracked, swept, snapshots, volumes, api_keys, alive = {ids}, alive_error = (its text in errors) | nil, errors = {...} }

@@ -390,6 +390,12 @@ function Tracker.alive_text(ids, run_id)
     #ids, run_id, table.concat(shown, ", "), more)
 end
 
+-- Whether a listed sandbox carries this run's tag: a platform that ignores the metadata filter
+-- (agent-sandbox PR#11) lists every sandbox, and the sweep must never kill another run's.
+local function tagged(self, info)
+  return type(info.metadata) == "table" and info.metadata.e2e == self.run_id
+end
+
 -- The cleanup checks itself: a kill answered 204 that killed nothing (openkruise/agents#535)
 -- must not read as done. Lists by tag again (after VERIFY_WAITS while something is listed);
 -- sandboxes still listed, other than kept ones, are report.alive and an error (the run fails).
@@ -404,7 +410,9 @@ local function verify(self, conn, report)
     end
     ids = {}
     for _, info in ipairs(items) do
-      if not (self.kept and self.kept[info.sandbox_id]) then ids[#ids + 1] = info.sandbox_id end
+      if tagged(self, info) and not (self.kept and self.kept[info.sandbox_id]) then
+        ids[#ids + 1] = info.sandbox_id
+      end
     end
     if #ids == 0 then return end
   end
@@ -414,8 +422,9 @@ local function verify(self, conn, report)
   report.errors[#report.errors + 1] = report.alive_error
 end
 
----Kills everything still tracked and lists sandboxes by tag and kills what remains, then lists by
----tag once more: what is still there is `alive` and an error (a kill answered but not done);
+---Kills everything still tracked and lists sandboxes by tag and kills what remains (only those
+---that carry the tag: a sandbox the list gives without it is an error, never killed), then lists
+---by tag once more: what is still there is `alive` and an error (a kill answered but not done);
 ---then deletes the tracked snapshots, volumes and managed API keys, and the volumes whose name
 ---carries the run id.
 ---@return table { tracked, swept, snapshots, volumes, api_keys, alive = {ids}, alive_error =
@@ -436,12 +445,20 @@ function Tracker:cleanup(conn)
   if conn then
     local ok, items = pcall(conn.list, conn, { metadata = { e2e = self.run_id } })
     if ok then
+      local foreign = 0
       for _, info in ipairs(items) do
-        if not (self.kept and self.kept[info.sandbox_id]) then -- a kept one is no leak
+        if not tagged(self, info) then
+          foreign = foreign + 1 -- never another run's sandbox, whatever the list says
+        elseif not (self.kept and self.kept[info.sandbox_id]) then -- a kept one is no leak
           local kok, r = pcall(conn.kill, conn, info.sandbox_id)
           if kok and r then report.swept = report.swept + 1 end
           if not kok then report.errors[#report.errors + 1] = tostring(r) end
         end
+      end
+      if foreign > 0 then
+        report.errors[#report.errors + 1] = string.format("the list by tag e2e=%s also gave %d "
+          .. "sandboxes without that tag (the platform ignores the metadata filter): not killed",
+          self.run_id, foreign)
       end
       verify(self, conn, report)
     else
