@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "errors.h"
 
 extern char **environ;
 
@@ -36,6 +37,24 @@ static int core_getenv(lua_State *L)
   return 1;
 }
 
+/* core.setenv(name, value|nil): sets (nil: removes) a variable of this process's environment,
+ * which every child it starts from now on inherits (core.process_start merges its `env` over
+ * it): `abxlua run` exports ABX_CONFIG, ABX_PROVIDER and ABX_FLAVOR so the abxlua children of its
+ * tests read the run's config and provider (abx.run.runner). Call it before transfers start:
+ * setenv(3) is not safe beside threads reading the environment (libcurl's resolver).
+ * Raises InvalidArgument for a name that is empty or holds '=' (setenv's EINVAL). */
+static int core_setenv(lua_State *L)
+{
+  const char *name = luaL_checkstring(L, 1);
+  const char *value = luaL_optstring(L, 2, NULL);
+  if (!*name || strchr(name, '='))
+    return abx_error_raise(L, NULL, "InvalidArgument", 0,
+                           "core.setenv: a name is not empty and has no '=', got \"%s\"", name);
+  if (value ? setenv(name, value, 1) : unsetenv(name))
+    return abx_error_raise(L, NULL, "InvalidArgument", 0, "core.setenv %s: out of memory", name);
+  return 0;
+}
+
 static int core_version(lua_State *L)
 {
   lua_pushstring(L, ABX_VERSION);
@@ -43,8 +62,11 @@ static int core_version(lua_State *L)
   return 2;
 }
 
-static const luaL_Reg env_funcs[] = {
-    {"getenv", core_getenv}, {"environ", core_environ}, {"version", core_version}, {NULL, NULL}};
+static const luaL_Reg env_funcs[] = {{"getenv", core_getenv},
+                                     {"setenv", core_setenv},
+                                     {"environ", core_environ},
+                                     {"version", core_version},
+                                     {NULL, NULL}};
 
 void abx_core_env_register(lua_State *L, struct abx_loop *loop)
 {

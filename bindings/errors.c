@@ -28,6 +28,8 @@ const struct abx_error_kind abx_error_kinds[] = {
     {"SandboxGone",
      "the sandbox is killed, expired or unknown to the edge: 502/404 {sandboxId}, 503"},
     {"PortNotOpen", "the sandbox runs but nothing listens on the port: 502 {sandboxId, port}"},
+    {"Unavailable",
+     "a gateway's bare 502/503/504 (no platform JSON): transient; idempotent calls retry it first"},
     {"NotEnoughSpace", "507: the sandbox's disk is full"},
     {"Protocol", "an answer that breaks the protocol: shape, framing, a size limit"},
     {"Transport", "the connection failed (refused, reset, DNS)"},
@@ -86,15 +88,23 @@ const char *abx_error_check_kind(lua_State *L, int arg)
   return NULL; /* not reached */
 }
 
+/* __tostring: "Kind: METHOD path answered STATUS: message" for an error raised from an HTTP
+ * answer (a status and a `request` the message does not already start with), so the console and
+ * every report name the route (issue 27: a 405 that names no route cannot be told from any other
+ * refusal); "Kind (STATUS): message" with a status alone; "Kind: message" otherwise. */
 static int error_tostring(lua_State *L)
 {
   lua_getfield(L, 1, "kind");
   lua_getfield(L, 1, "status");
   lua_getfield(L, 1, "message");
+  lua_getfield(L, 1, "request");
   const char *kind = luaL_optstring(L, 2, "Error");
   lua_Integer status = lua_tointeger(L, 3);
   const char *msg = luaL_optstring(L, 4, "");
-  if (status > 0)
+  const char *request = lua_type(L, 5) == LUA_TSTRING ? lua_tostring(L, 5) : NULL;
+  if (status > 0 && request && *request && strncmp(msg, request, strlen(request)) != 0)
+    lua_pushfstring(L, "%s: %s answered %d: %s", kind, request, (int)status, msg);
+  else if (status > 0)
     lua_pushfstring(L, "%s (%d): %s", kind, (int)status, msg);
   else
     lua_pushfstring(L, "%s: %s", kind, msg);

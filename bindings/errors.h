@@ -2,7 +2,9 @@
  * errors.h: typed errors raised into Lua (metatable "abx.error").
  *
  * Shape:   { kind = "NotFound", status = 404, message = "...", code = "not_found"|nil,
- *            request = "GET /sandboxes/x"|nil }   __tostring: "NotFound (404): message"
+ *            request = "GET /sandboxes/x"|nil }   __tostring: "NotFound: GET /sandboxes/x answered
+ *          404: message" (with a status and a request), "NotFound (404): message" (a status alone),
+ *          "Transport: message" (no status)
  * Kinds:   one list, abx_error_kinds below (exported to Lua as core.KINDS; docs/scenarios.md
  *          "Kinds" and docs/ENGINE.md "Errors" name the same). An error of any other kind cannot
  *          be made: abx_error_push turns it into an Internal error naming the valid kinds, and

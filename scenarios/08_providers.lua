@@ -3,6 +3,8 @@
 -- Local flavours (`abxlua serve --flavor NAME`, one per remote entry's `flavor:`) always run,
 -- each on its own platform started here with that entry's semantics (abx.run.flavor); a cloud
 -- provider runs when its credentials are set and is skipped naming the missing variables.
+-- The providers are those of the run's own config (abx.run.config.current: --config, ABX_CONFIG
+-- or the one found), never a config file this scenario reads itself.
 -- Fixtures: ctx.finally, ctx.run_id. Markers: none.
 -- Protocol: docs/protocol/e2b-control-plane.md §1.2 (401 {code, message}), §8; docs/protocol/e2b-v2-and-peers.md
 --           §4 (OpenSandbox: OPEN-SANDBOX-API-KEY, 401 {code, message}), §5 (CubeSandbox accepts
@@ -13,7 +15,7 @@ local config = require("abx.run.config")
 local provider = require("abx.run.provider")
 local flavor = require("abx.run.flavor")
 
-local cfg = config.load(config.find())
+local cfg = config.current()
 
 -- The refusal of a wrong API key, per provider (by the flavour it speaks): the error kind and
 -- status, the message where the wire fixes it, or `accepted` where the platform takes any key.

@@ -39,12 +39,14 @@ local function row(case, channel, ok, detail)
   rows[case .. "/" .. channel] = { ok = ok, detail = detail }
 end
 
--- The environment a CLI child needs to reach this run's provider: the local platform this run
--- started (ABX_LOCAL_URL and ABX_LOCAL_API_KEY), or the remote provider by name (its
--- credentials come from the same environment and .env files as this run's).
+-- The environment a CLI child needs to reach this run's provider: the run exports its config,
+-- provider and flavour (ABX_CONFIG, ABX_PROVIDER, ABX_FLAVOR: abx.run.config.export) to every
+-- child, so `--config` alone reaches it; on top, the local platform this run started
+-- (ABX_LOCAL_URL and ABX_LOCAL_API_KEY), or for a remote provider nothing more (its credentials
+-- come from the same environment and .env files as this run's).
 local function cli_env(ctx)
   local p = ctx.provider
-  local env = { ABX_PROVIDER = p.name, ABX_FLAVOR = p.flavor or false, E2E_RUN_ID = ctx.run_id }
+  local env = { E2E_RUN_ID = ctx.run_id }
   if p.kind == "local" then
     env.ABX_LOCAL_URL, env.ABX_LOCAL_API_KEY = p.base_url, ctx.conn.api_key
     env.ABX_LOCAL_CA_CERT = p.ca_cert or false

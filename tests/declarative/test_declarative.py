@@ -87,7 +87,7 @@ OUTCOMES = [
      r"\(timeout: 3 on the test; change it there\): the deadline passed while it was waiting"),
     ("sha256 of a file differs", 50, r"Assertion: .*\(read\): sha256 of /tmp/x\.txt: expected "
      r"0{64}, got ba7816bf"),
-    ("reading a missing file is a NotFound error", 55, r"NotFound \(404\): tests\[9\]\.steps\[1\] "
+    ("reading a missing file is a NotFound error", 55, r"NotFound: GET /files answered 404: tests\[9\]\.steps\[1\] "
      r"\(read\): "),
 ]
 

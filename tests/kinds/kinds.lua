@@ -1,11 +1,12 @@
 -- Kinds case (run by tests/runner/run_case.sh from the source root): the error kinds are one list
 -- in C (bindings/errors.c, core.KINDS), an error of any other kind cannot be made, docs/scenarios.md
 -- and docs/ENGINE.md name the same list, and abx.errmap maps 413 and the edge's three answers
--- (paused, gone, closed port) to their own kinds by status and fields.
+-- (paused, gone, closed port) to their own kinds by status and fields, a gateway's bare
+-- 502/503/504 to Unavailable (issue 27), and an error from an answer names its route when shown.
 -- Sources: docs/protocol/e2b-control-plane.md §6, §7.4; e2b-dev/infra
 -- packages/shared/pkg/proxy/template/{sandbox_paused,sandbox_not_found,port_closed}.go.
--- Expected: 6 passed, exit 0.
--- expect-line: ^6 passed, 0 failed
+-- Expected: 8 passed, exit 0.
+-- expect-line: ^8 passed, 0 failed
 local t = require("abx.test")
 local core = require("abx.core")
 local errmap = require("abx.errmap")
@@ -21,7 +22,7 @@ t.test("core.KINDS is one ordered list of unique names, each with a description"
   end
   for _, k in ipairs({ "Authentication", "NotFound", "SandboxNotFound", "InvalidArgument",
     "Conflict", "RateLimit", "PayloadTooLarge", "Timeout", "SandboxPaused", "SandboxGone",
-    "PortNotOpen", "NotEnoughSpace", "Protocol", "Transport", "Sandbox", "Assertion", "Skipped",
+    "PortNotOpen", "Unavailable", "NotEnoughSpace", "Protocol", "Transport", "Sandbox", "Assertion", "Skipped",
     "Interrupted", "Internal", "LuaError" }) do
     t.ok(seen[k], "kind " .. k .. " is in core.KINDS")
   end
@@ -118,8 +119,64 @@ t.test("the edge's answers are SandboxPaused, SandboxGone and PortNotOpen by sta
   end)
   t.eq(e.code, "already_exists", "envd's own 409 keeps its Connect code")
   t.neq(e.kind, "SandboxPaused")
-  t.eq(err_of(function() errmap.raise_code(502, "Bad Gateway", "GET /contexts") end).kind,
-    "SandboxGone", "a bare 502 is still SandboxGone")
+end)
+
+-- issue 27: a gateway's bare 502/503/504 (e2b-dev/E2B#1262) says nothing about the sandbox
+t.test("a gateway's bare 502/503/504 is Unavailable on every path, quoting one line of its HTML; "
+  .. "a JSON one keeps its kind", function()
+  local html = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>"
+    .. "502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+  for _, status in ipairs({ 502, 503, 504 }) do
+    for _, raise in ipairs({
+      function() errmap.raise_envd_http(status, html, "GET /files", 4) end,
+      function() errmap.raise_code(status, "Bad Gateway", "GET /contexts", 4) end,
+      function() errmap.raise_server(status, "", "GET /catalogue") end,
+      function() errmap.raise_api({ status = status, body = html, attempts = 4 }, "GET /v2/sandboxes") end,
+    }) do
+      local e = err_of(raise)
+      t.eq(e.kind, "Unavailable", "status " .. status .. ": " .. tostring(e))
+      t.eq(e.status, status)
+      t.ok(not e.message:find("<", 1, true) and not e.message:find("\n", 1, true),
+        "one line of text, no markup: " .. e.message)
+    end
+  end
+  local e = err_of(function() errmap.raise_envd_http(502, html, "GET /files", 4) end)
+  t.eq(e.message, "502 Bad Gateway (a gateway's answer, no platform JSON) after 4 attempts")
+  t.eq(tostring(e), "Unavailable: GET /files answered 502: 502 Bad Gateway (a gateway's answer, "
+    .. "no platform JSON) after 4 attempts")
+  e = err_of(function()
+    errmap.raise_envd_http(502, "", "POST /process.Process/Start", 1, "POST /process.Process/Start starts work")
+  end)
+  t.eq(e.message, "(empty body) (a gateway's answer, no platform JSON) after 1 attempt (not "
+    .. "retried: POST /process.Process/Start starts work)")
+  -- a text page: its first line only
+  e = err_of(function() errmap.raise_code(503, "Service Unavailable\nretry later\n", "GET /x") end)
+  t.eq(e.message, "Service Unavailable (a gateway's answer, no platform JSON) after 1 attempt")
+  -- the platform's own JSON 502/503 keeps its documented kind
+  t.eq(err_of(function()
+    errmap.raise_api({ status = 502, body = '{"code":502,"message":"sandbox gone"}' }, "GET /sandboxes/x")
+  end).kind, "SandboxGone")
+  t.eq(err_of(function()
+    errmap.raise_envd_http(503, '{"code":"unavailable","message":"closing"}', "POST /rpc")
+  end).kind, "SandboxGone")
+end)
+
+t.test("an error from an HTTP answer names its method and route when shown", function()
+  local e = err_of(function()
+    errmap.raise_api({ status = 405, body = '{"code":405,"message":"method not allowed"}' },
+      "POST /v2/sandboxes")
+  end)
+  t.eq(tostring(e), "Sandbox: POST /v2/sandboxes answered 405: method not allowed")
+  t.eq(e.message, "method not allowed", "the message itself is the platform's")
+  -- no request, or no status: as before
+  t.eq(tostring(core.new_error("NotFound", 404, "gone")), "NotFound (404): gone")
+  t.eq(tostring(err_of(function()
+    core.error("Transport", 0, "GET http://x/: refused", { request = "GET /" })
+  end)), "Transport: GET http://x/: refused")
+  -- a message that already starts with its request is not prefixed twice
+  t.eq(tostring(err_of(function()
+    core.error("Protocol", 200, "GET /x: cut short", { request = "GET /x" })
+  end)), "Protocol (200): GET /x: cut short")
 end)
 
 t.test("a known issue's raises must name a kind of core.KINDS", function()

@@ -160,9 +160,12 @@ t.test("error bodies {code, message} -> kinds", function()
   e = err(422, '{"detail":[{"loc":["body","timeout"],"msg":"too small"}]}')
   t.eq({ e.kind, e.message }, { "InvalidArgument", '{"detail":[{"loc":["body","timeout"],"msg":"too small"}]}' })
   t.eq(err(500, '{"code":"INTERNAL_ERROR","message":"boom"}').kind, "Sandbox")
-  t.eq(err(503, "").kind, "SandboxGone")
+  t.eq(err(503, '{"code":"UNAVAILABLE","message":"x"}').kind, "SandboxGone")
+  -- a gateway's bare answer is Unavailable (issue 27), quoting one line of its HTML
+  t.eq(err(503, "").kind, "Unavailable")
   e = err(502, "<html>bad gateway</html>")
-  t.eq({ e.kind, e.message, e.code }, { "SandboxGone", "<html>bad gateway</html>", nil })
+  t.eq({ e.kind, e.message, e.code }, { "Unavailable", "bad gateway (a gateway's answer, no "
+    .. "platform JSON) after 1 attempt", nil })
   t.eq(err(500, "").message, "(empty body)")
 end)
 

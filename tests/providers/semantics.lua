@@ -1,12 +1,13 @@
 -- Provider semantics case (run by tests/runner/run_case.sh from the source root; issue 12 part 1):
 -- URL construction for every routing style (abx.client.route), TTL conversion and bounds
 -- (abx.client.semantics), ${region} substitution and the missing-region error, pagination
--- parameters, and the exact messages of abx.run.config's provider validation. Pure functions and
+-- parameters and the paging loop's checks (abx.client.pages), and the exact messages of
+-- abx.run.config's provider validation. Pure functions and
 -- a connection to a closed port (the TTL bound must fail before any request).
 -- tests/providers/tests.cmake sets ABX_TEST_REGION=eu-test-1 and clears ABX_REGION.
 -- Sources: docs/protocol/e2b-control-plane.md §3.4, §7, §8; docs/protocol/e2b-v2-and-peers.md §4-5.
--- Expected: 9 passed, exit 0.
--- expect-line: ^9 passed, 0 failed
+-- Expected: 10 passed, exit 0.
+-- expect-line: ^10 passed, 0 failed
 local t = require("abx.test")
 local core = require("abx.core")
 local route = require("abx.client.route")
@@ -209,6 +210,54 @@ t.test("pagination: cursor and page parameters and next tokens", function()
     totalItems = 60, totalPages = 3, hasNextPage = true } }), "3")
   t.eq(sem.next_token("page", {}, { items = {}, pagination = { page = 3, hasNextPage = false } }), nil)
   t.eq(sem.next_token("page", {}, { items = {} }), nil)
+end)
+
+-- issue 27 part 4: the one paging loop (abx.client.pages) checks every page and has a bound
+t.test("pagination: a lying list is a Protocol error at once, and the loop is bounded", function()
+  local pages = require("abx.client.pages")
+  -- a list of fixed pages: pages[i] = {ids, next token}; counts the requests
+  local function fake(list)
+    local n = 0
+    return function(token)
+      n = n + 1
+      local p = list[math.min(n, #list)]
+      local items = {}
+      for i, id in ipairs(p[1]) do items[i] = { id = id } end
+      return items, p[2], token
+    end, function() return n end
+  end
+  local function id_of(it) return it.id end
+  local function follow(style, list)
+    local fetch, count = fake(list)
+    local ok, v = pcall(pages.follow, "GET /x", style, fetch, id_of)
+    return ok, v, count()
+  end
+  local ok, v, n = follow("cursor", { { { "a" }, "t1" }, { { "b" }, "t2" }, { { "c" } } })
+  t.ok(ok and #v == 3 and n == 3, "an honest list: every item once")
+  ok, v, n = follow("cursor", { { { "a" }, "same" } })
+  t.eq({ ok, v.kind, v.message, v.request, n }, { false, "Protocol", "next token \"same\" repeats "
+    .. "after 2 pages (first given by page 1): the platform ignores the token; stopped instead of "
+    .. "asking forever", "GET /x", 2 })
+  ok, v, n = follow("cursor", { { { "a" }, "t1" }, { { "a" }, "t2" }, { { "c" } } })
+  t.eq({ ok, v.message, n }, { false, "page 2 repeats id \"a\" of page 1 (the platform ignores "
+    .. "the next token, or its cursor is not stable)", 2 })
+  -- page numbers: a sandbox made between two pages shifts them (a repeat is dropped), but a page
+  -- of nothing new is the platform ignoring the page number
+  ok, v = follow("page", { { { "a", "b" }, "2" }, { { "b", "c" }, "3" }, { { "d" } } })
+  t.ok(ok and #v == 4, "page: an id seen before is dropped, not an error")
+  ok, v, n = follow("page", { { { "a", "b" }, "2" }, { { "a", "b" }, "3" }, { { "c" } } })
+  t.eq({ ok, v.message, n }, { false, "page 2 holds only items of earlier pages (id \"a\" of page "
+    .. "1; the platform ignores the page number)", 2 })
+  local max = pages.MAX_PAGES
+  pages.MAX_PAGES = 5
+  local count = 0
+  ok, v = pcall(pages.follow, "GET /x", "cursor", function()
+    count = count + 1
+    return { { id = "i" .. count } }, "t" .. count
+  end, id_of)
+  pages.MAX_PAGES = max
+  t.eq({ ok, v.message, count }, { false, "more than 5 pages (next token \"t5\"): stopped "
+    .. "(abx.client.pages.MAX_PAGES)", 5 })
 end)
 
 t.test("config: every provider of config/abxlua.yaml resolves its semantics", function()

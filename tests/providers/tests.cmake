@@ -4,7 +4,7 @@
 # starts the default local provider as every runner case does.
 add_test(NAME providers:semantics
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
-          ${CMAKE_SOURCE_DIR}/tests/providers/semantics.lua "^9 passed, 0 failed" 0
+          ${CMAKE_SOURCE_DIR}/tests/providers/semantics.lua "^10 passed, 0 failed" 0
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(providers:semantics PROPERTIES TIMEOUT 120
   ENVIRONMENT "ABX_TEST_REGION=eu-test-1;ABX_REGION=;ABX_TEST_KEY=test-key-0123456789")

@@ -45,11 +45,17 @@ t.test("kept: TTL set (capped by ttl.max), slot freed, not swept", function()
   t.eq(tr.live, 0, "its slot is free")
   t.eq(run.keep.kept, { { id = "sbxa", test = "a.lua::z", capped = 120 } })
   local killed = {}
-  local conn = { list = function() return { { sandbox_id = "sbxa" }, { sandbox_id = "stray" } } end,
+  -- the list by tag (what is killed is no longer listed: the cleanup's check lists again)
+  local conn = { list = function()
+      local out = { { sandbox_id = "sbxa", metadata = { e2e = "unit" } } }
+      if #killed == 0 then out[2] = { sandbox_id = "stray", metadata = { e2e = "unit" } } end
+      return out
+    end,
     kill = function(_, id) killed[#killed + 1] = id; return true end }
   local report = tr:cleanup(conn)
   t.eq(killed, { "stray" }, "the sweep by tag kills the stray one, not the kept one")
   t.eq(report.swept, 1)
+  t.eq(report.errors, {}, "the kept one still listed is no cleanup failure")
   local lines = keep.summary(run, { serve_pid = 4242 })
   t.eq(lines[1], "kept 1 sandbox(es) of failed tests for 1800 s (metadata abx-kept=1):")
   t.eq(lines[2], "  sbxa  a.lua::z  (TTL 120 s: the provider's ttl.max)")

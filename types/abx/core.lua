@@ -239,6 +239,16 @@ function core.set_ca_file(path) end
 ---@param level any
 function core.set_trace(level) end
 
+---core.setenv(name, value|nil): sets (nil: removes) a variable of this process's environment,
+---which every child it starts from now on inherits (core.process_start merges its `env` over
+---it): `abxlua run` exports ABX_CONFIG, ABX_PROVIDER and ABX_FLAVOR so the abxlua children of its
+---tests read the run's config and provider (abx.run.runner). Call it before transfers start:
+---setenv(3) is not safe beside threads reading the environment (libcurl's resolver).
+---Raises InvalidArgument for a name that is empty or holds '=' (setenv's EINVAL).
+---@param name any
+---@param value any
+function core.setenv(name, value) end
+
 ---core.sha1(bytes) -> 20 raw bytes (nettle): WebSocket's Sec-WebSocket-Accept, RFC 6455 §4.2.2.
 ---@param bytes any
 function core.sha1(bytes) end

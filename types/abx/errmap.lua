@@ -11,6 +11,14 @@ local errmap = {}
 ---@return string
 function errmap.api_kind(status, not_found_kind) end
 
+---Whether an answer is a gateway's bare 502, 503 or 504: that status and a body that is not a
+---JSON object (an HTML page, text, nothing). A JSON body keeps its documented meaning (the
+---edge's {sandboxId, ...}, the control plane's {code, message}, envd's Connect error).
+---@param status integer
+---@param body string|nil
+---@return boolean
+function errmap.bare_gateway(status, body) end
+
 ---Checks the status of a stream just opened (core.stream or core.ndjson): when it is not 200,
 ---reads the answer's body (the stream's first item), closes the stream and raises what `raise`
 ---(errmap.raise_envd_http or errmap.raise_code) maps that status and body to.
@@ -71,13 +79,17 @@ function errmap.has_code(err, code) end
 ---@param extra? table extra fields (request, code)
 function errmap.raise(kind, status, message, extra) end
 
----Raises the abx.error for a control-plane answer with status >= 300.
+---Raises the abx.error for a control-plane answer with status >= 300. A gateway's bare
+---502/503/504 (errmap.bare_gateway) is Unavailable "after N attempts" (resp.attempts, set by
+---abx.client.api_call: the requests its retries sent). `hint` (what setting to change) follows
+---the message.
 ---Raises: the mapped kind (Authentication, SandboxNotFound, NotFound, Conflict, PayloadTooLarge,
----RateLimit, InvalidArgument, SandboxGone, NotEnoughSpace, Sandbox).
----@param resp {status: integer, body: string}
+---RateLimit, InvalidArgument, SandboxGone, NotEnoughSpace, Sandbox), Unavailable.
+---@param resp {status: integer, body: string, attempts?: integer}
 ---@param request string "METHOD path"
 ---@param not_found_kind? string
-function errmap.raise_api(resp, request, not_found_kind) end
+---@param hint? string
+function errmap.raise_api(resp, request, not_found_kind, hint) end
 
 ---Raises the error of a code-interpreter answer whose status is not 200 (docs/protocol/envd-protocol.md
 ---§10): the kind from CODE_KIND (any other status: Sandbox), the message from the body (plain
@@ -85,11 +97,12 @@ function errmap.raise_api(resp, request, not_found_kind) end
 ---An answer of the edge (errmap.edge_kind) gives SandboxPaused, SandboxGone or PortNotOpen.
 ---Raises: InvalidArgument (400, 422), Authentication (401, 403), NotFound (404),
 ---PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen, SandboxGone (502, 503),
----Timeout (504), NotEnoughSpace (507), Sandbox.
+---Timeout (504), NotEnoughSpace (507), Sandbox; Unavailable (a gateway's bare 502/503/504).
 ---@param status integer
 ---@param body string|nil
 ---@param request string "METHOD path"
-function errmap.raise_code(status, body, request) end
+---@param attempts? integer requests sent (a GET's retries), for Unavailable
+function errmap.raise_code(status, body, request, attempts) end
 
 ---Raises the error carried by an end-of-stream envelope `{"error":{code, message}}`.
 ---`status` is the code's unary HTTP equivalent (§2.4); `code` is the Connect code.
@@ -104,11 +117,15 @@ function errmap.raise_connect(err, request) end
 ---else is mapped by the response status. 507 is NotEnoughSpace (docs/protocol/e2b-control-plane.md
 ---§6.2); 413 (or an integer `code` 413, which the plain-HTTP table turns into resource_exhausted)
 ---is PayloadTooLarge, not RateLimit. An answer of the edge (errmap.edge_kind) is SandboxPaused,
----SandboxGone or PortNotOpen with Connect code "unavailable". Raises: the mapped kind.
+---SandboxGone or PortNotOpen with Connect code "unavailable". A gateway's bare 502/503/504
+---(errmap.bare_gateway) is Unavailable "after N attempts" (`attempts`; `not_retried` says why a
+---call that starts work was sent once). Raises: the mapped kind.
 ---@param status integer
 ---@param body string|nil
 ---@param request string
-function errmap.raise_envd_http(status, body, request) end
+---@param attempts? integer requests sent (default 1)
+---@param not_retried? string
+function errmap.raise_envd_http(status, body, request, attempts, not_retried) end
 
 ---Raises Protocol: the answer had a success status but not the expected JSON shape.
 ---Raises: Protocol.
@@ -124,10 +141,21 @@ function errmap.raise_protocol(status, request, what) end
 ---SandboxGone or PortNotOpen.
 ---Raises: InvalidArgument (400, 405, 411, 415), Authentication (401, the edge's 403), NotFound
 ---(404), Conflict (409), PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen,
----SandboxGone (502, 503), Timeout (504), Sandbox.
+---SandboxGone (502, 503), Timeout (504), Sandbox; Unavailable (a gateway's bare 502/503/504).
 ---@param status integer
 ---@param body string|nil
 ---@param request string "METHOD path"
 function errmap.raise_server(status, body, request) end
+
+---Raises Unavailable for a gateway's bare answer (errmap.bare_gateway): "<one line of the body,
+---at most 200 bytes> (a gateway's answer, no platform JSON) after N attempts", and why it was
+---not retried when `not_retried` says so. The error's `attempts` field is N.
+---Raises: Unavailable, always.
+---@param status integer
+---@param body string|nil
+---@param request string "METHOD path"
+---@param attempts? integer requests sent (default 1)
+---@param not_retried? string why the call was sent once (it starts work)
+function errmap.raise_unavailable(status, body, request, attempts, not_retried) end
 
 return errmap

@@ -5,10 +5,22 @@
 
 local tracker = {}
 
+---@type integer
+tracker.ALIVE_NAMED = nil
+
+---@type table
+tracker.VERIFY_WAITS = nil
+
 ---Takes one slot for `owner`, waiting in order when none is free (see the file header).
 ---Raises: InvalidArgument (more than max at once, or a closed cycle), Timeout / Interrupted
 ---(the test's deadline while waiting; the wait is withdrawn).
 function tracker.acquire(self, owner) end
+
+---The cleanup's error for sandboxes still listed after it: their number, the tag and a few ids.
+---@param ids string[]
+---@param run_id string
+---@return string
+function tracker.alive_text(ids, run_id) end
 
 ---A template build on a platform that runs it in a sandbox of the same machine (the local one):
 ---it holds one slot from `begin_build` to `end_build`, counted among the live sandboxes.
@@ -17,9 +29,12 @@ function tracker.acquire(self, owner) end
 ---@return table owner
 function tracker.begin_build(self, name) end
 
----Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
----the tracked snapshots, volumes and managed API keys, and the volumes whose name carries the run id.
----@return table { tracked, swept, snapshots, volumes, api_keys, errors = {...} }
+---Kills everything still tracked and lists sandboxes by tag and kills what remains (only those
+---that carry the tag: a sandbox the list gives without it is an error, never killed), then lists
+---by tag once more: what is still there is `alive` and an error (a kill answered but not done);
+---then deletes the tracked snapshots, volumes and managed API keys, and the volumes whose name
+---carries the run id.
+---@return table { tracked, swept, snapshots, volumes, api_keys, alive = {ids}, alive_error = (its text in errors) | nil, errors = {...} }
 function tracker.cleanup(self, conn) end
 
 ---@param owner table from begin_build

@@ -15,6 +15,7 @@
 ---| "SandboxPaused" # the edge answered for a paused sandbox: 502 (or 409) {sandboxId, canAutoResume}
 ---| "SandboxGone" # the sandbox is killed, expired or unknown to the edge: 502/404 {sandboxId}, 503
 ---| "PortNotOpen" # the sandbox runs but nothing listens on the port: 502 {sandboxId, port}
+---| "Unavailable" # a gateway's bare 502/503/504 (no platform JSON): transient; idempotent calls retry it first
 ---| "NotEnoughSpace" # 507: the sandbox's disk is full
 ---| "Protocol" # an answer that breaks the protocol: shape, framing, a size limit
 ---| "Transport" # the connection failed (refused, reset, DNS)
@@ -26,7 +27,7 @@
 ---| "Internal" # an engine failure: deadlock, out of memory, the run ended under a task
 ---| "LuaError" # a plain Lua error (not an abx.error), as the runner reports it
 
----An error raised by abxlua (metatable abx.error; tostring gives "Kind (status): message").
+---An error raised by abxlua (metatable abx.error; tostring gives "Kind: METHOD path answered status: message" with a request, else "Kind (status): message").
 ---Tell it from a Lua error with core.is_error(e); t.raises(kind, fn) returns it.
 ---@class abx.Error
 ---@field kind abx.ErrorKind what went wrong

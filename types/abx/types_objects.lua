@@ -574,8 +574,10 @@ function Sandbox:get_info() end
 ---Whether envd answers GET /health through the routing (docs/protocol/envd-protocol.md §9; a 502 from
 ---the edge means gone, docs/protocol/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
 ---knows the sandbox also counts as not running, and so does the edge's answer for a paused
----sandbox (502 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused).
----Raises: Authentication, Sandbox (another status), Transport, Timeout.
+---sandbox (502 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused). A gateway's bare
+---502/503/504 (no JSON body) says nothing about the sandbox: it is retried (Client:http), then
+---Unavailable.
+---Raises: Authentication, Sandbox (another status), Unavailable, Transport, Timeout.
 ---@return boolean
 function Sandbox:is_running() end
 
@@ -718,6 +720,7 @@ function Sandbox:with(o) end
 ---@field hooks table {before_create(opts) (may return metadata to add), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id), api_key_created(info), api_key_deleted(id)}
 ---@field default_metadata table<string,string> metadata every create adds (e2e: the run tag)
 ---@field v2_routes boolean create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)
+---@field config_entry string the config entry the connection's settings come from ("providers.<name>"), named where an error says which setting to change
 ---@field kind string the provider's kind as abx.run.provider opened it: "local" (the embedded platform) or "remote" (default: nil, unknown)
 ---@field access_token string|boolean the admin credential of the API-key routes (Authorization: Bearer; abx.client.apikey); false or absent: none
 ---@field team_id string X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)
@@ -799,8 +802,9 @@ function Connection:get_info(id) end
 function Connection:list_page(opts) end
 
 ---list(opts): every matching sandbox: SandboxInfo[]
----Every sandbox matching the filters, following X-Next-Token until exhausted.
----Raises: as list_page.
+---Every sandbox matching the filters, following X-Next-Token until exhausted (abx.client.pages:
+---a repeated next token or sandbox id, or more than pages.MAX_PAGES pages, is a Protocol error).
+---Raises: as list_page; Protocol (a list that does not page honestly).
 ---@param opts? abx.opts.conn_list
 ---@return abx.SandboxInfo[] infos
 function Connection:list(opts) end

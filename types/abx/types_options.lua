@@ -241,6 +241,7 @@
 ---@field hooks? table {before_create(opts) (may return metadata to add), created(sbx, opts), create_failed(opts), killed(id), gone(id) (a 404 for it), snapshot_created(info), snapshot_deleted(id), volume_created(info), volume_deleted(id), api_key_created(info), api_key_deleted(id)}
 ---@field default_metadata? table<string,string> metadata every create adds (e2e: the run tag)
 ---@field v2_routes? boolean create and connect through POST /v2/sandboxes and /v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)
+---@field config_entry? string the config entry the connection's settings come from ("providers.<name>"), named where an error says which setting to change
 ---@field kind? string the provider's kind as abx.run.provider opened it: "local" (the embedded platform) or "remote" (default: nil, unknown)
 ---@field access_token? string|boolean the admin credential of the API-key routes (Authorization: Bearer; abx.client.apikey); false or absent: none
 ---@field team_id? string X-Team-ID sent with the access token (E2B's AuthProviderTeamAuth)

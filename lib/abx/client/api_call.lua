@@ -33,14 +33,75 @@ local function retry_delay(attempt, resp)
   return d
 end
 
----Logs one retry on stderr (masked by core.ewrite).
+-- Retries made by this process (every one goes through log_retry): a run reports how many of
+-- its calls needed one (abx.run.runner: the JSON report's `retries`, the console summary).
+local retries = 0
+
+---Logs one retry on stderr (masked by core.ewrite) and counts it.
 local function log_retry(request, attempt, why, delay)
+  retries = retries + 1
   core.ewrite(string.format("abxlua: retry %d/%d of %s after %s, in %.2fs\n", attempt,
     RETRY.attempts - 1, request, why, delay))
 end
 
 M.retry_delay = retry_delay
 M.log_retry = log_retry
+
+--- The number of retries this process has made so far (control plane and envd): a caller takes
+--- the difference over what it ran. Raises: nothing.
+---@return integer
+function M.retries()
+  return retries
+end
+
+--- Sends `send()` again while it answers a gateway's bare 502/503/504 (abx.client.errmap
+--- .bare_gateway) and `idempotent` is true, with the backoff and bounds of RETRY; every retry is
+--- logged and counted. Returns the last answer with `attempts` (requests sent) set, and
+--- `not_retried` set when a bare answer came to a call that is not idempotent.
+--- Raises: what `send` raises.
+---@param request string "METHOD path", for the log
+---@param idempotent boolean
+---@param send fun(): table a request: {status, headers, body}
+---@return table resp
+function M.gateway_retry(request, idempotent, send)
+  local deadline = core.now() + RETRY.budget
+  local attempt = 1
+  while true do
+    local resp = send()
+    resp.attempts = attempt
+    if not errmap.bare_gateway(resp.status, resp.body) then return resp end
+    if not idempotent then
+      resp.not_retried = request .. " may start work"
+      return resp
+    end
+    if not M.backoff(request, attempt, deadline, resp.status) then return resp end
+    attempt = attempt + 1
+  end
+end
+
+--- After a gateway's bare answer to attempt number `attempt` of `request`: when RETRY allows
+--- another attempt before `deadline` (core.now() seconds), logs and counts the retry, waits its
+--- backoff and returns true; otherwise returns false at once. For loops that send their request
+--- their own way (an envd stream, a streamed file read).
+--- Raises: Timeout, Interrupted (from core.sleep).
+---@param request string "METHOD path"
+---@param attempt integer
+---@param deadline number
+---@param status integer the bare answer's status
+---@return boolean
+function M.backoff(request, attempt, deadline, status)
+  local delay = retry_delay(attempt, nil)
+  if attempt >= RETRY.attempts or core.now() + delay > deadline then return false end
+  log_retry(request, attempt, "HTTP " .. status .. " (a gateway's bare answer)", delay)
+  core.sleep(delay)
+  return true
+end
+
+--- The deadline (core.now() seconds) of a call's retries starting now: RETRY.budget.
+---@return number
+function M.retry_deadline()
+  return core.now() + RETRY.budget
+end
 
 --- One control-plane request on the connection `self` (abx.client.sandbox's Connection: api_url,
 --- api_key, auth_header, request_timeout). Returns the response whatever its status, and "METHOD path".
@@ -82,9 +143,16 @@ function M.call(self, method, path, query, body, retry, headers, timeout, first_
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status
+      if errmap.bare_gateway(resp.status, resp.body) then why = why .. " (a gateway's bare answer)" end
     else
       retryable = core.is_error(resp) and resp.kind == "Transport"
       why = tostring(resp)
+    end
+    if ok then
+      resp.attempts = attempt -- named by a gateway's Unavailable (abx.client.errmap.raise_api)
+      if not retry and errmap.bare_gateway(resp.status, resp.body) then
+        resp.not_retried = request .. " is not idempotent"
+      end
     end
     if not (retry and retryable) or attempt >= RETRY.attempts then
       if not ok then error(resp, 0) end

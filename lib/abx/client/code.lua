@@ -36,6 +36,7 @@ local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
+local api_call = require("abx.client.api_call")
 local http = require("abx.client.http")
 local options = require("abx.client.options")
 local decode = require("abx.client.decode")
@@ -118,11 +119,14 @@ end
 local function call(sbx, method, path, body, opts)
   opts = opts or {}
   local url, connect_to, h = target(sbx, path, opts)
-  return core.request({
-    method = method, url = url, headers = h, body = body and cjson.encode(body) or nil,
-    timeout = opts.request_timeout or sbx.conn.request_timeout, max_body = MAX_BODY,
-    connect_to = connect_to,
-  })
+  -- a GET starts no work: a gateway's bare 502/503/504 to it is sent again (abx.client.api_call)
+  return api_call.gateway_retry(method .. " " .. path, method == "GET", function()
+    return core.request({
+      method = method, url = url, headers = h, body = body and cjson.encode(body) or nil,
+      timeout = opts.request_timeout or sbx.conn.request_timeout, max_body = MAX_BODY,
+      connect_to = connect_to,
+    })
+  end)
 end
 
 --- A context id from a Context table or an id string.
@@ -271,7 +275,7 @@ function code.list_contexts(sbx, opts)
   opts = options.check(CALL, opts)
   local request = "GET /contexts"
   local resp = call(sbx, "GET", "/contexts", nil, opts)
-  if resp.status ~= 200 then errmap.raise_code(resp.status, resp.body, request) end
+  if resp.status ~= 200 then errmap.raise_code(resp.status, resp.body, request, resp.attempts) end
   local list = errmap.decode_ok(resp, request, true, "a JSON array of Contexts")
   local out = {}
   for i, v in ipairs(list) do out[i] = context_of(v, resp.status, request) end

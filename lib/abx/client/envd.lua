@@ -16,11 +16,22 @@ local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
 local route = require("abx.client.route")
+local api_call = require("abx.client.api_call")
 
 local envd = {}
 
 --- envd's port inside every sandbox (docs/protocol/e2b-control-plane.md §7.2).
 envd.PORT = core.E2B.envd_port -- proto/e2b.h (docs/protocol/envd-protocol.md §1)
+
+--- The envd RPCs that start no work: a gateway's bare 502/503/504 (abx.client.errmap
+--- .bare_gateway) to one of them is retried with abx.client.api_call's backoff (issue 27). Every
+--- other RPC (Start, SendInput, SendSignal, Update, MakeDir, Move, Remove, the watcher's create
+--- and remove, ...) is sent once: a retry could do its work twice.
+envd.IDEMPOTENT = {
+  ["process.Process/List"] = true, ["process.Process/Connect"] = true,
+  ["filesystem.Filesystem/Stat"] = true, ["filesystem.Filesystem/ListDir"] = true,
+  ["filesystem.Filesystem/WatchDir"] = true,
+}
 
 --- Interval the server is asked to send keepalives at on streams, seconds
 --- (docs/protocol/envd-protocol.md §4.4, the SDKs' KEEPALIVE_PING_INTERVAL_SEC).
@@ -117,16 +128,25 @@ local function plain(self, method, url, connect_to, h, opts)
   })
 end
 
---- One plain HTTP request to envd (REST: /health, /files). Returns the response whatever its status.
+-- A GET or HEAD starts no work: a gateway's bare answer to it is retried.
+local SAFE_METHOD = { GET = true, HEAD = true }
+
+--- One plain HTTP request to envd (REST: /health, /files). Returns the response whatever its
+--- status, with `attempts` (requests sent) set: a GET or HEAD (or a request the caller marks
+--- `idempotent`: an upload of bytes in memory, which sent again leaves the same file) answered by
+--- a gateway's bare 502/503/504 is sent again (abx.client.api_call.gateway_retry); for any other
+--- such an answer has `not_retried` set (errmap.raise_envd_http names both).
 --- Raises: Transport, Timeout, Protocol (from core.request).
 ---@param method string
 ---@param path string may carry a query string
----@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
----@return {status: integer, headers: table<string,string>, body: string}
+---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer,
+---  idempotent?: boolean}
+---@return {status: integer, headers: table<string,string>, body: string, attempts: integer}
 function Client:http(method, path, opts)
   local url, connect_to = self:url(path)
-  local h = self:headers(nil)
-  return plain(self, method, url, connect_to, h, opts)
+  local idempotent = SAFE_METHOD[method] == true or (opts ~= nil and opts.idempotent == true)
+  return api_call.gateway_retry(method .. " " .. (path:match("^[^?]*")), idempotent,
+    function() return plain(self, method, url, connect_to, self:headers(nil), opts) end)
 end
 
 --- One plain HTTP request to a full envd URL (one that Client:url built, e.g. a signed file URL),
@@ -140,8 +160,11 @@ end
 ---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
 ---@return {status: integer, headers: table<string,string>, body: string}
 function Client:fetch(method, url, opts)
-  local _, connect_to, h = route.target(route.of(self._sbx), envd.PORT, "/")
-  return plain(self, method, url, connect_to, h, opts)
+  local path = url:match("^%a+://[^/]*(/[^?]*)") or "/"
+  return api_call.gateway_retry(method .. " " .. path, SAFE_METHOD[method] == true, function()
+    local _, connect_to, h = route.target(route.of(self._sbx), envd.PORT, "/")
+    return plain(self, method, url, connect_to, h, opts)
+  end)
 end
 
 --- The request line, URL, connect_to and headers (with Connect-Protocol-Version: 1, §2.1) of a
@@ -167,12 +190,14 @@ function Client:unary(rpc, msg, opts)
   local request, url, connect_to, h = connect_call(self, rpc, opts.user)
   h["Content-Type"] = "application/json"
   local body = (msg == nil or next(msg) == nil) and "{}" or cjson.encode(msg)
-  local resp = core.request({
-    method = "POST", url = url, headers = h, body = body,
-    timeout = opts.timeout or self:request_timeout(), connect_to = connect_to,
-  })
+  local resp = api_call.gateway_retry(request, envd.IDEMPOTENT[rpc] == true, function()
+    return core.request({
+      method = "POST", url = url, headers = h, body = body,
+      timeout = opts.timeout or self:request_timeout(), connect_to = connect_to,
+    })
+  end)
   if resp.status ~= 200 then
-    errmap.raise_envd_http(resp.status, resp.body, request)
+    errmap.raise_envd_http(resp.status, resp.body, request, resp.attempts, resp.not_retried)
   end
   local obj = errmap.decode_object(resp.body)
   if not obj then errmap.raise_protocol(resp.status, request, "a JSON object") end
@@ -186,8 +211,10 @@ end
 --- (no limit when `timeout` is 0). `keepalive` (whole seconds >= 1, default envd.KEEPALIVE_S) is
 --- sent as `Keepalive-Ping-Interval`: envd sends a keepalive event after that much silence (§4.4,
 --- §9); tests ask for 1 s to see keepalives on a short stream.
---- Raises: the kind mapped from a non-200 answer (envd's 401 is plain HTTP, §2.3), Transport,
---- Timeout, Protocol.
+--- A gateway's bare 502/503/504 opens the stream again when the RPC starts no work
+--- (envd.IDEMPOTENT), with abx.client.api_call's backoff.
+--- Raises: the kind mapped from a non-200 answer (envd's 401 is plain HTTP, §2.3; Unavailable
+--- for a gateway's bare answer, after N attempts), Transport, Timeout, Protocol.
 ---@param rpc string e.g. "process.Process/Start"
 ---@param msg table request message
 ---@param opts? {user?: string, timeout?: number, keepalive?: integer}
@@ -207,12 +234,26 @@ function Client:stream(rpc, msg, opts)
     h["Connect-Timeout-Ms"] = string.format("%d", math.ceil(timeout * 1000))
     transfer = timeout + self:request_timeout()
   end
-  local st = core.stream({
-    method = "POST", url = url, headers = h, message = cjson.encode(msg),
-    timeout = transfer, connect_to = connect_to,
-  })
-  errmap.check_stream(st, request, errmap.raise_envd_http)
-  return st, request
+  local deadline, attempt = api_call.retry_deadline(), 1
+  while true do
+    local st = core.stream({
+      method = "POST", url = url, headers = h, message = cjson.encode(msg),
+      timeout = transfer, connect_to = connect_to,
+    })
+    local status = st:status()
+    if status == 200 then return st, request end
+    local _, body = st:next()
+    st:close()
+    body = type(body) == "string" and body or ""
+    local bare = errmap.bare_gateway(status, body)
+    -- a stream that starts no work (Connect to a process, WatchDir) is opened again after a
+    -- gateway's bare answer; Start is sent once (a retry could start the process twice)
+    if not (bare and envd.IDEMPOTENT[rpc] and api_call.backoff(request, attempt, deadline, status)) then
+      errmap.raise_envd_http(status, body, request, attempt,
+        bare and not envd.IDEMPOTENT[rpc] and (request .. " starts work") or nil)
+    end
+    attempt = attempt + 1
+  end
 end
 
 --- The message, or nil at a clean end, for what stream:next gave (`what`, `payload`): the

@@ -137,15 +137,65 @@ function errmap.decode_object(body)
   return nil
 end
 
---- The message of an error body: its `message` field, else the raw text (as both SDKs do,
---- docs/protocol/e2b-control-plane.md §6.1), else a placeholder.
+--- One line of an HTML body: the first line with text once the tags are gone (a gateway's
+--- `<h1>502 Bad Gateway</h1>`), at most 200 bytes; nil when `body` is not HTML.
+---@param body string
+---@return string|nil
+local function html_line(body)
+  local head = body:sub(1, 512):lower()
+  if not (head:find("^%s*<!doctype html") or head:find("^%s*<html") or head:find("<body")) then
+    return nil
+  end
+  local text = body:sub(1, 65536):gsub("<[^>]*>", "\n")
+  for line in text:gmatch("[^\r\n]+") do
+    line = line:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " ")
+    if line ~= "" then return (line:sub(1, 200)) end
+  end
+  return "(an HTML page without text)"
+end
+
+--- The message of an error body: its `message` field, else one line of an HTML page, else the raw
+--- text (as both SDKs do, docs/protocol/e2b-control-plane.md §6.1), else a placeholder.
 ---@param obj table|nil decoded body
 ---@param body string|nil raw body
 ---@return string
 local function body_message(obj, body)
   if obj and type(obj.message) == "string" and obj.message ~= "" then return obj.message end
-  if type(body) == "string" and body ~= "" then return (body:sub(1, 512)) end
+  if type(body) == "string" and body ~= "" then return html_line(body) or (body:sub(1, 512)) end
   return "(empty body)"
+end
+
+-- A gateway's statuses: bare (no JSON object), they are the edge stumbling, not the platform's
+-- word about the sandbox (issue 27; e2b-dev/E2B#1262: 502s from the edge while the sandbox is fine).
+local GATEWAY = { [502] = true, [503] = true, [504] = true }
+
+--- Whether an answer is a gateway's bare 502, 503 or 504: that status and a body that is not a
+--- JSON object (an HTML page, text, nothing). A JSON body keeps its documented meaning (the
+--- edge's {sandboxId, ...}, the control plane's {code, message}, envd's Connect error).
+---@param status integer
+---@param body string|nil
+---@return boolean
+function errmap.bare_gateway(status, body)
+  return GATEWAY[status] == true and errmap.decode_object(body) == nil
+end
+
+--- Raises Unavailable for a gateway's bare answer (errmap.bare_gateway): "<one line of the body,
+--- at most 200 bytes> (a gateway's answer, no platform JSON) after N attempts", and why it was
+--- not retried when `not_retried` says so. The error's `attempts` field is N.
+--- Raises: Unavailable, always.
+---@param status integer
+---@param body string|nil
+---@param request string "METHOD path"
+---@param attempts? integer requests sent (default 1)
+---@param not_retried? string why the call was sent once (it starts work)
+function errmap.raise_unavailable(status, body, request, attempts, not_retried)
+  local n = math.tointeger(attempts) or 1
+  -- one line of the body, whatever it is: a gateway's page is not the platform's message
+  local line = body_message(nil, body):match("^%s*([^\r\n]*)"):sub(1, 200)
+  local msg = string.format("%s (a gateway's answer, no platform JSON) after %d attempt%s",
+    line ~= "" and line or "(empty body)", n, n == 1 and "" or "s")
+  if not_retried then msg = msg .. " (not retried: " .. not_retried .. ")" end
+  errmap.raise("Unavailable", status, msg, { request = request, attempts = n })
 end
 
 --- The kind of an answer of the edge proxy itself (not of the server behind it), told by its
@@ -179,18 +229,27 @@ function errmap.api_kind(status, not_found_kind)
   return API_KIND[status] or "Sandbox"
 end
 
---- Raises the abx.error for a control-plane answer with status >= 300.
+--- Raises the abx.error for a control-plane answer with status >= 300. A gateway's bare
+--- 502/503/504 (errmap.bare_gateway) is Unavailable "after N attempts" (resp.attempts, set by
+--- abx.client.api_call: the requests its retries sent). `hint` (what setting to change) follows
+--- the message.
 --- Raises: the mapped kind (Authentication, SandboxNotFound, NotFound, Conflict, PayloadTooLarge,
---- RateLimit, InvalidArgument, SandboxGone, NotEnoughSpace, Sandbox).
----@param resp {status: integer, body: string}
+--- RateLimit, InvalidArgument, SandboxGone, NotEnoughSpace, Sandbox), Unavailable.
+---@param resp {status: integer, body: string, attempts?: integer}
 ---@param request string "METHOD path"
 ---@param not_found_kind? string
-function errmap.raise_api(resp, request, not_found_kind)
+---@param hint? string
+function errmap.raise_api(resp, request, not_found_kind, hint)
+  if errmap.bare_gateway(resp.status, resp.body) then
+    errmap.raise_unavailable(resp.status, resp.body, request, resp.attempts,
+      resp.not_retried)
+  end
   local obj = errmap.decode_object(resp.body)
   local extra = { request = request }
   if obj and type(obj.error_code) == "string" then extra.code = obj.error_code end
-  errmap.raise(errmap.api_kind(resp.status, not_found_kind), resp.status,
-    body_message(obj, resp.body), extra)
+  local msg = body_message(obj, resp.body)
+  if hint then msg = msg .. " " .. hint end
+  errmap.raise(errmap.api_kind(resp.status, not_found_kind), resp.status, msg, extra)
 end
 
 --- Raises Protocol: the answer had a success status but not the expected JSON shape.
@@ -243,11 +302,18 @@ end
 --- else is mapped by the response status. 507 is NotEnoughSpace (docs/protocol/e2b-control-plane.md
 --- §6.2); 413 (or an integer `code` 413, which the plain-HTTP table turns into resource_exhausted)
 --- is PayloadTooLarge, not RateLimit. An answer of the edge (errmap.edge_kind) is SandboxPaused,
---- SandboxGone or PortNotOpen with Connect code "unavailable". Raises: the mapped kind.
+--- SandboxGone or PortNotOpen with Connect code "unavailable". A gateway's bare 502/503/504
+--- (errmap.bare_gateway) is Unavailable "after N attempts" (`attempts`; `not_retried` says why a
+--- call that starts work was sent once). Raises: the mapped kind.
 ---@param status integer
 ---@param body string|nil
 ---@param request string
-function errmap.raise_envd_http(status, body, request)
+---@param attempts? integer requests sent (default 1)
+---@param not_retried? string
+function errmap.raise_envd_http(status, body, request, attempts, not_retried)
+  if errmap.bare_gateway(status, body) then
+    errmap.raise_unavailable(status, body, request, attempts, not_retried)
+  end
   local obj = errmap.decode_object(body)
   local edge = errmap.edge_kind(status, obj)
   if edge then
@@ -271,11 +337,15 @@ end
 --- An answer of the edge (errmap.edge_kind) gives SandboxPaused, SandboxGone or PortNotOpen.
 --- Raises: InvalidArgument (400, 422), Authentication (401, 403), NotFound (404),
 --- PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen, SandboxGone (502, 503),
---- Timeout (504), NotEnoughSpace (507), Sandbox.
+--- Timeout (504), NotEnoughSpace (507), Sandbox; Unavailable (a gateway's bare 502/503/504).
 ---@param status integer
 ---@param body string|nil
 ---@param request string "METHOD path"
-function errmap.raise_code(status, body, request)
+---@param attempts? integer requests sent (a GET's retries), for Unavailable
+function errmap.raise_code(status, body, request, attempts)
+  if errmap.bare_gateway(status, body) then
+    errmap.raise_unavailable(status, body, request, attempts)
+  end
   local obj = errmap.decode_object(body)
   errmap.raise(errmap.edge_kind(status, obj) or CODE_KIND[status] or "Sandbox", status,
     body_message(obj, body), { request = request })
@@ -288,11 +358,12 @@ end
 --- SandboxGone or PortNotOpen.
 --- Raises: InvalidArgument (400, 405, 411, 415), Authentication (401, the edge's 403), NotFound
 --- (404), Conflict (409), PayloadTooLarge (413), RateLimit (429), SandboxPaused, PortNotOpen,
---- SandboxGone (502, 503), Timeout (504), Sandbox.
+--- SandboxGone (502, 503), Timeout (504), Sandbox; Unavailable (a gateway's bare 502/503/504).
 ---@param status integer
 ---@param body string|nil
 ---@param request string "METHOD path"
 function errmap.raise_server(status, body, request)
+  if errmap.bare_gateway(status, body) then errmap.raise_unavailable(status, body, request) end
   local obj = errmap.decode_object(body)
   local extra = { request = request }
   if obj and type(obj.error) == "string" then extra.code = obj.error end

@@ -26,6 +26,7 @@ local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
+local api_call = require("abx.client.api_call")
 local options = require("abx.client.options")
 local decode = require("abx.client.decode")
 
@@ -221,7 +222,7 @@ end
 --- The first entry of a POST /files answer (reference §7: a JSON array of EntryInfo).
 local function upload_entry(resp, request)
   if resp.status ~= 200 and resp.status ~= 201 then
-    errmap.raise_envd_http(resp.status, resp.body, request)
+    errmap.raise_envd_http(resp.status, resp.body, request, resp.attempts, resp.not_retried)
   end
   local arr = errmap.decode_object(resp.body)
   local e = arr and (arr[1] or (arr.path and arr))
@@ -293,8 +294,9 @@ function Files:write(path, data, opts)
     return upload_entry(resp, "POST /files")
   end
   local body = opts.gzip and not opts.content_encoding and files.gzip(data) or data
+  -- the same bytes written again leave the same file: a gateway's bare 502 is retried
   local resp = client(self):http("POST", files_path(path, opts.user or "user"), {
-    body = body, headers = headers,
+    body = body, headers = headers, idempotent = true,
   })
   return upload_entry(resp, "POST /files")
 end
@@ -302,14 +304,31 @@ end
 --- Streams the body of GET /files into `sink` (a file handle: `sink:write`, or a function called
 --- with each chunk, in order) and returns the number of bytes. The engine holds at most its
 --- stream queue (8 MiB) of the body at a time (core.body_stream).
-local function read_into(self, path, opts, sink)
+-- Opens the body stream of GET /files; a gateway's bare 502/503/504 (before any byte of the file)
+-- opens it again, with abx.client.api_call's backoff. Returns the stream and its first event.
+local function open_read(self, path, opts)
   local c = client(self)
   local url, connect_to = c:url(files_path(path, opts.user or "user"))
-  local st <close> = core.body_stream({ url = url, headers = c:headers(nil),
-    connect_to = connect_to, max_body = opts.max_body, timeout = opts.timeout })
+  local deadline, attempt = api_call.retry_deadline(), 1
+  while true do
+    local st = core.body_stream({ url = url, headers = c:headers(nil),
+      connect_to = connect_to, max_body = opts.max_body, timeout = opts.timeout })
+    local kind, data = st:next()
+    if kind ~= "http" then return st, kind, data end
+    local status = st:status()
+    st:close()
+    if not (errmap.bare_gateway(status, data)
+      and api_call.backoff("GET /files", attempt, deadline, status)) then
+      errmap.raise_envd_http(status, data, "GET /files", attempt)
+    end
+    attempt = attempt + 1
+  end
+end
+
+local function read_into(self, path, opts, sink)
+  local st <close>, kind, data = open_read(self, path, opts)
   local n = 0
   while true do
-    local kind, data = st:next()
     if kind == nil then return n end
     if kind == "http" then errmap.raise_envd_http(st:status(), data, "GET /files") end
     n = n + #data
@@ -320,6 +339,7 @@ local function read_into(self, path, opts, sink)
       if not ok then errmap.raise("InvalidArgument", 0, "files:read: writing to `to`: "
         .. tostring(err)) end
     end
+    kind, data = st:next()
   end
 end
 
@@ -373,7 +393,7 @@ function Files:read(path, opts)
   local resp = client(self):http("GET", files_path(path, opts.user or "user"), {
     max_body = opts.max_body or files.MAX_READ_BYTES,
   })
-  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files") end
+  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files", resp.attempts) end
   return resp.body
 end
 
@@ -389,7 +409,7 @@ function Files:read_gzip(path, opts)
   local resp = client(self):http("GET", files_path(path, opts.user or "user"), {
     max_body = opts.max_body or files.MAX_READ_BYTES, headers = { ["Accept-Encoding"] = "gzip" },
   })
-  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files") end
+  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files", resp.attempts) end
   local ce = resp.headers["content-encoding"]
   if ce ~= "gzip" or resp.body:sub(1, 2) ~= "\31\139" then
     errmap.raise_protocol(resp.status, "GET /files", "a gzip body (Content-Encoding: gzip), got "
@@ -448,7 +468,7 @@ end
 function Files:read_url(url, opts)
   opts = options.check(OPTS.read_url, opts)
   local resp = client(self):fetch("GET", url, { max_body = opts.max_body or files.MAX_READ_BYTES })
-  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files") end
+  if resp.status ~= 200 then errmap.raise_envd_http(resp.status, resp.body, "GET /files", resp.attempts) end
   return resp.body
 end
 

@@ -46,6 +46,7 @@ local core = require("abx.core")
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
 local options = require("abx.client.options")
+local pages = require("abx.client.pages")
 local semantics = require("abx.client.semantics")
 local sandbox = require("abx.client.sandbox") -- its Connection:_call (retries, auth header)
 local wire = require("abx.client.opensandbox_wire")
@@ -501,13 +502,10 @@ end
 ---@return table[]
 function Connection:list(opts)
   opts = copy(options.check("conn:list", opts))
-  local all = {}
-  repeat
-    local items, token = self:list_page(opts)
-    for _, it in ipairs(items) do all[#all + 1] = it end
+  return pages.follow("GET /sandboxes", "page", function(token)
     opts.next_token = token
-  until not token
-  return all
+    return self:list_page(opts)
+  end, function(info) return info.sandbox_id end)
 end
 
 --- Kills a sandbox: DELETE /sandboxes/{id}. true on 204/200, false on 404; hooks.killed(id) in

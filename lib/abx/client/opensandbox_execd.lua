@@ -39,6 +39,7 @@ local core = require("abx.core")
 local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
+local api_call = require("abx.client.api_call")
 local options = require("abx.client.options")
 local wire = require("abx.client.opensandbox_wire")
 
@@ -74,16 +75,21 @@ function M.base(sbx)
 end
 
 --- One request to execd. `query` pairs are encoded. Returns the answer whatever its status and
---- "METHOD path". Raises: Transport, Timeout, Protocol.
+--- "METHOD path". A GET answered by a gateway's bare 502/503/504 is sent again
+--- (abx.client.api_call.gateway_retry) unless `o.once` (a poll that reads such an answer itself).
+--- Raises: Transport, Timeout, Protocol.
 local function call(sbx, method, path, query, o)
   o = o or {}
   local base, h = M.base(sbx)
   for k, v in pairs(o.headers or {}) do h[k] = v end
   local q = query and envd.query(query) or ""
-  local resp = core.request({ method = method, url = base .. path .. (q ~= "" and ("?" .. q) or ""),
-    headers = h, body = o.body, timeout = o.timeout or sbx.conn.request_timeout,
-    max_body = o.max_body })
-  return resp, method .. " " .. path
+  local request = method .. " " .. path
+  local resp = api_call.gateway_retry(request, method == "GET" and not o.once, function()
+    return core.request({ method = method, url = base .. path .. (q ~= "" and ("?" .. q) or ""),
+      headers = h, body = o.body, timeout = o.timeout or sbx.conn.request_timeout,
+      max_body = o.max_body })
+  end)
+  return resp, request
 end
 M._call = call
 
@@ -92,7 +98,7 @@ M._call = call
 ---@param sbx table
 ---@return boolean
 function M.ping(sbx)
-  local resp, request = call(sbx, "GET", "/ping", nil, { timeout = 5 })
+  local resp, request = call(sbx, "GET", "/ping", nil, { timeout = 5, once = true })
   if resp.status == 200 then return true end
   if resp.status == 502 or resp.status == 503 or resp.status == 404 then return false end
   wire.raise_error(resp, request)

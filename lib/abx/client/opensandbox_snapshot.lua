@@ -19,6 +19,7 @@ local core = require("abx.core")
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
 local options = require("abx.client.options")
+local pages = require("abx.client.pages")
 local semantics = require("abx.client.semantics")
 local wire = require("abx.client.opensandbox_wire")
 require("abx.client.snapshot") -- defines the options checked here (sbx:create_snapshot, ...)
@@ -127,13 +128,11 @@ end
 ---@return {snapshot_id: string, names: string[]}[]
 function M.list(conn, opts)
   opts = options.check("conn:list_snapshots", opts)
-  local q, all = { sandbox_id = opts.sandbox_id, name = opts.name, limit = opts.limit }, {}
-  repeat
-    local items, token = M.list_page(conn, q)
-    for _, it in ipairs(items) do all[#all + 1] = it end
+  local q = { sandbox_id = opts.sandbox_id, name = opts.name, limit = opts.limit }
+  return pages.follow("GET /snapshots", "page", function(token)
     q.next_token = token
-  until not token
-  return all
+    return M.list_page(conn, q)
+  end, function(info) return info.snapshot_id end)
 end
 
 --- DELETE /snapshots/{id}: true on 204, false on 404.

@@ -76,12 +76,16 @@ end
 
 --- Raises the abx error of an OpenSandbox (lifecycle or execd) answer whose status is not a
 --- success: the kind from the status (M.error_kind), the message and `code` (e.g. "NOT_FOUND",
---- "FILE_NOT_FOUND") from an ErrorResponse body, else the raw body text.
---- Raises: always (the mapped kind).
+--- "FILE_NOT_FOUND") from an ErrorResponse body, else the raw body text. A gateway's bare
+--- 502/503/504 (errmap.bare_gateway) is Unavailable after resp.attempts attempts.
+--- Raises: always (the mapped kind, Unavailable).
 ---@param resp {status: integer, body: string|nil}
 ---@param request string "METHOD path"
 ---@param not_found_kind? string
 function M.raise_error(resp, request, not_found_kind)
+  if errmap.bare_gateway(resp.status, resp.body) then
+    errmap.raise_unavailable(resp.status, resp.body, request, resp.attempts, resp.not_retried)
+  end
   local obj = errmap.decode_object(resp.body)
   local extra = { request = request }
   local msg

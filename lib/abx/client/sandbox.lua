@@ -38,6 +38,7 @@ local semantics = require("abx.client.semantics")
 local options = require("abx.client.options")
 local object = require("abx.client.sandbox_object")
 local api_call = require("abx.client.api_call")
+local pages = require("abx.client.pages")
 
 local sandbox = {}
 
@@ -69,6 +70,8 @@ local CONNECTION_FIELDS = {
   { "default_metadata", "table<string,string>", "metadata every create adds (e2e: the run tag)" },
   { "v2_routes", "boolean", "create and connect through POST /v2/sandboxes and "
     .. "/v2/sandboxes/{id}/connect (the provider's v2_routes capability; default false: v1)" },
+  { "config_entry", "string", "the config entry the connection's settings come from "
+    .. "(\"providers.<name>\"), named where an error says which setting to change" },
   { "kind", "string", "the provider's kind as abx.run.provider opened it: \"local\" (the embedded "
     .. "platform) or \"remote\" (default: nil, unknown)" },
   { "access_token", "string|boolean", "the admin credential of the API-key routes (Authorization: "
@@ -208,6 +211,7 @@ function sandbox.connection(o)
     ttl = o.ttl,
     pagination = o.pagination or "cursor",
     kind = o.kind,
+    config_entry = o.config_entry,
     access_token = o.access_token or false,
     team_id = o.team_id,
     ca_file = o.ca_file,
@@ -245,6 +249,26 @@ local function copy(t)
   local c = {}
   for k, v in pairs(t or {}) do c[k] = v end
   return c
+end
+
+--- What to change when a route the connection's v2_routes chose is missing: for a 405, or a 404
+--- whose body is not the platform's JSON (a router's "404 page not found"), on a v2 create or
+--- connect (CubeSandbox#1784: e2b 2.51's POST /v2/sandboxes answers 405 on a "compatible"
+--- backend), the setting that picks the v1 routes (abx.run.config: route_version, which must
+--- agree with the v2_routes capability). nil for any other answer.
+---@param conn abx.Connection
+---@param resp table
+---@param path string the route's path
+---@return string|nil
+local function route_hint(conn, resp, path)
+  if not (conn.v2_routes and path:find("^/v2/sandboxes")) then return nil end
+  if resp.status ~= 405 and not (resp.status == 404 and not errmap.decode_object(resp.body)) then
+    return nil
+  end
+  local entry = conn.config_entry or "the provider's config entry"
+  return string.format("(the v2 route comes from %s: route_version v2, or its v2_routes "
+    .. "capability; a platform without E2B's v2 routes needs `route_version: v1` there, with "
+    .. "v2_routes left out of its capabilities)", entry)
 end
 
 --- Merges default_metadata with the caller's: the caller's keys win, except `e2e` (the run tag).
@@ -297,6 +321,7 @@ function Connection:_create_once(path, body)
     local delay = api_call.retry_delay(attempt, ok and resp or nil)
     if attempt >= RETRY.attempts or core.now() + delay > deadline then
       if not ok then error(resp, 0) end
+      resp.attempts, resp.not_retried = attempt, nil -- retried here, with its attempt tag
       return resp, request
     end
     api_call.log_retry(request, attempt, ok and ("HTTP " .. resp.status) or tostring(resp), delay)
@@ -352,8 +377,11 @@ function Connection:create(opts)
   body.network = wire.network_body(opts.network)
   body.volumeMounts = wire.volume_mounts_body(opts.volume_mounts)
   local ok, sbx = pcall(function()
-    local resp, request = self:_create_once(self.v2_routes and "/v2/sandboxes" or "/sandboxes", body)
-    if resp.status ~= 201 and resp.status ~= 200 then errmap.raise_api(resp, request) end
+    local path = self.v2_routes and "/v2/sandboxes" or "/sandboxes"
+    local resp, request = self:_create_once(path, body)
+    if resp.status ~= 201 and resp.status ~= 200 then
+      errmap.raise_api(resp, request, nil, route_hint(self, resp, path))
+    end
     return object.new(self, errmap.decode_ok(resp, request), request, body.timeout)
   end)
   if not ok then
@@ -392,8 +420,9 @@ local function reattach(conn, id, action, opts, retry)
     return object.new(conn, errmap.decode_ok(got, greq), greq, timeout), 201
   end
   if resp.status ~= 200 and resp.status ~= 201 then
-    conn:_gone_if_404(resp, id)
-    errmap.raise_api(resp, request, "SandboxNotFound")
+    local hint = route_hint(conn, resp, path)
+    if not hint then conn:_gone_if_404(resp, id) end -- a missing route says nothing of the sandbox
+    errmap.raise_api(resp, request, hint and "NotFound" or "SandboxNotFound", hint)
   end
   return object.new(conn, errmap.decode_ok(resp, request), request, timeout), resp.status
 end
@@ -497,19 +526,17 @@ function Connection:list_page(opts)
   return items, semantics.next_token(self.pagination, resp.headers, body)
 end
 
---- Every sandbox matching the filters, following X-Next-Token until exhausted.
---- Raises: as list_page.
+--- Every sandbox matching the filters, following X-Next-Token until exhausted (abx.client.pages:
+--- a repeated next token or sandbox id, or more than pages.MAX_PAGES pages, is a Protocol error).
+--- Raises: as list_page; Protocol (a list that does not page honestly).
 ---@param opts? {metadata?: table<string,string>, state?: string[], limit?: integer}
 ---@return table[] infos
 function Connection:list(opts)
   opts = copy(options.check(LIST, opts))
-  local all = {}
-  repeat
-    local items, token = self:list_page(opts)
-    for _, it in ipairs(items) do all[#all + 1] = it end
+  return pages.follow("GET /v2/sandboxes", self.pagination, function(token)
     opts.next_token = token
-  until not token
-  return all
+    return self:list_page(opts)
+  end, function(info) return info.sandbox_id end)
 end
 
 --- Kills a sandbox: DELETE /sandboxes/{id}. true on 204, false on 404 (reference §3.4). Calls

@@ -180,12 +180,17 @@ end
 --- Whether envd answers GET /health through the routing (docs/protocol/envd-protocol.md §9; a 502 from
 --- the edge means gone, docs/protocol/e2b-control-plane.md §6.2). A 404 from an ingress that no longer
 --- knows the sandbox also counts as not running, and so does the edge's answer for a paused
---- sandbox (502 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused).
---- Raises: Authentication, Sandbox (another status), Transport, Timeout.
+--- sandbox (502 {sandboxId, canAutoResume}: errmap.edge_kind SandboxPaused). A gateway's bare
+--- 502/503/504 (no JSON body) says nothing about the sandbox: it is retried (Client:http), then
+--- Unavailable.
+--- Raises: Authentication, Sandbox (another status), Unavailable, Transport, Timeout.
 ---@return boolean
 function Sandbox:is_running()
   local resp = self._envd:http("GET", "/health", { timeout = 5 })
   if resp.status == 200 or resp.status == 204 then return true end
+  if errmap.bare_gateway(resp.status, resp.body) then
+    errmap.raise_envd_http(resp.status, resp.body, "GET /health", resp.attempts)
+  end
   if resp.status == 502 or resp.status == 404 then return false end
   if errmap.edge_kind(resp.status, errmap.decode_object(resp.body)) then return false end
   errmap.raise_envd_http(resp.status, resp.body, "GET /health")

@@ -15,6 +15,7 @@
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
 local options = require("abx.client.options")
+local pages = require("abx.client.pages")
 
 local snapshot = {}
 
@@ -102,13 +103,10 @@ end
 function snapshot.list(conn, opts)
   local o = {}
   for k, v in pairs(options.check(LIST, opts)) do o[k] = v end
-  local all = {}
-  repeat
-    local items, token = snapshot.list_page(conn, o)
-    for _, it in ipairs(items) do all[#all + 1] = it end
+  return pages.follow("GET /snapshots", "cursor", function(token)
     o.next_token = token
-  until not token
-  return all
+    return snapshot.list_page(conn, o)
+  end, function(info) return info.snapshot_id end)
 end
 
 --- Deletes a snapshot: DELETE /templates/{id} (reference §3.1). true on 204, false on 404; then

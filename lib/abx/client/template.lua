@@ -22,6 +22,7 @@ local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
 local envd = require("abx.client.envd")
 local files = require("abx.client.template_files")
+local pages = require("abx.client.pages")
 
 local M = {}
 
@@ -157,8 +158,18 @@ function M.wait(conn, template_id, build_id, opts)
   while true do
     local st = poll()
     if st.status == "ready" or st.status == "error" then
-      local tail = st
-      while #tail.log_entries > 0 do tail = poll() end
+      -- the drain is a paging loop too (by log offset): bounded, so a platform that ignores
+      -- the offset and answers the same entries again cannot keep it going
+      local tail, drained = st, 0
+      while #tail.log_entries > 0 do
+        drained = drained + 1
+        if drained > pages.MAX_PAGES then
+          errmap.raise("Protocol", 200, string.format("the build log did not end after %d pages "
+            .. "(log offset %d; the platform ignores logsOffset?)", pages.MAX_PAGES, offset),
+            { request = "GET /templates/" .. template_id .. "/builds/" .. build_id .. "/status" })
+        end
+        tail = poll()
+      end
       if st.status == "ready" then return offset end
       local reason = st.reason or {}
       local msg = type(reason.message) == "string" and reason.message or "Unknown error"
@@ -246,16 +257,15 @@ end
 --- Raises: Authentication, InvalidArgument, Sandbox, Protocol.
 ---@return table[]
 function M.list(conn)
-  local all, token = {}, nil
-  repeat
+  return pages.follow("GET /v2/templates", "cursor", function(token)
     local query = "limit=100" .. (token and ("&nextToken=" .. q(token)) or "")
     local resp, request = conn:_call("GET", "/v2/templates", query, nil, true)
     if resp.status ~= 200 then errmap.raise_api(resp, request) end
-    for _, t in ipairs(errmap.decode_ok(resp, request, true)) do all[#all + 1] = t end
-    token = resp.headers["x-next-token"]
-    if token == "" then token = nil end
-  until not token
-  return all
+    local items = errmap.decode_ok(resp, request, true)
+    local next_token = resp.headers["x-next-token"]
+    if next_token == "" then next_token = nil end
+    return items, next_token
+  end, function(t) return type(t) == "table" and t.templateID or nil end)
 end
 
 --- JSON text of a body exactly as it is sent (for --dry-run and tests).

@@ -590,6 +590,43 @@ function M.load(path)
   return cfg
 end
 
+-- The config the command of this process loaded (abx.run.suite.load, before it collects).
+local current
+
+---Makes `cfg` the config of this process's command (abx.run.suite.load does, before the scenario
+---files are collected): what M.current gives the scenarios.
+---@param cfg table a loaded config (M.load)
+function M.use(cfg)
+  current = cfg
+end
+
+---The config this run loaded (--config, ABX_CONFIG or the one found), for a scenario that needs
+---the configured providers (08_providers): a scenario never reads a config file of its own, so
+---`--config` reaches it.
+---Raises: InvalidArgument outside `abxlua run` / `list` (no config loaded yet).
+---@return table cfg as M.load returns it (path: the file, nil for the built-in defaults)
+function M.current()
+  if not current then
+    core.error("InvalidArgument", 0, "abx.run.config.current: no config loaded yet (it is the "
+      .. "one `abxlua run` or `abxlua list` loads before collecting the scenarios)")
+  end
+  return current
+end
+
+---Exports the run's config file, provider and flavour into this process's environment
+---(ABX_CONFIG as an absolute path, ABX_PROVIDER, ABX_FLAVOR; core.setenv), so every child a
+---test starts (`abxlua sandbox ...`, `abxlua run ...`) reads the same config and provider as
+---the run. Without a config file ABX_CONFIG is removed (the child sees the built-in defaults too);
+---without a flavour ABX_FLAVOR is removed.
+---@param cfg table
+---@param provider_name string
+---@param flavor? string
+function M.export(cfg, provider_name, flavor)
+  core.setenv("ABX_CONFIG", cfg.path and (core.realpath(cfg.path) or cfg.path) or nil)
+  core.setenv("ABX_PROVIDER", provider_name)
+  core.setenv("ABX_FLAVOR", flavor)
+end
+
 ---Resolves the provider to use: --provider, ABX_PROVIDER, then the config's `provider`; with a
 ---flavour (--flavor, or ABX_FLAVOR), the local provider's settings as that flavour
 ---(abx.run.flavor.apply: a new table with `flavor` set).

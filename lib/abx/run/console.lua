@@ -366,8 +366,12 @@ function M:cleanup(report, tracker)
     report.tracked, report.swept, tracker.run_id, report.snapshots or 0, report.volumes or 0)
   -- managed API keys only when the run left some (most runs make none)
   if (report.api_keys or 0) > 0 then line = line .. string.format("; %d API keys deleted", report.api_keys) end
+  -- what the list by tag still shows after the kills (abx.run.tracker verify): the run fails
+  if report.alive_error then line = line .. "; " .. report.alive_error end
   self:line(line)
-  for _, e in ipairs(report.errors) do self:line("cleanup error: " .. e) end
+  for _, e in ipairs(report.errors) do
+    if e ~= report.alive_error then self:line("cleanup error: " .. e) end
+  end
 end
 
 function M:internal_error(err)
@@ -492,19 +496,23 @@ function M:summary(s)
     end
   end
   if s.note then self:line(s.note) end
-  self:line(M.counts_line(s.counts, s.seconds))
+  self:line(M.counts_line(s.counts, s.seconds, s.retries))
 end
 
 ---The counts line that ends a run ("3 passed, 1 failed, 0 skipped, 0 xfailed in 2.50s", with
----", N errors" and ", N rerun" when there are any); `abxlua merge-reports` prints it too.
+---", N errors", ", N rerun" and ", N retries" when there are any: retries are the requests the
+---client sent again after a gateway's bare answer, a 429 or a transport failure);
+---`abxlua merge-reports` prints it too.
 ---@param c table counts {passed, failed, skipped, xfailed, errors?, rerun?}
 ---@param seconds number|nil wall time
+---@param retries? integer
 ---@return string
-function M.counts_line(c, seconds)
+function M.counts_line(c, seconds, retries)
   local s = string.format("%d passed, %d failed, %d skipped, %d xfailed", c.passed or 0,
     c.failed or 0, c.skipped or 0, c.xfailed or 0)
   if (c.errors or 0) > 0 then s = s .. string.format(", %d errors", c.errors) end
   if (c.rerun or 0) > 0 then s = s .. string.format(", %d rerun", c.rerun) end
+  if (retries or 0) > 0 then s = s .. string.format(", %d retries", retries) end
   return s .. string.format(" in %.2fs", seconds or 0)
 end
 

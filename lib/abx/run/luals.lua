@@ -401,7 +401,8 @@ local function errors_file()
     out[#out + 1] = string.format("---| %q # %s", k, (tostring(core.KINDS[k]):gsub("\n", " ")))
   end
   out[#out + 1] = ""
-  for _, l in ipairs({ "An error raised by abxlua (metatable abx.error; tostring gives \"Kind (status): message\").",
+  for _, l in ipairs({ "An error raised by abxlua (metatable abx.error; tostring gives \"Kind: METHOD path answered "
+    .. "status: message\" with a request, else \"Kind (status): message\").",
     "Tell it from a Lua error with core.is_error(e); t.raises(kind, fn) returns it." }) do
     out[#out + 1] = "---" .. l
   end

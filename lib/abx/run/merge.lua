@@ -14,7 +14,8 @@
 --   the shards are disjoint and, when complete, hold the whole selection (shards balanced with
 --   different --shard-durations files are not).
 -- How (the merged report is one run):
---   counts, total, cleanup (created, tracked, swept; errors concatenated) are sums; jobs is the sum
+--   counts, total, retries, cleanup (created, tracked, swept; errors and alive concatenated) are
+--   sums; jobs is the sum
 --   (the shards ran side by side); interrupted if any shard was; started_at the earliest,
 --   finished_at the latest, duration the longest shard's (the wall time of shards run at once);
 --   tests and collection_errors are concatenated (shards in K order) and sorted by file; within a
@@ -49,7 +50,7 @@ local KNOWN = {
   git_commit = true, started_at = true, finished_at = true, duration = true, selection = true,
   shard = true, merged = true, jobs = true, total = true, interrupted = true, skip_reason = true,
   counts = true, cleanup = true, collection_errors = true, tests = true, sandboxes = true,
-  exit_code = true,
+  exit_code = true, retries = true,
 }
 
 ---The report files named by `inputs`: each FILE as given, each DIR as its *.json files (not
@@ -256,11 +257,13 @@ local function merge_cleanup(docs)
   for _, d in ipairs(docs) do
     local c = val(d.cleanup)
     if type(c) == "table" then
-      out = out or { created = 0, tracked = 0, swept = 0, errors = json.array() }
+      out = out or { created = 0, tracked = 0, swept = 0, errors = json.array(),
+        alive = json.array() }
       out.created = out.created + (c.created or 0)
       out.tracked = out.tracked + (c.tracked or 0)
       out.swept = out.swept + (c.swept or 0)
       for _, e in ipairs(c.errors or {}) do out.errors[#out.errors + 1] = e end
+      for _, id in ipairs(val(c.alive) or {}) do out.alive[#out.alive + 1] = id end
     end
   end
   return out or NULL
@@ -377,6 +380,9 @@ function M.merge(docs, paths, opts)
   out.merged = { total = n, missing = missing, shards = shards }
   out.jobs, out.total, out.interrupted = jobs or NULL, total, interrupted
   out.skip_reason, out.counts, out.cleanup = skip_reason(docs, paths), counts, merge_cleanup(docs)
+  local retries = 0
+  for _, d in ipairs(docs) do retries = retries + (math.tointeger(val(d.retries)) or 0) end
+  out.retries = retries
   out.collection_errors, out.tests = ces, tests
   out.sandboxes = sandboxes
   if docs[1].exit_code ~= nil then out.exit_code = exit_code(docs) end

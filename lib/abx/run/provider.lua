@@ -356,6 +356,7 @@ local function connection(name, p, opts)
     -- E2B-only connection fields (API-key management, the local/remote kind): OpenSandbox's
     -- client refuses unknown options
     opts.v2_routes, opts.kind, opts.access_token, opts.team_id, opts.ca_file = nil, nil, nil, nil, nil
+    opts.config_entry = nil
     opts.create_timeout = nil -- its create polls for the state, up to its create.deadline
     return opensandbox.connection(opts)
   end
@@ -511,7 +512,9 @@ function M.open(name, p, run)
   local opts = { request_timeout = run.defaults.request_timeout,
     create_timeout = run.defaults.create_timeout,
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
-    v2_routes = (p.capability_set or {}).v2_routes == true, kind = p.kind }
+    v2_routes = (p.capability_set or {}).v2_routes == true, kind = p.kind,
+    -- where the route version is set: a flavoured run takes its cloud entry's (abx.run.flavor)
+    config_entry = "providers." .. (p.flavor_of or name) }
   if p.kind == "local" then
     open_local(p, run, info, opts)
   elseif not open_remote(name, p, info, opts) then
@@ -535,7 +538,8 @@ function M.attach(name, p, ready, run)
   local opts = { request_timeout = run.defaults.request_timeout,
     create_timeout = run.defaults.create_timeout,
     default_metadata = { e2e = run.run_id }, envd_routing = p.envd_routing or "host",
-    v2_routes = (p.capability_set or {}).v2_routes == true }
+    v2_routes = (p.capability_set or {}).v2_routes == true,
+    config_entry = "providers." .. (p.flavor_of or name) }
   local_opts(opts, p, ready)
   return connection(name, p, opts)
 end

@@ -17,6 +17,7 @@ local capture = require("abx.run.capture")
 local trace = require("abx.run.trace")
 local reproducer = require("abx.run.reproducer")
 local limits = require("abx.run.limits")
+local api_call = require("abx.client.api_call")
 
 local M = {}
 
@@ -419,7 +420,13 @@ local function begin(opts)
   trace.install()
   trace.mode, trace.origin = opts.trace or trace.DEFAULT, started
   return { opts = opts, run = run, out = out, started = started, started_wall = started_wall,
-    pname = opts.provider_name }
+    pname = opts.provider_name, retries_before = api_call.retries() }
+end
+
+-- The retries the run's calls made (abx.client.api_call: a gateway's bare answer, a 429, a
+-- transport failure), for the summary and the reports.
+local function retries(s)
+  return api_call.retries() - s.retries_before
 end
 
 -- The tests of `files` in the order they run, each with its `index`, and the files that failed
@@ -451,7 +458,7 @@ end
 -- Prints the summary (the very last line) with the run record's counts.
 local function summary(s, counts, note)
   s.out:summary({ counts = counts, seconds = core.now() - s.started, note = note,
-    results = s.run.results, maxfail_reached = s.run.maxfail_reached })
+    results = s.run.results, maxfail_reached = s.run.maxfail_reached, retries = retries(s) })
 end
 
 -- The steps of a run, in order. Each takes the call's state; it returns nothing to go on, or how
@@ -482,6 +489,9 @@ local function resolve_provider(s)
     pname, psettings = require("abx.run.config").provider(opts.config, opts.provider_name, opts.flavor)
   end
   s.pname, s.psettings = pname, psettings
+  -- every child a test starts reads the run's config, provider and flavour (issue 27:
+  -- `abxlua sandbox ...` under 19_named_string_array named an unknown provider with --config)
+  require("abx.run.config").export(opts.config, pname, psettings.flavor)
   run.provider = pname
   -- a flavoured local run names its flavour wherever the provider is named (abx.run.flavor)
   run.provider_label = psettings.flavor and string.format("%s --flavor %s", pname, psettings.flavor)
@@ -636,6 +646,7 @@ local function finish(s, ending)
     s.collection_errors, s.started_wall)
   record.error, record.skip_reason = ending.error, ending.skip_reason
   finish_record(record, s.run, ending.counts or final_counts(s), ending.cleanup, s.started)
+  record.retries = retries(s)
   return ending.code, record
 end
 

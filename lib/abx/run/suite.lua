@@ -163,6 +163,7 @@ function M.load(args)
   end
   local cfg_path = config.find(args.config)
   local cfg = config.load(cfg_path)
+  config.use(cfg) -- what scenarios read through abx.run.config.current (08_providers)
   -- the project root: where config/ was found (from a subdirectory too); the config's relative
   -- paths and the scenarios' package.path are taken from there
   local root = config.root(cfg_path)

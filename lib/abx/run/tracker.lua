@@ -371,11 +371,67 @@ local function delete_all(set, del, report, field)
   end
 end
 
----Kills everything still tracked and lists sandboxes by tag and kills what remains; then deletes
----the tracked snapshots, volumes and managed API keys, and the volumes whose name carries the run id.
----@return table { tracked, swept, snapshots, volumes, api_keys, errors = {...} }
+-- The waits before listing by tag once more while a sandbox the cleanup killed is still listed
+-- (a platform may take a moment to drop a killed sandbox from its list); then what is left is a
+-- failure. Seconds; a test may shorten them.
+Tracker.VERIFY_WAITS = { 1, 2 }
+-- At most this many ids are named in the cleanup's line and error.
+Tracker.ALIVE_NAMED = 5
+
+---The cleanup's error for sandboxes still listed after it: their number, the tag and a few ids.
+---@param ids string[]
+---@param run_id string
+---@return string
+function Tracker.alive_text(ids, run_id)
+  local shown = {}
+  for i = 1, math.min(#ids, Tracker.ALIVE_NAMED) do shown[i] = ids[i] end
+  local more = #ids > #shown and string.format(" (and %d more)", #ids - #shown) or ""
+  return string.format("%d sandboxes still alive after the cleanup (listed by tag e2e=%s): %s%s",
+    #ids, run_id, table.concat(shown, ", "), more)
+end
+
+-- Whether a listed sandbox carries this run's tag: a platform that ignores the metadata filter
+-- (agent-sandbox PR#11) lists every sandbox, and the sweep must never kill another run's.
+local function tagged(self, info)
+  return type(info.metadata) == "table" and info.metadata.e2e == self.run_id
+end
+
+-- The cleanup checks itself: a kill answered 204 that killed nothing (openkruise/agents#535)
+-- must not read as done. Lists by tag again (after VERIFY_WAITS while something is listed);
+-- sandboxes still listed, other than kept ones, are report.alive and an error (the run fails).
+local function verify(self, conn, report)
+  local ids
+  for attempt = 0, #Tracker.VERIFY_WAITS do
+    if attempt > 0 then core.sleep(Tracker.VERIFY_WAITS[attempt]) end
+    local ok, items = pcall(conn.list, conn, { metadata = { e2e = self.run_id } })
+    if not ok then
+      report.errors[#report.errors + 1] = "cleanup check (list by tag): " .. tostring(items)
+      return
+    end
+    ids = {}
+    for _, info in ipairs(items) do
+      if tagged(self, info) and not (self.kept and self.kept[info.sandbox_id]) then
+        ids[#ids + 1] = info.sandbox_id
+      end
+    end
+    if #ids == 0 then return end
+  end
+  table.sort(ids)
+  report.alive = ids
+  report.alive_error = Tracker.alive_text(ids, self.run_id)
+  report.errors[#report.errors + 1] = report.alive_error
+end
+
+---Kills everything still tracked and lists sandboxes by tag and kills what remains (only those
+---that carry the tag: a sandbox the list gives without it is an error, never killed), then lists
+---by tag once more: what is still there is `alive` and an error (a kill answered but not done);
+---then deletes the tracked snapshots, volumes and managed API keys, and the volumes whose name
+---carries the run id.
+---@return table { tracked, swept, snapshots, volumes, api_keys, alive = {ids}, alive_error =
+---  (its text in errors) | nil, errors = {...} }
 function Tracker:cleanup(conn)
-  local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, api_keys = 0, errors = {} }
+  local report = { tracked = 0, swept = 0, snapshots = 0, volumes = 0, api_keys = 0, errors = {},
+    alive = {} }
   for id, a in pairs(self.alive) do
     local ok, r = pcall(a.sbx.kill, a.sbx)
     if ok then
@@ -389,13 +445,22 @@ function Tracker:cleanup(conn)
   if conn then
     local ok, items = pcall(conn.list, conn, { metadata = { e2e = self.run_id } })
     if ok then
+      local foreign = 0
       for _, info in ipairs(items) do
-        if not (self.kept and self.kept[info.sandbox_id]) then -- a kept one is no leak
+        if not tagged(self, info) then
+          foreign = foreign + 1 -- never another run's sandbox, whatever the list says
+        elseif not (self.kept and self.kept[info.sandbox_id]) then -- a kept one is no leak
           local kok, r = pcall(conn.kill, conn, info.sandbox_id)
           if kok and r then report.swept = report.swept + 1 end
           if not kok then report.errors[#report.errors + 1] = tostring(r) end
         end
       end
+      if foreign > 0 then
+        report.errors[#report.errors + 1] = string.format("the list by tag e2e=%s also gave %d "
+          .. "sandboxes without that tag (the platform ignores the metadata filter): not killed",
+          self.run_id, foreign)
+      end
+      verify(self, conn, report)
     else
       report.errors[#report.errors + 1] = "sweep: " .. tostring(items)
     end

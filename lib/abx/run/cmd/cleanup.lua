@@ -108,6 +108,27 @@ local function kill_found(conn, found, args)
   return remaining
 end
 
+-- After the kills (--yes): lists with the same filter again; a sandbox of `found` still listed (a
+-- kill answered but not done) is named on a line of its own. Returns how many.
+local function still_alive(conn, filter, found)
+  local ok, items = pcall(conn.list, conn, next(filter) and { metadata = filter } or {})
+  if not ok then
+    core.write("cleanup: the check after the kills could not list: " .. tostring(items) .. "\n")
+    return #found
+  end
+  local wanted, alive = {}, {}
+  for _, s in ipairs(found) do wanted[s.sandbox_id] = true end
+  for _, s in ipairs(items) do
+    if wanted[s.sandbox_id] then alive[#alive + 1] = s.sandbox_id end
+  end
+  if #alive > 0 then
+    table.sort(alive)
+    core.write(string.format("cleanup: %d sandbox(es) still alive after the kills: %s\n", #alive,
+      table.concat(alive, ", ")))
+  end
+  return #alive
+end
+
 function M.execute(args)
   if not args.run_id and not args.all_tagged and not args.kept then
     return nil, "say which sandboxes: --run-id ID or --all-tagged (or --kept: what `run "
@@ -155,6 +176,8 @@ function M.execute(args)
     core.write(string.format("cleanup: %d tagged sandbox(es) found on %s (%s)\n", #found,
       tostring(info.endpoint), #what > 0 and table.concat(what, ", ") or "any e2e tag"))
     local remaining = kill_found(conn, found, args)
+    -- a kill answered 204 is not taken for done: the list must no longer show it
+    if args.yes and #found > 0 and remaining == 0 then remaining = still_alive(conn, filter, found) end
     -- snapshots first: the list by sandbox id needs the sandboxes found (they are killed above,
     -- their snapshots remain listable by id)
     remaining = remaining + M.sweep_resources(conn, psettings.capability_set or {}, found,

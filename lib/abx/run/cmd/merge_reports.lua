@@ -170,7 +170,8 @@ function M.execute(args)
       core.ewrite("abxlua: evidence record written to " .. path .. "\n")
     end)
   end
-  core.write(require("abx.run.console").counts_line(merged.counts, merged.duration) .. "\n")
+  core.write(require("abx.run.console").counts_line(merged.counts, merged.duration,
+    merged.retries) .. "\n")
   return code
 end
 

@@ -3,7 +3,8 @@
 --   started_at, finished_at (ISO-8601 UTC), duration (s), selection {k, m, profile, paths, shard,
 --   hash, items}, shard {index, total} | null, merged {...} | null (abx.run.merge), jobs, total,
 --   interrupted, skip_reason, counts {passed, failed, skipped, xfailed, xpassed,
---   errors}, cleanup {created, tracked, swept, errors[]} | null, collection_errors [{path, error}],
+--   errors}, retries, cleanup {created, tracked, swept, errors[], alive[]} | null,
+--   collection_errors [{path, error}],
 --   tests [{id, file, name, line, markers[], known_issue, raises, outcome, duration, reason,
 --           error {kind, status, message, traceback} | null, teardown_errors [{phase, message}],
 --           sandboxes[], reruns [{duration, error, teardown_errors}], output, started, worker,
@@ -19,6 +20,9 @@
 -- `reruns` (--reruns N): the earlier attempts of a flaky test that failed, oldest first; the
 -- test's own fields are its last attempt's (duration: of every attempt); counts.rerun sums them.
 -- `failed` counts xpassed tests too (an XPASS fails the run), as on the console.
+-- `retries`: the requests the run's client sent again (a gateway's bare 502/503/504, a 429, a
+-- transport failure; abx.client.api_call). cleanup.alive: the sandboxes the list by tag still
+-- showed after the cleanup's kills (each also counted in cleanup.errors: the run failed).
 -- selection.hash / selection.items: the identity of the selection before --shard (sha256 hex of
 -- its sorted item ids, and their number: abx.run.suite), the same in every shard of one run;
 -- `shard`: this run's --shard K/N as numbers, null without --shard; `merged`: null in a run's own
@@ -191,8 +195,10 @@ function M.document(record)
   if record.cleanup then
     local errs = array()
     for _, e in ipairs(record.cleanup.errors or {}) do errs[#errs + 1] = mask(e) end
+    local alive = array()
+    for _, id in ipairs(record.cleanup.alive or {}) do alive[#alive + 1] = mask(id) end
     cleanup = { created = record.cleanup.created or 0, tracked = record.cleanup.tracked or 0,
-      swept = record.cleanup.swept or 0, errors = errs }
+      swept = record.cleanup.swept or 0, errors = errs, alive = alive }
   end
   return {
     format = "abxlua-report/1",
@@ -209,6 +215,7 @@ function M.document(record)
     counts = { passed = c.passed or 0, failed = c.failed or 0, skipped = c.skipped or 0,
       xfailed = c.xfailed or 0, xpassed = c.xpassed or 0, errors = c.errors or 0,
       rerun = c.rerun or 0 },
+    retries = record.retries or 0,
     cleanup = cleanup, collection_errors = ces, tests = tests,
     sandboxes = sandboxes_doc(record, origin),
   }

@@ -61,7 +61,7 @@ end
 ---The run record of a JSON report's table.
 ---@param doc table a report (format abxlua-report/1), decoded or as abx.run.report.json builds it
 ---@return table record { run_id, provider, endpoint, engine_version, git_commit, started_at,
----  finished_at, duration, selection, jobs, total, interrupted, skip_reason, counts, cleanup,
+---  finished_at, duration, selection, jobs, total, interrupted, skip_reason, counts, retries, cleanup,
 ---  collection_errors, results }
 function M.from_document(doc)
   local sel = val(doc.selection) or {}
@@ -78,7 +78,8 @@ function M.from_document(doc)
     interrupted = doc.interrupted == true, skip_reason = val(doc.skip_reason),
     counts = val(doc.counts) or {},
     cleanup = type(cleanup) == "table" and { created = cleanup.created, tracked = cleanup.tracked,
-      swept = cleanup.swept, errors = list(cleanup.errors) } or nil,
+      swept = cleanup.swept, errors = list(cleanup.errors), alive = list(cleanup.alive) } or nil,
+    retries = math.tointeger(doc.retries) or 0,
     collection_errors = list(doc.collection_errors), results = results,
   }
 end
