@@ -18,7 +18,16 @@ t.test("gateway always read: a file read fails Unavailable after its retries", f
   sbx.files:read("/etc/hostname")
 end)
 
-t.test("gateway always start: a command is not retried", function(ctx)
+t.test("gateway always start: a command fails Unavailable after its retries", function(ctx)
   local sbx = ctx.sandbox_factory()
   sbx.commands:run("true")
+end)
+
+t.test("gateway every other start: each command runs exactly once through a gateway's 502s", function(ctx)
+  local sbx = ctx.sandbox_factory()
+  for i = 1, 6 do
+    t.eq(sbx.commands:run("echo run-" .. i .. " >> /tmp/gw-starts; echo ok").stdout, "ok\n")
+  end
+  -- a Start retried after the gateway's page was not started twice: one line per command
+  t.eq(sbx.files:read("/tmp/gw-starts"), "run-1\nrun-2\nrun-3\nrun-4\nrun-5\nrun-6\n")
 end)

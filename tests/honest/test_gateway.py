@@ -6,7 +6,9 @@ a bare HTML 502 (Content-Type text/html, not forwarded):
   - on 1 of 3 file reads and writes, Stat, ListDir, process List and health checks: the calls are
     retried with backoff and the test passes; the JSON report and the summary count the retries;
   - on every file read: Unavailable after 4 attempts, one line of the HTML, never SandboxGone;
-  - on every process Start: Unavailable after 1 attempt, not retried (it starts work).
+  - on every process Start: Unavailable after 4 attempts (a Start is sent again only when envd
+    lists no process with its tag: the gateway's page means it never reached envd);
+  - on 1 of 2 process Starts: each command runs exactly once.
 
 Needs root and /usr/bin/bwrap (the local platform). Usage: test_gateway.py ABXLUA"""
 import json, os, re, subprocess, sys, tempfile
@@ -77,7 +79,12 @@ check("SandboxGone" not in out and "<h1>" not in out, "never SandboxGone, no mar
 p, out, doc = run("start", "gateway always start", rules(["POST /process.Process/Start"], 1))
 check(p.returncode == 1, "every Start answered 502: the test fails (exit %d)" % p.returncode)
 check("Unavailable: POST /process.Process/Start answered 502: 502 Bad Gateway (a gateway's answer, "
-      "no platform JSON) after 1 attempt (not retried: POST /process.Process/Start starts work)"
-      in out, "a Start is Unavailable after 1 attempt, not retried")
-check("retry 1/3 of POST /process.Process/Start" not in out, "no Start was sent twice")
+      "no platform JSON) after 4 attempts" in out, "a Start is Unavailable after 4 attempts")
+check("retry 1/3 of POST /process.Process/Start" in out, "a Start no process carries the tag of is sent again")
+
+p, out, doc = run("start2", "gateway every other start", rules(["POST /process.Process/Start"], 2))
+check(p.returncode == 0, "1 of 2 Starts answered 502: each command runs once, the test passes (exit %d)"
+      % p.returncode)
+check(isinstance(doc.get("retries"), int) and doc["retries"] >= 3, "the Starts were retried (%s)"
+      % doc.get("retries"))
 finish()

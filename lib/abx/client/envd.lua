@@ -31,6 +31,10 @@ envd.IDEMPOTENT = {
   ["process.Process/List"] = true, ["process.Process/Connect"] = true,
   ["filesystem.Filesystem/Stat"] = true, ["filesystem.Filesystem/ListDir"] = true,
   ["filesystem.Filesystem/WatchDir"] = true,
+  -- doing these twice leaves what doing them once does: a directory that exists (a repeat of a
+  -- MakeDir that did reach envd answers "already there"), a PTY of the same size, a closed stdin
+  ["filesystem.Filesystem/MakeDir"] = true, ["process.Process/Update"] = true,
+  ["process.Process/CloseStdin"] = true,
 }
 
 --- Interval the server is asked to send keepalives at on streams, seconds
@@ -234,6 +238,13 @@ function Client:stream(rpc, msg, opts)
     h["Connect-Timeout-Ms"] = string.format("%d", math.ceil(timeout * 1000))
     transfer = timeout + self:request_timeout()
   end
+  local start = rpc == "process.Process/Start"
+  if start and msg.tag == nil then
+    -- a tag of its own: after a gateway's bare answer, List tells whether this Start reached envd
+    local tagged = { tag = "abx-start-" .. core.random_hex(8) }
+    for k, v in pairs(msg) do tagged[k] = v end
+    msg = tagged
+  end
   local deadline, attempt = api_call.retry_deadline(), 1
   while true do
     local st = core.stream({
@@ -245,15 +256,37 @@ function Client:stream(rpc, msg, opts)
     local _, body = st:next()
     st:close()
     body = type(body) == "string" and body or ""
-    local bare = errmap.bare_gateway(status, body)
-    -- a stream that starts no work (Connect to a process, WatchDir) is opened again after a
-    -- gateway's bare answer; Start is sent once (a retry could start the process twice)
-    if not (bare and envd.IDEMPOTENT[rpc] and api_call.backoff(request, attempt, deadline, status)) then
-      errmap.raise_envd_http(status, body, request, attempt,
-        bare and not envd.IDEMPOTENT[rpc] and (request .. " starts work") or nil)
+    local why_not = nil -- nil: not a gateway's bare answer (raised as it is)
+    if errmap.bare_gateway(status, body) then why_not = self:_why_not_again(rpc, msg) end
+    if why_not ~= false or not api_call.backoff(request, attempt, deadline, status) then
+      errmap.raise_envd_http(status, body, request, attempt, why_not or nil)
     end
     attempt = attempt + 1
   end
+end
+
+--- After a gateway's bare 502/503/504 to a stream `rpc` with message `msg`: false when it may be
+--- opened again, else why not. A stream that starts no work (Connect to a process, WatchDir) may.
+--- A Start may when envd has no process with its tag (process.Process/List, itself retried):
+--- the gateway's own page then means the Start never reached envd (the field's gateways answer
+--- so when they cannot reach the upstream). What this cannot see: a process that was started and
+--- has already ended runs a second time (docs/cli.md, "Every command, and how `run` behaves").
+---@param rpc string
+---@param msg table the request message (a Start's carries its tag)
+---@return false|string
+function Client:_why_not_again(rpc, msg)
+  if envd.IDEMPOTENT[rpc] then return false end
+  local request = "POST /" .. rpc
+  if rpc ~= "process.Process/Start" or type(msg.tag) ~= "string" then return request .. " starts work" end
+  local ok, list = pcall(self.unary, self, "process.Process/List", {})
+  if not ok then return request .. " may have started its process (List failed: " .. core.mask(
+    core.is_error(list) and list.message or tostring(list)) .. ")" end
+  for _, p in ipairs(type(list.processes) == "table" and list.processes or {}) do
+    if type(p) == "table" and p.tag == msg.tag then
+      return request .. " reached envd: a process with its tag " .. msg.tag .. " runs"
+    end
+  end
+  return false
 end
 
 --- The message, or nil at a clean end, for what stream:next gave (`what`, `payload`): the
