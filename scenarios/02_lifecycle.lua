@@ -178,6 +178,17 @@ t.test("list with state paused alone returns the paused sandbox and not the runn
   t.eq(#ctx.conn:list({ metadata = { abx_case = tag } }), 2, "no state filter lists running and paused")
 end)
 
+-- A create answers once the sandbox serves: envd's health, asked once (sbx:http retries nothing)
+-- right after the create through the edge commands take, is 204, not a gateway's 502 (a create
+-- that answers before envd is ready fails a client's first call; docs/mutants.md,
+-- create-before-ready). The engine's retries would hide that from every other test.
+t.test("a new sandbox's envd answers at once: health is 204 right after the create",
+  { requires = { "envd" } }, function(ctx)
+  local sbx = ctx.sandbox_factory({})
+  local r = sbx:http(49983, { path = "/health" })
+  t.eq(r.status, 204, "GET /health on envd's port right after the create: " .. tostring(r.body))
+end)
+
 -- A second check of the state filter (CubeSandbox#177: ignored): one sandbox moves between the
 -- running and the paused lists as it is paused and connected again.
 t.test("a paused sandbox leaves the running list for the paused one, and connect moves it back",
