@@ -64,7 +64,7 @@ end
 ---@param send fun(): table a request: {status, headers, body}
 ---@return table resp
 function M.gateway_retry(request, idempotent, send)
-  local deadline = core.now() + RETRY.budget
+  local deadline = M.retry_deadline()
   local attempt = 1
   while true do
     local resp = send()
@@ -131,7 +131,7 @@ function M.call(self, method, path, query, body, retry, headers, timeout, first_
   end
   local url = self.api_url .. path .. ((query and query ~= "") and ("?" .. query) or "")
   local request = method .. " " .. path
-  local deadline = core.now() + RETRY.budget
+  local deadline = M.retry_deadline()
   local attempt = 1
   while true do
     -- a call that is never retried (a create) is never resent by libcurl either: on a reused
@@ -143,16 +143,14 @@ function M.call(self, method, path, query, body, retry, headers, timeout, first_
     local retryable, why
     if ok then
       retryable, why = RETRY_STATUS[resp.status], "HTTP " .. resp.status
-      if errmap.bare_gateway(resp.status, resp.body) then why = why .. " (a gateway's bare answer)" end
+      resp.attempts = attempt -- named by a gateway's Unavailable (abx.client.errmap.raise_api)
+      if errmap.bare_gateway(resp.status, resp.body) then
+        why = why .. " (a gateway's bare answer)"
+        if not retry then resp.not_retried = request .. " is not idempotent" end
+      end
     else
       retryable = core.is_error(resp) and resp.kind == "Transport"
       why = tostring(resp)
-    end
-    if ok then
-      resp.attempts = attempt -- named by a gateway's Unavailable (abx.client.errmap.raise_api)
-      if not retry and errmap.bare_gateway(resp.status, resp.body) then
-        resp.not_retried = request .. " is not idempotent"
-      end
     end
     if not (retry and retryable) or attempt >= RETRY.attempts then
       if not ok then error(resp, 0) end

@@ -23,10 +23,11 @@ local envd = {}
 --- envd's port inside every sandbox (docs/protocol/e2b-control-plane.md §7.2).
 envd.PORT = core.E2B.envd_port -- proto/e2b.h (docs/protocol/envd-protocol.md §1)
 
---- The envd RPCs that start no work: a gateway's bare 502/503/504 (abx.client.errmap
---- .bare_gateway) to one of them is retried with abx.client.api_call's backoff (issue 27). Every
---- other RPC (Start, SendInput, SendSignal, Update, MakeDir, Move, Remove, the watcher's create
---- and remove, ...) is sent once: a retry could do its work twice.
+--- The envd RPCs that start no work, or whose repeat leaves what one call leaves: a gateway's
+--- bare 502/503/504 (abx.client.errmap.bare_gateway) to one of them is retried with
+--- abx.client.api_call's backoff (issue 27). Start is retried only when envd lists no process with
+--- its tag (Client:_why_not_again). Every other RPC (SendInput, SendSignal, Move, Remove, the
+--- watcher's create, events and remove, ...) is sent once: a retry could do its work twice.
 envd.IDEMPOTENT = {
   ["process.Process/List"] = true, ["process.Process/Connect"] = true,
   ["filesystem.Filesystem/Stat"] = true, ["filesystem.Filesystem/ListDir"] = true,

@@ -301,11 +301,9 @@ function Files:write(path, data, opts)
   return upload_entry(resp, "POST /files")
 end
 
---- Streams the body of GET /files into `sink` (a file handle: `sink:write`, or a function called
---- with each chunk, in order) and returns the number of bytes. The engine holds at most its
---- stream queue (8 MiB) of the body at a time (core.body_stream).
 -- Opens the body stream of GET /files; a gateway's bare 502/503/504 (before any byte of the file)
--- opens it again, with abx.client.api_call's backoff. Returns the stream and its first event.
+-- opens it again, with abx.client.api_call's backoff. Returns the stream and its first event,
+-- never an "http" one (a refusal is raised here, its stream closed).
 local function open_read(self, path, opts)
   local c = client(self)
   local url, connect_to = c:url(files_path(path, opts.user or "user"))
@@ -313,7 +311,8 @@ local function open_read(self, path, opts)
   while true do
     local st = core.body_stream({ url = url, headers = c:headers(nil),
       connect_to = connect_to, max_body = opts.max_body, timeout = opts.timeout })
-    local kind, data = st:next()
+    local ok, kind, data = pcall(st.next, st)
+    if not ok then st:close(); error(kind, 0) end
     if kind ~= "http" then return st, kind, data end
     local status = st:status()
     st:close()
@@ -325,12 +324,14 @@ local function open_read(self, path, opts)
   end
 end
 
+--- Streams the body of GET /files into `sink` (a file handle: `sink:write`, or a function called
+--- with each chunk, in order) and returns the number of bytes. The engine holds at most its
+--- stream queue (8 MiB) of the body at a time (core.body_stream).
 local function read_into(self, path, opts, sink)
   local st <close>, kind, data = open_read(self, path, opts)
   local n = 0
   while true do
     if kind == nil then return n end
-    if kind == "http" then errmap.raise_envd_http(st:status(), data, "GET /files") end
     n = n + #data
     if type(sink) == "function" then
       sink(data)

@@ -62,18 +62,26 @@ local function names_of(rows)
   return table.concat(names, ", ")
 end
 
+---Why mutant `row` cannot lie on a run of `flavor` (its flavours leave that one out), or nil.
+---@param row table a catalogue row
+---@param flavor string|nil the run's flavour (nil: M.DEFAULT_FLAVOR)
+---@return string|nil
+function M.off_flavor(row, flavor)
+  flavor = flavor or M.DEFAULT_FLAVOR
+  for _, f in ipairs(row.flavors) do
+    if f == flavor then return nil end
+  end
+  return string.format("not on flavour %s (only %s)", flavor, table.concat(row.flavors, ", "))
+end
+
 ---Why mutant `row` does not apply to a run of `flavor` with `capabilities`, or nil when it does.
 ---@param row table a catalogue row
 ---@param flavor string|nil the run's flavour (nil: M.DEFAULT_FLAVOR)
 ---@param capabilities table<string, boolean> the provider's capability set
 ---@return string|nil
 function M.not_applicable(row, flavor, capabilities)
-  flavor = flavor or M.DEFAULT_FLAVOR
-  local on = false
-  for _, f in ipairs(row.flavors) do on = on or f == flavor end
-  if not on then
-    return string.format("not on flavour %s (only %s)", flavor, table.concat(row.flavors, ", "))
-  end
+  local off = M.off_flavor(row, flavor)
+  if off then return off end
   local lacking = {}
   for _, cap in ipairs(row.requires) do
     if not capabilities[cap] then lacking[#lacking + 1] = cap end

@@ -90,14 +90,18 @@ local function last_line(text)
   return last or ""
 end
 
+-- Where child run `idx` (0: the clean run) writes its --json report.
+local function json_path(o, idx) return string.format("%s/run-%02d.json", o.workdir, idx) end
+
 -- One child run. Returns { exit_code, wall, report = read_report(...) | nil, stderr_tail }.
 local function child_run(o, mutant, idx)
-  local path = string.format("%s/run-%02d.json", o.workdir, idx)
+  local path = json_path(o, idx)
   local t0 = core.now()
   local r = process.run(run_argv(o, mutant, path), { timeout = M.RUN_TIMEOUT,
     env = { NO_COLOR = "1", ABX_PROGRESS_EVERY = false } })
+  local tail = last_line(r.stderr)
   return { exit_code = r.exit_code, wall = core.now() - t0, report = read_report(path),
-    stderr_tail = last_line(r.stderr) ~= "" and last_line(r.stderr) or last_line(r.stdout) }
+    stderr_tail = tail ~= "" and tail or last_line(r.stdout) }
 end
 
 -- The row of one mutant from its child run.
@@ -184,7 +188,7 @@ function M.run(o)
 end
 
 -- The options checked, or nil and a usage error.
-local function options(args, cfg, name, settings)
+local function options(args, name, settings)
   if settings.kind ~= "local" then
     return nil, string.format("mutate needs a local provider (abxlua serve is what lies); "
       .. "provider %s is kind %s", name, tostring(settings.kind))
@@ -204,17 +208,16 @@ local function options(args, cfg, name, settings)
   local paths = #args.paths > 0 and args.paths or { "scenarios/" }
   return { paths = paths, timeout = timeout, jobs = jobs, keyword = args.keyword,
     max_sandboxes = slots, slow_first = args.slow_first,
-    config_arg = args.config, provider_arg = args.provider, flavor = args.flavor,
+    config_arg = args.config, provider_arg = args.provider, flavor = settings.flavor,
     provider = name, capabilities = settings.capability_set or {}, json = args.json,
-    html = args.html, defaults = cfg.defaults }
+    html = args.html }
 end
 
 function M.execute(args)
   local cfg = config.load(config.find(args.config))
   local name, settings = config.provider(cfg, args.provider, args.flavor)
-  local o, err = options(args, cfg, name, settings)
+  local o, err = options(args, name, settings)
   if not o then return nil, err end
-  o.flavor = settings.flavor
   local code, usage = 3, nil
   local ok, errs = core.run(function()
     local cok, cerr = pcall(function()
@@ -235,7 +238,7 @@ function M.execute(args)
       progress("interrupted: the run under way stops; no further mutant starts")
     end)
     code = M.run(o)
-    for i = 0, #o.selected do os.remove(string.format("%s/run-%02d.json", o.workdir, i)) end
+    for i = 0, #o.selected do os.remove(json_path(o, i)) end
     os.remove(o.workdir)
   end)
   if usage then return nil, usage end

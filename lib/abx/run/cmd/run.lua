@@ -285,10 +285,8 @@ function M.check_mutants(names, name, p)
       local sel, serr = mutants.select(mutants.catalogue(), names)
       err = serr
       for _, m in ipairs(sel or {}) do
-        local why = mutants.not_applicable(m.row, p.flavor, {})
-        if why and why:match("^not on flavour") then
-          err = err or string.format("--mutant %s: %s", m.row.name, why)
-        end
+        local off = mutants.off_flavor(m.row, p.flavor)
+        if off then err = err or string.format("--mutant %s: %s", m.row.name, off) end
       end
     end)
     if not cok then err = "--mutant: " .. (core.is_error(cerr) and cerr.message or tostring(cerr)) end

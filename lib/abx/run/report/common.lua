@@ -142,7 +142,6 @@ function M.trace_text(r)
   return M.mask(table.concat(lines, "\n"))
 end
 
----The results of a record grouped by file, in collection order: { {file=, results={...}}, ... }.
 ---The lines of a test's thresholds and t.measure statistics (abx.run.measure), the same in every
 ---report: "ok|CROSSED EXPR (MEASUREMENT: VALUE; from SOURCE)" and "NAME: N iterations, F failed,
 ---med X ms, p95 Y ms, p99 Z ms". Takes a run record's result or a JSON report's test (the same
@@ -165,6 +164,7 @@ function M.threshold_lines(r)
   return th, ms
 end
 
+---The results of a record grouped by file, in collection order: { {file=, results={...}}, ... }.
 function M.by_file(record)
   local groups, index = {}, {}
   for _, r in ipairs(record.results or {}) do
