@@ -1,7 +1,7 @@
 /*
- * mutants.c: the envd mutants of ABX_ENVD_MUTANTS (contract and catalogue in mutants.h): the
- * name table, the parser, and the two lies that need more than a line at their call site (a
- * mangled file, a dropped upload).
+ * mutants.c: the envd mutants of ABX_ENVD_MUTANTS (contract and catalogue in mutants.h): their
+ * names (the envd rows of serve's catalogue, util/mutant.h), the parser, and the two lies that
+ * need more than a line at their call site (a mangled file, a dropped upload).
  * Source: issue 27; UTF-8 decoding with replacement: the WHATWG Encoding Standard's UTF-8
  *         decoder (one U+FFFD a maximal subpart), which Node's resp.text() of
  *         TencentCloud/CubeSandbox#1570 applies.
@@ -11,6 +11,7 @@
 #endif
 #include "envd/mutants.h"
 #include "envd/process.h"
+#include "util/mutant.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,11 +21,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* The names, in enum envd_mutant's order (the catalogue's, fixed by issue 27). */
-static const char *const NAMES[ENVD_MUT_COUNT] = {
-    "binary-read-mangled", "large-upload-dropped", "exit-code-zero",
-    "stderr-as-stdout",    "stream-no-end",        "command-tail-1s",
-};
+/* enum envd_mutant is the envd rows of serve's catalogue (util/mutant.h), in their order: one
+ * table of names, so serve never passes a name envd refuses. */
+_Static_assert(ENVD_MUT_COUNT == ABX_MUT_COUNT - ABX_MUT_BINARY_READ_MANGLED &&
+                   ENVD_MUT_COMMAND_TAIL_1S + ABX_MUT_BINARY_READ_MANGLED ==
+                       (int)ABX_MUT_COMMAND_TAIL_1S,
+               "enum envd_mutant must follow the envd rows of enum abx_mutant");
+
+/* The catalogue name of envd mutant `m`. */
+static const char *name_of(int m)
+{
+  return abx_mutant_row((enum abx_mutant)(ABX_MUT_BINARY_READ_MANGLED + m))->name;
+}
 
 void envd_mutants_names(unsigned set, char *out, size_t outlen)
 {
@@ -34,7 +42,7 @@ void envd_mutants_names(unsigned set, char *out, size_t outlen)
   for (int m = 0; m < ENVD_MUT_COUNT; m++) {
     if (!((set >> m) & 1u))
       continue;
-    int n = snprintf(out + k, outlen - k, "%s%s", k ? ", " : "", NAMES[m]);
+    int n = snprintf(out + k, outlen - k, "%s%s", k ? ", " : "", name_of(m));
     if (n < 0 || (size_t)n >= outlen - k)
       return;
     k += (size_t)n;
@@ -56,7 +64,7 @@ int envd_mutants_parse(const char *list, unsigned *set, char *msg, size_t msglen
       continue;
     int found = -1;
     for (int m = 0; m < ENVD_MUT_COUNT && found < 0; m++)
-      if (strlen(NAMES[m]) == (size_t)(b - a) && memcmp(NAMES[m], a, (size_t)(b - a)) == 0)
+      if (strlen(name_of(m)) == (size_t)(b - a) && memcmp(name_of(m), a, (size_t)(b - a)) == 0)
         found = m;
     if (found < 0) {
       char valid[256];
@@ -184,17 +192,6 @@ bool envd_mutant_upload_drop(const struct envd *e, int *fd, const char *path,
   close(*fd);
   *fd = -1;
   return true;
-}
-
-void envd_mutant_hold_end(const struct envd *e, pthread_cond_t *cond, pthread_mutex_t *mu,
-                          volatile int *stop)
-{
-  if (!envd_mutant_on(e, ENVD_MUT_COMMAND_TAIL_1S))
-    return;
-  int64_t until = envd_now_ms() + ENVD_MUT_TAIL_MS;
-  struct timespec ts = {.tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000};
-  while (!*stop && envd_now_ms() < until)
-    pthread_cond_timedwait(cond, mu, &ts);
 }
 
 bool envd_mutant_hides_end(const struct envd *e, const char *env, size_t len)

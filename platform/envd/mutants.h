@@ -49,7 +49,6 @@
 #ifndef ABX_ENVD_MUTANTS_H
 #define ABX_ENVD_MUTANTS_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -96,12 +95,6 @@ int envd_mutant_mangle_fd(int fd, struct stat *st);
  * returns true: the caller writes nothing more of it and answers as usual. Else false. */
 bool envd_mutant_upload_drop(const struct envd *e, int *fd, const char *path,
                              const struct envd_user *as, uint64_t size);
-
-/* command-tail-1s: called with `mu` held once a process ended, before its end event is made;
- * when the mutant is on in e, waits ENVD_MUT_TAIL_MS on `cond` (a CLOCK_MONOTONIC condition of
- * `mu`, which stays usable meanwhile), or until *stop is set (shutdown). */
-void envd_mutant_hold_end(const struct envd *e, pthread_cond_t *cond, pthread_mutex_t *mu,
-                          volatile int *stop);
 
 /* stream-no-end: whether the stream envelope env (len bytes: prefix and JSON) is a process's end
  * event {"event":{"end":...}} that a stream must not send because the mutant is on in e. */

@@ -230,7 +230,11 @@ static void publish_end(struct envd_proc *p)
   if (!p->exited)
     p->wstatus = SIGKILL; /* shutting down: report as killed */
   struct envd *e = p->tab->e;
-  envd_mutant_hold_end(e, &p->cond, &p->mu, &p->tab->stop); /* command-tail-1s */
+  /* command-tail-1s: the end event waits ENVD_MUT_TAIL_MS after the process ended (p->mu stays
+   * usable meanwhile), or until shutdown */
+  if (envd_mutant_on(e, ENVD_MUT_COMMAND_TAIL_1S))
+    for (int64_t until = envd_now_ms() + ENVD_MUT_TAIL_MS; !p->tab->stop && envd_now_ms() < until;)
+      envd_proc_wait_until(&p->cond, &p->mu, until);
   json_t *j = end_event(envd_mutant_on(e, ENVD_MUT_EXIT_CODE_ZERO) ? 0 : p->wstatus);
   p->end_env = envd_envelope(0, j, &p->end_len);
   json_decref(j);

@@ -371,23 +371,41 @@ struct abx_sandbox *abx_warm_pool_claim(const struct abx_sandbox_spec *spec, jso
  * each of its waits fails at once; the bound only keeps a stuck boot from holding a delete). */
 #define RELEASE_WAIT_MS 10000
 
+/* A cancelled boot is killed again this often until it has ended (its waits are each bounded in
+ * seconds, and a dead envd fails each at once): at a release and at serve's stop. */
+#define KILL_POLL_MS 100
+
+/* CLOCK_REALTIME KILL_POLL_MS from now: the deadline of one timed wait for a boot's end. */
+static struct timespec kill_poll_deadline(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += KILL_POLL_MS * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
+/* Cancels the filler's boot under way, if any, and kills its processes (lock held: g.booting is
+ * cleared under the lock before the filler puts it, so it is alive while we hold it). */
+static void cancel_boot(void)
+{
+  if (g.booting) {
+    g.booting->start_cancel = 1;
+    abx_cgroup_kill_all(g.booting->id);
+  }
+}
+
 /* Waits (lock held) until the filler's boot of `t`, if one is under way, has ended and let its
- * sandbox go: cancelled and its processes killed again every 100 ms, as at serve's stop. */
+ * sandbox go: cancelled and its processes killed again every KILL_POLL_MS, as at serve's stop. */
 static void end_boot_of(const struct abx_template *t)
 {
   int64_t end = abx_mono_ns() + (int64_t)RELEASE_WAIT_MS * 1000000LL;
   while (g.boot_tmpl == t && abx_mono_ns() < end) {
-    if (g.booting) {
-      g.booting->start_cancel = 1;
-      abx_cgroup_kill_all(g.booting->id);
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 100 * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    cancel_boot();
+    struct timespec ts = kill_poll_deadline();
     pthread_cond_timedwait(&g.cv, &g.mu, &ts);
   }
 }
@@ -425,27 +443,17 @@ int abx_warm_pool_release(const char *ref)
 }
 
 /* Ends the filler: its boot in progress is cancelled and its processes killed, again every
- * JOIN_POLL_MS until the thread has ended, so no wait of the boot (envd's health, /init, the
+ * KILL_POLL_MS until the thread has ended, so no wait of the boot (envd's health, /init, the
  * warm-up command, the ready probes: each bounded in seconds) holds serve's stop: a dead envd
  * fails each of them at once. */
-#define JOIN_POLL_MS 100
 static void end_filler(void)
 {
   for (;;) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += JOIN_POLL_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = kill_poll_deadline();
     if (pthread_timedjoin_np(g.filler, NULL, &ts) == 0)
       return;
     pthread_mutex_lock(&g.mu);
-    if (g.booting) { /* cleared under the lock before the filler puts it: alive while we hold it */
-      g.booting->start_cancel = 1;
-      abx_cgroup_kill_all(g.booting->id);
-    }
+    cancel_boot();
     pthread_mutex_unlock(&g.mu);
   }
 }
