@@ -22,6 +22,7 @@
 -- the same rules with a real TCP server on the host side.
 local t = require("abx.test")
 local http = require("abx.http")
+local envd_health = require("lib.envd_health") -- scenarios/lib/envd_health.lua
 
 local PORT = 8080
 
@@ -230,8 +231,8 @@ t.test("without public traffic a non-envd port needs the traffic access token; e
   local wrong = (tok:sub(1, 1) == "0" and "1" or "0") .. tok:sub(2)
   t.eq(sbx:http(PORT, { traffic_token = wrong }).status, 403, "with a wrong token of the right length")
   t.eq(sbx:http(PORT, { traffic_token = "wrong" }).status, 403, "with a short wrong token")
-  local health = sbx:http(49983, { path = "/health", traffic_token = false })
-  t.ok(health.status == 204 or health.status == 200, "envd's port without the token: " .. health.status)
+  local health, answers = envd_health.probe(sbx, { traffic_token = false })
+  t.ok(health.status == 204 or health.status == 200, "envd's port without the token: " .. answers)
   t.eq(sbx.commands:run("echo envd-ok").stdout, "envd-ok\n", "envd calls need no traffic token")
   -- connect answers the same token
   t.eq(ctx.conn:connect(sbx.id, { timeout = 300 }).traffic_access_token, sbx.traffic_access_token)

@@ -430,6 +430,11 @@ enum MHD_Result abx_ingress_respond(struct MHD_Connection *c, const struct abx_r
              curl_easy_strerror(rc));
     return proxy_error(c, route->id, msg);
   }
+  enum MHD_Result instead; /* faults.h: status ... after: true replaces the upstream's answer */
+  if (abx_faults_instead(c, &instead)) {
+    abx_stream_drop(p);
+    return instead;
+  }
   uint64_t size = MHD_SIZE_UNKNOWN;
   if (status == 204 || status == 304)
     size = 0;

@@ -47,7 +47,7 @@ static const char *kind_name(const struct fault_rule *r, char *buf, size_t n)
 {
   static const char *env[] = {"huge_length", "compressed", "garbage"};
   switch (r->kind) {
-  case K_STATUS: snprintf(buf, n, "status %d", r->status); break;
+  case K_STATUS: snprintf(buf, n, "status %d%s", r->status, r->status_after ? " after" : ""); break;
   case K_RESET: snprintf(buf, n, "reset %s", r->reset_after ? "after" : "before"); break;
   case K_TRUNCATE: snprintf(buf, n, "truncate_after %llu", r->truncate); break;
   case K_MALFORMED: snprintf(buf, n, "malformed_json"); break;
@@ -110,6 +110,24 @@ static void hold(struct MHD_Connection *c, long ms, int watch_client)
   }
 }
 
+/* Queue the answer of a status rule on c. */
+static enum MHD_Result queue_status(struct MHD_Connection *c, const struct fault_rule *r)
+{
+  char dflt[96];
+  snprintf(dflt, sizeof dflt, "{\"code\":%d,\"message\":\"injected fault\"}", r->status);
+  const char *b = r->body ? r->body : dflt;
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
+  if (!resp)
+    return MHD_NO;
+  MHD_add_response_header(resp, "Content-Type", "application/json");
+  for (size_t i = 0; i < r->nhdrs; i++)
+    MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+  enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+  MHD_destroy_response(resp);
+  return ret;
+}
+
 int abx_faults_before(struct MHD_Connection *c, const char *method, const char *path,
                       enum MHD_Result *ret)
 {
@@ -131,23 +149,11 @@ int abx_faults_before(struct MHD_Connection *c, const char *method, const char *
     hold(c, r->delay_ms, 0);
   switch (r->kind) {
   case K_NONE: return 0;
-  case K_STATUS: {
-    char dflt[96];
-    snprintf(dflt, sizeof dflt, "{\"code\":%d,\"message\":\"injected fault\"}", r->status);
-    const char *b = r->body ? r->body : dflt;
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_MUST_COPY);
-    if (!resp) {
-      *ret = MHD_NO;
-      return 1;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    for (size_t i = 0; i < r->nhdrs; i++)
-      MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-    *ret = MHD_queue_response(c, (unsigned)r->status, resp);
-    MHD_destroy_response(resp);
+  case K_STATUS:
+    if (r->status_after)
+      break; /* handled first; abx_faults_instead answers */
+    *ret = queue_status(c, r);
     return 1;
-  }
   case K_RESET:
     if (r->reset_after)
       break;
@@ -161,6 +167,15 @@ int abx_faults_before(struct MHD_Connection *c, const char *method, const char *
   }
   t_rule = r;
   return 0;
+}
+
+int abx_faults_instead(struct MHD_Connection *c, enum MHD_Result *ret)
+{
+  const struct fault_rule *r = t_rule;
+  if (!r || r->kind != K_STATUS || !r->status_after)
+    return 0;
+  *ret = queue_status(c, r);
+  return 1;
 }
 
 enum MHD_Result abx_faults_after(enum MHD_Result handled)

@@ -14,9 +14,11 @@
  *                action: {...}              # exactly one of the kinds below; delay_ms may be
  *                                           # combined with any of them (the delay comes first)
  *          Actions:
- *            status: 503, body: '...', headers: {Retry-After: "1"}
+ *            status: 503, body: '...', headers: {Retry-After: "1"}, after: true
  *                answer with this status (body default {"code":S,"message":"injected fault"},
- *                Content-Type application/json); the request is not handled.
+ *                Content-Type application/json); the request is not handled. With after: true
+ *                it is handled first (envd does the work, e.g. removes the file) and this answer
+ *                replaces the handler's: a gateway that lost the upstream's answer.
  *            delay_ms: 2000       wait, then handle the request normally.
  *            reset: true|before   close the connection without answering, request not handled;
  *            reset: after         handle the request (e.g. really create the sandbox), then close
@@ -67,6 +69,11 @@ void abx_faults_free(void);
  * (handle the request, then call abx_faults_after). `path` may carry a query (ignored). */
 int abx_faults_before(struct MHD_Connection *c, const char *method, const char *path,
                       enum MHD_Result *ret);
+
+/* Where a handler is about to queue its answer on c: when this thread's fault is a status rule
+ * with after: true, queue that rule's answer instead (*ret is what to return) and return 1; the
+ * handler then drops its own answer. 0 otherwise. Called by abx_http_text and the ingress. */
+int abx_faults_instead(struct MHD_Connection *c, enum MHD_Result *ret);
 
 /* After the handler: forget this thread's fault; returns what the access handler must return
  * (MHD_NO for reset: after, which drops the queued answer and closes the connection). */

@@ -35,6 +35,7 @@ struct fault_rule {
   struct hdr *hdrs;
   size_t nhdrs;
   int reset_after;
+  int status_after; /* status + after: true: handle the request, then answer the status */
   unsigned long long truncate;
   enum envelope envelope;
 };

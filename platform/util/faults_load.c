@@ -152,6 +152,10 @@ static int load_action(struct loader *L, yaml_node_t *a, struct fault_rule *r)
         return fail(L, vn, "'reset' must be true, before or after%s", NULL);
       if (set_kind(L, kn, r, K_RESET, k) != 0)
         return -1;
+    } else if (strcmp(k, "after") == 0) {
+      if (get_bool(L, vn, k, &b) != 0)
+        return -1;
+      r->status_after = b;
     } else if (strcmp(k, "truncate_after") == 0) {
       if (get_long(L, vn, k, 0, 1LL << 40, &v) != 0 || set_kind(L, kn, r, K_TRUNCATE, k) != 0)
         return -1;
@@ -184,8 +188,8 @@ static int load_action(struct loader *L, yaml_node_t *a, struct fault_rule *r)
                 "the action is empty (status, delay_ms, reset, truncate_after, malformed_json, "
                 "bad_envelope or no_answer)%s",
                 NULL);
-  if ((r->body || r->nhdrs) && r->kind != K_STATUS)
-    return fail(L, a, "'body' and 'headers' go with 'status'%s", NULL);
+  if ((r->body || r->nhdrs || r->status_after) && r->kind != K_STATUS)
+    return fail(L, a, "'body', 'headers' and 'after' go with 'status'%s", NULL);
   return 0;
 }
 

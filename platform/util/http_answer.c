@@ -12,6 +12,9 @@
 enum MHD_Result abx_http_text(struct MHD_Connection *c, unsigned status, const char *ctype,
                               const char *data, size_t len)
 {
+  enum MHD_Result instead;
+  if (abx_faults_instead(c, &instead)) /* faults.h: status ... after: true */
+    return instead;
   struct MHD_Response *r = abx_faults_response(data, len); /* copies; faults.h */
   if (!r)
     return MHD_NO;

@@ -65,6 +65,11 @@ p = subprocess.run([abx, "serve", "--faults", bad], capture_output=True, text=Tr
 check(p.returncode == 4 and "bad.yaml:3" in p.stderr and "'bogus'" in p.stderr,
       "an unknown action key exits 4: %r" % p.stderr.strip())
 with open(bad, "w") as f:
+    f.write('faults:\n  - route: "GET /x"\n    action: {reset: true, after: true}\n')
+p = subprocess.run([abx, "serve", "--faults", bad], capture_output=True, text=True, timeout=30)
+check(p.returncode == 4 and "bad.yaml:3" in p.stderr and "'after' go with 'status'" in p.stderr,
+      "after without a status exits 4: %r" % p.stderr.strip())
+with open(bad, "w") as f:
     f.write('faults: [ {route: "GET /x", action: \n')
 p = subprocess.run([abx, "serve", "--faults", bad], capture_output=True, text=True, timeout=30)
 check(p.returncode == 4 and "bad.yaml:" in p.stderr, "bad YAML exits 4: %r" % p.stderr.strip())

@@ -24,11 +24,12 @@ work = tempfile.mkdtemp(prefix="abx-gateway-")
 proj = project("defaults:\n  jobs: 1\n" + remote_config("here"), work)
 
 
-def rules(routes, every):
+def rules(routes, every, after=False):
     text = "faults:\n"
     for r in routes:
         text += ('  - route: "%s"\n    every: %d\n    action: {status: 502, body: \'%s\', '
-                 'headers: {Content-Type: text/html}}\n' % (r, every, HTML))
+                 'headers: {Content-Type: text/html}%s}\n'
+                 % (r, every, HTML, ", after: true" if after else ""))
     return text
 
 
@@ -87,4 +88,21 @@ check(p.returncode == 0, "1 of 2 Starts answered 502: each command runs once, th
       % p.returncode)
 check(isinstance(doc.get("retries"), int) and doc["retries"] >= 3, "the Starts were retried (%s)"
       % doc.get("retries"))
+# Calls that change state: sent again only when the state shows the first did no work (the
+# gateway's page came first: "state"), or answered from the state when it did ("after": envd did
+# the work and the gateway lost its answer). Every 2nd Move, SendSignal, CreateWatcher and upload.
+STATE = ["POST /filesystem.Filesystem/Move", "POST /process.Process/SendSignal",
+         "POST /filesystem.Filesystem/CreateWatcher", "POST /files"]
+for name, after in (("state", False), ("state-after", True)):
+    p, out, doc = run(name, "gateway state calls", rules(STATE, 2, after))
+    check(p.returncode == 0, "%s: every 2nd state call answered 502, the test passes (exit %d)"
+          % (name, p.returncode))
+    check("not retried" not in out, "%s: no call was left unretried" % name)
+    for route in STATE:
+        check("of %s after HTTP 502 (a gateway's bare answer)" % route in out
+              or (after and route != "POST /files"),
+              "%s: a retry of %s is logged" % (name, route))
+    if after:
+        check("abxlua serve: fault" in open(os.path.join(work, name + ".log")).read(),
+              "%s: serve logged its faults" % name)
 finish()

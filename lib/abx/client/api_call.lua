@@ -55,23 +55,38 @@ function M.retries()
 end
 
 --- Sends `send()` again while it answers a gateway's bare 502/503/504 (abx.client.errmap
---- .bare_gateway) and `idempotent` is true, with the backoff and bounds of RETRY; every retry is
---- logged and counted. Returns the last answer with `attempts` (requests sent) set, and
---- `not_retried` set when a bare answer came to a call that is not idempotent.
---- Raises: what `send` raises.
+--- .bare_gateway) and `again` allows it, with the backoff and bounds of RETRY; every retry is
+--- logged and counted. `again` is true (a call that starts no work: always), false (never), or a
+--- function called after each bare answer that returns true (send again; optionally with a
+--- function that may replace the next answer that is not a bare one, e.g. a repeated SIGKILL's
+--- not_found by the first one's success), a string (why not), or a response table to return
+--- instead (the state showed the work done: abx.client.envd_checked).
+--- Returns the last answer with `attempts` (requests sent) set, and `not_retried` set when a bare
+--- answer came to a call that may not be sent again.
+--- Raises: what `send` or `again` raises.
 ---@param request string "METHOD path", for the log
----@param idempotent boolean
+---@param again boolean|fun(): true|string|table, (fun(resp: table): table|nil)|nil
 ---@param send fun(): table a request: {status, headers, body}
 ---@return table resp
-function M.gateway_retry(request, idempotent, send)
+function M.gateway_retry(request, again, send)
   local deadline = M.retry_deadline()
-  local attempt = 1
+  local attempt, settle = 1, nil
   while true do
     local resp = send()
     resp.attempts = attempt
-    if not errmap.bare_gateway(resp.status, resp.body) then return resp end
-    if not idempotent then
-      resp.not_retried = request .. " may start work"
+    if not errmap.bare_gateway(resp.status, resp.body) then
+      local settled = settle and settle(resp)
+      if settled then settled.attempts = attempt end
+      return settled or resp
+    end
+    local verdict = again
+    if type(again) == "function" then verdict, settle = again() end
+    if type(verdict) == "table" then
+      verdict.attempts = attempt
+      return verdict
+    end
+    if verdict ~= true then
+      resp.not_retried = type(verdict) == "string" and verdict or request .. " may start work"
       return resp
     end
     if not M.backoff(request, attempt, deadline, resp.status) then return resp end

@@ -17,6 +17,7 @@ local cjson = require("cjson")
 local errmap = require("abx.client.errmap")
 local route = require("abx.client.route")
 local api_call = require("abx.client.api_call")
+local envd_checked = require("abx.client.envd_checked")
 
 local envd = {}
 
@@ -26,8 +27,10 @@ envd.PORT = core.E2B.envd_port -- proto/e2b.h (docs/protocol/envd-protocol.md §
 --- The envd RPCs that start no work, or whose repeat leaves what one call leaves: a gateway's
 --- bare 502/503/504 (abx.client.errmap.bare_gateway) to one of them is retried with
 --- abx.client.api_call's backoff (issue 27). Start is retried only when envd lists no process with
---- its tag (Client:_why_not_again). Every other RPC (SendInput, SendSignal, Move, Remove, the
---- watcher's create, events and remove, ...) is sent once: a retry could do its work twice.
+--- its tag (Client:_why_not_again); Move, SendSignal and CreateWatcher only when the sandbox's
+--- state shows the first request did no work (abx.client.envd_checked). Every other RPC
+--- (SendInput, StreamInput, GetWatcherEvents, RemoveWatcher, ...) is sent once: a retry could do
+--- its work twice.
 envd.IDEMPOTENT = {
   ["process.Process/List"] = true, ["process.Process/Connect"] = true,
   ["filesystem.Filesystem/Stat"] = true, ["filesystem.Filesystem/ListDir"] = true,
@@ -36,6 +39,8 @@ envd.IDEMPOTENT = {
   -- MakeDir that did reach envd answers "already there"), a PTY of the same size, a closed stdin
   ["filesystem.Filesystem/MakeDir"] = true, ["process.Process/Update"] = true,
   ["process.Process/CloseStdin"] = true,
+  -- a missing path is no error to Remove (§5.2): a repeat of one that did remove answers {} too
+  ["filesystem.Filesystem/Remove"] = true,
 }
 
 --- Interval the server is asked to send keepalives at on streams, seconds
@@ -158,15 +163,18 @@ end
 --- sent the way a browser or curl given only the URL would: no X-Access-Token, no Authorization.
 --- Only what this run's routing needs to reach the sandbox is added (the E2b-Sandbox-* headers in
 --- "headers" routing, the connect_to override for a loopback platform in "host" routing).
---- Returns the response whatever its status.
+--- Returns the response whatever its status; a gateway's bare 502/503/504 to a GET, HEAD or a
+--- request marked `idempotent` (an upload of bytes in memory) is sent again.
 --- Raises: Transport, Timeout, Protocol (from core.request).
 ---@param method string
 ---@param url string
----@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer}
+---@param opts? {body?: string, headers?: table<string,string>, timeout?: number, max_body?: integer,
+---  idempotent?: boolean}
 ---@return {status: integer, headers: table<string,string>, body: string}
 function Client:fetch(method, url, opts)
   local path = url:match("^%a+://[^/]*(/[^?]*)") or "/"
-  return api_call.gateway_retry(method .. " " .. path, SAFE_METHOD[method] == true, function()
+  local again = SAFE_METHOD[method] == true or (opts ~= nil and opts.idempotent == true)
+  return api_call.gateway_retry(method .. " " .. path, again, function()
     local _, connect_to, h = route.target(route.of(self._sbx), envd.PORT, "/")
     return plain(self, method, url, connect_to, h, opts)
   end)
@@ -195,7 +203,9 @@ function Client:unary(rpc, msg, opts)
   local request, url, connect_to, h = connect_call(self, rpc, opts.user)
   h["Content-Type"] = "application/json"
   local body = (msg == nil or next(msg) == nil) and "{}" or cjson.encode(msg)
-  local resp = api_call.gateway_retry(request, envd.IDEMPOTENT[rpc] == true, function()
+  local again = envd.IDEMPOTENT[rpc] == true
+    or envd_checked.before(self, rpc, msg or {}, { user = opts.user }) or false
+  local resp = api_call.gateway_retry(request, again, function()
     return core.request({
       method = "POST", url = url, headers = h, body = body,
       timeout = opts.timeout or self:request_timeout(), connect_to = connect_to,

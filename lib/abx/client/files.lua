@@ -289,8 +289,14 @@ function Files:write(path, data, opts)
     local url, connect_to = c:url(files_path(path, opts.user or "user"))
     local h = c:headers(nil)
     for k, v in pairs(headers) do h[k] = v end
-    local resp = core.request({ method = "POST", url = url, headers = h, body_file = data,
-      connect_to = connect_to, timeout = opts.timeout or 0 })
+    -- the same bytes written again leave the same file: after a gateway's bare 502 a file that
+    -- can seek is sent again from where it started (a pipe cannot, and is sent once)
+    local start = data:seek("cur")
+    local resp = api_call.gateway_retry("POST /files", start ~= nil, function()
+      if start then data:seek("set", start) end
+      return core.request({ method = "POST", url = url, headers = h, body_file = data,
+        connect_to = connect_to, timeout = opts.timeout or 0 })
+    end)
     return upload_entry(resp, "POST /files")
   end
   local body = opts.gzip and not opts.content_encoding and files.gzip(data) or data
@@ -481,8 +487,9 @@ end
 ---@param data string
 ---@return {path: string, name: string, type: string}
 function Files:write_url(url, data)
+  -- bytes in memory: sent again after a gateway's bare 502, they leave the same file
   local resp = client(self):fetch("POST", url, {
-    body = data, headers = { ["Content-Type"] = "application/octet-stream" },
+    body = data, headers = { ["Content-Type"] = "application/octet-stream" }, idempotent = true,
   })
   return upload_entry(resp, "POST /files")
 end

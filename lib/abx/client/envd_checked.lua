@@ -1,0 +1,134 @@
+-- abx.client.envd_checked: envd RPCs that change state and are sent again after a gateway's bare
+-- 502/503/504 only when the sandbox's state shows the first request did no work (issue 27 part 4).
+-- A bare answer says nothing about whether the request reached envd (a gateway answers so when
+-- it cannot reach the upstream, and also when the upstream's answer was lost), so each RPC here
+-- reads what it would change before it is sent and again after the bare answer:
+--   - Move {source, destination}: the source existed and is gone now: the move was done, and its
+--     answer is the destination's entry (Stat), what envd's MoveResponse carries; the source is
+--     still there (or was never there: the repeat answers envd's own not_found): sent again.
+--   - SendSignal {process, signal}: the process ran and is gone now: the signal was delivered (or
+--     the process ended in the same moment; the caller's checks of its end tell which), answered
+--     `{}` as envd does; it still runs and the signal is SIGKILL: sent again (a second SIGKILL to
+--     a live process does what one does; if the repeat finds it gone, it was dying of the first,
+--     and the answer is `{}`); it still runs after a SIGTERM: not retried (a process
+--     may outlive SIGTERM, so whether this one reached it is unknown); it never ran: sent again
+--     (envd answers not_found).
+--   - CreateWatcher: sent again; a watcher the first request may have made is never read and
+--     ends with the sandbox (envd frees a sandbox's watchers with it).
+-- RPCs whose repeat changes the outcome whatever the state shows (SendInput, StreamInput,
+-- GetWatcherEvents: input delivered twice, events read once and lost) have no check here and are
+-- sent once. Source: docs/protocol/envd-protocol.md §4.2 (SendSignal, List), §5.2 (Move, Stat,
+-- CreateWatcher).
+local cjson = require("cjson")
+local errmap = require("abx.client.errmap")
+
+local M = {}
+
+--- Whether `path` exists for `user` (filesystem.Filesystem/Stat, itself retried): true, false
+--- (not_found), or nil when the Stat failed another way (the state is then unknown).
+local function exists(client, path, user)
+  local ok, err = pcall(client.unary, client, "filesystem.Filesystem/Stat", { path = path },
+    { user = user })
+  if ok then return true end
+  if errmap.has_code(err, "not_found") then return false end
+  return nil
+end
+
+--- Whether envd lists the process `selector` ({pid = N} or {tag = S}) as running (List, itself
+--- retried): true, false, or nil when List failed.
+local function running(client, selector)
+  local ok, list = pcall(client.unary, client, "process.Process/List", {})
+  if not ok or type(list) ~= "table" then return nil end
+  for _, p in ipairs(type(list.processes) == "table" and list.processes or {}) do
+    if type(p) == "table" and ((selector.pid ~= nil and math.tointeger(p.pid) == selector.pid)
+      or (selector.tag ~= nil and p.tag == selector.tag)) then
+      return true
+    end
+  end
+  return false
+end
+
+--- A repeat's answer `resp` when envd's not_found on it means the first request did the work:
+--- envd's answer to that one ({}), else nil (the repeat's own answer stands).
+local function gone_is_done(resp)
+  local obj = resp.status == 404 and errmap.decode_object(resp.body)
+  if obj and obj.code == "not_found" then
+    return { status = 200, headers = {}, body = "{}", settled = "state" }
+  end
+  return nil
+end
+
+local CHECKS = {}
+
+CHECKS["filesystem.Filesystem/Move"] = function(client, msg, opts)
+  local before = exists(client, msg.source, opts.user)
+  return function()
+    if before ~= true then return "again" end
+    local now = exists(client, msg.source, opts.user)
+    if now == true then return "again" end
+    if now == nil then return nil, "a Stat of its source failed after it" end
+    local ok, info = pcall(client.unary, client, "filesystem.Filesystem/Stat",
+      { path = msg.destination }, { user = opts.user })
+    if ok and type(info) == "table" and type(info.entry) == "table" then
+      return "done", { entry = info.entry }
+    end
+    return nil, "its source is gone but its destination cannot be read"
+  end
+end
+
+CHECKS["process.Process/SendSignal"] = function(client, msg)
+  local selector = type(msg.process) == "table" and msg.process or {}
+  local before = running(client, selector)
+  return function()
+    if before == false then return "again" end
+    local now = running(client, selector)
+    if now == false and before == true then return "done", {} end
+    -- the process may be dying of the first SIGKILL: a repeat that finds it gone is its success
+    if now == true and msg.signal == "SIGNAL_SIGKILL" then return "again", "gone_is_done" end
+    if now == true then
+      return nil, "the process still runs: a process may outlive " .. tostring(msg.signal)
+        .. ", so whether this one reached it is unknown"
+    end
+    return nil, "envd's process list could not be read"
+  end
+end
+
+CHECKS["filesystem.Filesystem/CreateWatcher"] = function()
+  return function() return "again" end
+end
+
+--- For an envd unary `rpc` that has a check: reads the state it would change now (before the
+--- request is sent) and returns a function for abx.client.api_call.gateway_retry's `again`,
+--- called after a gateway's bare answer: true to send the request again, a response table
+--- ({status = 200, body = JSON}) when the state shows the work done, or a string saying why it is
+--- not sent again. nil for an RPC without a check.
+--- Raises: nothing (a failed state read makes the outcome unknown: not sent again).
+---@param client table abx.client.envd Client
+---@param rpc string e.g. "filesystem.Filesystem/Move"
+---@param msg table the request message
+---@param opts table {user?: string}
+---@return (fun(): true|string|table)|nil
+function M.before(client, rpc, msg, opts)
+  local check = CHECKS[rpc]
+  if not check then return nil end
+  local after = check(client, msg, opts)
+  local request = "POST /" .. rpc
+  return function()
+    local what, a = after()
+    if what == "again" and a == "gone_is_done" then return true, gone_is_done end
+    if what == "again" then return true end
+    if what == "done" then
+      return { status = 200, headers = {}, body = cjson.encode(a), settled = "state" }
+    end
+    return request .. " may have done its work (" .. a .. ")"
+  end
+end
+
+--- Whether `rpc` has a check (Client:unary sends it through M.before).
+---@param rpc string
+---@return boolean
+function M.has(rpc)
+  return CHECKS[rpc] ~= nil
+end
+
+return M
