@@ -69,10 +69,15 @@ M.Sandbox = Sandbox
 Sandbox._port_request = function(sbx, port, opts) return sbx:http(port, opts) end
 Sandbox._port_url = function(sbx, port) return sbx:port_url(port) end
 
--- sbx.pty: every use is Skipped (execd has no terminals)
+-- sbx.pty: every use is Skipped. execd has terminals, but only as a WebSocket (`/pty`, OpenSandbox
+-- @3bb6fad components/execd/PTY.md) that specs/execd-api.yaml does not describe; this adapter
+-- speaks the spec, and the local flavour does not serve `/pty` (docs/providers.md).
 local Pty = setmetatable({}, { __index = function(_, k)
   if type(k) == "string" and k:sub(1, 1) ~= "_" then
-    return function(self) wire.skip(rawget(self, "_provider"), "sbx.pty:" .. k) end
+    return function(self)
+      wire.skip(rawget(self, "_provider"), "sbx.pty:" .. k
+        .. " (execd's /pty is a WebSocket outside specs/execd-api.yaml)")
+    end
   end
   return nil
 end })
