@@ -5,14 +5,15 @@
 -- reads what it would change before it is sent and again after the bare answer:
 --   - Move {source, destination}: the source existed and is gone now: the move was done, and its
 --     answer is the destination's entry (Stat), what envd's MoveResponse carries; the source is
---     still there (or was never there: the repeat answers envd's own not_found): sent again.
+--     still there (or was never there: the repeat answers envd's own not_found): sent again; a
+--     Stat that failed another way leaves the outcome unknown: not retried.
 --   - SendSignal {process, signal}: the process ran and is gone now: the signal was delivered (or
 --     the process ended in the same moment; the caller's checks of its end tell which), answered
 --     `{}` as envd does; it still runs and the signal is SIGKILL: sent again (a second SIGKILL to
---     a live process does what one does; if the repeat finds it gone, it was dying of the first,
---     and the answer is `{}`); it still runs after a SIGTERM: not retried (a process
---     may outlive SIGTERM, so whether this one reached it is unknown); it never ran: sent again
---     (envd answers not_found).
+--     a live process does what one does; a repeat that finds it gone means it was dying of the
+--     first, answered `{}`); it still runs after a SIGTERM: not retried (a process may outlive
+--     SIGTERM, so whether this one reached it is unknown); it never ran: sent again (envd answers
+--     not_found); a List that failed before or after leaves the outcome unknown: not retried.
 --   - CreateWatcher: sent again; a watcher the first request may have made is never read and
 --     ends with the sandbox (envd frees a sandbox's watchers with it).
 -- RPCs whose repeat changes the outcome whatever the state shows (SendInput, StreamInput,
@@ -63,7 +64,8 @@ local CHECKS = {}
 CHECKS["filesystem.Filesystem/Move"] = function(client, msg, opts)
   local before = exists(client, msg.source, opts.user)
   return function()
-    if before ~= true then return "again" end
+    if before == false then return "again" end
+    if before == nil then return nil, "a Stat of its source failed before it" end
     local now = exists(client, msg.source, opts.user)
     if now == true then return "again" end
     if now == nil then return nil, "a Stat of its source failed after it" end
@@ -89,6 +91,7 @@ CHECKS["process.Process/SendSignal"] = function(client, msg)
       return nil, "the process still runs: a process may outlive " .. tostring(msg.signal)
         .. ", so whether this one reached it is unknown"
     end
+    if now == false then return nil, "the process is gone, and whether it ran before is unknown" end
     return nil, "envd's process list could not be read"
   end
 end
@@ -122,13 +125,6 @@ function M.before(client, rpc, msg, opts)
     end
     return request .. " may have done its work (" .. a .. ")"
   end
-end
-
---- Whether `rpc` has a check (Client:unary sends it through M.before).
----@param rpc string
----@return boolean
-function M.has(rpc)
-  return CHECKS[rpc] ~= nil
 end
 
 return M
