@@ -15,3 +15,10 @@ set_tests_properties(honest:config_child PROPERTIES TIMEOUT 240)
 add_test(NAME honest:gateway COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/honest/test_gateway.py
   $<TARGET_FILE:abxlua>)
 set_tests_properties(honest:gateway PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+# abx.client.envd_checked's decisions after a gateway's bare answer (Move, SendSignal, CreateWatcher),
+# against a fake envd client: every branch, the unknown ones included. Pure Lua.
+add_test(NAME honest:envd_checked
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/runner/run_case.sh $<TARGET_FILE:abxlua>
+          ${CMAKE_SOURCE_DIR}/tests/honest/envd_checked_case.lua "^4 passed, 0 failed" 0
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(honest:envd_checked PROPERTIES TIMEOUT 120)
