@@ -231,3 +231,21 @@ def interrupt(p, sig, head=(), seconds=60):
     out = "".join(head) + out
     print(out)
     return out, took
+
+
+def tail_verdict(gap):
+    """The command-tail-1s mutant (OpenSandbox#1661: a process's end arrives 1 s after it ended),
+    from gap() (seconds from a process's end to its end event, None when it could not be read):
+    "clean" as soon as one of up to 5 gaps is under 1 s (5 ms of slack for the wall clock; no
+    upper bound, so a busy machine cannot fail it), "mutated" when two in a row are not,
+    "other: [gaps]" otherwise."""
+    gaps = []
+    for _ in range(5):
+        gaps.append(gap())
+        if None in gaps:
+            return f"other: {gaps}"
+        if gaps[-1] < 0.995:
+            return "clean"
+        if len(gaps) == 2:
+            return "mutated"
+    return f"other: {gaps}"

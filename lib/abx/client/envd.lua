@@ -27,8 +27,8 @@ envd.PORT = core.E2B.envd_port -- proto/e2b.h (docs/protocol/envd-protocol.md §
 --- The envd RPCs that start no work, or whose repeat leaves what one call leaves: a gateway's
 --- bare 502/503/504 (abx.client.errmap.bare_gateway) to one of them is retried with
 --- abx.client.api_call's backoff (issue 27). Start is retried only when envd lists no process with
---- its tag (Client:_why_not_again); Move, SendSignal and CreateWatcher only when the sandbox's
---- state shows the first request did no work (abx.client.envd_checked). Every other RPC
+--- its tag; Move, SendSignal and CreateWatcher only when the sandbox's state shows the first
+--- request did no work (both in abx.client.envd_checked). Every other RPC
 --- (SendInput, StreamInput, GetWatcherEvents, RemoveWatcher, ...) is sent once: a retry could do
 --- its work twice.
 envd.IDEMPOTENT = {
@@ -190,6 +190,13 @@ local function connect_call(self, rpc, user)
   return "POST /" .. rpc, url, connect_to, h
 end
 
+--- What abx.client.api_call.gateway_retry's `again` is for an envd `rpc` with message `msg`:
+--- true for the RPCs that start no work (envd.IDEMPOTENT), the state check of
+--- abx.client.envd_checked (it reads the state now, before the request), else false.
+local function again_of(self, rpc, msg, user)
+  return envd.IDEMPOTENT[rpc] == true or envd_checked.before(self, rpc, msg, { user = user }) or false
+end
+
 --- A unary Connect call in JSON: POST /<service>/<Method>, `application/json`, bare message
 --- (docs/protocol/envd-protocol.md §2.1). An empty message is still sent as `{}` (§2.1).
 --- Raises: the kind mapped from the Connect or HTTP error (abx.client.errmap), Protocol on a 200 that is
@@ -203,8 +210,7 @@ function Client:unary(rpc, msg, opts)
   local request, url, connect_to, h = connect_call(self, rpc, opts.user)
   h["Content-Type"] = "application/json"
   local body = (msg == nil or next(msg) == nil) and "{}" or cjson.encode(msg)
-  local again = envd.IDEMPOTENT[rpc] == true
-    or envd_checked.before(self, rpc, msg or {}, { user = opts.user }) or false
+  local again = again_of(self, rpc, msg or {}, opts.user)
   local resp = api_call.gateway_retry(request, again, function()
     return core.request({
       method = "POST", url = url, headers = h, body = body,
@@ -227,7 +233,8 @@ end
 --- sent as `Keepalive-Ping-Interval`: envd sends a keepalive event after that much silence (§4.4,
 --- §9); tests ask for 1 s to see keepalives on a short stream.
 --- A gateway's bare 502/503/504 opens the stream again when the RPC starts no work
---- (envd.IDEMPOTENT), with abx.client.api_call's backoff.
+--- (envd.IDEMPOTENT) or, for a Start, when envd lists no process with its tag
+--- (abx.client.envd_checked), with abx.client.api_call's backoff.
 --- Raises: the kind mapped from a non-200 answer (envd's 401 is plain HTTP, §2.3; Unavailable
 --- for a gateway's bare answer, after N attempts), Transport, Timeout, Protocol.
 ---@param rpc string e.g. "process.Process/Start"
@@ -256,6 +263,7 @@ function Client:stream(rpc, msg, opts)
     for k, v in pairs(msg) do tagged[k] = v end
     msg = tagged
   end
+  local again = again_of(self, rpc, msg, opts.user)
   local deadline, attempt = api_call.retry_deadline(), 1
   while true do
     local st = core.stream({
@@ -267,37 +275,18 @@ function Client:stream(rpc, msg, opts)
     local _, body = st:next()
     st:close()
     body = type(body) == "string" and body or ""
-    local why_not = nil -- nil: not a gateway's bare answer (raised as it is)
-    if errmap.bare_gateway(status, body) then why_not = self:_why_not_again(rpc, msg) end
-    if why_not ~= false or not api_call.backoff(request, attempt, deadline, status) then
-      errmap.raise_envd_http(status, body, request, attempt, why_not or nil)
+    local bare, why_not = errmap.bare_gateway(status, body), nil
+    if bare then
+      -- a stream's check answers true or why not (no answer of its own to take instead)
+      local verdict = again
+      if type(verdict) == "function" then verdict = verdict() end
+      if verdict ~= true then why_not = verdict or request .. " starts work" end
+    end
+    if not bare or why_not or not api_call.backoff(request, attempt, deadline, status) then
+      errmap.raise_envd_http(status, body, request, attempt, why_not)
     end
     attempt = attempt + 1
   end
-end
-
---- After a gateway's bare 502/503/504 to a stream `rpc` with message `msg`: false when it may be
---- opened again, else why not. A stream that starts no work (Connect to a process, WatchDir) may.
---- A Start may when envd has no process with its tag (process.Process/List, itself retried):
---- the gateway's own page then means the Start never reached envd (the field's gateways answer
---- so when they cannot reach the upstream). What this cannot see: a process that was started and
---- has already ended runs a second time (docs/cli.md, "Every command, and how `run` behaves").
----@param rpc string
----@param msg table the request message (a Start's carries its tag)
----@return false|string
-function Client:_why_not_again(rpc, msg)
-  if envd.IDEMPOTENT[rpc] then return false end
-  local request = "POST /" .. rpc
-  if rpc ~= "process.Process/Start" or type(msg.tag) ~= "string" then return request .. " starts work" end
-  local ok, list = pcall(self.unary, self, "process.Process/List", {})
-  if not ok then return request .. " may have started its process (List failed: " .. core.mask(
-    core.is_error(list) and list.message or tostring(list)) .. ")" end
-  for _, p in ipairs(type(list.processes) == "table" and list.processes or {}) do
-    if type(p) == "table" and p.tag == msg.tag then
-      return request .. " reached envd: a process with its tag " .. msg.tag .. " runs"
-    end
-  end
-  return false
 end
 
 --- The message, or nil at a clean end, for what stream:next gave (`what`, `payload`): the
